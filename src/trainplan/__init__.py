@@ -1,0 +1,18 @@
+"""trainplan: will this LLM training run fit, how long will it take, what will it cost.
+
+The analytic core imports no torch, transformers, web or database code.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "estimate"]
+
+
+def __getattr__(name: str):
+    if name == "estimate":
+        from trainplan.api import estimate
+
+        return estimate
+    raise AttributeError(f"module 'trainplan' has no attribute {name!r}")

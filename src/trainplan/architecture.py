@@ -1,0 +1,249 @@
+"""The structure of a model as Hugging Face builds it: the linear layers of each decoder layer
+(with the module names that LoRA target lists use), norms, embeddings and head.
+
+This inventory is the single source for parameter counts, LoRA/QLoRA, FLOPs and tensor
+parallelism. Module names follow the `modeling_*.py` files of transformers (and the remote code
+of ChatGLM, InternLM2 and Baichuan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+
+from trainplan.enums import MlpKind, NormKind, Position
+from trainplan.errors import TrainplanError
+from trainplan.specs import ModelSpec
+
+
+class Role(StrEnum):
+    Q = "q"
+    K = "k"
+    V = "v"
+    QKV = "qkv"
+    O = "o"
+    GATE = "gate"
+    UP = "up"
+    GATE_UP = "gate_up"
+    DOWN = "down"
+    ROUTER = "router"
+    SHARED_GATE = "shared_gate"
+    Q_A = "q_a"
+    Q_B = "q_b"
+    KV_A = "kv_a"
+    KV_B = "kv_b"
+
+
+class Group(StrEnum):
+    ATTENTION = "attention"
+    MLP = "mlp"
+    EXPERTS = "experts"
+    SHARED_EXPERTS = "shared_experts"
+    ROUTER = "router"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinearSpec:
+    """One nn.Linear (or `copies` identical ones, as the experts of an MoE layer)."""
+
+    name: str
+    role: Role
+    group: Group
+    in_features: int
+    out_features: int
+    bias: bool = False
+    copies: int = 1
+
+    @property
+    def weight_params(self) -> int:
+        return self.copies * self.in_features * self.out_features
+
+    @property
+    def bias_params(self) -> int:
+        return self.copies * self.out_features if self.bias else 0
+
+    @property
+    def params(self) -> int:
+        return self.weight_params + self.bias_params
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerSpec:
+    """One decoder layer kind; a model has one or two kinds (dense and MoE layers)."""
+
+    linears: tuple[LinearSpec, ...]
+    norm_params: int            # layer norms, QK norms, MLA latent norms
+    extra_params: int = 0       # e.g. DeepSeek-V3 router bias
+    is_moe: bool = False
+    mlp_intermediate: int = 0   # dense MLP width (0 for MoE layers)
+
+    @property
+    def linear_params(self) -> int:
+        return sum(lin.params for lin in self.linears)
+
+    @property
+    def params(self) -> int:
+        return self.linear_params + self.norm_params + self.extra_params
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelStructure:
+    embedding_params: int
+    position_params: int
+    embedding_norm_params: int
+    layers: tuple[tuple[LayerSpec, int], ...]   # (kind, how many layers of that kind)
+    layer_kinds_in_order: tuple[int, ...]       # index into `layers` for each decoder layer
+    final_norm_params: int
+    lm_head: LinearSpec | None                  # None when tied to the embedding
+
+    def layer(self, index: int) -> LayerSpec:
+        return self.layers[self.layer_kinds_in_order[index]][0]
+
+
+# Module names per implementation family: role -> name in the HF module tree.
+_NAMES: dict[str, dict[Role, str]] = {
+    "llama": {Role.Q: "q_proj", Role.K: "k_proj", Role.V: "v_proj", Role.O: "o_proj",
+              Role.GATE: "gate_proj", Role.UP: "up_proj", Role.DOWN: "down_proj",
+              Role.ROUTER: "gate", Role.SHARED_GATE: "shared_expert_gate"},
+    "mixtral": {Role.Q: "q_proj", Role.K: "k_proj", Role.V: "v_proj", Role.O: "o_proj",
+                Role.GATE: "w1", Role.UP: "w3", Role.DOWN: "w2", Role.ROUTER: "gate"},
+    "phi3": {Role.QKV: "qkv_proj", Role.O: "o_proj", Role.GATE_UP: "gate_up_proj",
+             Role.DOWN: "down_proj"},
+    "gpt2": {Role.QKV: "c_attn", Role.O: "c_proj", Role.UP: "c_fc", Role.DOWN: "c_proj"},
+    "opt": {Role.Q: "q_proj", Role.K: "k_proj", Role.V: "v_proj", Role.O: "out_proj",
+            Role.UP: "fc1", Role.DOWN: "fc2"},
+    "neox": {Role.QKV: "query_key_value", Role.O: "dense", Role.UP: "dense_h_to_4h",
+             Role.DOWN: "dense_4h_to_h"},
+    "chatglm": {Role.QKV: "query_key_value", Role.O: "dense", Role.GATE_UP: "dense_h_to_4h",
+                Role.DOWN: "dense_4h_to_h"},
+    "glm4": {Role.Q: "q_proj", Role.K: "k_proj", Role.V: "v_proj", Role.O: "o_proj",
+             Role.GATE_UP: "gate_up_proj", Role.DOWN: "down_proj"},
+    "internlm2": {Role.QKV: "wqkv", Role.O: "wo", Role.GATE: "w1", Role.UP: "w3", Role.DOWN: "w2"},
+    "baichuan": {Role.QKV: "W_pack", Role.O: "o_proj", Role.GATE: "gate_proj", Role.UP: "up_proj",
+                 Role.DOWN: "down_proj"},
+    "deepseek": {Role.Q: "q_proj", Role.Q_A: "q_a_proj", Role.Q_B: "q_b_proj",
+                 Role.KV_A: "kv_a_proj_with_mqa", Role.KV_B: "kv_b_proj", Role.O: "o_proj",
+                 Role.GATE: "gate_proj", Role.UP: "up_proj", Role.DOWN: "down_proj",
+                 Role.ROUTER: "gate"},
+}
+
+
+def module_names(naming: str) -> dict[Role, str]:
+    try:
+        return _NAMES[naming]
+    except KeyError:
+        raise TrainplanError(f"unknown module naming {naming!r}; known: {', '.join(_NAMES)}") from None
+
+
+def _norm_params(spec: ModelSpec, width: int) -> int:
+    return width * (2 if spec.norm_kind is NormKind.LAYER else 1)
+
+
+def _lin(names: dict[Role, str], role: Role, group: Group, n_in: int, n_out: int,
+         bias: bool = False, copies: int = 1) -> LinearSpec:
+    return LinearSpec(name=names[role], role=role, group=group, in_features=n_in,
+                      out_features=n_out, bias=bias, copies=copies)
+
+
+def _attention_linears(spec: ModelSpec, names: dict[Role, str]) -> list[LinearSpec]:
+    h, at = spec.hidden_size, Group.ATTENTION
+    if spec.mla:
+        mla = spec.mla
+        out: list[LinearSpec] = []
+        if mla.q_lora_rank:
+            out.append(_lin(names, Role.Q_A, at, h, mla.q_lora_rank, spec.qkv_bias))
+            out.append(_lin(names, Role.Q_B, at, mla.q_lora_rank, spec.q_dim))
+        else:
+            out.append(_lin(names, Role.Q, at, h, spec.q_dim))
+        out.append(_lin(names, Role.KV_A, at, h, mla.kv_lora_rank + mla.qk_rope_head_dim, spec.qkv_bias))
+        out.append(_lin(names, Role.KV_B, at, mla.kv_lora_rank,
+                        spec.num_heads * (mla.qk_nope_head_dim + mla.v_head_dim)))
+        out.append(_lin(names, Role.O, at, spec.num_heads * mla.v_head_dim, h, spec.out_bias))
+        return out
+    q, kv = spec.q_dim, spec.kv_dim
+    if Role.QKV in names:
+        qkv = [_lin(names, Role.QKV, at, h, q + 2 * kv, spec.qkv_bias)]
+    else:
+        qkv = [_lin(names, Role.Q, at, h, q, spec.qkv_bias), _lin(names, Role.K, at, h, kv, spec.qkv_bias),
+               _lin(names, Role.V, at, h, kv, spec.qkv_bias)]
+    return qkv + [_lin(names, Role.O, at, q, h, spec.out_bias)]
+
+
+def _mlp_linears(spec: ModelSpec, names: dict[Role, str], width: int, group: Group,
+                 copies: int = 1) -> list[LinearSpec]:
+    h, bias = spec.hidden_size, spec.mlp_bias
+    if spec.mlp_kind is MlpKind.PLAIN:
+        return [_lin(names, Role.UP, group, h, width, bias, copies),
+                _lin(names, Role.DOWN, group, width, h, bias, copies)]
+    if Role.GATE_UP in names:
+        return [_lin(names, Role.GATE_UP, group, h, 2 * width, bias, copies),
+                _lin(names, Role.DOWN, group, width, h, bias, copies)]
+    return [_lin(names, Role.GATE, group, h, width, bias, copies),
+            _lin(names, Role.UP, group, h, width, bias, copies),
+            _lin(names, Role.DOWN, group, width, h, bias, copies)]
+
+
+def _layer_norms(spec: ModelSpec) -> int:
+    total = spec.norms_per_layer * _norm_params(spec, spec.hidden_size)
+    if spec.qk_norm:
+        total += 2 * spec.head_dim          # q_norm and k_norm over head_dim (RMSNorm)
+    if spec.mla:
+        total += (spec.mla.q_lora_rank or 0) + spec.mla.kv_lora_rank
+    return total
+
+
+def _dense_layer(spec: ModelSpec, names: dict[Role, str]) -> LayerSpec:
+    linears = _attention_linears(spec, names) + _mlp_linears(spec, names, spec.intermediate_size, Group.MLP)
+    return LayerSpec(linears=tuple(linears), norm_params=_layer_norms(spec),
+                     mlp_intermediate=spec.intermediate_size)
+
+
+def _moe_layer(spec: ModelSpec, names: dict[Role, str]) -> LayerSpec:
+    moe = spec.moe
+    assert moe is not None
+    h = spec.hidden_size
+    linears = _attention_linears(spec, names)
+    linears.append(_lin(names, Role.ROUTER, Group.ROUTER, h, moe.num_experts))
+    linears += _mlp_linears(spec, names, moe.expert_intermediate_size, Group.EXPERTS, moe.num_experts)
+    if moe.shared_intermediate_size:
+        linears += _mlp_linears(spec, names, moe.shared_intermediate_size, Group.SHARED_EXPERTS)
+    if moe.shared_expert_gate:
+        linears.append(_lin(names, Role.SHARED_GATE, Group.ROUTER, h, 1))
+    extra = moe.num_experts if moe.router_bias else 0
+    return LayerSpec(linears=tuple(linears), norm_params=_layer_norms(spec), extra_params=extra,
+                     is_moe=True)
+
+
+@lru_cache(maxsize=512)
+def structure(spec: ModelSpec) -> ModelStructure:
+    """The module inventory of `spec` as transformers builds it."""
+    names = module_names(spec.naming)
+    h = spec.hidden_size
+    kinds: list[LayerSpec] = [_dense_layer(spec, names)]
+    order = [0] * spec.num_layers
+    if spec.moe:
+        kinds.append(_moe_layer(spec, names))
+        order = [1 if spec.moe.is_moe_layer(i) else 0 for i in range(spec.num_layers)]
+    counts = [order.count(k) for k in range(len(kinds))]
+    layers = tuple((kind, n) for kind, n in zip(kinds, counts))
+    position = 0
+    if spec.position is Position.LEARNED:
+        position = (spec.max_position_embeddings or 0) + spec.learned_position_offset
+        position *= h
+    lm_head = None if spec.tied_embeddings else LinearSpec(
+        name="lm_head", role=Role.O, group=Group.ATTENTION, in_features=h, out_features=spec.vocab_size)
+    return ModelStructure(
+        embedding_params=spec.vocab_size * h,
+        position_params=position,
+        embedding_norm_params=_norm_params(spec, h) if spec.embedding_norm else 0,
+        layers=layers,
+        layer_kinds_in_order=tuple(order),
+        final_norm_params=_norm_params(spec, h),
+        lm_head=lm_head,
+    )
+
+
+def layer_linears(spec: ModelSpec) -> list[tuple[LinearSpec, int]]:
+    """Every decoder-layer linear with the number of layers it appears in."""
+    return [(lin, n) for kind, n in structure(spec).layers for lin in kind.linears]

@@ -1,0 +1,138 @@
+"""Finite choices as enums. Values are the strings users type on the command line."""
+
+from __future__ import annotations
+
+from enum import IntEnum, StrEnum
+
+
+class Method(StrEnum):
+    FULL = "full"
+    LORA = "lora"
+    QLORA = "qlora"
+    FREEZE = "freeze"
+
+
+class Precision(StrEnum):
+    """Precision regime (see PRODUCT.md).
+
+    BF16/FP16: mixed precision with fp32 master weights. How the fp32 copy is held depends on the
+    framework: HF Trainer keeps the model itself in fp32 and runs under autocast; DeepSpeed and
+    Megatron keep 16-bit weights and an fp32 master copy inside the optimizer.
+    BF16_PURE/FP16_PURE: 16-bit weights and 16-bit optimizer states (litgpt bf16-true, torchtune).
+    FP8: Transformer-Engine style fp8 matmuls over bf16 weights with fp32 master weights.
+    """
+
+    FP32 = "fp32"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    BF16_PURE = "bf16-pure"
+    FP16_PURE = "fp16-pure"
+    FP8 = "fp8"
+
+    @property
+    def is_pure(self) -> bool:
+        return self in (Precision.BF16_PURE, Precision.FP16_PURE)
+
+    @property
+    def compute_bytes(self) -> int:
+        """Bytes of one activation element in the matmuls' dtype (fp8 keeps bf16 activations)."""
+        return 4 if self is Precision.FP32 else 2
+
+    @property
+    def compute_dtype(self) -> str:
+        if self is Precision.FP32:
+            return "fp32"
+        if self in (Precision.FP16, Precision.FP16_PURE):
+            return "fp16"
+        return "bf16"
+
+
+class MasterWeights(StrEnum):
+    """Where the fp32 copy of the weights lives under mixed precision."""
+
+    AUTOCAST = "autocast"    # model in fp32, autocast casts per op (HF Trainer, FSDP mixed)
+    OPTIMIZER = "optimizer"  # 16-bit model, fp32 master copy in the optimizer (DeepSpeed, Megatron)
+    NONE = "none"            # pure 16-bit or fp32: no separate copy
+
+
+class Optimizer(StrEnum):
+    ADAMW = "adamw"                  # torch.optim.AdamW, foreach implementation (CUDA default)
+    ADAMW_FUSED = "adamw-fused"      # torch.optim.AdamW(fused=True)
+    ADAMW_8BIT = "adamw-8bit"        # bitsandbytes AdamW8bit
+    PAGED_ADAMW_8BIT = "paged-adamw-8bit"
+    ADAFACTOR = "adafactor"
+    SGD = "sgd"                      # with momentum
+    LION = "lion"
+
+
+class GradCkpt(StrEnum):
+    NONE = "none"
+    FULL = "full"
+    SELECTIVE = "selective"
+
+
+class Attention(StrEnum):
+    FLASH = "flash"
+    SDPA = "sdpa"
+    EAGER = "eager"
+
+
+class Loss(StrEnum):
+    FULL = "full"        # fp32 upcast of the whole logits tensor (HF default)
+    CHUNKED = "chunked"  # chunked cross-entropy (torchtune, litgpt)
+    FUSED = "fused"      # fused linear + cross-entropy (Liger, Unsloth, Cut-CE)
+
+
+class Quant(StrEnum):
+    NF4 = "nf4"
+    FP4 = "fp4"
+    INT8 = "int8"
+
+
+class ZeroStage(IntEnum):
+    NONE = 0
+    OPTIMIZER = 1
+    GRADIENTS = 2
+    PARAMETERS = 3
+
+
+class Fsdp(StrEnum):
+    NONE = "none"
+    FULL = "full"
+    HYBRID = "hybrid"
+
+
+class Offload(StrEnum):
+    NONE = "none"
+    OPTIMIZER = "optimizer"
+    PARAMS = "params"
+    ALL = "all"
+
+
+class Framework(StrEnum):
+    HF = "hf"
+    DEEPSPEED = "deepspeed"
+    FSDP = "fsdp"
+    MEGATRON = "megatron"
+    LITGPT = "litgpt"
+    TORCHTUNE = "torchtune"
+    LLAMAFACTORY = "llamafactory"
+    SWIFT = "swift"
+    UNSLOTH = "unsloth"
+    AXOLOTL = "axolotl"
+
+
+class MlpKind(StrEnum):
+    GATED = "gated"   # gate, up, down (SwiGLU / GeGLU)
+    PLAIN = "plain"   # fc -> act -> proj
+
+
+class NormKind(StrEnum):
+    RMS = "rmsnorm"
+    LAYER = "layernorm"
+
+
+class Position(StrEnum):
+    ROPE = "rope"
+    LEARNED = "learned"
+    ALIBI = "alibi"

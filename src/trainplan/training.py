@@ -1,0 +1,162 @@
+"""What to train (TrainingSetup) apart from how it is spread over GPUs (Layout)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainplan.enums import (Attention, Fsdp, Framework, GradCkpt, Loss, MasterWeights, Method,
+                             Offload, Optimizer, Precision, Quant, ZeroStage)
+from trainplan.errors import TrainplanError
+from trainplan.specs import ModelSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoraConfig:
+    rank: int = 16
+    alpha: float = 32.0
+    dropout: float = 0.05
+    targets: tuple[str, ...] = ("q_proj", "v_proj")  # module names, roles, or "all-linear"
+    dora: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rank <= 0:
+            raise TrainplanError(f"--lora-rank must be positive, got {self.rank}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise TrainplanError(f"--lora-dropout must be in [0, 1), got {self.dropout}")
+        if not self.targets:
+            raise TrainplanError("--lora-targets is empty")
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuantConfig:
+    kind: Quant = Quant.NF4
+    double_quant: bool = False
+    blocksize: int = 64            # bitsandbytes 4-bit default block size
+    compute_dtype: str = "bf16"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Implementation:
+    """How the framework runs the step: every field is a framework-profile default and a flag."""
+
+    master_weights: MasterWeights = MasterWeights.AUTOCAST
+    loss: Loss = Loss.FULL
+    optimizer_in_backward: bool = False   # step fused into backward: grads never all live at once
+    activation_offload: bool = False      # saved activations moved to CPU (torchtune)
+    grad_dtype_fp32_accum: bool = False   # Megatron main_grad: fp32 gradient accumulation buffer
+    liger_kernels: bool = False           # fused RMSNorm/SwiGLU/RoPE: fewer saved tensors
+    padding_free: bool = False
+    empty_cache_per_step: bool = False    # reserve falls back to allocated between steps
+    loss_chunks: int = 8                  # chunks for Loss.CHUNKED
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingSetup:
+    """One training job on one model, independent of the GPU layout."""
+
+    model: ModelSpec
+    method: Method = Method.FULL
+    precision: Precision = Precision.BF16
+    optimizer: Optimizer = Optimizer.ADAMW
+    batch_size: int = 1
+    seq_len: int = 2048
+    grad_accum: int = 1
+    grad_ckpt: GradCkpt = GradCkpt.NONE
+    attention: Attention = Attention.SDPA
+    lora: LoraConfig | None = None
+    quant: QuantConfig | None = None
+    freeze_trainable_layers: int = 2     # method=freeze: train the last N layers
+    framework: Framework = Framework.HF
+    impl: Implementation = field(default_factory=Implementation)
+
+    def __post_init__(self) -> None:
+        for key in ("batch_size", "seq_len", "grad_accum"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or value <= 0:
+                flag = "--" + key.replace("_", "-")
+                raise TrainplanError(f"{flag} must be a positive integer, got {value!r}")
+        if self.method in (Method.LORA, Method.QLORA):
+            if self.lora is None:
+                raise TrainplanError(f"method {self.method} needs a LoRA configuration")
+            if self.lora.rank > self.model.hidden_size:
+                raise TrainplanError(
+                    f"--lora-rank {self.lora.rank} is above the hidden size {self.model.hidden_size} "
+                    f"of {self.model.name}")
+        if self.method is Method.QLORA:
+            if self.quant is None:
+                raise TrainplanError("method qlora needs a quantization (--quant nf4|fp4|int8)")
+            if self.precision is Precision.FP32:
+                raise TrainplanError(
+                    "QLoRA computes in bf16 or fp16 over 4-bit weights: use --precision bf16 or "
+                    "bf16-pure (fp16) instead of fp32")
+        if self.method is Method.FREEZE and not 0 < self.freeze_trainable_layers <= self.model.num_layers:
+            raise TrainplanError(
+                f"--freeze-layers must be in 1..{self.model.num_layers}, got {self.freeze_trainable_layers}")
+
+    @property
+    def tokens_per_micro_batch(self) -> int:
+        return self.batch_size * self.seq_len
+
+
+@dataclass(frozen=True, kw_only=True)
+class Layout:
+    """How one job is spread over GPUs. The planner varies this and holds the setup fixed."""
+
+    gpu_id: str = "a100-sxm4-80gb"
+    num_gpus: int = 1
+    nodes: int = 1
+    zero: ZeroStage = ZeroStage.NONE
+    fsdp: Fsdp = Fsdp.NONE
+    offload: Offload = Offload.NONE
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+
+    def __post_init__(self) -> None:
+        for key in ("num_gpus", "nodes", "tp", "pp", "cp", "ep"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or value <= 0:
+                raise TrainplanError(f"--{key.replace('_', '-')} must be a positive integer, got {value!r}")
+        if self.num_gpus % self.nodes:
+            raise TrainplanError(f"--num-gpus {self.num_gpus} is not divisible by --nodes {self.nodes}")
+        model_parallel = self.tp * self.pp * self.cp
+        if self.num_gpus % model_parallel:
+            raise TrainplanError(
+                f"tp x pp x cp = {self.tp} x {self.pp} x {self.cp} = {model_parallel} does not divide "
+                f"--num-gpus {self.num_gpus}")
+        if self.zero is not ZeroStage.NONE and self.fsdp is not Fsdp.NONE:
+            raise TrainplanError("choose either --zero or --fsdp, not both")
+
+    @property
+    def dp(self) -> int:
+        """Data-parallel size: GPUs / (tp x pp x cp)."""
+        return self.num_gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.num_gpus // self.nodes
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    """The data side of a job: how many tokens, how many passes, how often it is retried."""
+
+    samples: int | None = None            # None: no dataset given, time per step only
+    tokens_per_sample: int | None = None  # mean tokens per sample (default: seq_len)
+    epochs: float = 1.0
+    packing: bool = False                 # packed sequences: no padding waste
+    retry_factor: float = 1.0             # failed attempts, multiplies time and cost
+    eval_fraction: float = 0.0            # extra forward-only time for evaluation, as a fraction
+    checkpoint_saves: int = 0             # number of checkpoints written
+    disk_bw_bytes_per_s: float = 1e9      # checkpoint write bandwidth
+
+    def __post_init__(self) -> None:
+        if self.samples is not None and self.samples <= 0:
+            raise TrainplanError(f"--samples must be positive, got {self.samples}")
+        if self.tokens_per_sample is not None and self.tokens_per_sample <= 0:
+            raise TrainplanError(f"--tokens-per-sample must be positive, got {self.tokens_per_sample}")
+        if self.epochs <= 0:
+            raise TrainplanError(f"--epochs must be positive, got {self.epochs}")
+        if self.retry_factor < 1.0:
+            raise TrainplanError(f"--retry-factor must be at least 1, got {self.retry_factor}")
