@@ -47,7 +47,10 @@ class Implementation:
     liger_kernels: bool = False           # fused RMSNorm/SwiGLU/RoPE: fewer saved tensors
     padding_free: bool = False
     empty_cache_per_step: bool = False    # reserve falls back to allocated between steps
-    loss_chunks: int = 8                  # chunks for Loss.CHUNKED
+    loss_chunks: int = 8                  # chunks for Loss.CHUNKED (0: one per 128 tokens, litgpt)
+    loss_upcast: bool = True              # cross-entropy on fp32 logits (HF, torchtune) or 16-bit (litgpt)
+    load_fp32: bool = False               # frozen weights loaded in fp32 under mixed precision
+    foreach_grad_clip: bool = True        # HF Trainer clips gradients (max_grad_norm=1.0)
 
 
 @dataclass(frozen=True, kw_only=True)

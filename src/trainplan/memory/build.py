@@ -1,0 +1,96 @@
+"""Assemble the per-step memory inputs of one setup on one GPU (before any sharding)."""
+
+from __future__ import annotations
+
+from trainplan.architecture import structure
+from trainplan.enums import Method
+from trainplan.memory.activations import LayerActivations, LayerContext, _norm_saves, layer_activations
+from trainplan.memory.logits import logits_memory
+from trainplan.memory.peak import StepInputs
+from trainplan.memory.regime import Regime
+from trainplan.memory.state import ModelState
+from trainplan.params import default_lora_targets, resolve_lora_targets
+from trainplan.training import TrainingSetup
+
+
+def _lora_names(setup: TrainingSetup) -> frozenset[str]:
+    if setup.method not in (Method.LORA, Method.QLORA) or setup.lora is None:
+        return frozenset()
+    targets = setup.lora.targets or default_lora_targets(setup.model)
+    return frozenset(lin.name for lin, _ in resolve_lora_targets(setup.model, targets))
+
+
+def _first_trained_layer(setup: TrainingSetup) -> int:
+    if setup.method is Method.FREEZE:
+        return setup.model.num_layers - setup.freeze_trainable_layers
+    return 0
+
+
+def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
+    spec = setup.model
+    names = _lora_names(setup)
+    first = _first_trained_layer(setup)
+    rank = setup.lora.rank if setup.lora else 0
+    dropout = setup.lora.dropout if setup.lora else 0.0
+    out = []
+    for i in range(spec.num_layers):
+        trained = setup.method is Method.FULL or (setup.method is Method.FREEZE and i >= first)
+        out.append(LayerContext(
+            tokens=setup.tokens_per_micro_batch, batch=setup.batch_size, seq=setup.seq_len,
+            residual_bytes=regime.residual_bytes, compute_bytes=regime.compute_bytes,
+            autocast=regime.autocast, attention=setup.attention, weights_trained=trained,
+            lora_names=names, lora_rank=rank, lora_dropout=dropout,
+            input_requires_grad=(setup.method is not Method.FREEZE) or i > first,
+            trained_weight_bytes=regime.trainable_weight_bytes,
+            frozen_weight_bytes=regime.frozen_weight_bytes, adapter_bytes=regime.adapter_bytes,
+            liger=setup.impl.liger_kernels))
+    return out
+
+
+def _layer_grad_bytes(setup: TrainingSetup, regime: Regime, state: ModelState) -> list[int]:
+    spec = setup.model
+    st = structure(spec)
+    n = spec.num_layers
+    if setup.method is Method.FULL:
+        return [st.layer(i).params * regime.grad_bytes for i in range(n)]
+    if setup.method is Method.FREEZE:
+        first = _first_trained_layer(setup)
+        return [st.layer(i).params * regime.grad_bytes if i >= first else 0 for i in range(n)]
+    per_layer = state.gradients // n
+    return [per_layer] * n
+
+
+def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
+                persistent: dict[str, int], grad_scale: float = 1.0) -> StepInputs:
+    """`persistent` and `grad_scale` carry sharding decided by the caller (1.0 = unsharded)."""
+    spec = setup.model
+    st = structure(spec)
+    contexts = layer_contexts(setup, regime)
+    layers: tuple[LayerActivations, ...] = tuple(
+        layer_activations(spec, st.layer(i), ctx) for i, ctx in enumerate(contexts))
+    t, h, v = setup.tokens_per_micro_batch, spec.hidden_size, spec.vocab_size
+    full = setup.method is Method.FULL
+    c = regime.compute_bytes
+    head_ctx = contexts[-1]
+    head_saved = _norm_saves(head_ctx if full else contexts[-1], spec, h) if head_ctx.input_requires_grad or full else 0
+    if full:
+        head_saved += (c if regime.autocast else regime.residual_bytes) * t * h   # lm_head input
+        head_saved += 8 * t                                                       # token ids (embedding)
+    head_weight_bytes = regime.trainable_weight_bytes if full else regime.frozen_weight_bytes
+    head_copy = c * v * h if regime.autocast and head_weight_bytes != c else 0
+    head_grad = v * h * regime.grad_bytes if full else 0
+    head_transient = c * v * h if full and regime.autocast else 0
+    emb_grad = v * h * regime.grad_bytes if full and not spec.tied_embeddings else 0
+    if full and spec.tied_embeddings:
+        head_transient = max(head_transient, v * h * regime.grad_bytes)
+    grads = [int(g * grad_scale) for g in _layer_grad_bytes(setup, regime, state)]
+    chunks = setup.impl.loss_chunks or max(1, -(-setup.seq_len // 128))
+    logits = logits_memory(tokens=t, vocab=v, hidden=h, compute_bytes=c, loss=setup.impl.loss,
+                           chunks=chunks, upcast=setup.impl.loss_upcast)
+    return StepInputs(
+        persistent=persistent, layers=layers, layer_grads=tuple(grads), head_saved=head_saved,
+        head_weight_copy=head_copy, head_grad=int(head_grad * grad_scale),
+        head_grad_transient=head_transient, embedding_grad=int(emb_grad * grad_scale), logits=logits,
+        grad_ckpt=setup.grad_ckpt, grads_persist=setup.grad_accum > 1,
+        optimizer_in_backward=setup.impl.optimizer_in_backward, optimizer_temp=state.optimizer_temp,
+        activation_offload=setup.impl.activation_offload)

@@ -1,0 +1,48 @@
+"""Logits and the cross-entropy loss: often the largest single term for 150k vocabularies.
+
+HF `ForCausalLMLoss` (transformers loss/loss_utils.py) upcasts the whole logits tensor to fp32
+(`logits = logits.float()`) and calls `cross_entropy` = log_softmax + nll_loss. log_softmax saves
+its fp32 output for backward. In backward, nll_loss's gradient (fp32, b*s*V) and log_softmax's
+input gradient (fp32, b*s*V) are both alive while the saved output still is: 12 bytes per logit
+at that moment, then a 16-bit gradient for the lm_head (2 bytes per logit).
+Chunked cross-entropy (torchtune `CEWithChunkedOutputLoss`) upcasts chunk by chunk; fused linear
+cross-entropy (Liger `LigerFusedLinearCrossEntropyLoss`) never materialises the logits: it
+processes ~H/V of the tokens at a time, computing gradients in forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainplan.enums import Loss
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogitsMemory:
+    forward_peak_bytes: int    # extra at the loss in forward (logits + fp32 copy + log-probs)
+    saved_bytes: int           # kept for backward
+    backward_peak_bytes: int   # extra at the loss in backward, including saved_bytes
+    after_bytes: int           # the logits' gradient handed to the lm_head backward
+
+
+def logits_memory(*, tokens: int, vocab: int, hidden: int, compute_bytes: int, loss: Loss,
+                  chunks: int = 8, upcast: bool = True) -> LogitsMemory:
+    """Extra bytes for the logits and the loss. `upcast`: cross-entropy runs on an fp32 copy."""
+    n = tokens * vocab
+    c = compute_bytes
+    if loss is Loss.FUSED:
+        chunk_tokens = max(1, -(-tokens * hidden // vocab))
+        chunk = min(tokens, chunk_tokens) * vocab * 4
+        return LogitsMemory(forward_peak_bytes=2 * chunk + 4 * tokens * hidden, saved_bytes=4 * tokens * hidden,
+                            backward_peak_bytes=4 * tokens * hidden, after_bytes=0)
+    p = 4 if (upcast or c == 4) else c   # bytes of the log-probabilities
+    copy = 0 if c == 4 or not upcast else 4 * n   # fp32 copy (absent when logits are already fp32)
+    if loss is Loss.CHUNKED:
+        k = max(1, chunks)
+        per = -(-n // k)
+        return LogitsMemory(forward_peak_bytes=c * n + (copy // n) * per + p * n,
+                            saved_bytes=p * n,
+                            backward_peak_bytes=p * n + 2 * p * per + c * per,
+                            after_bytes=c * n)
+    return LogitsMemory(forward_peak_bytes=c * n + copy + p * n, saved_bytes=p * n,
+                        backward_peak_bytes=3 * p * n, after_bytes=c * n)

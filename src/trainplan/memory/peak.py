@@ -1,0 +1,114 @@
+"""Where the peak falls: walk one training step (forward, loss, backward layer by layer, optimizer
+step) and take the largest total, instead of summing everything that ever exists.
+
+Each moment is a dict of named components; the peak moment's components are the breakdown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainplan.enums import GradCkpt
+from trainplan.memory.activations import LayerActivations
+from trainplan.memory.logits import LogitsMemory
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepInputs:
+    persistent: dict[str, int]          # weights, master weights, optimizer states, constants
+    layers: tuple[LayerActivations, ...]
+    layer_grads: tuple[int, ...]        # gradient bytes of each decoder layer's parameters
+    head_saved: int                     # final norm + lm_head input saved for backward
+    head_weight_copy: int               # autocast copy of the lm_head weight
+    head_grad: int                      # lm_head (or tied embedding) gradient bytes
+    head_grad_transient: int            # 16-bit weight gradient before the fp32 accumulate
+    embedding_grad: int                 # untied embedding gradient, allocated last
+    logits: LogitsMemory
+    grad_ckpt: GradCkpt
+    grads_persist: bool                 # gradient accumulation > 1: grads live through forward
+    optimizer_in_backward: bool
+    optimizer_temp: int
+    activation_offload: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Peak:
+    phase: str
+    components: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.components.values())
+
+
+def _saved(layer: LayerActivations, ckpt: GradCkpt) -> int:
+    if ckpt is GradCkpt.FULL:
+        return layer.checkpoint_bytes
+    if ckpt is GradCkpt.SELECTIVE:
+        return layer.saved_bytes - layer.detail.get("attention_core", 0) // 2
+    return layer.saved_bytes
+
+
+def _moment(phase: str, base: dict[str, int], **extra: int) -> Peak:
+    comps = dict(base)
+    for key, value in extra.items():
+        comps[key] = comps.get(key, 0) + value
+    return Peak(phase=phase, components={k: v for k, v in comps.items() if v})
+
+
+def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
+    """Return (the peak moment, every moment considered)."""
+    ckpt = inp.grad_ckpt
+    layers = inp.layers
+    n = len(layers)
+    all_grads = sum(inp.layer_grads) + inp.head_grad + inp.embedding_grad
+    grads_fwd = all_grads if inp.grads_persist and not inp.optimizer_in_backward else 0
+    saved = [_saved(layer, ckpt) for layer in layers]
+    copies = [0 if ckpt is GradCkpt.FULL else layer.weight_copies_bytes for layer in layers]
+    if inp.activation_offload:   # only the layers in flight stay on the GPU
+        keep = 2
+        saved = [s if i >= n - keep else 0 for i, s in enumerate(saved)]
+    moments: list[Peak] = []
+    base = dict(inp.persistent)
+    fwd_acts = sum(saved) + inp.head_saved
+    fwd_copies = sum(copies) + inp.head_weight_copy
+    moments.append(_moment("forward (loss)", base, gradients=grads_fwd, activations=fwd_acts,
+                           autocast_weight_copies=fwd_copies, logits_loss=inp.logits.forward_peak_bytes))
+    moments.append(_moment("backward (loss)", base, gradients=grads_fwd, activations=fwd_acts,
+                           autocast_weight_copies=fwd_copies, logits_loss=inp.logits.backward_peak_bytes))
+    grads = grads_fwd
+    if not grads_fwd:
+        grads += inp.head_grad
+    keep_grads = not inp.optimizer_in_backward
+    moments.append(_moment("backward (lm_head)", base, gradients=grads, activations=fwd_acts,
+                           autocast_weight_copies=fwd_copies, logits_loss=inp.logits.after_bytes,
+                           temporaries=inp.head_grad_transient))
+    acts = sum(saved)
+    live_copies = sum(copies)
+    if not keep_grads:
+        grads = 0
+    for i in range(n - 1, -1, -1):
+        layer = layers[i]
+        layer_grad = inp.layer_grads[i]
+        recompute = layer.saved_bytes - layer.input_alias_bytes if ckpt is GradCkpt.FULL else 0
+        recompute_copies = layer.weight_copies_bytes if ckpt is GradCkpt.FULL else 0
+        if inp.activation_offload and ckpt is not GradCkpt.FULL:
+            recompute = layer.saved_bytes - saved[i]
+        current = grads + (layer_grad if not grads_fwd else 0)
+        moments.append(_moment(f"backward (layer {i})", base, gradients=current,
+                               activations=acts + recompute,
+                               autocast_weight_copies=live_copies + recompute_copies,
+                               temporaries=layer.transient_bytes))
+        acts -= saved[i]
+        live_copies -= copies[i]
+        if keep_grads and not grads_fwd:
+            grads += layer_grad
+        elif not keep_grads:
+            grads = 0
+    if inp.embedding_grad:
+        emb = grads + (inp.embedding_grad if not grads_fwd and keep_grads else 0)
+        moments.append(_moment("backward (embedding)", base, gradients=emb))
+    if keep_grads:
+        moments.append(_moment("optimizer step", base, gradients=all_grads, temporaries=inp.optimizer_temp))
+    peak = max(moments, key=lambda m: m.total)
+    return peak, moments

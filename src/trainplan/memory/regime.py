@@ -1,0 +1,68 @@
+"""Bytes per element of each kind of tensor under a precision regime and framework choices.
+
+Sources for the conventions:
+- HF Trainer mixed precision: the model stays in fp32 and `torch.autocast` runs matmuls in 16-bit
+  (transformers `Trainer.autocast_smart_context_manager`); autocast caches 16-bit copies of
+  leaf weights that require grad until the autocast region exits (torch/amp docs, "cache_enabled").
+- peft casts LoRA adapters to fp32 under mixed precision (`autocast_adapter_dtype=True`, default
+  since peft 0.12), and keeps them in the base dtype otherwise.
+- DeepSpeed / Megatron: 16-bit model weights and gradients, fp32 master weights and Adam states
+  in the optimizer (ZeRO paper, Rajbhandari et al. 2020, section 3.1: 2+2+12 bytes/param);
+  Megatron accumulates gradients in an fp32 `main_grad` buffer (4 bytes/param).
+- Pure 16-bit (litgpt `bf16-true`, torchtune): weights, gradients and optimizer states all 16-bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainplan.enums import MasterWeights, Method, Precision
+from trainplan.training import TrainingSetup
+
+
+@dataclass(frozen=True, kw_only=True)
+class Regime:
+    autocast: bool                # fp32/16-bit weights cast per op to the compute dtype
+    trainable_weight_bytes: int   # per trainable parameter, as stored in the model
+    frozen_weight_bytes: int      # per frozen, non-quantized parameter
+    adapter_bytes: int            # LoRA A/B weights (and their grads)
+    grad_bytes: int               # per gradient element of full/freeze-trained weights
+    master_bytes: int             # separate fp32 master copy held by the optimizer (0 if none)
+    state_bytes: int              # one element of a (non-8-bit) optimizer state
+    residual_bytes: int           # dtype of the residual stream between layers
+    compute_bytes: int            # dtype of matmul inputs/outputs (2 for bf16/fp16, 4 for fp32)
+    fp8_weight_cache_bytes: int = 0  # Transformer Engine fp8 copies (weight + transpose)
+
+    @property
+    def description(self) -> str:
+        parts = []
+        if self.autocast:
+            parts.append("weights kept in fp32 with autocast to 16-bit per op")
+        if self.master_bytes:
+            parts.append(f"16-bit weights with an fp32 master copy in the optimizer ({self.master_bytes} B/param)")
+        parts.append(f"gradients {self.grad_bytes} B/param, optimizer states {self.state_bytes} B/element")
+        return "; ".join(parts)
+
+
+def resolve_regime(setup: TrainingSetup) -> Regime:
+    p = setup.precision
+    impl = setup.impl
+    peft = setup.method in (Method.LORA, Method.QLORA)
+    if p is Precision.FP32:
+        return Regime(autocast=False, trainable_weight_bytes=4, frozen_weight_bytes=4, adapter_bytes=4,
+                      grad_bytes=4, master_bytes=0, state_bytes=4, residual_bytes=4, compute_bytes=4)
+    if p.is_pure:
+        return Regime(autocast=False, trainable_weight_bytes=2, frozen_weight_bytes=2, adapter_bytes=2,
+                      grad_bytes=2, master_bytes=0, state_bytes=2, residual_bytes=2, compute_bytes=2)
+    fp8_cache = 2 if p is Precision.FP8 else 0
+    if impl.master_weights is MasterWeights.OPTIMIZER or p is Precision.FP8:
+        grad = 4 if impl.grad_dtype_fp32_accum else 2
+        return Regime(autocast=False, trainable_weight_bytes=2, frozen_weight_bytes=2,
+                      adapter_bytes=4 if peft else 2, grad_bytes=grad, master_bytes=0 if peft else 4,
+                      state_bytes=4, residual_bytes=2, compute_bytes=2, fp8_weight_cache_bytes=fp8_cache)
+    # Mixed precision with autocast (HF Trainer, FSDP MixedPrecision off, LLaMA-Factory, swift).
+    frozen = 4 if impl.load_fp32 else 2
+    full_like = setup.method is Method.FULL
+    residual = 4 if (full_like or frozen == 4) else 2
+    return Regime(autocast=True, trainable_weight_bytes=4, frozen_weight_bytes=frozen, adapter_bytes=4,
+                  grad_bytes=4, master_bytes=0, state_bytes=4, residual_bytes=residual, compute_bytes=2)

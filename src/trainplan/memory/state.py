@@ -1,0 +1,198 @@
+"""Model state: weights, quantization constants, gradients, master weights, optimizer states and
+the optimizer step's temporaries, in bytes, for one full (unsharded) copy of the model.
+
+Optimizer state sizes:
+- torch AdamW: exp_avg + exp_avg_sq in the parameter's dtype (torch/optim/adam.py).
+- foreach AdamW (`_multi_tensor_adam`) allocates `exp_avg_sq_sqrt = torch._foreach_sqrt(...)`,
+  one full-size temporary per dtype group; the fused kernel allocates none.
+- bitsandbytes 8-bit Adam: 1 byte per element per state, block-wise fp32 absmax per 256 elements;
+  tensors under `min_8bit_size` = 4096 elements keep fp32 states (bitsandbytes optim/optimizer.py).
+  The paged variant holds its states in CUDA unified memory, outside PyTorch's allocator.
+- Adafactor (transformers.optimization.Adafactor, beta1=None): factored second moment, rows + cols
+  elements for a matrix, a full vector otherwise (Shazeer & Stern 2018).
+- SGD with momentum and Lion: one buffer per parameter.
+- QLoRA NF4/FP4: 0.5 byte/param plus an fp32 absmax per 64-element block; double quantization
+  stores those absmax in 8 bits with an fp32 constant per 256 blocks (Dettmers et al. 2023, 2.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainplan.architecture import structure
+from trainplan.enums import Method, Optimizer, Quant
+from trainplan.memory.regime import Regime
+from trainplan.params import count_params, default_lora_targets, resolve_lora_targets
+from trainplan.training import QuantConfig, TrainingSetup
+
+MIN_8BIT_SIZE = 4096
+BNB_OPT_BLOCK = 256
+
+
+@dataclass(frozen=True, kw_only=True)
+class TensorGroup:
+    """`count` tensors of shape (rows, cols); cols == 1 for vectors."""
+
+    rows: int
+    cols: int
+    count: int
+
+    @property
+    def numel(self) -> int:
+        return self.rows * self.cols * self.count
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParamGroups:
+    trainable: tuple[TensorGroup, ...]
+    adapter: bool               # trainable tensors are LoRA adapters
+    quantized_params: int       # frozen linear weights stored quantized (QLoRA)
+    quantized_rows: int         # output rows of quantized linears (int8 row scales)
+    frozen_params: int          # frozen, not quantized
+
+    @property
+    def trainable_params(self) -> int:
+        return sum(g.numel for g in self.trainable)
+
+    @property
+    def largest_trainable(self) -> int:
+        return max((g.rows * g.cols for g in self.trainable), default=0)
+
+
+def _layer_tensors(kind, n: int) -> list[TensorGroup]:
+    out = []
+    for lin in kind.linears:
+        out.append(TensorGroup(rows=lin.out_features, cols=lin.in_features, count=lin.copies * n))
+        if lin.bias:
+            out.append(TensorGroup(rows=lin.out_features, cols=1, count=lin.copies * n))
+    if kind.norm_params:
+        out.append(TensorGroup(rows=kind.norm_params, cols=1, count=n))
+    if kind.extra_params:
+        out.append(TensorGroup(rows=kind.extra_params, cols=1, count=n))
+    return out
+
+
+def param_groups(setup: TrainingSetup) -> ParamGroups:
+    spec = setup.model
+    st = structure(spec)
+    total = count_params(spec).total
+    if setup.method is Method.FULL:
+        groups = []
+        for kind, n in st.layers:
+            groups += _layer_tensors(kind, n)
+        groups.append(TensorGroup(rows=spec.vocab_size, cols=spec.hidden_size, count=1))
+        if st.position_params:
+            groups.append(TensorGroup(rows=st.position_params // spec.hidden_size, cols=spec.hidden_size, count=1))
+        if st.lm_head:
+            groups.append(TensorGroup(rows=spec.vocab_size, cols=spec.hidden_size, count=1))
+        norms = st.final_norm_params + st.embedding_norm_params
+        groups.append(TensorGroup(rows=norms, cols=1, count=1))
+        return ParamGroups(trainable=tuple(groups), adapter=False, quantized_params=0,
+                           quantized_rows=0, frozen_params=0)
+    if setup.method is Method.FREEZE:
+        groups = []
+        first = spec.num_layers - setup.freeze_trainable_layers
+        for i in range(first, spec.num_layers):
+            groups += _layer_tensors(st.layer(i), 1)
+        trainable = sum(g.numel for g in groups)
+        return ParamGroups(trainable=tuple(groups), adapter=False, quantized_params=0,
+                           quantized_rows=0, frozen_params=total - trainable)
+    lora = setup.lora
+    assert lora is not None
+    targets = lora.targets or default_lora_targets(spec)
+    groups = []
+    for lin, n in resolve_lora_targets(spec, targets):
+        copies = lin.copies * n
+        groups.append(TensorGroup(rows=lora.rank, cols=lin.in_features, count=copies))
+        groups.append(TensorGroup(rows=lin.out_features, cols=lora.rank, count=copies))
+        if lora.dora:
+            groups.append(TensorGroup(rows=lin.out_features, cols=1, count=copies))
+    quantized = quantized_rows = 0
+    if setup.method is Method.QLORA:
+        for kind, n in st.layers:
+            for lin in kind.linears:
+                quantized += lin.weight_params * n
+                quantized_rows += lin.out_features * lin.copies * n
+    return ParamGroups(trainable=tuple(groups), adapter=True, quantized_params=quantized,
+                       quantized_rows=quantized_rows, frozen_params=total - quantized)
+
+
+def quantized_bytes(quant: QuantConfig, params: int, rows: int) -> tuple[int, int]:
+    """(packed weight bytes, quantization-constant bytes) for `params` quantized weights."""
+    if quant.kind is Quant.INT8:
+        return params, rows * 4                      # int8 weights + fp32 scale per output row
+    packed = (params + 1) // 2                        # two 4-bit codes per byte
+    blocks = -(-params // quant.blocksize)
+    if quant.double_quant:
+        consts = blocks + 4 * -(-blocks // 256) + 4   # 8-bit absmax + fp32 per 256 blocks + offset
+    else:
+        consts = 4 * blocks
+    return packed, consts
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelState:
+    """Bytes of one full copy of the model state (before any sharding)."""
+
+    weights: int
+    quant_constants: int
+    gradients: int
+    master_weights: int
+    optimizer: int
+    optimizer_paged: int        # unified memory (paged 8-bit): outside torch's allocator
+    optimizer_temp: int         # live only during optimizer.step()
+    fp8_cache: int
+    trainable_params: int
+
+
+def _optimizer_bytes(opt: Optimizer, groups: ParamGroups, elem: int) -> tuple[int, int]:
+    """(state bytes, step temporaries) for the trainable tensors."""
+    if opt in (Optimizer.ADAMW, Optimizer.ADAMW_FUSED):
+        states = 2 * elem * groups.trainable_params
+        temp = elem * groups.trainable_params if opt is Optimizer.ADAMW else 0
+        return states, temp
+    if opt in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
+        total = 0
+        for g in groups.trainable:
+            per = g.rows * g.cols
+            if per < MIN_8BIT_SIZE:
+                total += 2 * 4 * per * g.count
+            else:
+                total += (2 * per + 2 * 4 * -(-per // BNB_OPT_BLOCK)) * g.count
+        return total, 0
+    if opt is Optimizer.ADAFACTOR:
+        total = 0
+        for g in groups.trainable:
+            factored = g.cols > 1 and g.rows > 1
+            total += (g.rows + g.cols if factored else g.rows * g.cols) * elem * g.count
+        # update = grad**2 + eps, then the update itself, in fp32 for the largest tensor
+        return total, 2 * 4 * groups.largest_trainable
+    if opt is Optimizer.SGD:
+        return elem * groups.trainable_params, 0
+    if opt is Optimizer.LION:
+        return elem * groups.trainable_params, 2 * elem * groups.largest_trainable
+    raise ValueError(opt)
+
+
+def model_state(setup: TrainingSetup, regime: Regime) -> ModelState:
+    groups = param_groups(setup)
+    trainable = groups.trainable_params
+    train_w = regime.adapter_bytes if groups.adapter else regime.trainable_weight_bytes
+    frozen_w = regime.frozen_weight_bytes
+    weights = trainable * train_w + groups.frozen_params * frozen_w
+    consts = 0
+    if groups.quantized_params and setup.quant is not None:
+        packed, consts = quantized_bytes(setup.quant, groups.quantized_params, groups.quantized_rows)
+        weights += packed
+    grad_elem = regime.adapter_bytes if groups.adapter else regime.grad_bytes
+    master = trainable * regime.master_bytes
+    state_elem = 4 if regime.master_bytes else (train_w if train_w else regime.state_bytes)
+    states, temp = _optimizer_bytes(setup.optimizer, groups, state_elem)
+    paged = states if setup.optimizer is Optimizer.PAGED_ADAMW_8BIT else 0
+    fp8 = 0
+    if regime.fp8_weight_cache_bytes:
+        fp8 = regime.fp8_weight_cache_bytes * sum(
+            lin.weight_params * n for kind, n in structure(setup.model).layers for lin in kind.linears)
+    return ModelState(weights=weights, quant_constants=consts, gradients=trainable * grad_elem,
+                      master_weights=master, optimizer=states - paged, optimizer_paged=paged,
+                      optimizer_temp=temp, fp8_cache=fp8, trainable_params=trainable)

@@ -1,0 +1,64 @@
+"""`trainplan estimate` for people: the breakdown in GiB with shares, fits or not, and why."""
+
+from __future__ import annotations
+
+from trainplan.estimate import Estimate
+from trainplan.report.tables import render_table
+from trainplan.units import fmt_count, fmt_gib, gib
+
+_LABELS = {
+    "weights": "weights", "quant_constants": "quantization constants", "master_weights": "fp32 master weights",
+    "optimizer": "optimizer states", "fp8_weight_cache": "fp8 weight cache", "gradients": "gradients",
+    "activations": "activations (saved for backward)", "autocast_weight_copies": "autocast 16-bit weight copies",
+    "logits_loss": "logits + loss", "temporaries": "temporaries", "ddp_buckets": "DDP gradient buckets",
+    "unsharded_params": "gathered (unsharded) params", "unsharded_grads": "unsharded grads",
+}
+
+
+def render(est: Estimate) -> str:
+    m = est.memory
+    s = est.setup
+    lines = []
+    head = (f"{s.model.name}  {s.method}  {s.precision}  {s.optimizer}  micro-batch {s.batch_size} x "
+            f"seq {s.seq_len}  grad-ckpt {s.grad_ckpt}  {s.attention}  [{s.framework}]")
+    lines.append(head)
+    lines.append(f"GPU: {est.gpu.name} x {est.layout.num_gpus}"
+                 + (f" (dp {est.layout.dp}, zero {int(est.layout.zero)}, fsdp {est.layout.fsdp}, "
+                    f"offload {est.layout.offload})" if est.layout.num_gpus > 1 else ""))
+    lines.append(f"Parameters: {fmt_count(est.params.total)} total ({est.params.total:,}), "
+                 f"trainable {fmt_count(est.trainable_params)} ({est.trainable_params:,})")
+    lines.append("")
+    total = m.peak_allocated_bytes or 1
+    rows = [{"component": _LABELS.get(k, k), "GiB": round(gib(v), 2), "share": f"{100 * v / total:.1f}%"}
+            for k, v in sorted(m.components_bytes.items(), key=lambda kv: -kv[1])]
+    lines.append(f"Memory per GPU at the peak ({m.peak_phase}):")
+    lines.append(render_table(rows, ["component", "GiB", "share"], right=("GiB", "share")))
+    lines.append("")
+    lines.append(f"  peak allocated (max_memory_allocated)  {fmt_gib(m.peak_allocated_bytes)}")
+    lines.append(f"  peak reserved  (max_memory_reserved)   {fmt_gib(m.peak_reserved_bytes)}")
+    lines.append(f"  device (nvidia-smi)                    {fmt_gib(m.device_bytes)}")
+    lines.append(f"  GPU capacity {fmt_gib(m.gpu_capacity_bytes)}, usable with {m.headroom:.0%} headroom "
+                 f"{fmt_gib(m.usable_bytes)}")
+    verdict = "FITS" if m.fits else "DOES NOT FIT"
+    lines.append(f"  => {verdict}: margin {fmt_gib(m.margin_bytes)}")
+    if m.cpu_ram_bytes:
+        lines.append(f"  CPU RAM per node: {fmt_gib(m.cpu_ram_bytes)}")
+    if est.suggestions:
+        lines.append("")
+        lines.append("Single changes that lower the peak:")
+        rows = [{"change": t.change, "device GiB": round(gib(t.device_bytes), 2),
+                 "saves GiB": round(gib(t.saves_bytes), 2), "fits": t.fits, "what it costs": t.cost}
+                for t in est.suggestions]
+        lines.append(render_table(rows, ["change", "device GiB", "saves GiB", "fits", "what it costs"]))
+    if est.time is not None and hasattr(est.time, "chain"):
+        lines.append("")
+        lines.append("Time and cost, step by step:")
+        rows = [{"step": label, "value": value, "formula": formula} for label, value, formula in est.time.chain()]
+        if est.cost is not None and hasattr(est.cost, "chain"):
+            rows += [{"step": label, "value": value, "formula": formula} for label, value, formula in est.cost.chain()]
+        lines.append(render_table(rows, ["step", "value", "formula"]))
+    if est.notes:
+        lines.append("")
+        lines.append("Assumptions and notes:")
+        lines += [f"  - {n}" for n in est.notes]
+    return "\n".join(lines)

@@ -1,0 +1,36 @@
+"""Plain-text tables without dependencies."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.2f}" if abs(value) < 1e6 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10000 else str(value)
+    return str(value)
+
+
+def render_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
+                 right: Sequence[str] = ()) -> str:
+    if not rows:
+        return "(no rows)"
+    columns = list(columns or rows[0].keys())
+    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    numeric = {c for c in columns if c in right or all(
+        isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in rows if r.get(c) is not None)}
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if col in numeric else v.ljust(w)
+                         for v, w, col in zip(values, widths, columns)).rstrip()
+
+    out = [line(columns), line(["-" * w for w in widths])]
+    out += [line(row) for row in cells]
+    return "\n".join(out)

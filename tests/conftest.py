@@ -1,0 +1,33 @@
+import pytest
+
+from trainplan.specs import GpuSpec, ModelSpec
+
+
+def llama2_7b() -> ModelSpec:
+    # meta-llama/Llama-2-7b-hf config.json (shared/reference/model_configs.json)
+    return ModelSpec(name="llama-2-7b", model_type="llama", naming="llama", hidden_size=4096, num_layers=32,
+                     num_heads=32, num_kv_heads=32, head_dim=128, intermediate_size=11008, vocab_size=32000,
+                     tied_embeddings=False)
+
+
+def tiny_llama(**kw) -> ModelSpec:
+    base = dict(name="tiny", model_type="llama", naming="llama", hidden_size=256, num_layers=4, num_heads=8,
+                num_kv_heads=4, head_dim=32, intermediate_size=688, vocab_size=1000, tied_embeddings=False)
+    base.update(kw)
+    return ModelSpec(**base)
+
+
+def a100_80() -> GpuSpec:
+    return GpuSpec(id="a100-sxm4-80gb", name="A100 80GB", vendor="NVIDIA", memory_bytes=80 * 10**9,
+                   reported_memory_bytes=int(79.2 * 2**30), memory_bw_bytes_per_s=2.039e12,
+                   peak_flops_per_s={"bf16": 312e12, "fp16": 312e12, "fp32": 19.5e12, "tf32": 156e12})
+
+
+@pytest.fixture
+def llama7b() -> ModelSpec:
+    return llama2_7b()
+
+
+@pytest.fixture
+def gpu() -> GpuSpec:
+    return a100_80()

@@ -1,0 +1,68 @@
+"""Invariants of the memory model (hypothesis)."""
+
+from hypothesis import given, settings, strategies as st
+
+from conftest import a100_80, tiny_llama
+from trainplan.enums import Attention, GradCkpt, Method, Optimizer, Precision
+from trainplan.memory import estimate_memory
+from trainplan.training import Layout, LoraConfig, TrainingSetup
+
+GPU = a100_80()
+LAYOUT = Layout()
+
+precisions = st.sampled_from([Precision.FP32, Precision.BF16, Precision.BF16_PURE])
+ckpts = st.sampled_from(list(GradCkpt))
+attentions = st.sampled_from([Attention.SDPA, Attention.EAGER])
+optimizers = st.sampled_from([Optimizer.ADAMW, Optimizer.ADAMW_FUSED, Optimizer.SGD, Optimizer.ADAMW_8BIT])
+methods = st.sampled_from([Method.FULL, Method.LORA, Method.FREEZE])
+models = st.sampled_from([tiny_llama(), tiny_llama(tied_embeddings=True, vocab_size=5000),
+                          tiny_llama(num_kv_heads=8, intermediate_size=1024)])
+
+
+def _setup(model, method, precision, optimizer, ckpt, attention, batch, seq):
+    lora = LoraConfig(rank=8) if method is Method.LORA else None
+    return TrainingSetup(model=model, method=method, precision=precision, optimizer=optimizer,
+                         grad_ckpt=ckpt, attention=attention, batch_size=batch, seq_len=seq, lora=lora,
+                         freeze_trainable_layers=2)
+
+
+def _peak(setup):
+    return estimate_memory(setup, LAYOUT, GPU).peak_allocated_bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(models, methods, precisions, optimizers, ckpts, attentions, st.integers(1, 16), st.integers(1, 4096),
+       st.integers(1, 8))
+def test_more_batch_or_sequence_never_needs_less(model, method, precision, opt, ckpt, attn, batch, seq, extra):
+    base = _peak(_setup(model, method, precision, opt, ckpt, attn, batch, seq))
+    assert _peak(_setup(model, method, precision, opt, ckpt, attn, batch + extra, seq)) >= base
+    assert _peak(_setup(model, method, precision, opt, ckpt, attn, batch, seq + extra)) >= base
+
+
+@settings(max_examples=60, deadline=None)
+@given(models, methods, precisions, optimizers, attentions, st.integers(1, 16), st.integers(16, 4096))
+def test_checkpointing_never_raises_activations(model, method, precision, opt, attn, batch, seq):
+    def est(ckpt):
+        return estimate_memory(_setup(model, method, precision, opt, ckpt, attn, batch, seq), LAYOUT, GPU)
+    none, full, selective = est(GradCkpt.NONE), est(GradCkpt.FULL), est(GradCkpt.SELECTIVE)
+    assert full.saved_activations_bytes <= selective.saved_activations_bytes <= none.saved_activations_bytes
+    if method is not Method.FREEZE:
+        # With frozen lower layers there is nothing to drop below the first trained layer, and
+        # its checkpoint input stays alive during its recompute: the peak can rise by b*s*h.
+        assert full.peak_allocated_bytes <= none.peak_allocated_bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(models, precisions, optimizers, ckpts, attentions, st.integers(1, 16), st.integers(1, 4096))
+def test_lora_never_needs_more_than_full(model, precision, opt, ckpt, attn, batch, seq):
+    full = _peak(_setup(model, Method.FULL, precision, opt, ckpt, attn, batch, seq))
+    lora = _peak(_setup(model, Method.LORA, precision, opt, ckpt, attn, batch, seq))
+    assert lora <= full
+
+
+@settings(max_examples=40, deadline=None)
+@given(models, methods, precisions, optimizers, ckpts, attentions, st.integers(1, 8), st.integers(1, 2048))
+def test_components_add_up_and_views_are_ordered(model, method, precision, opt, ckpt, attn, batch, seq):
+    est = estimate_memory(_setup(model, method, precision, opt, ckpt, attn, batch, seq), LAYOUT, GPU)
+    assert sum(est.components_bytes.values()) == est.peak_allocated_bytes
+    assert est.peak_allocated_bytes <= est.peak_reserved_bytes <= est.device_bytes
