@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainplan.estimate import Estimate, run
+from trainplan.estimation import Estimate, run
 from trainplan.inputs import Request
 from trainplan.specs import ModelSpec
 

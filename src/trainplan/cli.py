@@ -91,7 +91,7 @@ def _print_json(obj: Any) -> None:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from trainplan.estimate import run
+    from trainplan.estimation import run
 
     est = run(request_from_args(args))
     if args.json:

@@ -15,7 +15,7 @@ class LoraConfig:
     rank: int = 16
     alpha: float = 32.0
     dropout: float = 0.05
-    targets: tuple[str, ...] = ("q_proj", "v_proj")  # module names, roles, or "all-linear"
+    targets: tuple[str, ...] = ()   # module names, roles, or "all-linear"; () = peft's default for the model
     dora: bool = False
 
     def __post_init__(self) -> None:
@@ -23,8 +23,6 @@ class LoraConfig:
             raise TrainplanError(f"--lora-rank must be positive, got {self.rank}")
         if not 0.0 <= self.dropout < 1.0:
             raise TrainplanError(f"--lora-dropout must be in [0, 1), got {self.dropout}")
-        if not self.targets:
-            raise TrainplanError("--lora-targets is empty")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainplan.estimate import Estimate
+from trainplan.estimation import Estimate
 from trainplan.report.tables import render_table
 from trainplan.units import fmt_count, fmt_gib, gib
 

@@ -9,7 +9,7 @@ from trainplan.advice import Suggestion, suggestions
 from trainplan.inputs import (Request, build_layout, build_setup, build_workload, check_headroom,
                               resolve_gpu, resolve_model)
 from trainplan.memory import MemoryEstimate, estimate_memory
-from trainplan.params import ParamCounts, count_params
+from trainplan.params import ParamCounts, count_params, default_lora_targets
 from trainplan.frameworks import profile
 from trainplan.specs import GpuSpec
 from trainplan.training import Layout, TrainingSetup, Workload
@@ -37,7 +37,8 @@ class Estimate:
             "seq_len": s.seq_len, "grad_ckpt": str(s.grad_ckpt), "attention": str(s.attention),
             "framework": str(s.framework),
             "lora": None if s.lora is None else {"rank": s.lora.rank, "alpha": s.lora.alpha,
-                                                 "dropout": s.lora.dropout, "targets": list(s.lora.targets)},
+                                                 "dropout": s.lora.dropout,
+                                                 "targets": list(s.lora.targets or default_lora_targets(s.model))},
             "quant": None if s.quant is None else {"kind": str(s.quant.kind), "double_quant": s.quant.double_quant},
             "freeze_layers": s.freeze_trainable_layers if str(s.method) == "freeze" else None,
             "implementation": {k: (str(v) if not isinstance(v, (bool, int, float)) else v)
