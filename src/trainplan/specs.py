@@ -151,7 +151,8 @@ class GpuSpec:
 
     @property
     def capacity_bytes(self) -> int:
-        """Total device memory as the driver sees it (label x 0.9313 when not known)."""
+        """Total device memory as the driver reports it; the catalog derives 0.99 x label GiB where no
+        report is known (data/gpus.toml [capacity_basis])."""
         if self.reported_memory_bytes:
             return self.reported_memory_bytes
         return self.memory_bytes

@@ -1,0 +1,361 @@
+"""Build src/trainplan/data/gpus.toml and prices.toml from the shared reference CSVs (run once).
+
+    python tools/build_hw_catalog.py [--shared ../shared] [--out src/trainplan/data]
+
+Inputs (read-only, never read at runtime):
+  reference/gpus.csv          one row per accelerator (dense peaks, memory, links, sources)
+  reference/cloud_prices.csv  one row per (provider, instance, pricing model, date)
+  reference/hardware.md       section 2.3 (CNY prices of Chinese platforms)
+  seeds/003_983e069e5a6f046f.txt  the article quoting Alibaba Cloud A100 at 27.08 CNY/hour
+
+Prints what it wrote and which price rows it skipped (GPU not in the catalog) and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Architecture generation per catalog id (vendor architecture names).
+GENERATION = {
+    "v100-sxm2-16gb": "volta", "v100-sxm2-32gb": "volta", "t4": "turing",
+    "a10": "ampere", "a10g": "ampere", "a30": "ampere", "a40": "ampere",
+    "a100-sxm4-40gb": "ampere", "a100-sxm4-80gb": "ampere", "a100-pcie-40gb": "ampere",
+    "a100-pcie-80gb": "ampere", "a800-sxm4-80gb": "ampere", "rtx3090": "ampere", "rtx-a6000": "ampere",
+    "h100-sxm": "hopper", "h100-pcie": "hopper", "h100-nvl": "hopper", "h800-sxm": "hopper",
+    "h20": "hopper", "h200-sxm": "hopper",
+    "b200": "blackwell", "gb200": "blackwell", "rtx5090": "blackwell",
+    "l4": "ada", "l20": "ada", "l40": "ada", "l40s": "ada", "rtx4090": "ada", "rtx4090d": "ada",
+    "rtx6000-ada": "ada",
+    "mi250x": "cdna2", "mi300x": "cdna3", "mi325x": "cdna3",
+    "ascend-910b": "davinci", "gaudi2": "gaudi2", "gaudi3": "gaudi3",
+}
+
+# What users type (PRODUCT.md "GPU ids" plus obvious variants). Ids themselves always match.
+ALIASES = {
+    "v100-sxm2-16gb": ["v100-16gb", "v100-sxm2-16g"],
+    "v100-sxm2-32gb": ["v100", "v100-32gb", "v100-sxm2", "v100-sxm3-32gb"],
+    "t4": ["tesla-t4", "t4-16gb"],
+    "a10": ["a10-24gb"],
+    "a10g": ["a10g-24gb"],
+    "a30": ["a30-24gb"],
+    "a40": ["a40-48gb"],
+    "a100-sxm4-40gb": ["a100-40gb", "a100-40g", "a100-sxm-40gb", "a100-sxm4-40g"],
+    "a100-sxm4-80gb": ["a100", "a100-80gb", "a100-80g", "a100-sxm", "a100-sxm4", "a100-sxm-80gb"],
+    "a100-pcie-40gb": ["a100-pcie-40g"],
+    "a100-pcie-80gb": ["a100-pcie", "a100-pcie-80g"],
+    "a800-sxm4-80gb": ["a800", "a800-80gb", "a800-sxm", "a800-sxm4"],
+    "h100-sxm": ["h100", "h100-80gb", "h100-sxm5", "h100-sxm-80gb", "h100-sxm5-80gb"],
+    "h100-pcie": ["h100-pcie-80gb"],
+    "h100-nvl": ["h100-nvl-94gb", "h100nvl"],
+    "h800-sxm": ["h800", "h800-80gb", "h800-sxm5"],
+    "h20": ["h20-96gb"],
+    "h200-sxm": ["h200", "h200-141gb", "h200-sxm-141gb"],
+    "b200": ["b200-180gb", "b200-sxm"],
+    "gb200": ["gb200-nvl72"],
+    "l4": ["l4-24gb"],
+    "l20": ["l20-48gb"],
+    "l40": ["l40-48gb"],
+    "l40s": ["l40s-48gb"],
+    "rtx3090": ["3090", "rtx-3090", "geforce-rtx-3090"],
+    "rtx4090": ["4090", "rtx-4090", "geforce-rtx-4090"],
+    "rtx4090d": ["4090d", "rtx-4090d", "4090-d", "rtx-4090-d"],
+    "rtx5090": ["5090", "rtx-5090", "geforce-rtx-5090"],
+    "rtx-a6000": ["a6000", "rtxa6000"],
+    "rtx6000-ada": ["6000-ada", "rtx-6000-ada", "rtx6000ada"],
+    "mi250x": ["instinct-mi250x"],
+    "mi300x": ["instinct-mi300x"],
+    "mi325x": ["instinct-mi325x"],
+    "ascend-910b": ["910b", "ascend910b"],
+    "gaudi2": ["gaudi-2"],
+    "gaudi3": ["gaudi-3"],
+}
+
+# cloud_prices.csv `gpu` label -> (catalog id, note when the mapping is a judgement call).
+PRICE_GPU = {
+    "H100 SXM 80GB": ("h100-sxm", ""), "H100 PCIe 80GB": ("h100-pcie", ""),
+    "H100 80GB": ("h100-sxm", "source says 'H100 80GB'; GCP a3-highgpu and 8-GPU Paperspace nodes are SXM"),
+    "H100 NVL 94GB": ("h100-nvl", ""),
+    "H100 NVLink 80GB": ("h100-pcie", "Hyperstack 'H100 NVLink 80GB' = H100 PCIe with NVLink bridge (80 GB, not the 94 GB NVL)"),
+    "H100 PCIe/NVL": ("h100-pcie", "source lumps H100 PCIe and NVL; mapped to the PCIe part"),
+    "H200 141GB": ("h200-sxm", ""), "H200 SXM 141GB": ("h200-sxm", ""),
+    "B200 180GB": ("b200", ""), "B200": ("b200", ""),
+    "B200 192GB": ("b200", "source labels B200 192GB; catalog B200 uses the 180 GB HGX figure"),
+    "GB200 186GB": ("gb200", ""),
+    "A100 SXM 80GB": ("a100-sxm4-80gb", ""), "A100 SXM 40GB": ("a100-sxm4-40gb", ""),
+    "A100 40GB": ("a100-sxm4-40gb", "source says 'A100 40GB'; GCP a2-highgpu uses A100 SXM4 40GB"),
+    "A100 80GB": ("a100-sxm4-80gb", "source does not say SXM or PCIe; mapped to SXM4"),
+    "A100 PCIe 80GB": ("a100-pcie-80gb", ""),
+    "A800 80GB": ("a800-sxm4-80gb", "source does not say SXM or PCIe; mapped to SXM4"),
+    "H20 96GB": ("h20", ""), "L40S 48GB": ("l40s", ""), "A10": ("a10", ""), "A10G": ("a10g", ""),
+    "T4 16GB": ("t4", ""), "V100 16GB": ("v100-sxm2-16gb", "Lambda 8x V100 nodes are SXM2 16GB"),
+    "RTX 3090": ("rtx3090", ""), "RTX 4090": ("rtx4090", ""), "RTX 4090 24GB": ("rtx4090", ""),
+    "RTX 4090D 24GB": ("rtx4090d", ""), "RTX 5090": ("rtx5090", ""),
+    "RTX A6000": ("rtx-a6000", ""), "RTX A6000 48GB": ("rtx-a6000", ""),
+}
+
+# cloud_prices.csv pricing_model -> normalised pricing (the original text goes to notes).
+PRICING = {
+    "on-demand": "on-demand", "on-demand (secure cloud)": "on-demand",
+    "on-demand (community hosts)": "on-demand", "on-demand (historical)": "on-demand",
+    "on-demand (earlier)": "on-demand", "on-demand = spot field": "on-demand",
+    "on-demand-equivalent list": "on-demand",
+    "spot": "spot", "spot (historical)": "spot",
+    "capacity block": "capacity-block", "capacity block (short-term reservation)": "capacity-block",
+    "on-demand marketplace median": "marketplace",
+    "cheapest listing (not typical)": "cheapest-listing",
+    "on-demand (cheapest seller that day)": "cheapest-listing",
+}
+
+# Names users type for providers (the canonical name and the parts of "中文 (English)" also match).
+PROVIDER_ALIASES = {
+    "AWS": ["amazon", "ec2", "amazon-web-services"], "Azure": ["microsoft", "microsoft-azure"],
+    "GCP": ["google", "google-cloud", "gce"], "Lambda": ["lambda-labs", "lambdalabs"],
+    "RunPod": ["runpod.io"], "Vast.ai": ["vast", "vastai"], "CoreWeave": [], "Nebius": [],
+    "Hyperstack": ["nexgen-cloud"], "Paperspace": ["digitalocean-paperspace"],
+    "Alibaba Cloud": ["alibaba", "aliyun", "阿里云"],
+}
+
+# Driver totals not in gpus.csv, read the way hardware.md 1.2 read its own: nvidia-smi output quoted
+# in public repositories (code index, find_string on the MiB figure, 10+ hits each, 2026). These
+# GDDR6 data-centre parts reserve 1/16 of the memory for ECC (enabled by default), so they report
+# ~0.94 of the label: the 0.99 rule would overstate their capacity by ~5%.
+EXTRA_REPORTED_MIB = {
+    "t4": (15360, "nvidia-smi 'Tesla T4 ... 15360MiB' (code index find_string '15360MiB')"),
+    "a10": (23028, "nvidia-smi 'NVIDIA A10 ... 23028MiB' (code index find_string '23028MiB')"),
+    "a10g": (23028, "nvidia-smi 'NVIDIA A10G ... 23028MiB' (code index find_string '23028MiB')"),
+    "l4": (23034, "nvidia-smi 'NVIDIA L4 ... 23034MiB' (code index find_string 'NVIDIA L4')"),
+    "a40": (46068, "nvidia-smi 'NVIDIA A40 ... 46068MiB' (code index find_string '46068MiB')"),
+    "l20": (46068, "nvidia-smi 'NVIDIA L20 ... 46068MiB' (code index find_string '46068MiB')"),
+    "l40s": (46068, "nvidia-smi 'NVIDIA L40S ... 46068MiB' (code index find_string '46068MiB')"),
+}
+
+SEED_ID = "003_983e069e5a6f046f"
+PEAK_COLUMNS = {"fp32": "fp32_tflops", "tf32": "tf32_tflops_dense", "bf16": "bf16_tflops_dense",
+                "fp16": "fp16_tflops_dense", "fp8": "fp8_tflops_dense", "int8": "int8_tops_dense"}
+
+
+def num(text: str) -> int | float | None:
+    text = text.strip()
+    if not text:
+        return None
+    value = float(text)
+    return int(value) if value.is_integer() and "." not in text else value
+
+
+def exact_reported_bytes(notes: str) -> int | None:
+    """Exact driver total where the notes quote one: 'NNN bytes' or 'NNN MiB' (nvidia-smi)."""
+    if m := re.search(r"\((\d{9,}) bytes\)", notes):
+        return int(m.group(1))
+    if m := re.search(r"(\d{5,}) MiB", notes):
+        return int(m.group(1)) * 2**20
+    return None
+
+
+def gpu_entry(row: dict[str, str]) -> dict:
+    gid = row["gpu_id"]
+    entry: dict = {"id": gid, "name": row["name"], "vendor": row["vendor"],
+                   "form_factor": row["form_factor"], "memory_gb": num(row["memory_gb"])}
+    reported = num(row["memory_gib_total_reported"])
+    if reported is not None:
+        entry["memory_gib_reported"] = reported
+        exact = exact_reported_bytes(row["notes"])
+        if exact is not None:
+            if abs(exact / 2**30 - reported) > 0.01:
+                raise SystemExit(f"{gid}: notes give {exact} B, CSV {reported} GiB")
+            entry["memory_bytes_reported"] = exact
+        entry["memory_reported_source"] = "gpus.csv memory_gib_total_reported (hardware.md section 1.2)"
+    elif gid in EXTRA_REPORTED_MIB:
+        mib, source = EXTRA_REPORTED_MIB[gid]
+        entry["memory_gib_reported"] = round(mib / 1024, 2)
+        entry["memory_bytes_reported"] = mib * 2**20
+        entry["memory_reported_source"] = source
+    entry["memory_type"] = row["memory_type"]
+    if (bw := num(row["mem_bw_gbps"])) is not None:
+        entry["mem_bw_gbps"] = bw
+    entry["peak_tflops"] = {k: v for k, col in PEAK_COLUMNS.items() if (v := num(row[col])) is not None}
+    entry["flops_basis"] = row["flops_basis"]
+    entry["interconnect"] = row["gpu_interconnect"]
+    if (link := num(row["gpu_gpu_bw_gbps_bidir"])) is not None:
+        entry["gpu_gpu_bw_gbps_bidir"] = link
+    entry["pcie"] = row["pcie"]
+    for key, col in (("tdp_w", "tdp_w"), ("launch_year", "launch_year")):
+        if (value := num(row[col])) is not None:
+            entry[key] = value
+    entry["generation"] = GENERATION[gid]
+    entry["aliases"] = ALIASES.get(gid, [])
+    entry["confidence"] = row["confidence"]
+    entry["source"] = row["source"]
+    entry["notes"] = row["notes"]
+    return entry
+
+
+def capacity_basis(gpus: list[dict]) -> dict:
+    """The label -> reported-capacity ratio, from the GPUs whose driver total is known."""
+    derived = [f"{g['id']}: {g['memory_gib_reported']} GiB / {g['memory_gb']} = "
+               f"{g['memory_gib_reported'] / g['memory_gb']:.4f}" for g in gpus
+               if "memory_gib_reported" in g and g["id"] not in EXTRA_REPORTED_MIB]
+    return {
+        "ratio_of_label": 0.99,
+        "explanation": (
+            "When the driver-reported total is not known, device capacity = memory_gb (the vendor "
+            "label, read as GiB) x 0.99 GiB. The reported totals (nvidia-smi MiB / 1024, deviceQuery "
+            "or torch) sit at 0.987-0.996 of the label number read as GiB: H100 79.65/80, "
+            "A100-40GB 39.49/40, H200 140.40/141, B200 179.06/180 (A100-80GB torch total 79.2/80). "
+            "GDDR6 data-centre parts with ECC (T4, A10, A10G, L4, A40, L20, L40S) report ~0.94 of the "
+            "label instead; those carry their nvidia-smi totals (memory_reported_source), and the rule "
+            "may overstate the others of that kind (L40, RTX A6000/6000 Ada with ECC on)."),
+        "derived_from": derived,
+        "source": ("shared reference hardware.md section 1.2 (nvidia-smi logs '81559MiB', "
+                   "'143771MiB', '183359MiB' in public repos; upb-pc2 wiki deviceQuery 42405855232 B; "
+                   "stas00/ml-engineering training/performance/README.md torch totals)"),
+    }
+
+
+def provider_aliases(name: str) -> list[str]:
+    out = list(PROVIDER_ALIASES.get(name, []))
+    if m := re.fullmatch(r"(.+?) \((.+)\)", name):
+        out += [m.group(1).strip(), m.group(2).strip()]
+    return out
+
+
+def price_entry(row: dict[str, str], gpu_id: str, map_note: str) -> dict:
+    raw_pricing = row["pricing_model"].strip()
+    pricing = PRICING[raw_pricing.lower()]
+    notes = [n for n in (row["notes"].strip(), map_note) if n]
+    if raw_pricing.lower() != pricing:
+        notes.append(f"pricing as given: '{raw_pricing}'")
+    notes = [n if n.endswith(".") else n + "." for n in notes]
+    entry = {"provider": row["provider"], "region": row["region"], "instance": row["instance_type"],
+             "gpu_id": gpu_id, "gpu_label": row["gpu"], "gpus_per_instance": int(row["gpus_per_instance"]),
+             "pricing": pricing, "currency": row["currency"],
+             "price_per_gpu_hour": float(row["price_per_gpu_hour"])}
+    if (inst := num(row["price_per_instance_hour"])) is not None:
+        entry["price_per_instance_hour"] = float(inst)
+    entry.update(as_of=row["price_date"].strip(), source=row["source"], notes=" ".join(notes))
+    return entry
+
+
+def hardware_md_cny_rows(text: str) -> list[dict[str, str]]:
+    """hardware.md section 2.3 'China (CNY)': | Platform | GPU | CNY / GPU-hour | Source |."""
+    section = text.split("### 2.3", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and re.fullmatch(r"[\d.]+", cells[2]):
+            rows.append({"provider": cells[0], "gpu": cells[1], "price": cells[2], "source": cells[3]})
+    return rows
+
+
+def seed_offer(seed_text: str) -> dict:
+    quote = next((line.strip() for line in seed_text.splitlines() if "27.08" in line), None)
+    if quote is None or "A100 80G" not in seed_text:
+        raise SystemExit("seed article no longer quotes A100 (80G) at 27.08")
+    return {"provider": "Alibaba Cloud", "region": "(not stated)", "instance": "(not stated)",
+            "gpu_id": "a100-sxm4-80gb", "gpu_label": "A100 (article discusses A100 80GB)",
+            "gpus_per_instance": 1, "pricing": "on-demand", "currency": "CNY",
+            "price_per_gpu_hour": 27.08, "as_of": "unknown (article undated)",
+            "source": f"shared seed article {SEED_ID} (Chinese blog on 7B fine-tuning cost)",
+            "notes": ("The article picks 'A100 80GB' as the card that fits a 7B full fine-tune and prices "
+                      f"renting it on Alibaba Cloud (阿里云): '{quote}'. It gives no date, instance family, "
+                      "region or SXM/PCIe form; no Alibaba price page confirms it (hardware.md 2.3: not found).")}
+
+
+# --- TOML output (flat tables, arrays of tables, string/number/bool/list values) ------------------
+
+def toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{escaped}"'
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise TypeError(type(value))
+
+
+def toml_table(header: str, entry: dict) -> list[str]:
+    lines = [header]
+    nested = {k: v for k, v in entry.items() if isinstance(v, dict)}
+    lines += [f"{k} = {toml_value(v)}" for k, v in entry.items() if k not in nested]
+    for key, sub in nested.items():
+        name = header.strip("[]")
+        lines += [f"[{name}.{key}]"] + [f"{k} = {toml_value(v)}" for k, v in sub.items()]
+    return lines + [""]
+
+
+def write_toml(path: Path, comment: str, tables: list[tuple[str, dict]]) -> None:
+    lines = [f"# {line}".rstrip() for line in comment.splitlines()] + [""]
+    for header, entry in tables:
+        lines += toml_table(header, entry)
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    ap.add_argument("--out", type=Path, default=ROOT / "src" / "trainplan" / "data")
+    args = ap.parse_args(argv)
+    ref = args.shared / "reference"
+
+    gpus = [gpu_entry(r) for r in csv.DictReader(open(ref / "gpus.csv", encoding="utf-8"))]
+    ids = {g["id"] for g in gpus}
+    names = [n for g in gpus for n in [g["id"], *g["aliases"]]]
+    if len(names) != len(set(names)):
+        raise SystemExit("duplicate GPU id/alias")
+
+    prices, skipped = [], []
+    for r in csv.DictReader(open(ref / "cloud_prices.csv", encoding="utf-8")):
+        gid, note = PRICE_GPU.get(r["gpu"], (None, ""))
+        if gid is None or gid not in ids:
+            skipped.append(f"{r['provider']} {r['instance_type']} ({r['gpu']}): no catalog GPU")
+            continue
+        prices.append(price_entry(r, gid, note))
+
+    added_md = 0
+    for r in hardware_md_cny_rows((ref / "hardware.md").read_text(encoding="utf-8")):
+        gid = PRICE_GPU.get(r["gpu"], (None, ""))[0]
+        if gid is None:
+            skipped.append(f"hardware.md 2.3 {r['provider']} ({r['gpu']}): no catalog GPU")
+        elif not any(p["gpu_id"] == gid and p["currency"] == "CNY"
+                     and p["price_per_gpu_hour"] == float(r["price"]) for p in prices):
+            prices.append({"provider": r["provider"], "region": "China", "instance": "cheapest listing",
+                           "gpu_id": gid, "gpu_label": r["gpu"], "gpus_per_instance": 1,
+                           "pricing": "cheapest-listing", "currency": "CNY",
+                           "price_per_gpu_hour": float(r["price"]), "as_of": "unknown",
+                           "source": r["source"], "notes": "from hardware.md section 2.3"})
+            added_md += 1
+    prices.append(seed_offer((args.shared / "seeds" / f"{SEED_ID}.txt").read_text(encoding="utf-8")))
+
+    providers = sorted({p["provider"] for p in prices})
+    provider_tables = [("[[provider]]", {"name": n, "aliases": provider_aliases(n)}) for n in providers]
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_toml(args.out / "gpus.toml",
+               "Accelerator catalog. Generated by tools/build_hw_catalog.py from shared reference/gpus.csv\n"
+               "(see hardware.md there). Units: memory_gb = vendor label (decimal GB); memory_gib_reported =\n"
+               "driver total in GiB; bandwidths GB/s (1e9 B/s); peak_tflops dense, per dtype (int8 in TOPS).",
+               [("[capacity_basis]", capacity_basis(gpus))] + [("[[gpu]]", g) for g in gpus])
+    write_toml(args.out / "prices.toml",
+               "GPU rental prices. Generated by tools/build_hw_catalog.py from shared reference/cloud_prices.csv,\n"
+               "hardware.md section 2.3 and seed article 003. price_per_gpu_hour in `currency`; as_of is the\n"
+               "date the source recorded (ISO where known, otherwise as the source gives it).",
+               provider_tables + [("[[price]]", p) for p in prices])
+
+    print(f"gpus.toml: {len(gpus)} GPUs")
+    print(f"prices.toml: {len(prices)} offers ({added_md} added from hardware.md 2.3, rest already in CSV; "
+          f"1 from seed {SEED_ID}), {len(providers)} providers")
+    for line in skipped:
+        print(f"skipped: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
