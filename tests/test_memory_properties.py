@@ -46,10 +46,10 @@ def test_checkpointing_never_raises_activations(model, method, precision, opt, a
         return estimate_memory(_setup(model, method, precision, opt, ckpt, attn, batch, seq), LAYOUT, GPU)
     none, full, selective = est(GradCkpt.NONE), est(GradCkpt.FULL), est(GradCkpt.SELECTIVE)
     assert full.saved_activations_bytes <= selective.saved_activations_bytes <= none.saved_activations_bytes
-    if method is not Method.FREEZE:
-        # With frozen lower layers there is nothing to drop below the first trained layer, and
-        # its checkpoint input stays alive during its recompute: the peak can rise by b*s*h.
-        assert full.peak_allocated_bytes <= none.peak_allocated_bytes
+    # The peak itself can rise by at most one layer input: while a layer is recomputed its
+    # checkpoint input is alive, and when activations are tiny next to the gradients (or frozen
+    # lower layers save nothing) there is nothing else to gain.
+    assert full.peak_allocated_bytes <= none.peak_allocated_bytes + 4 * batch * seq * model.hidden_size
 
 
 @settings(max_examples=60, deadline=None)
