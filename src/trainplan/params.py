@@ -91,12 +91,14 @@ def default_lora_targets(spec: ModelSpec) -> tuple[str, ...]:
 def resolve_lora_targets(spec: ModelSpec, targets: tuple[str, ...]) -> list[tuple[LinearSpec, int]]:
     """The decoder-layer linears (with layer counts) that a peft target list selects.
 
-    `all-linear` means every nn.Linear except the output head (peft's definition). A name matches
-    the module's last path component (peft suffix matching); role aliases are accepted too.
+    `all-linear` means every nn.Linear except the output head (peft's definition). In transformers 5
+    the routed experts of MoE layers are fused 3-D parameters and the routers are not nn.Linear,
+    so `all-linear` does not reach them (peft 0.21). A name matches the module's last path
+    component (peft suffix matching); role aliases are accepted too.
     """
     linears = layer_linears(spec)
     if any(t.lower() in (ALL_LINEAR, "all") for t in targets):
-        return linears
+        return [(lin, n) for lin, n in linears if lin.group not in (Group.EXPERTS, Group.ROUTER)]
     wanted_names = {t for t in targets}
     wanted_roles = {_ROLE_ALIASES[t.lower()] for t in targets if t.lower() in _ROLE_ALIASES}
     chosen = [(lin, n) for lin, n in linears if lin.name in wanted_names or lin.role in wanted_roles]
