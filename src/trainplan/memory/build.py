@@ -1,16 +1,22 @@
-"""Assemble the per-step memory inputs of one setup on one GPU (before any sharding)."""
+"""Assemble the per-step memory inputs of one setup on one GPU: `step_inputs` for the whole model,
+`stage_step_inputs` for one GPU of a tensor/pipeline/context-parallel layout."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from trainplan.architecture import structure
 from trainplan.enums import Method
 from trainplan.memory.activations import LayerActivations, LayerContext, _norm_saves, layer_activations
-from trainplan.memory.logits import logits_memory
+from trainplan.memory.logits import LogitsMemory, logits_memory
+from trainplan.memory.parallel import Stage, activation_setup
 from trainplan.memory.peak import StepInputs
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState
 from trainplan.params import default_lora_targets, resolve_lora_targets
-from trainplan.training import TrainingSetup
+from trainplan.training import Layout, TrainingSetup
+
+NO_LOGITS = LogitsMemory(forward_peak_bytes=0, saved_bytes=0, backward_peak_bytes=0, after_bytes=0)
 
 
 def _lora_names(setup: TrainingSetup) -> frozenset[str]:
@@ -94,3 +100,42 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
         grad_ckpt=setup.grad_ckpt, grads_persist=setup.grad_accum > 1,
         optimizer_in_backward=setup.impl.optimizer_in_backward, optimizer_temp=state.optimizer_temp,
         activation_offload=setup.impl.activation_offload)
+
+
+def split_layer(layer: LayerActivations, ways: int) -> LayerActivations:
+    """A layer's saved tensors split `ways` ways: sequence parallelism splits every tensor of the layer
+    over the TP group (Korthikanti et al. 2022, Table 2: sbh(34/t + 5as/ht))."""
+    return LayerActivations(saved_bytes=layer.saved_bytes // ways,
+                            weight_copies_bytes=layer.weight_copies_bytes // ways,
+                            checkpoint_bytes=layer.checkpoint_bytes // ways,
+                            transient_bytes=layer.transient_bytes // ways,
+                            detail={k: v // ways for k, v in layer.detail.items()},
+                            input_alias_bytes=layer.input_alias_bytes // ways)
+
+
+def stage_step_inputs(setup: TrainingSetup, layout: Layout, regime: Regime, state: ModelState,
+                      persistent: dict[str, int], *, grad_scale: float, stage: Stage,
+                      layer_grads: tuple[int, ...], sequence_parallel: bool) -> StepInputs:
+    """Step inputs of one GPU of `stage`: its layers only, the sequence / cp, attention and MLP / tp
+    (all of the layer / tp with sequence parallelism), the embedding on the first stage, the head and
+    logits (vocabulary / tp) on the last. `layer_grads` are this GPU's bytes per layer, unsharded."""
+    tp = layout.tp
+    base = step_inputs(activation_setup(setup, layout, split_heads=True), regime, state, persistent,
+                       grad_scale=grad_scale)
+    layers, head_saved = base.layers, base.head_saved
+    if sequence_parallel and tp > 1:
+        whole = step_inputs(activation_setup(setup, layout, split_heads=False), regime, state, persistent,
+                            grad_scale=grad_scale)
+        layers = tuple(split_layer(layer, tp) for layer in whole.layers)
+        head_saved = whole.head_saved // tp
+    last, first = stage.has_head, stage.has_embedding
+    embedding_grad = base.embedding_grad if first else 0
+    if first and not last and setup.model.tied_embeddings:
+        embedding_grad = base.head_grad        # the first stage's own copy of the tied embedding
+    return replace(base, layers=tuple(layers[i] for i in stage.layers),
+                   layer_grads=tuple(int(g * grad_scale) for g in layer_grads),
+                   head_saved=head_saved if last else 0,
+                   head_weight_copy=base.head_weight_copy if last else 0,
+                   head_grad=base.head_grad if last else 0,
+                   head_grad_transient=base.head_grad_transient if last else 0,
+                   embedding_grad=embedding_grad, logits=base.logits if last else NO_LOGITS)

@@ -19,6 +19,7 @@ class MemoryEstimate:
     saved_activations_bytes: int = 0     # kept from forward to backward (at the loss)
     phases_bytes: dict[str, int] = field(default_factory=dict)   # allocated total per moment
     overhead_bytes: dict[str, int] = field(default_factory=dict)  # reserve, context, nccl, paged
+    per_stage_bytes: tuple[int, ...] = ()  # device view of each pipeline stage's GPU (pp > 1 only)
     notes: tuple[str, ...] = ()
 
     @property
@@ -45,4 +46,5 @@ class MemoryEstimate:
             "saved_activations_bytes": self.saved_activations_bytes,
             "overhead_bytes": dict(self.overhead_bytes),
             "phases_bytes": dict(self.phases_bytes),
+            "per_stage_bytes": list(self.per_stage_bytes),
         }

@@ -1,0 +1,311 @@
+"""Model parallelism with Megatron-LM semantics: tensor (TP), pipeline (PP), context (CP) and
+expert (EP) parallel. What one GPU holds: which weights are split, which layers it runs, how many
+micro-batches' activations it stashes.
+
+Sources:
+- Shoeybi et al. 2019 (Megatron-LM) section 3: the first linears of attention (Q, K, V, per head)
+  and of the MLP (gate/up) are column-parallel, the second (O, down) row-parallel; embedding and
+  output layer are split over the vocabulary; norms and row-parallel biases are replicated.
+  Megatron-core keeps MLA's down-projections (q_a, kv_a) and the MoE router replicated.
+- Korthikanti et al. 2022, Table 2: activations per layer sbh(10 + 24/t + 5as/ht) with TP only
+  (norm, dropout and the column-parallel inputs replicated), sbh(34/t + 5as/ht) with sequence
+  parallelism: with SP every tensor the layer saves is split t ways.
+- Narayanan et al. 2021 (PTD-P) section 2.2 and megatron/core/pipeline_parallel/schedules.py:
+  1F1B warms up p - i - 1 micro-batches on stage i (0-based), so it stashes p - i when it starts
+  the backward of the first; the interleaved schedule warms up 2(p - i - 1) + (v - 1)p model
+  chunks of 1/v stage each (first stage: p(1 + (p - 1)/(pv)) micro-batches, the penalty in
+  megatron/training/theoretical_memory_usage.py). The first stage holds the embedding, the last
+  the final norm, output layer and logits; with tied embeddings the last stage keeps a copy of
+  the word embedding (Megatron `setup_embeddings_and_output_layer`).
+- Context parallel (Megatron-core ring attention): the sequence is split cp ways, each GPU keeps
+  its own chunk's q, k, v and output; weights are replicated over cp.
+- Expert parallel (Megatron-core MoE): each GPU holds num_experts / ep experts, expert tensor
+  parallel defaults to tp, and all-to-all routing leaves each GPU ~tokens x top_k routed tokens
+  (perfect balance assumed); EP is carved out of dp x cp.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from trainplan.architecture import Group, LayerSpec, LinearSpec, Role, structure
+from trainplan.enums import Method
+from trainplan.errors import TrainplanError
+from trainplan.memory.regime import Regime
+from trainplan.memory.state import ModelState, param_groups
+from trainplan.params import default_lora_targets, resolve_lora_targets
+from trainplan.specs import ModelSpec
+from trainplan.training import Layout, TrainingSetup
+
+_COLUMN = frozenset({Role.Q, Role.K, Role.V, Role.QKV, Role.GATE, Role.UP, Role.GATE_UP, Role.Q_B, Role.KV_B})
+_ROW = frozenset({Role.O, Role.DOWN})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParallelConfig:
+    """Model-parallel options that are not part of Layout (Megatron flags)."""
+
+    sequence_parallel: bool = True    # --sequence-parallel: Megatron recommends it whenever tp > 1
+    virtual_stages: int = 1           # --num-layers-per-virtual-pipeline-stage: interleaved 1F1B chunks
+    uneven_pipeline: bool = False     # allow layers % pp != 0 (extra layers go to the last stages)
+
+    def __post_init__(self) -> None:
+        if self.virtual_stages < 1:
+            raise TrainplanError(f"virtual pipeline stages must be >= 1, got {self.virtual_stages}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stage:
+    """One pipeline stage: the decoder layers its GPUs run and how many micro-batches they stash."""
+
+    index: int
+    layers: tuple[int, ...]
+    has_embedding: bool
+    has_head: bool
+    in_flight: float          # micro-batches whose activations are alive at the backward peak
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuParams:
+    """Parameters one GPU of a stage holds (after TP and EP splits, before any data-parallel sharding)."""
+
+    trainable: int
+    frozen: int
+    quantized: int                   # frozen linear weights stored quantized (QLoRA)
+    layer_trainable: tuple[int, ...]  # trainable params of each layer of the stage (gradient walk)
+    largest_layer: int               # the largest decoder layer: FSDP's wrapping unit
+    largest_tensor: int              # the largest single weight: DeepSpeed ZeRO-3's fetch granule
+    layers_total: int                # every decoder-layer parameter of the stage
+    root: int                        # embedding, final norm and head on this GPU: FSDP's root unit
+    root_trainable: int
+    small: int                       # parameters in tensors below the ZeRO-3 persistence threshold
+    expert_fraction: float           # share of the trainable parameters that are routed experts
+
+
+def is_model_parallel(layout: Layout) -> bool:
+    return layout.tp * layout.pp * layout.cp * layout.ep > 1
+
+
+def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> None:
+    """One-line TrainplanError for a model-parallel layout the model cannot take."""
+    spec = setup.model
+    tp, pp, cp, ep = layout.tp, layout.pp, layout.cp, layout.ep
+    if tp > 1:
+        for what, value in (("attention heads", spec.num_heads), ("kv heads", spec.num_kv_heads),
+                            ("intermediate size", spec.intermediate_size)):
+            if value % tp:
+                raise TrainplanError(f"--tp {tp} does not divide the {value} {what} of {spec.name} "
+                                     f"(Megatron splits them evenly); choose a tp that divides {value}")
+        if spec.moe and spec.moe.expert_intermediate_size % tp:
+            raise TrainplanError(f"--tp {tp} does not divide the expert intermediate size "
+                                 f"{spec.moe.expert_intermediate_size} of {spec.name}")
+    if pp > spec.num_layers:
+        raise TrainplanError(f"--pp {pp} is more than the {spec.num_layers} layers of {spec.name}")
+    chunks = pp * cfg.virtual_stages
+    if pp > 1 and spec.num_layers % chunks and not (cfg.uneven_pipeline and cfg.virtual_stages == 1):
+        fits = [str(d) for d in range(2, min(spec.num_layers, 64) + 1)
+                if spec.num_layers % (d * cfg.virtual_stages) == 0]
+        raise TrainplanError(
+            f"--pp {pp}{f' x {cfg.virtual_stages} virtual stages' if cfg.virtual_stages > 1 else ''} does "
+            f"not divide the {spec.num_layers} layers of {spec.name} ({spec.num_layers} % {chunks} = "
+            f"{spec.num_layers % chunks}); --pp {', '.join(fits[:8]) or '1'} would, or allow an uneven split")
+    if cfg.virtual_stages > 1 and pp > 1 and setup.grad_accum % pp:
+        raise TrainplanError(f"the interleaved schedule needs --grad-accum (micro-batches) divisible by "
+                             f"--pp {pp}, got {setup.grad_accum}")
+    if ep > 1:
+        if not spec.moe:
+            raise TrainplanError(f"--ep {ep} needs a mixture-of-experts model; {spec.name} is dense")
+        if spec.moe.num_experts % ep:
+            raise TrainplanError(f"--ep {ep} does not divide the {spec.moe.num_experts} experts of {spec.name}")
+        if (layout.dp * cp) % ep:
+            raise TrainplanError(f"--ep {ep} must divide dp x cp = {layout.dp} x {cp} (expert parallelism "
+                                 "is carved out of the data-parallel GPUs)")
+    if cp > 1 and setup.seq_len % (2 * cp):
+        raise TrainplanError(f"--cp {cp} needs --seq-len divisible by 2 x cp = {2 * cp} (load-balanced "
+                             f"causal split), got {setup.seq_len}")
+
+
+def layers_per_stage(num_layers: int, pp: int) -> tuple[int, ...]:
+    """Layers of each stage; a remainder goes to the last stages, which stash fewer micro-batches."""
+    base, extra = divmod(num_layers, pp)
+    return tuple(base + (1 if i >= pp - extra else 0) for i in range(pp))
+
+
+def in_flight_microbatches(stage: int, pp: int, virtual: int, microbatches: int) -> float:
+    """Micro-batches whose activations stage `stage` holds when its first backward starts.
+
+    1F1B: min(p - i, m). Interleaved: (2(p - i - 1) + (v - 1)p + 1) chunks of 1/v stage each,
+    at most m x v (megatron/core/pipeline_parallel/schedules.py warmup counts).
+    """
+    if pp == 1:
+        return 1.0
+    if virtual == 1:
+        return float(min(pp - stage, microbatches))
+    chunks = 2 * (pp - stage - 1) + (virtual - 1) * pp + 1
+    return min(chunks, microbatches * virtual) / virtual
+
+
+def pipeline_stages(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> tuple[Stage, ...]:
+    sizes = layers_per_stage(setup.model.num_layers, layout.pp)
+    out, start = [], 0
+    for i, n in enumerate(sizes):
+        out.append(Stage(index=i, layers=tuple(range(start, start + n)), has_embedding=i == 0,
+                         has_head=i == layout.pp - 1,
+                         in_flight=in_flight_microbatches(i, layout.pp, cfg.virtual_stages, setup.grad_accum)))
+        start += n
+    return tuple(out)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _copies_on_gpu(lin: LinearSpec, ep: int) -> int:
+    """Identical linears of this kind on one GPU (routed experts are divided by ep)."""
+    return max(1, lin.copies // ep) if lin.group is Group.EXPERTS else lin.copies
+
+
+def linear_on_gpu(lin: LinearSpec, tp: int, ep: int) -> tuple[int, int]:
+    """(weight, bias) parameters of one linear on one GPU: experts / ep; column-parallel weight and
+    bias / tp; row-parallel weight / tp with its bias replicated; router and MLA down-projections
+    replicated."""
+    weight, bias = lin.weight_params, lin.bias_params
+    if lin.group is Group.EXPERTS:
+        weight, bias = weight // ep, bias // ep
+    if lin.role in _COLUMN:
+        return _ceil_div(weight, tp), _ceil_div(bias, tp)
+    if lin.role in _ROW:
+        return _ceil_div(weight, tp), bias
+    return weight, bias
+
+
+def _adapter_on_gpu(lin: LinearSpec, rank: int, dora: bool, tp: int, ep: int) -> int:
+    """LoRA A (r x in) and B (out x r) follow the base linear's split dimension (NeMo/Megatron
+    LoRA: A row-parallel under a row-parallel linear, B column-parallel under a column-parallel one)."""
+    copies = _copies_on_gpu(lin, ep)
+    n_in, n_out = lin.in_features, lin.out_features
+    if lin.role in _COLUMN:
+        n_out = _ceil_div(n_out, tp)
+    elif lin.role in _ROW:
+        n_in = _ceil_div(n_in, tp)
+    return copies * (rank * (n_in + n_out) + (n_out if dora else 0))
+
+
+def _small_tensors(layer: LayerSpec, tp: int, ep: int, threshold: int) -> int:
+    """Parameters in tensors under `threshold` elements (norm vectors, biases, small routers)."""
+    small = layer.norm_params + layer.extra_params   # vectors of hidden/head size
+    for lin in layer.linears:
+        weight, bias = linear_on_gpu(lin, tp, ep)
+        if weight // _copies_on_gpu(lin, ep) < threshold:
+            small += weight
+        small += bias
+    return small
+
+
+def gpu_params(setup: TrainingSetup, layout: Layout, stage: Stage, *, small_threshold: int = 0) -> GpuParams:
+    """What one GPU of `stage` holds, by kind, for `setup` split by layout.tp and layout.ep."""
+    spec = setup.model
+    st = structure(spec)
+    tp, ep = layout.tp, layout.ep
+    method = setup.method
+    lora_names: frozenset[str] = frozenset()
+    if method in (Method.LORA, Method.QLORA) and setup.lora is not None:
+        targets = setup.lora.targets or default_lora_targets(spec)
+        lora_names = frozenset(lin.name for lin, _ in resolve_lora_targets(spec, targets))
+    first_trained = spec.num_layers - setup.freeze_trainable_layers if method is Method.FREEZE else 0
+    trainable = frozen = quantized = layers_total = small = largest_layer = largest_tensor = experts = 0
+    per_layer = []
+    for i in stage.layers:
+        layer = st.layer(i)
+        split = [linear_on_gpu(lin, tp, ep) for lin in layer.linears]
+        params = sum(w + b for w, b in split) + layer.norm_params + layer.extra_params
+        layers_total += params
+        largest_layer = max(largest_layer, params)
+        largest_tensor = max([largest_tensor] + [w // _copies_on_gpu(lin, ep)
+                                                 for lin, (w, _) in zip(layer.linears, split)])
+        small += _small_tensors(layer, tp, ep, small_threshold) if small_threshold else 0
+        expert_params = sum(w + b for lin, (w, b) in zip(layer.linears, split) if lin.group is Group.EXPERTS)
+        if method is Method.FULL or (method is Method.FREEZE and i >= first_trained):
+            trainable += params
+            experts += expert_params
+            per_layer.append(params)
+            continue
+        if method is Method.QLORA:
+            q = sum(w for w, _ in split)
+            quantized += q
+            frozen += params - q
+        else:
+            frozen += params
+        adapters = sum(_adapter_on_gpu(lin, setup.lora.rank, setup.lora.dora, tp, ep)
+                       for lin in layer.linears if lin.name in lora_names) if lora_names else 0
+        trainable += adapters
+        per_layer.append(adapters)
+    vocab = _ceil_div(spec.vocab_size, tp)
+    embedding = vocab * spec.hidden_size + st.position_params + st.embedding_norm_params
+    root = 0
+    if stage.has_embedding:
+        root += embedding
+    if stage.has_head:
+        root += st.final_norm_params
+        if st.lm_head is not None:
+            root += vocab * spec.hidden_size
+        elif not stage.has_embedding:          # tied weights: the last stage keeps a copy
+            root += vocab * spec.hidden_size
+    if small_threshold:     # final norm and embedding norm vectors
+        small += st.final_norm_params if stage.has_head else 0
+        small += st.embedding_norm_params if stage.has_embedding else 0
+    root_trainable = root if method is Method.FULL else 0
+    trainable += root_trainable
+    frozen += root - root_trainable
+    largest_tensor = max(largest_tensor, vocab * spec.hidden_size if root else 0)
+    return GpuParams(trainable=trainable, frozen=frozen, quantized=quantized, layer_trainable=tuple(per_layer),
+                     largest_layer=largest_layer, largest_tensor=largest_tensor, layers_total=layers_total,
+                     root=root, root_trainable=root_trainable, small=small,
+                     expert_fraction=experts / trainable if trainable else 0.0)
+
+
+def tp_shard_spec(spec: ModelSpec, tp: int) -> ModelSpec:
+    """The model as one TP rank computes it: heads, kv heads, MLP widths and vocabulary / tp.
+
+    Used for activations without sequence parallelism: the layer inputs, norms and dropout masks
+    stay full width (replicated), everything inside attention and the MLP is split.
+    """
+    if tp == 1:
+        return spec
+    moe = spec.moe
+    if moe is not None:
+        moe = replace(moe, expert_intermediate_size=moe.expert_intermediate_size // tp,
+                      shared_intermediate_size=moe.shared_intermediate_size // tp)
+    return replace(spec, name=f"{spec.name} (tp {tp} shard)", num_heads=spec.num_heads // tp,
+                   num_kv_heads=spec.num_kv_heads // tp, intermediate_size=spec.intermediate_size // tp,
+                   vocab_size=_ceil_div(spec.vocab_size, tp), moe=moe)
+
+
+def activation_setup(setup: TrainingSetup, layout: Layout, *, split_heads: bool) -> TrainingSetup:
+    """The setup one GPU's activations follow: sequence / cp, and the TP shard model if `split_heads`."""
+    model = tp_shard_spec(setup.model, layout.tp) if split_heads else setup.model
+    return replace(setup, model=model, seq_len=setup.seq_len // layout.cp)
+
+
+def gpu_state(setup: TrainingSetup, regime: Regime, state: ModelState, params: GpuParams) -> ModelState:
+    """One GPU's share of the full model state: each part scaled by this GPU's share of the kind of
+    parameter it belongs to (trainable, frozen, quantized). Exact for Adam/SGD/Lion states, which
+    are per element; per-tensor details (8-bit small tensors, Adafactor factors) scale proportionally."""
+    groups = param_groups(setup)
+
+    def share(part: int, total: int) -> float:
+        return part / total if total else 0.0
+
+    ft = share(params.trainable, groups.trainable_params)
+    ff = share(params.frozen, groups.frozen_params)
+    fq = share(params.quantized, groups.quantized_params)
+    trained_w = groups.trainable_params * (regime.adapter_bytes if groups.adapter else regime.trainable_weight_bytes)
+    frozen_w = groups.frozen_params * regime.frozen_weight_bytes
+    packed = state.weights - trained_w - frozen_w
+    everything = share(params.trainable + params.frozen + params.quantized,
+                       groups.trainable_params + groups.frozen_params + groups.quantized_params)
+    return ModelState(weights=int(trained_w * ft + frozen_w * ff + packed * fq),
+                      quant_constants=int(state.quant_constants * fq), gradients=int(state.gradients * ft),
+                      master_weights=int(state.master_weights * ft), optimizer=int(state.optimizer * ft),
+                      optimizer_paged=int(state.optimizer_paged * ft), optimizer_temp=int(state.optimizer_temp * ft),
+                      fp8_cache=int(state.fp8_cache * everything), trainable_params=params.trainable)
