@@ -110,6 +110,9 @@ def _linears_saves(ctx: LayerContext, lins: list[LinearSpec], tokens: int) -> tu
             lora += c * tokens * r * lin.copies                 # lora_B input
             if ctx.autocast and ctx.adapter_bytes != c:
                 wcopy += c * r * (lin.in_features + lin.out_features) * lin.copies
+    if ctx.attention is Attention.FLASH:
+        # flash-attn 2 returns (b, s, heads, d): o_proj reads a view of the kernel's saved output
+        shared.pop("attn_out", None)
     return act + sum(shared.values()), wcopy, lora
 
 
