@@ -15,6 +15,16 @@ _LABELS = {
 }
 
 
+def _value(v) -> str:
+    if isinstance(v, float) and abs(v) >= 1e6:
+        return f"{v:.4g}"
+    if isinstance(v, int) and abs(v) >= 1e9:
+        return f"{v:.4g}"
+    if isinstance(v, float):
+        return f"{v:,.3f}".rstrip("0").rstrip(".") if abs(v) < 100 else f"{v:,.1f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
 def render(est: Estimate) -> str:
     m = est.memory
     s = est.setup
@@ -53,10 +63,12 @@ def render(est: Estimate) -> str:
     if est.time is not None and hasattr(est.time, "chain"):
         lines.append("")
         lines.append("Time and cost, step by step:")
-        rows = [{"step": label, "value": value, "formula": formula} for label, value, formula in est.time.chain()]
+        rows = [{"step": label, "value": _value(value), "formula": formula}
+                for label, value, formula in est.time.chain()]
         if est.cost is not None and hasattr(est.cost, "chain"):
-            rows += [{"step": label, "value": value, "formula": formula} for label, value, formula in est.cost.chain()]
-        lines.append(render_table(rows, ["step", "value", "formula"]))
+            rows += [{"step": label, "value": _value(value), "formula": formula}
+                     for label, value, formula in est.cost.chain()]
+        lines.append(render_table(rows, ["step", "value", "formula"], right=("value",)))
     if est.notes:
         lines.append("")
         lines.append("Assumptions and notes:")

@@ -1,0 +1,195 @@
+"""How much of a GPU's dense peak a training step's matmuls achieve, and why.
+
+The model (one formula per factor; every constant below names the measurements it comes from):
+
+    e_matmul = E / (1 + kappa x E x ridge / h) x T / (T + T0)
+    E        = MAMF fraction of the GPU x sustained fraction(ridge)
+
+* MAMF fraction: the best single bf16/fp8 matmul a GPU reaches, as a fraction of its dense peak
+  ("Maximum Achievable Matmul FLOPS", stas00/ml-engineering compute/accelerator/README.md, quoted
+  in ../shared/reference/hardware.md section 1.4). No step can beat it.
+* Sustained fraction: what a whole training step keeps of MAMF on large matmuls. It falls with the
+  GPU's ridge point (peak FLOP/s / memory bandwidth): FLOPs grew faster than bandwidth from A100 to
+  H100, so more of the step waits on memory and on communication kernels sharing the SMs
+  ("A100 easier to saturate than H100", hardware.md section 3). Two anchors, fitted jointly with the
+  other constants (see FIT below): A100 (ridge 153) 0.94 and H100 (ridge 295) 0.76; linear in
+  between, clamped outside.
+* kappa / h: non-matmul work (norms, activations, residual adds, RoPE, casts, softmax glue) moves
+  bytes in proportion to the hidden size h per token while matmuls grow with h^2; its time relative
+  to the matmuls is kappa x E x ridge / h. This is why small models run far below peak.
+  kappa depends on how the framework runs those ops: fused kernels (Megatron, llm-foundry,
+  torch.compile, Liger, Unsloth) or one eager PyTorch kernel per op (HF Trainer and its wrappers).
+* T / (T + T0): tokens per micro-batch per GPU, T, are the M dimension of every matmul (and of the
+  weight-gradient reduction); small micro-batches leave tiles and waves idle.
+* Attention (QK^T, softmax, AV) runs in its own kernels with their own efficiency, counted in
+  causal FLOPs (flash kernels skip masked blocks): `attention_efficiency`.
+
+FIT: the constants were fitted once, jointly, by least squares on log throughput, to 41 published
+measurements of the development set (../shared/ground_truth/published_dev.json): the 25 bf16 MosaicML
+llm-foundry benchmark rows (FSDP pre-training, A100 40/80GB and H100, 1B-70B, sequence 2k-64k), the
+9 torchtune 3B "flags" rows (eager, compiled, activation checkpointing, LoRA, QLoRA) and the 7 Qwen
+README LoRA rows (HF Trainer + PEFT, 1.8B-72B), with the whole step model of trainplan.timing
+(`python benchmarks/time_accuracy.py --fit` reruns it). No constant was set from a single case.
+The FP8 row, the Qwen QLoRA and full-parameter rows, the torchtune 4090 and 8 x A100 rows and the
+model cards were left out of the fit and are predictions. `benchmarks/time_accuracy.py` prints the comparison.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from trainplan.enums import Framework
+from trainplan.specs import GpuSpec
+
+
+class KernelStack(StrEnum):
+    FUSED = "fused"   # fused norm/activation/residual kernels (Megatron, llm-foundry, compile, Liger)
+    EAGER = "eager"   # one PyTorch kernel per op (HF Trainer, PEFT, eager torchtune/litgpt)
+
+
+# Best-shape matmul efficiency (MAMF / dense peak), hardware.md section 1.4
+# (stas00/ml-engineering compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS").
+MAMF_FRACTION: dict[str, dict[str, float]] = {
+    "a100-sxm4-40gb": {"bf16": 0.869}, "a100-sxm4-80gb": {"bf16": 0.869},
+    "a800-sxm4-80gb": {"bf16": 0.869},                      # A100 die, NVLink capped
+    "a100-pcie-40gb": {"bf16": 0.811}, "a100-pcie-80gb": {"bf16": 0.811},
+    "h100-sxm": {"bf16": 0.803, "fp8": 0.709}, "h800-sxm": {"bf16": 0.803, "fp8": 0.709},
+    "h200-sxm": {"bf16": 0.803, "fp8": 0.734},             # "same as H100" for bf16
+    "gh200": {"bf16": 0.838, "fp8": 0.776},
+    "b200": {"bf16": 0.776, "fp8": 0.763}, "gb200": {"bf16": 0.729, "fp8": 0.723},
+    "mi300x": {"bf16": 0.514}, "mi325x": {"bf16": 0.604},
+    "gaudi2": {"bf16": 0.969, "fp8": 0.955}, "gaudi3": {"bf16": 0.741, "fp8": 0.769},
+}
+DEFAULT_MAMF_FRACTION = 0.80   # median of the NVIDIA rows above; stated when used
+
+
+@dataclass(frozen=True, kw_only=True)
+class EfficiencyModel:
+    """The fitted constants (see the module docstring, FIT). Frozen so a calibration can replace it."""
+
+    # sustained fraction of MAMF at two ridge points (FLOP per byte of HBM bandwidth)
+    ridge_lo: float = 153.0          # A100 SXM4 80GB: 312e12 / 2.039e12
+    sustained_lo: float = 0.94       # -> E = 0.869 x 0.94 = 0.82 of peak on A100
+    ridge_hi: float = 295.0          # H100 SXM: 989e12 / 3.35e12
+    sustained_hi: float = 0.76       # -> E = 0.803 x 0.76 = 0.61 of peak on H100
+    sustained_min: float = 0.55
+    sustained_max: float = 0.95
+    kappa: dict[KernelStack, float] = field(default_factory=lambda: {
+        KernelStack.FUSED: 4.9, KernelStack.EAGER: 11.4})
+    t0_tokens: float = 390.0         # tokens per micro-batch at which the M-dimension factor is 1/2
+    # attention kernel efficiency (fraction of the 16-bit dense peak, causal FLOPs) at the anchors
+    attention_lo: float = 0.49       # A100 (llm-foundry long-sequence rows; FlashAttention-2 reports
+                                     # 50-73% of peak forward on A100)
+    attention_hi: float = 0.17       # H100 (llm-foundry rows, Triton flash kernel for ALiBi)
+    attention_min: float = 0.15
+    attention_max: float = 0.60
+    memory_bw_fraction: float = 0.80     # achieved fraction of HBM bandwidth for streaming kernels
+    collective_fraction: float = 0.80    # NCCL bus bandwidth / link bandwidth: 78% A100 NVLink3,
+                                         # 82% H200 NVLink4 (hardware.md 1.3, stas00 network/README.md)
+
+
+DEFAULT_MODEL = EfficiencyModel()
+
+_FUSED_FRAMEWORKS = frozenset({Framework.MEGATRON, Framework.FSDP, Framework.UNSLOTH})
+
+
+def kernel_stack(framework: Framework, *, compiled: bool | None = None, liger: bool = False) -> KernelStack:
+    """Fused: Megatron, FSDP pre-training stacks (llm-foundry/torchtitan class), Unsloth, anything
+    under torch.compile or with Liger kernels. Eager: HF Trainer and its wrappers (LLaMA-Factory,
+    ms-swift, axolotl, DeepSpeed via HF), torchtune and litgpt without compile (their default)."""
+    if compiled or liger or (compiled is None and framework in _FUSED_FRAMEWORKS):
+        return KernelStack.FUSED
+    return KernelStack.EAGER
+
+
+def peak_for(gpu: GpuSpec, dtype: str) -> tuple[float, str]:
+    """Dense peak FLOP/s for `dtype`, falling back bf16 <-> fp16 where the catalog lacks one
+    (V100 has no bf16, Gaudi 2 publishes no fp16). Returns (FLOP/s, dtype actually used)."""
+    for candidate in (dtype, "fp16" if dtype == "bf16" else "bf16", "fp32"):
+        value = gpu.peak_flops(candidate)
+        if value:
+            return value, candidate
+    from trainplan.errors import TrainplanError
+    raise TrainplanError(f"GPU {gpu.id} has no dense peak FLOP/s in the catalog; cannot estimate time")
+
+
+def mamf_fraction(gpu: GpuSpec, dtype: str) -> tuple[float, bool]:
+    """(MAMF / peak, known?) for `gpu` and `dtype`; DEFAULT_MAMF_FRACTION when not measured."""
+    row = MAMF_FRACTION.get(gpu.id, {})
+    key = "fp8" if dtype == "fp8" else "bf16"
+    if key in row:
+        return row[key], True
+    return DEFAULT_MAMF_FRACTION, False
+
+
+def ridge_point(peak_flops_per_s: float, memory_bw_bytes_per_s: float | None) -> float:
+    """Peak FLOP/s per byte/s of HBM bandwidth (FLOP/byte). Unknown bandwidth: the A100 anchor."""
+    if not memory_bw_bytes_per_s:
+        return DEFAULT_MODEL.ridge_lo
+    return peak_flops_per_s / memory_bw_bytes_per_s
+
+
+def _interpolate(ridge: float, lo: float, hi: float, m: EfficiencyModel, floor: float, cap: float) -> float:
+    slope = (hi - lo) / (m.ridge_hi - m.ridge_lo)
+    return min(cap, max(floor, lo + slope * (ridge - m.ridge_lo)))
+
+
+def sustained_fraction(ridge: float, m: EfficiencyModel = DEFAULT_MODEL) -> float:
+    """Fraction of MAMF a whole step sustains on large matmuls, linear in the ridge point."""
+    return _interpolate(ridge, m.sustained_lo, m.sustained_hi, m, m.sustained_min, m.sustained_max)
+
+
+def attention_efficiency(ridge: float, m: EfficiencyModel = DEFAULT_MODEL) -> float:
+    """Achieved fraction of the 16-bit peak in the attention kernels (causal FLOPs)."""
+    return _interpolate(ridge, m.attention_lo, m.attention_hi, m, m.attention_min, m.attention_max)
+
+
+def width_factor(hidden_size: int, e_max: float, ridge: float, stack: KernelStack,
+                 m: EfficiencyModel = DEFAULT_MODEL) -> float:
+    """1 / (1 + kappa E ridge / h): memory-bound non-matmul work relative to the matmuls."""
+    return 1.0 / (1.0 + m.kappa[stack] * e_max * ridge / hidden_size)
+
+
+def tokens_factor(tokens_per_micro_batch: float, m: EfficiencyModel = DEFAULT_MODEL) -> float:
+    """T / (T + T0): matmul M dimension = tokens per micro-batch per GPU."""
+    return tokens_per_micro_batch / (tokens_per_micro_batch + m.t0_tokens)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Efficiency:
+    """The matmul efficiency and each factor it is the product of (for the chain and notes)."""
+
+    value: float                 # achieved fraction of dense peak for the linear layers
+    attention: float             # achieved fraction of the 16-bit peak for the attention core
+    mamf_fraction: float
+    mamf_known: bool
+    sustained: float
+    width: float
+    tokens: float
+    ridge: float
+    stack: KernelStack
+    peak_flops_per_s: float      # peak used for the linear layers
+    peak_dtype: str
+    attention_peak_flops_per_s: float
+    overridden: bool = False
+
+
+def matmul_efficiency(gpu: GpuSpec, dtype: str, *, hidden_size: int, tokens_per_micro_batch: float,
+                      stack: KernelStack, m: EfficiencyModel = DEFAULT_MODEL,
+                      override: float | None = None) -> Efficiency:
+    """e = MAMF x sustained(ridge) x width(h) x tokens(T); see the module docstring."""
+    peak, used = peak_for(gpu, dtype)
+    attn_peak, _ = peak_for(gpu, "bf16") if dtype in ("fp8", "bf16") else peak_for(gpu, dtype)
+    ridge = ridge_point(peak, gpu.memory_bw_bytes_per_s)
+    attn_ridge = ridge_point(attn_peak, gpu.memory_bw_bytes_per_s)
+    mamf, known = mamf_fraction(gpu, used)
+    sustained = sustained_fraction(ridge, m)
+    e_max = mamf * sustained
+    width = width_factor(hidden_size, e_max, ridge, stack, m)
+    tok = tokens_factor(tokens_per_micro_batch, m)
+    value = override if override is not None else e_max * width * tok
+    return Efficiency(value=value, attention=attention_efficiency(attn_ridge, m), mamf_fraction=mamf,
+                      mamf_known=known, sustained=sustained, width=width, tokens=tok, ridge=ridge,
+                      stack=stack, peak_flops_per_s=peak, peak_dtype=used,
+                      attention_peak_flops_per_s=attn_peak, overridden=override is not None)

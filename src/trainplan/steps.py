@@ -1,0 +1,87 @@
+"""The data side of the clock: sequences, padding, steps per epoch, total steps.
+
+Global batch = micro-batch x gradient accumulation x data-parallel size (sequences per optimizer
+step). Steps per epoch = ceil(sequences / global batch); total = ceil(steps per epoch x epochs).
+The seed article's example: 10,000 samples, batch 32, 3 epochs -> ceil(10000 / 32) = 313 -> 939.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from trainplan.errors import TrainplanError
+
+
+def global_batch(micro_batch: int, grad_accum: int, dp: int) -> int:
+    """Sequences per optimizer step."""
+    return micro_batch * grad_accum * dp
+
+
+def expected_batch_max(lengths: tuple[int, ...], batch_size: int) -> float:
+    """E[max of `batch_size` lengths drawn at random] from the empirical distribution (with
+    replacement): sum_x x (F(x)^b - F(x-)^b). Dynamic padding pads each micro-batch to this."""
+    if not lengths:
+        raise TrainplanError("the list of sample lengths is empty")
+    n = len(lengths)
+    below = 0
+    total = 0.0
+    for value, count in sorted(Counter(lengths).items()):
+        lo = (below / n) ** batch_size
+        below += count
+        total += value * ((below / n) ** batch_size - lo)
+    return total
+
+
+@dataclass(frozen=True, kw_only=True)
+class SequenceShape:
+    """What one sequence in a micro-batch looks like to the kernels and to the data."""
+
+    padded_len: float            # tokens the model computes per sequence (attention context too)
+    real_tokens: float           # dataset tokens per sequence (tokens/s counts these)
+    samples_per_sequence: float  # > 1 when packing
+    note: str
+
+
+def sequence_shape(*, seq_len: int, micro_batch: int, tokens_per_sample: float | None,
+                   packing: bool, padding_free: bool = False,
+                   lengths: tuple[int, ...] | None = None) -> SequenceShape:
+    """Packing fills every sequence to seq_len (attention spans the whole pack, no cross-document
+    mask assumed). Without packing each sample is its own sequence, truncated at seq_len and padded
+    to the longest in its micro-batch (expected from `lengths` when given; with only a mean length
+    every sample is taken to have that length, so no padding is counted). Padding-free batching
+    (flash varlen) computes only real tokens."""
+    if lengths:
+        clipped = tuple(min(x, seq_len) for x in lengths)
+        mean = sum(clipped) / len(clipped)
+    else:
+        mean = float(min(tokens_per_sample or seq_len, seq_len))
+    if packing:
+        return SequenceShape(padded_len=float(seq_len), real_tokens=float(seq_len),
+                             samples_per_sequence=seq_len / mean,
+                             note=f"packed: {seq_len / mean:.2f} samples of {mean:.0f} tokens per "
+                                  f"{seq_len}-token sequence")
+    if padding_free or not lengths:
+        why = "padding-free batching" if padding_free else "uniform sample length assumed (no padding counted)"
+        return SequenceShape(padded_len=mean, real_tokens=mean, samples_per_sequence=1.0,
+                             note=f"one sample per sequence, {mean:.0f} tokens; {why}")
+    padded = expected_batch_max(clipped, micro_batch)
+    return SequenceShape(padded_len=padded, real_tokens=mean, samples_per_sequence=1.0,
+                         note=f"dynamic padding: {mean:.0f} real tokens padded to {padded:.0f} per "
+                              f"sequence on average ({mean / padded:.0%} useful)")
+
+
+def steps_per_epoch(samples: int, batch: int, samples_per_sequence: float = 1.0) -> int:
+    """ceil(sequences / global batch), sequences = samples / samples per sequence (rounded up)."""
+    if samples <= 0:
+        raise TrainplanError(f"--samples must be positive, got {samples}")
+    sequences = math.ceil(samples / samples_per_sequence - 1e-9)
+    return math.ceil(sequences / batch)
+
+
+def total_steps(per_epoch: int, epochs: float) -> int:
+    """Steps for `epochs` passes (a fractional last epoch rounds up to a whole step)."""
+    if epochs <= 0:
+        raise TrainplanError(f"--epochs must be positive, got {epochs}")
+    return math.ceil(per_epoch * epochs - 1e-9)

@@ -1,0 +1,14 @@
+"""Time and cost for one estimate: the glue between the request and timing/cost."""
+
+from __future__ import annotations
+
+from trainplan.cost import cost_of
+from trainplan.timing import TimingOptions, estimate_time
+
+
+def time_and_cost(setup, layout, gpu, workload, req):
+    """(TimeEstimate, CostEstimate, notes). Cost uses the given price or the cheapest catalog offer."""
+    time = estimate_time(setup, layout, gpu, workload, TimingOptions(interconnect=req.interconnect))
+    cost = cost_of(time, gpu.id, price_per_gpu_hour=req.price_per_gpu_hour, currency=req.currency,
+                   provider=req.provider, spot=req.spot)
+    return time, cost, list(time.assumptions) + list(cost.notes)

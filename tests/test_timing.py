@@ -1,0 +1,252 @@
+"""Step time, steps and wall-clock (trainplan.timing, .steps, .comm, .efficiency)."""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from trainplan.comm import Fabric, INTERCONNECTS, allgather_s, fabric, internode_link, ring_allreduce_s
+from trainplan.efficiency import KernelStack, matmul_efficiency
+from trainplan.enums import (Attention, Framework, Fsdp, GradCkpt, Method, Offload, Optimizer, Precision,
+                             ZeroStage)
+from trainplan.errors import TrainplanError
+from trainplan.specs import GpuSpec, ModelSpec
+from trainplan.steps import expected_batch_max, sequence_shape, steps_per_epoch, total_steps
+from trainplan.timing import TimingOptions, estimate_time, step_time
+from trainplan.training import Layout, LoraConfig, QuantConfig, TrainingSetup, Workload
+
+LLAMA2_7B = ModelSpec(name="llama-2-7b", model_type="llama", naming="llama", hidden_size=4096, num_layers=32,
+                      num_heads=32, num_kv_heads=32, head_dim=128, intermediate_size=11008, vocab_size=32000,
+                      tied_embeddings=False)
+SMALL = replace(LLAMA2_7B, name="small", hidden_size=1024, num_heads=8, num_kv_heads=8, head_dim=128,
+                intermediate_size=2816,
+                num_layers=16)
+# hardware.md section 1: dense peaks, HBM bandwidth, NVLink (bidirectional per GPU)
+A100 = GpuSpec(id="a100-sxm4-80gb", name="A100 SXM4 80GB", vendor="NVIDIA", memory_bytes=80 * 10**9,
+               reported_memory_bytes=None, memory_bw_bytes_per_s=2039e9,
+               peak_flops_per_s={"fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12, "fp16": 312e12},
+               interconnect="NVLink 3", gpu_gpu_bw_bytes_per_s=600e9, pcie="Gen4 x16", generation="ampere")
+H100 = GpuSpec(id="h100-sxm", name="H100 SXM", vendor="NVIDIA", memory_bytes=80 * 10**9,
+               reported_memory_bytes=None, memory_bw_bytes_per_s=3350e9,
+               peak_flops_per_s={"bf16": 989e12, "fp16": 989e12, "fp8": 1979e12},
+               interconnect="NVLink 4", gpu_gpu_bw_bytes_per_s=900e9, pcie="Gen5 x16", generation="hopper")
+
+
+def _seed_setup(**kw) -> TrainingSetup:
+    # the seed article: 7B full fine-tune, fp16, batch 32, 1024 tokens per sample
+    kw.setdefault("precision", Precision.FP16_PURE)
+    return TrainingSetup(model=LLAMA2_7B, method=kw.pop("method", Method.FULL), batch_size=32, seq_len=1024, **kw)
+
+
+SEED_WORKLOAD = Workload(samples=10_000, tokens_per_sample=1024, epochs=3)
+
+
+# --- steps ---------------------------------------------------------------------------------------
+
+def test_seed_example_steps():
+    # 10,000 / 32 = 312.5 -> 313 steps per epoch; x 3 epochs = 939 (the article's numbers)
+    assert steps_per_epoch(10_000, 32) == 313
+    assert total_steps(313, 3) == 939
+    est = estimate_time(_seed_setup(), Layout(), A100, SEED_WORKLOAD)
+    assert est.steps == 939
+    assert est.train_s == pytest.approx(939 * est.step_s)
+    assert est.gpu_hours == pytest.approx(est.total_s / 3600)
+
+
+def test_global_batch_uses_grad_accum_and_data_parallel():
+    setup = TrainingSetup(model=LLAMA2_7B, batch_size=4, grad_accum=2, seq_len=1024)
+    st = step_time(setup, Layout(num_gpus=4), A100)
+    assert st.global_batch == 4 * 2 * 4
+    est = estimate_time(setup, Layout(num_gpus=4), A100, Workload(samples=1000))
+    assert est.steps == 32                                    # ceil(1000 / 32)
+
+
+def test_fractional_epochs_round_up():
+    assert total_steps(313, 0.5) == 157
+
+
+def test_zero_samples_is_an_error():
+    with pytest.raises(TrainplanError, match="samples"):
+        Workload(samples=0)
+    with pytest.raises(TrainplanError, match="samples"):
+        steps_per_epoch(0, 32)
+
+
+def test_packing_reduces_steps_and_padding_costs_compute():
+    # 1000 samples of 256 tokens packed into 1024-token sequences: 250 sequences
+    packed = sequence_shape(seq_len=1024, micro_batch=4, tokens_per_sample=256, packing=True)
+    assert packed.samples_per_sequence == 4
+    assert steps_per_epoch(1000, 8, packed.samples_per_sequence) == 32     # ceil(250 / 8)
+    # dynamic padding: lengths 1 and 2 equally likely, batch of 2 -> E[max] = 1 x 1/4 + 2 x 3/4
+    assert expected_batch_max((1, 2), 2) == pytest.approx(1.75)
+    padded = sequence_shape(seq_len=1024, micro_batch=8, tokens_per_sample=None, packing=False,
+                            lengths=(100, 200, 300, 900))
+    assert padded.real_tokens == 375
+    assert padded.padded_len > padded.real_tokens
+
+
+# --- communication -------------------------------------------------------------------------------
+
+def test_ring_allreduce_time():
+    # 1 GB over 8 GPUs at a 100 GB/s bus: 2 x 7/8 x 1e9 / 1e11 = 17.5 ms
+    assert ring_allreduce_s(1e9, 8, 100e9) == pytest.approx(0.0175)
+    assert allgather_s(1e9, 8, 100e9) == pytest.approx(0.00875)
+    assert ring_allreduce_s(1e9, 1, 100e9) == 0
+
+
+def test_fabric_inside_and_across_nodes():
+    fab = fabric(A100, Layout(num_gpus=16, nodes=2), interconnect="ib-hdr")
+    assert fab.bus_bw(8) == pytest.approx(300e9 * 0.8)                 # NVLink3, one direction
+    # across nodes the 8 members' HDR NICs carry the ring together: min(300, 8 x 25) GB/s
+    assert fab.bus_bw(16, members_per_node=8) == pytest.approx(200e9 * 0.8)
+    assert fab.bus_bw(16, members_per_node=1) == pytest.approx(25e9 * 0.8)
+    eth = Fabric(intra=fab.intra, inter=INTERCONNECTS["ethernet-100"], gpus_per_node=8, collective_fraction=0.8)
+    assert eth.bus_bw(16, 8) == pytest.approx(12.5e9 * 0.8)           # one shared 100 GbE NIC
+
+
+def test_unknown_interconnect_is_an_error():
+    with pytest.raises(TrainplanError, match="interconnect"):
+        internode_link("carrier-pigeon")
+
+
+def test_slower_network_exposes_more_communication():
+    setup = TrainingSetup(model=LLAMA2_7B, batch_size=1, seq_len=2048, grad_accum=1)
+    layout = Layout(num_gpus=16, nodes=2, fsdp=Fsdp.FULL)
+    fast = step_time(setup, layout, A100, options=TimingOptions(interconnect="ib-hdr"))
+    slow = step_time(setup, layout, A100, options=TimingOptions(interconnect="ethernet-25"))
+    assert slow.breakdown.communication_s > fast.breakdown.communication_s
+    assert slow.step_s > fast.step_s
+
+
+def test_zero3_moves_one_and_a_half_times_ddp():
+    # DDP: all-reduce = reduce-scatter + all-gather of the gradients; ZeRO-3: all-gather of the
+    # weights in forward and again in backward + reduce-scatter of the gradients (ZeRO paper, 1.5x)
+    setup = TrainingSetup(model=SMALL, batch_size=1, seq_len=1024, precision=Precision.BF16_PURE)
+    ddp = step_time(setup, Layout(num_gpus=8), A100)
+    z3 = step_time(setup, Layout(num_gpus=8, zero=ZeroStage.PARAMETERS), A100)
+    assert z3.comm.total_s == pytest.approx(1.5 * ddp.comm.total_s)
+
+
+def test_tensor_parallel_all_reduces_are_counted():
+    setup = TrainingSetup(model=LLAMA2_7B, batch_size=1, seq_len=2048)
+    st = step_time(setup, Layout(num_gpus=2, tp=2), A100)
+    # 4 all-reduces per layer (2 forward, 2 backward) of 2048 x 4096 x 2 bytes over NVLink3
+    one = ring_allreduce_s(2048 * 4096 * 2, 2, 300e9 * 0.8)
+    assert st.comm.tp_s == pytest.approx(32 * 4 * one)
+
+
+# --- pipeline bubble -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p, m, v", [(4, 8, 1), (2, 16, 1), (8, 8, 2)])
+def test_pipeline_bubble_fraction(p, m, v):
+    # 1F1B: bubble / step = (p - 1) / (v m + p - 1) (Narayanan et al. 2021)
+    setup = TrainingSetup(model=LLAMA2_7B, batch_size=1, seq_len=1024, grad_accum=m)
+    st = step_time(setup, Layout(num_gpus=p, pp=p), A100, options=TimingOptions(pp_interleave=v))
+    b = st.breakdown
+    assert b.bubble_s / (b.compute_s + b.bubble_s) == pytest.approx((p - 1) / (v * m + p - 1))
+
+
+# --- efficiency ----------------------------------------------------------------------------------
+
+def _eff(gpu, hidden=4096, tokens=8192, stack=KernelStack.FUSED):
+    return matmul_efficiency(gpu, "bf16", hidden_size=hidden, tokens_per_micro_batch=tokens, stack=stack).value
+
+
+def test_efficiency_depends_on_what_matters():
+    assert 0 < _eff(H100) < _eff(A100) < 0.869                # A100 easier to saturate; below MAMF
+    assert _eff(A100, hidden=1024) < _eff(A100, hidden=8192)  # small matmuls run below peak
+    assert _eff(A100, tokens=512) < _eff(A100, tokens=16384)  # few tokens per micro-batch
+    assert _eff(A100, stack=KernelStack.EAGER) < _eff(A100)   # HF eager below fused stacks
+
+
+def test_efficiency_override():
+    st = step_time(_seed_setup(), Layout(), A100, options=TimingOptions(efficiency=0.5))
+    assert st.efficiency.value == 0.5
+    assert st.efficiency.overridden
+
+
+def test_hf_lora_slower_per_flop_than_megatron_pretraining():
+    lora = TrainingSetup(model=LLAMA2_7B, method=Method.LORA, lora=LoraConfig(rank=64, targets=("all-linear",)),
+                         batch_size=1, seq_len=2048, framework=Framework.HF, grad_ckpt=GradCkpt.FULL)
+    mega = TrainingSetup(model=LLAMA2_7B, batch_size=1, seq_len=2048, framework=Framework.MEGATRON,
+                         attention=Attention.FLASH)
+    a = step_time(lora, Layout(), A100)
+    b = step_time(mega, Layout(), A100)
+    # achieved FLOP/s during compute (the optimizer step of a 1-sequence batch is left out)
+    assert a.hardware_flops_per_step / a.breakdown.compute_s < b.hardware_flops_per_step / b.breakdown.compute_s
+
+
+# --- memory-bound parts --------------------------------------------------------------------------
+
+def test_qlora_pays_for_dequantisation():
+    cfg = LoraConfig(rank=16, targets=("all-linear",))
+    lora = step_time(TrainingSetup(model=LLAMA2_7B, method=Method.LORA, lora=cfg, seq_len=2048), Layout(), A100)
+    qlora = step_time(TrainingSetup(model=LLAMA2_7B, method=Method.QLORA, lora=cfg, quant=QuantConfig(),
+                                    seq_len=2048), Layout(), A100)
+    assert lora.breakdown.dequant_s == 0
+    # 32 layers x 202,375,168 weights x 2.5625 B x 2 uses / (2.039 TB/s x 0.8)
+    assert qlora.breakdown.dequant_s == pytest.approx(32 * 202_375_168 * 2.5625 * 2 / (2039e9 * 0.8))
+    assert qlora.step_s > lora.step_s
+
+
+def test_optimizer_step_is_memory_bound_and_shards_with_zero():
+    setup = TrainingSetup(model=SMALL, optimizer=Optimizer.ADAMW_FUSED, seq_len=1024)
+    one = step_time(setup, Layout(num_gpus=8), A100)
+    sharded = step_time(setup, Layout(num_gpus=8, zero=ZeroStage.OPTIMIZER), A100)
+    assert sharded.breakdown.optimizer_s == pytest.approx(one.breakdown.optimizer_s / 8)
+    off = step_time(setup, Layout(num_gpus=1, offload=Offload.OPTIMIZER), A100)
+    assert off.breakdown.offload_s > 0
+
+
+def test_retry_eval_and_checkpoint():
+    wl = Workload(samples=10_000, tokens_per_sample=1024, epochs=3, retry_factor=2.5, eval_fraction=0.1,
+                  checkpoint_saves=3, disk_bw_bytes_per_s=1e9)
+    est = estimate_time(_seed_setup(), Layout(), A100, wl)
+    assert est.eval_s > 0
+    # full fine-tune, pure fp16: weights 2 B + AdamW states 2 x 2 B per parameter
+    assert est.checkpoint_s == pytest.approx(3 * 6_738_415_616 * 6 / 1e9)
+    assert est.total_s == pytest.approx(est.train_s + est.eval_s + est.checkpoint_s)
+    assert est.gpu_hours_with_retries == pytest.approx(2.5 * est.gpu_hours)
+    assert est.total_with_retries_s == pytest.approx(2.5 * est.total_s)
+
+
+def test_time_json_has_the_product_keys_and_a_chain():
+    est = estimate_time(_seed_setup(), Layout(), A100, SEED_WORKLOAD)
+    d = est.to_dict()
+    for key in ("flops_per_step", "step_s", "steps", "total_s", "gpu_hours", "tokens_per_s_per_gpu", "mfu"):
+        assert key in d
+    assert 0 < est.mfu < 1 and 0 < est.hfu < 1     # HFU counts causal attention, MFU the full s^2
+    labels = [row[0] for row in est.chain()]
+    assert labels[0] == "tokens per step" and "GPU-hours" in labels
+    assert est.breakdown.total_s == pytest.approx(est.step_s)
+
+
+# --- published measurements (benchmarks/time_accuracy.py on the development set) ------------------
+
+_BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "time_accuracy.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("time_accuracy", _BENCH)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["time_accuracy"] = mod          # dataclasses look their module up while building
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.skipif(not _BENCH.exists(), reason="benchmark script missing")
+def test_dev_set_accuracy():
+    mod = _bench()
+    if not mod.DEFAULT_CASES.exists():
+        pytest.skip("shared ground truth not present")
+    rows, _ = mod.run(mod.DEFAULT_CASES)
+    errors = [abs(r[5]) for r in rows]
+    assert len(rows) >= 50
+    assert statistics.median(errors) <= 0.20                    # issue 5: median |error| <= 20%
+    llama2 = [r for r in rows if r[0].startswith("modelcard-llama2-")]
+    assert len(llama2) == 3 and all(abs(r[5]) <= 0.25 for r in llama2)   # Llama 2 GPU-hours within 25%
