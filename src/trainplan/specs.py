@@ -89,6 +89,9 @@ class ModelSpec:
     embedding_norm: bool = False           # BLOOM word_embeddings_layernorm
     parallel_attn_mlp: bool = False
     sliding_window: int | None = None
+    hidden_dropout: float = 0.0            # residual-branch dropout (GPT-2 resid_pdrop, OPT dropout)
+    attention_dropout: float = 0.0
+    embedding_dropout: float = 0.0         # GPT-2 embd_pdrop
     moe: MoeSpec | None = None
     mla: MlaSpec | None = None
     hf_id: str | None = None

@@ -56,6 +56,24 @@ _PARSERS: dict[str, Callable[[ConfigReader], dense.Fields]] = {
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(_PARSERS, key=str.lower))
 
 
+# Dropout keys and their config-class defaults per model_type: (hidden, attention, embedding).
+_DROPOUT_KEYS: dict[str, tuple[tuple[str, float], tuple[str, float], tuple[str, float]]] = {
+    "gpt2": (("resid_pdrop", 0.1), ("attn_pdrop", 0.1), ("embd_pdrop", 0.1)),
+    "opt": (("dropout", 0.1), ("attention_dropout", 0.0), ("", 0.0)),
+    "phi3": (("resid_pdrop", 0.0), ("attention_dropout", 0.0), ("embd_pdrop", 0.0)),
+}
+
+
+def _dropouts(r: ConfigReader, model_type: str) -> dict[str, float]:
+    """Dropout probabilities that training runs with (HF Trainer keeps the model in train mode)."""
+    keys = _DROPOUT_KEYS.get(model_type, (("hidden_dropout", 0.0), ("attention_dropout", 0.0), ("", 0.0)))
+    out = {}
+    for field_name, (key, default) in zip(("hidden_dropout", "attention_dropout", "embedding_dropout"), keys):
+        value = r.config.get(key, default) if key else default
+        out[field_name] = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
+    return out
+
+
 def spec_from_hf_config(config: Mapping[str, Any], *, name: str, hf_id: str | None = None,
                         aliases: tuple[str, ...] = (), source: str = "",
                         measured_params: int | None = None) -> ModelSpec:
@@ -73,8 +91,10 @@ def spec_from_hf_config(config: Mapping[str, Any], *, name: str, hf_id: str | No
     if parser is None:
         raise TrainplanError(f"{name}: model_type {model_type!r} is not supported; supported: "
                              f"{', '.join(SUPPORTED_MODEL_TYPES)}")
-    fields = parser(ConfigReader(config, model_type))
+    reader = ConfigReader(config, model_type)
+    fields = parser(reader)
     fields.setdefault("naming", "llama")
+    fields.update(_dropouts(reader, model_type))
     try:
         config_json = json.dumps(config, sort_keys=True)
     except (TypeError, ValueError) as exc:

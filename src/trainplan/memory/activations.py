@@ -100,10 +100,13 @@ def _linears_saves(ctx: LayerContext, lins: list[LinearSpec], tokens: int) -> tu
             wcopy += c * lin.weight_params
         if _has_lora(ctx, lin):
             r = ctx.lora_rank
+            # peft casts the input to the adapter's dtype (`_cast_input_dtype`); under autocast with
+            # fp32 adapters, lora_A then casts it back to 16-bit: a fresh copy per adapted module.
+            lora_cast = cast or (ctx.autocast and ctx.adapter_bytes != in_bytes)
             if ctx.lora_dropout > 0:
                 lora += width                                   # bool dropout mask
-                lora += (c if cast else in_bytes) * width       # lora_A input (dropout output / cast)
-            elif cast:
+                lora += (c if lora_cast else in_bytes) * width  # lora_A input (dropout output / cast)
+            elif lora_cast:
                 lora += c * width
             else:
                 shared[group] = in_bytes * width
@@ -140,25 +143,55 @@ def _attention_core(ctx: LayerContext, spec: ModelSpec) -> int:
     else:
         q_dim, k_dim, v_dim, out_dim = spec.q_dim, spec.kv_dim, spec.kv_dim, spec.q_dim
     if ctx.attention is Attention.EAGER:
+        # eager_attention_forward: q @ k^T (saves q and the repeated k), softmax, dropout, @ v.
+        # Most families run softmax(dtype=float32).to(query.dtype); GPT-2 keeps the value dtype,
+        # CUDA autocast puts softmax on its fp32 list.
         rep = spec.num_heads // spec.num_kv_heads if not spec.mla else 1
         saved = c * t * (q_dim + k_dim * rep + v_dim * rep)
-        saved += (4 + c) * b * h_q * s * s                 # fp32 softmax output + 16-bit copy
-        return saved
+        soft = 4 if (ctx.autocast or spec.naming != "gpt2") else c
+        probs = soft
+        if spec.attention_dropout > 0:
+            probs += 1 + c                                  # bool mask + dropped probabilities
+        elif soft != c:
+            probs += c                                      # 16-bit copy saved by probs @ v
+        return saved + probs * b * h_q * s * s
     saved = c * t * (q_dim + k_dim + v_dim + out_dim)       # q, k, v, out saved by the kernel
     saved += LSE_BYTES * b * h_q * s                        # logsumexp
     return saved
 
 
-def _mlp_saves(ctx: LayerContext, lins: list[LinearSpec], tokens: int) -> int:
+def _act_own_bytes(act: str, c: int, autocast: bool) -> int:
+    """Bytes per intermediate element the activation function itself saves for backward.
+
+    Fused kernels (F.silu, F.gelu, gelu tanh) save their input; ReLU saves its output, which is
+    also the tensor the next linear saves (counted there, so 0 here). transformers'
+    NewGELUActivation ("gelu_new", GPT-2) is a Python chain: pow saves x, tanh its output, and the
+    final product both factors (0.5*x and 1+tanh); under CUDA autocast pow runs in fp32, so the
+    chain after it is fp32 (activations.py in transformers; CUDA autocast fp32 op list).
+    QuickGELU: sigmoid output and x.
+    """
+    if act in ("relu",):
+        return 0
+    if act in ("gelu_new", "gelu_fast"):
+        return (4 + 4 + c + 4) if autocast else 4 * c
+    if act == "quick_gelu":
+        return 2 * c
+    return c
+
+
+def _mlp_saves(ctx: LayerContext, lins: list[LinearSpec], tokens: int, act: str) -> int:
     """Activation function and gated product (the linears' own inputs are counted elsewhere)."""
     c = ctx.compute_bytes
     gated = any(lin.role in (Role.GATE, Role.GATE_UP) for lin in lins)
     width = next(lin.in_features for lin in lins if lin.role is Role.DOWN)
+    own = _act_own_bytes(act, c, ctx.autocast)
     if ctx.liger and gated:
         return 2 * c * tokens * width                      # fused SwiGLU keeps gate and up only
     if gated:
-        return 3 * c * tokens * width                      # act input, act output, up output
-    return c * tokens * width                              # activation input
+        return (own + 2 * c) * tokens * width              # act's own saves, act output, up output
+    if act == "relu" and not ctx.weights_trained:
+        return c * tokens * width                          # ReLU output (no linear saves it)
+    return own * tokens * width
 
 
 def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> LayerActivations:
@@ -185,17 +218,20 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
         detail["attention_core"] += 4 * t * ((m.q_lora_rank or 0) + m.kv_lora_rank)
     if spec.qk_norm:
         detail["attention_core"] += 4 * t * (spec.q_dim + spec.kv_dim)
+    act = spec.hidden_act
     if by_group[Group.MLP]:
-        detail["mlp"] = _mlp_saves(ctx, by_group[Group.MLP], t)
+        detail["mlp"] = _mlp_saves(ctx, by_group[Group.MLP], t, act)
     if by_group[Group.SHARED_EXPERTS]:
-        detail["shared_experts"] = _mlp_saves(ctx, by_group[Group.SHARED_EXPERTS], t)
+        detail["shared_experts"] = _mlp_saves(ctx, by_group[Group.SHARED_EXPERTS], t, act)
+    if spec.hidden_dropout > 0:
+        detail["dropout"] = 2 * t * h                      # CUDA native_dropout: bool masks, 2 sites
     transient = 0
     experts = by_group[Group.EXPERTS]
     if experts and spec.moe:
         routed = t * spec.moe.top_k
         detail["router"] = 4 * t * spec.moe.num_experts * 2 + 8 * routed * 2
         e_act, e_wcopy, e_lora = _linears_saves(ctx, experts, routed)
-        detail["experts"] = _mlp_saves(ctx, experts, routed) + e_act + e_lora + c * routed * h
+        detail["experts"] = _mlp_saves(ctx, experts, routed, act) + e_act + e_lora + c * routed * h
         wcopy += e_wcopy
         width = next(lin.in_features for lin in experts if lin.role is Role.DOWN)
         transient = 3 * c * routed * width

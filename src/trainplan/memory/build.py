@@ -82,13 +82,16 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     if full:
         head_saved += (c if regime.autocast else regime.residual_bytes) * t * h   # lm_head input
         head_saved += 8 * t                                                       # token ids (embedding)
+        if spec.embedding_dropout > 0:
+            head_saved += t * h                                                   # embedding dropout mask
     head_weight_bytes = regime.trainable_weight_bytes if full else regime.frozen_weight_bytes
     head_copy = c * v * h if regime.autocast and head_weight_bytes != c else 0
     head_grad = v * h * regime.grad_bytes if full else 0
     head_transient = c * v * h if full and regime.autocast else 0
     emb_grad = v * h * regime.grad_bytes if full and not spec.tied_embeddings else 0
-    if full and spec.tied_embeddings:
-        head_transient = max(head_transient, v * h * regime.grad_bytes)
+    # The embedding's new gradient (V x h) is a temporary when it is added in place to an existing
+    # one: the tied lm_head's, or the previous micro-batch's (AccumulateGrad `variable_grad += new`).
+    emb_transient = v * h * regime.grad_bytes if full and (spec.tied_embeddings or setup.grad_accum > 1) else 0
     grads = [int(g * grad_scale) for g in _layer_grad_bytes(setup, regime, state)]
     chunks = setup.impl.loss_chunks or max(1, -(-setup.seq_len // 128))
     logits = logits_memory(tokens=t, vocab=v, hidden=h, compute_bytes=c, loss=setup.impl.loss,
@@ -96,7 +99,7 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     return StepInputs(
         persistent=persistent, layers=layers, layer_grads=tuple(grads), head_saved=head_saved,
         head_weight_copy=head_copy, head_grad=int(head_grad * grad_scale),
-        head_grad_transient=head_transient, embedding_grad=int(emb_grad * grad_scale), logits=logits,
+        head_grad_transient=head_transient, embedding_grad_transient=emb_transient, embedding_grad=int(emb_grad * grad_scale), logits=logits,
         grad_ckpt=setup.grad_ckpt, grads_persist=setup.grad_accum > 1,
         optimizer_in_backward=setup.impl.optimizer_in_backward, optimizer_temp=state.optimizer_temp,
         activation_offload=setup.impl.activation_offload)
@@ -138,4 +141,6 @@ def stage_step_inputs(setup: TrainingSetup, layout: Layout, regime: Regime, stat
                    head_weight_copy=base.head_weight_copy if last else 0,
                    head_grad=base.head_grad if last else 0,
                    head_grad_transient=base.head_grad_transient if last else 0,
-                   embedding_grad=embedding_grad, logits=base.logits if last else NO_LOGITS)
+                   embedding_grad=embedding_grad,
+                   embedding_grad_transient=base.embedding_grad_transient if first and last else 0,
+                   logits=base.logits if last else NO_LOGITS)

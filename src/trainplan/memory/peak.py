@@ -29,6 +29,7 @@ class StepInputs:
     optimizer_in_backward: bool
     optimizer_temp: int
     activation_offload: bool
+    embedding_grad_transient: int = 0   # new embedding gradient added in place to an existing one
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,9 +106,10 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
             grads += layer_grad
         elif not keep_grads:
             grads = 0
-    if inp.embedding_grad:
+    if inp.embedding_grad or inp.embedding_grad_transient:
         emb = grads + (inp.embedding_grad if not grads_fwd and keep_grads else 0)
-        moments.append(_moment("backward (embedding)", base, gradients=emb))
+        moments.append(_moment("backward (embedding)", base, gradients=emb,
+                               temporaries=inp.embedding_grad_transient))
     if keep_grads:
         moments.append(_moment("optimizer step", base, gradients=all_grads, temporaries=inp.optimizer_temp))
     peak = max(moments, key=lambda m: m.total)

@@ -1,0 +1,117 @@
+"""The analytic memory model held to the trace: the same setups estimated and traced
+(PyTorch fake tensors, one real HF training step on the CPU with CUDA behaviour emulated).
+
+Prints one row per setup (estimate, traced peak, error) and the error distribution.
+Usage: python benchmarks/trace_agreement.py [--quick] [--only SUBSTRING] [--json FILE]
+Target (issue 3): median |error| <= 2%, none over 5%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+
+from trainplan.catalog import resolve_gpu
+from trainplan.inputs import Request, build_setup
+from trainplan.memory import estimate_memory
+from trainplan.training import Layout
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Case:
+    model: str
+    options: dict = field(default_factory=dict)
+    heavy: bool = False
+
+    @property
+    def label(self) -> str:
+        opts = " ".join(f"{k}={v}" for k, v in self.options.items())
+        return f"{self.model} {opts}"
+
+
+def _grid() -> list[Case]:
+    cases: list[Case] = []
+    small = ["qwen2.5-0.5b", "gpt2", "llama-3.2-1b"]
+    for model in small:
+        for precision in ("fp32", "bf16", "bf16-pure"):
+            cases.append(Case(model, dict(method="full", precision=precision, batch_size=2, seq_len=512)))
+        cases.append(Case(model, dict(method="full", precision="bf16-pure", batch_size=4, seq_len=1024,
+                                      grad_ckpt="full")))
+        cases.append(Case(model, dict(method="full", precision="bf16", batch_size=1, seq_len=2048,
+                                      optimizer="adamw")))
+        cases.append(Case(model, dict(method="lora", precision="bf16", batch_size=4, seq_len=1024,
+                                      lora_targets="all-linear", lora_dropout=0.0)))
+        cases.append(Case(model, dict(method="lora", precision="bf16-pure", batch_size=2, seq_len=1024,
+                                      lora_dropout=0.05)))
+        cases.append(Case(model, dict(method="freeze", precision="bf16", batch_size=2, seq_len=512,
+                                      freeze_layers=2)))
+        cases.append(Case(model, dict(method="full", precision="bf16-pure", batch_size=1, seq_len=512,
+                                      attention="eager")))
+    for batch, seq in ((1, 256), (8, 256), (1, 4096), (2, 2048)):
+        cases.append(Case("qwen2.5-0.5b", dict(method="full", precision="bf16-pure", batch_size=batch, seq_len=seq,
+                                               optimizer="adamw-fused")))
+    cases.append(Case("qwen2.5-1.5b", dict(method="lora", precision="bf16", batch_size=2, seq_len=2048)))
+    cases.append(Case("qwen2.5-1.5b", dict(method="full", precision="bf16-pure", batch_size=1, seq_len=2048,
+                                           grad_ckpt="full")))
+    cases.append(Case("qwen3-0.6b", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=1024)))
+    cases.append(Case("qwen3-0.6b", dict(method="lora", precision="bf16", batch_size=2, seq_len=1024)))
+    cases.append(Case("pythia-410m", dict(method="full", precision="bf16", batch_size=4, seq_len=1024)))
+    cases.append(Case("opt-1.3b", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=1024)))
+    cases.append(Case("llama-2-7b", dict(method="lora", precision="bf16", batch_size=1, seq_len=1024,
+                                         lora_targets="q_proj,v_proj"), heavy=True))
+    cases.append(Case("llama-3.1-8b", dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=2048,
+                                           grad_ckpt="full"), heavy=True))
+    cases.append(Case("llama-2-7b", dict(method="full", precision="bf16-pure", batch_size=1, seq_len=1024,
+                                         grad_ckpt="full"), heavy=True))
+    return cases
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="skip the 7-8B setups")
+    ap.add_argument("--only", help="run cases whose label contains this")
+    ap.add_argument("--json", help="write the rows to this file")
+    args = ap.parse_args(argv)
+    from trainplan.trace import run_trace
+
+    gpu = resolve_gpu("h200")
+    rows = []
+    cases = [c for c in _grid() if not (args.quick and c.heavy) and (not args.only or args.only in c.label)]
+    for i, case in enumerate(cases, 1):
+        setup = build_setup(Request(model=case.model, **case.options))
+        est = estimate_memory(setup, Layout(gpu_id=gpu.id), gpu)
+        start = time.perf_counter()
+        try:
+            traced = run_trace(setup)
+        except Exception as exc:  # report and go on
+            print(f"[{i}/{len(cases)}] {case.label}: trace failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
+        wall = time.perf_counter() - start
+        err = (est.peak_allocated_bytes - traced.peak_allocated_bytes) / traced.peak_allocated_bytes
+        rows.append({"case": case.label, "estimate_gib": est.peak_allocated_bytes / GIB,
+                     "trace_gib": traced.peak_allocated_bytes / GIB, "error": err,
+                     "estimate_phase": est.peak_phase, "trace_phase": traced.peak_phase, "trace_s": wall})
+        print(f"[{i:2}/{len(cases)}] {case.label:<95} est {est.peak_allocated_bytes / GIB:8.3f}  "
+              f"trace {traced.peak_allocated_bytes / GIB:8.3f} GiB  {100 * err:+6.1f}%  "
+              f"({est.peak_phase} | {traced.peak_phase}, {wall:.1f} s)", flush=True)
+    if not rows:
+        return 1
+    errors = sorted(abs(r["error"]) for r in rows)
+    print()
+    print(f"setups: {len(rows)}  median |error| {100 * statistics.median(errors):.2f}%  "
+          f"p90 {100 * errors[int(0.9 * (len(errors) - 1))]:.2f}%  max {100 * errors[-1]:.2f}%  "
+          f"within 2%: {sum(e <= 0.02 for e in errors)}  within 5%: {sum(e <= 0.05 for e in errors)}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
