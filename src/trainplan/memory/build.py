@@ -89,9 +89,15 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     head_grad = v * h * regime.grad_bytes if full else 0
     head_transient = c * v * h if full and regime.autocast else 0
     emb_grad = v * h * regime.grad_bytes if full and not spec.tied_embeddings else 0
-    # The embedding's new gradient (V x h) is a temporary when it is added in place to an existing
-    # one: the tied lm_head's, or the previous micro-batch's (AccumulateGrad `variable_grad += new`).
-    emb_transient = v * h * regime.grad_bytes if full and (spec.tied_embeddings or setup.grad_accum > 1) else 0
+    # The embedding's new gradient (V x h) is a temporary when it meets an existing one. Tied: the
+    # lm_head's gradient waits in the autograd InputBuffer; it arrives through TBackward as a view,
+    # so the engine adds out of place (old + new -> sum): two V x h temporaries at that moment.
+    # Untied with accumulation: AccumulateGrad adds the new gradient in place (one temporary).
+    emb_transient = 0
+    if full and spec.tied_embeddings:
+        emb_transient = 2 * v * h * regime.grad_bytes
+    elif full and setup.grad_accum > 1:
+        emb_transient = v * h * regime.grad_bytes
     grads = [int(g * grad_scale) for g in _layer_grad_bytes(setup, regime, state)]
     chunks = setup.impl.loss_chunks or max(1, -(-setup.seq_len // 128))
     logits = logits_memory(tokens=t, vocab=v, hidden=h, compute_bytes=c, loss=setup.impl.loss,

@@ -10,6 +10,7 @@ happens on meta and the swap comes last.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
 from dataclasses import dataclass
@@ -78,6 +79,19 @@ def hf_config(setup: TrainingSetup, notes: list[str]):
     return config
 
 
+@contextlib.contextmanager
+def _quiet_transformers():
+    """transformers logs config remarks (eos_token_id outside a tiny vocabulary ...) at warning."""
+    from transformers.utils import logging
+
+    previous = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(previous)
+
+
 def _attn_implementation(setup: TrainingSetup) -> str:
     return "eager" if setup.attention is Attention.EAGER else "sdpa"
 
@@ -88,7 +102,7 @@ def build_model(setup: TrainingSetup, *, device: str, notes: list[str]) -> nn.Mo
 
     plan = dtype_plan(setup)
     config = hf_config(setup, notes)
-    with torch.device(device), warnings.catch_warnings():
+    with torch.device(device), warnings.catch_warnings(), _quiet_transformers():
         warnings.simplefilter("ignore")
         model = AutoModelForCausalLM.from_config(
             config, dtype=plan.frozen, attn_implementation=_attn_implementation(setup))

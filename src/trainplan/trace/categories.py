@@ -12,6 +12,7 @@ Every storage alive at the peak event is put in one category:
 
 from __future__ import annotations
 
+from trainplan.trace.modules import ROOT
 from trainplan.trace.names import clean_name
 from trainplan.trace.tracker import StorageRecord
 
@@ -19,7 +20,7 @@ CATEGORIES: tuple[str, ...] = ("parameters", "gradients", "optimizer_state", "ac
                                "temporaries")
 _KIND_CATEGORY = {"parameters": "parameters", "gradients": "gradients",
                   "optimizer_state": "optimizer_state", "inputs": "activations"}
-TOP_LEVEL = "(model)"   # tensors made by the top module itself (the loss) or outside any module
+TOP_LEVEL = ROOT   # tensors made by the outermost model itself (the loss) or outside any module
 
 
 def category(record: StorageRecord) -> str:

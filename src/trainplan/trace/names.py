@@ -1,14 +1,16 @@
-"""Module names as the user knows them (model.layers.3.mlp), from torch's ModTracker names."""
+"""Module names as the user knows them (model.layers.3.mlp), from the tracker's full names."""
 
 from __future__ import annotations
 
+from trainplan.trace.modules import ROOT
+
 
 def clean_name(fqn: str) -> str:
-    """ModTracker's name without the root class and peft's wrappers:
-    'PeftModelForCausalLM.base_model.model.model.layers.3.mlp' -> 'model.layers.3.mlp'."""
-    parts = fqn.split(".") if fqn else []
-    if parts and parts[0][:1].isupper():
-        parts = parts[1:]
-    while parts[:2] == ["base_model", "model"]:
-        parts = parts[2:]
+    """The module path without peft's wrappers; "" for the outermost model:
+    'base_model.model.model.layers.3.mlp' -> 'model.layers.3.mlp', 'base_model.model' -> ''."""
+    if not fqn or fqn == ROOT:
+        return ""
+    parts = fqn.split(".")
+    if parts[0] == "base_model":            # PeftModel -> LoraModel (base_model) -> the HF model
+        parts = parts[2:] if parts[1:2] == ["model"] else parts[1:]
     return ".".join(parts)

@@ -49,12 +49,16 @@ def _label_gradients(tracker: MemoryTracker, model) -> None:
             tracker.kind_of_live(param.grad, "gradients", name.rpartition(".")[0])
 
 
+def _where(module: str) -> str:
+    """The user-facing name of a tracked module: TOP_LEVEL for the outermost, "" for none."""
+    return clean_name(module) or (categories.TOP_LEVEL if module else "")
+
+
 def _timeline(state: TrackerState, full: bool) -> tuple[tuple[str, int], ...]:
     points = list(state.timeline)
     if full:
-        where = clean_name(state.peak.module) or (categories.TOP_LEVEL if state.peak.module else "")
-        points.append((f"peak {where}".rstrip(),
-                       state.peak_bytes, state.peak.event))
+        points.append((f"peak {_where(state.peak.module)}".rstrip(), state.peak_bytes,
+                       state.peak.event))
         points.sort(key=lambda point: point[2])
     return tuple((label, value) for label, value, _ in points)
 
@@ -68,7 +72,7 @@ def _result(setup: TrainingSetup, state: TrackerState, *, mode: str, notes: list
         peak_cuda_allocated_bytes=state.peak_cuda_bytes,
         breakdown_bytes=categories.breakdown(state.records, event),
         peak_phase=_PHASES.get(state.peak.phase, state.peak.phase),
-        peak_module=clean_name(state.peak.module) or (categories.TOP_LEVEL if state.peak.module else ""),
+        peak_module=_where(state.peak.module),
         peak_in_recompute=state.peak.recompute,
         per_module=categories.per_module(state.records, event),
         timeline=_timeline(state, full_timeline),

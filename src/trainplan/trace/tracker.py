@@ -22,7 +22,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from trainplan.trace.modules import ModuleTracker
+from trainplan.trace.modules import ROOT, ModuleTracker
 from trainplan.trace.names import clean_name
 
 CUDA_BLOCK_BYTES = 512   # CUDA caching allocator rounds every block to 512 bytes (kMinBlockSize)
@@ -100,7 +100,10 @@ class MemoryTracker(TorchDispatchMode):
             self.state.records[index].module = module
 
     def _see(self, tensor: torch.Tensor, module: str | None = None, counted: bool = True) -> int | None:
-        storage = tensor.untyped_storage()
+        try:
+            storage = tensor.untyped_storage()
+        except (NotImplementedError, RuntimeError):   # no storage (sparse, nested): not counted
+            return None
         key = _storage_key(storage)
         st = self.state
         if key in st.live:
@@ -153,7 +156,7 @@ class MemoryTracker(TorchDispatchMode):
 
     def _module_event(self, label: str, name: str) -> None:
         if self._module_events:
-            self.state.timeline.append((f"{label} {clean_name(name) or name}",
+            self.state.timeline.append((f"{label} {clean_name(name) or ROOT}",
                                         self.state.allocated_bytes, self.state.event))
 
     def __enter__(self):
