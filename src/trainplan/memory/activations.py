@@ -113,8 +113,10 @@ def _linears_saves(ctx: LayerContext, lins: list[LinearSpec], tokens: int) -> tu
             lora += c * tokens * r * lin.copies                 # lora_B input
             if ctx.autocast and ctx.adapter_bytes != c:
                 wcopy += c * r * (lin.in_features + lin.out_features) * lin.copies
-    if ctx.attention is Attention.FLASH:
-        # flash-attn 2 returns (b, s, heads, d): o_proj reads a view of the kernel's saved output
+    if ctx.attention is not Attention.EAGER:
+        # SDPA's flash/efficient kernels (and flash-attn 2) allocate the output in the query's
+        # (b, s, heads, d) layout, so `transpose(1, 2).contiguous()` is a no-op: o_proj reads the
+        # very tensor the kernel saved (counted with the attention core).
         shared.pop("attn_out", None)
     return act + sum(shared.values()), wcopy, lora
 

@@ -73,8 +73,11 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
     base = dict(inp.persistent)
     fwd_acts = sum(saved) + inp.head_saved
     fwd_copies = sum(copies) + inp.head_weight_copy
+    # autocast caches the 16-bit copies of trainable weights until the forward's autocast region
+    # exits, so the forward holds all of them even when checkpointing does not save them.
+    cached_copies = sum(layer.weight_copies_bytes for layer in layers) + inp.head_weight_copy
     moments.append(_moment("forward (loss)", base, gradients=grads_fwd, activations=fwd_acts,
-                           autocast_weight_copies=fwd_copies, logits_loss=inp.logits.forward_peak_bytes))
+                           autocast_weight_copies=cached_copies, logits_loss=inp.logits.forward_peak_bytes))
     moments.append(_moment("backward (loss)", base, gradients=grads_fwd, activations=fwd_acts,
                            autocast_weight_copies=fwd_copies, logits_loss=inp.logits.backward_peak_bytes))
     grads = grads_fwd

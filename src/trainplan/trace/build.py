@@ -100,6 +100,9 @@ def build_model(setup: TrainingSetup, *, device: str, notes: list[str]) -> nn.Mo
     """The model as it trains: on `meta` (fake trace) or `cpu` (real reference run)."""
     from transformers import AutoModelForCausalLM
 
+    if setup.grad_ckpt not in (GradCkpt.NONE, GradCkpt.FULL):
+        raise TraceUnsupported(f"--grad-ckpt {setup.grad_ckpt}: Hugging Face models checkpoint whole "
+                               f"decoder layers only (none or full)")
     plan = dtype_plan(setup)
     config = hf_config(setup, notes)
     with torch.device(device), warnings.catch_warnings(), _quiet_transformers():
@@ -108,6 +111,9 @@ def build_model(setup: TrainingSetup, *, device: str, notes: list[str]) -> nn.Mo
             config, dtype=plan.frozen, attn_implementation=_attn_implementation(setup))
     _note_experts(model, notes)
     if setup.method is Method.QLORA:
+        if setup.lora is not None and setup.lora.dora:
+            raise TraceUnsupported("QLoRA with DoRA: peft computes DoRA's weight norm from the "
+                                   "dequantized bitsandbytes weight, which the stand-in cannot give")
         qlora.quantize_linears(model, setup, notes)
     if setup.method in (Method.LORA, Method.QLORA):
         model = _apply_lora(model, setup)
@@ -116,9 +122,6 @@ def build_model(setup: TrainingSetup, *, device: str, notes: list[str]) -> nn.Mo
     _cast_trainable(model, plan.trainable)
     if setup.grad_ckpt is GradCkpt.FULL:
         _enable_checkpointing(model)
-    elif setup.grad_ckpt is not GradCkpt.NONE:
-        raise TraceUnsupported(f"--grad-ckpt {setup.grad_ckpt}: Hugging Face models checkpoint whole "
-                               f"decoder layers only (none or full)")
     model.train()
     return model
 

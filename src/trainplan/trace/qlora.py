@@ -5,10 +5,11 @@ quantize (all but the output head) becomes a `FourBitLinear`: the weight is a ui
 ceil(out x in / 2) bytes (two NF4/FP4 codes per byte, bitsandbytes `Params4bit`), plus the
 quantization constants (QLoRA paper, Dettmers et al. 2023, section 2: one absmax per block of 64;
 with double quantization the absmax are 8-bit with one fp32 constant per 256 of them, plus the
-256-entry code book); every layer's QuantState also holds the 16-entry 4-bit code book. The matmul follows bitsandbytes `MatMul4Bit`: the weight is dequantized to
-the compute dtype for the matmul (a transient out x in tensor), the input is not saved, and the
-backward dequantizes again. peft's bnb LoRA layer clones the base output ("defensively", peft
-`tuners/lora/bnb.py`); `FourBitLoraLinear` does the same.
+256-entry code book); every layer's QuantState also holds the 16-entry 4-bit code book. The
+matmul follows bitsandbytes `MatMul4Bit`: the weight is dequantized to the compute dtype for the
+matmul (a transient out x in tensor), the input is not saved, and the backward dequantizes again.
+peft's bnb LoRA layer clones the base output ("defensively", peft `tuners/lora/bnb.py`);
+`FourBitLoraLinear` does the same.
 """
 
 from __future__ import annotations
