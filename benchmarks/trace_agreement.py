@@ -28,6 +28,7 @@ class Case:
     model: str
     options: dict = field(default_factory=dict)
     heavy: bool = False
+    note: str = ""       # a known difference between the CPU trace and a CUDA run
 
     @property
     def label(self) -> str:
@@ -63,6 +64,29 @@ def _grid() -> list[Case]:
     cases.append(Case("qwen3-0.6b", dict(method="lora", precision="bf16", batch_size=2, seq_len=1024)))
     cases.append(Case("pythia-410m", dict(method="full", precision="bf16", batch_size=4, seq_len=1024)))
     cases.append(Case("opt-1.3b", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=1024)))
+    cases.append(Case("qwen2.5-0.5b", dict(method="full", precision="fp32", batch_size=2, seq_len=512, optimizer="sgd")))
+    cases.append(Case("qwen2.5-0.5b", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=512,
+                                           optimizer="adafactor")))
+    cases.append(Case("qwen2.5-0.5b", dict(method="lora", precision="fp32", batch_size=2, seq_len=1024)))
+    cases.append(Case("llama-3.2-1b", dict(method="full", precision="bf16", batch_size=2, seq_len=512, grad_accum=2)))
+    cases.append(Case("tests/fixtures/configs/qwen2_moe.json", dict(method="full", precision="bf16", batch_size=4,
+                                                                    seq_len=512)))
+    cases.append(Case("gemma-2-2b", dict(method="lora", precision="bf16", batch_size=1, seq_len=1024)))
+    cases.append(Case("phi-3-mini-4k", dict(method="full", precision="bf16-pure", batch_size=1, seq_len=1024,
+                                            grad_ckpt="full")))
+    cases.append(Case("mistral-7b-v0.1", dict(method="lora", precision="bf16", batch_size=2, seq_len=2048),
+                      heavy=True))
+    cases.append(Case("deepseek-v2-lite", dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=1024),
+                      heavy=True, note="q/k head 192 != v head 128: the CPU trace falls back to the math SDPA "
+                                       "kernel (s^2 probabilities); CUDA runs the memory-efficient kernel"))
+    cases.append(Case("deepseek-v2-lite", dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=1024,
+                                               attention="eager"), heavy=True))
+    cases.append(Case("qwen3-30b-a3b", dict(method="lora", precision="bf16", batch_size=1, seq_len=2048,
+                                            grad_ckpt="full"), heavy=True))
+    cases.append(Case("mixtral-8x7b", dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=1024),
+                      heavy=True))
+    cases.append(Case("llama-3.1-8b", dict(method="full", precision="bf16-pure", batch_size=1, seq_len=4096,
+                                           grad_ckpt="full"), heavy=True))
     cases.append(Case("llama-2-7b", dict(method="lora", precision="bf16", batch_size=1, seq_len=1024,
                                          lora_targets="q_proj,v_proj"), heavy=True))
     cases.append(Case("llama-3.1-8b", dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=2048,
@@ -100,13 +124,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{i:2}/{len(cases)}] {case.label:<95} est {est.peak_allocated_bytes / GIB:8.3f}  "
               f"trace {traced.peak_allocated_bytes / GIB:8.3f} GiB  {100 * err:+6.1f}%  "
               f"({est.peak_phase} | {traced.peak_phase}, {wall:.1f} s)", flush=True)
+        if case.note:
+            print(f"        known difference: {case.note}")
+            rows[-1]["note"] = case.note
     if not rows:
         return 1
     errors = sorted(abs(r["error"]) for r in rows)
+    clean = sorted(abs(r["error"]) for r in rows if not r.get("note"))
     print()
     print(f"setups: {len(rows)}  median |error| {100 * statistics.median(errors):.2f}%  "
           f"p90 {100 * errors[int(0.9 * (len(errors) - 1))]:.2f}%  max {100 * errors[-1]:.2f}%  "
           f"within 2%: {sum(e <= 0.02 for e in errors)}  within 5%: {sum(e <= 0.05 for e in errors)}")
+    if len(clean) != len(errors):
+        print(f"without the {len(errors) - len(clean)} case(s) with a known CPU/CUDA kernel difference: "
+              f"median {100 * statistics.median(clean):.2f}%  max {100 * clean[-1]:.2f}%")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

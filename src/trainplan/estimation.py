@@ -104,6 +104,9 @@ def _assumption_notes(setup: TrainingSetup) -> list[str]:
         "reserved = allocated x 1.05 + 256 MiB (caching allocator; no published ratio, calibrate with the ledger); "
         "device = reserved + 0.5 GiB CUDA context (+ NCCL buffers when multi-GPU)",
     ]
+    if setup.model.model_type == "gemma2" and setup.attention.value == "eager":
+        notes.append("gemma2: transformers refuses SDPA (soft-capped logits), so eager attention is "
+                     "assumed unless --attention flash: the s x s softmax is kept per head")
     if setup.grad_accum > 1:
         notes.append("gradient accumulation > 1: gradients stay allocated through every micro-batch's forward")
     return notes

@@ -94,6 +94,16 @@ def resolve_gpu(gpu: str | GpuSpec) -> GpuSpec:
     return gpu if isinstance(gpu, GpuSpec) else catalog.resolve_gpu(str(gpu))
 
 
+# transformers 5 refuses SDPA for these model types (soft-capped attention logits): eager it is.
+_NO_SDPA = frozenset({"gemma2"})
+
+
+def supported_attention(spec: ModelSpec, attention: Attention) -> Attention:
+    if attention is Attention.SDPA and spec.model_type in _NO_SDPA:
+        return Attention.EAGER
+    return attention
+
+
 def build_setup(req: Request, spec: ModelSpec | None = None) -> TrainingSetup:
     spec = spec or resolve_model(req.model)
     framework = parse_enum(Framework, req.framework, "--framework")
@@ -103,6 +113,7 @@ def build_setup(req: Request, spec: ModelSpec | None = None) -> TrainingSetup:
     optimizer = parse_enum(Optimizer, req.optimizer, "--optimizer") if req.optimizer else prof.optimizer
     grad_ckpt = parse_enum(GradCkpt, req.grad_ckpt, "--grad-ckpt") if req.grad_ckpt else prof.grad_ckpt
     attention = parse_enum(Attention, req.attention, "--attention") if req.attention else prof.attention
+    attention = supported_attention(spec, attention)
     loss = parse_enum(Loss, req.loss, "--loss") if req.loss else None
     impl = implementation(framework, loss=loss, optimizer_in_backward=req.optimizer_in_backward,
                           activation_offload=req.activation_offload, liger_kernels=req.liger,

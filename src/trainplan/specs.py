@@ -92,6 +92,8 @@ class ModelSpec:
     hidden_dropout: float = 0.0            # residual-branch dropout (GPT-2 resid_pdrop, OPT dropout)
     attention_dropout: float = 0.0
     embedding_dropout: float = 0.0         # GPT-2 embd_pdrop
+    attn_logit_softcapping: float | None = None   # Gemma-2: tanh soft-capping of attention scores
+    final_logit_softcapping: float | None = None  # Gemma-2: tanh soft-capping of the logits
     moe: MoeSpec | None = None
     mla: MlaSpec | None = None
     hf_id: str | None = None

@@ -74,6 +74,16 @@ def _dropouts(r: ConfigReader, model_type: str) -> dict[str, float]:
     return out
 
 
+def _softcaps(r: ConfigReader, model_type: str) -> dict[str, float | None]:
+    """Gemma-2 soft-caps attention scores and logits with tanh (Gemma2Config defaults 50 and 30)."""
+    defaults = (50.0, 30.0) if model_type == "gemma2" else (None, None)
+    out: dict[str, float | None] = {}
+    for key, default in zip(("attn_logit_softcapping", "final_logit_softcapping"), defaults):
+        value = r.config.get(key, default)
+        out[key] = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return out
+
+
 def spec_from_hf_config(config: Mapping[str, Any], *, name: str, hf_id: str | None = None,
                         aliases: tuple[str, ...] = (), source: str = "",
                         measured_params: int | None = None) -> ModelSpec:
@@ -95,6 +105,7 @@ def spec_from_hf_config(config: Mapping[str, Any], *, name: str, hf_id: str | No
     fields = parser(reader)
     fields.setdefault("naming", "llama")
     fields.update(_dropouts(reader, model_type))
+    fields.update(_softcaps(reader, model_type))
     try:
         config_json = json.dumps(config, sort_keys=True)
     except (TypeError, ValueError) as exc:

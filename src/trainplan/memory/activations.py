@@ -18,7 +18,7 @@ separately so the peak can be placed where it really falls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainplan.architecture import Group, LayerSpec, LinearSpec, Role
 from trainplan.enums import Attention, NormKind
@@ -76,7 +76,7 @@ def _input_bytes(ctx: LayerContext, group: str) -> int:
     return ctx.residual_bytes if group in ("norm1", "norm2") else ctx.compute_bytes
 
 
-def _linears_saves(ctx: LayerContext, lins: list[LinearSpec], tokens: int) -> tuple[int, int, int]:
+def _linears_saves(ctx: LayerContext, spec: ModelSpec, lins: list[LinearSpec], tokens: int) -> tuple[int, int, int]:
     """(activation bytes, autocast weight-copy bytes, lora bytes) saved by these linears.
 
     Without a cast, linears that read the same tensor share one saved copy; under autocast a
@@ -113,12 +113,18 @@ def _linears_saves(ctx: LayerContext, lins: list[LinearSpec], tokens: int) -> tu
             lora += c * tokens * r * lin.copies                 # lora_B input
             if ctx.autocast and ctx.adapter_bytes != c:
                 wcopy += c * r * (lin.in_features + lin.out_features) * lin.copies
-    if ctx.attention is not Attention.EAGER:
+    if ctx.attention is not Attention.EAGER and not _rope_cat_layout(spec):
         # SDPA's flash/efficient kernels (and flash-attn 2) allocate the output in the query's
         # (b, s, heads, d) layout, so `transpose(1, 2).contiguous()` is a no-op: o_proj reads the
         # very tensor the kernel saved (counted with the attention core).
         shared.pop("attn_out", None)
     return act + sum(shared.values()), wcopy, lora
+
+
+def _rope_cat_layout(spec: ModelSpec) -> bool:
+    """GPT-NeoX's partial rotary concatenates (rotated, pass-through) halves: q/k become contiguous
+    (b, heads, s, d) tensors, the kernel output follows that layout, and o_proj's input is a copy."""
+    return spec.naming == "neox"
 
 
 def _norm_saves(ctx: LayerContext, spec: ModelSpec, width: int) -> int:
@@ -128,7 +134,8 @@ def _norm_saves(ctx: LayerContext, spec: ModelSpec, width: int) -> int:
     if spec.norm_kind is NormKind.RMS:
         saved = 4 * t * width + 4 * t                      # fp32 input (or upcast copy) + rsqrt
         if ctx.weights_trained:
-            saved += a * t * width                          # normalized x saved by weight * x
+            # normalized x saved by weight * x; Gemma applies (1 + w) in fp32 before casting back
+            saved += (4 if spec.model_type.startswith("gemma") else a) * t * width
         return saved
     in_bytes = 4 if ctx.autocast else a                    # CUDA autocast: layer_norm in fp32
     return in_bytes * t * width + 2 * 4 * t                # input + mean + rstd
@@ -140,8 +147,8 @@ def _attention_core(ctx: LayerContext, spec: ModelSpec) -> int:
     if spec.mla:
         q_dim = h_q * spec.mla.qk_head_dim
         k_dim = q_dim
-        v_dim = h_q * spec.mla.v_head_dim
-        out_dim = v_dim
+        v_dim = h_q * (spec.mla.qk_nope_head_dim + spec.mla.v_head_dim)   # value: a view of kv_b's output
+        out_dim = h_q * spec.mla.v_head_dim
     else:
         q_dim, k_dim, v_dim, out_dim = spec.q_dim, spec.kv_dim, spec.kv_dim, spec.q_dim
     if ctx.attention is Attention.EAGER:
@@ -152,6 +159,8 @@ def _attention_core(ctx: LayerContext, spec: ModelSpec) -> int:
         saved = c * t * (q_dim + k_dim * rep + v_dim * rep)
         soft = 4 if (ctx.autocast or spec.naming != "gpt2") else c
         probs = soft
+        if spec.attn_logit_softcapping:
+            probs += c                                      # tanh output of the soft-capped scores
         if spec.attention_dropout > 0:
             probs += 1 + c                                  # bool mask + dropped probabilities
         elif soft != c:
@@ -210,7 +219,7 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
         detail["norms"] += 2 * _norm_saves(ctx, spec, h)
     by_group = {g: [lin for lin in layer.linears if lin.group is g] for g in Group}
     dense = by_group[Group.ATTENTION] + by_group[Group.MLP] + by_group[Group.SHARED_EXPERTS] + by_group[Group.ROUTER]
-    act, wcopy, lora = _linears_saves(ctx, dense, t)
+    act, wcopy, lora = _linears_saves(ctx, spec, dense, t)
     detail["linear_inputs"] = act
     detail["lora"] = lora
     detail["attention_core"] = _attention_core(ctx, spec)
@@ -218,13 +227,17 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
         m = spec.mla
         detail["attention_core"] += c * t * ((m.q_lora_rank or 0) + m.kv_lora_rank + m.qk_rope_head_dim)
         detail["attention_core"] += 4 * t * ((m.q_lora_rank or 0) + m.kv_lora_rank)
-    if spec.qk_norm:
-        detail["attention_core"] += 4 * t * (spec.q_dim + spec.kv_dim)
+    if spec.qk_norm:   # q_norm/k_norm (RMSNorm over head_dim): fp32 input, rsqrt, normalized x
+        qk = spec.q_dim + spec.kv_dim
+        detail["attention_core"] += (4 + (c if ctx.weights_trained else 0)) * t * qk
+        detail["attention_core"] += 4 * t * (spec.num_heads + spec.num_kv_heads)
     act = spec.hidden_act
     if by_group[Group.MLP]:
         detail["mlp"] = _mlp_saves(ctx, by_group[Group.MLP], t, act)
     if by_group[Group.SHARED_EXPERTS]:
         detail["shared_experts"] = _mlp_saves(ctx, by_group[Group.SHARED_EXPERTS], t, act)
+        if spec.moe and spec.moe.shared_expert_gate:   # sigmoid(gate) * shared output saves both
+            detail["shared_experts"] += c * t * h + c * t
     if spec.hidden_dropout > 0:
         detail["dropout"] = 2 * t * h                      # CUDA native_dropout: bool masks, 2 sites
     transient = 0
@@ -232,11 +245,18 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
     if experts and spec.moe:
         routed = t * spec.moe.top_k
         detail["router"] = 4 * t * spec.moe.num_experts * 2 + 8 * routed * 2
-        e_act, e_wcopy, e_lora = _linears_saves(ctx, experts, routed)
-        detail["experts"] = _mlp_saves(ctx, experts, routed, act) + e_act + e_lora + c * routed * h
+        # transformers 5 runs the experts as one grouped matmul, which is not on CUDA autocast's
+        # list: under autocast the experts compute in their weights' own dtype, without copies.
+        ectx = ctx
+        if ctx.autocast:
+            w = ctx.trained_weight_bytes if ctx.weights_trained else ctx.frozen_weight_bytes
+            ectx = replace(ctx, autocast=False, compute_bytes=w)
+        e_act, e_wcopy, e_lora = _linears_saves(ectx, spec, experts, routed)
+        detail["experts"] = (_mlp_saves(ectx, experts, routed, act) + e_act + e_lora
+                             + ectx.compute_bytes * routed * h)
         wcopy += e_wcopy
         width = next(lin.in_features for lin in experts if lin.role is Role.DOWN)
-        transient = 3 * c * routed * width
+        transient = 3 * ectx.compute_bytes * routed * width
     dense_width = max((lin.in_features for lin in by_group[Group.MLP] if lin.role is Role.DOWN), default=0)
     transient = max(transient, 3 * c * t * dense_width, 2 * c * t * spec.q_dim)
     transient += 2 * a * t * h                                  # incoming and outgoing hidden grads

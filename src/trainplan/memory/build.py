@@ -101,7 +101,8 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     grads = [int(g * grad_scale) for g in _layer_grad_bytes(setup, regime, state)]
     chunks = setup.impl.loss_chunks or max(1, -(-setup.seq_len // 128))
     logits = logits_memory(tokens=t, vocab=v, hidden=h, compute_bytes=c, loss=setup.impl.loss,
-                           chunks=chunks, upcast=setup.impl.loss_upcast)
+                           chunks=chunks, upcast=setup.impl.loss_upcast,
+                           softcap=bool(spec.final_logit_softcapping))
     return StepInputs(
         persistent=persistent, layers=layers, layer_grads=tuple(grads), head_saved=head_saved,
         head_weight_copy=head_copy, head_grad=int(head_grad * grad_scale),

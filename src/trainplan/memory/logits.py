@@ -26,7 +26,7 @@ class LogitsMemory:
 
 
 def logits_memory(*, tokens: int, vocab: int, hidden: int, compute_bytes: int, loss: Loss,
-                  chunks: int = 8, upcast: bool = True) -> LogitsMemory:
+                  chunks: int = 8, upcast: bool = True, softcap: bool = False) -> LogitsMemory:
     """Extra bytes for the logits and the loss. `upcast`: cross-entropy runs on an fp32 copy."""
     n = tokens * vocab
     c = compute_bytes
@@ -44,5 +44,6 @@ def logits_memory(*, tokens: int, vocab: int, hidden: int, compute_bytes: int, l
                             saved_bytes=p * n,
                             backward_peak_bytes=p * n + 2 * p * per + c * per,
                             after_bytes=c * n)
-    return LogitsMemory(forward_peak_bytes=c * n + copy + p * n, saved_bytes=p * n,
-                        backward_peak_bytes=3 * p * n, after_bytes=c * n)
+    cap = c * n if softcap else 0       # Gemma-2 final soft-capping: tanh saves its output
+    return LogitsMemory(forward_peak_bytes=c * n + copy + p * n + cap, saved_bytes=p * n + cap,
+                        backward_peak_bytes=3 * p * n + cap, after_bytes=c * n)
