@@ -1,0 +1,43 @@
+"""The analytic memory model held to the trace on tiny configs (the fast subset of
+benchmarks/trace_agreement.py, which runs 50+ setups up to 8B and MoE 47B)."""
+
+import pathlib
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+from conftest import a100_80  # noqa: E402
+from trainplan.hfconfig import load_config_path  # noqa: E402
+from trainplan.inputs import Request, build_setup  # noqa: E402
+from trainplan.memory import estimate_memory  # noqa: E402
+from trainplan.trace import run_trace  # noqa: E402
+from trainplan.training import Layout  # noqa: E402
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "trace"
+GPU = a100_80()
+
+CASES = [
+    ("tiny_llama", dict(method="full", precision="bf16", batch_size=4, seq_len=256)),
+    ("tiny_llama", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=256, grad_ckpt="full")),
+    ("tiny_llama", dict(method="lora", precision="bf16", batch_size=4, seq_len=256, lora_targets="all-linear")),
+    ("tiny_llama", dict(method="freeze", precision="bf16", batch_size=4, seq_len=256, freeze_layers=1)),
+    ("tiny_qwen2", dict(method="full", precision="fp32", batch_size=4, seq_len=256, optimizer="adamw")),
+    ("tiny_qwen2", dict(method="lora", precision="bf16-pure", batch_size=4, seq_len=256, lora_dropout=0.1)),
+    ("tiny_gpt2", dict(method="full", precision="bf16", batch_size=4, seq_len=256)),
+    ("tiny_gpt2", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=256, attention="eager")),
+    ("tiny_mistral", dict(method="full", precision="bf16", batch_size=4, seq_len=256, grad_accum=2)),
+    ("tiny_phi3", dict(method="full", precision="bf16-pure", batch_size=4, seq_len=256, optimizer="sgd")),
+    ("tiny_qwen2_moe", dict(method="full", precision="bf16-pure", batch_size=4, seq_len=256)),
+]
+
+
+@pytest.mark.parametrize("name, options", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_estimate_within_2_percent_of_trace(name, options):
+    spec = load_config_path(FIXTURES / f"{name}.json")
+    setup = build_setup(Request(model=spec, **options))
+    traced = run_trace(setup).peak_allocated_bytes
+    estimated = estimate_memory(setup, Layout(gpu_id=GPU.id), GPU).peak_allocated_bytes
+    assert estimated == pytest.approx(traced, rel=0.02), (estimated, traced)
