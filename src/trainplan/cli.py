@@ -58,6 +58,10 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     h.add_argument("--offload", default="none", help="none | optimizer | params | all")
     for key in ("tp", "pp", "cp", "ep"):
         h.add_argument(f"--{key}", type=int, default=1)
+    h.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=True,
+                   help="Megatron sequence parallelism with --tp > 1 (default on)")
+    h.add_argument("--vpp", type=int, default=1, help="virtual pipeline stages (interleaved 1F1B)")
+    h.add_argument("--uneven-pipeline", action="store_true", help="allow layers not divisible by --pp")
     h.add_argument("--headroom", type=float, default=0.10, help="safety margin as a fraction (default 0.10)")
     w = p.add_argument_group("data, time and money")
     w.add_argument("--samples", type=int)
@@ -69,7 +73,10 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     w.add_argument("--price-per-gpu-hour", type=float)
     w.add_argument("--currency")
     w.add_argument("--spot", action="store_true")
-    w.add_argument("--interconnect")
+    w.add_argument("--interconnect", help="inter-node network: ib-ndr, ib-hdr, roce-200, efa-3200, ethernet-100, ...")
+    w.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="torch.compile / fused kernels (time model; default: the framework's)")
+    w.add_argument("--efficiency", type=float, help="override the matmul efficiency (fraction of peak)")
 
 
 _SETUP_KEYS = ("model", "method", "precision", "optimizer", "lora_rank", "lora_alpha", "lora_dropout",
@@ -77,7 +84,8 @@ _SETUP_KEYS = ("model", "method", "precision", "optimizer", "lora_rank", "lora_a
                "seq_len", "grad_ckpt", "attention", "framework", "optimizer_in_backward", "loss",
                "activation_offload", "liger", "load_fp32", "gpu", "num_gpus", "nodes", "zero", "fsdp",
                "offload", "tp", "pp", "cp", "ep", "headroom", "samples", "tokens_per_sample", "epochs",
-               "packing", "retry_factor", "provider", "price_per_gpu_hour", "currency", "spot", "interconnect")
+               "packing", "retry_factor", "provider", "price_per_gpu_hour", "currency", "spot", "interconnect",
+               "sequence_parallel", "vpp", "uneven_pipeline", "compile", "efficiency")
 
 
 def request_from_args(args: argparse.Namespace):

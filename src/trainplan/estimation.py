@@ -8,7 +8,7 @@ from typing import Any
 from trainplan.advice import Suggestion, suggestions
 from trainplan.inputs import (Request, build_layout, build_setup, build_workload, check_headroom,
                               resolve_gpu, resolve_model)
-from trainplan.memory import MemoryEstimate, estimate_memory
+from trainplan.memory import MemoryEstimate, ParallelConfig, estimate_memory
 from trainplan.params import ParamCounts, count_params, default_lora_targets
 from trainplan.frameworks import profile
 from trainplan.specs import GpuSpec
@@ -74,7 +74,9 @@ def run(req: Request) -> Estimate:
     setup = build_setup(req, spec)
     layout = build_layout(req, gpu)
     workload = build_workload(req)
-    memory = estimate_memory(setup, layout, gpu, headroom=headroom)
+    parallel = ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,
+                              uneven_pipeline=req.uneven_pipeline)
+    memory = estimate_memory(setup, layout, gpu, headroom=headroom, parallel=parallel)
     tips = () if memory.fits else tuple(suggestions(setup, layout, gpu, memory, headroom))
     notes = [f"framework profile: {profile(setup.framework).summary}"]
     notes += list(memory.notes)

@@ -84,6 +84,11 @@ class Request:
     spot: bool = False
     interconnect: str | None = None
     headroom: float = 0.10
+    sequence_parallel: bool = True
+    vpp: int = 1                      # virtual pipeline stages (interleaved 1F1B)
+    uneven_pipeline: bool = False
+    compile: bool | None = None       # torch.compile / fused kernels (time model)
+    efficiency: float | None = None   # override the matmul efficiency (fraction of peak)
 
 
 def resolve_model(model: str | ModelSpec) -> ModelSpec:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from trainplan.cost import cost_of
+from trainplan.errors import TrainplanError
 from trainplan.timing import TimingOptions, estimate_time
 
 
 def time_and_cost(setup, layout, gpu, workload, req):
     """(TimeEstimate, CostEstimate, notes). Cost uses the given price or the cheapest catalog offer."""
-    time = estimate_time(setup, layout, gpu, workload, TimingOptions(interconnect=req.interconnect))
+    if req.efficiency is not None and not 0 < req.efficiency <= 1:
+        raise TrainplanError(f"--efficiency must be a fraction in (0, 1], got {req.efficiency}")
+    options = TimingOptions(interconnect=req.interconnect, compiled=req.compile, efficiency=req.efficiency,
+                            pp_interleave=req.vpp)
+    time = estimate_time(setup, layout, gpu, workload, options)
     cost = cost_of(time, gpu.id, price_per_gpu_hour=req.price_per_gpu_hour, currency=req.currency,
                    provider=req.provider, spot=req.spot)
     return time, cost, list(time.assumptions) + list(cost.notes)
