@@ -77,6 +77,10 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     w.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                    help="torch.compile / fused kernels (time model; default: the framework's)")
     w.add_argument("--efficiency", type=float, help="override the matmul efficiency (fraction of peak)")
+    w.add_argument("--eval-fraction", type=float, default=0.0, help="evaluation tokens / training tokens")
+    w.add_argument("--checkpoint-saves", type=int, default=0)
+    w.add_argument("--disk-gb-per-s", type=float, default=1.0, help="checkpoint write bandwidth (GB/s)")
+    w.add_argument("--lengths-file", help="sample lengths in tokens: one per line, or a JSON list")
 
 
 _SETUP_KEYS = ("model", "method", "precision", "optimizer", "lora_rank", "lora_alpha", "lora_dropout",
@@ -85,7 +89,8 @@ _SETUP_KEYS = ("model", "method", "precision", "optimizer", "lora_rank", "lora_a
                "activation_offload", "liger", "load_fp32", "gpu", "num_gpus", "nodes", "zero", "fsdp",
                "offload", "tp", "pp", "cp", "ep", "headroom", "samples", "tokens_per_sample", "epochs",
                "packing", "retry_factor", "provider", "price_per_gpu_hour", "currency", "spot", "interconnect",
-               "sequence_parallel", "vpp", "uneven_pipeline", "compile", "efficiency")
+               "sequence_parallel", "vpp", "uneven_pipeline", "compile", "efficiency", "eval_fraction",
+               "checkpoint_saves", "disk_gb_per_s", "lengths_file")
 
 
 def request_from_args(args: argparse.Namespace):

@@ -88,6 +88,10 @@ class Request:
     vpp: int = 1                      # virtual pipeline stages (interleaved 1F1B)
     uneven_pipeline: bool = False
     compile: bool | None = None       # torch.compile / fused kernels (time model)
+    eval_fraction: float = 0.0        # evaluation tokens as a fraction of training tokens
+    checkpoint_saves: int = 0
+    disk_gb_per_s: float = 1.0        # checkpoint write bandwidth
+    lengths_file: str | None = None   # sample lengths (tokens), one per line or a JSON list
     efficiency: float | None = None   # override the matmul efficiency (fraction of peak)
 
 
@@ -150,8 +154,31 @@ def build_layout(req: Request, gpu: GpuSpec) -> Layout:
 
 
 def build_workload(req: Request) -> Workload:
+    if req.eval_fraction < 0 or req.checkpoint_saves < 0 or req.disk_gb_per_s <= 0:
+        raise TrainplanError("--eval-fraction and --checkpoint-saves must be >= 0, --disk-gb-per-s > 0")
     return Workload(samples=req.samples, tokens_per_sample=req.tokens_per_sample, epochs=req.epochs,
-                    packing=req.packing, retry_factor=req.retry_factor)
+                    packing=req.packing, retry_factor=req.retry_factor, eval_fraction=req.eval_fraction,
+                    checkpoint_saves=req.checkpoint_saves, disk_bw_bytes_per_s=req.disk_gb_per_s * 1e9)
+
+
+def read_lengths(path: str | None) -> tuple[int, ...] | None:
+    """Sample lengths in tokens from a file: one integer per line, or a JSON list."""
+    if path is None:
+        return None
+    import json
+    from pathlib import Path
+
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise TrainplanError(f"--lengths-file {path}: {exc.strerror}") from None
+    try:
+        values = json.loads(text) if text.lstrip().startswith("[") else [int(x) for x in text.split()]
+    except (ValueError, json.JSONDecodeError):
+        raise TrainplanError(f"--lengths-file {path}: expected integers, one per line, or a JSON list") from None
+    if not values or any(not isinstance(v, int) or v <= 0 for v in values):
+        raise TrainplanError(f"--lengths-file {path}: lengths must be positive integers")
+    return tuple(values)
 
 
 def check_headroom(headroom: float) -> float:
