@@ -90,3 +90,42 @@ def test_import_trainplan_and_estimate_load_no_heavy_modules():
 def test_catalog_listings_json(capsys, command):
     code, out, _ = run_cli(capsys, command, "--json")
     assert code == 0 and len(json.loads(out)) > 10
+
+
+def test_seed_example_chain(capsys):
+    # shared/seeds/003: 10,000 samples / batch 32 x 3 epochs = 313 x 3 = 939 steps; 27.08 CNY per GPU-hour
+    argv = ["estimate", "--model", "llama-2-7b", "--method", "full", "--precision", "fp16-pure", "--batch-size", "32",
+            "--seq-len", "1024", "--samples", "10000", "--tokens-per-sample", "1024", "--epochs", "3",
+            "--gpu", "a100-80gb", "--price-per-gpu-hour", "27.08", "--currency", "CNY", "--retry-factor", "3", "--json"]
+    code, out, _ = run_cli(capsys, *argv)
+    data = json.loads(out)
+    assert code == 0 and data["time"]["steps"] == 939
+    assert data["cost"]["currency"] == "CNY"
+    assert data["cost"]["total"] == pytest.approx(data["time"]["gpu_hours"] * 27.08 * 3)
+    assert data["time"]["step_s"] > 1.5     # the article's 1.5 s/step would need > 2x the A100's peak
+
+
+def test_lengths_file_and_bad_values(capsys, tmp_path):
+    lengths = tmp_path / "lengths.txt"
+    lengths.write_text("100\n300\n")
+    code, out, _ = run_cli(capsys, "estimate", "--model", "qwen2.5-0.5b", "--samples", "100", "--lengths-file",
+                           str(lengths), "--json")
+    assert code == 0 and json.loads(out)["time"]["steps"] == 100
+    lengths.write_text("100\nabc\n")
+    code, _, err = run_cli(capsys, "estimate", "--model", "qwen2.5-0.5b", "--samples", "100", "--lengths-file",
+                           str(lengths))
+    assert code == 2 and "--lengths-file" in err
+    code, _, err = run_cli(capsys, "estimate", "--model", "qwen2.5-0.5b", "--efficiency", "1.5")
+    assert code == 2 and "--efficiency" in err
+
+
+def test_trace_command_json(capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import pathlib
+    config = pathlib.Path(__file__).parent / "fixtures" / "trace" / "tiny_llama.json"
+    code, out, _ = run_cli(capsys, "trace", "--model", str(config), "--batch-size", "2", "--seq-len", "32", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["peak_allocated_bytes"] == sum(data["breakdown_bytes"].values())
+    code, out, _ = run_cli(capsys, "trace", "--model", str(config), "--batch-size", "2", "--seq-len", "32")
+    assert code == 0 and "Peak allocated" in out
