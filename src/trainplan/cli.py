@@ -6,6 +6,7 @@ Every command takes --json; bad input prints one line and exits with code 2.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -14,6 +15,10 @@ from typing import Any, Sequence
 from trainplan.errors import TrainplanError
 
 EXIT_USAGE = 2
+
+# Modules that add subcommands: register(subparsers, add_setup_flags). Planner and table, the
+# ledger (record/runs/calibrate/import/accuracy), the probe.
+_EXTENSIONS = ("cli_plan", "cli_ledger", "cli_probe")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -182,6 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("filter", nargs="?", help="substring to match")
         p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
+    for module in _EXTENSIONS:   # each registers its own subcommands; heavy imports stay lazy
+        try:
+            mod = importlib.import_module(f"trainplan.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"trainplan.{module}":
+                raise
+            continue
+        mod.register(sub, add_setup_flags)
     p = sub.add_parser("prices", help="the price catalog (dated, with sources)")
     p.add_argument("--gpu")
     p.add_argument("--provider")
