@@ -335,7 +335,8 @@ def test_result_to_dict_and_timeline_plot(tmp_path):
     assert any(label.startswith("forward model.layers.0") for label in labels)
     assert any(label.startswith("peak") for label in labels)
     assert max(v for _, v in result.timeline) == result.peak_allocated_bytes
-    assert (tmp_path / "t.svg").read_text().startswith("<svg")
+    svg = (tmp_path / "t.svg").read_text()
+    assert svg.startswith("<svg") or (svg.startswith("<?xml") and "<svg" in svg[:500])
     assert "model.layers.1" in result.per_module
 
 
