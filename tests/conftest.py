@@ -23,6 +23,12 @@ def a100_80() -> GpuSpec:
                    peak_flops_per_s={"bf16": 312e12, "fp16": 312e12, "fp32": 19.5e12, "tf32": 156e12})
 
 
+@pytest.fixture(autouse=True)
+def _isolated_data_dir(tmp_path_factory, monkeypatch):
+    """A developer's own ledger or calibration.json must not change what the tests see."""
+    monkeypatch.setenv("TRAINPLAN_DATA_DIR", str(tmp_path_factory.mktemp("trainplan-data")))
+
+
 @pytest.fixture
 def llama7b() -> ModelSpec:
     return llama2_7b()

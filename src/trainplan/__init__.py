@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "estimate"]
+__all__ = ["__version__", "estimate", "track"]
 
 
 def __getattr__(name: str):
@@ -15,4 +15,8 @@ def __getattr__(name: str):
         from trainplan.api import estimate
 
         return estimate
+    if name == "track":
+        import importlib
+
+        return importlib.import_module("trainplan.track")
     raise AttributeError(f"module 'trainplan' has no attribute {name!r}")

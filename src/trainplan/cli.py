@@ -86,6 +86,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     w.add_argument("--checkpoint-saves", type=int, default=0)
     w.add_argument("--disk-gb-per-s", type=float, default=1.0, help="checkpoint write bandwidth (GB/s)")
     w.add_argument("--lengths-file", help="sample lengths in tokens: one per line, or a JSON list")
+    w.add_argument("--calibration", action=argparse.BooleanOptionalAction, default=True,
+                   help="apply the calibration `trainplan calibrate` fitted (--no-calibration: the raw model)")
 
 
 _SETUP_KEYS = ("model", "method", "precision", "optimizer", "lora_rank", "lora_alpha", "lora_dropout",
@@ -95,7 +97,7 @@ _SETUP_KEYS = ("model", "method", "precision", "optimizer", "lora_rank", "lora_a
                "offload", "tp", "pp", "cp", "ep", "headroom", "samples", "tokens_per_sample", "epochs",
                "packing", "retry_factor", "provider", "price_per_gpu_hour", "currency", "spot", "interconnect",
                "sequence_parallel", "vpp", "uneven_pipeline", "compile", "efficiency", "eval_fraction",
-               "checkpoint_saves", "disk_gb_per_s", "lengths_file")
+               "checkpoint_saves", "disk_gb_per_s", "lengths_file", "calibration")
 
 
 def request_from_args(args: argparse.Namespace):

@@ -88,6 +88,13 @@ def run(req: Request) -> Estimate:
         notes += more
     except ImportError:
         notes.append("time and cost model not available in this build")
+    if req.calibration:   # the fit `trainplan calibrate` stored, when one matches (a stat() when none)
+        from trainplan.calibration import calibrate_all
+
+        memory, time, cost, note = calibrate_all(memory, time, cost, setup, layout, gpu, req)
+        if note:
+            notes.append(note)
+            tips = () if memory.fits else tuple(suggestions(setup, layout, gpu, memory, headroom))
     return Estimate(setup=setup, layout=layout, workload=workload, gpu=gpu, params=count_params(spec),
                     trainable_params=memory_trainable(setup), memory=memory, time=time, cost=cost,
                     suggestions=tips, notes=tuple(notes))

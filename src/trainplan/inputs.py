@@ -92,6 +92,7 @@ class Request:
     checkpoint_saves: int = 0
     disk_gb_per_s: float = 1.0        # checkpoint write bandwidth
     lengths_file: str | None = None   # sample lengths (tokens), one per line or a JSON list
+    calibration: bool = True          # apply the fit of `trainplan calibrate` when one matches
     efficiency: float | None = None   # override the matmul efficiency (fraction of peak)
 
 

@@ -1,0 +1,159 @@
+"""Ground-truth cases (the `shared/ground_truth` schema) as trainplan setups, and what trainplan
+predicts for them. Used by `trainplan accuracy`, `trainplan import` and benchmarks/time_accuracy.py.
+
+    mapping = map_case(case)          # CaseMapping, or Skip("why")
+    values = predict(mapping)         # the eight predicted values (None where not computable)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from trainplan.cases.common import CASE_FIELDS, REQUIRED_FIELDS, Skip, source_of
+from trainplan.errors import TrainplanError
+
+__all__ = ["CASE_FIELDS", "PREDICTED_KEYS", "CaseMapping", "Skip", "load_cases", "map_case", "mapping_from_request",
+           "predict", "source_of", "validate_cases"]
+
+PREDICTED_KEYS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes", "tokens_per_s_per_gpu",
+                  "tflops_per_gpu", "mfu", "step_s", "gpu_hours")
+MEMORY_KEYS = PREDICTED_KEYS[:3]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseMapping:
+    """One case as trainplan sees it: the setup and the one value it is scored on."""
+
+    case_id: str
+    kind: str                 # memory | time
+    source: str
+    method: str
+    setup: Any                # TrainingSetup
+    layout: Any               # Layout
+    gpu: Any                  # GpuSpec
+    workload: Any             # Workload
+    options: Any              # TimingOptions
+    parallel: Any             # memory.ParallelConfig
+    metric: str               # one of PREDICTED_KEYS
+    measured: float | None    # in the metric's unit (bytes, s, tokens/s, GPU-hours)
+    request: Any = None       # inputs.Request for memory cases (the flags `estimate` takes)
+    notes: tuple[str, ...] = ()
+
+
+def load_cases(path: str | Path, *, strict: bool = True) -> list[dict]:
+    """The cases of a JSON file (a list, or {"cases": [...]}), validated; TrainplanError otherwise.
+    `strict=False` (accuracy) tolerates fields outside the schema; an import refuses them."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise TrainplanError(f"{path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise TrainplanError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    if isinstance(data, dict) and set(data) == {"cases"}:
+        data = data["cases"]
+    if not isinstance(data, list):
+        raise TrainplanError(f"{path}: expected a JSON list of cases")
+    validate_cases(data, str(path), strict=strict)
+    return data
+
+
+def validate_cases(cases: list, where: str = "cases", *, strict: bool = True) -> None:
+    """Every case an object with the schema's fields only (unless not `strict`), the required ones
+    present, ids unique."""
+    seen: set[str] = set()
+    for i, case in enumerate(cases):
+        if not isinstance(case, dict):
+            raise TrainplanError(f"{where}: case {i} is not a JSON object")
+        unknown = sorted(set(case) - CASE_FIELDS)
+        if unknown and strict:
+            raise TrainplanError(f"{where}: case {case.get('id', i)!r} has unknown field(s) {', '.join(unknown)}; "
+                                 "nothing was written")
+        missing = [k for k in REQUIRED_FIELDS if not case.get(k)]
+        if missing:
+            raise TrainplanError(f"{where}: case {case.get('id', i)!r} lacks {', '.join(missing)}")
+        if case["kind"] not in ("memory", "time") and strict:
+            raise TrainplanError(f"{where}: case {case['id']!r} has kind {case['kind']!r}, not memory or time")
+        if case["id"] in seen:
+            raise TrainplanError(f"{where}: case id {case['id']!r} appears twice")
+        seen.add(case["id"])
+
+
+def map_case(case: dict) -> CaseMapping:
+    """The case as a setup; Skip (with the reason) when its fields do not allow one."""
+    if case.get("kind") not in ("memory", "time"):
+        raise Skip(f"kind {case.get('kind')!r} is neither memory nor time")
+    try:
+        return _map_memory(case) if case.get("kind") == "memory" else _map_time(case)
+    except TrainplanError as exc:
+        raise Skip(f"not a valid setup: {exc}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise Skip(f"malformed field ({type(exc).__name__}: {exc})") from None
+
+
+def _map_memory(case: dict) -> CaseMapping:
+    from trainplan.cases.memorycase import map_memory_case
+
+    mm = map_memory_case(case)
+    return mapping_from_request(mm.request, case_id=case["id"], kind="memory", metric=mm.view,
+                                measured=mm.measured_bytes, source=source_of(case), method=str(case["method"]),
+                                notes=mm.notes, impl_overrides=dict(mm.impl_overrides))
+
+
+def mapping_from_request(req: Any, *, case_id: str = "", kind: str = "memory", metric: str = "device_bytes",
+                         measured: float | None = None, source: str = "", method: str | None = None,
+                         notes: tuple[str, ...] = (), impl_overrides: dict | None = None) -> CaseMapping:
+    """A Request (the flags `trainplan estimate` takes) as a CaseMapping, built the way `estimate`
+    builds it (framework profile, layout, workload, timing options), without calibration."""
+    from trainplan.inputs import build_layout, build_setup, build_workload, read_lengths, resolve_gpu, resolve_model
+    from trainplan.memory import ParallelConfig
+    from trainplan.timing import TimingOptions
+
+    spec, gpu = resolve_model(req.model), resolve_gpu(req.gpu)
+    setup = build_setup(req, spec)
+    if impl_overrides:
+        setup = replace(setup, impl=replace(setup.impl, **impl_overrides))
+    options = TimingOptions(interconnect=req.interconnect, compiled=req.compile, efficiency=req.efficiency,
+                            pp_interleave=req.vpp, sample_lengths=read_lengths(req.lengths_file))
+    parallel = ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,
+                              uneven_pipeline=req.uneven_pipeline)
+    return CaseMapping(case_id=case_id, kind=kind, source=source, method=method or str(req.method), setup=setup,
+                       layout=build_layout(req, gpu), gpu=gpu, workload=build_workload(req), options=options,
+                       parallel=parallel, metric=metric, measured=measured, request=req, notes=notes)
+
+
+def _map_time(case: dict) -> CaseMapping:
+    from trainplan.cases.timecase import METRIC_KEYS, map_case as map_time
+    from trainplan.memory import ParallelConfig
+
+    m = map_time(case)
+    return CaseMapping(case_id=case["id"], kind="time", source=source_of(case), method=str(case["method"]),
+                       setup=m.setup, layout=m.layout, gpu=m.gpu, workload=m.workload, options=m.options,
+                       parallel=ParallelConfig(), metric=METRIC_KEYS[m.metric], measured=m.measured,
+                       notes=(m.note,) if m.note else ())
+
+
+def predict(mapping: CaseMapping) -> dict[str, float | int | None]:
+    """The eight predicted values (PREDICTED_KEYS): memory views in bytes, time per GPU.
+    A part the model cannot compute for this setup is None (its reason goes to the notes)."""
+    from trainplan.memory import estimate_memory
+    from trainplan.timing import estimate_time
+
+    out: dict[str, float | int | None] = dict.fromkeys(PREDICTED_KEYS)
+    try:
+        mem = estimate_memory(mapping.setup, mapping.layout, mapping.gpu, parallel=mapping.parallel)
+        out.update(peak_allocated_bytes=mem.peak_allocated_bytes, peak_reserved_bytes=mem.peak_reserved_bytes,
+                   device_bytes=mem.device_bytes)
+    except TrainplanError:
+        if mapping.kind == "memory":
+            raise
+    try:
+        est = estimate_time(mapping.setup, mapping.layout, mapping.gpu, mapping.workload, mapping.options)
+        out.update(tokens_per_s_per_gpu=est.tokens_per_s_per_gpu, tflops_per_gpu=est.tflops_per_gpu,
+                   mfu=est.mfu, step_s=est.step_s, gpu_hours=est.gpu_hours if est.steps else None)
+    except TrainplanError:
+        if mapping.kind == "time":
+            raise
+    return out

@@ -1,0 +1,266 @@
+"""What every ground-truth case needs, memory or time: its model, GPU, framework, optimizer,
+checkpointing and LoRA settings, read from the case's own fields (never from its id alone).
+
+The schema is /work/shared/ground_truth/README.md. Nothing here is tuned to a case: every rule
+reads a fact the case states, or a fact of the model (an architecture table with its source).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from trainplan import catalog
+from trainplan.enums import Framework, GradCkpt, MlpKind, NormKind, Optimizer, Position
+from trainplan.errors import TrainplanError
+from trainplan.specs import GpuSpec, ModelSpec
+
+GPUS_PER_NODE = 8
+
+# The top-level fields of a case (ground-truth README, "Schema"). An import refuses anything else.
+CASE_FIELDS = frozenset({
+    "id", "kind", "model", "method", "lora", "quantization", "precision", "optimizer", "micro_batch",
+    "grad_accum", "global_batch", "seq_len", "seq_len_note", "grad_ckpt", "attention", "gpus", "parallel",
+    "framework", "measured", "source", "confidence", "notes"})
+REQUIRED_FIELDS = ("id", "kind", "model", "method")
+
+# Qwen (1st generation) is not in the model catalog. Sizes from the Hugging Face config.json of
+# Qwen/Qwen-{1_8B,7B,14B,72B}: hidden, layers, heads, intermediate_size / 2 (modeling_qwen.py
+# splits it between w1 and w2), vocab; untied embeddings, qkv bias, SwiGLU, RMSNorm, RoPE.
+QWEN1 = {"1.8b": (2048, 24, 16, 5504, 151936), "7b": (4096, 32, 32, 11008, 151936),
+         "14b": (5120, 40, 40, 13696, 152064), "72b": (8192, 80, 64, 24576, 152064)}
+_QWEN1_ID = re.compile(r"qwen/qwen-(1_8b|7b|14b|72b)", re.IGNORECASE)
+
+# Fine-tuned variants that share a catalog architecture (same config.json shapes).
+_SAME_ARCHITECTURE = {"bigscience/bloomz-7b1": "bloom-7b1"}
+
+# Pre-Llama models that litgpt runs with its own GPT class (litgpt/config.py at the cases' commit):
+# GPT-NeoX-style blocks (parallel residual, LayerNorm, GELU MLP, biases), one attention linear
+# split into q/k/v so that LoRA's "query"/"value" reach them: llama module names are used.
+# phi-1.5 shares one LayerNorm between attention and MLP (shared_attention_norm=True).
+_NEOX_FAMILIES = {"stabilityai/stablelm-base-alpha-3b": 2, "microsoft/phi-1_5": 1}
+
+_ENCODER_DECODER = re.compile(r"(^|/|-|_)(t5|t0|mt0|mt5|flan-t5|bart|mbart|ul2|pegasus)([-_/.]|$)",
+                              re.IGNORECASE)
+
+
+class Skip(Exception):
+    """This case cannot be mapped; the message says why."""
+
+
+def source_of(case: dict) -> str:
+    """The case's source repository (or url), the unit of leave-one-source-out validation."""
+    src = case.get("source") or {}
+    return src.get("repo") or src.get("url") or "unknown"
+
+
+def text(value: Any) -> str:
+    """A field as lower-case text (dicts and lists as their repr), '' for None."""
+    return "" if value is None else str(value).lower()
+
+
+# --- model --------------------------------------------------------------------------------------
+
+def is_encoder_decoder(case: dict) -> bool:
+    m = case.get("model") or {}
+    return any(_ENCODER_DECODER.search(str(m.get(k) or "")) for k in ("hf_id", "name"))
+
+
+def case_model(case: dict) -> tuple[ModelSpec, str]:
+    """(ModelSpec, how it was found). Catalog first, then known architecture tables, then the
+    case's own architecture numbers; otherwise Skip with the reason."""
+    m = case.get("model") or {}
+    if is_encoder_decoder(case):
+        raise Skip(f"model {m.get('name')}: encoder-decoder (T5/mT0 family), which trainplan does not model")
+    hf_id = str(m.get("hf_id") or "")
+    qwen = _QWEN1_ID.search(hf_id)
+    if qwen:
+        h, layers, heads, inter, vocab = QWEN1[qwen.group(1).lower().replace("_", ".")]
+        spec = ModelSpec(name=m["name"], model_type="qwen", naming="llama", hidden_size=h, num_layers=layers,
+                         num_heads=heads, num_kv_heads=heads, head_dim=h // heads, intermediate_size=inter,
+                         vocab_size=vocab, tied_embeddings=False, qkv_bias=True)
+        return spec, "Qwen (1st generation) architecture from its config.json"
+    if hf_id.lower() in _SAME_ARCHITECTURE:
+        spec = catalog.resolve_model(_SAME_ARCHITECTURE[hf_id.lower()])
+        return replace(spec, name=m.get("name") or hf_id), f"same architecture as catalog {spec.name}"
+    if hf_id:
+        try:
+            return catalog.resolve_model(hf_id), "catalog"
+        except TrainplanError:
+            pass
+    if hf_id.lower() in _NEOX_FAMILIES and m.get("layers"):
+        return _litgpt_neox(m, _NEOX_FAMILIES[hf_id.lower()]), \
+            "GPT-NeoX-style block from the case's numbers (litgpt config: parallel residual, LayerNorm, GELU MLP)"
+    if m.get("layers") and m.get("hidden"):
+        if "MPT" in str(m.get("name")):
+            return _mpt(m), "MPT architecture from the case's numbers"
+        return _synthesized_llama(m), "llama-style config synthesized from the case's numbers"
+    raise Skip(f"model {m.get('name')}: not in the catalog and the case gives no architecture numbers")
+
+
+def _mpt(m: dict) -> ModelSpec:
+    """MPT (llm-foundry): ALiBi, LayerNorm, plain GELU MLP, tied embeddings."""
+    return ModelSpec(name=m["name"], model_type="mpt", naming="neox", hidden_size=m["hidden"],
+                     num_layers=m["layers"], num_heads=m["heads"], num_kv_heads=m["kv_heads"] or m["heads"],
+                     head_dim=m["hidden"] // m["heads"], intermediate_size=m["intermediate"],
+                     vocab_size=m["vocab"], tied_embeddings=True, mlp_kind=MlpKind.PLAIN,
+                     norm_kind=NormKind.LAYER, position=Position.ALIBI)
+
+
+def _synthesized_llama(m: dict) -> ModelSpec:
+    from trainplan.hfconfig import spec_from_hf_config
+
+    missing = [k for k in ("heads", "intermediate", "vocab") if not m.get(k)]
+    if missing:
+        raise Skip(f"model {m.get('name')}: not in the catalog and the case lacks {', '.join(missing)}")
+    config = {"model_type": "llama", "hidden_size": m["hidden"], "num_hidden_layers": m["layers"],
+              "num_attention_heads": m["heads"], "num_key_value_heads": m.get("kv_heads") or m["heads"],
+              "intermediate_size": m["intermediate"], "vocab_size": m["vocab"],
+              "tie_word_embeddings": bool(m.get("tied_embeddings"))}
+    return spec_from_hf_config(config, name=str(m.get("name")), hf_id=m.get("hf_id"))
+
+
+def _litgpt_neox(m: dict, norms_per_layer: int) -> ModelSpec:
+    from trainplan.hfconfig import spec_from_hf_config
+
+    config = {"model_type": "gpt_neox", "hidden_size": m["hidden"], "num_hidden_layers": m["layers"],
+              "num_attention_heads": m["heads"], "intermediate_size": m["intermediate"],
+              "vocab_size": m["vocab"], "use_parallel_residual": True, "tie_word_embeddings": False}
+    spec = spec_from_hf_config(config, name=str(m.get("name")), hf_id=m.get("hf_id"))
+    return replace(spec, naming="llama", norms_per_layer=norms_per_layer)
+
+
+# --- GPU ----------------------------------------------------------------------------------------
+
+_GPU_WORDS = (("4090", "rtx4090"), ("a6000", "rtx-a6000"), ("h100", "h100-sxm"), ("h800", "h800-sxm"),
+              ("40gb", "a100-sxm4-40gb"), ("a100", "a100-sxm4-80gb"))
+_MORE_GPU_WORDS = (("h200", "h200-sxm"), ("h20", "h20"), ("a800", "a800-sxm4-80gb"), ("l40s", "l40s"),
+                   ("3090", "rtx3090"), ("v100", "v100"), ("a10g", "a10g"), ("l4", "l4"), ("t4", "t4"),
+                   ("910b", "ascend-910b"), ("mi300x", "mi300x"), ("b200", "b200"))
+
+
+def case_gpu(case: dict) -> GpuSpec:
+    """The catalog GPU named in `gpus.type` (first match of a known word), else Skip."""
+    raw = str((case.get("gpus") or {}).get("type") or "")
+    low = raw.lower()
+    for key, gid in _GPU_WORDS + _MORE_GPU_WORDS:
+        if key in low:
+            return catalog.resolve_gpu(gid)
+    try:
+        return catalog.resolve_gpu(low.split("(")[0].strip().replace(" ", "-"))
+    except TrainplanError:
+        raise Skip(f"GPU {raw!r} not mapped") from None
+
+
+def nodes_for(count: int) -> int:
+    """Nodes of 8 GPUs for jobs larger than one node (the cases give GPU counts only)."""
+    return max(1, count // GPUS_PER_NODE) if count > GPUS_PER_NODE else 1
+
+
+# --- framework, optimizer, checkpointing --------------------------------------------------------
+
+def case_framework(case: dict) -> tuple[Framework, bool | None]:
+    """(framework profile, torch.compile on?) from the free-text `framework` field."""
+    fw = text(case.get("framework"))
+    if "torchtune" in fw:
+        compiled = "compile enabled" in fw or "compile=true" in fw
+        return Framework.TORCHTUNE, compiled
+    if "llm-foundry" in fw or "composer" in fw:
+        return Framework.FSDP, None
+    if "meta internal" in fw:
+        return Framework.MEGATRON, None
+    if "hf trainer" in fw or "finetune.py" in fw:
+        return Framework.HF, None
+    for words, framework in ((("lit-gpt", "litgpt"), Framework.LITGPT),
+                             (("llama-factory", "llamafactory", "llama factory"), Framework.LLAMAFACTORY),
+                             (("unsloth",), Framework.UNSLOTH), (("axolotl",), Framework.AXOLOTL),
+                             (("ms-swift", "swift"), Framework.SWIFT),
+                             (("megatron", "nemo"), Framework.MEGATRON),
+                             (("peft", "transformers", "accelerate"), Framework.HF),
+                             (("deepspeed",), Framework.DEEPSPEED), (("fsdp", "torchtitan"), Framework.FSDP)):
+        if any(w in fw for w in words):
+            return framework, None
+    raise Skip(f"framework {case.get('framework')!r} not mapped")
+
+
+def case_optimizer(value: str | None) -> Optimizer:
+    t = text(value)
+    if "paged" in t and "8bit" in t:
+        return Optimizer.PAGED_ADAMW_8BIT
+    if "8-bit" in t or "8bit" in t:
+        return Optimizer.ADAMW_8BIT
+    if "fused" in t or t.strip() == "adamw":
+        return Optimizer.ADAMW_FUSED          # Megatron/Meta: fused Adam
+    return Optimizer.ADAMW                    # torch AdamW (foreach), Composer DecoupledAdamW
+
+
+def memory_optimizer(value: str | None) -> tuple[Optimizer | None, str | None]:
+    """The optimizer as it holds memory, with a note where the mapping is approximate.
+
+    bitsandbytes' 32-bit PagedAdamW keeps its states in CUDA unified memory like the 8-bit paged
+    variant: outside PyTorch's allocator either way, so paged-adamw-8bit is the closest profile.
+    """
+    t = text(value)
+    if not t.strip():
+        return None, "optimizer not stated: the framework profile's default"
+    if "paged" in t and "8bit" not in t and "8-bit" not in t:
+        return Optimizer.PAGED_ADAMW_8BIT, ("32-bit paged AdamW counted as paged-adamw-8bit: paged states "
+                                            "live outside PyTorch's allocator either way")
+    if "adafactor" in t:
+        return Optimizer.ADAFACTOR, None
+    if "sgd" in t:
+        return Optimizer.SGD, None
+    if "lion" in t:
+        return Optimizer.LION, None
+    return case_optimizer(value), None
+
+
+def case_grad_ckpt(value: Any) -> GradCkpt:
+    """True / "selective" / free text ("full", "yes (unsloth)", "enabled", ...) -> GradCkpt."""
+    if value is True:
+        return GradCkpt.FULL
+    if isinstance(value, str):
+        low = value.lower()
+        if "selective" in low:
+            return GradCkpt.SELECTIVE
+        if re.search(r"\b(no|none|off|false|disabled)\b", low):
+            return GradCkpt.NONE
+        if re.search(r"\b(true|full|yes|on|enabled|unsloth)\b", low):
+            return GradCkpt.FULL
+    return GradCkpt.NONE
+
+
+# --- LoRA ---------------------------------------------------------------------------------------
+
+_TORCHTUNE_NAMES = {"q_proj": ("q_proj",), "k_proj": ("k_proj",), "v_proj": ("v_proj",),
+                    "output_proj": ("o_proj",), "mlp": ("gate_proj", "up_proj", "down_proj")}
+_QWEN1_TARGETS = frozenset({"c_attn", "c_proj", "w1", "w2"})
+
+
+def lora_targets(case: dict) -> tuple[tuple[str, ...], str | None]:
+    """(peft-style target names, note). () = peft's default for the model.
+
+    Qwen's c_attn/c_proj/w1/w2 reach every linear of a Qwen-1 block (c_proj matches both the
+    attention and the MLP output): all-linear. torchtune's names translate to HF module names.
+    """
+    targets = (case.get("lora") or {}).get("targets")
+    if not targets or isinstance(targets, str):
+        return (), "LoRA targets: peft's default for the architecture"
+    names = tuple(str(t) for t in targets)
+    if set(names) == _QWEN1_TARGETS:
+        return ("all-linear",), "c_attn, c_proj, w1, w2 cover every linear of a Qwen-1 block: all-linear"
+    return tuple(dict.fromkeys(n for t in names for n in _TORCHTUNE_NAMES.get(t, (t,)))), None
+
+
+def lora_dropout(case: dict, framework: Framework) -> float:
+    """The case's dropout, else the framework's default: Qwen finetune.py 0.05, litgpt 0.05,
+    torchtune 0.0, PEFT example scripts 0.1."""
+    lora = case.get("lora") or {}
+    if isinstance(lora.get("dropout"), int | float):
+        return float(lora["dropout"])
+    if framework is Framework.TORCHTUNE:
+        return 0.0
+    if "peft" in text(case.get("framework")) and "finetune.py" not in text(case.get("framework")):
+        return 0.1
+    return 0.05

@@ -1,0 +1,175 @@
+"""Time cases (`kind == "time"`): setup, layout, GPU, workload and the metric the source reports.
+
+Moved from benchmarks/time_accuracy.py (which imports it from here, output unchanged). Each case
+maps to a TrainingSetup / Layout / GpuSpec / Workload as best its fields allow; the prediction is
+the metric the source reports (step time, tokens/s/GPU, GPU-hours).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+
+from trainplan.cases.common import (GPUS_PER_NODE, Skip, case_framework, case_gpu, case_grad_ckpt,
+                                    case_model, case_optimizer, lora_dropout, lora_targets, nodes_for)
+from trainplan.enums import (Attention, Fsdp, Framework, GradCkpt, MasterWeights, Method, Offload, Optimizer,
+                             Precision, Quant, ZeroStage)
+from trainplan.specs import GpuSpec
+from trainplan.timing import TimeEstimate, TimingOptions, estimate_time
+from trainplan.training import Implementation, Layout, LoraConfig, QuantConfig, TrainingSetup, Workload
+
+CARD_GPUS = 2048   # Llama 1 paper (Touvron et al. 2023a, section 2.4): 2048 A100-80GB for LLaMA-65B
+CARD_BATCH_TOKENS = 16 * 2**20   # Llama 3 paper (Dubey et al. 2024, section 3.4.1): 16M-token batches
+
+METRIC_KEYS = {"step_time_s": "step_s", "tokens_per_s_per_gpu": "tokens_per_s_per_gpu", "gpu_hours": "gpu_hours",
+               "tflops_per_gpu": "tflops_per_gpu", "mfu": "mfu"}
+
+
+@dataclass(frozen=True)
+class Mapped:
+    setup: TrainingSetup
+    layout: Layout
+    gpu: GpuSpec
+    workload: Workload
+    options: TimingOptions
+    metric: str
+    measured: float | None
+    note: str = ""
+
+
+def _lora(case: dict, framework: Framework) -> LoraConfig | None:
+    lora = case.get("lora")
+    if case["method"] not in ("lora", "qlora"):
+        return None
+    if not lora:
+        raise Skip("LoRA settings not given")
+    targets, _ = lora_targets(case)
+    return LoraConfig(rank=lora["rank"], alpha=float(lora.get("alpha") or 2 * lora["rank"]),
+                      dropout=lora_dropout(case, framework), targets=targets)
+
+
+def map_case(case: dict) -> Mapped:
+    """The time case as setup, layout, GPU, workload, timing options and the metric to predict."""
+    framework, compiled = case_framework(case)
+    if framework is Framework.TORCHTUNE and "packed=false" in (case.get("framework") or "").lower():
+        raise Skip("unpacked dataset: real sample lengths are not given (seq_len is only the maximum)")
+    spec, _ = case_model(case)
+    gpu = case_gpu(case)
+    method = Method.FULL if case["method"] == "pretrain" else Method(case["method"])
+    prec_text = json.dumps(case.get("precision") or {}).lower()
+    precision = Precision.BF16
+    impl = Implementation()
+    if framework is Framework.TORCHTUNE:
+        precision = Precision.BF16_PURE
+        impl = Implementation(master_weights=MasterWeights.NONE,
+                              optimizer_in_backward="opt_in_bwd=true" in case["framework"].lower())
+    elif framework in (Framework.FSDP, Framework.MEGATRON):
+        impl = Implementation(master_weights=MasterWeights.OPTIMIZER,
+                              grad_dtype_fp32_accum=framework is Framework.MEGATRON or "default" in prec_text)
+        if "fp8" in case["id"] or "fp8" in prec_text:
+            precision = Precision.FP8
+    quant = None
+    options = TimingOptions(compiled=compiled)
+    if method is Method.QLORA:
+        qtext = json.dumps(case.get("quantization") or {}).lower()
+        quant = QuantConfig(kind=Quant.NF4)
+        if "gptq" in qtext:
+            options = replace(options, quant_kernel="gptq")
+    micro = case.get("micro_batch")
+    seq = case.get("seq_len")
+    if not seq:
+        raise Skip("sequence length not given")
+    par = case.get("parallel") or {}
+    count = (case.get("gpus") or {}).get("count")
+    measured = case.get("measured") or {}
+    workload = Workload(tokens_per_sample=seq, packing=True)
+    note = ""
+    if measured.get("gpu_hours") and not (micro and count):
+        return _model_card(case, spec, gpu, method, precision, impl, options)
+    if not micro or not count:
+        raise Skip("micro-batch or GPU count not given")
+    if measured.get("gpu_hours"):
+        if not measured.get("tokens_total"):
+            raise Skip("GPU-hours without the run's total tokens")
+        workload = Workload(samples=int(measured["tokens_total"] // seq), tokens_per_sample=seq, packing=True)
+    setup = TrainingSetup(model=spec, method=method, precision=precision, optimizer=case_optimizer(case.get("optimizer")),
+                          batch_size=micro, seq_len=seq, grad_accum=case.get("grad_accum") or 1,
+                          grad_ckpt=case_grad_ckpt(case.get("grad_ckpt")),
+                          attention=Attention.SDPA if "sdpa" in (case.get("attention") or "").lower() else Attention.FLASH,
+                          lora=_lora(case, framework), quant=quant, framework=framework, impl=impl)
+    fsdp_text = (par.get("fsdp") or "").upper()
+    zero = ZeroStage(par.get("zero_stage") or 0)
+    fsdp = Fsdp.NONE
+    if "SHARD_GRAD_OP" in fsdp_text:
+        zero = ZeroStage.GRADIENTS           # FSDP SHARD_GRAD_OP = ZeRO-2 semantics
+    elif "FULL_SHARD" in fsdp_text:
+        fsdp = Fsdp.FULL
+    offload_text = (par.get("offload") or "").lower()
+    offload = Offload.ALL if "fsdp_cpu_offload" in offload_text else Offload.NONE
+    nodes = nodes_for(count)
+    layout = Layout(gpu_id=gpu.id, num_gpus=count, nodes=nodes, zero=zero, fsdp=fsdp, offload=offload,
+                    tp=par.get("tp") or 1, pp=par.get("pp") or 1, cp=par.get("cp") or 1)
+    if framework is Framework.FSDP and gpu.generation == "ampere" and nodes > 1:
+        options = replace(options, interconnect="roce-200")   # llm-foundry README: 1600 Gbps RoCE per node
+    if measured.get("gpu_hours"):
+        return Mapped(setup, layout, gpu, workload, options, "gpu_hours", measured["gpu_hours"], note)
+    if measured.get("step_time_s"):
+        return Mapped(setup, layout, gpu, workload, options, "step_time_s", measured["step_time_s"], note)
+    tps = measured.get("tokens_per_s_per_gpu")
+    if tps:
+        return Mapped(setup, layout, gpu, workload, options, "tokens_per_s_per_gpu", tps, note)
+    reported = measured.get("tokens_per_s_reported")
+    if reported:
+        est = estimate_time(setup, layout, gpu, workload, options)
+        per_token = est.flops_per_step / est.tokens_per_step
+        if reported * per_token > est.step.peak_flops_per_s:
+            note = "reported tokens/s read as the sum over GPUs (per GPU it would exceed the dense peak)"
+            return Mapped(setup, layout, gpu, workload, options, "tokens_per_s_per_gpu", reported / count, note)
+        return Mapped(setup, layout, gpu, workload, options, "tokens_per_s_per_gpu", reported, note)
+    for metric in ("tflops_per_gpu", "mfu"):
+        if measured.get(metric):
+            return Mapped(setup, layout, gpu, workload, options, metric, measured[metric], note)
+    if not measured:
+        return Mapped(setup, layout, gpu, workload, options, "tokens_per_s_per_gpu", None, "no measured block")
+    raise Skip("no time metric this benchmark predicts")
+
+
+def _model_card(case, spec, gpu, method, precision, impl, options) -> Mapped:
+    """Model-card GPU-hours: pre-training of `tokens_total` tokens at the card's sequence length.
+
+    The cards give no layout. Assumed (stated, not fitted): Megatron-class stack with selective
+    recomputation, one sequence per micro-batch, 2048 GPUs on 8-GPU nodes (Meta's LLaMA-65B
+    cluster), the card's global batch (else Llama 3's 16M tokens), tensor parallelism 8 inside the
+    node for models of hidden size >= 8192 and otherwise just enough to give every data-parallel
+    rank one sequence, the distributed optimizer (ZeRO-1) across data parallel, gradient
+    accumulation for the rest. Inter-node: 200 Gb/s per GPU for A100 (Llama 2 paper: RSC
+    InfiniBand and production RoCE, '200 Gbps end-points'), 400 Gb/s NDR for H100.
+    """
+    m = case["measured"]
+    seq = case["seq_len"]
+    if not m.get("tokens_total"):
+        raise Skip("GPU-hours without the run's total tokens")
+    batch_tokens = m.get("global_batch_tokens") or CARD_BATCH_TOKENS
+    sequences = 2 ** round(math.log2(batch_tokens / seq))       # "4M tokens" = 2^22 = 1024 x 4096
+    tp = 8 if spec.hidden_size >= 8192 else max(1, CARD_GPUS // sequences)
+    dp = CARD_GPUS // tp
+    grad_accum = max(1, sequences // dp)
+    setup = TrainingSetup(model=spec, method=method, precision=precision, optimizer=Optimizer.ADAMW_FUSED,
+                          batch_size=1, seq_len=seq, grad_accum=grad_accum, grad_ckpt=GradCkpt.SELECTIVE,
+                          attention=Attention.FLASH, framework=Framework.MEGATRON, impl=impl)
+    layout = Layout(gpu_id=gpu.id, num_gpus=CARD_GPUS, nodes=CARD_GPUS // GPUS_PER_NODE,
+                    zero=ZeroStage.OPTIMIZER, tp=tp)
+    interconnect = "ib-ndr" if gpu.generation == "hopper" else "roce-200"
+    samples = int(m["tokens_total"] // seq)
+    workload = Workload(samples=samples, tokens_per_sample=seq, packing=True)
+    return Mapped(setup, layout, gpu, workload, replace(options, interconnect=interconnect), "gpu_hours",
+                  m["gpu_hours"], f"{CARD_GPUS} GPUs, tp {tp}, grad-accum {grad_accum} assumed")
+
+
+def predict(mapped: Mapped) -> tuple[float, TimeEstimate]:
+    """(the predicted value of the case's metric, the whole TimeEstimate)."""
+    est = estimate_time(mapped.setup, mapped.layout, mapped.gpu, mapped.workload, mapped.options)
+    value = {"step_time_s": est.step_s, "tokens_per_s_per_gpu": est.tokens_per_s_per_gpu,
+             "gpu_hours": est.gpu_hours, "tflops_per_gpu": est.tflops_per_gpu, "mfu": est.mfu}[mapped.metric]
+    return value, est

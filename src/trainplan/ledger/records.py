@@ -1,0 +1,160 @@
+"""One measured run as the ledger stores it (standard library only): the setup, the environment,
+the measurements, the estimate trainplan made at record time, a source and notes.
+
+Measurements are validated before anything is written: positive, finite, below absurd bounds
+(10 TiB per GPU, a day per step, ...), reserved not below allocated. The natural key
+(`fingerprint`) hashes what identifies a run (source, external id, setup, environment,
+measurements, raw case), so recording or importing the same run twice adds nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainplan.errors import TrainplanError
+from trainplan.units import GIB
+
+MEMORY_KEYS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes")
+TIME_KEYS = ("step_s", "tokens_per_s_per_gpu")
+MEASURE_KEYS = MEMORY_KEYS + TIME_KEYS
+EXTRA_KEYS = ("gpu_hours", "tflops_per_gpu", "mfu")
+ESTIMATE_KEYS = MEMORY_KEYS + ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "step_s", "gpu_hours")
+INDEX_KEYS = ("model", "method", "precision", "optimizer", "framework", "gpu", "num_gpus", "batch_size",
+              "seq_len", "grad_ckpt", "zero", "fsdp", "tp", "pp")
+
+# Upper bounds beyond which a measurement is a mistake (units, not a real run).
+MAX_BYTES = 10 * 1024 * GIB                 # 10 TiB per GPU
+LIMITS = {"step_s": 86_400.0, "tokens_per_s_per_gpu": 1e8, "gpu_hours": 1e9, "tflops_per_gpu": 1e5, "mfu": 1.0}
+RECORD_FIELDS = frozenset({"source", "setup", "measured", "estimate", "environment", "notes", "external_id",
+                           "raw", "created_at"})
+
+
+def _number(key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TrainplanError(f"measurement {key} must be a number, got {value!r}; nothing was written")
+    if not math.isfinite(value) or value <= 0:
+        raise TrainplanError(f"measurement {key} must be positive, got {value!r}; nothing was written")
+    return float(value)
+
+
+def check_measured(measured: dict[str, Any]) -> dict[str, Any]:
+    """The measurements, validated: TrainplanError (one line) on a negative, zero, absurd or
+    non-numeric value, or when nothing is measured at all."""
+    out: dict[str, Any] = {}
+    for key, value in measured.items():
+        if value is None:
+            continue
+        if key in MEMORY_KEYS:
+            v = _number(key, value)
+            if v > MAX_BYTES:
+                raise TrainplanError(f"measurement {key} = {v / GIB:,.0f} GiB is above 10 TiB per GPU (a unit "
+                                     "mistake?); nothing was written")
+            out[key] = int(v)
+        elif key in LIMITS:
+            v = _number(key, value)
+            if v > LIMITS[key]:
+                raise TrainplanError(f"measurement {key} = {v:g} is absurd (limit {LIMITS[key]:g}); nothing was written")
+            out[key] = v
+        else:
+            out[key] = value            # descriptive extras: metric, memory_what, ...
+    if not any(k in out for k in MEASURE_KEYS + EXTRA_KEYS):
+        raise TrainplanError("no measurement given (peak allocated/reserved/device memory, step time or "
+                             "tokens/s); nothing was written")
+    alloc, reserved = out.get("peak_allocated_bytes"), out.get("peak_reserved_bytes")
+    if alloc and reserved and reserved < alloc:
+        raise TrainplanError(f"peak reserved ({reserved / GIB:.2f} GiB) is below peak allocated "
+                             f"({alloc / GIB:.2f} GiB): PyTorch reserves at least what it allocates; "
+                             "nothing was written")
+    return out
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    """One run. `setup` holds the Request fields (JSON); `estimate` the predicted values at record
+    time (ESTIMATE_KEYS, None where not computable) or None when no setup could be estimated."""
+
+    source: str
+    setup: dict[str, Any]
+    measured: dict[str, Any]
+    estimate: dict[str, Any] | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+    notes: str = ""
+    external_id: str | None = None
+    raw: dict[str, Any] | None = None
+    created_at: str | None = None       # ISO 8601, UTC; set when written if None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source, str) or not self.source.strip() or len(self.source) > 200:
+            raise TrainplanError(f"source must be a non-empty name of at most 200 characters, got {self.source!r}")
+        if not isinstance(self.setup, dict) or not self.setup.get("model"):
+            raise TrainplanError("a run's setup needs at least a model; nothing was written")
+        object.__setattr__(self, "measured", check_measured(dict(self.measured)))
+
+    @property
+    def fingerprint(self) -> str:
+        """The natural key: sha256 over what identifies the run (not its notes, time or estimate)."""
+        key = {"source": self.source, "external_id": self.external_id, "setup": self.setup,
+               "environment": self.environment, "measured": self.measured, "raw": self.raw}
+        return hashlib.sha256(_canonical(key).encode()).hexdigest()
+
+    def index(self) -> dict[str, Any]:
+        """The indexed columns, read from the resolved setup."""
+        resolved = self.setup.get("resolved") or {}
+        out = {}
+        for key in INDEX_KEYS:
+            value = resolved.get(key, self.setup.get(key))
+            out[key] = value if value is None or isinstance(value, int | str) else str(value)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], where: str = "run") -> "RunRecord":
+        if not isinstance(data, dict):
+            raise TrainplanError(f"{where}: expected a JSON object")
+        unknown = sorted(set(data) - RECORD_FIELDS)
+        if unknown:
+            raise TrainplanError(f"{where}: unknown field(s) {', '.join(unknown)}; nothing was written")
+        for key in ("source", "setup", "measured"):
+            if key not in data:
+                raise TrainplanError(f"{where}: missing {key}; nothing was written")
+        return cls(**data)
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def measured_from_gib(*, peak_allocated_gib: float | None = None, peak_reserved_gib: float | None = None,
+                      device_gib: float | None = None, step_s: float | None = None,
+                      tokens_per_s: float | None = None) -> dict[str, Any]:
+    """CLI units (GiB, seconds, tokens/s per GPU) -> the ledger's measurement keys (bytes)."""
+    out: dict[str, Any] = {}
+    for key, value in (("peak_allocated_bytes", peak_allocated_gib), ("peak_reserved_bytes", peak_reserved_gib),
+                       ("device_bytes", device_gib)):
+        if value is not None:
+            _number(key.replace("_bytes", "_gib"), value)
+            out[key] = value * GIB
+    if step_s is not None:
+        out["step_s"] = step_s
+    if tokens_per_s is not None:
+        out["tokens_per_s_per_gpu"] = tokens_per_s
+    return out
+
+
+def residual(estimated: float | None, measured: float | None) -> float | None:
+    """estimated / measured - 1, None when either is missing."""
+    if not estimated or not measured:
+        return None
+    return estimated / measured - 1.0

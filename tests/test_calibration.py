@@ -1,0 +1,189 @@
+"""Calibration: terms fitted from measured runs, their bands, group fallback, storage, the
+estimate-side lookup (cheap, no SQLAlchemy) and `trainplan calibrate`."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainplan import calibration as cal
+from trainplan.accuracy import leave_one_source_out
+from trainplan.calibration import Observation
+from trainplan.memory.overhead import RESERVE_FIXED_BYTES
+
+GIB = 2**30
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def estimate(alloc_gib: float, step_s: float = 2.0) -> dict:
+    alloc = alloc_gib * GIB
+    reserved = alloc * 1.05 + RESERVE_FIXED_BYTES
+    return {"peak_allocated_bytes": int(alloc), "peak_reserved_bytes": int(reserved),
+            "device_bytes": int(reserved + 0.5 * GIB), "step_s": step_s, "tokens_per_s_per_gpu": 4096 / step_s,
+            "tflops_per_gpu": 100.0, "mfu": 0.3, "gpu_hours": None}
+
+
+def obs(source: str, alloc_gib: float, measured: dict, framework="hf", gpu="a100-sxm4-80gb", method="lora",
+        step_s: float = 2.0) -> Observation:
+    return Observation(source=source, framework=framework, gpu=gpu, method=method,
+                       estimate=estimate(alloc_gib, step_s), measured=measured)
+
+
+def measured(alloc_gib=None, reserved_gib=None, device_gib=None, tokens=None) -> dict:
+    out = {}
+    for key, value in (("peak_allocated_bytes", alloc_gib), ("peak_reserved_bytes", reserved_gib),
+                       ("device_bytes", device_gib)):
+        if value is not None:
+            out[key] = value * GIB
+    if tokens:
+        out["tokens_per_s_per_gpu"] = tokens
+    return out
+
+
+def runs_with_scale(scale: float, source: str = "a", n: int = 4, **kw) -> list[Observation]:
+    return [obs(source, 10.0 + i, measured(alloc_gib=(10.0 + i) * scale * (1 + 0.01 * (-1) ** i)), **kw)
+            for i in range(n)]
+
+
+def test_alloc_scale_fitted_with_a_band():
+    fitted = cal.fit(runs_with_scale(1.1), min_runs=3)
+    term, group = fitted.term("alloc_scale", "hf", "a100-sxm4-80gb", "lora")
+    assert term.value == pytest.approx(1.1, rel=0.01) and 0 < term.sigma < 0.02 and term.n == 4
+    assert group.level == ("framework", "gpu", "method")
+
+
+def test_reserve_device_and_time_terms():
+    runs = [obs("a", 20, measured(alloc_gib=20, reserved_gib=20 * 1.10 + RESERVE_FIXED_BYTES / GIB,
+                                  device_gib=20 * 1.10 + RESERVE_FIXED_BYTES / GIB + 1.5, tokens=4096 / 2.0 * 0.8))
+            for _ in range(3)]
+    fitted = cal.fit(runs, min_runs=3)
+    f, _ = fitted.term("reserve_fraction", "hf", "a100-sxm4-80gb", "lora")
+    d, _ = fitted.term("device_overhead_bytes", "hf", "a100-sxm4-80gb", "lora")
+    t, _ = fitted.term("time_factor", "hf", "a100-sxm4-80gb", "lora")
+    assert f.value == pytest.approx(0.10) and d.value == pytest.approx(1.0 * GIB, rel=1e-6)
+    assert t.value == pytest.approx(0.8)
+    mid, lo, hi = cal.adjust(estimate(20), fitted, framework="hf", gpu="a100-sxm4-80gb", method="lora")
+    assert mid["device_bytes"] == pytest.approx(runs[0].measured["device_bytes"], rel=1e-6)
+    assert mid["step_s"] == pytest.approx(2.0 / 0.8)
+    assert lo["device_bytes"] <= mid["device_bytes"] <= hi["device_bytes"]
+
+
+def test_device_only_measurements_calibrate_allocated_through_the_overheads():
+    runs = [obs("a", a, measured(device_gib=(a * 1.2) * 1.05 + RESERVE_FIXED_BYTES / GIB + 0.5)) for a in (8, 12, 16)]
+    term, _ = cal.fit(runs, min_runs=3).term("alloc_scale", "hf", "a100-sxm4-80gb", "lora")
+    assert term.value == pytest.approx(1.2, rel=1e-6)
+
+
+def test_groups_fall_back_to_coarser_levels_and_respect_min_runs():
+    runs = runs_with_scale(1.2, gpu="h100-sxm", n=2) + runs_with_scale(1.2, gpu="a100-sxm4-80gb", n=2)
+    fitted = cal.fit(runs, min_runs=3)
+    term, group = fitted.term("alloc_scale", "hf", "h100-sxm", "lora")
+    assert group.level == ("framework", "method") and term.n == 4
+    assert fitted.term("alloc_scale", "hf", "h100-sxm", "full")[1].level == ("framework",)
+    assert fitted.term("alloc_scale", "torchtune", "h100-sxm", "full")[1].level == ()
+    assert cal.fit(runs[:2], min_runs=3).groups == ()
+
+
+def test_json_round_trip_and_active_lookup(tmp_path, monkeypatch):
+    fitted = cal.fit(runs_with_scale(1.1), min_runs=3, provenance={"created_at": "2025-01-01T00:00:00+00:00"})
+    path = tmp_path / "cal.json"
+    monkeypatch.setenv("TRAINPLAN_CALIBRATION", str(path))
+    assert cal.load_active() is None
+    cal.save(fitted)
+    again = cal.load_active()
+    assert again == cal.from_json(json.loads(path.read_text())) and again.groups == fitted.groups
+    assert cal.load_active() is again                  # parsed once, then cached by mtime
+    path.write_text("{broken")
+    import os
+
+    os.utime(path, (1, 1))
+    assert cal.load_active() is None                    # unreadable: no calibration, never an error
+
+
+def test_calibrated_estimate_keeps_breakdown_sums_and_says_so():
+    from trainplan.inputs import Request, build_layout, build_setup, build_workload, resolve_gpu
+    from trainplan.memory import estimate_memory
+    from trainplan.timing import estimate_time
+
+    req = Request(model="llama-2-7b", method="lora", gpu="a100-80gb", samples=1000)
+    gpu = resolve_gpu(req.gpu)
+    setup, layout = build_setup(req), build_layout(req, gpu)
+    mem = estimate_memory(setup, layout, gpu)
+    time = estimate_time(setup, layout, gpu, build_workload(req))
+    runs = [obs("a", 1, measured(alloc_gib=1.1), framework="hf", gpu="a100-sxm4-80gb", method="lora", step_s=1.0)
+            for _ in range(3)]
+    runs = [Observation(**{**o.__dict__, "measured": {**o.measured, "step_s": 1.25}}) for o in runs]
+    fitted = cal.fit(runs, min_runs=3)
+    mem2, time2, note = cal.calibrate_estimate(mem, time, setup, layout, gpu, calibration=fitted)
+    assert mem2.peak_allocated_bytes == pytest.approx(mem.peak_allocated_bytes * 1.1, rel=1e-6)
+    assert sum(mem2.components_bytes.values()) == mem2.peak_allocated_bytes
+    assert mem2.device_bytes > mem.device_bytes and "calibrated" in note and "band" in note
+    assert time2.step_s == pytest.approx(time.step_s * 1.25) and time2.breakdown.total_s == pytest.approx(time2.step_s)
+    assert time2.gpu_hours == pytest.approx(time.gpu_hours * 1.25)
+    other = build_setup(Request(model="llama-2-7b", method="full", framework="torchtune"))
+    assert cal.apply((mem, time), other, layout, calibration=cal.fit([], min_runs=3)) == (None, None)
+
+
+def test_leave_one_source_out_never_uses_the_source_itself():
+    runs = runs_with_scale(2.0, source="a") + runs_with_scale(1.0, source="b")
+    report = leave_one_source_out(runs, min_runs=3)["memory"]["by_source"]
+    # source a is corrected with b's fit (scale 1.0): its calibrated error stays its raw error
+    assert report["a"]["calibrated"]["median_abs"] == pytest.approx(report["a"]["raw"]["median_abs"], rel=1e-3)
+    assert report["a"]["raw"]["median_abs"] == pytest.approx(0.5, abs=0.01)
+
+
+def test_estimate_path_does_not_import_sqlalchemy(tmp_path):
+    code = ("import sys, io, contextlib, trainplan, trainplan.calibration\n"
+            "from trainplan.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['estimate', '--model', 'llama-2-7b', '--json']) == 0\n"
+            "trainplan.calibration.load_active()\n"
+            "bad = [m for m in ('sqlalchemy', 'alembic', 'psycopg') if m in sys.modules]\n"
+            "assert not bad, bad\n")
+    env = {"PYTHONPATH": SRC, "TRAINPLAN_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_calibrate_command_writes_terms_with_provenance(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("sqlalchemy")
+    from trainplan.cli import main
+    from trainplan.ledger import store
+    from trainplan.ledger.records import RunRecord
+
+    monkeypatch.setenv("TRAINPLAN_DATA_DIR", str(tmp_path / "data"))
+    url = f"sqlite:///{tmp_path / 'l.sqlite'}"
+    records = []
+    for source, scale in (("team-a", 1.10), ("team-b", 1.12), ("team-c", 1.08)):
+        for i, o in enumerate(runs_with_scale(scale, source=source, n=3)):
+            records.append(RunRecord(source=source, setup={"model": "llama-2-7b", "resolved": {
+                "framework": "hf", "gpu": "a100-sxm4-80gb", "method": "lora"}}, measured=o.measured,
+                estimate=o.estimate, external_id=f"{source}-{i}"))
+    store.add_runs(store.engine_for(url), records)
+    out_path = tmp_path / "cal.json"
+    assert main(["calibrate", "--db", url, "--out", str(out_path)]) == 0
+    text = capsys.readouterr().out
+    assert "leave-one-source-out" in text and "hf x a100-sxm4-80gb x lora" in text
+    data = json.loads(out_path.read_text())
+    assert data["format"] == cal.FORMAT and data["provenance"]["runs_used"] == 9
+    assert set(data["provenance"]["sources"]) == {"team-a", "team-b", "team-c"}
+    loso = data["provenance"]["leave_one_source_out"]["memory"]["all"]
+    assert loso["calibrated"]["median_abs"] < loso["raw"]["median_abs"]
+    fitted = cal.from_json(data)
+    assert math.isclose(fitted.term("alloc_scale", "hf", "a100-sxm4-80gb", "lora")[0].value, 1.10, rel_tol=0.02)
+    store.dispose_all()
+
+
+def test_calibrate_empty_ledger_is_one_line(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("sqlalchemy")
+    from trainplan.cli import main
+    from trainplan.ledger import store
+
+    monkeypatch.setenv("TRAINPLAN_DATA_DIR", str(tmp_path / "data"))
+    assert main(["calibrate", "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"]) == 2
+    assert "no run with an estimate" in capsys.readouterr().err
+    store.dispose_all()

@@ -1,0 +1,217 @@
+"""Mapping ground-truth cases to setups (trainplan.cases): the facts each case states become flags."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainplan.cases import CASE_FIELDS, Skip, load_cases, map_case, predict, validate_cases
+from trainplan.cases.common import case_gpu, case_model
+from trainplan.cases.memorycase import ALLOCATED, DEVICE, RESERVED, map_memory_case, memory_view
+from trainplan.enums import Framework, Loss, Method, Precision
+from trainplan.errors import TrainplanError
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV = ROOT.parent / "shared" / "ground_truth" / "published_dev.json"
+needs_dev = pytest.mark.skipif(not DEV.exists(), reason="shared/ground_truth not here")
+
+TORCHTUNE_LORA = {
+    "id": "torchtune-3b-flags-08-lora-mem", "kind": "memory",
+    "model": {"name": "Llama-3.2-3B", "hf_id": "meta-llama/Llama-3.2-3B"}, "method": "lora",
+    "lora": {"rank": 64, "alpha": 128, "targets": ["q_proj", "v_proj", "output_proj", "mlp"]},
+    "precision": {"weights": "bf16"}, "optimizer": "torch.optim.AdamW", "micro_batch": 2, "grad_accum": 1,
+    "seq_len": 4096, "grad_ckpt": True, "attention": "torch SDPA", "gpus": {"type": "A100", "count": 1},
+    "parallel": {"offload": "activation offloading to CPU"},
+    "framework": "torchtune (commit 1814feb1); flags cumulative: packed=True, compile=True, chunked_ce=True, "
+                 "ac=True, opt_in_bwd=False, act_offload=True, opt=torch.optim.AdamW",
+    "measured": {"peak_mem_gib": 8.5, "what": "peak memory ACTIVE (torch.cuda.memory_stats active_bytes.all.peak)"},
+    "source": {"repo": "pytorch/torchtune"}, "confidence": "high"}
+
+QWEN_QLORA = {
+    "id": "qwen1-readme-7b-q-lora-len2048-mem", "kind": "memory",
+    "model": {"name": "Qwen-7B(-Chat)", "hf_id": "Qwen/Qwen-7B-Chat"}, "method": "qlora",
+    "lora": {"rank": 64, "alpha": 16, "targets": ["c_attn", "c_proj", "w1", "w2"]},
+    "quantization": {"type": "GPTQ int4 (Qwen-*-Chat-Int4 checkpoints)"},
+    "precision": {"weights": "int4 GPTQ base", "compute": "bf16"}, "optimizer": "adamw_torch",
+    "micro_batch": 1, "grad_accum": 8, "seq_len": 2048, "grad_ckpt": True, "attention": "flash-attention 2",
+    "gpus": {"type": "A100-SXM4-80G", "count": 1}, "parallel": {},
+    "framework": "Qwen finetune.py (HF Trainer + PEFT; DeepSpeed where noted)",
+    "measured": {"peak_mem_gib": 13.9, "what": "reported GPU memory (method not stated)"},
+    "source": {"repo": "QwenLM/Qwen"}, "notes": ""}
+
+
+def with_(case: dict, **changes) -> dict:
+    out = copy.deepcopy(case)
+    out.update(changes)
+    return out
+
+
+@pytest.mark.parametrize("what, view", [
+    ("torch.cuda.max_memory_allocated()/1e9", ALLOCATED),
+    ("peak memory ACTIVE (torch.cuda.memory_stats active_bytes.all.peak)", ALLOCATED),
+    ("not stated in README (PEFT example scripts print TorchTracemalloc peak)", ALLOCATED),
+    ("torch.cuda.max_memory_reserved", RESERVED),
+    ("nvidia-smi", DEVICE),
+    ("torchtune log_memory_stats peak (README does not say allocated vs reserved vs active)", ALLOCATED),
+    ("reported GPU memory (method not stated)", DEVICE),
+    (None, DEVICE),
+])
+def test_memory_view_follows_what_was_measured(what, view):
+    assert memory_view(what)[0] == view
+
+
+def test_torchtune_flags_become_flags():
+    m = map_case(TORCHTUNE_LORA)
+    s = m.setup
+    assert s.framework is Framework.TORCHTUNE and s.precision is Precision.BF16_PURE
+    assert s.impl.activation_offload and not s.impl.optimizer_in_backward and s.impl.loss is Loss.CHUNKED
+    assert not s.impl.loss_upcast                    # compiled loss: no fp32 logits kept
+    assert set(s.lora.targets) == {"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+    assert s.lora.dropout == 0.0 and m.metric == ALLOCATED
+    off = with_(TORCHTUNE_LORA, framework=TORCHTUNE_LORA["framework"].replace("compile=True", "compile=False")
+                .replace("chunked_ce=True", "chunked_ce=False").replace("opt_in_bwd=False", "opt_in_bwd=True"))
+    s = map_case(off).setup
+    assert s.impl.loss is Loss.FULL and s.impl.loss_upcast and s.impl.optimizer_in_backward
+
+
+def test_unpacked_torchtune_is_skipped_with_reason():
+    case = with_(TORCHTUNE_LORA, framework=TORCHTUNE_LORA["framework"].replace("packed=True", "packed=False"))
+    with pytest.raises(Skip, match="unpacked"):
+        map_case(case)
+
+
+def test_qwen_gptq_qlora_keeps_bf16_embeddings_and_bnb_qlora_does_not():
+    m = map_case(QWEN_QLORA)
+    assert m.setup.method is Method.QLORA and not m.setup.impl.load_fp32
+    assert m.setup.lora.targets == ("all-linear",) and m.metric == DEVICE
+    bnb = with_(QWEN_QLORA, quantization={"type": "bnb-nf4"})
+    assert map_case(bnb).setup.impl.load_fp32       # peft prepare_model_for_kbit_training
+
+
+def test_qwen_full_parameter_uses_the_scripts_deepspeed_config():
+    notes = "Full-parameter rows: repo script finetune_ds.sh defaults to DeepSpeed ds_config_zero3.json"
+    full = with_(QWEN_QLORA, method="full", lora=None, quantization=None, precision={"weights": "bf16"}, notes=notes)
+    one = map_memory_case(full).request
+    assert one.framework == "deepspeed" and int(one.zero) == 0      # ZeRO on one GPU shards nothing
+    two = map_memory_case(with_(full, gpus={"type": "A100-SXM4-80G", "count": 2})).request
+    assert int(two.zero) == 3 and two.num_gpus == 2
+    plain = map_memory_case(with_(full, notes="")).request
+    assert plain.precision == "bf16-pure"           # bf16 model, no master copy, no DeepSpeed
+
+
+@pytest.mark.parametrize("field, value, reason", [
+    ("model", {"name": "T0_3B", "hf_id": "bigscience/T0_3B"}, "encoder-decoder"),
+    ("model", {"name": "mystery-9b", "hf_id": "acme/mystery-9b"}, "no architecture numbers"),
+    ("lora", {"rank": 64, "alpha": 16, "targets": ["c_attn"], "modules_to_save": ["wte", "lm_head"]},
+     "modules_to_save"),
+    ("framework", "my own trainer", "framework"),
+    ("gpus", {"type": "abacus", "count": 1}, "GPU"),
+])
+def test_unmappable_cases_say_why(field, value, reason):
+    with pytest.raises(Skip, match=reason):
+        map_case(with_(QWEN_QLORA, **{field: value}))
+
+
+def test_models_from_catalog_tables_and_numbers():
+    assert case_model({"model": {"name": "x", "hf_id": "meta-llama/Llama-2-7b-hf"}})[0].name == "llama-2-7b"
+    qwen, how = case_model({"model": {"name": "Qwen-1_8B", "hf_id": "Qwen/Qwen-1_8B-Chat"}})
+    assert qwen.hidden_size == 2048 and qwen.intermediate_size == 5504 and "config.json" in how
+    bloomz, _ = case_model({"model": {"name": "bloomz-7b1", "hf_id": "bigscience/bloomz-7b1"}})
+    assert bloomz.vocab_size == 250880 and bloomz.name == "bloomz-7b1"
+    phi, how = case_model({"model": {"name": "phi-1_5", "hf_id": "microsoft/phi-1_5", "layers": 24, "hidden": 2048,
+                                     "heads": 32, "kv_heads": 32, "intermediate": 8192, "vocab": 51200}})
+    assert phi.parallel_attn_mlp and phi.norms_per_layer == 1 and phi.naming == "llama" and "litgpt" in how
+    synth, how = case_model({"model": {"name": "new-8b", "hf_id": "acme/new-8b", "layers": 32, "hidden": 4096,
+                                       "heads": 32, "kv_heads": 8, "intermediate": 14336, "vocab": 128256}})
+    assert synth.num_kv_heads == 8 and "synthesized" in how
+
+
+@pytest.mark.parametrize("text, gpu_id", [("A100-SXM4-40GB", "a100-sxm4-40gb"), ("A100 (memory size not stated)",
+                                           "a100-sxm4-80gb"), ("RTX 4090 (24GB)", "rtx4090"),
+                                          ("RTX A6000 (48GB)", "rtx-a6000"), ("H100 80GB", "h100-sxm"),
+                                          ("H200 141GB", "h200-sxm"), ("L40S", "l40s")])
+def test_gpu_words(text, gpu_id):
+    assert case_gpu({"gpus": {"type": text}}).id == gpu_id
+
+
+def test_case_without_measurement_is_still_predicted():
+    case = with_(QWEN_QLORA)
+    del case["measured"]
+    m = map_case(case)
+    values = predict(m)
+    assert m.measured is None and values["device_bytes"] > values["peak_allocated_bytes"] > 0
+    assert values["step_s"] > 0 and values["gpu_hours"] is None
+
+
+def test_validation_rejects_unknown_fields_and_duplicates():
+    with pytest.raises(TrainplanError, match="unknown field"):
+        validate_cases([with_(QWEN_QLORA, throughput=1)])
+    with pytest.raises(TrainplanError, match="twice"):
+        validate_cases([QWEN_QLORA, QWEN_QLORA])
+    with pytest.raises(TrainplanError, match="kind"):
+        validate_cases([with_(QWEN_QLORA, kind="energy")])
+    assert set(QWEN_QLORA) <= CASE_FIELDS
+
+
+def test_load_cases_errors_are_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(TrainplanError, match="malformed JSON"):
+        load_cases(bad)
+    with pytest.raises(TrainplanError):
+        load_cases(tmp_path / "missing.json")
+
+
+@needs_dev
+def test_dev_set_maps_and_every_memory_case_names_its_view():
+    cases = load_cases(DEV)
+    mapped = {c["id"]: map_case(c) for c in cases if _maps(c)}
+    memory = [c for c in cases if c["kind"] == "memory"]
+    time_cases = [c for c in cases if c["kind"] == "time"]
+    assert sum(c["id"] in mapped for c in memory) >= 0.8 * len(memory)
+    assert sum(c["id"] in mapped for c in time_cases) >= 0.7 * len(time_cases)
+    for c in memory:
+        if c["id"] in mapped:
+            assert any("view" in n for n in mapped[c["id"]].notes)
+
+
+def _maps(case: dict) -> bool:
+    try:
+        map_case(case)
+        return True
+    except Skip:
+        return False
+
+
+@needs_dev
+def test_time_benchmark_uses_the_shared_mapping():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "time_accuracy.py"), str(DEV)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "n=59  median |error|   6.4%  p90  20.0%" in out
+
+
+MPT_TIME = {
+    "id": "mpt-bench-7b-seq2048-8xa100_80gb-amp_bf16", "kind": "time",
+    "model": {"name": "MPT-7B", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": None, "intermediate": 16384,
+              "vocab": 50432},
+    "method": "pretrain", "precision": {"compute": "amp_bf16"}, "optimizer": "DecoupledAdamW", "micro_batch": 8,
+    "seq_len": 2048, "grad_ckpt": False, "attention": "flash", "gpus": {"type": "A100 80GB", "count": 8},
+    "parallel": {"fsdp": "FULL_SHARD"}, "framework": "MosaicML llm-foundry + Composer",
+    "measured": {"tokens_per_s_per_gpu": 4641, "tflops_per_gpu": 200.0, "mfu": 0.6423},
+    "source": {"repo": "mosaicml/llm-foundry"}}
+
+
+def test_time_case_predicts_the_metric_it_reports():
+    m = map_case(MPT_TIME)
+    assert m.metric == "tokens_per_s_per_gpu" and m.measured == 4641
+    only_mfu = with_(MPT_TIME, measured={"mfu": 0.6423})
+    m = map_case(only_mfu)
+    assert m.metric == "mfu" and 0.3 < predict(m)["mfu"] < 0.9
+    hours = with_(MPT_TIME, measured={"gpu_hours": 100.0, "tokens_total": 8 * 4641 * 3600 * 12.5})
+    m = map_case(hours)
+    assert m.metric == "gpu_hours" and m.layout.num_gpus == 8          # the case's own layout, not a model card
+    assert predict(m)["gpu_hours"] == pytest.approx(100.0, rel=0.3)
