@@ -130,7 +130,8 @@ def test_optimizer_offload_moves_12_bytes_per_param_to_cpu():
     # foreach AdamW's full-size temporary (4 B/param / 8) goes with the step to the CPU (DeepSpeedCPUAdam)
     foreach = _setup(grad_ckpt=GradCkpt.FULL, optimizer=Optimizer.ADAMW)
     step = _gpu0(foreach, Layout(num_gpus=8, zero=ZeroStage.GRADIENTS, offload=Offload.OPTIMIZER)).phases
-    assert step["optimizer step"] == 2 * P7                    # only the 16-bit weights remain
+    batch = 8 * foreach.tokens_per_micro_batch                 # the micro-batch's int64 token ids
+    assert step["optimizer step"] == 2 * P7 + batch            # only the 16-bit weights remain
 
 
 def test_lora_frozen_weights_sharded_under_zero3_and_fsdp_only():

@@ -47,9 +47,15 @@ def test_checkpointing_never_raises_activations(model, method, precision, opt, a
     none, full, selective = est(GradCkpt.NONE), est(GradCkpt.FULL), est(GradCkpt.SELECTIVE)
     assert full.saved_activations_bytes <= selective.saved_activations_bytes <= none.saved_activations_bytes
     # The peak itself can rise by at most one layer input: while a layer is recomputed its
-    # checkpoint input is alive, and when activations are tiny next to the gradients (or frozen
-    # lower layers save nothing) there is nothing else to gain.
-    assert full.peak_allocated_bytes <= none.peak_allocated_bytes + 4 * batch * seq * model.hidden_size
+    # checkpoint input is alive, and when activations are tiny next to the gradients there is
+    # nothing else to gain. Hugging Face checkpointing also calls `enable_input_require_grads`:
+    # under freeze tuning the frozen lower layers then keep their inputs too, and the first trained
+    # layer's input norm saves for its input's gradient (fp32 upcast and rsqrt); the recompute
+    # keeps the (1, s) int64 position ids.
+    frozen = model.num_layers - 2 if method is Method.FREEZE else 0
+    layer_input = 4 * batch * seq * model.hidden_size
+    allowance = layer_input * (1 + frozen + (frozen > 0)) + 4 * batch * seq + 8 * seq
+    assert full.peak_allocated_bytes <= none.peak_allocated_bytes + allowance
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,5 +1,7 @@
 """The analytic memory model held to the trace on tiny configs (the fast subset of
-benchmarks/trace_agreement.py, which runs 50+ setups up to 8B and MoE 47B)."""
+benchmarks/trace_agreement.py, which runs 50+ setups up to 8B and MoE 47B). On models this small
+the per-token vectors, small saved tensors and first-layer effects that vanish at scale decide
+the result, so a wrong entry in the inventory shows here first."""
 
 import pathlib
 
@@ -31,6 +33,24 @@ CASES = [
     ("tiny_mistral", dict(method="full", precision="bf16", batch_size=4, seq_len=256, grad_accum=2)),
     ("tiny_phi3", dict(method="full", precision="bf16-pure", batch_size=4, seq_len=256, optimizer="sgd")),
     ("tiny_qwen2_moe", dict(method="full", precision="bf16-pure", batch_size=4, seq_len=256)),
+    # the frozen embedding's output needs no gradient: the first layer's input norm and q/k/v
+    # adapters save less; Hugging Face checkpointing (enable_input_require_grads) undoes that
+    ("tiny_qwen2_moe", dict(method="lora", precision="bf16", batch_size=4, seq_len=256,
+                            lora_targets="q_proj,k_proj,v_proj,o_proj")),
+    ("tiny_llama", dict(method="lora", precision="fp32", batch_size=4, seq_len=256, lora_dropout=0.1)),
+    ("tiny_qwen3", dict(method="lora", precision="bf16", batch_size=4, seq_len=256)),   # k_norm: k needs no grad
+    ("tiny_llama", dict(method="freeze", precision="bf16", batch_size=4, seq_len=256, freeze_layers=1,
+                        grad_ckpt="full")),
+    # LayerNorm under autocast: fp32 outputs, fp32 copies of the frozen 16-bit weight and bias
+    ("tiny_gpt2", dict(method="freeze", precision="bf16", batch_size=4, seq_len=256, freeze_layers=1)),
+    ("tiny_gpt2", dict(method="lora", precision="bf16", batch_size=4, seq_len=256, lora_targets="all-linear")),
+    # fused qkv_proj: the value view keeps the whole projection output alive, with and without LoRA
+    ("tiny_phi3", dict(method="lora", precision="bf16", batch_size=4, seq_len=256, lora_targets="all-linear")),
+    ("tiny_phi3", dict(method="full", precision="bf16", batch_size=4, seq_len=256, grad_ckpt="full")),
+    ("tiny_qwen2", dict(method="full", precision="bf16-pure", batch_size=4, seq_len=256, grad_ckpt="full")),
+    # GPT-NeoX: fused query_key_value, rotary with torch.cat, parallel residual (both norms read
+    # the layer input); the rotary tables are counted at full head width (rotary_pct 0.25 here)
+    ("tiny_gpt_neox", dict(method="full", precision="bf16", batch_size=4, seq_len=256)),
 ]
 
 

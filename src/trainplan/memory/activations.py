@@ -2,15 +2,22 @@
 modeling code runs it on CUDA.
 
 Conventions (t = micro-batch tokens b*s; a = residual-stream bytes; c = compute bytes):
+- Autograd saves what an input's gradient needs only when that input requires grad: below the
+  first trainable parameter (the frozen embedding's output under LoRA/freeze tuning) nothing does,
+  so the first LoRA layer's input norm saves nothing and its adapters keep no dropout mask.
 - nn.Linear saves its input when its weight needs a gradient, and its weight when its input
   needs a gradient (aten mm/addmm derivatives, tools/autograd/derivatives.yaml). Under autocast,
   every call casts its fp32 input to 16-bit anew, so q/k/v (and gate/up) each save their own copy.
 - LlamaRMSNorm upcasts to fp32 (`hidden_states.to(torch.float32)`), pow saves the fp32 input,
-  rsqrt saves a (t,) vector, and `weight * x` saves x only when the weight is trained.
+  rsqrt saves a (t,) vector, and `weight * x` saves x only when the weight is trained; its output
+  takes the weight's dtype (an fp32 trained weight on a 16-bit stream gives an fp32 output).
 - LayerNorm saves input, mean and rstd (t floats each); CUDA autocast runs layer_norm in fp32.
 - SDPA flash/memory-efficient kernels save q, k, v, the output and a (b, heads, s) fp32 logsumexp;
-  eager attention keeps the fp32 softmax output and its 16-bit copy: s^2 per head.
-- SiLU/GELU save their input; the gated product saves both factors.
+  eager attention keeps the fp32 softmax output and its 16-bit copy: s^2 per head, as does SDPA's
+  math kernel, which CUDA runs for fp32 grouped-query attention. A value that is a slice of a
+  fused qkv projection keeps that whole projection output alive.
+- SiLU/GELU save their input; the gated product saves both factors; MoE routers and grouped-mm
+  experts: mlp_saves.py.
 - CUDA dropout (native_dropout) saves a 1-byte bool mask.
 Per-layer transient buffers in backward (gradients of the largest intermediates) are counted
 separately so the peak can be placed where it really falls.
@@ -21,10 +28,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from trainplan.architecture import Group, LayerSpec, LinearSpec, Role
-from trainplan.enums import Attention, NormKind
+from trainplan.enums import Attention, NormKind, Position
+from trainplan.memory.mlp_saves import mlp_saves, router_saves
 from trainplan.specs import ModelSpec
 
 LSE_BYTES = 4
+# apply_rotary_pos_emb ends in torch.cat([rotated, pass-through]) (modeling_gpt_neox/phi3/glm/glm4)
+ROPE_CAT_MODEL_TYPES = frozenset({"gpt_neox", "phi3", "glm", "glm4"})
+# Falcon splits its fused projection with index lists (`fused_qkv[..., [-1], :]`): copies, not views
+QKV_INDEX_COPY_MODEL_TYPES = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,10 +52,10 @@ class LayerContext:
     attention: Attention
     weights_trained: bool             # full fine-tune or a layer trained by freeze tuning
     lora_roles: frozenset[Role] = frozenset()
-    lora_names: frozenset[str] = frozenset()
+    lora_names: frozenset[str] = frozenset()   # lora_key of each adapted linear
     lora_rank: int = 0
     lora_dropout: float = 0.0
-    input_requires_grad: bool = True  # False for layers below every trainable parameter
+    input_requires_grad: bool = True  # False below every trainable parameter (frozen embedding output)
     trained_weight_bytes: int = 2
     frozen_weight_bytes: int = 2
     adapter_bytes: int = 2
@@ -58,10 +70,17 @@ class LayerActivations:
     transient_bytes: int      # largest extra allocation while this layer runs backward
     detail: dict[str, int]
     input_alias_bytes: int = 0  # saved tensors that are the layer's input itself (not copies)
+    cached_copies_bytes: int = 0  # autocast weight copies cached through forward but not saved
+
+
+def lora_key(lin: LinearSpec) -> str:
+    """A linear's identity for LoRA targets: routed experts share their module names with the
+    shared expert's linears (gate_proj, up_proj, down_proj), so the group is part of it."""
+    return f"{lin.group.value}/{lin.name}"
 
 
 def _has_lora(ctx: LayerContext, lin: LinearSpec) -> bool:
-    return lin.role in ctx.lora_roles or lin.name in ctx.lora_names
+    return lin.role in ctx.lora_roles or lora_key(lin) in ctx.lora_names
 
 
 # Which tensor feeds each linear: linears in one group read the same tensor.
@@ -69,203 +88,290 @@ _INPUT_GROUP = {Role.Q: "norm1", Role.K: "norm1", Role.V: "norm1", Role.QKV: "no
                 Role.Q_A: "norm1", Role.KV_A: "norm1", Role.Q_B: "q_latent", Role.KV_B: "kv_latent",
                 Role.O: "attn_out", Role.GATE: "norm2", Role.UP: "norm2", Role.GATE_UP: "norm2",
                 Role.ROUTER: "norm2", Role.SHARED_GATE: "norm2", Role.DOWN: "mlp_act"}
+_ATTN_IN = (Role.Q, Role.K, Role.V, Role.QKV, Role.Q_A, Role.KV_A, Role.Q_B, Role.KV_B)
 
 
-def _input_bytes(ctx: LayerContext, group: str) -> int:
-    """dtype bytes of the tensor a linear reads: norm outputs follow the residual dtype."""
-    return ctx.residual_bytes if group in ("norm1", "norm2") else ctx.compute_bytes
+def _grad_flow(ctx: LayerContext, spec: ModelSpec, layer: LayerSpec) -> dict[str, bool]:
+    """Whether the tensor each group of linears reads requires grad: an output needs a gradient
+    when its input or one of its own parameters (trained weights, LoRA adapters) does."""
+    w = ctx.weights_trained
+
+    def adapted(*roles: Role) -> bool:
+        return any(_has_lora(ctx, lin) for lin in layer.linears if lin.role in roles)
+
+    norm1 = ctx.input_requires_grad or w
+    attn_out = norm1 or adapted(*_ATTN_IN)
+    mid = attn_out or adapted(Role.O)                       # residual + attention output
+    norm2 = norm1 if spec.parallel_attn_mlp else mid        # parallel: the MLP reads the layer input
+    return {"norm1": norm1, "q_latent": norm1 or adapted(Role.Q_A), "kv_latent": norm1 or adapted(Role.KV_A),
+            "attn_out": attn_out, "mid": mid, "norm2": norm2, "other": norm2,
+            "mlp_act": norm2 or adapted(Role.GATE, Role.UP, Role.GATE_UP)}
 
 
-def _linears_saves(ctx: LayerContext, spec: ModelSpec, lins: list[LinearSpec], tokens: int) -> tuple[int, int, int]:
-    """(activation bytes, autocast weight-copy bytes, lora bytes) saved by these linears.
+def _norm_out_bytes(ctx: LayerContext, spec: ModelSpec) -> int:
+    """dtype bytes of a norm's output, the tensor the following linears read."""
+    if spec.norm_kind is NormKind.LAYER:
+        return 4 if ctx.autocast else ctx.residual_bytes   # CUDA autocast: layer_norm in fp32
+    if spec.model_type.startswith("gemma"):
+        return ctx.residual_bytes                          # Gemma: `(x * (1 + w)).type_as(x)`
+    weight = ctx.trained_weight_bytes if ctx.weights_trained else ctx.frozen_weight_bytes
+    return max(ctx.residual_bytes, weight)                 # `weight * x.to(input_dtype)` promotes
+
+
+def _input_bytes(ctx: LayerContext, spec: ModelSpec, group: str) -> int:
+    """dtype bytes of the tensor a linear reads: a norm output, else the compute dtype."""
+    return _norm_out_bytes(ctx, spec) if group in ("norm1", "norm2") else ctx.compute_bytes
+
+
+def _linears_saves(ctx: LayerContext, spec: ModelSpec, lins: list[LinearSpec], tokens: int,
+                   grads: dict[str, bool]) -> tuple[int, int, int, int]:
+    """(activation bytes, autocast weight-copy bytes, lora bytes, weight copies cached but not
+    saved) of these linears.
 
     Without a cast, linears that read the same tensor share one saved copy; under autocast a
     16-bit copy is made (and saved) per call when the input is fp32.
     """
     c = ctx.compute_bytes
+    one_norm = spec.parallel_attn_mlp and spec.norms_per_layer < 2   # attention and MLP read one norm
     shared: dict[str, int] = {}
-    act = wcopy = lora = 0
+    act = wcopy = lora = cached = 0
     for lin in lins:
         group = _INPUT_GROUP.get(lin.role, "other")
-        in_bytes = _input_bytes(ctx, group)
+        needs_grad = grads[group]
+        key = "norm1" if one_norm and group == "norm2" else group
+        in_bytes = _input_bytes(ctx, spec, group)
         cast = ctx.autocast and in_bytes != c
         width = tokens * lin.in_features
         if ctx.weights_trained:
             if cast:
                 act += c * width
             else:
-                shared[group] = in_bytes * width
+                shared[key] = in_bytes * width
         weight_bytes = ctx.trained_weight_bytes if ctx.weights_trained else ctx.frozen_weight_bytes
-        if ctx.autocast and weight_bytes != c and (ctx.input_requires_grad or ctx.weights_trained):
-            wcopy += c * lin.weight_params
+        if ctx.autocast and weight_bytes != c and needs_grad:
+            wcopy += c * lin.weight_params                  # the weight's copy, for the input's gradient
         if _has_lora(ctx, lin):
             r = ctx.lora_rank
             # peft casts the input to the adapter's dtype (`_cast_input_dtype`); under autocast with
             # fp32 adapters, lora_A then casts it back to 16-bit: a fresh copy per adapted module.
             lora_cast = cast or (ctx.autocast and ctx.adapter_bytes != in_bytes)
             if ctx.lora_dropout > 0:
-                lora += width                                   # bool dropout mask
+                if needs_grad:
+                    lora += width                           # bool dropout mask (for the input's gradient)
                 lora += (c if lora_cast else in_bytes) * width  # lora_A input (dropout output / cast)
             elif lora_cast:
                 lora += c * width
             else:
-                shared[group] = in_bytes * width
-            lora += c * tokens * r * lin.copies                 # lora_B input
+                shared[key] = in_bytes * width
+            lora += c * tokens * r * lin.copies             # lora_B input
             if ctx.autocast and ctx.adapter_bytes != c:
-                wcopy += c * r * (lin.in_features + lin.out_features) * lin.copies
-    if ctx.attention is not Attention.EAGER and not _rope_cat_layout(spec):
+                # lora_B's copy is saved (lora_A's output needs grad); lora_A's only when its input
+                # needs grad, though autocast caches it (a leaf requiring grad) through the forward.
+                wcopy += c * r * lin.out_features * lin.copies
+                a_copy = c * r * lin.in_features * lin.copies
+                if needs_grad:
+                    wcopy += a_copy
+                else:
+                    cached += a_copy
+    if ctx.attention is not Attention.EAGER and not _rope_cat_layout(spec) and not _sdpa_math(ctx, spec):
         # SDPA's flash/efficient kernels (and flash-attn 2) allocate the output in the query's
         # (b, s, heads, d) layout, so `transpose(1, 2).contiguous()` is a no-op: o_proj reads the
         # very tensor the kernel saved (counted with the attention core).
         shared.pop("attn_out", None)
-    return act + sum(shared.values()), wcopy, lora
+    return act + sum(shared.values()), wcopy, lora, cached
+
+
+def _sdpa_math(ctx: LayerContext, spec: ModelSpec) -> bool:
+    """fp32 grouped-query SDPA runs CUDA's math kernel: flash takes 16-bit inputs only and the
+    memory-efficient kernel does not take enable_gqa (transformers passes it when kv heads are
+    fewer and there is no mask)."""
+    return (ctx.attention is Attention.SDPA and ctx.compute_bytes == 4 and not spec.mla
+            and spec.num_kv_heads < spec.num_heads)
 
 
 def _rope_cat_layout(spec: ModelSpec) -> bool:
-    """GPT-NeoX's partial rotary concatenates (rotated, pass-through) halves: q/k become contiguous
-    (b, heads, s, d) tensors, the kernel output follows that layout, and o_proj's input is a copy."""
-    return spec.naming == "neox"
+    """Rotary embeddings applied with torch.cat make q/k contiguous (b, heads, s, d) tensors: the
+    kernel output follows that layout, and o_proj's input is a copy."""
+    return spec.position is Position.ROPE and spec.model_type in ROPE_CAT_MODEL_TYPES
 
 
-def _norm_saves(ctx: LayerContext, spec: ModelSpec, width: int) -> int:
-    t, a = ctx.tokens, ctx.residual_bytes
-    if not (ctx.input_requires_grad or ctx.weights_trained):
-        return 0
+def _value_pins_fused_qkv(spec: ModelSpec, layer: LayerSpec) -> bool:
+    """q/k/v sliced from one fused projection (Phi-3 qkv_proj, GPT-NeoX query_key_value): rotary
+    embeddings replace q and k by new tensors, while the saved value, a view, keeps the whole
+    projection output alive (a storage is freed only with its last view)."""
+    return (spec.position is Position.ROPE and spec.model_type not in QKV_INDEX_COPY_MODEL_TYPES
+            and any(lin.role is Role.QKV for lin in layer.linears))
+
+
+def _norm_saves(ctx: LayerContext, spec: ModelSpec, width: int, *, input_grad: bool,
+                weight_grad: bool, tokens: int | None = None) -> tuple[int, int]:
+    """(bytes saved for the norm's input, other bytes) of one norm over `width` features."""
+    t = ctx.tokens if tokens is None else tokens
+    if not (input_grad or weight_grad):
+        return 0, 0
     if spec.norm_kind is NormKind.RMS:
-        saved = 4 * t * width + 4 * t                      # fp32 input (or upcast copy) + rsqrt
-        if ctx.weights_trained:
-            # normalized x saved by weight * x; Gemma applies (1 + w) in fp32 before casting back
-            saved += (4 if spec.model_type.startswith("gemma") else a) * t * width
-        return saved
-    in_bytes = 4 if ctx.autocast else a                    # CUDA autocast: layer_norm in fp32
-    return in_bytes * t * width + 2 * 4 * t                # input + mean + rstd
+        upcast = 4 * t * width if input_grad else 0        # pow/mul save the fp32 input (or its copy)
+        rsqrt = 4 * t if input_grad else 0                 # mul saves the (t,) rsqrt when x needs grad
+        # `weight * x` saves x when the weight is trained; Gemma applies (1 + w) in fp32
+        normed = ((4 if spec.model_type.startswith("gemma") else ctx.residual_bytes) * t * width
+                  if weight_grad else 0)
+        return upcast, rsqrt + normed
+    in_bytes = 4 if ctx.autocast else ctx.residual_bytes   # CUDA autocast: layer_norm in fp32
+    weight = ctx.trained_weight_bytes if weight_grad else ctx.frozen_weight_bytes
+    casts = 2 * 4 * width if ctx.autocast and weight != 4 else 0   # fp32 copies of 16-bit weight, bias
+    return in_bytes * t * width, 2 * 4 * t + casts         # native_layer_norm: input, mean, rstd
 
 
-def _attention_core(ctx: LayerContext, spec: ModelSpec) -> int:
+def _norm_input_is_layer_input(ctx: LayerContext, spec: ModelSpec) -> bool:
+    """The first norm saves the layer input itself when no dtype cast is needed (RMSNorm on an fp32
+    stream; LayerNorm without an autocast upcast)."""
+    if spec.norm_kind is NormKind.RMS:
+        return ctx.residual_bytes == 4
+    return not (ctx.autocast and ctx.residual_bytes != 4)
+
+
+def _layer_norms(ctx: LayerContext, spec: ModelSpec, grads: dict[str, bool]) -> tuple[int, int]:
+    """(bytes the layer's norms save, of which the layer input itself)."""
+    h, w = spec.hidden_size, ctx.weights_trained
+    first_in, first_rest = _norm_saves(ctx, spec, h, input_grad=ctx.input_requires_grad, weight_grad=w)
+    alias = ctx.residual_bytes * ctx.tokens * h if first_in and _norm_input_is_layer_input(ctx, spec) else 0
+    total = first_in + first_rest
+    if spec.norms_per_layer >= 2:
+        if spec.parallel_attn_mlp:   # the second norm reads the layer input too: no copy, the same tensor
+            second_in, second_rest = _norm_saves(ctx, spec, h, input_grad=ctx.input_requires_grad, weight_grad=w)
+            total += second_rest + (0 if alias else second_in)
+        else:
+            total += sum(_norm_saves(ctx, spec, h, input_grad=grads["mid"], weight_grad=w))
+    if spec.norms_per_layer >= 4:    # Gemma-2/3 post-attention and post-feedforward norms
+        total += 2 * sum(_norm_saves(ctx, spec, h, input_grad=grads["mid"], weight_grad=w))
+    return total, alias
+
+
+def _qkv_needs(ctx: LayerContext, spec: ModelSpec, layer: LayerSpec,
+               grads: dict[str, bool]) -> tuple[bool, bool, bool]:
+    """Whether q, k and v need a gradient (from the layer input, trained weights or an adapter)."""
+    def adapted(*roles: Role) -> bool:
+        return any(_has_lora(ctx, lin) for lin in layer.linears if lin.role in roles)
+
+    if spec.mla:
+        q = grads["q_latent"] or adapted(Role.Q, Role.Q_B)
+        kv = grads["kv_latent"] or adapted(Role.KV_B)
+        return q, kv, kv
+    base = grads["norm1"]
+    return (base or adapted(Role.Q, Role.QKV), base or adapted(Role.K, Role.QKV),
+            base or adapted(Role.V, Role.QKV))
+
+
+def _attention_core(ctx: LayerContext, spec: ModelSpec, fused_qkv_pinned: bool,
+                    needs: tuple[bool, bool, bool]) -> int:
+    """What attention saves; a matmul saves each operand only for the other one's gradient."""
     t, c, b, s = ctx.tokens, ctx.compute_bytes, ctx.batch, ctx.seq
     h_q = spec.num_heads
+    q_needs, k_needs, v_needs = needs
+    scores = q_needs or k_needs                            # the scores (and probabilities) need grad
+    if not (scores or v_needs):
+        return 0
     if spec.mla:
         q_dim = h_q * spec.mla.qk_head_dim
         k_dim = q_dim
-        v_dim = h_q * (spec.mla.qk_nope_head_dim + spec.mla.v_head_dim)   # value: a view of kv_b's output
         out_dim = h_q * spec.mla.v_head_dim
+        # value: a view of kv_b's output (k_nope and v), saved as such by the fused kernels; eager's
+        # `probs @ v` folds (b, heads) for bmm: a view when b == 1, else a copy of v alone
+        kv_b_out = h_q * (spec.mla.qk_nope_head_dim + spec.mla.v_head_dim)
+        v_dim = out_dim if ctx.attention is Attention.EAGER and b > 1 else kv_b_out
     else:
         q_dim, k_dim, v_dim, out_dim = spec.q_dim, spec.kv_dim, spec.kv_dim, spec.q_dim
-    if ctx.attention is Attention.EAGER:
-        # eager_attention_forward: q @ k^T (saves q and the repeated k), softmax, dropout, @ v.
-        # Most families run softmax(dtype=float32).to(query.dtype); GPT-2 keeps the value dtype,
-        # CUDA autocast puts softmax on its fp32 list.
-        rep = spec.num_heads // spec.num_kv_heads if not spec.mla else 1
-        saved = c * t * (q_dim + k_dim * rep + v_dim * rep)
-        soft = 4 if (ctx.autocast or spec.naming != "gpt2") else c
-        probs = soft
-        if spec.attn_logit_softcapping:
+    rep = spec.num_heads // spec.num_kv_heads if not spec.mla else 1
+    # the saved value is a view of the fused projection output (q_dim + 2 kv_dim wide), unless
+    # eager attention's repeat_kv copied it
+    pinned = c * t * (spec.q_dim + spec.kv_dim) if fused_qkv_pinned and (
+        ctx.attention is not Attention.EAGER or rep == 1) else 0
+    if ctx.attention is Attention.EAGER or _sdpa_math(ctx, spec):
+        if ctx.attention is Attention.EAGER:
+            # eager_attention_forward: q @ k^T (q and the repeated k), softmax, dropout, @ v. Most
+            # families run softmax(dtype=float32).to(query.dtype); GPT-2 keeps the value dtype,
+            # CUDA autocast puts softmax on its fp32 list.
+            soft = 4 if (ctx.autocast or spec.naming != "gpt2") else c
+        else:
+            # SDPA's math kernel: q * scale and the repeated k * scale are new tensors, v is
+            # repeated; o_proj's input is then a copy of its (b, heads, s, d) output (linears)
+            soft, pinned = c, 0
+        saved = c * t * ((q_dim if k_needs else 0) + (k_dim * rep if q_needs else 0)
+                         + (v_dim * rep if scores else 0))
+        probs = soft if scores else 0
+        if spec.attn_logit_softcapping and scores:
             probs += c                                      # tanh output of the soft-capped scores
         if spec.attention_dropout > 0:
-            probs += 1 + c                                  # bool mask + dropped probabilities
-        elif soft != c:
+            probs += (1 if scores else 0) + (c if v_needs else 0)   # bool mask, dropped probabilities
+        elif soft != c and v_needs:
             probs += c                                      # 16-bit copy saved by probs @ v
-        return saved + probs * b * h_q * s * s
+        return saved + pinned + probs * b * h_q * s * s
     saved = c * t * (q_dim + k_dim + v_dim + out_dim)       # q, k, v, out saved by the kernel
     saved += LSE_BYTES * b * h_q * s                        # logsumexp
-    return saved
-
-
-def _act_own_bytes(act: str, c: int, autocast: bool) -> int:
-    """Bytes per intermediate element the activation function itself saves for backward.
-
-    Fused kernels (F.silu, F.gelu, gelu tanh) save their input; ReLU saves its output, which is
-    also the tensor the next linear saves (counted there, so 0 here). transformers'
-    NewGELUActivation ("gelu_new", GPT-2) is a Python chain: pow saves x, tanh its output, and the
-    final product both factors (0.5*x and 1+tanh); under CUDA autocast pow runs in fp32, so the
-    chain after it is fp32 (activations.py in transformers; CUDA autocast fp32 op list).
-    QuickGELU: sigmoid output and x.
-    """
-    if act in ("relu",):
-        return 0
-    if act in ("gelu_new", "gelu_fast"):
-        return (4 + 4 + c + 4) if autocast else 4 * c
-    if act == "quick_gelu":
-        return 2 * c
-    return c
-
-
-def _mlp_saves(ctx: LayerContext, lins: list[LinearSpec], tokens: int, act: str) -> int:
-    """Activation function and gated product (the linears' own inputs are counted elsewhere)."""
-    c = ctx.compute_bytes
-    gated = any(lin.role in (Role.GATE, Role.GATE_UP) for lin in lins)
-    width = next(lin.in_features for lin in lins if lin.role is Role.DOWN)
-    own = _act_own_bytes(act, c, ctx.autocast)
-    if ctx.liger and gated:
-        return 2 * c * tokens * width                      # fused SwiGLU keeps gate and up only
-    if gated:
-        return (own + 2 * c) * tokens * width              # act's own saves, act output, up output
-    if act == "relu" and not ctx.weights_trained:
-        return c * tokens * width                          # ReLU output (no linear saves it)
-    return own * tokens * width
+    return saved + pinned
 
 
 def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> LayerActivations:
     t, a, c = ctx.tokens, ctx.residual_bytes, ctx.compute_bytes
     h = spec.hidden_size
-    has_lora = bool(ctx.lora_roles or ctx.lora_names)
+    has_lora = any(_has_lora(ctx, lin) for lin in layer.linears)
     if not ctx.input_requires_grad and not ctx.weights_trained and not has_lora:
         return LayerActivations(saved_bytes=0, weight_copies_bytes=0, checkpoint_bytes=0,
                                 transient_bytes=0, detail={})
+    grads = _grad_flow(ctx, spec, layer)
     detail: dict[str, int] = {}
-    norms = 2 if spec.norms_per_layer >= 2 else 1
-    detail["norms"] = _norm_saves(ctx, spec, h) * norms
-    if spec.norms_per_layer >= 4:   # Gemma-2/3 post norms
-        detail["norms"] += 2 * _norm_saves(ctx, spec, h)
+    detail["norms"], alias = _layer_norms(ctx, spec, grads)
     by_group = {g: [lin for lin in layer.linears if lin.group is g] for g in Group}
     dense = by_group[Group.ATTENTION] + by_group[Group.MLP] + by_group[Group.SHARED_EXPERTS] + by_group[Group.ROUTER]
-    act, wcopy, lora = _linears_saves(ctx, spec, dense, t)
+    act, wcopy, lora, cached = _linears_saves(ctx, spec, dense, t, grads)
     detail["linear_inputs"] = act
     detail["lora"] = lora
-    detail["attention_core"] = _attention_core(ctx, spec)
-    if spec.mla:
-        m = spec.mla
-        detail["attention_core"] += c * t * ((m.q_lora_rank or 0) + m.kv_lora_rank + m.qk_rope_head_dim)
-        detail["attention_core"] += 4 * t * ((m.q_lora_rank or 0) + m.kv_lora_rank)
-    if spec.qk_norm:   # q_norm/k_norm (RMSNorm over head_dim): fp32 input, rsqrt, normalized x
-        qk = spec.q_dim + spec.kv_dim
-        detail["attention_core"] += (4 + (c if ctx.weights_trained else 0)) * t * qk
-        detail["attention_core"] += 4 * t * (spec.num_heads + spec.num_kv_heads)
+    needs = _qkv_needs(ctx, spec, layer, grads)
+    detail["attention_core"] = _attention_core(ctx, spec, _value_pins_fused_qkv(spec, layer), needs)
+    if spec.mla:   # q_a_layernorm / kv_a_layernorm (RMSNorm over the compressed latents)
+        latents = (("q_latent", spec.mla.q_lora_rank or 0), ("kv_latent", spec.mla.kv_lora_rank))
+        latent_ctx = replace(ctx, residual_bytes=c)        # the latents are projection outputs
+        detail["attention_core"] += sum(sum(_norm_saves(latent_ctx, spec, width, input_grad=grads[key],
+                                                         weight_grad=ctx.weights_trained))
+                                        for key, width in latents if width)
+    if spec.qk_norm:   # q_norm/k_norm (RMSNorm over head_dim) on the q and k that need a gradient
+        head_ctx = replace(ctx, residual_bytes=c)         # q and k are projection outputs
+        for grad, heads in zip(needs[:2], (spec.num_heads, spec.num_kv_heads)):
+            detail["attention_core"] += sum(_norm_saves(head_ctx, spec, spec.head_dim, input_grad=grad,
+                                                        weight_grad=ctx.weights_trained, tokens=t * heads))
     act = spec.hidden_act
-    if by_group[Group.MLP]:
-        detail["mlp"] = _mlp_saves(ctx, by_group[Group.MLP], t, act)
-    if by_group[Group.SHARED_EXPERTS]:
-        detail["shared_experts"] = _mlp_saves(ctx, by_group[Group.SHARED_EXPERTS], t, act)
+    mlp = grads["mlp_act"]                                 # the MLP's intermediates need gradients
+    if by_group[Group.MLP] and mlp:
+        detail["mlp"] = mlp_saves(ctx, by_group[Group.MLP], t, act)
+    if by_group[Group.SHARED_EXPERTS] and mlp:
+        detail["shared_experts"] = mlp_saves(ctx, by_group[Group.SHARED_EXPERTS], t, act)
         if spec.moe and spec.moe.shared_expert_gate:   # sigmoid(gate) * shared output saves both
             detail["shared_experts"] += c * t * h + c * t
     if spec.hidden_dropout > 0:
         detail["dropout"] = 2 * t * h                      # CUDA native_dropout: bool masks, 2 sites
     transient = 0
     experts = by_group[Group.EXPERTS]
-    if experts and spec.moe:
+    if experts and spec.moe and mlp:
         routed = t * spec.moe.top_k
-        detail["router"] = 4 * t * spec.moe.num_experts * 2 + 8 * routed * 2
+        detail["router"] = router_saves(ctx, spec, t, input_grad=grads["norm2"],
+                                        norm_out_bytes=_norm_out_bytes(ctx, spec))
         # transformers 5 runs the experts as one grouped matmul, which is not on CUDA autocast's
         # list: under autocast the experts compute in their weights' own dtype, without copies.
         ectx = ctx
         if ctx.autocast:
             w = ctx.trained_weight_bytes if ctx.weights_trained else ctx.frozen_weight_bytes
             ectx = replace(ctx, autocast=False, compute_bytes=w)
-        e_act, e_wcopy, e_lora = _linears_saves(ectx, spec, experts, routed)
-        detail["experts"] = (_mlp_saves(ectx, experts, routed, act) + e_act + e_lora
+        e_act, e_wcopy, e_lora, e_cached = _linears_saves(ectx, spec, experts, routed, grads)
+        detail["experts"] = (mlp_saves(ectx, experts, routed, act) + e_act + e_lora
                              + ectx.compute_bytes * routed * h)
         wcopy += e_wcopy
+        cached += e_cached
         width = next(lin.in_features for lin in experts if lin.role is Role.DOWN)
         transient = 3 * ectx.compute_bytes * routed * width
     dense_width = max((lin.in_features for lin in by_group[Group.MLP] if lin.role is Role.DOWN), default=0)
     transient = max(transient, 3 * c * t * dense_width, 2 * c * t * spec.q_dim)
     transient += 2 * a * t * h                                  # incoming and outgoing hidden grads
     saved = sum(detail.values())
-    # The first norm saves the layer input itself when no dtype cast is needed (RMSNorm on an
-    # fp32 stream; LayerNorm without an autocast upcast): a checkpoint input aliases it.
-    rms_alias = spec.norm_kind is NormKind.RMS and a == 4
-    ln_alias = spec.norm_kind is NormKind.LAYER and not (ctx.autocast and a != 4)
-    alias = a * t * h if (rms_alias or ln_alias) and detail["norms"] else 0
     return LayerActivations(saved_bytes=saved, weight_copies_bytes=wcopy,
                             checkpoint_bytes=a * t * h, transient_bytes=transient, detail=detail,
-                            input_alias_bytes=alias)
+                            input_alias_bytes=alias, cached_copies_bytes=cached)

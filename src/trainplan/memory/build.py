@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from trainplan.architecture import structure
-from trainplan.enums import Method
-from trainplan.memory.activations import LayerActivations, LayerContext, _norm_saves, layer_activations
+from trainplan.enums import Framework, GradCkpt, Method, Position
+from trainplan.memory.activations import LayerActivations, LayerContext, _norm_saves, layer_activations, lora_key
 from trainplan.memory.logits import LogitsMemory, logits_memory
 from trainplan.memory.parallel import Stage, activation_setup
 from trainplan.memory.peak import StepInputs
@@ -23,7 +23,7 @@ def _lora_names(setup: TrainingSetup) -> frozenset[str]:
     if setup.method not in (Method.LORA, Method.QLORA) or setup.lora is None:
         return frozenset()
     targets = setup.lora.targets or default_lora_targets(setup.model)
-    return frozenset(lin.name for lin, _ in resolve_lora_targets(setup.model, targets))
+    return frozenset(lora_key(lin) for lin, _ in resolve_lora_targets(setup.model, targets))
 
 
 def _first_trained_layer(setup: TrainingSetup) -> int:
@@ -32,21 +32,38 @@ def _first_trained_layer(setup: TrainingSetup) -> int:
     return 0
 
 
+# Frameworks that build their own model (no Hugging Face `enable_input_require_grads`).
+_OWN_MODEL_FRAMEWORKS = frozenset({Framework.MEGATRON, Framework.LITGPT, Framework.TORCHTUNE})
+
+
+def embedding_output_requires_grad(setup: TrainingSetup) -> bool:
+    """The embedding output needs a gradient when the embedding is trained, or when Hugging Face's
+    whole-layer activation checkpointing calls `enable_input_require_grads` (so that checkpointed
+    frozen layers pass gradients on: they then keep their inputs and recompute in backward);
+    otherwise nothing below the first trainable parameter requires grad."""
+    if setup.method is Method.FULL:
+        return True
+    return setup.grad_ckpt is GradCkpt.FULL and setup.framework not in _OWN_MODEL_FRAMEWORKS
+
+
 def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
     spec = setup.model
     names = _lora_names(setup)
     first = _first_trained_layer(setup)
     rank = setup.lora.rank if setup.lora else 0
     dropout = setup.lora.dropout if setup.lora else 0.0
+    embed_grad = embedding_output_requires_grad(setup)
+    lora_from = 0 if names else spec.num_layers      # LoRA adapts every decoder layer
     out = []
     for i in range(spec.num_layers):
         trained = setup.method is Method.FULL or (setup.method is Method.FREEZE and i >= first)
+        below = i > first if setup.method is Method.FREEZE else i > lora_from   # a trainable layer below
         out.append(LayerContext(
             tokens=setup.tokens_per_micro_batch, batch=setup.batch_size, seq=setup.seq_len,
             residual_bytes=regime.residual_bytes, compute_bytes=regime.compute_bytes,
             autocast=regime.autocast, attention=setup.attention, weights_trained=trained,
             lora_names=names, lora_rank=rank, lora_dropout=dropout,
-            input_requires_grad=(setup.method is not Method.FREEZE) or i > first,
+            input_requires_grad=embed_grad or below,
             trained_weight_bytes=regime.trainable_weight_bytes,
             frozen_weight_bytes=regime.frozen_weight_bytes, adapter_bytes=regime.adapter_bytes,
             liger=setup.impl.liger_kernels))
@@ -77,13 +94,16 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     t, h, v = setup.tokens_per_micro_batch, spec.hidden_size, spec.vocab_size
     full = setup.method is Method.FULL
     c = regime.compute_bytes
-    head_ctx = contexts[-1]
-    head_saved = _norm_saves(head_ctx if full else contexts[-1], spec, h) if head_ctx.input_requires_grad or full else 0
+    last = contexts[-1]
+    # The final norm's input needs a gradient once any layer trains; its weight trains with full.
+    head_input_grad = full or any(ctx.input_requires_grad or ctx.weights_trained or ctx.lora_names
+                                  for ctx in contexts)
+    head_saved = sum(_norm_saves(replace(last, weights_trained=full), spec, h, input_grad=head_input_grad,
+                                 weight_grad=full))
     if full:
         head_saved += (c if regime.autocast else regime.residual_bytes) * t * h   # lm_head input
-        head_saved += 8 * t                                                       # token ids (embedding)
-        if spec.embedding_dropout > 0:
-            head_saved += t * h                                                   # embedding dropout mask
+    if spec.embedding_dropout > 0 and embedding_output_requires_grad(setup):
+        head_saved += t * h                                                       # embedding dropout mask
     head_weight_bytes = regime.trainable_weight_bytes if full else regime.frozen_weight_bytes
     head_copy = c * v * h if regime.autocast and head_weight_bytes != c else 0
     head_grad = v * h * regime.grad_bytes if full else 0
@@ -105,11 +125,37 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
                            softcap=bool(spec.final_logit_softcapping))
     return StepInputs(
         persistent=persistent, layers=layers, layer_grads=tuple(grads), head_saved=head_saved,
+        batch_bytes=8 * t, shared_saved=(rope_tables_bytes(setup, regime) if head_input_grad else 0)
+        + position_ids_bytes(setup),
         head_weight_copy=head_copy, head_grad=int(head_grad * grad_scale),
         head_grad_transient=head_transient, embedding_grad_transient=emb_transient, embedding_grad=int(emb_grad * grad_scale), logits=logits,
         grad_ckpt=setup.grad_ckpt, grads_persist=setup.grad_accum > 1,
         optimizer_in_backward=setup.impl.optimizer_in_backward, optimizer_temp=state.optimizer_temp,
         activation_offload=setup.impl.activation_offload)
+
+
+def rope_tables_bytes(setup: TrainingSetup, regime: Regime) -> int:
+    """The rotary cos/sin tables: computed once per forward as (1, s, rotary dim) tensors in the
+    hidden states' dtype and saved by every layer's `q * cos` (Gemma-3: one pair per layer type).
+    Partial rotary (GPT-NeoX rotary_pct, Phi-3 partial_rotary_factor) is taken as the full head."""
+    spec = setup.model
+    if spec.position is not Position.ROPE:
+        return 0
+    dim = spec.mla.qk_rope_head_dim if spec.mla else spec.head_dim
+    pairs = 2 if spec.model_type.startswith("gemma3") else 1
+    return pairs * 2 * setup.seq_len * dim * regime.residual_bytes
+
+
+def position_ids_bytes(setup: TrainingSetup) -> int:
+    """int64 position ids kept for backward: a trained learned position embedding saves its indices
+    (OPT builds them per sequence from the attention mask, GPT-2 one row); activation checkpointing
+    keeps the (1, s) position_ids every checkpointed rotary layer is called with."""
+    spec = setup.model
+    if spec.position is Position.LEARNED and setup.method is Method.FULL:
+        return 8 * (setup.tokens_per_micro_batch if spec.model_type == "opt" else setup.seq_len)
+    if spec.position is Position.ROPE and setup.grad_ckpt is GradCkpt.FULL:
+        return 8 * setup.seq_len
+    return 0
 
 
 def split_layer(layer: LayerActivations, ways: int) -> LayerActivations:
@@ -120,7 +166,8 @@ def split_layer(layer: LayerActivations, ways: int) -> LayerActivations:
                             checkpoint_bytes=layer.checkpoint_bytes // ways,
                             transient_bytes=layer.transient_bytes // ways,
                             detail={k: v // ways for k, v in layer.detail.items()},
-                            input_alias_bytes=layer.input_alias_bytes // ways)
+                            input_alias_bytes=layer.input_alias_bytes // ways,
+                            cached_copies_bytes=layer.cached_copies_bytes // ways)
 
 
 def stage_step_inputs(setup: TrainingSetup, layout: Layout, regime: Regime, state: ModelState,

@@ -30,6 +30,8 @@ class StepInputs:
     optimizer_temp: int
     activation_offload: bool
     embedding_grad_transient: int = 0   # new embedding gradient added in place to an existing one
+    batch_bytes: int = 0                # the micro-batch's token ids, held through the whole step
+    shared_saved: int = 0               # saved by every layer (rotary cos/sin): freed after layer 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,11 +73,14 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
         saved = [s if i >= n - keep else 0 for i, s in enumerate(saved)]
     moments: list[Peak] = []
     base = dict(inp.persistent)
-    fwd_acts = sum(saved) + inp.head_saved
+    if inp.batch_bytes:
+        base["activations"] = base.get("activations", 0) + inp.batch_bytes
+    fwd_acts = sum(saved) + inp.head_saved + inp.shared_saved
     fwd_copies = sum(copies) + inp.head_weight_copy
     # autocast caches the 16-bit copies of trainable weights until the forward's autocast region
     # exits, so the forward holds all of them even when checkpointing does not save them.
-    cached_copies = sum(layer.weight_copies_bytes for layer in layers) + inp.head_weight_copy
+    cached_copies = (sum(layer.weight_copies_bytes + layer.cached_copies_bytes for layer in layers)
+                     + inp.head_weight_copy)
     moments.append(_moment("forward (loss)", base, gradients=grads_fwd, activations=fwd_acts,
                            autocast_weight_copies=cached_copies, logits_loss=inp.logits.forward_peak_bytes))
     moments.append(_moment("backward (loss)", base, gradients=grads_fwd, activations=fwd_acts,
@@ -87,7 +92,7 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
     moments.append(_moment("backward (lm_head)", base, gradients=grads, activations=fwd_acts,
                            autocast_weight_copies=fwd_copies, logits_loss=inp.logits.after_bytes,
                            temporaries=inp.head_grad_transient))
-    acts = sum(saved)
+    acts = sum(saved) + inp.shared_saved
     live_copies = sum(copies)
     if not keep_grads:
         grads = 0

@@ -14,6 +14,7 @@ import contextlib
 import json
 import warnings
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from torch import nn
@@ -96,8 +97,12 @@ def _attn_implementation(setup: TrainingSetup) -> str:
     return "eager" if setup.attention is Attention.EAGER else "sdpa"
 
 
-def build_model(setup: TrainingSetup, *, device: str, notes: list[str]) -> nn.Module:
-    """The model as it trains: on `meta` (fake trace) or `cpu` (real reference run)."""
+def build_model(setup: TrainingSetup, *, device: str, notes: list[str],
+                quantize: Callable[[nn.Module, TrainingSetup, list[str]], None] | None = None,
+                ) -> nn.Module:
+    """The model as it trains: on `meta` (fake trace), `cpu` (real reference run) or `cuda`
+    (trainplan probe, random weights). `quantize` replaces the QLoRA stand-in
+    (qlora.quantize_linears) by another quantizer: the probe passes real bitsandbytes layers."""
     from transformers import AutoModelForCausalLM
 
     if setup.grad_ckpt not in (GradCkpt.NONE, GradCkpt.FULL):
@@ -114,7 +119,7 @@ def build_model(setup: TrainingSetup, *, device: str, notes: list[str]) -> nn.Mo
         if setup.lora is not None and setup.lora.dora:
             raise TraceUnsupported("QLoRA with DoRA: peft computes DoRA's weight norm from the "
                                    "dequantized bitsandbytes weight, which the stand-in cannot give")
-        qlora.quantize_linears(model, setup, notes)
+        (quantize or qlora.quantize_linears)(model, setup, notes)
     if setup.method in (Method.LORA, Method.QLORA):
         model = _apply_lora(model, setup)
     elif setup.method is Method.FREEZE:

@@ -19,6 +19,18 @@
    back to the math kernel, which materialises the B x H x S x S scores, probabilities and mask.
    While `cuda_sdpa_dropout()` is active, SDPA runs with dropout_p=0 (the CPU flash kernel, which
    keeps what CUDA's flash kernel keeps); the values differ, the memory does not.
+   The reverse case: fp32 grouped-query attention (enable_gqa, fewer kv heads). CUDA's flash
+   kernel takes 16-bit inputs only and its memory-efficient kernel does not take enable_gqa, so
+   CUDA runs the math kernel (scaled q and repeated k, repeated v, the S x S probabilities), where
+   the CPU flash kernel would accept it; inside the context SDPA runs the math kernel too
+   (measured on an H200: the same bytes).
+
+4. MoE experts that are not bf16. The CPU's grouped-mm kernel takes bf16 only, so the trace routes
+   other dtypes to transformers' fallback op (step.grouped_mm_needs_bf16), whose autograd saves the
+   input and the weight whatever needs a gradient. CUDA's grouped_mm takes fp32 too (sm80+, torch
+   >= 2.10) and saves as aten ops do: the input only for the weight's gradient (measured on an H200:
+   frozen fp32 experts keep no input). While `cuda_grouped_mm_saves()` is active, the fallback op
+   saves the input only when the expert weights train, and computes only the gradients needed.
 
 The first two register kernels with torch.library for the duration of the context only (not thread-safe:
 run one trace at a time per process).
@@ -215,8 +227,14 @@ def cuda_sdpa_dropout(notes: list[str]):
     original = functional.scaled_dot_product_attention
     seen = [False]
 
+    math_seen = [False]
+
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
              enable_gqa=False):
+        if _cuda_math_only(query, key, enable_gqa):
+            math_seen[0] = True
+            return torch.ops.aten._scaled_dot_product_attention_math(
+                query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)[0]
         if dropout_p > 0.0:
             seen[0] = True
         return original(query, key, value, attn_mask=attn_mask, dropout_p=0.0,
@@ -230,3 +248,49 @@ def cuda_sdpa_dropout(notes: list[str]):
         if seen[0]:
             notes.append("attention dropout: SDPA runs its fused kernel as on CUDA (dropout inside "
                          "the kernel, no mask kept); the CPU would fall back to the math kernel")
+        if math_seen[0]:
+            notes.append("fp32 grouped-query SDPA runs the math kernel as on CUDA (no fused CUDA "
+                         "kernel takes fp32 with enable_gqa): S x S probabilities are kept")
+
+
+def _cuda_math_only(query: torch.Tensor, key: torch.Tensor, enable_gqa: bool) -> bool:
+    """CUDA has no fused SDPA kernel for fp32 grouped-query attention (flash: 16-bit only;
+    memory-efficient: no enable_gqa). The dtype is the one the kernel sees (autocast's, if on)."""
+    if not enable_gqa or query.size(-3) == key.size(-3):
+        return False
+    device = query.device.type
+    dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else query.dtype
+    return dtype == torch.float32
+
+
+def _grouped_setup(ctx, inputs, output) -> None:
+    input, weight, offs = inputs
+    # the weight is a parameter (or a view of one): keeping it costs nothing
+    ctx.save_for_backward(input if weight.requires_grad else None, weight)
+    ctx.offs = offs
+
+
+def _grouped_backward(ctx, grad_output):
+    input, weight = ctx.saved_tensors
+    ops = torch.ops.transformers
+    if input is None:   # frozen experts: the input's gradient only, grad_output @ W^T per expert
+        return ops.grouped_mm_fallback(grad_output, weight.transpose(1, 2), ctx.offs), None, None
+    grad_input, grad_weight = ops.grouped_mm_fallback_backward(input, weight, ctx.offs, grad_output)
+    return grad_input, grad_weight, None
+
+
+@contextlib.contextmanager
+def cuda_grouped_mm_saves():
+    """transformers' grouped-mm fallback op saves and computes what CUDA's grouped_mm does."""
+    try:
+        from transformers.integrations import moe
+    except ImportError:   # no MoE support in this transformers: nothing to emulate
+        yield
+        return
+    name = "transformers::grouped_mm_fallback"
+    torch.library.register_autograd(name, _grouped_backward, setup_context=_grouped_setup)
+    try:
+        yield
+    finally:
+        torch.library.register_autograd(name, moe._grouped_mm_fallback_backward,
+                                        setup_context=moe._grouped_mm_fallback_setup_context)

@@ -96,6 +96,7 @@ def _measure(setup: TrainingSetup, *, fake: bool, module_events: bool,
         stack.enter_context(cuda_emulation.cuda_autocast())
         stack.enter_context(cuda_emulation.cuda_dropout())
         stack.enter_context(cuda_emulation.cuda_sdpa_dropout(notes))
+        stack.enter_context(cuda_emulation.cuda_grouped_mm_saves())
         optimizer = optim.make_optimizer(setup.optimizer, model, notes)
         optim.create_state(optimizer)
         torch.manual_seed(0)

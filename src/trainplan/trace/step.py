@@ -49,17 +49,25 @@ def grouped_mm_needs_bf16():
         yield
 
 
-def _forward_loss(model: nn.Module, input_ids: torch.Tensor, autocast: torch.dtype | None):
-    context = torch.autocast("cpu", dtype=autocast) if autocast else contextlib.nullcontext()
+class _NoMarks:
+    """A tracker stand-in for a step run without accounting (the probe on a GPU)."""
+
+    def mark(self, phase: str) -> None:
+        pass
+
+
+def _forward_loss(model: nn.Module, input_ids: torch.Tensor, autocast: torch.dtype | None,
+                  device_type: str = "cpu"):
+    context = torch.autocast(device_type, dtype=autocast) if autocast else contextlib.nullcontext()
     with context:
         return model(input_ids=input_ids, labels=input_ids).loss
 
 
 def _training_step(model: nn.Module, input_ids: torch.Tensor, autocast: torch.dtype | None,
-                   grad_accum: int, tracker: MemoryTracker) -> None:
+                   grad_accum: int, tracker: MemoryTracker | _NoMarks, device_type: str = "cpu") -> None:
     """HF Trainer.training_step: forward + loss (divided by the accumulation steps), backward; the
     loss (and with it the autograd graph) is gone when it returns."""
-    loss = _forward_loss(model, input_ids, autocast)
+    loss = _forward_loss(model, input_ids, autocast, device_type)
     if grad_accum > 1:
         loss = loss / grad_accum
     tracker.mark("backward")
@@ -67,16 +75,18 @@ def _training_step(model: nn.Module, input_ids: torch.Tensor, autocast: torch.dt
 
 
 def run_step(model: nn.Module, optimizer: torch.optim.Optimizer, input_ids: torch.Tensor, *,
-             autocast: torch.dtype | None, clip_grad: bool, tracker: MemoryTracker,
-             grad_accum: int = 1) -> None:
-    """The measured step; the tracker marks its phases. With gradient accumulation, two
-    micro-batches run: in the second (as in every later one) the gradients of the first are alive
-    through forward and backward and accumulate in place."""
+             autocast: torch.dtype | None, clip_grad: bool, tracker: MemoryTracker | None = None,
+             grad_accum: int = 1, device_type: str = "cpu", micro_batches: int | None = None) -> None:
+    """The measured step; the tracker (if any) marks its phases. With gradient accumulation, two
+    micro-batches run by default (the trace): in the second (as in every later one) the gradients
+    of the first are alive through forward and backward and accumulate in place. The probe runs
+    all of them (`micro_batches=grad_accum`) and autocasts on its own device (`device_type`)."""
+    tracker = tracker if tracker is not None else _NoMarks()
     tracker.mark("zero_grad")
     optimizer.zero_grad(set_to_none=True)
-    for _ in range(min(grad_accum, 2)):
+    for _ in range(micro_batches if micro_batches is not None else min(grad_accum, 2)):
         tracker.mark("forward")
-        _training_step(model, input_ids, autocast, grad_accum, tracker)
+        _training_step(model, input_ids, autocast, grad_accum, tracker, device_type)
     tracker.mark("optimizer")
     if clip_grad:
         params = [p for group in optimizer.param_groups for p in group["params"]]
