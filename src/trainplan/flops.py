@@ -42,7 +42,7 @@ from enum import StrEnum
 
 from trainplan.architecture import Group, LinearSpec, structure
 from trainplan.enums import Attention, GradCkpt, Method
-from trainplan.params import default_lora_targets, resolve_lora_targets
+from trainplan.params import first_trained_layer, lora_key, lora_target_keys
 from trainplan.specs import ModelSpec
 from trainplan.training import TrainingSetup
 
@@ -104,19 +104,9 @@ def lm_head_flops(spec: ModelSpec) -> float:
     return 2.0 * spec.hidden_size * spec.vocab_size
 
 
-def lora_target_names(setup: TrainingSetup) -> frozenset[str]:
-    """Module names carrying a LoRA adapter (empty unless method is lora/qlora)."""
-    if setup.method not in (Method.LORA, Method.QLORA) or setup.lora is None:
-        return frozenset()
-    targets = setup.lora.targets or default_lora_targets(setup.model)
-    return frozenset(lin.name for lin, _ in resolve_lora_targets(setup.model, targets))
-
-
-def first_backward_layer(setup: TrainingSetup) -> int:
-    """Index of the lowest decoder layer that needs a backward pass (freeze: the lowest trained)."""
-    if setup.method is Method.FREEZE:
-        return setup.model.num_layers - setup.freeze_trainable_layers
-    return 0
+# LoRA targets are keyed by group and name (routed experts share names with shared experts).
+lora_target_names = lora_target_keys
+first_backward_layer = first_trained_layer
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,7 +184,7 @@ def flops_per_token(setup: TrainingSetup, *, seq_len: int | None = None,
     for i in range(spec.num_layers):
         layer = st.layer(i)
         base = sum(linear_flops(lin, spec) for lin in layer.linears)
-        adapters = sum(adapter_flops(lin, spec, rank) for lin in layer.linears if lin.name in lora_names)
+        adapters = sum(adapter_flops(lin, spec, rank) for lin in layer.linears if lora_key(lin) in lora_names)
         lin_fwd += base
         ad_fwd += adapters
         if i < first:

@@ -8,6 +8,7 @@ from trainplan.architecture import Group, LinearSpec, Role, layer_linears, modul
 from trainplan.enums import Method
 from trainplan.errors import TrainplanError
 from trainplan.specs import ModelSpec
+from trainplan.training import TrainingSetup
 
 # peft's default LoRA targets per model family (peft/utils/constants.py,
 # TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
@@ -111,6 +112,27 @@ def resolve_lora_targets(spec: ModelSpec, targets: tuple[str, ...]) -> list[tupl
             f"modules are: {', '.join(n for n in available if n in {l.name for l, _ in linears})} "
             f"(or all-linear)")
     return chosen
+
+
+def lora_key(lin: LinearSpec) -> str:
+    """A linear's identity for LoRA targets: routed experts share their module names with the
+    shared expert's linears (gate_proj, up_proj, down_proj), so the group is part of it."""
+    return f"{lin.group.value}/{lin.name}"
+
+
+def lora_target_keys(setup: TrainingSetup) -> frozenset[str]:
+    """lora_key of every linear that carries an adapter (empty unless method is lora/qlora)."""
+    if setup.method not in (Method.LORA, Method.QLORA) or setup.lora is None:
+        return frozenset()
+    targets = setup.lora.targets or default_lora_targets(setup.model)
+    return frozenset(lora_key(lin) for lin, _ in resolve_lora_targets(setup.model, targets))
+
+
+def first_trained_layer(setup: TrainingSetup) -> int:
+    """Index of the lowest decoder layer whose own weights train (freeze: the last N layers)."""
+    if setup.method is Method.FREEZE:
+        return setup.model.num_layers - setup.freeze_trainable_layers
+    return 0
 
 
 def lora_params(spec: ModelSpec, targets: tuple[str, ...], rank: int, dora: bool = False) -> int:

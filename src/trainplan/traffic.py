@@ -11,6 +11,7 @@ from trainplan.architecture import structure
 from trainplan.enums import GradCkpt, MasterWeights, Method, Optimizer, Precision
 from trainplan.errors import TrainplanError
 from trainplan.flops import active_copies, first_backward_layer, lora_target_names
+from trainplan.params import lora_key
 from trainplan.specs import ModelSpec
 from trainplan.training import TrainingSetup
 
@@ -111,7 +112,7 @@ def adapter_bytes_per_token(setup: TrainingSetup) -> float:
     total = 0.0
     for kind, n in st.layers:
         for lin in kind.linears:
-            if lin.name in names:
+            if lora_key(lin) in names:
                 per = (1.0 + 2.0 * dropout) * lin.in_features + 4.0 * lin.out_features
                 total += per * active_copies(lin, spec) * n
     return total * passes * 2.0

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from trainplan.architecture import Group, LayerSpec, LinearSpec, Role
 from trainplan.enums import Attention, NormKind, Position
 from trainplan.memory.mlp_saves import mlp_saves, router_saves
+from trainplan.params import lora_key
 from trainplan.specs import ModelSpec
 
 LSE_BYTES = 4
@@ -71,12 +72,6 @@ class LayerActivations:
     detail: dict[str, int]
     input_alias_bytes: int = 0  # saved tensors that are the layer's input itself (not copies)
     cached_copies_bytes: int = 0  # autocast weight copies cached through forward but not saved
-
-
-def lora_key(lin: LinearSpec) -> str:
-    """A linear's identity for LoRA targets: routed experts share their module names with the
-    shared expert's linears (gate_proj, up_proj, down_proj), so the group is part of it."""
-    return f"{lin.group.value}/{lin.name}"
 
 
 def _has_lora(ctx: LayerContext, lin: LinearSpec) -> bool:

@@ -7,29 +7,16 @@ from dataclasses import replace
 
 from trainplan.architecture import structure
 from trainplan.enums import Framework, GradCkpt, Method, Position
-from trainplan.memory.activations import LayerActivations, LayerContext, _norm_saves, layer_activations, lora_key
+from trainplan.memory.activations import LayerActivations, LayerContext, _norm_saves, layer_activations
 from trainplan.memory.logits import LogitsMemory, logits_memory
 from trainplan.memory.parallel import Stage, activation_setup
 from trainplan.memory.peak import StepInputs
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState
-from trainplan.params import default_lora_targets, resolve_lora_targets
+from trainplan.params import first_trained_layer, lora_target_keys
 from trainplan.training import Layout, TrainingSetup
 
 NO_LOGITS = LogitsMemory(forward_peak_bytes=0, saved_bytes=0, backward_peak_bytes=0, after_bytes=0)
-
-
-def _lora_names(setup: TrainingSetup) -> frozenset[str]:
-    if setup.method not in (Method.LORA, Method.QLORA) or setup.lora is None:
-        return frozenset()
-    targets = setup.lora.targets or default_lora_targets(setup.model)
-    return frozenset(lora_key(lin) for lin, _ in resolve_lora_targets(setup.model, targets))
-
-
-def _first_trained_layer(setup: TrainingSetup) -> int:
-    if setup.method is Method.FREEZE:
-        return setup.model.num_layers - setup.freeze_trainable_layers
-    return 0
 
 
 # Frameworks that build their own model (no Hugging Face `enable_input_require_grads`).
@@ -48,8 +35,8 @@ def embedding_output_requires_grad(setup: TrainingSetup) -> bool:
 
 def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
     spec = setup.model
-    names = _lora_names(setup)
-    first = _first_trained_layer(setup)
+    names = lora_target_keys(setup)
+    first = first_trained_layer(setup)
     rank = setup.lora.rank if setup.lora else 0
     dropout = setup.lora.dropout if setup.lora else 0.0
     embed_grad = embedding_output_requires_grad(setup)
@@ -77,7 +64,7 @@ def _layer_grad_bytes(setup: TrainingSetup, regime: Regime, state: ModelState) -
     if setup.method is Method.FULL:
         return [st.layer(i).params * regime.grad_bytes for i in range(n)]
     if setup.method is Method.FREEZE:
-        first = _first_trained_layer(setup)
+        first = first_trained_layer(setup)
         return [st.layer(i).params * regime.grad_bytes if i >= first else 0 for i in range(n)]
     per_layer = state.gradients // n
     return [per_layer] * n

@@ -33,7 +33,7 @@ from trainplan.enums import Method
 from trainplan.errors import TrainplanError
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState, param_groups
-from trainplan.params import default_lora_targets, resolve_lora_targets
+from trainplan.params import lora_key, lora_target_keys
 from trainplan.specs import ModelSpec
 from trainplan.training import Layout, TrainingSetup
 
@@ -208,10 +208,7 @@ def gpu_params(setup: TrainingSetup, layout: Layout, stage: Stage, *, small_thre
     st = structure(spec)
     tp, ep = layout.tp, layout.ep
     method = setup.method
-    lora_names: frozenset[str] = frozenset()
-    if method in (Method.LORA, Method.QLORA) and setup.lora is not None:
-        targets = setup.lora.targets or default_lora_targets(spec)
-        lora_names = frozenset(lin.name for lin, _ in resolve_lora_targets(spec, targets))
+    lora_names = lora_target_keys(setup)
     first_trained = spec.num_layers - setup.freeze_trainable_layers if method is Method.FREEZE else 0
     trainable = frozen = quantized = layers_total = small = largest_layer = largest_tensor = experts = 0
     per_layer = []
@@ -237,7 +234,7 @@ def gpu_params(setup: TrainingSetup, layout: Layout, stage: Stage, *, small_thre
         else:
             frozen += params
         adapters = sum(_adapter_on_gpu(lin, setup.lora.rank, setup.lora.dora, tp, ep)
-                       for lin in layer.linears if lin.name in lora_names) if lora_names else 0
+                       for lin in layer.linears if lora_key(lin) in lora_names) if lora_names else 0
         trainable += adapters
         per_layer.append(adapters)
     vocab = _ceil_div(spec.vocab_size, tp)
