@@ -270,6 +270,77 @@ def test_pitfall_g_dropout_emulation_changes_a_dropout_model(monkeypatch):
     assert emulated.peak_allocated_bytes < cpu_dropout.peak_allocated_bytes
 
 
+
+def _saved_by(fn):
+    """(shape, dtype) of every tensor autograd saves while fn runs."""
+    saved = []
+
+    def pack(t):
+        saved.append((tuple(t.shape), t.dtype))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        result = fn()
+    return saved, result
+
+
+@pytest.mark.parametrize("fake", [False, True])
+def test_pitfall_g_mla_sdpa_keeps_what_cuda_mem_efficient_attention_keeps(fake):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    b, h, s, dqk, dv = 2, 4, 40, 24, 16          # value head dim unlike q/k's: no flash kernel
+    mode = FakeTensorMode() if fake else contextlib.nullcontext()
+    notes = []
+    with mode:
+        q, k, v = (torch.randn(b, h, s, d, dtype=torch.bfloat16, requires_grad=True)
+                   for d in (dqk, dqk, dv))
+        sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+        cpu_saved, _ = _saved_by(sdpa)
+        with cuda_emulation.cuda_sdpa_dropout(notes):
+            saved, out = _saved_by(sdpa)
+        out.float().sum().backward()
+    assert any(shape[-2:] == (s, s) for shape, _ in cpu_saved)          # CPU math kernel: S x S
+    lse = ((b, h, 64), torch.float32)                                    # rows padded to 32s
+    assert sorted(saved, key=str) == sorted([((b, h, s, dqk), torch.bfloat16)] * 2
+                                            + [((b, h, s, dv), torch.bfloat16)] * 2 + [lse], key=str)
+    assert (out.shape, out.dtype) == ((b, h, s, dv), torch.bfloat16)
+    assert [(t.grad.shape, t.grad.dtype) for t in (q, k, v)] == [(t.shape, t.dtype) for t in (q, k, v)]
+    assert any("memory-efficient" in note for note in notes)
+
+
+def test_pitfall_g_mla_sdpa_emulation_matches_cpu_sdpa_values():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 40, d, requires_grad=True) for d in (24, 24, 16))
+    mask = torch.rand(2, 1, 40, 40) > 0.3
+    mask[..., 0] = True
+    for kw in ({"is_causal": True}, {"attn_mask": mask}):
+        with cuda_emulation.cuda_sdpa_dropout([]):
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+        assert out.grad_fn.name() == "MemEfficientAttentionBackward"
+        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), **kw)
+        grad = torch.randn_like(out)
+        for got, want in zip(torch.autograd.grad(out, (q, k, v), grad),
+                             torch.autograd.grad(ref, (q, k, v), grad.double())):
+            torch.testing.assert_close(got, want.float(), atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(out, ref.float(), atol=1e-5, rtol=1e-4)
+
+
+def test_pitfall_g_mla_model_trace_equals_real_and_keeps_no_s_by_s(monkeypatch):
+    config = json.loads((Path(__file__).parent / "fixtures" / "configs" / "deepseek_v2.json").read_text())
+    s = TrainingSetup(model=spec_from_hf_config(config, name="tiny_deepseek_v2"), batch_size=2,
+                      seq_len=32, precision=Precision.BF16_PURE, **lora(("q_proj", "kv_b_proj")))
+    emulated = assert_fake_equals_real(s)
+    assert any("memory-efficient" in note for note in emulated.notes)
+    model = build.build_model(s, device="cpu", notes=[])
+    input_ids = torch.randint(0, s.model.vocab_size, (s.batch_size, s.seq_len))
+    with step.no_packed_sequence_detection(), step.grouped_mm_needs_bf16(), \
+            cuda_emulation.cuda_sdpa_dropout([]):
+        saved, _ = _saved_by(lambda: model(input_ids, labels=input_ids).loss)
+    assert not any(shape[-2:] == (s.seq_len, s.seq_len) for shape, _ in saved)
+    monkeypatch.setattr(cuda_emulation.mem_efficient, "cuda_runs_mem_efficient_not_flash",
+                        lambda *args: False)
+    assert run_trace(s).peak_allocated_bytes > emulated.peak_allocated_bytes   # CPU math kernel
+
 # -- QLoRA, optimizers, result -----------------------------------------------------------------
 
 def test_qlora_stands_in_packed_uint8_weights_and_says_so():

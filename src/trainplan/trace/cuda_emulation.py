@@ -24,6 +24,10 @@
    CUDA runs the math kernel (scaled q and repeated k, repeated v, the S x S probabilities), where
    the CPU flash kernel would accept it; inside the context SDPA runs the math kernel too
    (measured on an H200: the same bytes).
+   A value head dim unlike the query/key one (MLA: DeepSeek-V2/V3): both flash kernels reject it,
+   the CPU falls back to the math kernel (S x S kept), CUDA runs its memory-efficient kernel
+   (q, k, v, output, fp32 logsumexp kept); inside the context SDPA runs mem_efficient_sdpa's
+   autograd Function, which keeps those (the dropout, as above, is not applied).
 
 4. MoE experts that are not bf16. The CPU's grouped-mm kernel takes bf16 only, so the trace routes
    other dtypes to transformers' fallback op (step.grouped_mm_needs_bf16), whose autograd saves the
@@ -46,6 +50,7 @@ import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
 from trainplan.trace import autocast_table as table
+from trainplan.trace import mem_efficient_sdpa as mem_efficient
 
 _AUTOCAST_CPU = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)
 
@@ -228,9 +233,14 @@ def cuda_sdpa_dropout(notes: list[str]):
     seen = [False]
 
     math_seen = [False]
+    mem_efficient_seen = [False]
 
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
              enable_gqa=False):
+        if mem_efficient.cuda_runs_mem_efficient_not_flash(query, key, value, attn_mask, enable_gqa):
+            mem_efficient_seen[0] = True
+            seen[0] = seen[0] or dropout_p > 0.0
+            return mem_efficient.mem_efficient_sdpa(query, key, value, attn_mask, is_causal, scale)
         if _cuda_math_only(query, key, enable_gqa):
             math_seen[0] = True
             return torch.ops.aten._scaled_dot_product_attention_math(
@@ -251,6 +261,10 @@ def cuda_sdpa_dropout(notes: list[str]):
         if math_seen[0]:
             notes.append("fp32 grouped-query SDPA runs the math kernel as on CUDA (no fused CUDA "
                          "kernel takes fp32 with enable_gqa): S x S probabilities are kept")
+        if mem_efficient_seen[0]:
+            notes.append("SDPA with a value head dim unlike the query's runs CUDA's memory-efficient "
+                         "kernel (flash needs equal head dims): q, k, v, output and logsumexp are kept, "
+                         "not the S x S probabilities the CPU's math kernel would keep")
 
 
 def _cuda_math_only(query: torch.Tensor, key: torch.Tensor, enable_gqa: bool) -> bool:
