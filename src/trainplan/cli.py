@@ -223,6 +223,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("trainplan: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:   # output piped into `head` and the like
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except Exception as exc:  # never a traceback for users; TRAINPLAN_DEBUG=1 shows it
         if os.environ.get("TRAINPLAN_DEBUG"):
             raise
