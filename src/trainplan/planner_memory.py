@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 from trainplan.enums import Method
 from trainplan.memory import engine_setup
-from trainplan.memory.build import NO_LOGITS, split_layer, step_inputs
+from trainplan.memory.build import split_layer, stage_slice, step_inputs
 from trainplan.memory.overhead import Overhead, device_from_reserved, reserved_from_allocated
 from trainplan.memory.parallel import (ParallelConfig, Stage, activation_setup, check_layout, gpu_params,
                                        gpu_state, is_model_parallel, pipeline_stages)
@@ -49,18 +49,8 @@ def stage_inputs_once(base: StepInputs, whole: StepInputs | None, *, tp: int, st
     if whole is not None and tp > 1:
         layers = split if split is not None else tuple(split_layer(layer, tp) for layer in whole.layers)
         head_saved = whole.head_saved // tp
-    last, first = stage.has_head, stage.has_embedding
-    embedding_grad = base.embedding_grad if first else 0
-    if first and not last and tied:
-        embedding_grad = base.head_grad
-    return replace(base, layers=tuple(layers[i] for i in stage.layers), layer_grads=layer_grads,
-                   head_saved=head_saved if last else 0,
-                   head_weight_copy=base.head_weight_copy if last else 0,
-                   head_grad=base.head_grad if last else 0,
-                   head_grad_transient=base.head_grad_transient if last else 0,
-                   embedding_grad=embedding_grad,
-                   embedding_grad_transient=base.embedding_grad_transient if first and last else 0,
-                   logits=base.logits if last else NO_LOGITS)
+    return stage_slice(base, layers=layers, head_saved=head_saved, stage=stage, layer_grads=layer_grads,
+                       tied=tied)
 
 
 def _scaled(inputs: StepInputs, grad_scale: float) -> StepInputs:

@@ -172,12 +172,20 @@ def stage_step_inputs(setup: TrainingSetup, layout: Layout, regime: Regime, stat
                             grad_scale=grad_scale)
         layers = tuple(split_layer(layer, tp) for layer in whole.layers)
         head_saved = whole.head_saved // tp
+    return stage_slice(base, layers=layers, head_saved=head_saved, stage=stage,
+                       layer_grads=tuple(int(g * grad_scale) for g in layer_grads),
+                       tied=setup.model.tied_embeddings)
+
+
+def stage_slice(base: StepInputs, *, layers: tuple[LayerActivations, ...], head_saved: int, stage: Stage,
+                layer_grads: tuple[int, ...], tied: bool) -> StepInputs:
+    """One pipeline stage cut from the whole model's step inputs: its layers, the embedding's
+    gradient on the first stage, the head, its saved input and the logits on the last."""
     last, first = stage.has_head, stage.has_embedding
     embedding_grad = base.embedding_grad if first else 0
-    if first and not last and setup.model.tied_embeddings:
+    if first and not last and tied:
         embedding_grad = base.head_grad        # the first stage's own copy of the tied embedding
-    return replace(base, layers=tuple(layers[i] for i in stage.layers),
-                   layer_grads=tuple(int(g * grad_scale) for g in layer_grads),
+    return replace(base, layers=tuple(layers[i] for i in stage.layers), layer_grads=layer_grads,
                    head_saved=head_saved if last else 0,
                    head_weight_copy=base.head_weight_copy if last else 0,
                    head_grad=base.head_grad if last else 0,
