@@ -51,6 +51,9 @@ def render(est: Estimate) -> str:
                  f"{fmt_gib(m.usable_bytes)}")
     verdict = "FITS" if m.fits else "DOES NOT FIT"
     lines.append(f"  => {verdict}: margin {fmt_gib(m.margin_bytes)}")
+    if m.per_stage_bytes:
+        stages = ", ".join(f"{gib(b):.1f}" for b in m.per_stage_bytes)
+        lines.append(f"  pipeline stages (device GiB, first to last): {stages}")
     if m.cpu_ram_bytes:
         lines.append(f"  CPU RAM per node: {fmt_gib(m.cpu_ram_bytes)}")
     if est.suggestions:
