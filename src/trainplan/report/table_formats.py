@@ -11,18 +11,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from trainplan.errors import TrainplanError
+from trainplan.report.tables import format_cell
 
 FORMATS = ("terminal", "markdown", "csv", "xlsx", "html", "json")
 
 
 def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:,.2f}" if abs(value) < 1e6 else f"{value:,.0f}"
-    return str(value)
+    """A cell for the file formats: empty when missing, ints as they are."""
+    return format_cell(value, missing="", group_ints=False)
 
 
 def to_terminal(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

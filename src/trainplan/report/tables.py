@@ -5,16 +5,20 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 
-def _cell(value: Any) -> str:
+def format_cell(value: Any, *, missing: str = "-", group_ints: bool = True) -> str:
+    """One table cell as text: yes/no, floats to 2 decimals, ints grouped from 10,000 on."""
     if value is None:
-        return "-"
+        return missing
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:,.2f}" if abs(value) < 1e6 else f"{value:,.0f}"
-    if isinstance(value, int):
+    if isinstance(value, int) and group_ints:
         return f"{value:,}" if abs(value) >= 10000 else str(value)
     return str(value)
+
+
+_cell = format_cell
 
 
 def render_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
