@@ -69,7 +69,7 @@ def test_torchtune_flags_become_flags():
     s = m.setup
     assert s.framework is Framework.TORCHTUNE and s.precision is Precision.BF16_PURE
     assert s.impl.activation_offload and not s.impl.optimizer_in_backward and s.impl.loss is Loss.CHUNKED
-    assert not s.impl.loss_upcast                    # compiled loss: no fp32 logits kept
+    assert s.impl.compiled                           # compile=True: compiled layers and loss
     assert set(s.lora.targets) == {"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
     assert s.lora.dropout == 0.0 and m.metric == ALLOCATED
     off = with_(TORCHTUNE_LORA, framework=TORCHTUNE_LORA["framework"].replace("compile=True", "compile=False")

@@ -127,7 +127,7 @@ def build_setup(req: Request, spec: ModelSpec | None = None) -> TrainingSetup:
     loss = parse_enum(Loss, req.loss, "--loss") if req.loss else None
     impl = implementation(framework, loss=loss, optimizer_in_backward=req.optimizer_in_backward,
                           activation_offload=req.activation_offload, liger_kernels=req.liger,
-                          load_fp32=req.load_fp32)
+                          load_fp32=req.load_fp32, compiled=req.compile)
     lora = quant = None
     if method in (Method.LORA, Method.QLORA):
         alpha = req.lora_alpha if req.lora_alpha is not None else 2.0 * req.lora_rank

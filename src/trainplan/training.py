@@ -43,6 +43,7 @@ class Implementation:
     activation_offload: bool = False      # saved activations moved to CPU (torchtune)
     grad_dtype_fp32_accum: bool = False   # Megatron main_grad: fp32 gradient accumulation buffer
     liger_kernels: bool = False           # fused RMSNorm/SwiGLU/RoPE: fewer saved tensors
+    compiled: bool = False                # torch.compile: fused pointwise ops, min-cut saves (and loss)
     padding_free: bool = False
     empty_cache_per_step: bool = False    # reserve falls back to allocated between steps
     loss_chunks: int = 8                  # chunks for Loss.CHUNKED (0: one per 128 tokens, litgpt)

@@ -191,9 +191,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
     if framework is Framework.TORCHTUNE:
         flags.update(_torchtune_flags(case))
         if compiled:
-            overrides = (("loss_upcast", False),)
-            notes.append("torch.compile: torchtune compiles the loss too, the fp32 upcast is fused into the "
-                         "cross-entropy kernels and no fp32 copy of the logits is kept")
+            notes.append("torch.compile: torchtune compiles each layer and the loss (compile_model, compile_loss)")
     attention = text(case.get("attention"))
     attn = "flash" if "flash" in attention else "sdpa" if "sdpa" in attention else \
         "eager" if "eager" in attention else None

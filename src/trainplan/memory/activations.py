@@ -61,6 +61,7 @@ class LayerContext:
     frozen_weight_bytes: int = 2
     adapter_bytes: int = 2
     liger: bool = False
+    compiled: bool = False            # torch.compile: pointwise chains fused, recomputed in backward
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,6 +205,10 @@ def _norm_saves(ctx: LayerContext, spec: ModelSpec, width: int, *, input_grad: b
     t = ctx.tokens if tokens is None else tokens
     if not (input_grad or weight_grad):
         return 0, 0
+    if spec.norm_kind is NormKind.RMS and (ctx.liger or ctx.compiled) and not spec.model_type.startswith("gemma"):
+        # a fused RMSNorm (Liger's kernel; Inductor's fused reduction under torch.compile) saves its
+        # input in its own dtype and the (t,) fp32 rstd; the weight's gradient is recomputed from them
+        return ctx.residual_bytes * t * width, 4 * t
     if spec.norm_kind is NormKind.RMS:
         upcast = 4 * t * width if input_grad else 0        # pow/mul save the fp32 input (or its copy)
         rsqrt = 4 * t if input_grad else 0                 # mul saves the (t,) rsqrt when x needs grad
@@ -221,7 +226,7 @@ def _norm_input_is_layer_input(ctx: LayerContext, spec: ModelSpec) -> bool:
     """The first norm saves the layer input itself when no dtype cast is needed (RMSNorm on an fp32
     stream; LayerNorm without an autocast upcast)."""
     if spec.norm_kind is NormKind.RMS:
-        return ctx.residual_bytes == 4
+        return ctx.residual_bytes == 4 or ctx.liger or ctx.compiled
     return not (ctx.autocast and ctx.residual_bytes != 4)
 
 

@@ -53,7 +53,7 @@ def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
             input_requires_grad=embed_grad or below,
             trained_weight_bytes=regime.trainable_weight_bytes,
             frozen_weight_bytes=regime.frozen_weight_bytes, adapter_bytes=regime.adapter_bytes,
-            liger=setup.impl.liger_kernels))
+            liger=setup.impl.liger_kernels, compiled=setup.impl.compiled))
     return out
 
 
@@ -108,7 +108,7 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     grads = [int(g * grad_scale) for g in _layer_grad_bytes(setup, regime, state)]
     chunks = setup.impl.loss_chunks or max(1, -(-setup.seq_len // 128))
     logits = logits_memory(tokens=t, vocab=v, hidden=h, compute_bytes=c, loss=setup.impl.loss,
-                           chunks=chunks, upcast=setup.impl.loss_upcast,
+                           chunks=chunks, upcast=setup.impl.loss_upcast, compiled=setup.impl.compiled,
                            softcap=bool(spec.final_logit_softcapping))
     return StepInputs(
         persistent=persistent, layers=layers, layer_grads=tuple(grads), head_saved=head_saved,

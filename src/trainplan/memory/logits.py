@@ -8,6 +8,11 @@ at that moment, then a 16-bit gradient for the lm_head (2 bytes per logit).
 Chunked cross-entropy (torchtune `CEWithChunkedOutputLoss`) upcasts chunk by chunk; fused linear
 cross-entropy (Liger `LigerFusedLinearCrossEntropyLoss`) never materialises the logits: it
 processes ~H/V of the tokens at a time, computing gradients in forward.
+Compiled (torch.compile over the loss, as torchtune's `compile_loss` and HF's compiled forward do):
+Inductor fuses the upcast, log-softmax and gather into reductions, and its min-cut partitioner
+saves the cheapest tensor that recomputes the rest in backward: the logits as they enter the loss
+plus a (t,) logsumexp, never an fp32 log-probability copy. A chunked loss keeps the 16-bit chunks;
+a loss that receives fp32 logits (torchtune's unchunked output ends in `.float()`) keeps those.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ class LogitsMemory:
 
 
 def logits_memory(*, tokens: int, vocab: int, hidden: int, compute_bytes: int, loss: Loss,
-                  chunks: int = 8, upcast: bool = True, softcap: bool = False) -> LogitsMemory:
+                  chunks: int = 8, upcast: bool = True, softcap: bool = False,
+                  compiled: bool = False) -> LogitsMemory:
     """Extra bytes for the logits and the loss. `upcast`: cross-entropy runs on an fp32 copy."""
     n = tokens * vocab
     c = compute_bytes
@@ -35,6 +41,8 @@ def logits_memory(*, tokens: int, vocab: int, hidden: int, compute_bytes: int, l
         chunk = min(tokens, chunk_tokens) * vocab * 4
         return LogitsMemory(forward_peak_bytes=2 * chunk + 4 * tokens * hidden, saved_bytes=4 * tokens * hidden,
                             backward_peak_bytes=4 * tokens * hidden, after_bytes=0)
+    if compiled:
+        return _compiled_loss(n=n, c=c, tokens=tokens, loss=loss, chunks=chunks, upcast=upcast)
     p = 4 if (upcast or c == 4) else c   # bytes of the log-probabilities
     copy = 0 if c == 4 or not upcast else 4 * n   # fp32 copy (absent when logits are already fp32)
     if loss is Loss.CHUNKED:
@@ -47,3 +55,18 @@ def logits_memory(*, tokens: int, vocab: int, hidden: int, compute_bytes: int, l
     cap = c * n if softcap else 0       # Gemma-2 final soft-capping: tanh saves its output
     return LogitsMemory(forward_peak_bytes=c * n + copy + p * n + cap, saved_bytes=p * n + cap,
                         backward_peak_bytes=3 * p * n + cap, after_bytes=c * n)
+
+
+def _compiled_loss(*, n: int, c: int, tokens: int, loss: Loss, chunks: int, upcast: bool) -> LogitsMemory:
+    """A compiled cross-entropy: it saves its input logits and a (t,) fp32 logsumexp."""
+    lse = 4 * tokens
+    if loss is Loss.CHUNKED:
+        per = -(-n // max(1, chunks))
+        # forward: the 16-bit chunks (the model's output list) and one chunk's fp32 working copy;
+        # backward: one chunk's fp32 gradient and its 16-bit cast next to the saved chunks
+        return LogitsMemory(forward_peak_bytes=c * n + 4 * per + lse, saved_bytes=c * n + lse,
+                            backward_peak_bytes=c * n + lse + 4 * per + c * per, after_bytes=c * n)
+    inp = 4 if upcast else c            # the logits as the loss receives them
+    cast = c * n if inp != c else 0     # the 16-bit logits while their fp32 copy is made
+    return LogitsMemory(forward_peak_bytes=inp * n + cast + lse, saved_bytes=inp * n + lse,
+                        backward_peak_bytes=2 * inp * n + lse, after_bytes=c * n)

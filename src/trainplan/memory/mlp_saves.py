@@ -37,8 +37,10 @@ def mlp_saves(ctx: LayerContext, lins: list[LinearSpec], tokens: int, act: str) 
     gated = any(lin.role in (Role.GATE, Role.GATE_UP) for lin in lins)
     width = next(lin.in_features for lin in lins if lin.role is Role.DOWN)
     own = _act_own_bytes(act, c, ctx.autocast)
-    if ctx.liger and gated:
-        return 2 * c * tokens * width                      # fused SwiGLU keeps gate and up only
+    if (ctx.liger or ctx.compiled) and gated:
+        # fused SwiGLU (Liger) or torch.compile's min-cut partitioner (it recomputes the pointwise
+        # act(gate) * up in backward): gate and up outputs only
+        return 2 * c * tokens * width
     if gated:
         return (own + 2 * c) * tokens * width              # act's own saves, act output, up output
     if act == "relu" and not ctx.weights_trained:

@@ -1,0 +1,56 @@
+"""torch.compile / fused kernels in the memory model: what a compiled loss, a fused RMSNorm and a
+fused SwiGLU keep for backward (hand-derived byte counts)."""
+
+from dataclasses import replace
+
+from conftest import tiny_llama
+from trainplan.enums import Loss, MasterWeights, Method, Precision
+from trainplan.memory import estimate_memory
+from trainplan.memory.logits import logits_memory
+from trainplan.training import Implementation, Layout, TrainingSetup
+from trainplan import catalog
+
+T, V, H = 8192, 128256, 3072          # Llama-3.2-3B, batch 2 x 4096
+
+
+def test_compiled_chunked_loss_keeps_16_bit_chunks_and_a_logsumexp():
+    n = T * V
+    per = -(-n // 8)
+    m = logits_memory(tokens=T, vocab=V, hidden=H, compute_bytes=2, loss=Loss.CHUNKED, chunks=8,
+                      upcast=True, compiled=True)
+    assert m.saved_bytes == 2 * n + 4 * T                      # bf16 chunks + fp32 logsumexp
+    assert m.forward_peak_bytes == 2 * n + 4 * per + 4 * T     # one chunk's fp32 working copy
+    assert m.backward_peak_bytes == 2 * n + 4 * T + 4 * per + 2 * per
+    eager = logits_memory(tokens=T, vocab=V, hidden=H, compute_bytes=2, loss=Loss.CHUNKED, chunks=8,
+                          upcast=True)
+    assert eager.saved_bytes == 4 * n                          # eager keeps fp32 log-probabilities
+    assert m.saved_bytes < eager.saved_bytes
+
+
+def test_compiled_full_loss_on_fp32_logits_keeps_the_fp32_input_only():
+    n = T * V
+    m = logits_memory(tokens=T, vocab=V, hidden=H, compute_bytes=2, loss=Loss.FULL, upcast=True, compiled=True)
+    assert m.saved_bytes == 4 * n + 4 * T
+    assert m.forward_peak_bytes == 4 * n + 2 * n + 4 * T       # the bf16 logits while the copy is made
+    assert m.backward_peak_bytes == 8 * n + 4 * T              # saved input + its fp32 gradient
+    eager = logits_memory(tokens=T, vocab=V, hidden=H, compute_bytes=2, loss=Loss.FULL, upcast=True)
+    assert eager.backward_peak_bytes == 12 * n
+
+
+def _saved(setup):
+    layout = Layout(num_gpus=1)
+    gpu = catalog.resolve_gpu("a100-80gb")
+    return estimate_memory(setup, layout, gpu).saved_activations_bytes
+
+
+def test_compile_saves_fewer_activations_by_the_fused_norm_and_swiglu_difference():
+    spec = tiny_llama()
+    base = TrainingSetup(model=spec, method=Method.FULL, precision=Precision.BF16_PURE, batch_size=2, seq_len=64,
+                         impl=Implementation(master_weights=MasterWeights.NONE, loss=Loss.CHUNKED))
+    comp = replace(base, impl=replace(base.impl, compiled=True))
+    t, h, i, L = 2 * 64, spec.hidden_size, spec.intermediate_size, spec.num_layers
+    # per layer: each RMSNorm drops its fp32 input copy and the normed copy (4h + 2h -> its 2h
+    # bf16 input); the gated MLP drops silu's output (2i bytes) of act-in, act-out, up
+    per_layer = 2 * (4 * h + 2 * h - 2 * h) * t + 2 * i * t
+    final_norm = (4 * h + 2 * h - 2 * h) * t
+    assert _saved(base) - _saved(comp) == L * per_layer + final_norm
