@@ -165,6 +165,27 @@ def test_fsdp_keeps_two_units_and_the_root_gathered():
     assert hybrid.persistent["optimizer"] == 8 * P7 // 8      # sharded inside the 8-GPU node only
 
 
+def test_fsdp1_no_sync_accumulation_keeps_every_units_whole_gradient():
+    # litgpt (Fabric FSDPStrategy: FSDP1, use_orig_params, no_backward_sync while accumulating):
+    # LoRA r=16 on q,v puts trainable adapters in every layer's flat parameter, so each of the 32
+    # units gets a gradient for all 202,383,360 + 2 x 16 x (4096 + 4096) layer params, unsharded.
+    lora = LoraConfig(rank=16)
+    layer = 202_383_360 + 2 * 16 * (4096 + 4096)
+    setup = _setup(framework=Framework.LITGPT, method=Method.LORA, lora=lora, grad_ckpt=GradCkpt.FULL,
+                   precision=Precision.BF16_PURE, grad_accum=4)
+    sh = _gpu0(setup, Layout(num_gpus=2, fsdp=Fsdp.FULL)).sharded
+    assert sh.extras.backward["fsdp_unsynced_grads"] == 2 * 32 * layer
+    assert "fsdp_frozen_grad_shards" not in sh.extras.backward
+    assert sh.extras.optimizer["fsdp_frozen_grad_shards"] == 2 * 32 * (layer - 2 * 16 * 8192) // 2
+    synced = _gpu0(replace(setup, grad_accum=1), Layout(num_gpus=2, fsdp=Fsdp.FULL)).sharded
+    assert "fsdp_unsynced_grads" not in synced.extras.backward
+    assert synced.extras.backward["fsdp_unsharded_grads"] == 2 * layer
+    # torchtune (FSDP2, reduce-scatter every micro-batch): only the adapters' gradients
+    tt = _gpu0(replace(setup, framework=Framework.TORCHTUNE), Layout(num_gpus=2, fsdp=Fsdp.FULL)).sharded
+    assert "fsdp_unsynced_grads" not in tt.extras.backward
+    assert tt.extras.backward["fsdp_unsharded_grads"] == 2 * 2 * 16 * 8192
+
+
 # --- model parallel ----------------------------------------------------------------------------
 
 def test_tp2_halves_the_split_weights():

@@ -120,7 +120,7 @@ class FastMemory:
                  fsdp: FsdpConfig | None = None, parallel: ParallelConfig | None = None) -> None:
         self.overhead = overhead or Overhead()
         self.zero = zero or ZeroConfig()
-        self.fsdp = fsdp or FsdpConfig()
+        self.fsdp = fsdp                    # None: each setup's framework default (sharding.fsdp_for)
         self.parallel = parallel or ParallelConfig()
         self._setups: dict[int, tuple[TrainingSetup, int, int]] = {}
         self._intern: dict[tuple, int] = {}
@@ -196,7 +196,7 @@ class FastMemory:
 
     def _shard(self, v: _Variant, vkey: tuple, layout: Layout, stage: Stage, params, mine: ModelState) -> _Sharded:
         key = (vkey, layout.num_gpus, layout.nodes, layout.zero, layout.fsdp, layout.offload, layout.tp,
-               layout.pp, layout.cp, layout.ep, stage.index)
+               layout.pp, layout.cp, layout.ep, stage.index, v.setup.grad_accum > 1)   # FSDP no_sync
         hit = self._sharded.get(key)
         if hit is None:
             sh = shard_state(v.setup, layout, mine, v.regime, params, self.zero, self.fsdp)

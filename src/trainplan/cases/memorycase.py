@@ -137,6 +137,17 @@ def _layout_flags(case: dict) -> dict:
             "ep": int(par.get("ep") or 1)}
 
 
+def _grad_accum(case: dict) -> int:
+    """The case's accumulation steps; when not given, global batch / (micro-batch x data-parallel GPUs)."""
+    if case.get("grad_accum"):
+        return int(case["grad_accum"])
+    dp = int((case.get("parallel") or {}).get("dp") or (case.get("gpus") or {}).get("count") or 1)
+    global_batch, micro = case.get("global_batch"), int(case.get("micro_batch") or 1)
+    if not global_batch:
+        return 1
+    return max(1, int(global_batch) // (micro * max(1, dp)))
+
+
 def _quant(case: dict) -> tuple[str | None, bool, str | None]:
     q = case.get("quantization") or {}
     if case.get("method") != "qlora":
@@ -202,7 +213,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
     request = Request(model=spec, method=method, precision=precision,
                       optimizer=None if optimizer is None else optimizer.value,
                       quant=quant, double_quant=double_quant, batch_size=int(case["micro_batch"]),
-                      grad_accum=int(case.get("grad_accum") or 1), seq_len=int(case["seq_len"]),
+                      grad_accum=_grad_accum(case), seq_len=int(case["seq_len"]),
                       grad_ckpt=str(case_grad_ckpt(case.get("grad_ckpt")).value), attention=attn,
                       framework=framework.value, load_fp32=load_fp32, gpu=gpu, compile=compiled,
                       **_layout_flags(case), **flags)

@@ -109,7 +109,7 @@ def stage_memories(setup: TrainingSetup, layout: Layout, *, overhead: Overhead |
                    zero: ZeroConfig | None = None, fsdp: FsdpConfig | None = None,
                    parallel: ParallelConfig | None = None) -> tuple[tuple[StageMemory, ...], Regime, list[str]]:
     """Every pipeline stage's peak (one stage without pipeline parallelism), the regime, and notes."""
-    zero, fsdp, parallel = zero or ZeroConfig(), fsdp or FsdpConfig(), parallel or ParallelConfig()
+    zero, parallel = zero or ZeroConfig(), parallel or ParallelConfig()   # fsdp None: the framework's
     check_sharding(layout, zero)
     check_layout(setup, layout, parallel)
     setup, switched = engine_setup(setup, layout)

@@ -28,6 +28,15 @@ Semantics and sources:
   SHARD_GRAD_OP / reshard_after_forward=False keeps every unit gathered from forward to backward.
   HYBRID_SHARD shards inside a node and replicates across nodes. CPU offload (FSDP1 CPUOffload,
   FSDP2 CPUOffloadPolicy) moves sharded parameters, gradients and the optimizer step together.
+  Gradient accumulation without synchronisation (FSDP1 `no_sync()`, used by Lightning Fabric's
+  `no_backward_sync` and by Accelerate's `accumulate()` unless `sync_each_batch`; FSDP2
+  `set_requires_gradient_sync(False)`): the post-backward hook skips the reduce-scatter and keeps
+  each unit's gradient unsharded (torch/distributed/fsdp/_runtime_utils.py `_post_backward_hook`:
+  `if not state._sync_gradients: handle._use_unsharded_grad_views(); return`), so by the end of a
+  micro-batch's backward every unit's full gradient is on every GPU. FSDP1 with use_orig_params
+  (Fabric's and Accelerate's default) flattens frozen and trainable parameters of a unit into one
+  flat parameter that requires grad when any of them does (_flat_param.py
+  `_validate_tensors_to_flatten`): a LoRA unit's gradient covers its frozen weights too.
 - Megatron (distrib_optimizer.md): the contiguous gradient buffer exists from the start and is
   not sharded; the distributed optimizer shards master weights and Adam over dp x cp ("6 + 12/d"
   bytes/param with bf16 params and fp32 grads). Expert parameters shard over dp x cp / ep.
@@ -37,7 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trainplan.enums import Fsdp, Offload, ZeroStage
+from trainplan.enums import Framework, Fsdp, Method, Offload, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.memory.parallel import GpuParams, is_model_parallel
 from trainplan.memory.regime import Regime
@@ -92,6 +101,8 @@ class FsdpConfig:
     version: int = 2
     reshard_after_forward: bool = True    # False: SHARD_GRAD_OP (FSDP1) / reshard_after_forward=False
     prefetch_units: int = 1
+    sync_every_microbatch: bool = True    # False: no_sync accumulation, unsharded gradients until the last
+    whole_unit_grads: bool = False        # FSDP1 use_orig_params: a unit with any trainable param gets a full gradient
 
     def __post_init__(self) -> None:
         if self.version not in (1, 2):
@@ -135,6 +146,18 @@ class ShardedState:
     @property
     def cpu_offloaded_bytes(self) -> int:
         return sum(self.cpu_bytes.values())
+
+
+# What each framework's FSDP integration does by default (see the module docstring).
+_FSDP1_NO_SYNC = FsdpConfig(version=1, sync_every_microbatch=False, whole_unit_grads=True)
+FSDP_BY_FRAMEWORK = {Framework.LITGPT: _FSDP1_NO_SYNC, Framework.HF: _FSDP1_NO_SYNC,
+                     Framework.LLAMAFACTORY: _FSDP1_NO_SYNC, Framework.SWIFT: _FSDP1_NO_SYNC,
+                     Framework.AXOLOTL: _FSDP1_NO_SYNC}
+
+
+def fsdp_for(framework: Framework) -> FsdpConfig:
+    """The FSDP behaviour a framework's integration gives (FSDP2, synchronising, otherwise)."""
+    return FSDP_BY_FRAMEWORK.get(framework, FsdpConfig())
 
 
 def shard_level(layout: Layout) -> tuple[int, int]:
@@ -186,8 +209,10 @@ def _bytes_per_param(state: ModelState, params: GpuParams) -> float:
 
 
 def shard_state(setup: TrainingSetup, layout: Layout, state: ModelState, regime: Regime, params: GpuParams,
-                zero: ZeroConfig, fsdp: FsdpConfig) -> ShardedState:
-    """Shard one GPU's model state over the data-parallel group and add the engine's buffers."""
+                zero: ZeroConfig, fsdp: FsdpConfig | None) -> ShardedState:
+    """Shard one GPU's model state over the data-parallel group and add the engine's buffers.
+    `fsdp` None: the framework's FSDP behaviour (fsdp_for)."""
+    fsdp = fsdp or fsdp_for(setup.framework)
     stage, group = shard_level(layout)
     # Expert parameters are already / ep on this GPU and shard over (dp x cp) / ep only.
     e = params.expert_fraction
@@ -218,6 +243,7 @@ def shard_state(setup: TrainingSetup, layout: Layout, state: ModelState, regime:
         notes.append("DDP gradient buckets: one flat copy of the gradients (gradient_as_bucket_view=False)")
     elif is_fsdp:
         _fsdp_extras(extras, layout, state, regime, params, fsdp, notes)
+        _fsdp_grad_extras(extras, setup, regime, params, fsdp, group, notes)
     elif stage:
         _zero_extras(extras, stage, state, regime, params, zero, f_states, layout.offload, notes)
     cpu, nvme, grad_scale = _offload(layout, zero, persistent, state, regime, f_states, f_grads, grad_scale,
@@ -282,14 +308,38 @@ def _fsdp_extras(extras: PhaseExtras, layout: Layout, state: ModelState, regime:
     extras.backward["fsdp_unsharded_units"] = gathered
     extras.forward["fsdp_root_unsharded"] = int(params.root * per_param)
     extras.backward["fsdp_root_unsharded"] = int(params.root * per_param)
-    layer_grad = max(params.layer_trainable, default=0)
-    extras.backward["fsdp_unsharded_grads"] = (layer_grad + params.root_trainable) * elem
     mode = "FULL_SHARD" if fsdp.reshard_after_forward else "SHARD_GRAD_OP"
     if layout.fsdp is Fsdp.HYBRID:
         mode = "HYBRID_SHARD"
     notes.append(f"FSDP{fsdp.version} {mode}: decoder-layer units gathered in bf16 "
                  f"({1 + fsdp.prefetch_units if fsdp.reshard_after_forward else 'all'} in flight), root unit "
                  "(embedding/norm/head) kept gathered through backward")
+
+
+def _fsdp_grad_extras(extras: PhaseExtras, setup: TrainingSetup, regime: Regime, params: GpuParams,
+                      fsdp: FsdpConfig, group: int, notes: list[str]) -> None:
+    """The gradients FSDP holds beyond each GPU's shard of the trainable ones: a unit's unsharded
+    gradient before its reduce-scatter, whole units under use_orig_params, every unit's unsharded
+    gradient at the end of an unsynchronised micro-batch."""
+    elem, shard_elem = regime.compute_bytes, regime.grad_bytes   # unsharded in param_dtype, shards in theirs
+    whole = fsdp.version == 1 and fsdp.whole_unit_grads
+    adapters = setup.method in (Method.LORA, Method.QLORA)     # layer_trainable counts the adapters only
+    units = [params.largest_layer + t if whole and adapters and t else t for t in params.layer_trainable]
+    root = params.root if whole and params.root_trainable else params.root_trainable
+    extras.backward["fsdp_unsharded_grads"] = (max(units, default=0) + root) * elem
+    frozen_in_units = sum(units) + root - sum(params.layer_trainable) - params.root_trainable
+    unsynced = setup.grad_accum > 1 and not fsdp.sync_every_microbatch
+    if frozen_in_units > 0:
+        shards = frozen_in_units * shard_elem // max(1, group)
+        extras.optimizer["fsdp_frozen_grad_shards"] = shards
+        if not unsynced:      # under no_sync the unsharded gradients below are the larger moment
+            extras.backward["fsdp_frozen_grad_shards"] = shards
+        notes.append("FSDP1 use_orig_params: frozen and trainable parameters share each unit's flat parameter, "
+                     "so its gradient covers the frozen weights too")
+    if unsynced:
+        extras.backward["fsdp_unsynced_grads"] = (sum(units) + root) * elem
+        notes.append(f"FSDP gradient accumulation without sync (no_sync): each unit's gradient stays unsharded "
+                     f"on every GPU until the last of {setup.grad_accum} micro-batches")
 
 
 def _offload(layout: Layout, zero: ZeroConfig, persistent: dict[str, int], state: ModelState, regime: Regime,
