@@ -54,3 +54,49 @@ def test_compile_saves_fewer_activations_by_the_fused_norm_and_swiglu_difference
     per_layer = 2 * (4 * h + 2 * h - 2 * h) * t + 2 * i * t
     final_norm = (4 * h + 2 * h - 2 * h) * t
     assert _saved(base) - _saved(comp) == L * per_layer + final_norm
+
+
+# --- framework mechanisms outside the Hugging Face model code ---------------------------------
+
+from trainplan.architecture import structure
+from trainplan.enums import Attention
+from trainplan.memory.activations import LayerContext, layer_activations
+from trainplan.memory.logits import held_fp32_logits
+
+
+def _layer(spec, **kw):
+    t = 2 * 64
+    ctx = LayerContext(tokens=t, batch=2, seq=64, residual_bytes=2, compute_bytes=2, autocast=False,
+                       attention=Attention.SDPA, weights_trained=False, lora_names=frozenset({"attention/q_proj", "attention/v_proj"}),
+                       lora_rank=8, **kw)
+    return layer_activations(spec, structure(spec).layer(1), ctx)
+
+
+def test_bitsandbytes_4bit_linears_keep_their_inputs():
+    # MatMul4Bit saves its input A when A requires grad. q/k/v read the norm output the q,v
+    # adapters already keep (shared); o_proj reads the attention kernel's saved output; so the
+    # new saves are gate/up's input (h wide) and down's input (i wide), in bf16.
+    spec = tiny_llama()
+    t, h, i = 2 * 64, spec.hidden_size, spec.intermediate_size
+    plain, bnb = _layer(spec), _layer(spec, quant_saves_input=True)
+    assert bnb.saved_bytes - plain.saved_bytes == 2 * t * (h + i)
+
+
+def test_fused_qkv_value_pins_the_projection_and_zero_pad_keeps_the_adapters_output():
+    # litgpt: v is a view of the fused qkv output (q_dim + 2 kv_dim wide): q_dim + kv_dim more
+    # bytes stay alive; zero_pad's index_copy keeps the q and v adapters' output (q_dim + kv_dim).
+    spec = tiny_llama()
+    t = 2 * 64
+    plain, fused = _layer(spec), _layer(spec, fused_qkv=True)
+    extra = 2 * t * (spec.q_dim + spec.kv_dim)
+    assert fused.detail["attention_core"] - plain.detail["attention_core"] == extra
+    assert fused.detail["lora"] - plain.detail["lora"] == extra
+
+
+def test_fp32_output_logits_are_held_through_backward():
+    n = T * V
+    base = logits_memory(tokens=T, vocab=V, hidden=H, compute_bytes=2, loss=Loss.CHUNKED, chunks=64, upcast=False)
+    held = held_fp32_logits(base, tokens=T, vocab=V, compute_bytes=2)
+    assert held.saved_bytes - base.saved_bytes == 4 * n
+    assert held.forward_peak_bytes - base.forward_peak_bytes == 4 * n + 2 * n   # bf16 output while cast
+    assert held.backward_peak_bytes - base.backward_peak_bytes == 4 * n

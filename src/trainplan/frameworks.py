@@ -11,7 +11,11 @@ Sources:
 - megatron: fp32 `main_grad` accumulation buffers, fp32 master weights in the (distributed)
   optimizer (Megatron-LM core/optimizer), fused Adam (Apex/TE).
 - litgpt: `--precision bf16-true` (bf16 weights and AdamW states), lm_head computed in chunks of
-  128 tokens with chunked cross-entropy (litgpt/utils.py chunked_cross_entropy, finetune/lora.py).
+  128 tokens with chunked cross-entropy (litgpt/utils.py chunked_cross_entropy, finetune/lora.py);
+  Fabric's `_FabricModule.forward` returns the logits cast to the default dtype (fp32,
+  precision.convert_output) and the loop holds them through backward; one fused `attn` q/k/v
+  linear whose output the value view keeps alive, LoRAQKVLinear.zero_pad's index_copy saving the
+  adapters' output (lit_gpt/model.py, lit_gpt/lora.py).
 - torchtune: bf16 weights and AdamW states (`dtype: bf16`), CEWithChunkedOutputLoss with 8 chunks,
   activation checkpointing on in the recipes, fused AdamW; `optimizer_in_bwd` and
   `enable_activation_offloading` are recipe flags (README memory table).
@@ -68,7 +72,7 @@ PROFILES: dict[Framework, Profile] = {
     Framework.LITGPT: Profile(framework=Framework.LITGPT, precision=Precision.BF16_PURE, optimizer=Optimizer.ADAMW,
                               grad_ckpt=GradCkpt.NONE, attention=Attention.SDPA,
                               impl=_impl(master_weights=MasterWeights.NONE, loss=Loss.CHUNKED, loss_chunks=0,
-                                        loss_upcast=False),
+                                        loss_upcast=False, fused_qkv=True, output_fp32=True),
                               summary="litgpt bf16-true: bf16 weights and AdamW states, chunked lm_head + CE"),
     Framework.TORCHTUNE: Profile(framework=Framework.TORCHTUNE, precision=Precision.BF16_PURE,
                                  optimizer=Optimizer.ADAMW_FUSED, grad_ckpt=GradCkpt.FULL,

@@ -44,6 +44,8 @@ class Implementation:
     grad_dtype_fp32_accum: bool = False   # Megatron main_grad: fp32 gradient accumulation buffer
     liger_kernels: bool = False           # fused RMSNorm/SwiGLU/RoPE: fewer saved tensors
     compiled: bool = False                # torch.compile: fused pointwise ops, min-cut saves (and loss)
+    fused_qkv: bool = False               # one q/k/v projection (litgpt): v keeps it alive; LoRA zero-pads
+    output_fp32: bool = False             # logits returned in fp32 and held through backward (Fabric bf16-true)
     padding_free: bool = False
     empty_cache_per_step: bool = False    # reserve falls back to allocated between steps
     loss_chunks: int = 8                  # chunks for Loss.CHUNKED (0: one per 128 tokens, litgpt)

@@ -6,7 +6,8 @@ Conventions (t = micro-batch tokens b*s; a = residual-stream bytes; c = compute 
   first trainable parameter (the frozen embedding's output under LoRA/freeze tuning) nothing does,
   so the first LoRA layer's input norm saves nothing and its adapters keep no dropout mask.
 - nn.Linear saves its input when its weight needs a gradient, and its weight when its input
-  needs a gradient (aten mm/addmm derivatives, tools/autograd/derivatives.yaml). Under autocast,
+  needs a gradient (aten mm/addmm derivatives, tools/autograd/derivatives.yaml). A bitsandbytes
+  4-bit linear (QLoRA) runs MatMul4Bit, which saves its input whenever it requires grad. Under autocast,
   every call casts its fp32 input to 16-bit anew, so q/k/v (and gate/up) each save their own copy.
 - LlamaRMSNorm upcasts to fp32 (`hidden_states.to(torch.float32)`), pow saves the fp32 input,
   rsqrt saves a (t,) vector, and `weight * x` saves x only when the weight is trained; its output
@@ -62,6 +63,8 @@ class LayerContext:
     adapter_bytes: int = 2
     liger: bool = False
     compiled: bool = False            # torch.compile: pointwise chains fused, recomputed in backward
+    quant_saves_input: bool = False   # bitsandbytes 4-bit base weights: MatMul4Bit saves its input
+    fused_qkv: bool = False           # the model's own single q/k/v projection (litgpt)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,6 +142,14 @@ def _linears_saves(ctx: LayerContext, spec: ModelSpec, lins: list[LinearSpec], t
         cast = ctx.autocast and in_bytes != c
         width = tokens * lin.in_features
         if ctx.weights_trained:
+            if cast:
+                act += c * width
+            else:
+                shared[key] = in_bytes * width
+        elif ctx.quant_saves_input and needs_grad:
+            # bitsandbytes MatMul4Bit.forward: `if any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)`:
+            # a frozen 4-bit linear keeps its input whenever that input requires grad; an fp32 input is
+            # first cast to the compute dtype by Linear4bit.forward, a fresh copy per call
             if cast:
                 act += c * width
             else:
@@ -327,7 +338,11 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
     detail["linear_inputs"] = act
     detail["lora"] = lora
     needs = _qkv_needs(ctx, spec, layer, grads)
-    detail["attention_core"] = _attention_core(ctx, spec, _value_pins_fused_qkv(spec, layer), needs)
+    detail["attention_core"] = _attention_core(ctx, spec, _value_pins_fused_qkv(spec, layer) or ctx.fused_qkv,
+                                               needs)
+    if ctx.fused_qkv and lora:   # LoRAQKVLinear.zero_pad: index_copy keeps the adapters' output
+        detail["lora"] += c * t * sum(lin.out_features for lin in layer.linears
+                                      if lin.role in (Role.Q, Role.K, Role.V, Role.QKV) and _has_lora(ctx, lin))
     if spec.mla:   # q_a_layernorm / kv_a_layernorm (RMSNorm over the compressed latents)
         latents = (("q_latent", spec.mla.q_lora_rank or 0), ("kv_latent", spec.mla.kv_lora_rank))
         latent_ctx = replace(ctx, residual_bytes=c)        # the latents are projection outputs

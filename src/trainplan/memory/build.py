@@ -8,7 +8,7 @@ from dataclasses import replace
 from trainplan.architecture import structure
 from trainplan.enums import Framework, GradCkpt, Method, Position
 from trainplan.memory.activations import LayerActivations, LayerContext, _norm_saves, layer_activations
-from trainplan.memory.logits import LogitsMemory, logits_memory
+from trainplan.memory.logits import LogitsMemory, held_fp32_logits, logits_memory
 from trainplan.memory.parallel import Stage, activation_setup
 from trainplan.memory.peak import StepInputs
 from trainplan.memory.regime import Regime
@@ -53,7 +53,9 @@ def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
             input_requires_grad=embed_grad or below,
             trained_weight_bytes=regime.trainable_weight_bytes,
             frozen_weight_bytes=regime.frozen_weight_bytes, adapter_bytes=regime.adapter_bytes,
-            liger=setup.impl.liger_kernels, compiled=setup.impl.compiled))
+            liger=setup.impl.liger_kernels, compiled=setup.impl.compiled,
+            quant_saves_input=setup.method is Method.QLORA and setup.framework is not Framework.TORCHTUNE,
+            fused_qkv=setup.impl.fused_qkv))
     return out
 
 
@@ -110,6 +112,8 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     logits = logits_memory(tokens=t, vocab=v, hidden=h, compute_bytes=c, loss=setup.impl.loss,
                            chunks=chunks, upcast=setup.impl.loss_upcast, compiled=setup.impl.compiled,
                            softcap=bool(spec.final_logit_softcapping))
+    if setup.impl.output_fp32 and c != 4:
+        logits = held_fp32_logits(logits, tokens=t, vocab=v, compute_bytes=c)
     return StepInputs(
         persistent=persistent, layers=layers, layer_grads=tuple(grads), head_saved=head_saved,
         batch_bytes=8 * t, shared_saved=(rope_tables_bytes(setup, regime) if head_input_grad else 0)

@@ -17,7 +17,7 @@ a loss that receives fp32 logits (torchtune's unchunked output ends in `.float()
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainplan.enums import Loss
 
@@ -70,3 +70,14 @@ def _compiled_loss(*, n: int, c: int, tokens: int, loss: Loss, chunks: int, upca
     cast = c * n if inp != c else 0     # the 16-bit logits while their fp32 copy is made
     return LogitsMemory(forward_peak_bytes=inp * n + cast + lse, saved_bytes=inp * n + lse,
                         backward_peak_bytes=2 * inp * n + lse, after_bytes=c * n)
+
+
+def held_fp32_logits(base: LogitsMemory, *, tokens: int, vocab: int, compute_bytes: int) -> LogitsMemory:
+    """The model returns its logits cast to fp32 and the training loop holds them until backward
+    ends (Lightning Fabric bf16-true: `precision.convert_output` to the default dtype): the loss
+    then works on fp32 logits, and that fp32 tensor stays alive next to what the loss saves."""
+    n = tokens * vocab
+    held = 4 * n
+    fp32_loss = replace(base, forward_peak_bytes=base.forward_peak_bytes + held + compute_bytes * n,
+                        saved_bytes=base.saved_bytes + held, backward_peak_bytes=base.backward_peak_bytes + held)
+    return fp32_loss
