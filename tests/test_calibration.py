@@ -85,7 +85,8 @@ def test_groups_fall_back_to_coarser_levels_and_respect_min_runs():
     term, group = fitted.term("alloc_scale", "hf", "h100-sxm", "lora")
     assert group.level == ("framework", "method") and term.n == 4
     assert fitted.term("alloc_scale", "hf", "h100-sxm", "full")[1].level == ("framework",)
-    assert fitted.term("alloc_scale", "torchtune", "h100-sxm", "full")[1].level == ()
+    # another framework gets no alloc_scale from these hf runs (it is framework-specific)
+    assert fitted.term("alloc_scale", "torchtune", "h100-sxm", "full") is None
     assert cal.fit(runs[:2], min_runs=3).groups == ()
 
 

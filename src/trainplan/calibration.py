@@ -2,7 +2,8 @@
 `trainplan estimate` can look one up on every call without opening the ledger.
 
 Terms (each fitted per framework x GPU x method where at least `min_runs` runs support it, else
-per framework x method, per framework, or over everything):
+per framework x method, per framework, or over everything; alloc_scale never over everything, as
+one framework's misses say nothing about another's):
 - alloc_scale: multiplies the peak allocated (activations and everything the model misses);
   from log(measured / estimated allocated), the allocated implied by a reserved or device
   measurement through the two terms below when only those were measured.
@@ -168,6 +169,11 @@ def fit(obs: Iterable[Observation], *, min_runs: int = DEFAULT_MIN_RUNS,
         for key in keys:
             members = [o for o in usable if o.key(level) == key]
             terms = fit_group(members, min_runs)
+            if not level:
+                # alloc_scale corrects what one framework's memory model misses: it does not carry over
+                # to another framework. The allocator reserve, the device overhead and the time factor
+                # are properties of the GPU stack and do.
+                terms.pop("alloc_scale", None)
             if terms:
                 groups.append(Group(level=level, key=key, terms=terms))
     prov = dict(provenance or {})
