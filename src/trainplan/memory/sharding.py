@@ -339,7 +339,9 @@ def _fsdp_grad_extras(extras: PhaseExtras, setup: TrainingSetup, regime: Regime,
     if unsynced:
         extras.backward["fsdp_unsynced_grads"] = (sum(units) + root) * elem
         notes.append(f"FSDP gradient accumulation without sync (no_sync): each unit's gradient stays unsharded "
-                     f"on every GPU until the last of {setup.grad_accum} micro-batches")
+                     f"on every GPU until the last of {setup.grad_accum} micro-batches; syncing every micro-batch "
+                     "(Accelerate GradientAccumulationPlugin(sync_each_batch=True)) or --grad-accum 1 avoids it "
+                     "at one reduce-scatter per micro-batch")
 
 
 def _offload(layout: Layout, zero: ZeroConfig, persistent: dict[str, int], state: ModelState, regime: Regime,
