@@ -8,7 +8,7 @@ predicts for them. Used by `trainplan accuracy`, `trainplan import` and benchmar
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,12 +99,12 @@ def _map_memory(case: dict) -> CaseMapping:
     mm = map_memory_case(case)
     return mapping_from_request(mm.request, case_id=case["id"], kind="memory", metric=mm.view,
                                 measured=mm.measured_bytes, source=source_of(case), method=str(case["method"]),
-                                notes=mm.notes, impl_overrides=dict(mm.impl_overrides))
+                                notes=mm.notes)
 
 
 def mapping_from_request(req: Any, *, case_id: str = "", kind: str = "memory", metric: str = "device_bytes",
                          measured: float | None = None, source: str = "", method: str | None = None,
-                         notes: tuple[str, ...] = (), impl_overrides: dict | None = None) -> CaseMapping:
+                         notes: tuple[str, ...] = ()) -> CaseMapping:
     """A Request (the flags `trainplan estimate` takes) as a CaseMapping, built the way `estimate`
     builds it (framework profile, layout, workload, timing options), without calibration."""
     from trainplan.inputs import build_layout, build_setup, build_workload, read_lengths, resolve_gpu, resolve_model
@@ -113,8 +113,6 @@ def mapping_from_request(req: Any, *, case_id: str = "", kind: str = "memory", m
 
     spec, gpu = resolve_model(req.model), resolve_gpu(req.gpu)
     setup = build_setup(req, spec)
-    if impl_overrides:
-        setup = replace(setup, impl=replace(setup.impl, **impl_overrides))
     options = TimingOptions(interconnect=req.interconnect, compiled=req.compile, efficiency=req.efficiency,
                             pp_interleave=req.vpp, sample_lengths=read_lengths(req.lengths_file))
     parallel = ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,

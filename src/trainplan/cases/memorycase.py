@@ -28,7 +28,6 @@ class MemoryMapping:
     view: str                 # the estimate's view compared with the measurement
     measured_bytes: int | None
     notes: tuple[str, ...]
-    impl_overrides: tuple[tuple[str, object], ...] = ()   # Implementation fields no CLI flag sets
 
 
 def memory_view(what: str | None) -> tuple[str, str]:
@@ -198,7 +197,6 @@ def map_memory_case(case: dict) -> MemoryMapping:
         notes += [tnote] if tnote else []
         flags.update(lora_rank=int(lora["rank"]), lora_alpha=float(lora.get("alpha") or 2 * lora["rank"]),
                      lora_dropout=lora_dropout(case, framework), lora_targets=targets or None)
-    overrides: tuple[tuple[str, object], ...] = ()
     if framework is Framework.TORCHTUNE:
         flags.update(_torchtune_flags(case))
         if compiled:
@@ -217,6 +215,6 @@ def map_memory_case(case: dict) -> MemoryMapping:
                       grad_ckpt=str(case_grad_ckpt(case.get("grad_ckpt")).value), attention=attn,
                       framework=framework.value, load_fp32=load_fp32, gpu=gpu, compile=compiled,
                       **_layout_flags(case), **flags)
-    return MemoryMapping(request=request, view=view, notes=tuple(notes), impl_overrides=overrides,
+    return MemoryMapping(request=request, view=view, notes=tuple(notes),
                          measured_bytes=None if gib_value is None else int(round(float(gib_value) * GIB)))
 

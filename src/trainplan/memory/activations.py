@@ -141,15 +141,10 @@ def _linears_saves(ctx: LayerContext, spec: ModelSpec, lins: list[LinearSpec], t
         in_bytes = _input_bytes(ctx, spec, group)
         cast = ctx.autocast and in_bytes != c
         width = tokens * lin.in_features
-        if ctx.weights_trained:
-            if cast:
-                act += c * width
-            else:
-                shared[key] = in_bytes * width
-        elif ctx.quant_saves_input and needs_grad:
-            # bitsandbytes MatMul4Bit.forward: `if any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)`:
-            # a frozen 4-bit linear keeps its input whenever that input requires grad; an fp32 input is
-            # first cast to the compute dtype by Linear4bit.forward, a fresh copy per call
+        # a trained weight's gradient needs the input; bitsandbytes MatMul4Bit.forward keeps it for a
+        # frozen 4-bit weight too (`if any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)`), after
+        # Linear4bit.forward's cast of an fp32 input to the compute dtype (a fresh copy per call)
+        if ctx.weights_trained or (ctx.quant_saves_input and needs_grad):
             if cast:
                 act += c * width
             else:
@@ -210,13 +205,20 @@ def _value_pins_fused_qkv(spec: ModelSpec, layer: LayerSpec) -> bool:
             and any(lin.role is Role.QKV for lin in layer.linears))
 
 
+def _fused_rms(ctx: LayerContext, spec: ModelSpec) -> bool:
+    """An RMSNorm run as one fused kernel (Liger, or Inductor under torch.compile); Gemma's
+    `(1 + w)` variant is left to the eager count."""
+    return (spec.norm_kind is NormKind.RMS and (ctx.liger or ctx.compiled)
+            and not spec.model_type.startswith("gemma"))
+
+
 def _norm_saves(ctx: LayerContext, spec: ModelSpec, width: int, *, input_grad: bool,
                 weight_grad: bool, tokens: int | None = None) -> tuple[int, int]:
     """(bytes saved for the norm's input, other bytes) of one norm over `width` features."""
     t = ctx.tokens if tokens is None else tokens
     if not (input_grad or weight_grad):
         return 0, 0
-    if spec.norm_kind is NormKind.RMS and (ctx.liger or ctx.compiled) and not spec.model_type.startswith("gemma"):
+    if _fused_rms(ctx, spec):
         # a fused RMSNorm (Liger's kernel; Inductor's fused reduction under torch.compile) saves its
         # input in its own dtype and the (t,) fp32 rstd; the weight's gradient is recomputed from them
         return ctx.residual_bytes * t * width, 4 * t
@@ -237,7 +239,7 @@ def _norm_input_is_layer_input(ctx: LayerContext, spec: ModelSpec) -> bool:
     """The first norm saves the layer input itself when no dtype cast is needed (RMSNorm on an fp32
     stream; LayerNorm without an autocast upcast)."""
     if spec.norm_kind is NormKind.RMS:
-        return ctx.residual_bytes == 4 or ctx.liger or ctx.compiled
+        return ctx.residual_bytes == 4 or _fused_rms(ctx, spec)
     return not (ctx.autocast and ctx.residual_bytes != 4)
 
 

@@ -78,6 +78,5 @@ def held_fp32_logits(base: LogitsMemory, *, tokens: int, vocab: int, compute_byt
     then works on fp32 logits, and that fp32 tensor stays alive next to what the loss saves."""
     n = tokens * vocab
     held = 4 * n
-    fp32_loss = replace(base, forward_peak_bytes=base.forward_peak_bytes + held + compute_bytes * n,
-                        saved_bytes=base.saved_bytes + held, backward_peak_bytes=base.backward_peak_bytes + held)
-    return fp32_loss
+    return replace(base, forward_peak_bytes=base.forward_peak_bytes + held + compute_bytes * n,
+                   saved_bytes=base.saved_bytes + held, backward_peak_bytes=base.backward_peak_bytes + held)
