@@ -5,7 +5,7 @@ each difference. Usage: python benchmarks/distributed_crosscheck.py
 
 from __future__ import annotations
 
-from dataclasses import replace
+from trainplan.frozen import replace
 
 from trainplan.catalog import resolve_model
 from trainplan.enums import Attention, Framework, GradCkpt, Method, Offload, Optimizer, Precision, ZeroStage

@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import replace
+from trainplan.frozen import replace
 
 from trainplan import catalog
 from trainplan.inputs import Request, build_setup, resolve_gpu

@@ -19,7 +19,7 @@ import json
 import math
 import statistics
 import sys
-from dataclasses import replace
+from trainplan.frozen import replace
 from pathlib import Path
 
 from trainplan.cases.common import Skip

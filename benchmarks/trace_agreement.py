@@ -13,7 +13,7 @@ import json
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from trainplan.frozen import field, frozen
 
 from trainplan.catalog import resolve_gpu
 from trainplan.inputs import Request, build_setup
@@ -23,7 +23,7 @@ from trainplan.training import Layout
 GIB = 2**30
 
 
-@dataclass(frozen=True)
+@frozen
 class Case:
     model: str
     options: dict = field(default_factory=dict)
@@ -41,56 +41,56 @@ def _grid() -> list[Case]:
     small = ["qwen2.5-0.5b", "gpt2", "llama-3.2-1b"]
     for model in small:
         for precision in ("fp32", "bf16", "bf16-pure"):
-            cases.append(Case(model, dict(method="full", precision=precision, batch_size=2, seq_len=512)))
-        cases.append(Case(model, dict(method="full", precision="bf16-pure", batch_size=4, seq_len=1024,
+            cases.append(Case(model=model, options=dict(method="full", precision=precision, batch_size=2, seq_len=512)))
+        cases.append(Case(model=model, options=dict(method="full", precision="bf16-pure", batch_size=4, seq_len=1024,
                                       grad_ckpt="full")))
-        cases.append(Case(model, dict(method="full", precision="bf16", batch_size=1, seq_len=2048,
+        cases.append(Case(model=model, options=dict(method="full", precision="bf16", batch_size=1, seq_len=2048,
                                       optimizer="adamw")))
-        cases.append(Case(model, dict(method="lora", precision="bf16", batch_size=4, seq_len=1024,
+        cases.append(Case(model=model, options=dict(method="lora", precision="bf16", batch_size=4, seq_len=1024,
                                       lora_targets="all-linear", lora_dropout=0.0)))
-        cases.append(Case(model, dict(method="lora", precision="bf16-pure", batch_size=2, seq_len=1024,
+        cases.append(Case(model=model, options=dict(method="lora", precision="bf16-pure", batch_size=2, seq_len=1024,
                                       lora_dropout=0.05)))
-        cases.append(Case(model, dict(method="freeze", precision="bf16", batch_size=2, seq_len=512,
+        cases.append(Case(model=model, options=dict(method="freeze", precision="bf16", batch_size=2, seq_len=512,
                                       freeze_layers=2)))
-        cases.append(Case(model, dict(method="full", precision="bf16-pure", batch_size=1, seq_len=512,
+        cases.append(Case(model=model, options=dict(method="full", precision="bf16-pure", batch_size=1, seq_len=512,
                                       attention="eager")))
     for batch, seq in ((1, 256), (8, 256), (1, 4096), (2, 2048)):
-        cases.append(Case("qwen2.5-0.5b", dict(method="full", precision="bf16-pure", batch_size=batch, seq_len=seq,
+        cases.append(Case(model="qwen2.5-0.5b", options=dict(method="full", precision="bf16-pure", batch_size=batch, seq_len=seq,
                                                optimizer="adamw-fused")))
-    cases.append(Case("qwen2.5-1.5b", dict(method="lora", precision="bf16", batch_size=2, seq_len=2048)))
-    cases.append(Case("qwen2.5-1.5b", dict(method="full", precision="bf16-pure", batch_size=1, seq_len=2048,
+    cases.append(Case(model="qwen2.5-1.5b", options=dict(method="lora", precision="bf16", batch_size=2, seq_len=2048)))
+    cases.append(Case(model="qwen2.5-1.5b", options=dict(method="full", precision="bf16-pure", batch_size=1, seq_len=2048,
                                            grad_ckpt="full")))
-    cases.append(Case("qwen3-0.6b", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=1024)))
-    cases.append(Case("qwen3-0.6b", dict(method="lora", precision="bf16", batch_size=2, seq_len=1024)))
-    cases.append(Case("pythia-410m", dict(method="full", precision="bf16", batch_size=4, seq_len=1024)))
-    cases.append(Case("opt-1.3b", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=1024)))
-    cases.append(Case("qwen2.5-0.5b", dict(method="full", precision="fp32", batch_size=2, seq_len=512, optimizer="sgd")))
-    cases.append(Case("qwen2.5-0.5b", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=512,
+    cases.append(Case(model="qwen3-0.6b", options=dict(method="full", precision="bf16-pure", batch_size=2, seq_len=1024)))
+    cases.append(Case(model="qwen3-0.6b", options=dict(method="lora", precision="bf16", batch_size=2, seq_len=1024)))
+    cases.append(Case(model="pythia-410m", options=dict(method="full", precision="bf16", batch_size=4, seq_len=1024)))
+    cases.append(Case(model="opt-1.3b", options=dict(method="full", precision="bf16-pure", batch_size=2, seq_len=1024)))
+    cases.append(Case(model="qwen2.5-0.5b", options=dict(method="full", precision="fp32", batch_size=2, seq_len=512, optimizer="sgd")))
+    cases.append(Case(model="qwen2.5-0.5b", options=dict(method="full", precision="bf16-pure", batch_size=2, seq_len=512,
                                            optimizer="adafactor")))
-    cases.append(Case("qwen2.5-0.5b", dict(method="lora", precision="fp32", batch_size=2, seq_len=1024)))
-    cases.append(Case("llama-3.2-1b", dict(method="full", precision="bf16", batch_size=2, seq_len=512, grad_accum=2)))
-    cases.append(Case("tests/fixtures/configs/qwen2_moe.json", dict(method="full", precision="bf16", batch_size=4,
+    cases.append(Case(model="qwen2.5-0.5b", options=dict(method="lora", precision="fp32", batch_size=2, seq_len=1024)))
+    cases.append(Case(model="llama-3.2-1b", options=dict(method="full", precision="bf16", batch_size=2, seq_len=512, grad_accum=2)))
+    cases.append(Case(model="tests/fixtures/configs/qwen2_moe.json", options=dict(method="full", precision="bf16", batch_size=4,
                                                                     seq_len=512)))
-    cases.append(Case("gemma-2-2b", dict(method="lora", precision="bf16", batch_size=1, seq_len=1024)))
-    cases.append(Case("phi-3-mini-4k", dict(method="full", precision="bf16-pure", batch_size=1, seq_len=1024,
+    cases.append(Case(model="gemma-2-2b", options=dict(method="lora", precision="bf16", batch_size=1, seq_len=1024)))
+    cases.append(Case(model="phi-3-mini-4k", options=dict(method="full", precision="bf16-pure", batch_size=1, seq_len=1024,
                                             grad_ckpt="full")))
-    cases.append(Case("mistral-7b-v0.1", dict(method="lora", precision="bf16", batch_size=2, seq_len=2048),
+    cases.append(Case(model="mistral-7b-v0.1", options=dict(method="lora", precision="bf16", batch_size=2, seq_len=2048),
                       heavy=True))
-    cases.append(Case("deepseek-v2-lite", dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=1024),
+    cases.append(Case(model="deepseek-v2-lite", options=dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=1024),
                       heavy=True))   # q/k head 192 != v head 128: the trace emulates CUDA's mem-efficient kernel
-    cases.append(Case("deepseek-v2-lite", dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=1024,
+    cases.append(Case(model="deepseek-v2-lite", options=dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=1024,
                                                attention="eager"), heavy=True))
-    cases.append(Case("qwen3-30b-a3b", dict(method="lora", precision="bf16", batch_size=1, seq_len=2048,
+    cases.append(Case(model="qwen3-30b-a3b", options=dict(method="lora", precision="bf16", batch_size=1, seq_len=2048,
                                             grad_ckpt="full"), heavy=True))
-    cases.append(Case("mixtral-8x7b", dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=1024),
+    cases.append(Case(model="mixtral-8x7b", options=dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=1024),
                       heavy=True))
-    cases.append(Case("llama-3.1-8b", dict(method="full", precision="bf16-pure", batch_size=1, seq_len=4096,
+    cases.append(Case(model="llama-3.1-8b", options=dict(method="full", precision="bf16-pure", batch_size=1, seq_len=4096,
                                            grad_ckpt="full"), heavy=True))
-    cases.append(Case("llama-2-7b", dict(method="lora", precision="bf16", batch_size=1, seq_len=1024,
+    cases.append(Case(model="llama-2-7b", options=dict(method="lora", precision="bf16", batch_size=1, seq_len=1024,
                                          lora_targets="q_proj,v_proj"), heavy=True))
-    cases.append(Case("llama-3.1-8b", dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=2048,
+    cases.append(Case(model="llama-3.1-8b", options=dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=2048,
                                            grad_ckpt="full"), heavy=True))
-    cases.append(Case("llama-2-7b", dict(method="full", precision="bf16-pure", batch_size=1, seq_len=1024,
+    cases.append(Case(model="llama-2-7b", options=dict(method="full", precision="bf16-pure", batch_size=1, seq_len=1024,
                                          grad_ckpt="full"), heavy=True))
     return cases
 

@@ -1,7 +1,7 @@
 """torch.compile / fused kernels in the memory model: what a compiled loss, a fused RMSNorm and a
 fused SwiGLU keep for backward (hand-derived byte counts)."""
 
-from dataclasses import replace
+from trainplan.frozen import replace
 
 from conftest import tiny_llama
 from trainplan.enums import Loss, MasterWeights, Method, Precision

@@ -2,7 +2,7 @@
 parallel, bad layouts. Expected numbers derived by hand in the comments (ZeRO paper section 3.1;
 Megatron-LM; DeepSpeed's own estimators)."""
 
-from dataclasses import replace
+from trainplan.frozen import replace
 
 import pytest
 from hypothesis import given, settings, strategies as st

@@ -1,6 +1,6 @@
 """Model-state bytes derived by hand (ZeRO paper section 3.1; torch AdamW; QLoRA paper 2.2)."""
 
-from dataclasses import replace
+from trainplan.frozen import replace
 
 import pytest
 

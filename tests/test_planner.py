@@ -5,7 +5,7 @@ walk, the ranking and the Pareto front on a hand-checkable catalog, the 70B plan
 import json
 import random
 import shlex
-from dataclasses import replace
+from trainplan.frozen import replace
 
 import pytest
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import statistics
 import sys
-from dataclasses import replace
+from trainplan.frozen import replace
 from pathlib import Path
 
 import pytest

@@ -362,9 +362,9 @@ def test_qlora_stands_in_packed_uint8_weights_and_says_so():
 
 
 def test_setups_the_trace_cannot_run_say_why():
-    import dataclasses
+    from trainplan.frozen import replace
 
-    no_config = dataclasses.replace(spec("tiny_llama"), hf_config_json="")
+    no_config = replace(spec("tiny_llama"), hf_config_json="")
     with pytest.raises(TrainplanError, match="config.json"):
         run_trace(TrainingSetup(model=no_config, batch_size=1, seq_len=8))
     with pytest.raises(TraceUnsupported, match="fp8"):

@@ -23,7 +23,7 @@ import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from trainplan.frozen import field, frozen
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -58,7 +58,7 @@ COLUMNS = (
     "wall_s", "command", "note")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Setup:
     """One grid point: probe flags (Request field names)."""
 

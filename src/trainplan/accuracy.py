@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 from typing import Any, Iterable
 
 from trainplan.calibration import DEFAULT_MIN_RUNS, Observation, adjust, fit
@@ -17,7 +17,7 @@ from trainplan.cases import PREDICTED_KEYS, Skip, map_case, predict, source_of
 from trainplan.errors import TrainplanError
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class CaseResult:
     id: str
     kind: str

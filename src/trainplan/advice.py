@@ -3,7 +3,7 @@ what it costs (time, quality, money)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from trainplan.frozen import frozen, replace
 
 from trainplan import catalog
 from trainplan.enums import Fsdp, GradCkpt, Method, Optimizer, Quant, ZeroStage
@@ -13,7 +13,7 @@ from trainplan.specs import GpuSpec
 from trainplan.training import Layout, LoraConfig, QuantConfig, TrainingSetup
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Suggestion:
     change: str            # the flag(s) to set
     device_bytes: int      # the new device-view peak per GPU

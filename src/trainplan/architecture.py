@@ -8,7 +8,7 @@ of ChatGLM, InternLM2 and Baichuan).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 from enum import StrEnum
 from functools import lru_cache
 
@@ -43,7 +43,7 @@ class Group(StrEnum):
     ROUTER = "router"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class LinearSpec:
     """One nn.Linear (or `copies` identical ones, as the experts of an MoE layer)."""
 
@@ -68,7 +68,7 @@ class LinearSpec:
         return self.weight_params + self.bias_params
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class LayerSpec:
     """One decoder layer kind; a model has one or two kinds (dense and MoE layers)."""
 
@@ -87,7 +87,7 @@ class LayerSpec:
         return self.linear_params + self.norm_params + self.extra_params
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ModelStructure:
     embedding_params: int
     position_params: int

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import dataclass, field, replace
+from trainplan.frozen import field, frozen, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -35,7 +35,7 @@ DURATION = ("step_s", "gpu_hours")
 DEFAULT_MIN_RUNS = 3
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Observation:
     """One measured run as calibration sees it: its group, what trainplan estimated, what was measured."""
 
@@ -51,7 +51,7 @@ class Observation:
         return tuple(str(getattr(self, k)) for k in level)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Term:
     value: float
     sigma: float
@@ -59,7 +59,7 @@ class Term:
     sources: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Group:
     level: tuple[str, ...]
     key: tuple[str, ...]
@@ -70,7 +70,7 @@ class Group:
         return " x ".join(self.key) if self.key else "all runs"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Calibration:
     groups: tuple[Group, ...]
     min_runs: int = DEFAULT_MIN_RUNS

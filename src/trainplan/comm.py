@@ -15,7 +15,7 @@ Megatron-style: tensor parallel innermost, then context, then data parallel, pip
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 
 from trainplan.enums import Fsdp, ZeroStage
 from trainplan.errors import TrainplanError
@@ -23,7 +23,7 @@ from trainplan.specs import GpuSpec
 from trainplan.training import Layout
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Link:
     """A network or bus: unidirectional bandwidth, per GPU or shared by the whole node."""
 
@@ -131,7 +131,7 @@ def alltoall_s(n_bytes: float, n: int, bus_bw_bytes_per_s: float) -> float:
     return allgather_s(n_bytes, n, bus_bw_bytes_per_s)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Fabric:
     """The links one layout's groups run over, with the achieved bus bandwidth of each."""
 
@@ -175,7 +175,7 @@ def fabric(gpu: GpuSpec, layout: Layout, *, interconnect: str | None = None,
 DDP_BUCKET_BYTES = 25 * 2**20   # torch DistributedDataParallel bucket_cap_mb=25 (PyTorch docs)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class CommInputs:
     """What the traffic depends on, per GPU (parameter counts already divided by tp x pp)."""
 
@@ -194,7 +194,7 @@ class CommInputs:
     kv_bytes: float = 0.0            # one micro-batch's K and V per layer (context parallel)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class CommTimes:
     """Per optimizer step on one GPU: time on the wire and the part not hidden behind compute."""
 

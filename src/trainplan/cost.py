@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 import math
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 
 from trainplan import catalog
 from trainplan.errors import TrainplanError
@@ -38,7 +38,7 @@ def check_price(price_per_gpu_hour: float) -> float:
     return float(price_per_gpu_hour)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class CostEstimate:
     """The bill for one run (retries included). Keys of PRODUCT.md's `cost` JSON and more."""
 

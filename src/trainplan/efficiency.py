@@ -36,7 +36,7 @@ model cards were left out of the fit and are predictions. `benchmarks/time_accur
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from trainplan.frozen import field, frozen
 from enum import StrEnum
 
 from trainplan.enums import Framework
@@ -64,7 +64,7 @@ MAMF_FRACTION: dict[str, dict[str, float]] = {
 DEFAULT_MAMF_FRACTION = 0.80   # median of the NVIDIA rows above; stated when used
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class EfficiencyModel:
     """The fitted constants (see the module docstring, FIT). Frozen so a calibration can replace it."""
 
@@ -156,7 +156,7 @@ def tokens_factor(tokens_per_micro_batch: float, m: EfficiencyModel = DEFAULT_MO
     return tokens_per_micro_batch / (tokens_per_micro_batch + m.t0_tokens)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Efficiency:
     """The matmul efficiency and each factor it is the product of (for the chain and notes)."""
 

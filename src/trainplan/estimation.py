@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from trainplan.frozen import asdict, field, frozen
 from typing import Any
 
 from trainplan.advice import Suggestion, suggestions
@@ -15,7 +15,7 @@ from trainplan.specs import GpuSpec
 from trainplan.training import Layout, TrainingSetup, Workload
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Estimate:
     setup: TrainingSetup
     layout: Layout

@@ -37,7 +37,7 @@ forward + backward as needed by the method + recomputation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 from enum import StrEnum
 
 from trainplan.architecture import Group, LinearSpec, structure
@@ -109,7 +109,7 @@ lora_target_names = lora_target_keys
 first_backward_layer = first_trained_layer
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class FlopsPerToken:
     """FLOPs per token of one training sequence of `seq_len` tokens, by named part (decimal)."""
 
@@ -212,7 +212,7 @@ def flops_per_token(setup: TrainingSetup, *, seq_len: int | None = None,
         attention_fwd_mfu=attn_mfu * spec.num_layers)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class StepFlops:
     """FLOPs of one optimizer step over `tokens` tokens (all GPUs together)."""
 

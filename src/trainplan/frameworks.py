@@ -29,14 +29,14 @@ Sources:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from trainplan.frozen import frozen, replace
 
 from trainplan.enums import (Attention, Framework, GradCkpt, Loss, MasterWeights, Optimizer,
                              Precision)
 from trainplan.training import Implementation
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Profile:
     framework: Framework
     precision: Precision

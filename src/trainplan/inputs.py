@@ -3,7 +3,7 @@ a Layout and a Workload: names -> specs, strings -> enums, defaults from the fra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -36,7 +36,7 @@ def _targets(value: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...]
     return tuple(value)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Request:
     """Everything a user can say about one estimate, with None where they said nothing."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 
 from trainplan.architecture import Group, LinearSpec, Role, layer_linears, module_names, structure
 from trainplan.enums import Method
@@ -28,7 +28,7 @@ _ROLE_ALIASES: dict[str, Role] = {
 }
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ParamCounts:
     """Parameters by component (elements, not bytes)."""
 

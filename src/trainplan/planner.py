@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass, field, fields, replace
+from trainplan.frozen import field, fields, frozen, replace
 from typing import Any
 
 from trainplan import catalog
@@ -41,7 +41,7 @@ SORTS = ("cost", "time")
 DEFAULT_ATTENTIONS = ("flash",)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class PlanRequest:
     """The job (a Request: model, setup flags, data, price flags) and the planner's constraints."""
 
@@ -70,7 +70,7 @@ class PlanRequest:
             raise TrainplanError(f"--sort must be one of {', '.join(SORTS)}, got {self.sort!r}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Rejection:
     gpu: str
     reason: str
@@ -79,7 +79,7 @@ class Rejection:
         return {"gpu": self.gpu, "reason": self.reason}
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Plan:
     """One ranked plan: what it sets, its estimate, and the flags that reproduce it."""
 
@@ -116,7 +116,7 @@ class Plan:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class PlanResult:
     request: PlanRequest
     plans: tuple[Plan, ...]

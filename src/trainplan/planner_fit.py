@@ -8,7 +8,7 @@ estimates (planner_memory's fast path, equal to estimate_memory).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from trainplan.frozen import frozen, replace
 from typing import Any, Callable
 
 from trainplan.errors import TrainplanError
@@ -22,7 +22,7 @@ MAX_BATCH_SEARCHED = 65536
 MAX_SEQ_WITHOUT_CONTEXT = 1 << 20     # models without a stated context length: search up to 1M tokens
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Limit:
     """The largest value that fits (0: not even the smallest), its memory, and where the search stopped."""
 
@@ -39,7 +39,7 @@ class Limit:
                 "step": self.step}
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class FitResult:
     setup: TrainingSetup
     layout: Layout

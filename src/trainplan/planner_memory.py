@@ -25,7 +25,7 @@ whole-model inventory is not redone per stage: a change there shows up in that t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from trainplan.frozen import frozen, replace
 
 from trainplan.enums import Method
 from trainplan.memory import engine_setup
@@ -62,7 +62,7 @@ def _scaled(inputs: StepInputs, grad_scale: float) -> StepInputs:
                    embedding_grad=int(inputs.embedding_grad * grad_scale))
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Walk:
     """The step walk without persistent state or layout buffers: the largest moment per phase."""
 
@@ -91,7 +91,7 @@ def walk_of(inputs: StepInputs) -> Walk:
     return Walk(forward=fwd, backward=bwd, optimizer=opt, per_micro_activations=per_micro)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class _Sharded:
     persistent: int
     extras: tuple[int, int, int]    # forward, backward, optimizer buffers (the always-alive ones included)
@@ -100,7 +100,7 @@ class _Sharded:
     unified: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class _Variant:
     """One setup as the engine runs it (memory.engine_setup), with its regime and model state."""
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import time as clock
-from dataclasses import dataclass, field
+from trainplan.frozen import field, frozen, mutable
 from typing import Callable
 
 from trainplan.cost import CostEstimate, billable_gpus, estimate_cost
@@ -39,7 +39,7 @@ from trainplan.units import SECONDS_PER_HOUR
 Progress = Callable[[int, int], None]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Rentable:
     """A GPU type the planner may use, with its usable memory and its price."""
 
@@ -54,7 +54,7 @@ class Rentable:
         return billable_gpus(num_gpus, self.gpus_per_instance or 1)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Family:
     """A group without its GPU type: the split and the knobs every engine variant shares."""
 
@@ -69,7 +69,7 @@ class Family:
     grad_accum: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Found:
     """One plan that fits, with its exact time and bill."""
 
@@ -84,7 +84,7 @@ class Found:
     time_s: float         # wall-clock of the run with retries (one step without --samples)
 
 
-@dataclass(kw_only=True)
+@mutable
 class Problem:
     """Everything the walk needs, resolved."""
 
@@ -103,7 +103,7 @@ class Problem:
     deadline_s: float | None = None
 
 
-@dataclass(kw_only=True)
+@mutable
 class Outcome:
     found: list[Found] = field(default_factory=list)
     groups: int = 0               # groups bounded
@@ -158,7 +158,7 @@ def pareto_flags(points: list[tuple[float, float]]) -> list[bool]:
     return flags
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class _Bounds:
     steps: int
     retry: float

@@ -16,7 +16,7 @@ Conventions (stated in `trainplan plan --help` and docs/planner.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 
 from trainplan.enums import Fsdp, Offload, ZeroStage
 from trainplan.specs import ModelSpec
@@ -27,7 +27,7 @@ MAX_MICRO_BATCH = 64   # largest micro-batch searched
 BELOW_NODE = (1, 2, 4, 8, 16, 32)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Shape:
     """A layout without its GPU type: how many GPUs and how the job is split over them."""
 
@@ -76,7 +76,7 @@ class Shape:
         return f"{where}, {self.engine()}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Knobs:
     """The setup flags the planner varies (None: the framework profile's default)."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from trainplan.frozen import field, frozen
 
 from trainplan.enums import MlpKind, NormKind, Position
 from trainplan.errors import TrainplanError
@@ -14,7 +14,7 @@ def _positive(owner: str, **values: int | float | None) -> None:
             raise TrainplanError(f"{owner}: {key} must be a positive number, got {value!r}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class MoeSpec:
     """Mixture-of-experts MLP (Mixtral, Qwen-MoE, DeepSeek)."""
 
@@ -41,7 +41,7 @@ class MoeSpec:
         return (index + 1) % self.layer_freq == 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class MlaSpec:
     """DeepSeek multi-head latent attention."""
 
@@ -56,7 +56,7 @@ class MlaSpec:
         return self.qk_nope_head_dim + self.qk_rope_head_dim
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ModelSpec:
     """A decoder-only transformer, in Hugging Face config terms, with structure stated explicitly.
 
@@ -132,7 +132,7 @@ class ModelSpec:
         return self.moe is not None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class GpuSpec:
     """An accelerator. FLOP/s are dense peaks (no 2:4 sparsity)."""
 
@@ -166,7 +166,7 @@ class GpuSpec:
         return self.peak_flops_per_s.get(dtype)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class PriceOffer:
     """One rental price: provider, instance, pricing model, currency, date and source."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 
 from trainplan.errors import TrainplanError
 
@@ -34,7 +34,7 @@ def expected_batch_max(lengths: tuple[int, ...], batch_size: int) -> float:
     return total
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class SequenceShape:
     """What one sequence in a micro-batch looks like to the kernels and to the data."""
 

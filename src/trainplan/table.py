@@ -11,7 +11,7 @@ are those of that layout, the data-parallel global batch growing with the GPU co
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from trainplan.frozen import frozen, replace
 from typing import Any
 
 from trainplan import catalog
@@ -30,7 +30,7 @@ DEFAULT_METHODS = ("full", "lora", "qlora")
 SIZE_TOLERANCE = 0.15      # --sizes 7b: catalog models named "...-7b" or with 7B +-15% parameters
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class TableRequest:
     job: Request                              # the setup flags (its model is used when no models are given)
     models: tuple[str, ...] = ()
@@ -110,7 +110,7 @@ def sharded_layout(req: Request, gpu: GpuSpec, num_gpus: int, gpus_per_node: int
                   fsdp=Fsdp.FULL if fsdp else Fsdp.NONE)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Cell:
     """One model x method x precision: its memory on one GPU and its footprint on each GPU type."""
 

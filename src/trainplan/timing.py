@@ -16,7 +16,7 @@ gpu_hours = total_s x GPUs / 3600; the retry factor (default 1.0) multiplies bot
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from trainplan.frozen import field, frozen
 
 from trainplan.comm import CommInputs, CommTimes, fabric, layout_comm, pcie_link
 from trainplan.efficiency import DEFAULT_MODEL, Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency
@@ -36,7 +36,7 @@ CPU_MEMORY_BW_BYTES_PER_S = 200e9   # per node, achieved by a CPU optimizer step
 CPU_ADAM_BYTES_PER_PARAM = 28.0     # fp32 p, g, m, v read (16 B) and p, m, v written (12 B)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class TimingOptions:
     """Every link of the chain a user may override (None: the default, stated in the notes)."""
 
@@ -52,7 +52,7 @@ class TimingOptions:
     model: EfficiencyModel = field(default_factory=lambda: DEFAULT_MODEL)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class StepBreakdown:
     """step_s as a sum of named parts, seconds per optimizer step on the most loaded GPU."""
 
@@ -74,7 +74,7 @@ class StepBreakdown:
                 "bubble_s": self.bubble_s}
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class StepTime:
     """One optimizer step: FLOPs, efficiency, time breakdown (no dataset needed)."""
 
@@ -246,7 +246,7 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
                     notes=tuple(notes))
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class TimeEstimate:
     """How long the run takes. Keys of PRODUCT.md's `time` JSON plus the parts they come from."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from trainplan.frozen import field, frozen
 
 from trainplan.enums import (Attention, Fsdp, Framework, GradCkpt, Loss, MasterWeights, Method,
                              Offload, Optimizer, Precision, Quant, ZeroStage)
@@ -10,7 +10,7 @@ from trainplan.errors import TrainplanError
 from trainplan.specs import ModelSpec
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class LoraConfig:
     rank: int = 16
     alpha: float = 32.0
@@ -25,7 +25,7 @@ class LoraConfig:
             raise TrainplanError(f"--lora-dropout must be in [0, 1), got {self.dropout}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class QuantConfig:
     kind: Quant = Quant.NF4
     double_quant: bool = False
@@ -33,7 +33,7 @@ class QuantConfig:
     compute_dtype: str = "bf16"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Implementation:
     """How the framework runs the step: every field is a framework-profile default and a flag."""
 
@@ -54,7 +54,7 @@ class Implementation:
     foreach_grad_clip: bool = True        # HF Trainer clips gradients (max_grad_norm=1.0)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class TrainingSetup:
     """One training job on one model, independent of the GPU layout."""
 
@@ -102,7 +102,7 @@ class TrainingSetup:
         return self.batch_size * self.seq_len
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Layout:
     """How one job is spread over GPUs. The planner varies this and holds the setup fixed."""
 
@@ -142,7 +142,7 @@ class Layout:
         return self.num_gpus // self.nodes
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Workload:
     """The data side of a job: how many tokens, how many passes, how often it is retried."""
 

@@ -8,7 +8,7 @@ predicts for them. Used by `trainplan accuracy`, `trainplan import` and benchmar
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ PREDICTED_KEYS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes",
 MEMORY_KEYS = PREDICTED_KEYS[:3]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class CaseMapping:
     """One case as trainplan sees it: the setup and the one value it is scored on."""
 

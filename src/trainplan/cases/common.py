@@ -8,7 +8,7 @@ reads a fact the case states, or a fact of the model (an architecture table with
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from trainplan.frozen import replace
 from typing import Any
 
 from trainplan import catalog

@@ -10,7 +10,7 @@ code, DeepSpeed where the case says so); PEFT's example scripts (fp32 weights, n
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 
 from trainplan.cases.common import (Skip, case_framework, case_gpu, case_grad_ckpt, case_model, lora_dropout,
                                     lora_targets, memory_optimizer, nodes_for, text)
@@ -22,7 +22,7 @@ ALLOCATED, RESERVED, DEVICE = "peak_allocated_bytes", "peak_reserved_bytes", "de
 _DS_CONFIG = re.compile(r"ds_config_zero([0-3])")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class MemoryMapping:
     request: Request
     view: str                 # the estimate's view compared with the measurement

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from trainplan.frozen import frozen, replace
 
 from trainplan.cases.common import (GPUS_PER_NODE, Skip, case_framework, case_gpu, case_grad_ckpt,
                                     case_model, case_optimizer, lora_dropout, lora_targets, nodes_for)
@@ -26,7 +26,7 @@ METRIC_KEYS = {"step_time_s": "step_s", "tokens_per_s_per_gpu": "tokens_per_s_pe
                "tflops_per_gpu": "tflops_per_gpu", "mfu": "mfu"}
 
 
-@dataclass(frozen=True)
+@frozen
 class Mapped:
     setup: TrainingSetup
     layout: Layout
@@ -113,25 +113,25 @@ def map_case(case: dict) -> Mapped:
     if framework is Framework.FSDP and gpu.generation == "ampere" and nodes > 1:
         options = replace(options, interconnect="roce-200")   # llm-foundry README: 1600 Gbps RoCE per node
     if measured.get("gpu_hours"):
-        return Mapped(setup, layout, gpu, workload, options, "gpu_hours", measured["gpu_hours"], note)
+        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="gpu_hours", measured=measured["gpu_hours"], note=note)
     if measured.get("step_time_s"):
-        return Mapped(setup, layout, gpu, workload, options, "step_time_s", measured["step_time_s"], note)
+        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="step_time_s", measured=measured["step_time_s"], note=note)
     tps = measured.get("tokens_per_s_per_gpu")
     if tps:
-        return Mapped(setup, layout, gpu, workload, options, "tokens_per_s_per_gpu", tps, note)
+        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="tokens_per_s_per_gpu", measured=tps, note=note)
     reported = measured.get("tokens_per_s_reported")
     if reported:
         est = estimate_time(setup, layout, gpu, workload, options)
         per_token = est.flops_per_step / est.tokens_per_step
         if reported * per_token > est.step.peak_flops_per_s:
             note = "reported tokens/s read as the sum over GPUs (per GPU it would exceed the dense peak)"
-            return Mapped(setup, layout, gpu, workload, options, "tokens_per_s_per_gpu", reported / count, note)
-        return Mapped(setup, layout, gpu, workload, options, "tokens_per_s_per_gpu", reported, note)
+            return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="tokens_per_s_per_gpu", measured=reported / count, note=note)
+        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="tokens_per_s_per_gpu", measured=reported, note=note)
     for metric in ("tflops_per_gpu", "mfu"):
         if measured.get(metric):
-            return Mapped(setup, layout, gpu, workload, options, metric, measured[metric], note)
+            return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric=metric, measured=measured[metric], note=note)
     if not measured:
-        return Mapped(setup, layout, gpu, workload, options, "tokens_per_s_per_gpu", None, "no measured block")
+        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="tokens_per_s_per_gpu", measured=None, note="no measured block")
     raise Skip("no time metric this benchmark predicts")
 
 
@@ -163,8 +163,8 @@ def _model_card(case, spec, gpu, method, precision, impl, options) -> Mapped:
     interconnect = "ib-ndr" if gpu.generation == "hopper" else "roce-200"
     samples = int(m["tokens_total"] // seq)
     workload = Workload(samples=samples, tokens_per_sample=seq, packing=True)
-    return Mapped(setup, layout, gpu, workload, replace(options, interconnect=interconnect), "gpu_hours",
-                  m["gpu_hours"], f"{CARD_GPUS} GPUs, tp {tp}, grad-accum {grad_accum} assumed")
+    return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=replace(options, interconnect=interconnect), metric="gpu_hours",
+                  measured=m["gpu_hours"], note=f"{CARD_GPUS} GPUs, tp {tp}, grad-accum {grad_accum} assumed")
 
 
 def predict(mapped: Mapped) -> tuple[float, TimeEstimate]:

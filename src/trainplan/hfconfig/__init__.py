@@ -101,7 +101,7 @@ def spec_from_hf_config(config: Mapping[str, Any], *, name: str, hf_id: str | No
     if parser is None:
         raise TrainplanError(f"{name}: model_type {model_type!r} is not supported; supported: "
                              f"{', '.join(SUPPORTED_MODEL_TYPES)}")
-    reader = ConfigReader(config, model_type)
+    reader = ConfigReader(config=config, model_type=model_type)
     fields = parser(reader)
     fields.setdefault("naming", "llama")
     fields.update(_dropouts(reader, model_type))

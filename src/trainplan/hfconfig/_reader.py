@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 from typing import Any
 
 from trainplan.errors import TrainplanError
@@ -18,7 +18,7 @@ def _names(key: Key) -> tuple[str, ...]:
     return (key,) if isinstance(key, str) else key
 
 
-@dataclass(frozen=True)
+@frozen
 class ConfigReader:
     """Reads values the way a transformers config class does: a key that is absent (or null) takes
     the class default given by the caller; the shape keys are required instead (`require`)."""

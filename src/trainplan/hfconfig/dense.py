@@ -131,7 +131,7 @@ def gemma3(r: ConfigReader) -> Fields:
     text = r.config.get("text_config")
     if not isinstance(text, dict):
         raise r.fail("lacks text_config")
-    fields = gemma3_text(ConfigReader(text, r.model_type))
+    fields = gemma3_text(ConfigReader(config=text, model_type=r.model_type))
     if "tie_word_embeddings" not in text:
         fields["tied_embeddings"] = r.flag("tie_word_embeddings", True)
     fields["notes"] += ("text decoder only: the SigLIP vision tower and projector are not counted",)

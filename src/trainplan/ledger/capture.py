@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import dataclasses
+from trainplan.frozen import asdict, fields
 import platform
 import warnings
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ def setup_from_request(req: Any) -> dict[str, Any]:
     from trainplan.specs import GpuSpec, ModelSpec
 
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(req):
+    for f in fields(req):
         value = getattr(req, f.name)
         if isinstance(value, ModelSpec):
             out["model_spec"] = _model_spec_json(value)
@@ -60,7 +60,7 @@ def setup_from_request(req: Any) -> dict[str, Any]:
 
 
 def _model_spec_json(spec: Any) -> dict[str, Any]:
-    data = dataclasses.asdict(spec)
+    data = asdict(spec)
     data.pop("hf_config_json", None)
     return {k: (str(v) if hasattr(v, "value") else v) for k, v in data.items()}
 
@@ -154,7 +154,7 @@ def record_from_case(case: dict, *, created_at: str | None = None) -> RunRecord:
                      environment=env, notes=notes, external_id=case["id"], raw=case, created_at=created_at)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class SaveResult:
     added: int = 0
     present: int = 0

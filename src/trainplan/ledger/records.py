@@ -9,12 +9,12 @@ measurements, raw case), so recording or importing the same run twice adds nothi
 
 from __future__ import annotations
 
-import dataclasses
+from trainplan.frozen import asdict
 import datetime as _dt
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from trainplan.frozen import field, frozen
 from typing import Any
 
 from trainplan.errors import TrainplanError
@@ -78,7 +78,7 @@ def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class RunRecord:
     """One run. `setup` holds the Request fields (JSON); `estimate` the predicted values at record
     time (ESTIMATE_KEYS, None where not computable) or None when no setup could be estimated."""
@@ -117,7 +117,7 @@ class RunRecord:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any], where: str = "run") -> "RunRecord":

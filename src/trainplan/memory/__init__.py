@@ -8,7 +8,7 @@ pipeline stage is walked on its own, and the most loaded GPU is the answer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from trainplan.frozen import frozen, replace
 
 from trainplan.enums import MasterWeights, Method, Precision
 from trainplan.memory.build import stage_step_inputs, step_inputs
@@ -31,7 +31,7 @@ __all__ = ["FsdpConfig", "MemoryEstimate", "Overhead", "ParallelConfig", "StageM
 IN_FLIGHT_KEY = "activations_in_flight"   # other micro-batches' activations stashed by the pipeline
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class StageMemory:
     """The peak of one GPU of one pipeline stage (the only stage without pipeline parallelism)."""
 

@@ -26,7 +26,7 @@ separately so the peak can be placed where it really falls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from trainplan.frozen import frozen, replace
 
 from trainplan.architecture import Group, LayerSpec, LinearSpec, Role
 from trainplan.enums import Attention, NormKind, Position
@@ -41,7 +41,7 @@ ROPE_CAT_MODEL_TYPES = frozenset({"gpt_neox", "phi3", "glm", "glm4"})
 QKV_INDEX_COPY_MODEL_TYPES = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class LayerContext:
     """What the inventory needs to know about one layer's training mode."""
 
@@ -67,7 +67,7 @@ class LayerContext:
     fused_qkv: bool = False           # the model's own single q/k/v projection (litgpt)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class LayerActivations:
     saved_bytes: int          # kept from forward to backward
     weight_copies_bytes: int  # autocast 16-bit weight copies saved for backward

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from trainplan.frozen import replace
 
 from trainplan.architecture import structure
 from trainplan.enums import Framework, GradCkpt, Method, Position

@@ -17,12 +17,12 @@ a loss that receives fp32 logits (torchtune's unchunked output ends in `.float()
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from trainplan.frozen import frozen, replace
 
 from trainplan.enums import Loss
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class LogitsMemory:
     forward_peak_bytes: int    # extra at the loss in forward (logits + fp32 copy + log-probs)
     saved_bytes: int           # kept for backward

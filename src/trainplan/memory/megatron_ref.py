@@ -10,13 +10,13 @@ at every layer (moe_layer_freq 1); no MTP, no MLA.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 
 from trainplan.enums import MlpKind, NormKind
 from trainplan.specs import ModelSpec
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class MegatronArgs:
     """The Megatron arguments the formula reads (names as in megatron/training/arguments.py)."""
 

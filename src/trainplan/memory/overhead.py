@@ -21,7 +21,7 @@ Defaults and their sources (shared/reference/hardware.md section 4):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 
 from trainplan.units import GIB, MIB
 
@@ -31,7 +31,7 @@ RESERVE_FRACTION = 0.10
 RESERVE_FIXED_BYTES = 256 * MIB
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Overhead:
     reserve_fraction: float = RESERVE_FRACTION
     reserve_fixed_bytes: int = RESERVE_FIXED_BYTES

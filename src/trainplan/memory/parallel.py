@@ -26,7 +26,7 @@ Sources:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from trainplan.frozen import frozen, replace
 
 from trainplan.architecture import Group, LayerSpec, LinearSpec, Role, structure
 from trainplan.enums import Method
@@ -41,7 +41,7 @@ _COLUMN = frozenset({Role.Q, Role.K, Role.V, Role.QKV, Role.GATE, Role.UP, Role.
 _ROW = frozenset({Role.O, Role.DOWN})
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ParallelConfig:
     """Model-parallel options that are not part of Layout (Megatron flags)."""
 
@@ -54,7 +54,7 @@ class ParallelConfig:
             raise TrainplanError(f"virtual pipeline stages must be >= 1, got {self.virtual_stages}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Stage:
     """One pipeline stage: the decoder layers its GPUs run and how many micro-batches they stash."""
 
@@ -65,7 +65,7 @@ class Stage:
     in_flight: float          # micro-batches whose activations are alive at the backward peak
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class GpuParams:
     """Parameters one GPU of a stage holds (after TP and EP splits, before any data-parallel sharding)."""
 

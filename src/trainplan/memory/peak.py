@@ -6,14 +6,14 @@ Each moment is a dict of named components; the peak moment's components are the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 
 from trainplan.enums import GradCkpt
 from trainplan.memory.activations import LayerActivations
 from trainplan.memory.logits import LogitsMemory
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class StepInputs:
     persistent: dict[str, int]          # weights, master weights, optimizer states, constants
     layers: tuple[LayerActivations, ...]
@@ -34,7 +34,7 @@ class StepInputs:
     shared_saved: int = 0               # saved by every layer (rotary cos/sin): freed after layer 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Peak:
     phase: str
     components: dict[str, int]

@@ -14,13 +14,13 @@ Sources for the conventions:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 
 from trainplan.enums import MasterWeights, Method, Precision
 from trainplan.training import TrainingSetup
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Regime:
     autocast: bool                # fp32/16-bit weights cast per op to the compute dtype
     trainable_weight_bytes: int   # per trainable parameter, as stored in the model

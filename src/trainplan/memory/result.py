@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from trainplan.frozen import field, frozen
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class MemoryEstimate:
     components_bytes: dict[str, int]     # at the peak; sums to peak_allocated_bytes
     peak_allocated_bytes: int            # torch.cuda.max_memory_allocated view

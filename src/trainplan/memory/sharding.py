@@ -44,7 +44,7 @@ Semantics and sources:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from trainplan.frozen import field, frozen
 
 from trainplan.enums import Framework, Fsdp, Method, Offload, ZeroStage
 from trainplan.errors import TrainplanError
@@ -59,7 +59,7 @@ PINNED_BUFFER_CPU_BYTES = 1 * GIB      # pinned staging buffers per rank when of
 TYPICAL_NODE_CPU_BYTES = 1024 * GIB    # 8-GPU nodes carry 1-2 TiB (AWS p4d.24xlarge 1152 GiB, p5.48xlarge 2 TiB)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ZeroConfig:
     """DeepSpeed `zero_optimization` knobs, defaults from deepspeed/runtime/zero/config.py and
     offload_config.py (DeepSpeed docs, "ZeRO Optimizations for FP16 Training")."""
@@ -94,7 +94,7 @@ class ZeroConfig:
         return self.overlap_comm if self.overlap_comm is not None else stage == 3
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class FsdpConfig:
     """PyTorch FSDP knobs (defaults: FSDP2 fully_shard, one unit prefetched)."""
 
@@ -109,7 +109,7 @@ class FsdpConfig:
             raise TrainplanError(f"FSDP version must be 1 or 2, got {self.version}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class PhaseExtras:
     """Buffers a layout adds, by when they are alive: always, in forward, in backward, in step()."""
 
@@ -132,7 +132,7 @@ class PhaseExtras:
         return {k: v for k, v in out.items() if v}
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ShardedState:
     persistent: dict[str, int]        # per GPU, for the whole step
     grad_scale: float                 # fraction of each gradient the walk keeps on this GPU

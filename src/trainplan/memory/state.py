@@ -17,7 +17,7 @@ Optimizer state sizes:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 
 from trainplan.architecture import structure
 from trainplan.enums import Method, Optimizer, Quant
@@ -29,7 +29,7 @@ MIN_8BIT_SIZE = 4096
 BNB_OPT_BLOCK = 256
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class TensorGroup:
     """`count` tensors of shape (rows, cols); cols == 1 for vectors."""
 
@@ -42,7 +42,7 @@ class TensorGroup:
         return self.rows * self.cols * self.count
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ParamGroups:
     trainable: tuple[TensorGroup, ...]
     adapter: bool               # trainable tensors are LoRA adapters
@@ -130,7 +130,7 @@ def quantized_bytes(quant: QuantConfig, params: int, rows: int) -> tuple[int, in
     return packed, consts
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ModelState:
     """Bytes of one full copy of the model state (before any sharding)."""
 

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, replace
+from trainplan.frozen import frozen, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ DS_CONFIG_FILE = "ds_config.json"
 GRAD_CLIP = 1.0   # HF Trainer's max_grad_norm; DeepSpeed's gradient_clipping
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class LaunchPlan:
     launcher: str                      # torchrun | deepspeed
     strategy: str                      # ddp | fsdp2 | zero1 | zero2 | zero3

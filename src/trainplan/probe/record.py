@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
-from dataclasses import replace
+from trainplan.frozen import replace
 from typing import Any
 
 from trainplan.errors import TrainplanError

@@ -9,13 +9,13 @@ reserve or NVML on the CPU; NVML without nvidia-ml-py) is None, with a note sayi
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from trainplan.frozen import field, frozen
 from typing import Any
 
 MEMORY_VIEWS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Measurement:
     """Peaks over the measured steps (2..n: optimizer state already allocated) and their times."""
 
@@ -53,7 +53,7 @@ class Measurement:
                 "tokens_per_step": self.tokens_per_step, "how": dict(self.how), **self.extra}
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Predicted:
     """The estimate's numbers for the same setup (per GPU)."""
 
@@ -103,7 +103,7 @@ def errors(measured: Measurement, predicted: Predicted) -> dict[str, float | Non
     return {key: error_pct(want[key], got[key]) if key in compared else None for key in COMPARED}
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ProbeResult:
     """One probe: the setup it ran, where, what it measured, what trainplan predicted."""
 

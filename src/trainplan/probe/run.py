@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import replace
+from trainplan.frozen import replace
 from typing import Any, Callable
 
 from trainplan.enums import Method, Precision
@@ -250,7 +250,7 @@ def probe(req: Request, *, device: str = "cuda", steps: int = 3, launcher: str =
 
 def request_json(req: Request) -> dict[str, Any]:
     """The Request as JSON: a ModelSpec by its name, a GpuSpec by its id."""
-    from dataclasses import asdict
+    from trainplan.frozen import asdict
 
     from trainplan.specs import GpuSpec, ModelSpec
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import warnings
-from dataclasses import dataclass
+from trainplan.frozen import frozen
 from typing import Callable
 
 import torch
@@ -29,7 +29,7 @@ from trainplan.training import TrainingSetup
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class DtypePlan:
     """Which dtype each kind of parameter has, and the autocast dtype (None: no autocast)."""
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from trainplan.frozen import field, frozen
 from typing import Any
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class TraceResult:
     """Peak allocated memory of one steady-state training step and what it is made of.
 

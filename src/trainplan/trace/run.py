@@ -179,6 +179,6 @@ def run_trace(setup: TrainingSetup, *, plot_path: str | None = None, timeline: b
 
 
 def _with_note(result: TraceResult, note: str) -> TraceResult:
-    from dataclasses import replace
+    from trainplan.frozen import replace
 
     return replace(result, notes=result.notes + (note,))
