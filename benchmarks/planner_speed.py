@@ -26,11 +26,11 @@ import time
 from trainplan.frozen import replace
 
 from trainplan import catalog
-from trainplan.inputs import Request, build_setup, resolve_gpu
+from trainplan.job.options import Request, build_setup, resolve_gpu
 from trainplan.memory import estimate_memory
-from trainplan.planner import DEFAULT_GLOBAL_BATCH, PlanRequest, plan
-from trainplan.planner_memory import FastMemory
-from trainplan.planner_space import Shape, micro_batches, node_counts, shardings, splits
+from trainplan.planner.plan import DEFAULT_GLOBAL_BATCH, PlanRequest, plan
+from trainplan.memory.fast import FastMemory
+from trainplan.planner.space import Shape, micro_batches, node_counts, shardings, splits
 
 MODEL = sys.argv[1] if len(sys.argv) > 1 else "llama-3.1-70b"
 MAX_GPUS = int(sys.argv[2]) if len(sys.argv) > 2 else 256

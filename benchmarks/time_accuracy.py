@@ -8,7 +8,7 @@ measured, error %, then median and p90 |error| overall and per source. Cases tha
 are listed with the reason. `--all` also scores low-confidence cases (skipped by default because
 their key settings are missing, per the ground-truth README). Nothing here is tuned per case.
 
-`--fit` re-derives the constants of trainplan.efficiency.EfficiencyModel: a Nelder-Mead search
+`--fit` re-derives the constants of trainplan.timing.efficiency.EfficiencyModel: a Nelder-Mead search
 minimising the sum of squared log errors over the fit set (FIT_SET below: MosaicML bf16 rows,
 torchtune 3B flag rows, Qwen LoRA rows) and prints them with the errors on every case.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from trainplan.cases.common import Skip
 from trainplan.cases.timecase import Mapped, map_case, predict
-from trainplan.efficiency import DEFAULT_MODEL, EfficiencyModel, KernelStack
+from trainplan.timing.efficiency import DEFAULT_MODEL, EfficiencyModel, KernelStack
 from trainplan.errors import TrainplanError
 
 DEFAULT_CASES = Path(__file__).resolve().parents[2] / "shared" / "ground_truth" / "published_dev.json"

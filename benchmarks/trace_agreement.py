@@ -16,9 +16,9 @@ import time
 from trainplan.frozen import field, frozen
 
 from trainplan.catalog import resolve_gpu
-from trainplan.inputs import Request, build_setup
+from trainplan.job.options import Request, build_setup
 from trainplan.memory import estimate_memory
-from trainplan.training import Layout
+from trainplan.job.training import Layout
 
 GIB = 2**30
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainplan.accuracy import evaluate, summarize
+from trainplan.cases.accuracy import evaluate, summarize
 from trainplan.cases import PREDICTED_KEYS
 from trainplan.cli import main
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from trainplan import calibration as cal
-from trainplan.accuracy import leave_one_source_out
-from trainplan.calibration import Observation
+from trainplan.ledger import calibration as cal
+from trainplan.cases.accuracy import leave_one_source_out
+from trainplan.ledger.calibration import Observation
 from trainplan.memory.overhead import RESERVE_FIXED_BYTES
 
 GIB = 2**30
@@ -107,9 +107,9 @@ def test_json_round_trip_and_active_lookup(tmp_path, monkeypatch):
 
 
 def test_calibrated_estimate_keeps_breakdown_sums_and_says_so():
-    from trainplan.inputs import Request, build_layout, build_setup, build_workload, resolve_gpu
+    from trainplan.job.options import Request, build_layout, build_setup, build_workload, resolve_gpu
     from trainplan.memory import estimate_memory
-    from trainplan.timing import estimate_time
+    from trainplan.timing.estimate import estimate_time
 
     req = Request(model="llama-2-7b", method="lora", gpu="a100-80gb", samples=1000)
     gpu = resolve_gpu(req.gpu)
@@ -139,11 +139,11 @@ def test_leave_one_source_out_never_uses_the_source_itself():
 
 
 def test_estimate_path_does_not_import_sqlalchemy(tmp_path):
-    code = ("import sys, io, contextlib, trainplan, trainplan.calibration\n"
+    code = ("import sys, io, contextlib, trainplan, trainplan.ledger.calibration\n"
             "from trainplan.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    assert main(['estimate', '--model', 'llama-2-7b', '--json']) == 0\n"
-            "trainplan.calibration.load_active()\n"
+            "trainplan.ledger.calibration.load_active()\n"
             "bad = [m for m in ('sqlalchemy', 'alembic', 'psycopg') if m in sys.modules]\n"
             "assert not bad, bad\n")
     env = {"PYTHONPATH": SRC, "TRAINPLAN_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}

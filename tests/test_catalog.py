@@ -294,7 +294,7 @@ num_experts_per_tok = 2
 
 @pytest.fixture
 def fake_hfconfig(monkeypatch, tmp_path):
-    """A stand-in for trainplan.hfconfig: builds a ModelSpec from the few keys above; counts calls."""
+    """A stand-in for trainplan.model.hfconfig: builds a ModelSpec from the few keys above; counts calls."""
     from trainplan.specs import MoeSpec
 
     calls: list[str] = []
@@ -319,10 +319,10 @@ def fake_hfconfig(monkeypatch, tmp_path):
         file = folder / "config.json" if folder.is_dir() else folder
         return spec_from_hf_config(json.loads(file.read_text()), name=folder.stem)
 
-    module = types.ModuleType("trainplan.hfconfig")
+    module = types.ModuleType("trainplan.model.hfconfig")
     module.spec_from_hf_config = spec_from_hf_config
     module.load_config_path = load_config_path
-    monkeypatch.setitem(sys.modules, "trainplan.hfconfig", module)
+    monkeypatch.setitem(sys.modules, "trainplan.model.hfconfig", module)
     path = tmp_path / "models.toml"
     path.write_text(MODELS_TOML, encoding="utf-8")
     return path, calls
@@ -372,17 +372,17 @@ def test_load_models_and_rows(fake_hfconfig):
     assert [r["name"] for r in catalog.model_rows("acme/tiny-moe", path=path)] == ["tiny-moe"]
 
 
-# --- the real models.toml, once it and trainplan.hfconfig exist ---------------------------------
+# --- the real models.toml, once it and trainplan.model.hfconfig exist ---------------------------------
 
 def _real_models_ready() -> bool:
     try:
-        import trainplan.hfconfig as hfconfig
+        import trainplan.model.hfconfig as hfconfig
     except ImportError:
         return False
     return hasattr(hfconfig, "spec_from_hf_config") and (catalog.DATA_DIR / "models.toml").exists()
 
 
-@pytest.mark.skipif(not _real_models_ready(), reason="models.toml / trainplan.hfconfig not written yet")
+@pytest.mark.skipif(not _real_models_ready(), reason="models.toml / trainplan.model.hfconfig not written yet")
 def test_real_model_catalog():
     entries = tomllib.loads((catalog.DATA_DIR / "models.toml").read_text(encoding="utf-8"))["model"]
     models = catalog.load_models()
@@ -394,7 +394,7 @@ def test_real_model_catalog():
             assert catalog.resolve_model(entry["hf_id"].upper()).name == entry["name"]
 
 
-@pytest.mark.skipif(not _real_models_ready(), reason="models.toml / trainplan.hfconfig not written yet")
+@pytest.mark.skipif(not _real_models_ready(), reason="models.toml / trainplan.model.hfconfig not written yet")
 def test_real_model_lookups():
     # PRODUCT.md: HF ids are aliases; Llama-2-7B has 6,738,415,616 parameters (models.toml computed_params)
     assert catalog.resolve_model("meta-llama/Llama-2-7b-hf").name == "llama-2-7b"

@@ -11,12 +11,12 @@ from conftest import llama2_7b, tiny_llama
 from trainplan.catalog import resolve_gpu, resolve_model
 from trainplan.cli import main
 from trainplan.enums import Attention, Fsdp, Framework, GradCkpt, Method, Offload, Optimizer, Precision, ZeroStage
-from trainplan.frameworks import implementation
+from trainplan.job.frameworks import implementation
 from trainplan.memory import ParallelConfig, ZeroConfig, estimate_memory, stage_memories
 from trainplan.memory.deepspeed_ref import estimate_zero2_model_states_mem_needs
 from trainplan.memory.megatron_ref import compute_weight_and_optimizer_memory, megatron_args
 from trainplan.memory.parallel import gpu_params, in_flight_microbatches, pipeline_stages
-from trainplan.training import Layout, LoraConfig, QuantConfig, TrainingSetup
+from trainplan.job.training import Layout, LoraConfig, QuantConfig, TrainingSetup
 from trainplan.units import GIB
 
 P7 = 6_738_415_616      # Llama-2-7B parameters

@@ -1,15 +1,15 @@
-"""FLOPs counted from the architecture (trainplan.flops), checked against hand derivations."""
+"""FLOPs counted from the architecture (trainplan.timing.flops), checked against hand derivations."""
 
 from __future__ import annotations
 
 import pytest
 
 from trainplan.enums import Attention, GradCkpt, Method
-from trainplan.flops import (AttnConvention, attention_context, attention_core_flops, flops_per_token,
+from trainplan.timing.flops import (AttnConvention, attention_context, attention_core_flops, flops_per_token,
                              step_flops)
-from trainplan.params import count_params
+from trainplan.model.params import count_params
 from trainplan.specs import ModelSpec, MoeSpec
-from trainplan.training import LoraConfig, QuantConfig, TrainingSetup
+from trainplan.job.training import LoraConfig, QuantConfig, TrainingSetup
 
 # Llama-2-7B, from its Hugging Face config.json (meta-llama/Llama-2-7b-hf).
 LLAMA2_7B = ModelSpec(name="llama-2-7b", model_type="llama", naming="llama", hidden_size=4096, num_layers=32,

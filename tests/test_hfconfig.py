@@ -1,4 +1,4 @@
-"""trainplan.hfconfig: Hugging Face config.json -> ModelSpec.
+"""trainplan.model.hfconfig: Hugging Face config.json -> ModelSpec.
 
 Fixtures in tests/fixtures/configs/ are tiny but valid configs (transformers 5 builds every
 built-in type; chatglm, internlm, internlm2, baichuan, Yi and the legacy Falcon names are remote
@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 
 from trainplan.enums import MlpKind, NormKind, Position
 from trainplan.errors import TrainplanError
-from trainplan.hfconfig import SUPPORTED_MODEL_TYPES, load_config_path, spec_from_hf_config
-from trainplan.params import count_params
+from trainplan.model.hfconfig import SUPPORTED_MODEL_TYPES, load_config_path, spec_from_hf_config
+from trainplan.model.params import count_params
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "configs"
 FIXTURE_FILES = sorted(FIXTURES.glob("*.json"))
-MODELS_TOML = ROOT / "src" / "trainplan" / "data" / "models.toml"
+MODELS_TOML = ROOT / "src" / "trainplan" / "catalog" / "data" / "models.toml"
 
 # Structure each fixture must parse to (ModelSpec attribute -> value).
 EXPECTED: dict[str, dict[str, object]] = {

@@ -282,7 +282,7 @@ class TestSqlite(LedgerContract):
             save([rec], f"sqlite:///{tmp_path}/missing/x.sqlite")
 
 
-# --- trainplan.track: the context manager and the callbacks (a fake device, no GPU needed) -------------
+# --- trainplan.ledger.track: the context manager and the callbacks (a fake device, no GPU needed) -------------
 
 class FakeStats:
     """Stands in for torch.cuda + NVML: fixed peaks, a device reading per sample."""
@@ -322,10 +322,10 @@ def _train(run, clock, steps=5, first=8.0, each=1.5, tokens=4096):
 
 
 def test_track_records_peaks_step_time_and_estimate(tmp_path):
-    import trainplan.track
+    import trainplan.ledger.track
 
     url, clock, stats = f"sqlite:///{tmp_path / 't.sqlite'}", Clock(), FakeStats()
-    with trainplan.track(model="llama-2-7b", method="lora", batch_size=2, seq_len=2048, gpu="a100",
+    with trainplan.ledger.track(model="llama-2-7b", method="lora", batch_size=2, seq_len=2048, gpu="a100",
                          source="team-a", db=url, stats=stats, clock=clock) as run:
         _train(run, clock)
     assert stats.resets == 1 and run.result.added == 1
@@ -338,23 +338,23 @@ def test_track_records_peaks_step_time_and_estimate(tmp_path):
 
 
 def test_track_never_breaks_training(tmp_path):
-    import trainplan.track
+    import trainplan.ledger.track
 
     clock = Clock()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(ZeroDivisionError):               # the training's own error goes through
-            with trainplan.track(model="llama-2-7b", stats=FakeStats(), clock=clock,
+            with trainplan.ledger.track(model="llama-2-7b", stats=FakeStats(), clock=clock,
                                  db=f"sqlite:///{tmp_path}/unreachable/x.sqlite") as run:
                 _train(run, clock, steps=3)
                 1 / 0
-        with trainplan.track(model="no-such-model-xyz", stats=FakeStats(), clock=clock,
+        with trainplan.ledger.track(model="no-such-model-xyz", stats=FakeStats(), clock=clock,
                              db=f"sqlite:///{tmp_path / 'ok.sqlite'}") as run:  # bad setup: no estimate
             _train(run, clock, steps=2)
 
         def no_cuda():
             raise RuntimeError("CUDA is not available")
-        with trainplan.track(model="llama-2-7b", stats=no_cuda, clock=clock,
+        with trainplan.ledger.track(model="llama-2-7b", stats=no_cuda, clock=clock,
                              db=f"sqlite:///{tmp_path / 'ok.sqlite'}") as run:
             _train(run, clock, steps=3)
     messages = " ".join(str(w.message) for w in caught)
@@ -368,11 +368,11 @@ def test_track_never_breaks_training(tmp_path):
 
 
 def test_track_records_on_rank_zero_only(tmp_path, monkeypatch):
-    import trainplan.track
+    import trainplan.ledger.track
 
     monkeypatch.setenv("RANK", "3")
     clock = Clock()
-    with trainplan.track(model="llama-2-7b", stats=FakeStats(), clock=clock,
+    with trainplan.ledger.track(model="llama-2-7b", stats=FakeStats(), clock=clock,
                          db=f"sqlite:///{tmp_path / 'r.sqlite'}") as run:
         _train(run, clock, steps=2)
     assert run.result is None and not (tmp_path / "r.sqlite").exists()
@@ -382,10 +382,10 @@ def test_hf_callback_reads_the_trainer_setup(tmp_path):
     pytest.importorskip("transformers")
     from types import SimpleNamespace
 
-    import trainplan.track
+    import trainplan.ledger.track
 
     url, clock = f"sqlite:///{tmp_path / 'hf.sqlite'}", Clock()
-    callback = trainplan.track.TrainplanCallback(gpu="a100", source="hf-run", db=url, stats=FakeStats(),
+    callback = trainplan.ledger.track.TrainplanCallback(gpu="a100", source="hf-run", db=url, stats=FakeStats(),
                                                  clock=clock, seq_len=1024)
     args = SimpleNamespace(per_device_train_batch_size=4, gradient_accumulation_steps=2, gradient_checkpointing=True,
                            bf16=True, fp16=False, optim="adamw_torch_fused", world_size=1, deepspeed=None)
@@ -406,10 +406,10 @@ def test_hf_callback_reads_the_trainer_setup(tmp_path):
 def test_lightning_callback_is_lazy():
     import importlib.util
 
-    import trainplan.track
+    import trainplan.ledger.track
 
     if importlib.util.find_spec("lightning") or importlib.util.find_spec("pytorch_lightning"):
-        assert trainplan.track.TrainplanLightningCallback(stats=FakeStats()).tracker is not None
+        assert trainplan.ledger.track.TrainplanLightningCallback(stats=FakeStats()).tracker is not None
     else:
         with pytest.raises(ImportError):
-            trainplan.track.TrainplanLightningCallback
+            trainplan.ledger.track.TrainplanLightningCallback

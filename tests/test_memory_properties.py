@@ -5,7 +5,7 @@ from hypothesis import given, settings, strategies as st
 from conftest import a100_80, tiny_llama
 from trainplan.enums import Attention, GradCkpt, Method, Optimizer, Precision
 from trainplan.memory import estimate_memory
-from trainplan.training import Layout, LoraConfig, TrainingSetup
+from trainplan.job.training import Layout, LoraConfig, TrainingSetup
 
 GPU = a100_80()
 LAYOUT = Layout()

@@ -6,12 +6,12 @@ import pytest
 
 from conftest import llama2_7b, tiny_llama
 from trainplan.enums import Method, Optimizer, Precision, Quant
-from trainplan.frameworks import implementation
+from trainplan.job.frameworks import implementation
 from trainplan.enums import Framework
 from trainplan.memory.regime import resolve_regime
 from trainplan.memory.state import model_state, quantized_bytes
-from trainplan.params import count_params
-from trainplan.training import LoraConfig, QuantConfig, TrainingSetup
+from trainplan.model.params import count_params
+from trainplan.job.training import LoraConfig, QuantConfig, TrainingSetup
 
 P7 = 6_738_415_616   # Llama-2-7B parameters
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from trainplan.hfconfig import spec_from_hf_config
-from trainplan.params import active_params, count_params, lora_params
+from trainplan.model.hfconfig import spec_from_hf_config
+from trainplan.model.params import active_params, count_params, lora_params
 from trainplan.specs import ModelSpec
 
-MODELS_TOML = Path(__file__).resolve().parents[1] / "src" / "trainplan" / "data" / "models.toml"
+MODELS_TOML = Path(__file__).resolve().parents[1] / "src" / "trainplan" / "catalog" / "data" / "models.toml"
 
 
 @cache

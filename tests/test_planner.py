@@ -12,16 +12,16 @@ import pytest
 from trainplan.cli import build_parser, main, request_from_args
 from trainplan.enums import Fsdp, GradCkpt, Offload, Optimizer, ZeroStage
 from trainplan.errors import TrainplanError
-from trainplan.estimation import run
-from trainplan.inputs import Request, build_setup, resolve_gpu
+from trainplan.estimation.result import run
+from trainplan.job.options import Request, build_setup, resolve_gpu
 from trainplan.memory import ParallelConfig, estimate_memory
-from trainplan.planner import PlanRequest, plan, request_flags
-from trainplan.planner_fit import fit, largest_fitting
-from trainplan.planner_memory import FastMemory
-from trainplan.planner_search import ParetoFront, pareto_flags
-from trainplan.planner_space import node_counts, shardings, splits
+from trainplan.planner.plan import PlanRequest, plan, request_flags
+from trainplan.planner.fit import fit, largest_fitting
+from trainplan.memory.fast import FastMemory
+from trainplan.planner.search import ParetoFront, pareto_flags
+from trainplan.planner.space import node_counts, shardings, splits
 from trainplan.specs import GpuSpec, PriceOffer
-from trainplan.training import Layout
+from trainplan.job.training import Layout
 
 from conftest import tiny_llama
 
@@ -301,7 +301,7 @@ def test_plan_text_and_plot(capsys, tmp_path):
 def test_progress_bar_only_on_a_terminal():
     import io
 
-    from trainplan.cli_plan import ProgressBar
+    from trainplan.cli.plan import ProgressBar
 
     quiet = io.StringIO()
     bar = ProgressBar(stream=quiet, delay_s=0.0)

@@ -15,11 +15,11 @@ import pytest
 from trainplan.cli import main
 from trainplan.enums import Fsdp, Offload, ZeroStage
 from trainplan.errors import TrainplanError
-from trainplan.inputs import Request, build_setup
+from trainplan.job.options import Request, build_setup
 from trainplan.probe import launch
 from trainplan.probe.measure import local_gpu_id
 from trainplan.probe.result import Measurement, error_pct
-from trainplan.training import Layout
+from trainplan.job.training import Layout
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "trace" / "tiny_llama.json"
@@ -103,7 +103,7 @@ def test_cpu_probe_is_not_recorded(capsys):
 
 def _gpu_result():
     """A probe result as a GPU run gives it (no GPU needed to test the recording)."""
-    from trainplan.estimation import run as estimate
+    from trainplan.estimation.result import run as estimate
     from trainplan.probe.result import Predicted, ProbeResult
     from trainplan.probe.run import request_json
 
@@ -485,7 +485,7 @@ def test_nvml_absent_leaves_the_device_view_unmeasured(monkeypatch):
 
 
 def test_a_model_spec_travels_to_the_ranks_as_its_config(tmp_path):
-    from trainplan.hfconfig import spec_from_hf_config
+    from trainplan.model.hfconfig import spec_from_hf_config
 
     spec = spec_from_hf_config(json.loads(TINY.read_text()), name="tiny")
     fields = launch.request_fields(Request(model=spec, num_gpus=2, gpu="h100"), tmp_path)

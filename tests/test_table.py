@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from trainplan.cli import main
-from trainplan.inputs import Request, build_setup, resolve_gpu
+from trainplan.job.options import Request, build_setup, resolve_gpu
 from trainplan.memory import estimate_memory
-from trainplan.table import (TableRequest, long_rows, models_of_size, pivot_rows, resource_cells, sharded_layout,
+from trainplan.planner.table import (TableRequest, long_rows, models_of_size, pivot_rows, resource_cells, sharded_layout,
                              tier_rows)
 
 MODELS = "llama-2-7b,llama-2-13b,llama-2-70b"

@@ -17,12 +17,12 @@ pytest.importorskip("peft")
 
 from trainplan.enums import Attention, GradCkpt, Method, Optimizer, Precision  # noqa: E402
 from trainplan.errors import TrainplanError  # noqa: E402
-from trainplan.hfconfig import spec_from_hf_config  # noqa: E402
+from trainplan.model.hfconfig import spec_from_hf_config  # noqa: E402
 from trainplan.trace import TraceUnsupported, plot_timeline, run_trace  # noqa: E402
 from trainplan.trace import autocast_table, build, cuda_emulation, optim, run, step  # noqa: E402
 from trainplan.trace.categories import CATEGORIES  # noqa: E402
 from trainplan.trace.tracker import MemoryTracker  # noqa: E402
-from trainplan.training import LoraConfig, QuantConfig, TrainingSetup  # noqa: E402
+from trainplan.job.training import LoraConfig, QuantConfig, TrainingSetup  # noqa: E402
 
 pytestmark = pytest.mark.trace
 
@@ -432,7 +432,7 @@ def test_checkpointing_lowers_the_forward_activations():
 
 
 def test_import_trainplan_does_not_import_torch():
-    code = ("import sys, trainplan, trainplan.training, trainplan.params, trainplan.trace\n"
+    code = ("import sys, trainplan, trainplan.job.training, trainplan.model.params, trainplan.trace\n"
             "from trainplan.trace import TraceResult, TraceUnsupported\n"
             "assert 'torch' not in sys.modules, 'torch imported'\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

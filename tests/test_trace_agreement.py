@@ -12,11 +12,11 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 from conftest import a100_80  # noqa: E402
-from trainplan.hfconfig import load_config_path  # noqa: E402
-from trainplan.inputs import Request, build_setup  # noqa: E402
+from trainplan.model.hfconfig import load_config_path  # noqa: E402
+from trainplan.job.options import Request, build_setup  # noqa: E402
 from trainplan.memory import estimate_memory  # noqa: E402
 from trainplan.trace import run_trace  # noqa: E402
-from trainplan.training import Layout  # noqa: E402
+from trainplan.job.training import Layout  # noqa: E402
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "trace"
 GPU = a100_80()

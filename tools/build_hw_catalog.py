@@ -1,6 +1,6 @@
-"""Build src/trainplan/data/gpus.toml and prices.toml from the shared reference CSVs (run once).
+"""Build src/trainplan/catalog/data/gpus.toml and prices.toml from the shared reference CSVs (run once).
 
-    python tools/build_hw_catalog.py [--shared ../shared] [--out src/trainplan/data]
+    python tools/build_hw_catalog.py [--shared ../shared] [--out src/trainplan/catalog/data]
 
 Inputs (read-only, never read at runtime):
   reference/gpus.csv          one row per accelerator (dense peaks, memory, links, sources)
@@ -301,7 +301,7 @@ def write_toml(path: Path, comment: str, tables: list[tuple[str, dict]]) -> None
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
-    ap.add_argument("--out", type=Path, default=ROOT / "src" / "trainplan" / "data")
+    ap.add_argument("--out", type=Path, default=ROOT / "src" / "trainplan" / "catalog" / "data")
     args = ap.parse_args(argv)
     ref = args.shared / "reference"
 

@@ -1,4 +1,4 @@
-"""Build src/trainplan/data/models.toml from the verified architecture reference.
+"""Build src/trainplan/catalog/data/models.toml from the verified architecture reference.
 
     python tools/build_model_catalog.py [--reference PATH] [--out PATH]
 
@@ -22,7 +22,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_REFERENCE = ROOT.parent / "shared" / "reference" / "model_configs.json"
-DEFAULT_OUT = ROOT / "src" / "trainplan" / "data" / "models.toml"
+DEFAULT_OUT = ROOT / "src" / "trainplan" / "catalog" / "data" / "models.toml"
 
 # Entries left out, with the reason (printed when the catalog is built).
 SKIP = {

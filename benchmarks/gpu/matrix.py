@@ -34,8 +34,8 @@ except ImportError:   # a checkout without an install: PYTHONPATH=src
     sys.path.insert(0, str(ROOT / "src"))
 
 from trainplan.errors import TrainplanError  # noqa: E402
-from trainplan.estimation import run as estimate  # noqa: E402
-from trainplan.inputs import Request  # noqa: E402
+from trainplan.estimation.result import run as estimate  # noqa: E402
+from trainplan.job.options import Request  # noqa: E402
 
 TINY = "tests/fixtures/trace"   # relative to the repository root, where every probe runs
 GPU_BUDGET_S = 430.0          # start no setup that would end after this; 8 min = 480 s in all

@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 from trainplan.cases import mapping_from_request
-from trainplan.inputs import Request
+from trainplan.job.options import Request
 from trainplan.memory import estimate_memory
 
 VIEWS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes")

@@ -18,5 +18,5 @@ def __getattr__(name: str):
     if name == "track":
         import importlib
 
-        return importlib.import_module("trainplan.track")
+        return importlib.import_module("trainplan.ledger.track")
     raise AttributeError(f"module 'trainplan' has no attribute {name!r}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainplan.estimation import Estimate, run
-from trainplan.inputs import Request
+from trainplan.estimation.result import Estimate, run
+from trainplan.job.options import Request
 from trainplan.specs import ModelSpec
 
 

@@ -107,9 +107,9 @@ def mapping_from_request(req: Any, *, case_id: str = "", kind: str = "memory", m
                          notes: tuple[str, ...] = ()) -> CaseMapping:
     """A Request (the flags `trainplan estimate` takes) as a CaseMapping, built the way `estimate`
     builds it (framework profile, layout, workload, timing options), without calibration."""
-    from trainplan.inputs import build_layout, build_setup, build_workload, read_lengths, resolve_gpu, resolve_model
+    from trainplan.job.options import build_layout, build_setup, build_workload, read_lengths, resolve_gpu, resolve_model
     from trainplan.memory import ParallelConfig
-    from trainplan.timing import TimingOptions
+    from trainplan.timing.estimate import TimingOptions
 
     spec, gpu = resolve_model(req.model), resolve_gpu(req.gpu)
     setup = build_setup(req, spec)
@@ -137,7 +137,7 @@ def predict(mapping: CaseMapping) -> dict[str, float | int | None]:
     """The eight predicted values (PREDICTED_KEYS): memory views in bytes, time per GPU.
     A part the model cannot compute for this setup is None (its reason goes to the notes)."""
     from trainplan.memory import estimate_memory
-    from trainplan.timing import estimate_time
+    from trainplan.timing.estimate import estimate_time
 
     out: dict[str, float | int | None] = dict.fromkeys(PREDICTED_KEYS)
     try:

@@ -109,7 +109,7 @@ def _mpt(m: dict) -> ModelSpec:
 
 
 def _synthesized_llama(m: dict) -> ModelSpec:
-    from trainplan.hfconfig import spec_from_hf_config
+    from trainplan.model.hfconfig import spec_from_hf_config
 
     missing = [k for k in ("heads", "intermediate", "vocab") if not m.get(k)]
     if missing:
@@ -122,7 +122,7 @@ def _synthesized_llama(m: dict) -> ModelSpec:
 
 
 def _litgpt_neox(m: dict, norms_per_layer: int) -> ModelSpec:
-    from trainplan.hfconfig import spec_from_hf_config
+    from trainplan.model.hfconfig import spec_from_hf_config
 
     config = {"model_type": "gpt_neox", "hidden_size": m["hidden"], "num_hidden_layers": m["layers"],
               "num_attention_heads": m["heads"], "intermediate_size": m["intermediate"],

@@ -15,7 +15,7 @@ from trainplan.frozen import frozen
 from trainplan.cases.common import (Skip, case_framework, case_gpu, case_grad_ckpt, case_model, lora_dropout,
                                     lora_targets, memory_optimizer, nodes_for, text)
 from trainplan.enums import Framework
-from trainplan.inputs import Request
+from trainplan.job.options import Request
 from trainplan.units import GIB
 
 ALLOCATED, RESERVED, DEVICE = "peak_allocated_bytes", "peak_reserved_bytes", "device_bytes"

@@ -16,8 +16,8 @@ from trainplan.cases.common import (GPUS_PER_NODE, Skip, case_framework, case_gp
 from trainplan.enums import (Attention, Fsdp, Framework, GradCkpt, MasterWeights, Method, Offload, Optimizer,
                              Precision, Quant, ZeroStage)
 from trainplan.specs import GpuSpec
-from trainplan.timing import TimeEstimate, TimingOptions, estimate_time
-from trainplan.training import Implementation, Layout, LoraConfig, QuantConfig, TrainingSetup, Workload
+from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
+from trainplan.job.training import Implementation, Layout, LoraConfig, QuantConfig, TrainingSetup, Workload
 
 CARD_GPUS = 2048   # Llama 1 paper (Touvron et al. 2023a, section 2.4): 2048 A100-80GB for LLaMA-65B
 CARD_BATCH_TOKENS = 16 * 2**20   # Llama 3 paper (Dubey et al. 2024, section 3.4.1): 16M-token batches

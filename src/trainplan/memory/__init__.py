@@ -22,7 +22,7 @@ from trainplan.memory.sharding import (FsdpConfig, ShardedState, ZeroConfig, che
                                        cpu_ram_note, shard_state, shard_level)
 from trainplan.memory.state import ModelState, model_state
 from trainplan.specs import GpuSpec
-from trainplan.training import Layout, TrainingSetup
+from trainplan.job.training import Layout, TrainingSetup
 from trainplan.units import gib
 
 __all__ = ["FsdpConfig", "MemoryEstimate", "Overhead", "ParallelConfig", "StageMemory", "ZeroConfig",

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from trainplan.frozen import frozen, replace
 
-from trainplan.architecture import Group, LayerSpec, LinearSpec, Role
+from trainplan.model.architecture import Group, LayerSpec, LinearSpec, Role
 from trainplan.enums import Attention, NormKind, Position
 from trainplan.memory.mlp_saves import mlp_saves, router_saves
-from trainplan.params import lora_key
+from trainplan.model.params import lora_key
 from trainplan.specs import ModelSpec
 
 LSE_BYTES = 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from trainplan.frozen import replace
 
-from trainplan.architecture import structure
+from trainplan.model.architecture import structure
 from trainplan.enums import Framework, GradCkpt, Method, Position
 from trainplan.memory.activations import LayerActivations, LayerContext, _norm_saves, layer_activations
 from trainplan.memory.logits import LogitsMemory, held_fp32_logits, logits_memory
@@ -13,8 +13,8 @@ from trainplan.memory.parallel import Stage, activation_setup
 from trainplan.memory.peak import StepInputs
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState
-from trainplan.params import first_trained_layer, lora_target_keys
-from trainplan.training import Layout, TrainingSetup
+from trainplan.model.params import first_trained_layer, lora_target_keys
+from trainplan.job.training import Layout, TrainingSetup
 
 NO_LOGITS = LogitsMemory(forward_peak_bytes=0, saved_bytes=0, backward_peak_bytes=0, after_bytes=0)
 

@@ -8,7 +8,7 @@ print a table for "params, optim states and gradients"; activations and buffers 
 
 from __future__ import annotations
 
-from trainplan.architecture import structure
+from trainplan.model.architecture import structure
 from trainplan.specs import ModelSpec
 
 

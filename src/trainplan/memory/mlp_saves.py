@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from trainplan.architecture import LinearSpec, Role
+from trainplan.model.architecture import LinearSpec, Role
 from trainplan.specs import ModelSpec
 
 if TYPE_CHECKING:

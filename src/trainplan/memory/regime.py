@@ -17,7 +17,7 @@ from __future__ import annotations
 from trainplan.frozen import frozen
 
 from trainplan.enums import MasterWeights, Method, Precision
-from trainplan.training import TrainingSetup
+from trainplan.job.training import TrainingSetup
 
 
 @frozen

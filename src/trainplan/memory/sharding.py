@@ -51,7 +51,7 @@ from trainplan.errors import TrainplanError
 from trainplan.memory.parallel import GpuParams, is_model_parallel
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState
-from trainplan.training import Layout, TrainingSetup
+from trainplan.job.training import Layout, TrainingSetup
 from trainplan.units import GIB, gib
 
 PROCESS_BASELINE_CPU_BYTES = 3 * GIB   # python + torch + CUDA libraries per rank (assumption)

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from trainplan.frozen import frozen
 
-from trainplan.architecture import structure
+from trainplan.model.architecture import structure
 from trainplan.enums import Method, Optimizer, Quant
 from trainplan.memory.regime import Regime
-from trainplan.params import count_params, default_lora_targets, resolve_lora_targets
-from trainplan.training import QuantConfig, TrainingSetup
+from trainplan.model.params import count_params, default_lora_targets, resolve_lora_targets
+from trainplan.job.training import QuantConfig, TrainingSetup
 
 MIN_8BIT_SIZE = 4096
 BNB_OPT_BLOCK = 256

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from trainplan.enums import Optimizer, Quant
 from trainplan.errors import TrainplanError
-from trainplan.training import TrainingSetup
+from trainplan.job.training import TrainingSetup
 
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 LLM_INT8_THRESHOLD = 6.0   # transformers BitsAndBytesConfig.llm_int8_threshold default

@@ -21,10 +21,10 @@ from typing import Any
 
 from trainplan.enums import Fsdp, Offload, Precision, ZeroStage
 from trainplan.errors import TrainplanError
-from trainplan.inputs import Request
+from trainplan.job.options import Request
 from trainplan.probe.result import MEMORY_VIEWS, Measurement
 from trainplan.specs import ModelSpec
-from trainplan.training import Layout, TrainingSetup
+from trainplan.job.training import Layout, TrainingSetup
 
 LAUNCHERS = ("auto", "torchrun", "deepspeed")
 WORKER_MODULE = "trainplan.probe.worker"
@@ -177,7 +177,7 @@ def describe_launch(req: Request, *, device: str, steps: int, launcher: str,
                     workdir: str | None = None) -> dict[str, Any]:
     """--print-launch: the command and its files, written to `workdir` (a new temporary folder by
     default) so the printed command can be run as is; nothing is started."""
-    from trainplan.inputs import build_layout, build_setup, resolve_gpu
+    from trainplan.job.options import build_layout, build_setup, resolve_gpu
 
     if req.num_gpus <= 1:
         raise TrainplanError("--print-launch applies with --num-gpus > 1")

@@ -30,7 +30,7 @@ def measured_for_ledger(result: ProbeResult) -> dict[str, Any]:
 
 def run_record(result: ProbeResult):
     """The ledger's RunRecord of a probe (validated by the ledger: positive, sane numbers)."""
-    from trainplan.inputs import Request
+    from trainplan.job.options import Request
     from trainplan.ledger.capture import environment, record_from_request
 
     env = environment(**{k: v for k, v in result.environment.items() if not isinstance(v, dict)},

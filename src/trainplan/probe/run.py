@@ -20,9 +20,9 @@ from typing import Any, Callable
 
 from trainplan.enums import Method, Precision
 from trainplan.errors import TrainplanError
-from trainplan.inputs import Request
+from trainplan.job.options import Request
 from trainplan.probe.result import Measurement, Predicted, ProbeResult
-from trainplan.training import TrainingSetup
+from trainplan.job.training import TrainingSetup
 
 DEVICES = ("cuda", "cpu")
 CPU_RAM_FRACTION = 0.5      # --device cpu refuses setups whose estimated peak exceeds this share of RAM
@@ -220,7 +220,7 @@ def probe(req: Request, *, device: str = "cuda", steps: int = 3, launcher: str =
     """Estimate `req`, then run it for `steps` steps on this machine and measure it."""
     check_request(device=device, steps=steps)
     _torch_or_error()
-    from trainplan.estimation import run as estimate
+    from trainplan.estimation.result import run as estimate
     from trainplan.probe.measure import environment, require_cuda
 
     if device == "cuda":

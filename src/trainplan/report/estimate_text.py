@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainplan.estimation import Estimate
+from trainplan.estimation.result import Estimate
 from trainplan.report.tables import render_table
 from trainplan.units import fmt_count, fmt_gib, gib
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trainplan.report.tables import render_table
-from trainplan.training import TrainingSetup
+from trainplan.job.training import TrainingSetup
 from trainplan.units import fmt_gib, gib
 
 

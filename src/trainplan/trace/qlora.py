@@ -22,7 +22,7 @@ from torch import nn
 
 from trainplan.enums import Quant
 from trainplan.trace.errors import TraceUnsupported
-from trainplan.training import TrainingSetup
+from trainplan.job.training import TrainingSetup
 
 _NF4_ENTRIES = 16           # the 4-bit code book (NF4/FP4 values) each QuantState holds
 _CODEBOOK_ENTRIES = 256     # bitsandbytes dynamic-quantization code book for the nested absmax

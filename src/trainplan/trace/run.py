@@ -20,7 +20,7 @@ from trainplan.trace import build, categories, cuda_emulation, optim, step
 from trainplan.trace.names import clean_name
 from trainplan.trace.result import TraceResult
 from trainplan.trace.tracker import MemoryTracker, TrackerState
-from trainplan.training import TrainingSetup
+from trainplan.job.training import TrainingSetup
 
 _PHASES = {"forward": "forward", "backward": "backward", "optimizer": "optimizer",
            "zero_grad": "optimizer", "end": "optimizer", "state": "forward"}

@@ -1,0 +1,5 @@
+import sys
+
+from trainplan.cli import main
+
+sys.exit(main())

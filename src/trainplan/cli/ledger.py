@@ -1,0 +1,290 @@
+"""Ledger commands: record, runs, import, calibrate, accuracy (registered by trainplan.cli).
+
+No formulas here, and no heavy import at module level: SQLAlchemy and Alembic load inside the
+commands that open the database (`trainplan estimate` never imports them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from typing import Any
+
+from trainplan.errors import TrainplanError
+
+MEASURE_FLAGS = (("peak_allocated_gib", "peak allocated memory per GPU (torch.cuda.max_memory_allocated), GiB"),
+                 ("peak_reserved_gib", "peak reserved memory per GPU (torch.cuda.max_memory_reserved), GiB"),
+                 ("device_gib", "peak device memory per GPU (nvidia-smi / NVML), GiB"),
+                 ("step_s", "seconds per optimizer step"),
+                 ("tokens_per_s", "tokens per second per GPU"))
+FILE_RUN_FIELDS = frozenset({"setup", "measured", "source", "notes", "environment", "created_at", "external_id"})
+
+
+def _db_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", help="SQLAlchemy URL of the ledger (default $TRAINPLAN_DB, else SQLite in the data dir)")
+
+
+def register(sub: Any, add_setup_flags: Any) -> None:
+    p = sub.add_parser("record", help="record a measured run in the ledger (with the estimate made now)")
+    add_setup_flags(p)
+    for action in p._actions:            # --model is required for one run, not with --file
+        if action.dest == "model":
+            action.required = False
+    m = p.add_argument_group("what was measured")
+    for name, helptext in MEASURE_FLAGS:
+        m.add_argument("--" + name.replace("_", "-"), type=float, help=helptext)
+    m.add_argument("--source", default="manual", help="who measured it (a team, a cluster, a paper)")
+    m.add_argument("--notes", default="")
+    m.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                   help="environment facts (driver, cuda, ...); repeatable")
+    m.add_argument("--file", help="a JSON list of runs: {setup: {flags}, measured: {peak_allocated_gib, ...}, source}")
+    _db_flag(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser("runs", help="list recorded runs with estimate, measurement and residual")
+    for key in ("model", "method", "framework", "gpu", "source", "precision"):
+        p.add_argument("--" + key, help=f"filter by {key}")
+    p.add_argument("--limit", type=int, default=50, help="newest N runs (0: all)")
+    p.add_argument("--csv", metavar="FILE", help="also write every listed run to a CSV file")
+    _db_flag(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("import", help="import a case file (shared/ground_truth schema) into the ledger")
+    p.add_argument("file")
+    _db_flag(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("calibrate", help="fit correction terms from the ledger, validated leave-one-source-out")
+    p.add_argument("--out", help="calibration file (default $TRAINPLAN_CALIBRATION, else the data dir)")
+    p.add_argument("--min-runs", type=int, default=3, help="runs a group needs before it gets its own term")
+    _db_flag(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("accuracy", help="estimate every case of a file and compare with its measurements")
+    p.add_argument("--cases", required=True, help="JSON file in the shared/ground_truth schema")
+    p.add_argument("--min-runs", type=int, default=3, help="cases a group needs for its own calibration term")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_accuracy)
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, default=str))
+
+
+def _env_pairs(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise TrainplanError(f"--env {pair!r}: expected KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def _file_runs(path: str) -> list[dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise TrainplanError(f"--file {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise TrainplanError(f"--file {path}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
+    data = [data] if isinstance(data, dict) else data
+    if not isinstance(data, list) or not data:
+        raise TrainplanError(f"--file {path}: expected a JSON list of runs")
+    return data
+
+
+def _records_from_file(path: str, default_source: str) -> list[Any]:
+    from trainplan.cli import _SETUP_KEYS
+    from trainplan.job.options import Request
+    from trainplan.ledger.capture import environment, record_from_request
+    from trainplan.ledger.records import measured_from_gib
+
+    records = []
+    for i, run in enumerate(_file_runs(path)):
+        where = f"--file {path}: run {i}"
+        if not isinstance(run, dict):
+            raise TrainplanError(f"{where}: expected a JSON object")
+        unknown = sorted(set(run) - FILE_RUN_FIELDS)
+        if unknown:
+            raise TrainplanError(f"{where}: unknown field(s) {', '.join(unknown)}; nothing was written")
+        setup, measured = run.get("setup") or {}, run.get("measured") or {}
+        bad = sorted(set(setup) - set(_SETUP_KEYS)) + sorted(set(measured) - {n for n, _ in MEASURE_FLAGS})
+        if bad:
+            raise TrainplanError(f"{where}: unknown setup/measured field(s) {', '.join(bad)}; nothing was written")
+        if "model" not in setup:
+            raise TrainplanError(f"{where}: setup needs a model; nothing was written")
+        req = Request(**setup)
+        records.append(record_from_request(req, measured_from_gib(**measured), source=run.get("source") or default_source,
+                                           notes=run.get("notes") or "", env=environment(**(run.get("environment") or {})),
+                                           external_id=run.get("external_id"), created_at=run.get("created_at")))
+    return records
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from trainplan.cli import request_from_args
+    from trainplan.ledger.capture import LedgerWarning, environment, record_from_request, save
+    from trainplan.ledger.records import measured_from_gib
+
+    if args.file:
+        records = _records_from_file(args.file, args.source)
+    else:
+        if not args.model:
+            raise TrainplanError("record needs --model (and the other setup flags) or --file")
+        measured = measured_from_gib(**{name: getattr(args, name) for name, _ in MEASURE_FLAGS})
+        records = [record_from_request(request_from_args(args), measured, source=args.source, notes=args.notes,
+                                       env=environment(**_env_pairs(args.env)))]
+    with warnings.catch_warnings():            # printed below as one line, not as a Python warning
+        warnings.simplefilter("ignore", LedgerWarning)
+        result = save(records, args.db, spool_on_failure=True)
+    if result.warning:
+        print(result.warning, file=sys.stderr)
+    if args.json:
+        _print_json({"added": result.added, "already_present": result.present, "spooled": result.spooled,
+                     "spool": None if result.spool is None else str(result.spool)})
+    elif not result.spooled:
+        print(f"recorded {result.added} run(s)" + (f", {result.present} already in the ledger" if result.present else ""))
+    return 0
+
+
+def _display(row: dict[str, Any]) -> dict[str, Any]:
+    from trainplan.ledger.records import MEASURE_KEYS, residual
+
+    out = {"id": row["id"], "created": str(row["created_at"])[:19], "source": row["source"], "model": row["model"],
+           "method": row["method"], "framework": row["framework"], "gpu": row["gpu"], "gpus": row["num_gpus"]}
+    for key in MEASURE_KEYS:
+        est, meas = row.get(f"est_{key}"), row.get(f"meas_{key}")
+        if meas is None:
+            continue
+        label = key.replace("_bytes", "").replace("peak_", "")
+        scale = 2**30 if key.endswith("_bytes") else 1
+        unit = " GiB" if key.endswith("_bytes") else ""
+        res = residual(est, meas)
+        out[label] = (f"{(est or 0) / scale:.3g}{unit} est / {meas / scale:.3g}{unit} meas"
+                      + ("" if res is None else f" ({res:+.1%})"))
+    return out
+
+
+def _json_row(row: dict[str, Any]) -> dict[str, Any]:
+    from trainplan.ledger.records import MEASURE_KEYS, residual
+
+    out = {k: (str(v) if k == "created_at" else v) for k, v in row.items()}
+    out["residual"] = {k: residual(row.get(f"est_{k}"), row.get(f"meas_{k}")) for k in MEASURE_KEYS
+                       if row.get(f"meas_{k}") is not None}
+    return out
+
+
+def _write_csv(path: str, rows: list[dict[str, Any]]) -> None:
+    import csv
+
+    from trainplan.ledger.records import MEASURE_KEYS, residual
+
+    flat_cols = [c for c in (rows[0].keys() if rows else []) if c not in ("setup", "environment", "measured",
+                                                                           "estimate", "raw")]
+    cols = flat_cols + [f"residual_{k}" for k in MEASURE_KEYS] + ["setup", "environment"]
+    try:
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=cols)
+            w.writeheader()
+            for row in rows:
+                out = {c: row.get(c) for c in flat_cols}
+                out.update({f"residual_{k}": residual(row.get(f"est_{k}"), row.get(f"meas_{k}")) for k in MEASURE_KEYS})
+                out.update(setup=json.dumps(row.get("setup"), default=str),
+                           environment=json.dumps(row.get("environment"), default=str))
+                w.writerow(out)
+    except OSError as exc:
+        raise TrainplanError(f"--csv {path}: {exc.strerror or exc}") from None
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from trainplan.ledger.capture import open_ledger
+    from trainplan.ledger.store import query_runs
+
+    engine = open_ledger(args.db)
+    filters = {k: getattr(args, k) for k in ("model", "method", "framework", "gpu", "source", "precision")}
+    rows = query_runs(engine, limit=args.limit or None, **filters)
+    if args.csv:
+        _write_csv(args.csv, rows)
+    if args.json:
+        _print_json([_json_row(r) for r in rows])
+    else:
+        from trainplan.report.tables import render_table
+
+        shown = [_display(r) for r in rows]
+        columns = list(dict.fromkeys(k for row in shown for k in row))
+        print(render_table(shown, columns) if rows else "no runs")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from trainplan.cases import load_cases
+    from trainplan.ledger.capture import record_from_case, save
+
+    cases = load_cases(args.file)
+    records = [record_from_case(c) for c in cases]
+    result = save(records, args.db)
+    not_estimated = [r.external_id for r in records if r.estimate is None]
+    if args.json:
+        _print_json({"cases": len(records), "added": result.added, "already_present": result.present,
+                     "not_estimated": not_estimated})
+    else:
+        print(f"imported {result.added} new run(s) from {args.file} ({result.present} already in the ledger; "
+              f"{len(not_estimated)} kept without an estimate: cases trainplan cannot map)")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from trainplan.ledger import calibration
+    from trainplan.cases.accuracy import leave_one_source_out
+    from trainplan.ledger.capture import open_ledger
+    from trainplan.ledger.paths import db_url, redact
+    from trainplan.ledger.records import now_iso
+    from trainplan.ledger.store import query_runs
+
+    if args.min_runs < 2:
+        raise TrainplanError("--min-runs must be at least 2 (a band needs two runs)")
+    rows = query_runs(open_ledger(args.db))
+    obs = [o for o in (calibration.observation_from_row(r) for r in rows) if o is not None]
+    if not obs:
+        raise TrainplanError("the ledger holds no run with an estimate to calibrate from (record or import runs first)")
+    validation = leave_one_source_out(obs, min_runs=args.min_runs)
+    cal = calibration.fit(obs, min_runs=args.min_runs,
+                          provenance={"created_at": now_iso(), "db": redact(db_url(args.db)),
+                                      "runs_in_ledger": len(rows), "leave_one_source_out": validation})
+    path = calibration.save(cal, args.out)
+    if args.json:
+        _print_json({"path": str(path), **calibration.to_json(cal)})
+        return 0
+    print(f"calibration from {len(obs)} runs ({len(cal.provenance['sources'])} sources) written to {path}")
+    for g in cal.groups:
+        terms = ", ".join(f"{n} {t.value / 2**30:+.2f} GiB (sd {t.sigma / 2**30:.2f}, n {t.n})"
+                          if n == "device_overhead_bytes" else f"{n} {t.value:.3f} (sd {t.sigma:.3f}, n {t.n})"
+                          for n, t in g.terms.items())
+        print(f"  {g.label:48s} {terms}")
+    print("leave-one-source-out (fit on the other sources, predict this one): median |error| raw -> calibrated")
+    for kind, block in validation.items():
+        for label, s in [("all", block["all"])] + list(block["by_source"].items()):
+            if s["raw"]["n"]:
+                print(f"  {kind:6s} {label[:40]:40s} n={s['raw']['n']:3d} {s['raw']['median_abs']:6.1%} -> "
+                      f"{s['calibrated']['median_abs']:6.1%}")
+    return 0
+
+
+def cmd_accuracy(args: argparse.Namespace) -> int:
+    from trainplan.cases.accuracy import evaluate, render, summarize
+    from trainplan.cases import load_cases
+
+    results = evaluate(load_cases(args.cases, strict=False), min_runs=args.min_runs)
+    summary = summarize(results)
+    if args.json:
+        _print_json({"cases": [r.to_dict() for r in results], "summary": summary})
+    else:
+        print(render(results, summary))
+    return 0

@@ -1,0 +1,214 @@
+"""`trainplan plan`, `trainplan table` and `trainplan fit`: registered by trainplan.cli (its extension
+hook). Only argument wiring and output here; the work is in planner*, table, plots, report/."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any, Callable
+
+from trainplan.errors import TrainplanError
+
+
+def _csv(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in value.split(",") if v.strip()) if value else ()
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, default=str))
+
+
+class ProgressBar:
+    """A one-line bar on stderr, drawn only on a terminal and only once the work has run `delay_s`."""
+
+    def __init__(self, stream=None, delay_s: float = 1.0, width: int = 30) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.delay_s, self.width = delay_s, width
+        self.start = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        if not self.shown and (done >= total or time.perf_counter() - self.start < self.delay_s):
+            return
+        filled = int(self.width * done / total)
+        self.stream.write(f"\rplanning [{'#' * filled}{'.' * (self.width - filled)}] {done / total:4.0%}")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r" + " " * (self.width + 20) + "\r")
+            self.stream.flush()
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from trainplan.cli import request_from_args
+    from trainplan.planner.plan import PlanRequest, plan
+
+    pr = PlanRequest(job=request_from_args(args), methods=_csv(args.methods), gpus=_csv(args.gpus) or None,
+                     max_gpus=args.max_gpus, gpus_per_node=args.gpus_per_node, global_batch=args.global_batch,
+                     budget=args.budget, deadline_hours=args.deadline, sort=args.sort, top=args.top)
+    if args.plot:
+        from trainplan.report.plots import check_path
+
+        check_path(args.plot)
+    bar = ProgressBar()
+    try:
+        result = plan(pr, progress=bar, details=args.json)
+    finally:
+        bar.close()
+    if args.plot:
+        from trainplan.report.plots import plan_front
+
+        ranks = {id(p.found): p.rank for p in result.plans}
+        points = [{"cost": f.cost_value, "time_s": f.time_s, "pareto": on, "rank": ranks.get(id(f)),
+                   "label": f"{f.rentable.gpu.id} x{f.shape.num_gpus}"} for f, on in zip(result.found, result.pareto)]
+        plan_front(points, args.plot, currency=result.currency,
+                   title=f"{getattr(pr.job.model, 'name', pr.job.model)}: plans that fit, cost against time")
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        from trainplan.report.plan_text import render_plan
+
+        print(render_plan(result))
+        if args.plot:
+            print(f"wrote {args.plot}")
+    return 0
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from trainplan.cli import request_from_args
+    from trainplan.planner.fit import fit
+
+    result = fit(request_from_args(args))
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        from trainplan.report.plan_text import render_fit
+
+        print(render_fit(result))
+    return 0
+
+
+def _table_request(args: argparse.Namespace):
+    from trainplan.cli import request_from_args
+    from trainplan.planner.table import DEFAULT_GPUS, DEFAULT_METHODS, TableRequest
+
+    return TableRequest(job=request_from_args(args), models=_csv(args.models), sizes=_csv(args.sizes),
+                        methods=_csv(args.methods) or DEFAULT_METHODS, precisions=_csv(args.precisions),
+                        gpus=_csv(args.gpus) or DEFAULT_GPUS, max_gpus=args.max_gpus, gpus_per_node=args.gpus_per_node)
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    from trainplan.report import table_formats as tf
+
+    fmt = "json" if args.json else args.format
+    tf.check_format(fmt, args.output)
+    for path in (args.plot, args.plot_seq):
+        if path:
+            from trainplan.report.plots import check_path
+
+            check_path(path)
+    tr = _table_request(args)
+    from trainplan.planner import table
+
+    if args.tiers:
+        rows = table.tier_rows(tr)
+        columns = list(rows[0]) if rows else []
+        title = table.tier_title(tr)
+        sheets = [("tiers", rows, columns)]
+        long_rows, long_columns = rows, columns
+    else:
+        cells = table.resource_cells(tr)
+        rows, columns = table.pivot_rows(cells, tr.max_gpus, tr.job.samples is not None)
+        long_rows = table.long_rows(cells)
+        long_columns = list(dict.fromkeys(k for r in long_rows for k in r))
+        title = "Memory per GPU (one GPU, device view); fewest GPUs of each type (ZeRO-3 beyond one)"
+        sheets = [("table", rows, columns), ("data", long_rows, long_columns)]
+        _pictures(args, tr, cells)
+    if fmt == "xlsx":
+        tf.write_xlsx(args.output, sheets)
+        print(f"wrote {args.output}")
+        return 0
+    if fmt in ("csv", "json"):
+        text = tf.render(fmt, long_rows, long_columns)
+    else:
+        text = tf.render(fmt, rows, columns, title=title)
+    if args.output:
+        tf.write_text(text, args.output)
+        print(f"wrote {args.output}")
+    else:
+        print(text)
+    return 0
+
+
+def _pictures(args: argparse.Namespace, tr, cells) -> None:
+    from trainplan.planner import table
+
+    if args.plot:
+        from trainplan.report.plots import memory_breakdown
+
+        memory_breakdown(table.breakdown_bars(tr, cells), args.plot, capacities=table.capacities(tr))
+    if args.plot_seq:
+        from trainplan.report.plots import memory_vs_seq
+
+        memory_vs_seq(table.seq_series(tr, cells), args.plot_seq, capacities=table.capacities(tr))
+
+
+def _optional_model(p: argparse.ArgumentParser) -> None:
+    for action in p._actions:       # add_setup_flags makes --model required; table rows name their own
+        if action.dest == "model":
+            action.required = False
+            action.default = None
+            action.help = "one model (or use --models / --sizes)"
+
+
+def register(subparsers: Any, add_setup_flags: Callable[[argparse.ArgumentParser], None]) -> None:
+    p = subparsers.add_parser("plan", help="the cheapest setups that fit, ranked by cost or time, Pareto front")
+    add_setup_flags(p)
+    g = p.add_argument_group("what the planner may choose")
+    g.add_argument("--methods", help="comma list of methods to consider (default: --method)")
+    g.add_argument("--gpus", default="all", help="comma list of GPU ids/aliases, or all (default)")
+    g.add_argument("--max-gpus", type=int, default=64, help="most GPUs in one plan (default 64)")
+    g.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
+    g.add_argument("--global-batch", type=int, default=32,
+                   help="sequences per optimizer step, held by every plan (default 32)")
+    g.add_argument("--budget", type=float, help="most money for the run (in the plan's currency)")
+    g.add_argument("--deadline", type=float, help="most wall-clock hours for the run (retries included)")
+    g.add_argument("--sort", default="cost", help="cost (default) or time")
+    g.add_argument("--top", type=int, default=10, help="plans shown (default 10)")
+    g.add_argument("--plot", help="draw cost against time with the Pareto front (PNG or SVG)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plan)
+
+    p = subparsers.add_parser("table", help="the resource table: models x methods x precisions -> memory, GPUs")
+    add_setup_flags(p)
+    _optional_model(p)
+    g = p.add_argument_group("the table")
+    g.add_argument("--models", help="comma list of models (rows)")
+    g.add_argument("--sizes", help="comma list of sizes, e.g. 7b,13b,70b: catalog models of those sizes")
+    g.add_argument("--methods", help="comma list (default full,lora,qlora)")
+    g.add_argument("--precisions", help="comma list (default: --precision or the framework's)")
+    g.add_argument("--gpus", help="comma list of GPU types (default a100-80gb,h100,rtx4090), or all")
+    g.add_argument("--max-gpus", type=int, default=64, help="most GPUs tried per type (default 64)")
+    g.add_argument("--gpus-per-node", type=int, default=8)
+    g.add_argument("--tiers", action="store_true", help="one job (the first model/method/precision) across GPU types")
+    g.add_argument("--format", default="terminal", help="terminal | markdown | csv | xlsx | html | json")
+    g.add_argument("--output", help="write to FILE (required for xlsx)")
+    g.add_argument("--plot", help="stacked bars of the memory components (PNG or SVG)")
+    g.add_argument("--plot-seq", help="memory against sequence length, GPU capacities as lines (PNG or SVG)")
+    p.add_argument("--json", action="store_true", help="same as --format json")
+    p.set_defaults(func=cmd_table)
+
+    p = subparsers.add_parser("fit", help="the largest micro-batch and the longest sequence that fit one layout")
+    add_setup_flags(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_fit)
+
+
+__all__ = ["register", "ProgressBar", "TrainplanError"]

@@ -1,0 +1,137 @@
+"""Read a Hugging Face config.json (standard library only, no transformers) into a ModelSpec.
+
+Every structural choice is stated in the returned spec (module naming, MLP kind, norms per layer,
+QK-norm, biases, positions, tied embeddings, MoE, MLA), decided per model_type as the transformers
+modeling code (or the model's remote code) builds it, with the config class defaults for absent
+keys. The shape keys (hidden size, layers, heads, MLP width, vocabulary) are required instead of
+defaulted: a config.json without them is a mistake, not a 7B model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from trainplan.errors import TrainplanError
+from trainplan.model.hfconfig import classic, dense, moe
+from trainplan.model.hfconfig._reader import ConfigReader
+from trainplan.specs import ModelSpec
+
+__all__ = ["SUPPORTED_MODEL_TYPES", "load_config_path", "spec_from_hf_config"]
+
+_PARSERS: dict[str, Callable[[ConfigReader], dense.Fields]] = {
+    "llama": dense.llama,
+    "Yi": dense.llama,                 # early 01-ai remote code, Llama structure
+    "internlm": dense.internlm,
+    "mistral": dense.mistral,
+    "qwen2": dense.qwen2,
+    "qwen3": dense.qwen3,
+    "gemma": dense.gemma,
+    "gemma2": dense.gemma2,
+    "gemma3_text": dense.gemma3_text,
+    "gemma3": dense.gemma3,
+    "phi3": dense.phi3,
+    "glm": dense.glm,
+    "glm4": dense.glm4,
+    "chatglm": dense.chatglm,
+    "internlm2": dense.internlm2,
+    "baichuan": dense.baichuan,
+    "mixtral": moe.mixtral,
+    "qwen2_moe": moe.qwen2_moe,
+    "qwen3_moe": moe.qwen3_moe,
+    "deepseek_v2": moe.deepseek_v2,
+    "deepseek_v3": moe.deepseek_v3,
+    "gpt2": classic.gpt2,
+    "gpt_neox": classic.gpt_neox,
+    "opt": classic.opt,
+    "bloom": classic.bloom,
+    "falcon": classic.falcon,
+    "RefinedWeb": classic.falcon,      # Falcon-40B remote code (new decoder architecture)
+    "RefinedWebModel": classic.falcon,  # Falcon-7B remote code
+}
+
+SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(_PARSERS, key=str.lower))
+
+
+# Dropout keys and their config-class defaults per model_type: (hidden, attention, embedding).
+_DROPOUT_KEYS: dict[str, tuple[tuple[str, float], tuple[str, float], tuple[str, float]]] = {
+    "gpt2": (("resid_pdrop", 0.1), ("attn_pdrop", 0.1), ("embd_pdrop", 0.1)),
+    "opt": (("dropout", 0.1), ("attention_dropout", 0.0), ("", 0.0)),
+    "phi3": (("resid_pdrop", 0.0), ("attention_dropout", 0.0), ("embd_pdrop", 0.0)),
+}
+
+
+def _dropouts(r: ConfigReader, model_type: str) -> dict[str, float]:
+    """Dropout probabilities that training runs with (HF Trainer keeps the model in train mode)."""
+    keys = _DROPOUT_KEYS.get(model_type, (("hidden_dropout", 0.0), ("attention_dropout", 0.0), ("", 0.0)))
+    out = {}
+    for field_name, (key, default) in zip(("hidden_dropout", "attention_dropout", "embedding_dropout"), keys):
+        value = r.config.get(key, default) if key else default
+        out[field_name] = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
+    return out
+
+
+def _softcaps(r: ConfigReader, model_type: str) -> dict[str, float | None]:
+    """Gemma-2 soft-caps attention scores and logits with tanh (Gemma2Config defaults 50 and 30)."""
+    defaults = (50.0, 30.0) if model_type == "gemma2" else (None, None)
+    out: dict[str, float | None] = {}
+    for key, default in zip(("attn_logit_softcapping", "final_logit_softcapping"), defaults):
+        value = r.config.get(key, default)
+        out[key] = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return out
+
+
+def spec_from_hf_config(config: Mapping[str, Any], *, name: str, hf_id: str | None = None,
+                        aliases: tuple[str, ...] = (), source: str = "",
+                        measured_params: int | None = None) -> ModelSpec:
+    """The ModelSpec of a Hugging Face config.json dict.
+
+    Raises TrainplanError (one line) for an unsupported model_type, missing shape keys, or values
+    of the wrong type.
+    """
+    if not isinstance(config, Mapping):
+        raise TrainplanError(f"{name}: config.json must hold a JSON object, got {type(config).__name__}")
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or not model_type:
+        raise TrainplanError(f"{name}: config.json lacks model_type")
+    parser = _PARSERS.get(model_type)
+    if parser is None:
+        raise TrainplanError(f"{name}: model_type {model_type!r} is not supported; supported: "
+                             f"{', '.join(SUPPORTED_MODEL_TYPES)}")
+    reader = ConfigReader(config=config, model_type=model_type)
+    fields = parser(reader)
+    fields.setdefault("naming", "llama")
+    fields.update(_dropouts(reader, model_type))
+    fields.update(_softcaps(reader, model_type))
+    try:
+        config_json = json.dumps(config, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise TrainplanError(f"{name}: config is not JSON-serialisable ({exc})") from None
+    return ModelSpec(name=name, model_type=model_type, hf_id=hf_id, aliases=tuple(aliases),
+                     source=source, measured_params=measured_params, hf_config_json=config_json,
+                     **fields)
+
+
+def load_config_path(path: str | os.PathLike[str]) -> ModelSpec:
+    """The ModelSpec of a config.json file, or of a folder holding one.
+
+    The spec is named after the folder (for a folder, or a file called config.json) or after the
+    file stem (my-model.json -> my-model).
+    """
+    target = Path(path)
+    file = target / "config.json" if target.is_dir() else target
+    if not file.is_file():
+        where = f"no config.json in {target}" if target.is_dir() else f"no such file: {target}"
+        raise TrainplanError(where)
+    name = file.parent.resolve().name if file.name == "config.json" else file.stem
+    try:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TrainplanError(f"{file.name}: malformed JSON at line {exc.lineno} column {exc.colno}: "
+                             f"{exc.msg}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TrainplanError(f"{file}: cannot read ({exc})") from None
+    return spec_from_hf_config(config, name=name or file.stem, source=str(file))

@@ -1,0 +1,161 @@
+"""Exact parameter counts by component, total, trainable (full, LoRA, QLoRA, freeze) and active (MoE)."""
+
+from __future__ import annotations
+
+from trainplan.frozen import frozen
+
+from trainplan.model.architecture import Group, LinearSpec, Role, layer_linears, module_names, structure
+from trainplan.enums import Method
+from trainplan.errors import TrainplanError
+from trainplan.specs import ModelSpec
+from trainplan.job.training import TrainingSetup
+
+# peft's default LoRA targets per model family (peft/utils/constants.py,
+# TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
+DEFAULT_LORA_TARGETS: dict[str, tuple[str, ...]] = {
+    "llama": ("q_proj", "v_proj"), "mixtral": ("q_proj", "v_proj"), "opt": ("q_proj", "v_proj"),
+    "phi3": ("qkv_proj",), "gpt2": ("c_attn",), "neox": ("query_key_value",),
+    "chatglm": ("query_key_value",), "glm4": ("q_proj", "v_proj"), "internlm2": ("wqkv",),
+    "baichuan": ("W_pack",), "deepseek": ("q_proj", "q_b_proj", "kv_b_proj"),
+}
+
+ALL_LINEAR = "all-linear"
+
+# Role names users may type instead of module names (litgpt calls them query/key/value ...).
+_ROLE_ALIASES: dict[str, Role] = {
+    "query": Role.Q, "key": Role.K, "value": Role.V, "projection": Role.O, "proj": Role.O,
+    "mlp": Role.DOWN,
+}
+
+
+@frozen
+class ParamCounts:
+    """Parameters by component (elements, not bytes)."""
+
+    embeddings: int
+    attention: int
+    mlp: int
+    experts: int
+    shared_experts: int
+    router: int
+    norms: int
+    lm_head: int
+
+    @property
+    def total(self) -> int:
+        return (self.embeddings + self.attention + self.mlp + self.experts + self.shared_experts
+                + self.router + self.norms + self.lm_head)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"embeddings": self.embeddings, "attention": self.attention, "mlp": self.mlp,
+                "experts": self.experts, "shared_experts": self.shared_experts,
+                "router": self.router, "norms": self.norms, "lm_head": self.lm_head,
+                "total": self.total}
+
+
+def count_params(spec: ModelSpec) -> ParamCounts:
+    """Exact count as the sum of HF module shapes (tied embeddings counted once)."""
+    st = structure(spec)
+    by_group = {g: 0 for g in Group}
+    norms = st.embedding_norm_params + st.final_norm_params
+    extra = 0
+    for kind, n in st.layers:
+        for lin in kind.linears:
+            by_group[lin.group] += lin.params * n
+        norms += kind.norm_params * n
+        extra += kind.extra_params * n
+    return ParamCounts(
+        embeddings=st.embedding_params + st.position_params,
+        attention=by_group[Group.ATTENTION],
+        mlp=by_group[Group.MLP],
+        experts=by_group[Group.EXPERTS],
+        shared_experts=by_group[Group.SHARED_EXPERTS],
+        router=by_group[Group.ROUTER] + extra,
+        norms=norms,
+        lm_head=st.lm_head.params if st.lm_head else 0,
+    )
+
+
+def active_params(spec: ModelSpec) -> int:
+    """Parameters used per token: routed experts count top_k of num_experts."""
+    counts = count_params(spec)
+    if not spec.moe:
+        return counts.total
+    routed = counts.experts * spec.moe.top_k // spec.moe.num_experts
+    return counts.total - counts.experts + routed
+
+
+def default_lora_targets(spec: ModelSpec) -> tuple[str, ...]:
+    return DEFAULT_LORA_TARGETS.get(spec.naming, ("q_proj", "v_proj"))
+
+
+def resolve_lora_targets(spec: ModelSpec, targets: tuple[str, ...]) -> list[tuple[LinearSpec, int]]:
+    """The decoder-layer linears (with layer counts) that a peft target list selects.
+
+    `all-linear` means every nn.Linear except the output head (peft's definition). In transformers 5
+    the routed experts of MoE layers are fused 3-D parameters and the routers are not nn.Linear,
+    so `all-linear` does not reach them (peft 0.21). A name matches the module's last path
+    component (peft suffix matching); role aliases are accepted too.
+    """
+    linears = layer_linears(spec)
+    if any(t.lower() in (ALL_LINEAR, "all") for t in targets):
+        return [(lin, n) for lin, n in linears if lin.group not in (Group.EXPERTS, Group.ROUTER)]
+    wanted_names = {t for t in targets}
+    wanted_roles = {_ROLE_ALIASES[t.lower()] for t in targets if t.lower() in _ROLE_ALIASES}
+    chosen = [(lin, n) for lin, n in linears if lin.name in wanted_names or lin.role in wanted_roles]
+    unknown = [t for t in targets if t not in {lin.name for lin, _ in linears}
+               and t.lower() not in _ROLE_ALIASES]
+    if not chosen:   # peft, too, fails only when no module matches at all
+        available = sorted({lin.name for lin, _ in linears} | set(module_names(spec.naming).values()))
+        raise TrainplanError(
+            f"LoRA target(s) {', '.join(unknown or targets)} not found in {spec.name}; its linear "
+            f"modules are: {', '.join(n for n in available if n in {l.name for l, _ in linears})} "
+            f"(or all-linear)")
+    return chosen
+
+
+def lora_key(lin: LinearSpec) -> str:
+    """A linear's identity for LoRA targets: routed experts share their module names with the
+    shared expert's linears (gate_proj, up_proj, down_proj), so the group is part of it."""
+    return f"{lin.group.value}/{lin.name}"
+
+
+def lora_target_keys(setup: TrainingSetup) -> frozenset[str]:
+    """lora_key of every linear that carries an adapter (empty unless method is lora/qlora)."""
+    if setup.method not in (Method.LORA, Method.QLORA) or setup.lora is None:
+        return frozenset()
+    targets = setup.lora.targets or default_lora_targets(setup.model)
+    return frozenset(lora_key(lin) for lin, _ in resolve_lora_targets(setup.model, targets))
+
+
+def first_trained_layer(setup: TrainingSetup) -> int:
+    """Index of the lowest decoder layer whose own weights train (freeze: the last N layers)."""
+    if setup.method is Method.FREEZE:
+        return setup.model.num_layers - setup.freeze_trainable_layers
+    return 0
+
+
+def lora_params(spec: ModelSpec, targets: tuple[str, ...], rank: int, dora: bool = False) -> int:
+    """Trainable LoRA parameters: r x (in + out) per adapted linear (+ out for DoRA's magnitude)."""
+    total = 0
+    for lin, n in resolve_lora_targets(spec, targets):
+        per = rank * (lin.in_features + lin.out_features) + (lin.out_features if dora else 0)
+        total += per * lin.copies * n
+    return total
+
+
+def freeze_trainable_params(spec: ModelSpec, last_layers: int) -> int:
+    """LLaMA-Factory freeze tuning: every parameter of the last N decoder layers is trained."""
+    st = structure(spec)
+    return sum(st.layer(i).params for i in range(spec.num_layers - last_layers, spec.num_layers))
+
+
+def trainable_params(spec: ModelSpec, method: Method, *, lora_targets: tuple[str, ...] = (),
+                     lora_rank: int = 0, dora: bool = False, freeze_layers: int = 0) -> int:
+    if method is Method.FULL:
+        return count_params(spec).total
+    if method in (Method.LORA, Method.QLORA):
+        return lora_params(spec, lora_targets or default_lora_targets(spec), lora_rank, dora)
+    if method is Method.FREEZE:
+        return freeze_trainable_params(spec, freeze_layers)
+    raise TrainplanError(f"unknown method {method!r}")

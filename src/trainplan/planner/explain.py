@@ -1,0 +1,131 @@
+"""What `trainplan plan` shows: the top plans re-run through `estimation.run` with the flags they
+print, and one line per GPU type that cannot carry the job."""
+
+from __future__ import annotations
+
+from trainplan.estimation.result import run
+from trainplan.planner.search import Found, Outcome, Problem, same_plan_key
+from trainplan.planner.space import Knobs
+from trainplan.units import fmt_duration, gib
+
+
+def _order_key(sort: str):
+    if sort == "time":
+        return lambda f: (f.time_s, f.cost_value)
+    return lambda f: (f.cost_value, f.time_s)
+
+
+def plans_shown(pr, found: tuple[Found, ...], flags: list[bool], *, details: bool = True) -> tuple[list, list[str]]:
+    """The top `pr.top` plans (one of any two that differ only in the optimizer or the attention
+    kernel and estimate the same), each with its flags and, with `details`, its full estimate."""
+    from trainplan.planner.plan import Plan, plan_request, request_flags
+
+    key = _order_key(pr.sort)
+    order = sorted(range(len(found)), key=lambda i: key(found[i]))
+    seen: set = set()
+    chosen: list[int] = []
+    collapsed = 0
+    for i in order:
+        f = found[i]
+        same = same_plan_key(f)
+        if same in seen:
+            collapsed += 1
+            continue
+        seen.add(same)
+        chosen.append(i)
+        if len(chosen) == pr.top:
+            break
+    notes: list[str] = []
+    if collapsed:
+        notes.append(f"{collapsed} plan(s) equal in cost and time to a shown one, differing only in the "
+                     "optimizer or attention kernel, are left out (the first in the searched order is shown)")
+    notes += price_notes([found[i].rentable for i in chosen])
+    plans = []
+    for rank, i in enumerate(chosen, start=1):
+        f = found[i]
+        req = plan_request(pr.job, f, pr.prices is not None)
+        est = run(req) if details else None
+        if est is not None and (not est.memory.fits or est.memory.device_bytes != f.device_bytes):
+            notes.append(f"internal check: plan {rank} reads {gib(est.memory.device_bytes):.2f} GiB in "
+                         f"`trainplan estimate` and {gib(f.device_bytes):.2f} GiB in the planner")
+        plans.append(Plan(rank=rank, found=f, request=req, flags=request_flags(req, f.setup), pareto=flags[i],
+                          estimate=est))
+    return plans, notes
+
+
+def price_notes(rentables) -> list[str]:
+    """Warnings on the prices behind the shown plans: marketplace listings and stale offers."""
+    import datetime
+
+    from trainplan.catalog import ATYPICAL_PRICING, is_stale
+    from trainplan.cost.bill import STALE_AFTER_DAYS
+
+    notes, seen = [], set()
+    for r in rentables:
+        o = r.offer
+        if o is None or r.gpu.id in seen:
+            continue
+        seen.add(r.gpu.id)
+        what = f"{r.gpu.id} at {o.price_per_gpu_hour:g} {o.currency}/GPU-hour ({o.provider}, {o.instance or o.pricing}"
+        if o.pricing in ATYPICAL_PRICING:
+            notes.append(f"{what}) is the cheapest listing a crawler saw on a marketplace, as of {o.as_of}: "
+                         "not a price to count on")
+        elif is_stale(o, datetime.date.today(), STALE_AFTER_DAYS):
+            notes.append(f"{what}) is dated {o.as_of!r}: check the current price")
+        if o.gpus_per_instance > 1:
+            notes.append(f"{r.gpu.id}: {o.provider} rents {o.gpus_per_instance}-GPU instances whole; plans are "
+                         "billed for whole instances")
+    return notes
+
+
+def _smallest_footprint(pr, problem: Problem) -> tuple[int, str]:
+    """The least memory per GPU of any searched candidate (micro-batch 1 is the least of each
+    family: memory grows with the micro-batch), and what it is."""
+    best, what = None, ""
+    for fam in problem.families:
+        if fam.batch_size != 1:
+            continue
+        for opt in problem.optimizers(fam.method):
+            knobs = Knobs(method=fam.method, optimizer=opt, grad_ckpt=fam.grad_ckpt, attention=fam.attention,
+                          batch_size=fam.batch_size, grad_accum=fam.grad_accum)
+            setup = problem.setup_for(knobs)
+            for shape in problem.engines(fam):
+                device = problem.memory.device_bytes(setup, shape.layout("any"))
+                if best is None or device < best:
+                    methods = f"{fam.method}, " if len(pr.methods) > 1 else ""
+                    best, what = device, (f"{shape.engine()} over {shape.num_gpus} GPUs ({methods}{setup.optimizer}, "
+                                          f"checkpointing {setup.grad_ckpt}, micro-batch 1)")
+    return (best if best is not None else 0), what
+
+
+def rejections(pr, problem: Problem, outcome: Outcome) -> list:
+    """One line for each GPU type that cannot carry the job (no price is decided before the search)."""
+    from trainplan.planner.plan import Rejection
+
+    have = {f.rentable.gpu.id for f in outcome.found}
+    missing = [r for r in problem.rentables if r.gpu.id not in have]
+    out = []
+    footprint = None
+    for r in missing:
+        gid = r.gpu.id
+        if gid in outcome.no_time:
+            out.append(Rejection(gpu=gid, reason="no dense peak FLOP/s in the catalog: time and cost cannot "
+                                                 "be estimated"))
+            continue
+        if footprint is None:
+            footprint = _smallest_footprint(pr, problem)
+        least, what = footprint
+        if r.usable_bytes < least:
+            out.append(Rejection(gpu=gid, reason=(
+                f"needs more than {pr.max_gpus} GPUs even with the smallest footprint searched, {what}: "
+                f"{gib(least):.1f} GiB per GPU, {gib(r.usable_bytes):.1f} GiB usable")))
+            continue
+        bound = outcome.best_bound.get(gid)
+        if bound and pr.budget is not None and bound[0] > pr.budget:
+            out.append(Rejection(gpu=gid, reason=(
+                f"costs at least {bound[0]:,.2f} {r.currency} in any layout, over the budget of {pr.budget:,.2f}")))
+        elif bound and pr.deadline_hours is not None and bound[1] > pr.deadline_hours * 3600:
+            out.append(Rejection(gpu=gid, reason=(
+                f"takes at least {fmt_duration(bound[1])} in any layout, past the deadline of "
+                f"{pr.deadline_hours:g} h")))
+    return out

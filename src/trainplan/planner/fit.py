@@ -1,0 +1,130 @@
+"""`trainplan fit`: the largest micro-batch and the longest sequence that fit one layout.
+
+Memory per GPU grows with the micro-batch and with the sequence length (every saved tensor and the
+logits scale with tokens; nothing shrinks), so each limit is found by doubling until the setup no
+longer fits, then bisecting between the last fit and the first miss: about 2 log2(limit) memory
+estimates (planner_memory's fast path, equal to estimate_memory).
+"""
+
+from __future__ import annotations
+
+from trainplan.frozen import frozen, replace
+from typing import Any, Callable
+
+from trainplan.errors import TrainplanError
+from trainplan.job.options import Request, build_layout, build_setup, check_headroom, resolve_gpu, resolve_model
+from trainplan.memory import ParallelConfig
+from trainplan.memory.fast import FastMemory
+from trainplan.specs import GpuSpec
+from trainplan.job.training import Layout, TrainingSetup
+
+MAX_BATCH_SEARCHED = 65536
+MAX_SEQ_WITHOUT_CONTEXT = 1 << 20     # models without a stated context length: search up to 1M tokens
+
+
+@frozen
+class Limit:
+    """The largest value that fits (0: not even the smallest), its memory, and where the search stopped."""
+
+    value: int
+    device_bytes: int | None      # per GPU at `value`
+    next_device_bytes: int | None  # per GPU at the first value that does not fit (None: never failed)
+    ceiling: int                  # the largest value searched
+    step: int                     # values searched are multiples of this
+    ceiling_reason: str = "the largest value searched"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "device_bytes": self.device_bytes, "next_device_bytes": self.next_device_bytes,
+                "ceiling": self.ceiling, "at_ceiling": self.value == self.ceiling, "ceiling_reason": self.ceiling_reason,
+                "step": self.step}
+
+
+@frozen
+class FitResult:
+    setup: TrainingSetup
+    layout: Layout
+    gpu: GpuSpec
+    usable_bytes: int
+    headroom: float
+    max_batch: Limit              # at the request's sequence length
+    max_seq: Limit                # at the request's micro-batch
+
+    def to_dict(self) -> dict[str, Any]:
+        lay = self.layout
+        return {"model": self.setup.model.name, "method": str(self.setup.method), "gpu": self.gpu.id,
+                "num_gpus": lay.num_gpus, "nodes": lay.nodes, "zero": int(lay.zero), "fsdp": str(lay.fsdp),
+                "offload": str(lay.offload), "tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "ep": lay.ep,
+                "seq_len": self.setup.seq_len, "batch_size": self.setup.batch_size,
+                "gpu_capacity_bytes": self.gpu.capacity_bytes, "usable_bytes": self.usable_bytes,
+                "headroom": self.headroom,
+                "max_batch_size": self.max_batch.value, "max_seq_len": self.max_seq.value,
+                "max_batch": self.max_batch.to_dict(), "max_seq": self.max_seq.to_dict()}
+
+
+def largest_fitting(device_at: Callable[[int], int | None], usable: int, *, ceiling: int, step: int = 1) -> Limit:
+    """Largest multiple of `step` in [step, ceiling] with device_at(v) <= usable, for a non-decreasing
+    device_at (None: the value is not a valid setup, treated as not fitting)."""
+    def ok(v: int) -> tuple[bool, int | None]:
+        d = device_at(v)
+        return d is not None and d <= usable, d
+
+    fits, dev = ok(step)
+    if not fits:
+        return Limit(value=0, device_bytes=None, next_device_bytes=dev, ceiling=ceiling, step=step)
+    lo, lo_dev = step, dev          # fits
+    hi, hi_dev = None, None         # does not fit
+    v = step
+    while hi is None:
+        v = min(v * 2, ceiling)
+        fits, dev = ok(v)
+        if fits:
+            lo, lo_dev = v, dev
+            if v == ceiling:
+                return Limit(value=v, device_bytes=dev, next_device_bytes=None, ceiling=ceiling, step=step)
+        else:
+            hi, hi_dev = v, dev
+    while hi - lo > step:
+        mid = (lo + hi) // 2 // step * step
+        if mid <= lo:
+            break
+        fits, dev = ok(mid)
+        if fits:
+            lo, lo_dev = mid, dev
+        else:
+            hi, hi_dev = mid, dev
+    return Limit(value=lo, device_bytes=lo_dev, next_device_bytes=hi_dev, ceiling=ceiling, step=step)
+
+
+def fit(req: Request, *, batch_ceiling: int = MAX_BATCH_SEARCHED, seq_ceiling: int | None = None) -> FitResult:
+    """The largest micro-batch (at req.seq_len) and the longest sequence (at req.batch_size) that fit
+    `req`'s layout with its headroom."""
+    headroom = check_headroom(req.headroom)
+    spec = resolve_model(req.model)
+    gpu = resolve_gpu(req.gpu)
+    setup = build_setup(req, spec)
+    layout = build_layout(req, gpu)
+    fm = FastMemory(parallel=ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,
+                                            uneven_pipeline=req.uneven_pipeline))
+    fm.device_bytes(setup, layout)          # invalid layouts fail here, with their one-line reason
+    usable = int(gpu.capacity_bytes * (1 - headroom))
+
+    def at(**change) -> Callable[[int], int | None]:
+        def device(v: int) -> int | None:
+            try:
+                return fm.device_bytes(replace(setup, **{k: v for k in change}), layout)
+            except TrainplanError:
+                return None
+        return device
+
+    seq_top = seq_ceiling or spec.max_position_embeddings or MAX_SEQ_WITHOUT_CONTEXT
+    if seq_top <= 0:
+        raise TrainplanError(f"the sequence ceiling must be positive, got {seq_top}")
+    seq_step = 2 * layout.cp if layout.cp > 1 else 1
+    why = ("the --seq-len ceiling given" if seq_ceiling else "the model's context length"
+           if spec.max_position_embeddings else f"{MAX_SEQ_WITHOUT_CONTEXT:,} tokens, no context length known")
+    max_seq = largest_fitting(at(seq_len=True), usable, ceiling=max(seq_step, seq_top // seq_step * seq_step),
+                              step=seq_step)
+    return FitResult(setup=setup, layout=layout, gpu=gpu, usable_bytes=usable, headroom=headroom,
+                     max_batch=replace(largest_fitting(at(batch_size=True), usable, ceiling=batch_ceiling),
+                                       ceiling_reason=f"{batch_ceiling:,} sequences"),
+                     max_seq=replace(max_seq, ceiling_reason=why))

@@ -1,0 +1,351 @@
+"""The planner's walk: branch and bound over (GPU type, layout, setup knobs).
+
+1. Every *group* (GPU type, GPU count, tp, pp, method, checkpointing, attention, micro-batch) gets
+   a lower bound on its step time: the linear layers' and attention's FLOPs at the efficiency
+   trainplan.timing.efficiency gives for that GPU and micro-batch (timing.step_time's compute term; the
+   optimizer step, communication and offload only add to it), times the accumulation steps, plus
+   the pipeline bubble. From it, lower bounds on the run's time and bill.
+2. Groups are visited cheapest bound first (fastest with --sort time). A group is skipped when its
+   bound is over the budget or the deadline, or when it can neither enter the top k nor the Pareto
+   front: its bound is worse than the k-th best plan found and an exact plan already dominates
+   the bound. Nothing skipped can beat what is shown, so the top k and the front are exact.
+3. A visited group tries each engine (DDP, ZeRO-1/2/3, FSDP, Megatron; optimizer offload only
+   when the same stage without it does not fit: the CPU step is slower) and optimizer: memory by
+   the fast path (planner_memory, equal to estimate_memory), then time (timing.estimate_time) and
+   the bill (cost.estimate_cost) of each that fits.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import time as clock
+from trainplan.frozen import field, frozen, mutable
+from typing import Callable
+
+from trainplan.cost.bill import CostEstimate, billable_gpus, estimate_cost
+from trainplan.timing.efficiency import kernel_stack, matmul_efficiency
+from trainplan.enums import Attention, Precision
+from trainplan.errors import TrainplanError
+from trainplan.timing.flops import flops_per_token
+from trainplan.memory.fast import FastMemory
+from trainplan.planner.space import Knobs, Shape
+from trainplan.specs import GpuSpec, PriceOffer
+from trainplan.timing.steps import sequence_shape, steps_per_epoch, total_steps
+from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
+from trainplan.job.training import TrainingSetup, Workload
+from trainplan.units import SECONDS_PER_HOUR
+
+Progress = Callable[[int, int], None]
+
+
+@frozen
+class Rentable:
+    """A GPU type the planner may use, with its usable memory and its price."""
+
+    gpu: GpuSpec
+    usable_bytes: int
+    price_per_gpu_hour: float
+    currency: str
+    gpus_per_instance: int | None     # None: a given price, billed per GPU
+    offer: PriceOffer | None = None
+
+    def billable(self, num_gpus: int) -> int:
+        return billable_gpus(num_gpus, self.gpus_per_instance or 1)
+
+
+@frozen
+class Family:
+    """A group without its GPU type: the split and the knobs every engine variant shares."""
+
+    num_gpus: int
+    nodes: int
+    tp: int
+    pp: int
+    method: str
+    grad_ckpt: str | None
+    attention: str | None
+    batch_size: int
+    grad_accum: int
+
+
+@frozen
+class Found:
+    """One plan that fits, with its exact time and bill."""
+
+    rentable: Rentable
+    shape: Shape
+    knobs: Knobs
+    setup: TrainingSetup
+    device_bytes: int
+    time: TimeEstimate
+    cost: CostEstimate
+    cost_value: float     # the bill of the run (of one step without --samples)
+    time_s: float         # wall-clock of the run with retries (one step without --samples)
+
+
+@mutable
+class Problem:
+    """Everything the walk needs, resolved."""
+
+    rentables: tuple[Rentable, ...]
+    families: tuple[Family, ...]
+    engines: Callable[[Family], tuple[Shape, ...]]
+    optimizers: Callable[[str], tuple[str | None, ...]]
+    setup_for: Callable[[Knobs], TrainingSetup]
+    workload: Workload
+    options: TimingOptions
+    memory: FastMemory
+    global_batch: int
+    sort: str = "cost"
+    top: int = 10
+    budget: float | None = None
+    deadline_s: float | None = None
+
+
+@mutable
+class Outcome:
+    found: list[Found] = field(default_factory=list)
+    groups: int = 0               # groups bounded
+    visited: int = 0              # groups whose engines were tried
+    candidates: int = 0           # (GPU, layout, knobs) candidates in the search space
+    memory_checks: int = 0        # candidates whose memory was computed (fast path or cache)
+    timed: int = 0                # candidates timed exactly
+    elapsed_s: float = 0.0
+    bound_violations: int = 0     # exact time under its bound: the bound is wrong (pruning turned off)
+    no_time: dict[str, str] = field(default_factory=dict)   # GPU id -> why time cannot be estimated
+    best_bound: dict[str, tuple[float, float]] = field(default_factory=dict)  # GPU id -> (cost, time) bounds
+
+
+class ParetoFront:
+    """Exact (cost, time) points no other point beats in both; sorted by cost, time falling."""
+
+    def __init__(self) -> None:
+        self.costs: list[float] = []
+        self.times: list[float] = []
+
+    def dominated(self, cost: float, time_s: float) -> bool:
+        """True when a point with cost <= `cost` and time <= `time_s` exists."""
+        i = bisect.bisect_right(self.costs, cost)
+        return i > 0 and self.times[i - 1] <= time_s
+
+    def add(self, cost: float, time_s: float) -> None:
+        if self.dominated(cost, time_s):
+            return
+        i = bisect.bisect_left(self.costs, cost)
+        j = i
+        while j < len(self.costs) and self.times[j] >= time_s:
+            j += 1
+        self.costs[i:j] = [cost]
+        self.times[i:j] = [time_s]
+
+
+def pareto_flags(points: list[tuple[float, float]]) -> list[bool]:
+    """True for each point that no other point beats in one coordinate without losing in the other."""
+    order = sorted(range(len(points)), key=lambda i: points[i])
+    flags = [False] * len(points)
+    best_time = float("inf")
+    k = 0
+    while k < len(order):
+        cost = points[order[k]][0]
+        same = [i for i in order[k:] if points[i][0] == cost]
+        t_min = min(points[i][1] for i in same)
+        if t_min < best_time:
+            for i in same:
+                flags[i] = points[i][1] == t_min
+            best_time = t_min
+        k += len(same)
+    return flags
+
+
+@frozen
+class _Bounds:
+    steps: int
+    retry: float
+    per_micro_s: dict          # (rentable index, method, ckpt, attention, micro-batch) -> seconds
+
+
+def _compute_bound_s(setup: TrainingSetup, gpu: GpuSpec, workload: Workload, options: TimingOptions,
+                     flops_cache: dict) -> float:
+    """Seconds of one micro-batch's linear layers and attention on one GPU without model parallelism:
+    timing.step_time's compute term less its adapter traffic (a lower bound on the step's share)."""
+    shape = sequence_shape(seq_len=setup.seq_len, micro_batch=setup.batch_size,
+                           tokens_per_sample=workload.tokens_per_sample, packing=workload.packing,
+                           padding_free=setup.impl.padding_free, lengths=options.sample_lengths)
+    padded = max(1, round(shape.padded_len))
+    key = (setup.method, setup.grad_ckpt, setup.attention, setup.lora, padded)
+    ft = flops_cache.get(key)
+    if ft is None:
+        ft = flops_per_token(setup, seq_len=padded, mfu_convention=options.mfu_convention)
+        flops_cache[key] = ft
+    dtype = "fp8" if setup.precision is Precision.FP8 else setup.precision.compute_dtype
+    stack = kernel_stack(setup.framework, compiled=options.compiled, liger=setup.impl.liger_kernels)
+    tokens = setup.batch_size * shape.padded_len
+    eff = matmul_efficiency(gpu, dtype, hidden_size=setup.model.hidden_size, tokens_per_micro_batch=tokens,
+                            stack=stack, m=options.model, override=options.efficiency)
+    linear = (ft.hardware - ft.attention_hardware) * tokens / (eff.peak_flops_per_s * eff.value)
+    attn_eff = eff.value if setup.attention is Attention.EAGER else eff.attention
+    return linear + ft.attention_hardware * tokens / (eff.attention_peak_flops_per_s * attn_eff)
+
+
+def _knobs(p: Problem, fam: Family, optimizer: str | None = None, first: bool = True) -> Knobs:
+    return Knobs(method=fam.method, optimizer=p.optimizers(fam.method)[0] if first else optimizer,
+                 grad_ckpt=fam.grad_ckpt, attention=fam.attention, batch_size=fam.batch_size,
+                 grad_accum=fam.grad_accum)
+
+
+def _steps(setup: TrainingSetup, workload: Workload, global_batch: int, options: TimingOptions) -> int:
+    """Optimizer steps of the run, as timing.estimate_time counts them (0 without --samples)."""
+    if workload.samples is None:
+        return 0
+    shape = sequence_shape(seq_len=setup.seq_len, micro_batch=setup.batch_size,
+                           tokens_per_sample=workload.tokens_per_sample, packing=workload.packing,
+                           padding_free=setup.impl.padding_free, lengths=options.sample_lengths)
+    return total_steps(steps_per_epoch(workload.samples, global_batch, shape.samples_per_sequence), workload.epochs)
+
+
+def _bound(p: Problem, fam: Family, ri: int, per_micro: dict, flops_cache: dict, steps: int) -> tuple[float, float]:
+    """(cost, time) lower bounds of a group."""
+    r = p.rentables[ri]
+    key = (ri, fam.method, fam.grad_ckpt, fam.attention, fam.batch_size)
+    base = per_micro.get(key)
+    if base is None:
+        setup = p.setup_for(_knobs(p, fam))
+        base = _compute_bound_s(setup, r.gpu, p.workload, p.options, flops_cache)
+        per_micro[key] = base
+    compute = base / (fam.tp * fam.pp) * fam.grad_accum
+    if fam.pp > 1:
+        compute += compute * (fam.pp - 1) / (max(1, p.options.pp_interleave) * fam.grad_accum)
+    run_s = compute * steps if steps else compute
+    retry = p.workload.retry_factor
+    cost = run_s / SECONDS_PER_HOUR * r.billable(fam.num_gpus) * r.price_per_gpu_hour * retry
+    return cost, run_s * retry
+
+
+def _exact(p: Problem, r: Rentable, shape: Shape, setup: TrainingSetup) -> tuple[TimeEstimate, CostEstimate, float, float]:
+    layout = shape.layout(r.gpu.id)
+    t = estimate_time(setup, layout, r.gpu, p.workload, p.options)
+    c = estimate_cost(total_s=t.total_s, num_gpus=shape.num_gpus, gpu_id=r.gpu.id, retry_factor=t.retry_factor,
+                      price_per_gpu_hour=r.price_per_gpu_hour, currency=r.currency,
+                      gpus_per_instance=r.gpus_per_instance)
+    if t.steps:
+        return t, c, c.total, t.total_with_retries_s
+    per_step = estimate_cost(total_s=t.step_s, num_gpus=shape.num_gpus, gpu_id=r.gpu.id,
+                             retry_factor=t.retry_factor, price_per_gpu_hour=r.price_per_gpu_hour,
+                             currency=r.currency, gpus_per_instance=r.gpus_per_instance)
+    return t, c, per_step.total, t.step_s * t.retry_factor
+
+
+def _time_capable(p: Problem, out: Outcome) -> list[int]:
+    """Indices of the GPUs whose time can be estimated (a dense peak in the catalog)."""
+    ok = []
+    probe = p.setup_for(_knobs(p, p.families[0]))
+    for i, r in enumerate(p.rentables):
+        try:
+            _compute_bound_s(probe, r.gpu, p.workload, p.options, {})
+            ok.append(i)
+        except TrainplanError as exc:
+            out.no_time[r.gpu.id] = str(exc)
+    return ok
+
+
+def search(p: Problem, *, progress: Progress | None = None, prune: bool = True) -> Outcome:
+    """Branch and bound (module docstring). `prune=False` visits every group (for tests)."""
+    start = clock.perf_counter()
+    out = Outcome()
+    if not p.families:
+        return out
+    rentables = _time_capable(p, out)
+    steps = _steps(p.setup_for(_knobs(p, p.families[0])), p.workload, p.global_batch, p.options)
+    per_micro: dict = {}
+    flops_cache: dict = {}
+    groups = []
+    by_time = p.sort == "time"
+    for fi, fam in enumerate(p.families):
+        variants = len(p.engines(fam)) * len(p.optimizers(fam.method))
+        for ri in rentables:
+            cost, time_s = _bound(p, fam, ri, per_micro, flops_cache, steps)
+            groups.append((time_s, cost, ri, fi) if by_time else (cost, time_s, ri, fi))
+            out.candidates += variants
+            gid = p.rentables[ri].gpu.id
+            best = out.best_bound.get(gid, (cost, time_s))
+            out.best_bound[gid] = (min(cost, best[0]), min(time_s, best[1]))
+    groups.sort()
+    out.groups = len(groups)
+    front = ParetoFront()
+    best_k: list[float] = []          # max-heap (negated) of the k best ranking values of distinct plans
+    fits_cache: dict = {}
+    seen: set = set()
+    for n, (key1, key2, ri, fi) in enumerate(groups):
+        if progress is not None and n % 512 == 0:
+            progress(n, len(groups))
+        cost_lb, time_lb = (key2, key1) if by_time else (key1, key2)
+        if p.budget is not None and cost_lb > p.budget:
+            if not by_time:
+                break
+            continue
+        if p.deadline_s is not None and time_lb > p.deadline_s:
+            if by_time:
+                break
+            continue
+        if prune and len(best_k) >= p.top and key1 > -best_k[0] and front.dominated(cost_lb, time_lb):
+            continue
+        out.visited += 1
+        _visit(p, out, ri, p.families[fi], fits_cache, front, best_k, seen, cost_lb, time_lb)
+    if out.bound_violations and prune:
+        again = search(p, progress=progress, prune=False)
+        again.bound_violations = out.bound_violations
+        return again
+    out.elapsed_s = clock.perf_counter() - start
+    if progress is not None:
+        progress(len(groups), len(groups))
+    return out
+
+
+def same_plan_key(f: Found) -> tuple:
+    """Plans with this key in common differ only in the optimizer or the attention kernel and cost and
+    take the same: the output shows one of them, and the top k counts them once."""
+    return (f.rentable.gpu.id, f.shape, f.knobs.method, f.knobs.grad_ckpt, f.knobs.batch_size, f.knobs.grad_accum,
+            f.cost_value, f.time_s)
+
+
+def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, front: ParetoFront,
+           best_k: list[float], seen: set, cost_lb: float, time_lb: float) -> None:
+    r = p.rentables[ri]
+    by_time = p.sort == "time"
+    for opt in p.optimizers(fam.method):
+        knobs = _knobs(p, fam, opt, first=False)
+        setup = p.setup_for(knobs)
+        fitting_stages: set[int] = set()
+        for shape in p.engines(fam):
+            if shape.offload != "none" and (shape.zero if shape.num_gpus > 1 else 0) in fitting_stages:
+                continue
+            key = (knobs, shape)
+            device = fits_cache.get(key)
+            if device is None:
+                device = p.memory.device_bytes(setup, shape.layout("any"))
+                fits_cache[key] = device
+            out.memory_checks += 1
+            if device > r.usable_bytes:
+                continue
+            if shape.offload == "none":
+                fitting_stages.add(shape.zero)
+            t, c, cost, time_s = _exact(p, r, shape, setup)
+            out.timed += 1
+            if cost < cost_lb * (1 - 1e-9) or time_s < time_lb * (1 - 1e-9):
+                out.bound_violations += 1
+            if (p.budget is not None and cost > p.budget) or (p.deadline_s is not None and time_s > p.deadline_s):
+                continue
+            found = Found(rentable=r, shape=shape, knobs=knobs, setup=setup, device_bytes=device, time=t, cost=c,
+                          cost_value=cost, time_s=time_s)
+            out.found.append(found)
+            front.add(cost, time_s)
+            key = same_plan_key(found)
+            if key in seen:
+                continue
+            seen.add(key)
+            value = time_s if by_time else cost
+            if len(best_k) < p.top:
+                heapq.heappush(best_k, -value)
+            elif value < -best_k[0]:
+                heapq.heapreplace(best_k, -value)

@@ -1,0 +1,154 @@
+"""What the planner searches: GPU counts in real node shapes, data/tensor/pipeline splits, the
+data-parallel engine and offload, and the setup knobs (method, optimizer, checkpointing, attention
+kernel, micro-batch x gradient accumulation at a fixed global batch).
+
+Conventions (stated in `trainplan plan --help` and docs/planner.md):
+- GPU counts: 1, 2, 4 GPUs (powers of two below a node), then whole nodes of `gpus_per_node`.
+- Tensor parallelism stays inside a node (NVLink): a power of two that divides the attention heads,
+  the KV heads and the MLP width (Megatron splits them evenly; memory/parallel.check_layout).
+- Pipeline parallelism: a divisor of the layer count up to MAX_PP (no uneven split).
+- data parallel = GPUs / (tp x pp) divides the global batch, so that micro-batch x accumulation x
+  data parallel is exactly the global batch; the micro-batch divides the per-rank batch.
+- Engines: without tp/pp, DDP, ZeRO-1/2/3 (optimizer offload to CPU as a variant), FSDP full (and
+  hybrid across nodes); one GPU: plain, or ZeRO-Offload. With tp/pp: Megatron with or without the
+  distributed optimizer (ZeRO-1), which DeepSpeed's pipeline engine and Megatron support.
+"""
+
+from __future__ import annotations
+
+from trainplan.frozen import frozen
+
+from trainplan.enums import Fsdp, Offload, ZeroStage
+from trainplan.specs import ModelSpec
+from trainplan.job.training import Layout
+
+MAX_PP = 16            # deepest pipeline searched
+MAX_MICRO_BATCH = 64   # largest micro-batch searched
+BELOW_NODE = (1, 2, 4, 8, 16, 32)
+
+
+@frozen
+class Shape:
+    """A layout without its GPU type: how many GPUs and how the job is split over them."""
+
+    num_gpus: int
+    nodes: int
+    tp: int = 1
+    pp: int = 1
+    zero: int = 0
+    fsdp: str = "none"
+    offload: str = "none"
+
+    @property
+    def dp(self) -> int:
+        return self.num_gpus // (self.tp * self.pp)
+
+    def layout(self, gpu_id: str) -> Layout:
+        return Layout(gpu_id=gpu_id, num_gpus=self.num_gpus, nodes=self.nodes, zero=ZeroStage(self.zero),
+                      fsdp=Fsdp(self.fsdp), offload=Offload(self.offload), tp=self.tp, pp=self.pp)
+
+    def engine(self) -> str:
+        """'ZeRO-3 + CPU optimizer offload', 'FSDP full', 'DDP', 'TP 8 x PP 2 + ZeRO-1', ..."""
+        parts = []
+        if self.tp > 1:
+            parts.append(f"TP {self.tp}")
+        if self.pp > 1:
+            parts.append(f"PP {self.pp}")
+        if self.fsdp != "none":
+            sharding = f"FSDP {self.fsdp}"
+        elif self.zero:
+            sharding = f"ZeRO-{self.zero}"
+        elif self.num_gpus > 1 and self.dp > 1 and not parts:
+            sharding = "DDP"
+        else:
+            sharding = ""
+        text = " x ".join(parts)
+        if sharding:
+            text = f"{text} + {sharding}" if text else sharding
+        if self.offload != "none":
+            text += " + CPU offload" if self.offload == "all" else f" + CPU {self.offload} offload"
+        return text or "single GPU"
+
+    def describe(self) -> str:
+        where = f"{self.num_gpus} GPU" + ("s" if self.num_gpus > 1 else "")
+        if self.nodes > 1:
+            where += f" ({self.nodes} nodes)"
+        return f"{where}, {self.engine()}"
+
+
+@frozen
+class Knobs:
+    """The setup flags the planner varies (None: the framework profile's default)."""
+
+    method: str
+    optimizer: str | None
+    grad_ckpt: str | None
+    attention: str | None
+    batch_size: int
+    grad_accum: int
+
+
+def node_counts(max_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
+    """1, 2, 4, ... below one node, then whole nodes up to `max_gpus`."""
+    below = [n for n in BELOW_NODE if n < gpus_per_node and n <= max_gpus]
+    return tuple(below + [k * gpus_per_node for k in range(1, max_gpus // gpus_per_node + 1)])
+
+
+def _divides_model(spec: ModelSpec, tp: int) -> bool:
+    widths = [spec.num_heads, spec.num_kv_heads, spec.intermediate_size]
+    if spec.moe:
+        widths.append(spec.moe.expert_intermediate_size)
+    return all(w % tp == 0 for w in widths)
+
+
+def tp_choices(spec: ModelSpec, num_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
+    """Powers of two inside one node that split the heads, KV heads and MLP evenly."""
+    out, tp = [], 1
+    while tp <= min(num_gpus, gpus_per_node):
+        if _divides_model(spec, tp):
+            out.append(tp)
+        tp *= 2
+    return tuple(out)
+
+
+def pp_choices(spec: ModelSpec, max_pp: int = MAX_PP) -> tuple[int, ...]:
+    """Divisors of the layer count up to `max_pp` (1 = no pipeline)."""
+    return tuple(p for p in range(1, min(max_pp, spec.num_layers) + 1) if spec.num_layers % p == 0)
+
+
+def shardings(num_gpus: int, nodes: int, tp: int, pp: int) -> tuple[tuple[int, str, str], ...]:
+    """(zero stage, fsdp, offload) choices for one split; non-offloaded variants come first."""
+    if tp * pp > 1:
+        dp = num_gpus // (tp * pp)
+        return ((0, "none", "none"), (1, "none", "none")) if dp > 1 else ((0, "none", "none"),)
+    if num_gpus == 1:
+        return ((0, "none", "none"), (2, "none", "optimizer"), (3, "none", "optimizer"))
+    out = [(0, "none", "none"), (1, "none", "none"), (2, "none", "none"), (3, "none", "none"), (0, "full", "none")]
+    if nodes > 1:
+        out.append((0, "hybrid", "none"))
+    out += [(1, "none", "optimizer"), (2, "none", "optimizer"), (3, "none", "optimizer")]
+    return tuple(out)
+
+
+def splits(spec: ModelSpec, num_gpus: int, gpus_per_node: int, global_batch: int,
+           max_pp: int = MAX_PP) -> tuple[tuple[int, int], ...]:
+    """(tp, pp) pairs for `num_gpus` whose data-parallel size divides the global batch."""
+    out = []
+    for tp in tp_choices(spec, num_gpus, gpus_per_node):
+        for pp in pp_choices(spec, max_pp):
+            if num_gpus % (tp * pp) == 0 and global_batch % (num_gpus // (tp * pp)) == 0:
+                out.append((tp, pp))
+    return tuple(out)
+
+
+def shapes(spec: ModelSpec, num_gpus: int, gpus_per_node: int, global_batch: int) -> tuple[Shape, ...]:
+    """Every searched layout of `num_gpus` GPUs."""
+    nodes = 1 if num_gpus <= gpus_per_node else num_gpus // gpus_per_node
+    return tuple(Shape(num_gpus=num_gpus, nodes=nodes, tp=tp, pp=pp, zero=z, fsdp=f, offload=o)
+                 for tp, pp in splits(spec, num_gpus, gpus_per_node, global_batch)
+                 for z, f, o in shardings(num_gpus, nodes, tp, pp))
+
+
+def micro_batches(per_rank: int, limit: int = MAX_MICRO_BATCH) -> tuple[int, ...]:
+    """Divisors of the per-rank batch, ascending (gradient accumulation = per_rank / micro-batch)."""
+    return tuple(b for b in range(1, min(per_rank, limit) + 1) if per_rank % b == 0)

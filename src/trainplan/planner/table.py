@@ -1,0 +1,326 @@
+"""`trainplan table`: the resource table. Models x methods x precisions -> peak memory per GPU, the
+fewest GPUs of each chosen type that carry the job, and (with a dataset) time and cost there; and
+the hardware tier view: one job across GPU types, side by side.
+
+Conventions: memory is the device view (nvidia-smi) of one GPU holding the whole job; "fewest GPUs"
+tries 1 GPU (no sharding), then 2, 4, ... GPUs (powers of two below a node, then whole nodes) with
+ZeRO-3 (FSDP full under --framework fsdp) at the same micro-batch, up to --max-gpus. Time and cost
+are those of that layout, the data-parallel global batch growing with the GPU count.
+"""
+
+from __future__ import annotations
+
+import re
+from trainplan.frozen import frozen, replace
+from typing import Any
+
+from trainplan import catalog
+from trainplan.enums import Fsdp, Framework, Method, Precision, ZeroStage
+from trainplan.errors import TrainplanError
+from trainplan.job.options import Request, build_setup, build_workload, check_headroom, parse_enum
+from trainplan.memory import ParallelConfig
+from trainplan.memory.fast import FastMemory
+from trainplan.planner.space import node_counts
+from trainplan.specs import GpuSpec, ModelSpec
+from trainplan.job.training import Layout, TrainingSetup
+from trainplan.units import GB, gib
+
+DEFAULT_GPUS = ("a100-80gb", "h100", "rtx4090")
+DEFAULT_METHODS = ("full", "lora", "qlora")
+SIZE_TOLERANCE = 0.15      # --sizes 7b: catalog models named "...-7b" or with 7B +-15% parameters
+
+
+@frozen
+class TableRequest:
+    job: Request                              # the setup flags (its model is used when no models are given)
+    models: tuple[str, ...] = ()
+    sizes: tuple[str, ...] = ()
+    methods: tuple[str, ...] = DEFAULT_METHODS
+    precisions: tuple[str, ...] = ()          # () = the --precision flag or the framework's
+    gpus: tuple[str, ...] = DEFAULT_GPUS
+    max_gpus: int = 64
+    gpus_per_node: int = 8
+
+    def __post_init__(self) -> None:
+        for name in ("max_gpus", "gpus_per_node"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise TrainplanError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+
+
+def _size_billions(token: str) -> float:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bm])\s*", token.lower())
+    if not m:
+        raise TrainplanError(f"--sizes {token!r}: expected a size such as 7b, 13b, 70b or 500m")
+    return float(m.group(1)) / (1000.0 if m.group(2) == "m" else 1.0)
+
+
+def models_of_size(token: str) -> list[str]:
+    """Catalog models of one size: named '<family>-7b' (also '-7b-...'), else within +-15% of 7e9 params."""
+    rows = catalog.model_rows()
+    size = token.strip().lower()
+    named = [r["name"] for r in rows if re.search(rf"(^|-){re.escape(size)}($|-)", r["name"].lower())]
+    if named:
+        return named
+    target = _size_billions(token) * 1e9
+    close = [r["name"] for r in rows if abs(r["params"] - target) <= SIZE_TOLERANCE * target]
+    if not close:
+        raise TrainplanError(f"--sizes {token}: no catalog model of that size (see `trainplan models`)")
+    return close
+
+
+def table_models(tr: TableRequest) -> list[ModelSpec]:
+    names: list[str] = list(tr.models)
+    for token in tr.sizes:
+        names += models_of_size(token)
+    if not names:
+        if tr.job.model in (None, ""):
+            raise TrainplanError("give --models, --sizes or --model")
+        return [tr.job.model if isinstance(tr.job.model, ModelSpec) else catalog.resolve_model(str(tr.job.model))]
+    out: dict[str, ModelSpec] = {}
+    for name in names:
+        spec = catalog.resolve_model(name)
+        out.setdefault(spec.name, spec)
+    return list(out.values())
+
+
+def table_gpus(names: tuple[str, ...]) -> list[GpuSpec]:
+    from trainplan.planner.plan import resolve_gpus
+
+    return resolve_gpus(names or DEFAULT_GPUS)
+
+
+def _precisions(tr: TableRequest) -> tuple[str, ...]:
+    if tr.precisions:
+        return tuple(str(parse_enum(Precision, p, "--precisions")) for p in tr.precisions)
+    if tr.job.precision:
+        return (str(parse_enum(Precision, tr.job.precision, "--precision")),)
+    from trainplan.job.frameworks import profile
+
+    return (str(profile(parse_enum(Framework, tr.job.framework, "--framework")).precision),)
+
+
+def sharded_layout(req: Request, gpu: GpuSpec, num_gpus: int, gpus_per_node: int) -> Layout:
+    """1 GPU: no sharding; more: ZeRO-3 (FSDP full under --framework fsdp), whole nodes above one node."""
+    nodes = 1 if num_gpus <= gpus_per_node else num_gpus // gpus_per_node
+    if num_gpus == 1:
+        return Layout(gpu_id=gpu.id)
+    fsdp = str(req.framework).lower() == "fsdp"
+    return Layout(gpu_id=gpu.id, num_gpus=num_gpus, nodes=nodes, zero=ZeroStage.NONE if fsdp else ZeroStage.PARAMETERS,
+                  fsdp=Fsdp.FULL if fsdp else Fsdp.NONE)
+
+
+@frozen
+class Cell:
+    """One model x method x precision: its memory on one GPU and its footprint on each GPU type."""
+
+    model: ModelSpec
+    method: str
+    precision: str
+    setup: TrainingSetup | None       # None: the combination does not exist (QLoRA in fp32)
+    memory_bytes: int | None          # device view, one GPU
+    per_gpu: tuple[dict[str, Any], ...]
+    reason: str = ""
+
+    @property
+    def column(self) -> str:
+        return f"{self.method} {self.precision}"
+
+
+def _per_gpu(tr: TableRequest, req: Request, setup: TrainingSetup, gpus: list[GpuSpec], fm: FastMemory,
+             headroom: float, dataset: bool) -> list[dict[str, Any]]:
+    counts = node_counts(tr.max_gpus, tr.gpus_per_node)
+    devices: dict[int, int] = {}
+
+    def device(n: int) -> int:
+        if n not in devices:
+            devices[n] = fm.device_bytes(setup, sharded_layout(req, gpus[0], n, tr.gpus_per_node))
+        return devices[n]
+
+    out = []
+    for gpu in gpus:
+        usable = int(gpu.capacity_bytes * (1 - headroom))
+        n_min = next((n for n in counts if device(n) <= usable), None)
+        row: dict[str, Any] = {"gpu": gpu.id, "usable_bytes": usable, "min_gpus": n_min,
+                               "layout": None, "memory_at_min_bytes": None, "time_s": None, "gpu_hours": None,
+                               "cost": None, "currency": None}
+        if n_min is not None:
+            lay = sharded_layout(req, gpu, n_min, tr.gpus_per_node)
+            row.update(layout="single GPU" if n_min == 1 else ("FSDP full" if lay.fsdp is Fsdp.FULL else "ZeRO-3"),
+                       memory_at_min_bytes=device(n_min))
+            if dataset:
+                row.update(_time_and_cost(req, setup, lay, gpu))
+        out.append(row)
+    return out
+
+
+def _time_and_cost(req: Request, setup: TrainingSetup, layout: Layout, gpu: GpuSpec) -> dict[str, Any]:
+    """Time with retries and the bill of the run on `layout` (the bill None without a price)."""
+    from trainplan.estimation import bridge as timing_bridge
+
+    priced = req.price_per_gpu_hour is not None or \
+        catalog.cheapest_price(gpu.id, req.provider, req.spot, req.currency) is not None
+    try:
+        time, cost, _ = timing_bridge.time_and_cost(setup, layout, gpu, build_workload(req),
+                                                    req if priced else replace(req, price_per_gpu_hour=0.0))
+    except TrainplanError as exc:          # e.g. no dense peak FLOP/s for this GPU in the catalog
+        return {"time_s": None, "gpu_hours": None, "cost": None, "currency": None, "note": str(exc)}
+    return {"time_s": time.total_with_retries_s, "gpu_hours": time.gpu_hours_with_retries,
+            "cost": cost.total if priced else None, "currency": cost.currency if priced else None}
+
+
+def resource_cells(tr: TableRequest) -> list[Cell]:
+    """Every model x method x precision cell of the table."""
+    headroom = check_headroom(tr.job.headroom)
+    gpus = table_gpus(tr.gpus)
+    dataset = tr.job.samples is not None
+    fm = FastMemory(parallel=ParallelConfig(sequence_parallel=tr.job.sequence_parallel, virtual_stages=tr.job.vpp,
+                                            uneven_pipeline=tr.job.uneven_pipeline))
+    methods = tuple(str(parse_enum(Method, m, "--methods")) for m in tr.methods)
+    cells = []
+    for spec in table_models(tr):
+        for method in methods:
+            for precision in _precisions(tr):
+                req = replace(tr.job, model=spec, method=method, precision=precision,
+                              num_gpus=1, nodes=1, zero=0, fsdp="none", offload="none", tp=1, pp=1, cp=1, ep=1)
+                try:
+                    setup = build_setup(req, spec)
+                except TrainplanError as exc:
+                    cells.append(Cell(model=spec, method=method, precision=precision, setup=None, memory_bytes=None,
+                                      per_gpu=(), reason=str(exc)))
+                    continue
+                one = fm.device_bytes(setup, Layout(gpu_id=gpus[0].id))
+                cells.append(Cell(model=spec, method=method, precision=precision, setup=setup, memory_bytes=one,
+                                  per_gpu=tuple(_per_gpu(tr, req, setup, gpus, fm, headroom, dataset))))
+    return cells
+
+
+def long_rows(cells: list[Cell]) -> list[dict[str, Any]]:
+    """One record per cell and GPU type (csv/json): numbers in base units, GiB alongside."""
+    from trainplan.model.params import count_params
+
+    rows = []
+    for c in cells:
+        base = {"model": c.model.name, "params": count_params(c.model).total, "method": c.method,
+                "precision": c.precision, "memory_bytes": c.memory_bytes,
+                "memory_gib": None if c.memory_bytes is None else round(gib(c.memory_bytes), 2)}
+        if not c.per_gpu:
+            rows.append({**base, "gpu": None, "min_gpus": None, "note": c.reason})
+            continue
+        for g in c.per_gpu:
+            rows.append({**base, **{k: v for k, v in g.items() if k != "usable_bytes"},
+                         "memory_at_min_gib": None if g["memory_at_min_bytes"] is None
+                         else round(gib(g["memory_at_min_bytes"]), 2)})
+    return rows
+
+
+def _short(gpu_id: str) -> str:
+    return gpu_id.replace("-sxm4", "").replace("-sxm", "").replace("rtx", "")
+
+
+def _cell_text(c: Cell, max_gpus: int, dataset: bool) -> str:
+    if c.memory_bytes is None:
+        return "n/a"
+    parts = []
+    for g in c.per_gpu:
+        n = g["min_gpus"]
+        text = f"{_short(g['gpu'])} x{n}" if n else f"{_short(g['gpu'])} >{max_gpus}"
+        if dataset and n and g["time_s"] is not None:
+            hours = g["time_s"] / 3600
+            money = "" if g["cost"] is None else f", {g['cost']:,.{0 if g['cost'] >= 100 else 2}f} {g['currency']}"
+            text += f" ({hours:,.1f} h{money})"
+        parts.append(text)
+    return f"{gib(c.memory_bytes):.1f} GiB; " + ", ".join(parts)
+
+
+def pivot_rows(cells: list[Cell], max_gpus: int, dataset: bool) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows = models, columns = method x precision (terminal, markdown, html, xlsx)."""
+    from trainplan.model.params import count_params
+
+    columns = ["model", "params"]
+    rows: dict[str, dict[str, Any]] = {}
+    for c in cells:
+        if c.column not in columns:
+            columns.append(c.column)
+        row = rows.setdefault(c.model.name, {"model": c.model.name,
+                                             "params": f"{count_params(c.model).total / 1e9:.2f}B"})
+        row[c.column] = _cell_text(c, max_gpus, dataset)
+    return list(rows.values()), columns
+
+
+def tier_rows(tr: TableRequest) -> list[dict[str, Any]]:
+    """The same job (first model x method x precision) on each GPU type, side by side."""
+    first = replace(tr, models=tr.models[:1] if tr.models else (), sizes=tr.sizes[:1],
+                    methods=tr.methods[:1], precisions=tr.precisions[:1])
+    cells = resource_cells(first)
+    cell = cells[0]
+    if cell.setup is None:
+        raise TrainplanError(cell.reason)
+    gpus = {g.id: g for g in table_gpus(tr.gpus)}
+    rows = []
+    for g in cell.per_gpu:
+        gpu = gpus[g["gpu"]]
+        bw = gpu.memory_bw_bytes_per_s
+        peak = gpu.peak_flops("bf16") or gpu.peak_flops("fp16")
+        rows.append({"gpu": gpu.id, "memory_gib": round(gib(gpu.capacity_bytes), 1),
+                     "bandwidth_gb_s": None if bw is None else round(bw / GB),
+                     "peak_bf16_tflops": None if peak is None else round(peak / 1e12, 1),
+                     "job_gib": round(gib(cell.memory_bytes), 1), "fits_one_gpu": cell.memory_bytes <= g["usable_bytes"],
+                     "min_gpus": g["min_gpus"], "layout": g["layout"],
+                     "gib_per_gpu": None if g["memory_at_min_bytes"] is None else round(gib(g["memory_at_min_bytes"]), 1),
+                     "time_h": None if g["time_s"] is None else round(g["time_s"] / 3600, 2),
+                     "cost": None if g["cost"] is None else round(g["cost"], 2), "currency": g["currency"]})
+    return rows
+
+
+def tier_title(tr: TableRequest) -> str:
+    spec = table_models(replace(tr, models=tr.models[:1], sizes=tr.sizes[:1]))[0]
+    return f"{spec.name}, {tr.methods[0]}, {_precisions(tr)[0]}: the same job on each GPU type"
+
+
+# --- pictures' data ----------------------------------------------------------------------------------
+
+SEQ_POINTS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+
+
+def capacities(tr: TableRequest) -> list[tuple[str, int]]:
+    """(GPU id, usable bytes) of the table's GPU types."""
+    headroom = check_headroom(tr.job.headroom)
+    return [(g.id, int(g.capacity_bytes * (1 - headroom))) for g in table_gpus(tr.gpus)]
+
+
+def breakdown_bars(tr: TableRequest, cells: list[Cell]) -> list[tuple[str, dict[str, int]]]:
+    """Each cell's device-view memory on one GPU as its named parts (estimate_memory's breakdown at the
+    peak, plus the allocator reserve, CUDA context and paged states)."""
+    from trainplan.memory import estimate_memory
+
+    gpu = table_gpus(tr.gpus)[0]
+    bars = []
+    for c in cells:
+        if c.setup is None:
+            continue
+        m = estimate_memory(c.setup, Layout(gpu_id=gpu.id), gpu, headroom=check_headroom(tr.job.headroom))
+        parts = dict(m.components_bytes)
+        parts.update({k: v for k, v in m.overhead_bytes.items() if v})
+        bars.append((f"{c.model.name} {c.method} {c.precision}", parts))
+    return bars
+
+
+def seq_series(tr: TableRequest, cells: list[Cell]) -> list[tuple[str, list[int], list[int | None]]]:
+    """Device bytes on one GPU at SEQ_POINTS (up to each model's context length) for each cell."""
+    gpu = table_gpus(tr.gpus)[0]
+    fm = FastMemory()
+    out = []
+    for c in cells:
+        if c.setup is None:
+            continue
+        top = c.model.max_position_embeddings or SEQ_POINTS[-1]
+        seqs = [s for s in SEQ_POINTS if s <= top]
+        values = []
+        for s in seqs:
+            try:
+                values.append(fm.device_bytes(replace(c.setup, seq_len=s), Layout(gpu_id=gpu.id)))
+            except TrainplanError:
+                values.append(None)
+        out.append((f"{c.model.name} {c.method} {c.precision}", seqs, values))
+    return out

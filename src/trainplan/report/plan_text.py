@@ -1,0 +1,85 @@
+"""`trainplan plan` and `trainplan fit` for people: tables in GiB, hours and money (no formulas)."""
+
+from __future__ import annotations
+
+from trainplan.planner.plan import PlanResult
+from trainplan.planner.fit import FitResult, Limit
+from trainplan.report.tables import render_table
+from trainplan.units import fmt_duration, gib
+
+
+def _when(seconds: float) -> str:
+    return fmt_duration(seconds)
+
+
+def render_plan(result: PlanResult) -> str:
+    pr, job = result.request, result.request.job
+    o = result.outcome
+    lines = []
+    model = getattr(job.model, "name", job.model)
+    data = (f"{job.samples:,} samples x {job.tokens_per_sample or job.seq_len:,} tokens x {job.epochs:g} epoch(s)"
+            if job.samples else "no --samples: cost and time of one optimizer step")
+    lines.append(f"{model}: seq {job.seq_len:,}, global batch {pr.global_batch}, {data}")
+    per = "the run" if job.samples else "one step"
+    lines.append(f"ranked by {'cost' if pr.sort == 'cost' else 'time'} of {per} ({result.currency}); "
+                 "* = on the Pareto front of cost against time")
+    lines.append("")
+    if not result.plans:
+        lines.append("No setup fits within the constraints.")
+    rows = []
+    for p in result.plans:
+        f = p.found
+        s, k = f.shape, f.knobs
+        rows.append({"#": f"{p.rank}{'*' if p.pareto else ''}", "gpu": f.rentable.gpu.id, "GPUs": s.num_gpus,
+                     "layout": s.engine(), "method": k.method, "optimizer": str(f.setup.optimizer),
+                     "ckpt": str(f.setup.grad_ckpt), "micro x accum": f"{k.batch_size} x {k.grad_accum}",
+                     "GiB/GPU": f"{gib(f.device_bytes):.1f}/{gib(f.rentable.usable_bytes):.1f}",
+                     "time": _when(f.time_s), "cost": f"{f.cost_value:,.2f}"})
+    if rows:
+        lines.append(render_table(rows, right=("GPUs", "cost", "time", "GiB/GPU")))
+        lines.append("")
+        lines.append("To reproduce: trainplan estimate <flags>")
+        for p in result.plans:
+            lines.append(f"{p.rank:>3}  {p.flags}")
+    front = result.front()
+    if front:
+        lines.append("")
+        lines.append(f"Pareto front: {len(front)} plans, from {front[0].cost_value:,.2f} {result.currency} in "
+                     f"{_when(front[0].time_s)} ({front[0].rentable.gpu.id} x{front[0].shape.num_gpus}) to "
+                     f"{front[-1].cost_value:,.2f} {result.currency} in {_when(front[-1].time_s)} "
+                     f"({front[-1].rentable.gpu.id} x{front[-1].shape.num_gpus}); --json lists them, --plot draws them")
+    if result.rejected:
+        lines.append("")
+        lines.append("Cannot carry the job:")
+        width = max(len(r.gpu) for r in result.rejected)
+        lines += [f"  {r.gpu:<{width}}  {r.reason}" for r in result.rejected]
+    lines.append("")
+    lines.append(f"Searched {o.candidates:,} setups ({o.groups:,} groups of GPU type x count x split x knobs, "
+                 f"{o.visited:,} visited, {o.memory_checks:,} memory checks, {o.timed:,} timed) in {o.elapsed_s:.2f} s.")
+    lines += [f"note: {n}" for n in result.notes]
+    return "\n".join(lines)
+
+
+def _limit_text(name: str, lim: Limit, unit: str, usable: int) -> str:
+    if lim.value == 0:
+        need = "" if lim.next_device_bytes is None else f" ({gib(lim.next_device_bytes):.1f} GiB per GPU)"
+        return f"{name}: nothing fits, not even {lim.step} {unit}{need}; {gib(usable):.1f} GiB usable"
+    text = f"{name}: {lim.value:,} {unit} ({gib(lim.device_bytes):.1f} of {gib(usable):.1f} GiB usable)"
+    if lim.value == lim.ceiling:
+        text += f"; the search stops there ({lim.ceiling_reason})"
+    elif lim.next_device_bytes is not None:
+        text += f"; {lim.value + lim.step:,} needs {gib(lim.next_device_bytes):.1f} GiB"
+    return text
+
+
+def render_fit(r: FitResult) -> str:
+    lay = r.layout
+    where = f"{r.gpu.name} x {lay.num_gpus}" + (f" (zero {int(lay.zero)}, fsdp {lay.fsdp}, offload {lay.offload}, "
+                                                f"tp {lay.tp}, pp {lay.pp})" if lay.num_gpus > 1 else "")
+    s = r.setup
+    return "\n".join([
+        f"{s.model.name} {s.method} {s.precision}, grad-ckpt {s.grad_ckpt}, {s.attention} on {where}",
+        _limit_text(f"largest micro-batch at seq {s.seq_len:,}", r.max_batch, "sequences", r.usable_bytes),
+        _limit_text(f"longest sequence at micro-batch {s.batch_size}", r.max_seq, "tokens", r.usable_bytes),
+        f"(device view per GPU against capacity x (1 - headroom {r.headroom:g}); memory grows with both, so each "
+        "limit is a bisection)"])

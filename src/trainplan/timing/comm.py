@@ -1,0 +1,307 @@
+"""Communication: links, collective times, and the traffic each parallel layout puts on them.
+
+Collective times use the ring algorithm's bus-bandwidth convention of NVIDIA nccl-tests
+(doc/PERFORMANCE.md): all-reduce moves 2 (n-1)/n x bytes through each GPU's link, all-gather and
+reduce-scatter (n-1)/n x bytes (bytes = the full, unsharded buffer), all-to-all (n-1)/n x bytes.
+The bus bandwidth achieved is `collective_fraction` (0.8, measured 78-82% on NVLink, hardware.md
+section 1.3) of the link's unidirectional bandwidth.
+
+A group that fits inside one node uses the intra-node link (NVLink or PCIe); a group that spans
+nodes is limited by each GPU's share of the inter-node network (rail-optimised clusters give every
+GPU its own NIC: DGX A100 8 x 200 Gb/s HDR, DGX H100 8 x 400 Gb/s NDR). Groups are placed
+Megatron-style: tensor parallel innermost, then context, then data parallel, pipeline outermost.
+"""
+
+from __future__ import annotations
+
+import re
+from trainplan.frozen import frozen
+
+from trainplan.enums import Fsdp, ZeroStage
+from trainplan.errors import TrainplanError
+from trainplan.specs import GpuSpec
+from trainplan.job.training import Layout
+
+
+@frozen
+class Link:
+    """A network or bus: unidirectional bandwidth, per GPU or shared by the whole node."""
+
+    name: str
+    bw_bytes_per_s: float
+    per_node: bool = False      # True: the node's GPUs share it (one Ethernet NIC per node)
+    source: str = ""
+
+    def per_gpu_bytes_per_s(self, gpus_per_node: int) -> float:
+        return self.bw_bytes_per_s / gpus_per_node if self.per_node else self.bw_bytes_per_s
+
+
+_GBIT = 1e9 / 8   # bytes/s per Gb/s
+
+# Inter-node presets for `--interconnect` (line rates; `collective_fraction` is applied on top).
+INTERCONNECTS: dict[str, Link] = {
+    "ib-xdr": Link(name="InfiniBand XDR, 800 Gb/s per GPU", bw_bytes_per_s=800 * _GBIT,
+                   source="NVIDIA ConnectX-8 (XDR 800 Gb/s)"),
+    "ib-ndr": Link(name="InfiniBand NDR, 400 Gb/s per GPU", bw_bytes_per_s=400 * _GBIT,
+                   source="NVIDIA ConnectX-7 NDR 400 Gb/s; DGX H100 8 x 400 Gb/s (3.2 Tb/s per node)"),
+    "ib-hdr": Link(name="InfiniBand HDR, 200 Gb/s per GPU", bw_bytes_per_s=200 * _GBIT,
+                   source="NVIDIA ConnectX-6 HDR 200 Gb/s; DGX A100 8 x 200 Gb/s"),
+    "roce-400": Link(name="RoCE, 400 Gb/s per GPU", bw_bytes_per_s=400 * _GBIT,
+                     source="400 GbE RoCE NICs, one per GPU"),
+    "roce-200": Link(name="RoCE, 200 Gb/s per GPU", bw_bytes_per_s=200 * _GBIT,
+                     source="MosaicML A100 clusters '1600 Gbps node-node interconnect (RoCE)' "
+                            "(llm-foundry benchmarking README); Llama 2 paper: '200 Gbps end-points'"),
+    "efa-3200": Link(name="AWS EFA, 3200 Gb/s per node (p5)", bw_bytes_per_s=3200 * _GBIT,
+                     per_node=True, source="AWS p5.48xlarge: 3200 Gbps EFA"),
+    "efa-400": Link(name="AWS EFA, 400 Gb/s per node (p4d)", bw_bytes_per_s=400 * _GBIT,
+                    per_node=True, source="AWS p4d.24xlarge: 400 Gbps EFA"),
+    "ethernet-100": Link(name="Ethernet, 100 Gb/s per node", bw_bytes_per_s=100 * _GBIT, per_node=True,
+                         source="one 100 GbE NIC per node"),
+    "ethernet-25": Link(name="Ethernet, 25 Gb/s per node", bw_bytes_per_s=25 * _GBIT, per_node=True,
+                        source="one 25 GbE NIC per node"),
+    "ethernet-10": Link(name="Ethernet, 10 Gb/s per node", bw_bytes_per_s=10 * _GBIT, per_node=True,
+                        source="one 10 GbE NIC per node"),
+}
+
+# PCIe x16 unidirectional bandwidth (hardware.md 1.3, stas00 network/README.md).
+PCIE_BYTES_PER_S: dict[int, float] = {3: 15.75e9, 4: 31e9, 5: 63e9, 6: 121e9}
+
+
+def pcie_link(gpu: GpuSpec) -> Link:
+    """The GPU's PCIe x16 link (Gen4 when the catalog does not say)."""
+    match = re.search(r"Gen\s*(\d)", gpu.pcie or "")
+    gen = int(match.group(1)) if match else 4
+    return Link(name=f"PCIe Gen{gen} x16", bw_bytes_per_s=PCIE_BYTES_PER_S.get(gen, 31e9),
+                source="hardware.md section 1.3 (PCIe 4 x16: 31 GB/s, PCIe 5 x16: 63 GB/s per direction)")
+
+
+def intranode_link(gpu: GpuSpec, choice: str | None = None) -> Link:
+    """NVLink/xGMI/on-chip RoCE when the catalog gives a GPU-GPU bandwidth, else PCIe.
+
+    The catalog's GPU-GPU figure is bidirectional per GPU; a ring uses one direction: half of it.
+    Bridged parts (A40, H100 PCIe pairs) only reach their partner: PCIe is assumed for groups > 2.
+    """
+    if choice == "pcie" or not gpu.gpu_gpu_bw_bytes_per_s:
+        return pcie_link(gpu)
+    if choice not in (None, "nvlink"):
+        raise TrainplanError(f"unknown intra-node link {choice!r}; use nvlink or pcie")
+    return Link(name=gpu.interconnect or "NVLink", bw_bytes_per_s=gpu.gpu_gpu_bw_bytes_per_s / 2,
+                source="catalog gpu_gpu_bw (bidirectional per GPU) / 2")
+
+
+def default_interconnect(gpu: GpuSpec) -> str:
+    """Inter-node default: NDR for Hopper/Blackwell-class, HDR otherwise (DGX reference designs)."""
+    return "ib-ndr" if gpu.generation in ("hopper", "blackwell") else "ib-hdr"
+
+
+def internode_link(name: str) -> Link:
+    try:
+        return INTERCONNECTS[name.lower()]
+    except KeyError:
+        raise TrainplanError(
+            f"unknown --interconnect {name!r}; known: {', '.join(INTERCONNECTS)}") from None
+
+
+def is_bridged(gpu: GpuSpec) -> bool:
+    text = (gpu.interconnect or "").lower()
+    return "bridge" in text or "pairs" in text
+
+
+# --- collectives ---------------------------------------------------------------------------------
+
+def ring_allreduce_s(n_bytes: float, n: int, bus_bw_bytes_per_s: float) -> float:
+    """Ring all-reduce: 2 (n-1)/n x bytes / bus bandwidth (nccl-tests PERFORMANCE.md)."""
+    if n <= 1 or n_bytes <= 0:
+        return 0.0
+    return 2.0 * (n - 1) / n * n_bytes / bus_bw_bytes_per_s
+
+
+def allgather_s(n_bytes: float, n: int, bus_bw_bytes_per_s: float) -> float:
+    """All-gather (or reduce-scatter) of a buffer of `n_bytes` in total: (n-1)/n x bytes / bw."""
+    if n <= 1 or n_bytes <= 0:
+        return 0.0
+    return (n - 1) / n * n_bytes / bus_bw_bytes_per_s
+
+
+reduce_scatter_s = allgather_s
+
+
+def alltoall_s(n_bytes: float, n: int, bus_bw_bytes_per_s: float) -> float:
+    """All-to-all of `n_bytes` per GPU: (n-1)/n of it leaves the GPU."""
+    return allgather_s(n_bytes, n, bus_bw_bytes_per_s)
+
+
+@frozen
+class Fabric:
+    """The links one layout's groups run over, with the achieved bus bandwidth of each."""
+
+    intra: Link
+    inter: Link
+    gpus_per_node: int
+    collective_fraction: float
+
+    def bus_bw(self, group_span: int, members_per_node: int = 1) -> float:
+        """Bus bandwidth of a group whose members span `group_span` consecutive ranks, with
+        `members_per_node` of them in each node.
+
+        Inside a node: the intra-node link. Across nodes a ring crosses each node boundary once per
+        direction, and the node's NICs carry the crossing for all of its members at once (NCCL runs
+        one ring per NIC), so the bus bandwidth is the members' NICs together:
+        min(intra, per-GPU NIC x members per node) (a node-shared NIC: its share per member).
+        """
+        if group_span <= self.gpus_per_node:
+            bw = self.intra.bw_bytes_per_s
+        else:
+            members = max(1, min(members_per_node, self.gpus_per_node))
+            bw = min(self.intra.bw_bytes_per_s, self.inter.per_gpu_bytes_per_s(self.gpus_per_node) * members)
+        return bw * self.collective_fraction
+
+    def link_name(self, group_span: int) -> str:
+        return self.intra.name if group_span <= self.gpus_per_node else self.inter.name
+
+
+def fabric(gpu: GpuSpec, layout: Layout, *, interconnect: str | None = None,
+           intranode: str | None = None, collective_fraction: float = 0.8) -> Fabric:
+    intra = intranode_link(gpu, intranode)
+    if not intra.name.startswith("PCIe") and is_bridged(gpu) and layout.gpus_per_node > 2 and intranode is None:
+        intra = pcie_link(gpu)
+    inter = internode_link(interconnect or default_interconnect(gpu))
+    return Fabric(intra=intra, inter=inter, gpus_per_node=layout.gpus_per_node,
+                  collective_fraction=collective_fraction)
+
+
+# --- traffic of a layout -------------------------------------------------------------------------
+
+DDP_BUCKET_BYTES = 25 * 2**20   # torch DistributedDataParallel bucket_cap_mb=25 (PyTorch docs)
+
+
+@frozen
+class CommInputs:
+    """What the traffic depends on, per GPU (parameter counts already divided by tp x pp)."""
+
+    trainable_params: float          # parameters whose gradients are reduced
+    gathered_params: float           # parameters ZeRO-3/FSDP all-gather (trainable and frozen)
+    grad_bytes: int                  # bytes per reduced gradient element
+    weight_bytes: float              # bytes per gathered weight element (0.5 for 4-bit)
+    micro_batches: int               # gradient-accumulation steps per optimizer step
+    fwd_s: float                     # compute time of one micro-batch's forward on this GPU
+    bwd_s: float                     # ... of its backward (with recomputation)
+    layers: int                      # decoder layers on this GPU's pipeline stage
+    activation_bytes: float          # one micro-batch's hidden states: tokens x hidden x bytes
+    tp_collectives_per_layer: int    # 4 (2 forward + 2 backward), 6 with full recomputation
+    moe_layers: int = 0
+    moe_dispatch_bytes: float = 0.0  # tokens x top_k x hidden x bytes per all-to-all
+    kv_bytes: float = 0.0            # one micro-batch's K and V per layer (context parallel)
+
+
+@frozen
+class CommTimes:
+    """Per optimizer step on one GPU: time on the wire and the part not hidden behind compute."""
+
+    dp_s: float = 0.0
+    dp_exposed_s: float = 0.0
+    gather_s: float = 0.0            # ZeRO-3 / FSDP parameter all-gathers
+    gather_exposed_s: float = 0.0
+    tp_s: float = 0.0                # tensor-parallel all-reduces (never hidden)
+    pp_s: float = 0.0                # pipeline point-to-point sends
+    ep_s: float = 0.0                # expert-parallel all-to-all
+    cp_s: float = 0.0                # context-parallel K/V ring (hidden behind attention)
+    links: tuple[str, ...] = ()
+
+    @property
+    def total_s(self) -> float:
+        return self.dp_s + self.gather_s + self.tp_s + self.pp_s + self.ep_s + self.cp_s
+
+    @property
+    def exposed_s(self) -> float:
+        return self.dp_exposed_s + self.gather_exposed_s + self.tp_s + self.pp_s + self.ep_s
+
+
+def _overlapped(comm_s: float, window_s: float, tail_s: float) -> float:
+    """Exposed part of `comm_s` run behind `window_s` of compute, plus a tail that cannot overlap
+    (the last gradient bucket, the first layer's gather)."""
+    return max(0.0, comm_s - window_s) + min(comm_s, tail_s)
+
+
+def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
+    """Communication of one optimizer step for `layout` (see the module docstring for placement).
+
+    Overlap assumed: DDP/ZeRO-1 gradient all-reduce runs behind the last micro-batch's backward
+    except the last 25 MB bucket; ZeRO-2/3 and FSDP reduce-scatter behind every backward; ZeRO-3/FSDP
+    all-gathers are prefetched behind forward and backward except one layer's; the ZeRO-1/2 parameter
+    all-gather after the optimizer step, tensor-parallel all-reduces, pipeline sends and expert
+    all-to-alls are exposed; context-parallel K/V exchange is hidden behind attention.
+    """
+    dp, tp, cp, m = layout.dp, layout.tp, layout.cp, x.micro_batches
+    links = []
+    dp_span = tp * cp * dp
+    grads = x.trainable_params * x.grad_bytes
+    weights16 = x.trainable_params * 2.0
+    gathered = x.gathered_params * x.weight_bytes
+    dp_s = dp_exp = gather_s = gather_exp = 0.0
+    if dp > 1:
+        sharded_params = layout.zero is ZeroStage.PARAMETERS or layout.fsdp is not Fsdp.NONE
+        shard_n, shard_span = dp, dp_span
+        if layout.fsdp is Fsdp.HYBRID:
+            shard_n = max(1, min(dp, fab.gpus_per_node // (tp * cp)))
+            shard_span = tp * cp * shard_n
+        per_node = max(1, fab.gpus_per_node // (tp * cp))
+        bw = fab.bus_bw(shard_span if sharded_params else dp_span, per_node)
+        links.append(f"data parallel over {fab.link_name(shard_span if sharded_params else dp_span)}")
+        bucket_s = min(DDP_BUCKET_BYTES, grads) / bw if grads else 0.0
+        if sharded_params:
+            ag = allgather_s(gathered, shard_n, bw)
+            rs = reduce_scatter_s(grads, shard_n, bw)
+            gather_s = 2 * ag * m
+            dp_s = rs * m
+            layers = max(1, x.layers)
+            fwd_exp = _overlapped(ag, x.fwd_s, ag / layers)
+            bwd_exp = _overlapped(ag + rs, x.bwd_s, rs / layers)
+            share = ag / (ag + rs) if ag + rs > 0 else 0.0
+            gather_exp = m * (fwd_exp + bwd_exp * share)
+            dp_exp = m * bwd_exp * (1.0 - share)
+            if layout.fsdp is Fsdp.HYBRID and dp > shard_n:
+                inter_bw = fab.bus_bw(dp_span, 1)
+                ar = ring_allreduce_s(grads / shard_n, dp // shard_n, inter_bw)
+                dp_s += ar * m
+                dp_exp += m * _overlapped(ar, x.bwd_s, bucket_s)
+        elif layout.zero is ZeroStage.GRADIENTS:
+            rs = reduce_scatter_s(grads, dp, bw)
+            dp_s = rs * m
+            dp_exp = m * _overlapped(rs, x.bwd_s, bucket_s)
+            gather_s = gather_exp = allgather_s(weights16, dp, bw)
+        else:
+            ar = ring_allreduce_s(grads, dp, bw)     # ZeRO-1 reduce-scatter + gather = same volume
+            if layout.zero is ZeroStage.OPTIMIZER:
+                rs = ar / 2.0
+                dp_s = rs
+                dp_exp = _overlapped(rs, x.bwd_s, bucket_s)
+                gather_s = gather_exp = allgather_s(weights16, dp, bw)
+            else:
+                dp_s = ar
+                dp_exp = _overlapped(ar, x.bwd_s, bucket_s)
+    tp_s = 0.0
+    if tp > 1:
+        bw = fab.bus_bw(tp)
+        links.append(f"tensor parallel over {fab.link_name(tp)}")
+        tp_s = m * x.layers * x.tp_collectives_per_layer * ring_allreduce_s(x.activation_bytes, tp, bw)
+    pp_s = 0.0
+    if layout.pp > 1:
+        span = tp * cp * dp * 2          # neighbouring stages are one data-parallel block apart
+        bw = fab.bus_bw(span)
+        links.append(f"pipeline over {fab.link_name(span)}")
+        pp_s = m * 2 * x.activation_bytes / bw
+    ep_s = 0.0
+    if layout.ep > 1 and x.moe_layers:
+        span = tp * cp * layout.ep
+        bw = fab.bus_bw(span, max(1, fab.gpus_per_node // (tp * cp)))
+        links.append(f"expert parallel over {fab.link_name(span)}")
+        passes = 4 + (2 if x.tp_collectives_per_layer > 4 else 0)
+        ep_s = m * x.moe_layers * passes * alltoall_s(x.moe_dispatch_bytes, layout.ep, bw)
+    cp_s = 0.0
+    if cp > 1:
+        bw = fab.bus_bw(tp * cp)
+        links.append(f"context parallel over {fab.link_name(tp * cp)}")
+        cp_s = m * x.layers * 3 * (cp - 1) * x.kv_bytes / bw
+    return CommTimes(dp_s=dp_s, dp_exposed_s=dp_exp, gather_s=gather_s, gather_exposed_s=gather_exp,
+                     tp_s=tp_s, pp_s=pp_s, ep_s=ep_s, cp_s=cp_s, links=tuple(links))

@@ -1,0 +1,382 @@
+"""Time of one training step and of the whole run, as a sum of named parts.
+
+step_s = compute (linear FLOPs / (peak x e) + attention FLOPs / (peak x e_attn) + memory-bound
+         LoRA adapter traffic / bandwidth)
+       + optimizer step (state bytes read and written / bandwidth, or the CPU step when offloaded)
+       + QLoRA dequantisation (bytes / bandwidth)
+       + parameter offload traffic not hidden behind compute
+       + exposed communication (trainplan.timing.comm)
+       + pipeline bubble: compute x (p - 1) / (v m)  (so that bubble / (compute + bubble) =
+         (p - 1) / (v m + p - 1), Narayanan et al. 2021 section 2.2; v = interleaved chunks)
+
+run: total_s = steps x step_s + evaluation + checkpoint saving (one attempt);
+gpu_hours = total_s x GPUs / 3600; the retry factor (default 1.0) multiplies both for the
+`*_with_retries` values and the bill (trainplan.cost).
+"""
+
+from __future__ import annotations
+
+from trainplan.frozen import field, frozen
+
+from trainplan.timing.comm import CommInputs, CommTimes, fabric, layout_comm, pcie_link
+from trainplan.timing.efficiency import DEFAULT_MODEL, Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency
+from trainplan.enums import Attention, Fsdp, GradCkpt, Method, Offload, Precision, ZeroStage
+from trainplan.timing.flops import AttnConvention, FlopsPerToken, flops_per_token
+from trainplan.model.params import count_params, trainable_params
+from trainplan.specs import GpuSpec
+from trainplan.timing.steps import SequenceShape, global_batch, sequence_shape, steps_per_epoch, total_steps
+from trainplan.timing.traffic import (adapter_bytes_per_token, checkpoint_bytes, dequant_bytes_per_use,
+                               eager_attention_bytes_per_token, grad_bytes, optimizer_bytes_per_param,
+                               quantized_params, weight_bytes_gathered)
+from trainplan.job.training import Layout, TrainingSetup, Workload
+from trainplan.units import SECONDS_PER_HOUR, fmt_count, fmt_duration
+
+CPU_MEMORY_BW_BYTES_PER_S = 200e9   # per node, achieved by a CPU optimizer step: half of a DGX A100's
+                                    # 2 x 8 channels of DDR4-3200 (409.6 GB/s); an assumption, in notes
+CPU_ADAM_BYTES_PER_PARAM = 28.0     # fp32 p, g, m, v read (16 B) and p, m, v written (12 B)
+
+
+@frozen
+class TimingOptions:
+    """Every link of the chain a user may override (None: the default, stated in the notes)."""
+
+    interconnect: str | None = None        # inter-node preset (trainplan.timing.comm.INTERCONNECTS)
+    intranode: str | None = None           # "nvlink" or "pcie"
+    compiled: bool | None = None           # torch.compile / fused kernels (None: framework default)
+    efficiency: float | None = None        # override the matmul efficiency (fraction of peak)
+    mfu_convention: AttnConvention = AttnConvention.FULL
+    pp_interleave: int = 1                 # virtual pipeline chunks per stage
+    quant_kernel: str | None = None        # dequantisation kernel: nf4, fp4, int8, gptq
+    checkpoint_bytes: int | None = None    # bytes written per checkpoint save
+    sample_lengths: tuple[int, ...] | None = None
+    model: EfficiencyModel = field(default_factory=lambda: DEFAULT_MODEL)
+
+
+@frozen
+class StepBreakdown:
+    """step_s as a sum of named parts, seconds per optimizer step on the most loaded GPU."""
+
+    compute_s: float          # linear layers + attention + LoRA adapter traffic
+    optimizer_s: float
+    dequant_s: float
+    offload_s: float
+    communication_s: float    # exposed part only
+    bubble_s: float
+
+    @property
+    def total_s(self) -> float:
+        return (self.compute_s + self.optimizer_s + self.dequant_s + self.offload_s
+                + self.communication_s + self.bubble_s)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"compute_s": self.compute_s, "optimizer_s": self.optimizer_s, "dequant_s": self.dequant_s,
+                "offload_s": self.offload_s, "communication_s": self.communication_s,
+                "bubble_s": self.bubble_s}
+
+
+@frozen
+class StepTime:
+    """One optimizer step: FLOPs, efficiency, time breakdown (no dataset needed)."""
+
+    per_token: FlopsPerToken
+    shape: SequenceShape
+    global_batch: int               # sequences per step
+    tokens_per_step: float          # real (dataset) tokens per step, all GPUs
+    hardware_flops_per_step: float  # what runs, all GPUs (padded tokens, recompute)
+    model_flops_per_step: float     # 6N + attention on real tokens, all GPUs
+    forward_flops_per_step: float
+    efficiency: Efficiency
+    breakdown: StepBreakdown
+    comm: CommTimes
+    num_gpus: int
+    notes: tuple[str, ...]
+
+    @property
+    def step_s(self) -> float:
+        return self.breakdown.total_s
+
+    @property
+    def peak_flops_per_s(self) -> float:
+        return self.efficiency.peak_flops_per_s
+
+
+def _compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
+               m: EfficiencyModel) -> float:
+    """Seconds of compute for `tokens` padded tokens on one GPU (already divided by model parallel)."""
+    linear = (ft.hardware - ft.attention_hardware) * tokens / (eff.peak_flops_per_s * eff.value)
+    if setup.attention is Attention.EAGER:
+        attn = ft.attention_hardware * tokens / (eff.attention_peak_flops_per_s * eff.value)
+        attn += eager_attention_bytes_per_token(setup, ft.seq_len) * tokens / _bw(gpu, m)
+    else:
+        attn = ft.attention_hardware * tokens / (eff.attention_peak_flops_per_s * eff.attention)
+    adapters = adapter_bytes_per_token(setup) * tokens / _bw(gpu, m)
+    return linear + attn + adapters
+
+
+def _bw(gpu: GpuSpec, m: EfficiencyModel) -> float:
+    return (gpu.memory_bw_bytes_per_s or 1e12) * m.memory_bw_fraction
+
+
+def _param_counts(setup: TrainingSetup) -> tuple[int, int]:
+    """(total, trainable) parameters of the setup (trainplan.model.params)."""
+    lora = setup.lora
+    trainable = trainable_params(setup.model, setup.method, lora_targets=lora.targets if lora else (),
+                                 lora_rank=lora.rank if lora else 0, dora=lora.dora if lora else False,
+                                 freeze_layers=setup.freeze_trainable_layers)
+    return count_params(setup.model).total, trainable
+
+
+def _optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: EfficiencyModel,
+                             n_total: int, n_train: int, compute_mb: float, notes: list[str]) -> tuple[float, float]:
+    """(optimizer step, offload traffic) seconds per step on one GPU.
+
+    On the GPU the step streams the optimizer bytes of its shard of the trainable parameters
+    (trainplan.timing.traffic.optimizer_bytes_per_param; ZeRO-1+/FSDP shard it over data parallel).
+    Offloaded: a CPU Adam over host memory, gradients down and 16-bit weights up over PCIe;
+    offloaded parameters cross PCIe for every forward and backward, overlapped with compute.
+    """
+    shard_mp = layout.tp * layout.pp
+    optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER or layout.fsdp is not Fsdp.NONE
+    n_opt = n_train / shard_mp / (layout.dp if optimizer_sharded else 1)
+    pcie = pcie_link(gpu).bw_bytes_per_s
+    offload_s = 0.0
+    if layout.offload in (Offload.OPTIMIZER, Offload.ALL):
+        optimizer_s = n_opt * CPU_ADAM_BYTES_PER_PARAM / (CPU_MEMORY_BW_BYTES_PER_S / layout.gpus_per_node)
+        offload_s += n_opt * (grad_bytes(setup) + 2.0) / pcie
+        notes.append(f"optimizer offloaded to CPU: CPU Adam at {CPU_MEMORY_BW_BYTES_PER_S / 1e9:.0f} GB/s "
+                     "host memory bandwidth per node (assumed), gradients down and weights up over PCIe")
+    else:
+        optimizer_s = n_opt * optimizer_bytes_per_param(setup) / _bw(gpu, m)
+    if layout.offload in (Offload.PARAMS, Offload.ALL):
+        params_gpu = n_total / shard_mp / max(1, layout.dp)
+        per_mb = params_gpu * weight_bytes_gathered(setup) * 2 / pcie
+        offload_s += setup.grad_accum * max(0.0, per_mb - compute_mb) + per_mb / max(1, setup.model.num_layers)
+        notes.append("parameters offloaded to CPU: copied to the GPU for every forward and backward "
+                     "over PCIe, overlapped with compute")
+    return optimizer_s, offload_s
+
+
+def _dequant_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: EfficiencyModel, kernel: str | None,
+               notes: list[str]) -> float:
+    """QLoRA: every use of a quantised weight (forward, input gradient, recomputation) writes a
+    16-bit copy: quantised weights x bytes per use x uses x micro-batches / bandwidth."""
+    if setup.method is not Method.QLORA or setup.quant is None:
+        return 0.0
+    kernel = kernel or setup.quant.kind.value
+    uses = 2 + (1 if setup.grad_ckpt is GradCkpt.FULL else 0)
+    per_use = dequant_bytes_per_use(kernel)
+    notes.append(f"{kernel} dequantisation: {per_use:g} bytes per weight per use, {uses} uses per "
+                 "micro-batch (forward, input gradient" + (", recompute)" if uses == 3 else ")"))
+    weights = quantized_params(setup.model) / (layout.tp * layout.pp)
+    return weights * per_use * uses * setup.grad_accum / _bw(gpu, m)
+
+
+def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: Workload | None = None,
+              options: TimingOptions = TimingOptions()) -> StepTime:
+    """Time of one optimizer step of `setup` spread as `layout` over `gpu`s."""
+    m = options.model
+    notes: list[str] = []
+    wl = workload or Workload()
+    shape = sequence_shape(seq_len=setup.seq_len, micro_batch=setup.batch_size,
+                           tokens_per_sample=wl.tokens_per_sample, packing=wl.packing,
+                           padding_free=setup.impl.padding_free, lengths=options.sample_lengths)
+    notes.append(shape.note)
+    ft = flops_per_token(setup, seq_len=max(1, round(shape.padded_len)), mfu_convention=options.mfu_convention)
+    gb = global_batch(setup.batch_size, setup.grad_accum, layout.dp)
+    model_parallel = layout.tp * layout.pp * layout.cp
+    tokens_mb_gpu = setup.batch_size * shape.padded_len / layout.cp
+    stack = kernel_stack(setup.framework, compiled=options.compiled, liger=setup.impl.liger_kernels)
+    dtype = "fp8" if setup.precision is Precision.FP8 else setup.precision.compute_dtype
+    eff = matmul_efficiency(gpu, dtype,
+                            hidden_size=setup.model.hidden_size, tokens_per_micro_batch=tokens_mb_gpu,
+                            stack=stack, m=m, override=options.efficiency)
+    # compute per micro-batch on one GPU of the model-parallel group
+    mb_tokens = setup.batch_size * shape.padded_len
+    compute_mb = _compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m)
+    fwd_share = ft.forward / ft.hardware
+    compute_s = compute_mb * setup.grad_accum
+
+    n_total, n_train = _param_counts(setup)
+    optimizer_s, offload_s = _optimizer_and_offload_s(setup, layout, gpu, m, n_total, n_train, compute_mb, notes)
+    dequant_s = _dequant_s(setup, layout, gpu, m, options.quant_kernel, notes)
+
+    # communication
+    fab = fabric(gpu, layout, interconnect=options.interconnect, intranode=options.intranode,
+                 collective_fraction=m.collective_fraction)
+    layers_stage = max(1, setup.model.num_layers // layout.pp)
+    act_bytes = mb_tokens / layout.cp * setup.model.hidden_size * setup.precision.compute_bytes
+    moe = setup.model.moe
+    moe_layers = sum(1 for i in range(setup.model.num_layers) if moe and moe.is_moe_layer(i)) // layout.pp
+    x = CommInputs(
+        trainable_params=n_train / (layout.tp * layout.pp), gathered_params=n_total / (layout.tp * layout.pp),
+        grad_bytes=grad_bytes(setup), weight_bytes=weight_bytes_gathered(setup),
+        micro_batches=setup.grad_accum, fwd_s=compute_mb * fwd_share, bwd_s=compute_mb * (1 - fwd_share),
+        layers=layers_stage, activation_bytes=act_bytes,
+        tp_collectives_per_layer=6 if setup.grad_ckpt is GradCkpt.FULL else 4,
+        moe_layers=moe_layers, moe_dispatch_bytes=act_bytes * (moe.top_k if moe else 0),
+        kv_bytes=mb_tokens / layout.cp * 2 * setup.model.kv_dim * setup.precision.compute_bytes)
+    comm = layout_comm(layout, fab, x)
+    notes += [f"{link}" for link in comm.links]
+    if layout.nodes > 1 and options.interconnect is None:
+        notes.append(f"inter-node network assumed: {fab.inter.name} (--interconnect to change)")
+
+    bubble_s = 0.0
+    if layout.pp > 1:
+        v, p, mb = max(1, options.pp_interleave), layout.pp, setup.grad_accum
+        bubble_s = compute_s * (p - 1) / (v * mb)
+        notes.append(f"pipeline bubble (p-1)/(v m + p - 1) = {(p - 1) / (v * mb + p - 1):.1%} of the step "
+                     f"(1F1B, p={p}, m={mb}, v={v})")
+
+    breakdown = StepBreakdown(compute_s=compute_s, optimizer_s=optimizer_s, dequant_s=dequant_s,
+                              offload_s=offload_s, communication_s=comm.exposed_s, bubble_s=bubble_s)
+    if layout.tp > 1:
+        notes.append(f"tensor parallel {layout.tp}: efficiency taken at the full hidden size (sequence "
+                     "parallelism assumed; narrower per-GPU matmuls may run slower)")
+    if eff.peak_dtype == "fp32":
+        notes.append("fp32 matmuls at the FP32 peak (PyTorch leaves TF32 off for matmuls by default)")
+    if not eff.mamf_known:
+        notes.append(f"no measured matmul ceiling for {gpu.id}: {eff.mamf_fraction:.0%} of peak assumed")
+    notes.append(f"matmul efficiency {eff.value:.1%} of {eff.peak_dtype} peak ({stack.value} kernels"
+                 + (", user override" if eff.overridden else "") + f"); attention kernels {eff.attention:.0%}")
+    return StepTime(per_token=ft, shape=shape, global_batch=gb, tokens_per_step=gb * shape.real_tokens,
+                    hardware_flops_per_step=gb * shape.padded_len * ft.hardware,
+                    model_flops_per_step=gb * shape.real_tokens * ft.model,
+                    forward_flops_per_step=gb * shape.padded_len * ft.forward,
+                    efficiency=eff, breakdown=breakdown, comm=comm, num_gpus=layout.num_gpus,
+                    notes=tuple(notes))
+
+
+@frozen
+class TimeEstimate:
+    """How long the run takes. Keys of PRODUCT.md's `time` JSON plus the parts they come from."""
+
+    flops_per_step: float           # model FLOPs (6N + attention) per optimizer step, all GPUs
+    hardware_flops_per_step: float  # FLOPs that actually run (padding, recomputation), all GPUs
+    step_s: float
+    steps: int                      # 0 when no dataset size was given
+    train_s: float                  # steps x step_s
+    eval_s: float
+    checkpoint_s: float
+    total_s: float                  # one attempt: train + eval + checkpoints
+    gpu_hours: float                # one attempt
+    retry_factor: float
+    num_gpus: int
+    tokens_per_step: float
+    tokens_per_s_per_gpu: float
+    mfu: float
+    hfu: float
+    tflops_per_gpu: float           # model TFLOP/s per GPU (the MFU numerator)
+    efficiency: float               # matmul efficiency used (fraction of dense peak)
+    breakdown: StepBreakdown
+    step: StepTime
+    assumptions: tuple[str, ...]
+
+    @property
+    def total_with_retries_s(self) -> float:
+        return self.total_s * self.retry_factor
+
+    @property
+    def gpu_hours_with_retries(self) -> float:
+        return self.gpu_hours * self.retry_factor
+
+    def to_dict(self) -> dict:
+        return {"flops_per_step": self.flops_per_step, "step_s": self.step_s, "steps": self.steps,
+                "total_s": self.total_s, "gpu_hours": self.gpu_hours,
+                "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu, "mfu": self.mfu, "hfu": self.hfu,
+                "tflops_per_gpu": self.tflops_per_gpu, "efficiency": self.efficiency,
+                "hardware_flops_per_step": self.hardware_flops_per_step, "train_s": self.train_s,
+                "eval_s": self.eval_s, "checkpoint_s": self.checkpoint_s, "retry_factor": self.retry_factor,
+                "total_with_retries_s": self.total_with_retries_s,
+                "gpu_hours_with_retries": self.gpu_hours_with_retries,
+                "breakdown_s": self.breakdown.as_dict(), "assumptions": list(self.assumptions)}
+
+    def chain(self) -> list[tuple[str, float, str]]:
+        """The calculation as (label, value, formula) rows: tokens -> FLOPs -> time."""
+        st, ft, eff = self.step, self.step.per_token, self.step.efficiency
+        achieved = eff.peak_flops_per_s * eff.value
+        rows = [
+            ("tokens per step", self.tokens_per_step,
+             f"{st.global_batch} sequences x {st.shape.real_tokens:.0f} tokens"),
+            ("model FLOPs per token", ft.model,
+             f"3 x forward ({fmt_count(ft.linear_fwd)} linear + {fmt_count(ft.lm_head_fwd)} head + "
+             f"{fmt_count(ft.attention_fwd_mfu)} attention, {ft.mfu_convention.value} mask)"),
+            ("model FLOPs per step", self.flops_per_step,
+             f"{fmt_count(self.tokens_per_step)} tokens x {fmt_count(ft.model)} FLOPs"),
+            ("hardware FLOPs per step", self.hardware_flops_per_step,
+             f"forward {fmt_count(ft.forward)} + backward {fmt_count(ft.backward)} + recompute "
+             f"{fmt_count(ft.recompute)} per token x {fmt_count(st.global_batch * st.shape.padded_len)} tokens"),
+            ("achieved FLOP/s per GPU (linear layers)", achieved,
+             f"{eff.peak_flops_per_s / 1e12:.1f} TFLOP/s {eff.peak_dtype} peak x {eff.value:.1%} "
+             f"(MAMF {eff.mamf_fraction:.0%} x sustained {eff.sustained:.0%} x width {eff.width:.0%} "
+             f"x tokens {eff.tokens:.0%})"),
+            ("compute per step", self.breakdown.compute_s,
+             f"hardware FLOPs / {self.num_gpus} GPUs / achieved FLOP/s (+ attention, adapters)"),
+        ]
+        for label, key in (("optimizer step", "optimizer_s"), ("dequantisation", "dequant_s"),
+                           ("offload traffic", "offload_s"), ("exposed communication", "communication_s"),
+                           ("pipeline bubble", "bubble_s")):
+            value = getattr(self.breakdown, key)
+            if value:
+                rows.append((label, value, "see notes"))
+        rows.append(("step time", self.step_s, " + ".join(f"{k[:-2]} {v:.3g} s"
+                                                          for k, v in self.breakdown.as_dict().items() if v)))
+        rows.append(("tokens/s per GPU", self.tokens_per_s_per_gpu,
+                     f"{fmt_count(self.tokens_per_step)} tokens / {self.step_s:.3g} s / {self.num_gpus} GPUs"))
+        rows.append(("MFU", self.mfu, f"{self.tflops_per_gpu:.1f} model TFLOP/s per GPU / "
+                                      f"{eff.peak_flops_per_s / 1e12:.1f} peak (HFU {self.hfu:.1%})"))
+        if self.steps:
+            rows += [
+                ("steps", float(self.steps), "ceil(samples / global batch) x epochs"),
+                ("training time", self.train_s, f"{self.steps} steps x {self.step_s:.3g} s"),
+                ("total time (one attempt)", self.total_s,
+                 f"{fmt_duration(self.train_s)} training + {fmt_duration(self.eval_s)} evaluation + "
+                 f"{fmt_duration(self.checkpoint_s)} checkpoints"),
+                ("GPU-hours", self.gpu_hours, f"{fmt_duration(self.total_s)} x {self.num_gpus} GPUs / 3600"),
+            ]
+            if self.retry_factor != 1.0:
+                rows.append(("GPU-hours with retries", self.gpu_hours_with_retries,
+                             f"{self.gpu_hours:.4g} x retry factor {self.retry_factor:g}"))
+        return rows
+
+
+def estimate_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, workload: Workload,
+                  options: TimingOptions = TimingOptions()) -> TimeEstimate:
+    """Step time, steps and wall-clock of `setup` on `layout` for `workload` (see module docstring)."""
+    st = step_time(setup, layout, gpu, workload=workload, options=options)
+    notes = list(st.notes)
+    steps = 0
+    if workload.samples is not None:
+        per_epoch = steps_per_epoch(workload.samples, st.global_batch, st.shape.samples_per_sequence)
+        steps = total_steps(per_epoch, workload.epochs)
+        notes.append(f"steps = ceil({workload.samples} samples / {st.shape.samples_per_sequence:.3g} per "
+                     f"sequence / {st.global_batch} per step) = {per_epoch} per epoch x {workload.epochs:g} "
+                     f"epochs = {steps}")
+    else:
+        notes.append("no --samples given: time per step only")
+    train_s = steps * st.step_s
+    fwd_share = st.forward_flops_per_step / st.hardware_flops_per_step
+    eval_s = workload.eval_fraction * train_s * fwd_share * st.breakdown.compute_s / st.step_s
+    if workload.eval_fraction:
+        notes.append(f"evaluation: {workload.eval_fraction:.0%} of the training tokens, forward only")
+    n_total, n_train = _param_counts(setup)
+    ckpt_bytes = options.checkpoint_bytes if options.checkpoint_bytes is not None else \
+        checkpoint_bytes(setup, n_total, n_train)
+    checkpoint_s = workload.checkpoint_saves * ckpt_bytes / workload.disk_bw_bytes_per_s
+    if workload.checkpoint_saves:
+        notes.append(f"{workload.checkpoint_saves} checkpoint saves of {ckpt_bytes / 1e9:.1f} GB at "
+                     f"{workload.disk_bw_bytes_per_s / 1e9:.2g} GB/s")
+    total_s = train_s + eval_s + checkpoint_s
+    notes.append(f"retry factor {workload.retry_factor:g}" + (" (default: no failed attempts)"
+                                                               if workload.retry_factor == 1.0 else ""))
+    n = layout.num_gpus
+    peak = st.efficiency.peak_flops_per_s
+    return TimeEstimate(
+        flops_per_step=st.model_flops_per_step, hardware_flops_per_step=st.hardware_flops_per_step,
+        step_s=st.step_s, steps=steps, train_s=train_s, eval_s=eval_s, checkpoint_s=checkpoint_s,
+        total_s=total_s, gpu_hours=total_s * n / SECONDS_PER_HOUR, retry_factor=workload.retry_factor,
+        num_gpus=n, tokens_per_step=st.tokens_per_step,
+        tokens_per_s_per_gpu=st.tokens_per_step / st.step_s / n,
+        mfu=st.model_flops_per_step / st.step_s / n / peak,
+        hfu=st.hardware_flops_per_step / st.step_s / n / peak,
+        tflops_per_gpu=st.model_flops_per_step / st.step_s / n / 1e12,
+        efficiency=st.efficiency.value, breakdown=st.breakdown, step=st, assumptions=tuple(notes))

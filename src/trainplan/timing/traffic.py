@@ -1,0 +1,148 @@
+"""Bytes that memory-bound parts of a step move: optimizer update, LoRA adapters, QLoRA
+dequantisation, eager attention scores, gradients and weights on the wire, checkpoints.
+
+Each function returns bytes (or bytes per unit named in its name) and says what it counts.
+Time = bytes / (bandwidth x achieved fraction), in trainplan.timing.
+"""
+
+from __future__ import annotations
+
+from trainplan.model.architecture import structure
+from trainplan.enums import GradCkpt, MasterWeights, Method, Optimizer, Precision
+from trainplan.errors import TrainplanError
+from trainplan.timing.flops import active_copies, first_backward_layer, lora_target_names
+from trainplan.model.params import lora_key
+from trainplan.specs import ModelSpec
+from trainplan.job.training import TrainingSetup
+
+# torch.optim.AdamW foreach (`_multi_tensor_adamw`, torch/optim/adamw.py) makes ~20 element passes
+# per parameter (mul_ weight decay 2, lerp_ 3, mul_ + addcmul_ 5, sqrt 2, div_ 2, add_ eps 2,
+# addcdiv_ 4) where the fused kernel makes 7 (read p, g, m, v; write p, m, v).
+FOREACH_PASSES_RATIO = 20.0 / 7.0
+
+# Bytes moved per quantised weight each time it is used (dequantised to a 16-bit copy).
+DEQUANT_BYTES: dict[str, float] = {
+    # bitsandbytes / torchao 4-bit: read 0.5 B, read an fp32 absmax per 64-block, write 2 B
+    "nf4": 0.5 + 4.0 / 64 + 2.0,
+    "fp4": 0.5 + 4.0 / 64 + 2.0,
+    # bitsandbytes 8-bit: read 1 B, write 2 B
+    "int8": 1.0 + 2.0,
+    # GPTQ int4 (auto-gptq kernels as used by Qwen's QLoRA recipe): effective cost derived from the
+    # Qwen README (A100, flash-attn 2, same LoRA, gradient checkpointing): QLoRA minus LoRA step
+    # time over 8 micro-batches x 3 uses x quantised weights = 10.3 ps (1.8B), 11.6 ps (7B),
+    # 11.2 ps (14B) per weight-use, i.e. ~18 bytes at 80% of 2.04 TB/s.
+    "gptq": 18.0,
+}
+
+
+def state_elem_bytes(setup: TrainingSetup) -> int:
+    """Bytes of one trainable weight / optimizer-state element: 2 under pure 16-bit, else 4."""
+    return 2 if setup.precision.is_pure else 4
+
+
+def grad_bytes(setup: TrainingSetup) -> int:
+    """Bytes per gradient element as reduced across data parallel: fp32 when the trainable
+    weights are fp32 (fp32, HF autocast over an fp32 model) or with Megatron's fp32 main_grad;
+    otherwise the 16-bit compute dtype."""
+    if setup.precision is Precision.FP32 or setup.impl.grad_dtype_fp32_accum:
+        return 4
+    if not setup.precision.is_pure and setup.impl.master_weights is MasterWeights.AUTOCAST:
+        return 4
+    return 2
+
+
+def weight_bytes_gathered(setup: TrainingSetup) -> float:
+    """Bytes per weight in a ZeRO-3 / FSDP all-gather: 4-bit for QLoRA (plus absmax), fp32 under
+    fp32, else the 16-bit compute copy (FSDP param_dtype / DeepSpeed 16-bit weights)."""
+    if setup.method is Method.QLORA:
+        return 0.5 + 4.0 / 64
+    return 4.0 if setup.precision is Precision.FP32 else 2.0
+
+
+def optimizer_bytes_per_param(setup: TrainingSetup) -> float:
+    """Bytes read + written per trainable parameter by one optimizer step (+ gradient clipping's
+    read of the gradients). Fused AdamW: p (r+w), g (r), m (r+w), v (r+w); a master-weight
+    optimizer also writes the 16-bit copy; foreach AdamW makes FOREACH_PASSES_RATIO more passes."""
+    p = state_elem_bytes(setup)
+    g = grad_bytes(setup)
+    opt = setup.optimizer
+    if opt in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
+        core = 2 * p + g + 2 * 1 + 2 * 1
+    elif opt in (Optimizer.SGD, Optimizer.LION):
+        core = 2 * p + g + 2 * p
+    elif opt is Optimizer.ADAFACTOR:
+        core = 2 * p + g + 2 * p           # factored second moment: one p-sized temporary
+    else:
+        core = 2 * p + g + 4 * p
+    if opt is Optimizer.ADAMW:
+        core *= FOREACH_PASSES_RATIO
+    master_copy = 2 if (setup.impl.master_weights is MasterWeights.OPTIMIZER and not setup.precision.is_pure
+                        and setup.precision is not Precision.FP32) else 0
+    return core + master_copy + g
+
+
+def quantized_params(spec: ModelSpec) -> int:
+    """Weights bitsandbytes/torchao quantise: every decoder-layer linear (the head stays 16-bit)."""
+    st = structure(spec)
+    return sum(lin.weight_params * n for kind, n in st.layers for lin in kind.linears)
+
+
+def dequant_bytes_per_use(kernel: str) -> float:
+    try:
+        return DEQUANT_BYTES[kernel.lower()]
+    except KeyError:
+        raise TrainplanError(f"unknown quantisation kernel {kernel!r}; known: {', '.join(DEQUANT_BYTES)}") from None
+
+
+def adapter_bytes_per_token(setup: TrainingSetup) -> float:
+    """Memory traffic of the LoRA adapters per token (they are memory-bound: r << width).
+
+    Per adapted linear and pass, in elements: dropout (when > 0) reads and writes the input (2 in),
+    A reads its input (in), B writes the update, scaling and the add to the base output read and
+    write it (4 out). Backward is counted as twice the forward, full recomputation once more;
+    16-bit elements.
+    """
+    names = lora_target_names(setup)
+    if not names or setup.lora is None:
+        return 0.0
+    spec = setup.model
+    dropout = 1.0 if setup.lora.dropout > 0 else 0.0
+    passes = 3.0 + (1.0 if setup.grad_ckpt is GradCkpt.FULL else 0.0)
+    st = structure(spec)
+    total = 0.0
+    for kind, n in st.layers:
+        for lin in kind.linears:
+            if lora_key(lin) in names:
+                per = (1.0 + 2.0 * dropout) * lin.in_features + 4.0 * lin.out_features
+                total += per * active_copies(lin, spec) * n
+    return total * passes * 2.0
+
+
+def eager_attention_bytes_per_token(setup: TrainingSetup, seq_len: int) -> float:
+    """Eager attention materialises heads x s scores per token and layer: ~16 B per score forward
+    (bf16 write, fp32 softmax read/write, bf16 cast, read by AV), twice that backward, once more
+    with full recomputation. Flash/SDPA kernels keep scores on chip: 0."""
+    spec = setup.model
+    layers = spec.num_layers - first_backward_layer(setup)
+    per_layer_fwd = 16.0 * spec.num_heads * seq_len
+    recompute = 1.0 if setup.grad_ckpt is GradCkpt.FULL else 0.0
+    return per_layer_fwd * (spec.num_layers + layers * (2.0 + recompute))
+
+
+def checkpoint_bytes(setup: TrainingSetup, total_params: int, trainable: int) -> float:
+    """Bytes written per checkpoint save: weights (the whole model in 16-bit for full/freeze
+    tuning; the adapters for LoRA/QLoRA, fp32 unless pure 16-bit) plus the optimizer state of the
+    trainable parameters (HF Trainer, DeepSpeed and Megatron save it for resuming)."""
+    if setup.method in (Method.LORA, Method.QLORA):
+        weights = trainable * state_elem_bytes(setup)
+    else:
+        weights = total_params * 2
+    if setup.optimizer in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
+        states = 2
+    elif setup.optimizer in (Optimizer.SGD, Optimizer.LION, Optimizer.ADAFACTOR):
+        states = state_elem_bytes(setup)
+    else:
+        states = 2 * state_elem_bytes(setup)
+    if setup.impl.master_weights is MasterWeights.OPTIMIZER and not setup.precision.is_pure:
+        states += 4
+    return float(weights + trainable * states)
