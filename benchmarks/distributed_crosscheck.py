@@ -10,7 +10,7 @@ from trainplan.frozen import replace
 from trainplan.catalog import resolve_model
 from trainplan.enums import Attention, Framework, GradCkpt, Method, Offload, Optimizer, Precision, ZeroStage
 from trainplan.job.frameworks import implementation
-from trainplan.memory import StageMemory, stage_memories
+from trainplan.memory import MemoryModel, StageMemory
 from trainplan.memory.deepspeed_ref import (estimate_zero2_model_states_mem_needs,
                                             estimate_zero3_model_states_mem_needs, largest_layer_params)
 from trainplan.memory.megatron_ref import megatron_args, theoretical_memory
@@ -45,11 +45,11 @@ def deepspeed_rows(rows: list) -> None:
     for stage, why in ((ZeroStage.GRADIENTS, "DeepSpeed counts full 16-bit grads (4 B/param); stage 2 keeps only "
                                              "its partition (grads_in_partition) and reduces bucket by bucket"),
                        (ZeroStage.OPTIMIZER, "same bytes: 2+2 B/param + (4 master + 8 Adam + 4 fp32 grad)/N")):
-        sm = stage_memories(setup, Layout(num_gpus=8, zero=stage))[0][0]
+        sm = MemoryModel().stages(setup, Layout(num_gpus=8, zero=stage))[0][0]
         _row(rows, f"A llama-2-7b ZeRO-{int(stage)} 8 GPUs", "model states / GPU", model_states_in_step(sm), ds_gpu,
              why)
     ds_cpu, ds_gpu_off = estimate_zero2_model_states_mem_needs(psi, num_gpus_per_node=8, num_nodes=1, cpu_offload=True)
-    stages, _, _ = stage_memories(setup, Layout(num_gpus=8, zero=ZeroStage.GRADIENTS, offload=Offload.OPTIMIZER))
+    stages, _ = MemoryModel().stages(setup, Layout(num_gpus=8, zero=ZeroStage.GRADIENTS, offload=Offload.OPTIMIZER))
     sm = stages[0]
     _row(rows, "A' llama-2-7b ZeRO-2 + offload", "model states / GPU", model_states_in_step(sm), ds_gpu_off,
          "same 2 B/param of 16-bit weights; trainplan adds nothing at step() (reduce buckets live in backward)")
@@ -64,7 +64,7 @@ def deepspeed_rows(rows: list) -> None:
     largest = largest_layer_params(setup.model)
     _, ds_gpu, _ = estimate_zero3_model_states_mem_needs(psi, largest, num_gpus_per_node=8, num_nodes=8,
                                                          cpu_offload=False, cpu_offload_params=False)
-    sm = stage_memories(setup, Layout(num_gpus=64, nodes=8, zero=ZeroStage.PARAMETERS))[0][0]
+    sm = MemoryModel().stages(setup, Layout(num_gpus=64, nodes=8, zero=ZeroStage.PARAMETERS))[0][0]
     _row(rows, "B llama-2-70b ZeRO-3 64 GPUs", "model states / GPU", model_states_in_step(sm), ds_gpu,
          "16 B/param / N + reduce bucket (5e8 x 2 B) + one fp32 grad sub-group (<= 1e9 x 4 B) vs DeepSpeed's "
          "18 B/param / N + 4 B x largest layer")
@@ -91,7 +91,7 @@ def megatron_rows(rows: list) -> None:
         setup = _setup(model, Framework.MEGATRON, batch_size=1, seq_len=seq, grad_accum=64,
                        grad_ckpt=GradCkpt.SELECTIVE, attention=Attention.FLASH)
         layout = Layout(num_gpus=gpus, nodes=gpus // 8, tp=tp, pp=pp, zero=ZeroStage.OPTIMIZER)
-        stages, _, _ = stage_memories(setup, layout)
+        stages, _ = MemoryModel().stages(setup, layout)
         first = stages[0]
         ref = theoretical_memory(megatron_args(model, seq_length=seq, micro_batch_size=1, tp=tp, pp=pp,
                                                dp=layout.dp), num_microbatches=64)

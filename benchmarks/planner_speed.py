@@ -29,7 +29,7 @@ from trainplan import catalog
 from trainplan.job.options import Request, build_setup, resolve_gpu
 from trainplan.memory import estimate_memory
 from trainplan.planner.plan import DEFAULT_GLOBAL_BATCH, PlanRequest, plan
-from trainplan.memory.fast import FastMemory
+from trainplan.memory.model import MemoryModel
 from trainplan.planner.space import Shape, micro_batches, node_counts, shardings, splits
 
 MODEL = sys.argv[1] if len(sys.argv) > 1 else "llama-3.1-70b"
@@ -60,7 +60,7 @@ def searched_pairs(model: str, max_gpus: int):
     return pairs
 
 
-def sweep(pairs, fast: FastMemory) -> float:
+def sweep(pairs, fast: MemoryModel) -> float:
     """CPU seconds to compute the memory of every pair."""
     start = time.process_time()
     for setup, layout in pairs:
@@ -76,7 +76,7 @@ def child_cpu_s() -> float:
 def main() -> None:
     gpus = len(catalog.load_gpus())
     pairs = searched_pairs(MODEL, MAX_GPUS)
-    fast = FastMemory()
+    fast = MemoryModel()
     cold = sweep(pairs, fast)
     warm = sweep(pairs, fast)
     h100 = resolve_gpu("h100")

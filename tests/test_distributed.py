@@ -12,7 +12,7 @@ from trainplan.catalog import resolve_gpu, resolve_model
 from trainplan.cli import main
 from trainplan.enums import Attention, Fsdp, Framework, GradCkpt, Method, Offload, Optimizer, Precision, ZeroStage
 from trainplan.job.frameworks import implementation
-from trainplan.memory import ParallelConfig, ZeroConfig, estimate_memory, stage_memories
+from trainplan.memory import MemoryModel, ParallelConfig, ZeroConfig, estimate_memory
 from trainplan.memory.deepspeed_ref import estimate_zero2_model_states_mem_needs
 from trainplan.memory.megatron_ref import compute_weight_and_optimizer_memory, megatron_args
 from trainplan.memory.parallel import gpu_params, in_flight_microbatches, pipeline_stages
@@ -32,7 +32,7 @@ def _setup(model=None, framework=Framework.DEEPSPEED, **kw):
 
 def _gpu0(setup, layout, **kw):
     """The first (or only) pipeline stage's memory."""
-    return stage_memories(setup, layout, **kw)[0][0]
+    return MemoryModel(**kw).stages(setup, layout)[0][0]
 
 
 def _model_states_in_step(sm):
@@ -225,7 +225,7 @@ def test_pipeline_first_and_last_stages_differ_as_they_should():
     # the first stage holds the embedding, the last the final norm, the head and the logits.
     setup = _setup(framework=Framework.MEGATRON, attention=Attention.FLASH, grad_accum=8, seq_len=4096)
     layout = Layout(num_gpus=4, pp=4)
-    stages = stage_memories(setup, layout)[0]
+    stages = MemoryModel().stages(setup, layout)[0]
     first, last = stages[0], stages[-1]
     assert [s.stage.in_flight for s in stages] == [4, 3, 2, 1]
     assert first.stage.has_embedding and not first.stage.has_head

@@ -17,7 +17,7 @@ from trainplan.job.options import Request, build_setup, resolve_gpu
 from trainplan.memory import ParallelConfig, estimate_memory
 from trainplan.planner.plan import PlanRequest, plan, request_flags
 from trainplan.planner.fit import fit, largest_fitting
-from trainplan.memory.fast import FastMemory
+from trainplan.memory.model import MemoryModel
 from trainplan.planner.search import ParetoFront, pareto_flags
 from trainplan.planner.space import node_counts, shardings, splits
 from trainplan.specs import GpuSpec, PriceOffer
@@ -51,7 +51,7 @@ SAMPLE_SETUPS = [("llama-2-7b", "full", "hf"), ("llama-2-7b", "lora", "hf"), ("l
 def test_fast_path_equals_estimate_memory(model, method, framework):
     rng = random.Random(hash((model, method)) & 0xFFFF)
     base = build_setup(Request(model=model, method=method, framework=framework))
-    fast = FastMemory()
+    fast = MemoryModel()
     checked = 0
     for _ in range(40):
         n = rng.choice([1, 2, 4, 8, 16, 32])
@@ -84,7 +84,7 @@ def test_fast_path_with_sequence_parallel_off_and_interleaving():
     parallel = ParallelConfig(sequence_parallel=False, virtual_stages=2)
     setup = build_setup(Request(model="llama-2-7b", method="full", grad_accum=8, batch_size=2))
     layout = Layout(gpu_id=H100.id, num_gpus=16, nodes=2, tp=2, pp=4, zero=ZeroStage.OPTIMIZER)
-    assert FastMemory(parallel=parallel).device_bytes(setup, layout) == \
+    assert MemoryModel(parallel=parallel).device_bytes(setup, layout) == \
         estimate_memory(setup, layout, H100, parallel=parallel).device_bytes
 
 
@@ -258,7 +258,7 @@ def test_fit_limits_are_the_edge(capsys):
 
 def test_memory_grows_with_batch_and_sequence():
     """What the fit search and the planner's pruning assume."""
-    fast = FastMemory()
+    fast = MemoryModel()
     for method in ("full", "lora"):
         base = build_setup(Request(model="llama-3.2-1b", method=method))
         for layout in (Layout(gpu_id="x"), Layout(gpu_id="x", num_gpus=8, zero=ZeroStage.PARAMETERS),

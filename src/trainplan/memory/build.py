@@ -1,5 +1,6 @@
-"""Assemble the per-step memory inputs of one setup on one GPU: `step_inputs` for the whole model,
-`stage_step_inputs` for one GPU of a tensor/pipeline/context-parallel layout."""
+"""Assemble the per-step memory inputs of one setup: `step_inputs` for the whole model (one GPU's
+share of it under tensor/context parallelism when given the shard's setup), `stage_slice` to cut
+one pipeline stage out of them, `split_layer` for sequence parallelism (memory/model.py composes)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from trainplan.model.architecture import structure
 from trainplan.enums import Framework, GradCkpt, Method, Position
 from trainplan.memory.activations import LayerActivations, LayerContext, _norm_saves, layer_activations
 from trainplan.memory.logits import LogitsMemory, held_fp32_logits, logits_memory
-from trainplan.memory.parallel import Stage, activation_setup
+from trainplan.memory.parallel import Stage
 from trainplan.memory.peak import StepInputs
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState
 from trainplan.model.params import first_trained_layer, lora_target_keys
-from trainplan.job.training import Layout, TrainingSetup
+from trainplan.job.training import TrainingSetup
 
 NO_LOGITS = LogitsMemory(forward_peak_bytes=0, saved_bytes=0, backward_peak_bytes=0, after_bytes=0)
 
@@ -72,14 +73,30 @@ def _layer_grad_bytes(setup: TrainingSetup, regime: Regime, state: ModelState) -
     return [per_layer] * n
 
 
+def _layers(spec, st, contexts: list[LayerContext], cache: dict | None) -> tuple[LayerActivations, ...]:
+    """Each decoder layer's saved tensors, computed once per (layer kind, context): a uniform model's
+    layers share one inventory; `cache` carries them across the setups of one MemoryModel."""
+    cache = {} if cache is None else cache
+    out = []
+    for i, ctx in enumerate(contexts):
+        kind = st.layer_kinds_in_order[i]
+        key = (id(spec), kind, ctx)
+        hit = cache.get(key)
+        if hit is None or hit[0] is not spec:
+            hit = (spec, layer_activations(spec, st.layer(i), ctx))
+            cache[key] = hit
+        out.append(hit[1])
+    return tuple(out)
+
+
 def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
-                persistent: dict[str, int], grad_scale: float = 1.0) -> StepInputs:
+                persistent: dict[str, int], grad_scale: float = 1.0, *,
+                layer_cache: dict | None = None) -> StepInputs:
     """`persistent` and `grad_scale` carry sharding decided by the caller (1.0 = unsharded)."""
     spec = setup.model
     st = structure(spec)
     contexts = layer_contexts(setup, regime)
-    layers: tuple[LayerActivations, ...] = tuple(
-        layer_activations(spec, st.layer(i), ctx) for i, ctx in enumerate(contexts))
+    layers = _layers(spec, st, contexts, layer_cache)
     t, h, v = setup.tokens_per_micro_batch, spec.hidden_size, spec.vocab_size
     full = setup.method is Method.FULL
     c = regime.compute_bytes
@@ -159,26 +176,6 @@ def split_layer(layer: LayerActivations, ways: int) -> LayerActivations:
                             detail={k: v // ways for k, v in layer.detail.items()},
                             input_alias_bytes=layer.input_alias_bytes // ways,
                             cached_copies_bytes=layer.cached_copies_bytes // ways)
-
-
-def stage_step_inputs(setup: TrainingSetup, layout: Layout, regime: Regime, state: ModelState,
-                      persistent: dict[str, int], *, grad_scale: float, stage: Stage,
-                      layer_grads: tuple[int, ...], sequence_parallel: bool) -> StepInputs:
-    """Step inputs of one GPU of `stage`: its layers only, the sequence / cp, attention and MLP / tp
-    (all of the layer / tp with sequence parallelism), the embedding on the first stage, the head and
-    logits (vocabulary / tp) on the last. `layer_grads` are this GPU's bytes per layer, unsharded."""
-    tp = layout.tp
-    base = step_inputs(activation_setup(setup, layout, split_heads=True), regime, state, persistent,
-                       grad_scale=grad_scale)
-    layers, head_saved = base.layers, base.head_saved
-    if sequence_parallel and tp > 1:
-        whole = step_inputs(activation_setup(setup, layout, split_heads=False), regime, state, persistent,
-                            grad_scale=grad_scale)
-        layers = tuple(split_layer(layer, tp) for layer in whole.layers)
-        head_saved = whole.head_saved // tp
-    return stage_slice(base, layers=layers, head_saved=head_saved, stage=stage,
-                       layer_grads=tuple(int(g * grad_scale) for g in layer_grads),
-                       tied=setup.model.tied_embeddings)
 
 
 def stage_slice(base: StepInputs, *, layers: tuple[LayerActivations, ...], head_saved: int, stage: Stage,

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from trainplan.errors import TrainplanError
 from trainplan.job.options import Request, build_layout, build_setup, check_headroom, resolve_gpu, resolve_model
 from trainplan.memory import ParallelConfig
-from trainplan.memory.fast import FastMemory
+from trainplan.memory.model import MemoryModel
 from trainplan.specs import GpuSpec
 from trainplan.job.training import Layout, TrainingSetup
 
@@ -103,7 +103,7 @@ def fit(req: Request, *, batch_ceiling: int = MAX_BATCH_SEARCHED, seq_ceiling: i
     gpu = resolve_gpu(req.gpu)
     setup = build_setup(req, spec)
     layout = build_layout(req, gpu)
-    fm = FastMemory(parallel=ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,
+    fm = MemoryModel(parallel=ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,
                                             uneven_pipeline=req.uneven_pipeline))
     fm.device_bytes(setup, layout)          # invalid layouts fail here, with their one-line reason
     usable = int(gpu.capacity_bytes * (1 - headroom))

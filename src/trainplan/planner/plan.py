@@ -24,7 +24,7 @@ from trainplan.job.frameworks import profile
 from trainplan.job.options import (Request, build_setup, build_workload, check_headroom, parse_enum, read_lengths,
                               resolve_model)
 from trainplan.memory import ParallelConfig
-from trainplan.memory.fast import FastMemory
+from trainplan.memory.model import MemoryModel
 from trainplan.planner.search import Family, Found, Outcome, Problem, Progress, Rentable, pareto_flags, search
 from trainplan.planner.space import Knobs, Shape, micro_batches, node_counts, shardings, splits
 from trainplan.specs import GpuSpec, PriceOffer
@@ -330,7 +330,7 @@ def plan(pr: PlanRequest, *, progress: Progress | None = None, details: bool = T
         optimizers=lambda m: _optimizers(job, m), setup_for=setup_for, workload=build_workload(job),
         options=TimingOptions(interconnect=job.interconnect, compiled=job.compile, efficiency=job.efficiency,
                               pp_interleave=job.vpp, sample_lengths=read_lengths(job.lengths_file)),
-        memory=FastMemory(parallel=parallel), global_batch=pr.global_batch, sort=pr.sort, top=pr.top,
+        memory=MemoryModel(parallel=parallel), global_batch=pr.global_batch, sort=pr.sort, top=pr.top,
         budget=pr.budget, deadline_s=None if pr.deadline_hours is None else pr.deadline_hours * 3600.0)
     outcome = search(problem, progress=progress, prune=prune)
     found = tuple(outcome.found)

@@ -28,7 +28,7 @@ from trainplan.timing.efficiency import kernel_stack, matmul_efficiency
 from trainplan.enums import Attention, Precision
 from trainplan.errors import TrainplanError
 from trainplan.timing.flops import flops_per_token
-from trainplan.memory.fast import FastMemory
+from trainplan.memory.model import MemoryModel
 from trainplan.planner.space import Knobs, Shape
 from trainplan.specs import GpuSpec, PriceOffer
 from trainplan.timing.steps import sequence_shape, steps_per_epoch, total_steps
@@ -95,7 +95,7 @@ class Problem:
     setup_for: Callable[[Knobs], TrainingSetup]
     workload: Workload
     options: TimingOptions
-    memory: FastMemory
+    memory: MemoryModel
     global_batch: int
     sort: str = "cost"
     top: int = 10

@@ -19,7 +19,7 @@ from trainplan.enums import Fsdp, Framework, Method, Precision, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.job.options import Request, build_setup, build_workload, check_headroom, parse_enum
 from trainplan.memory import ParallelConfig
-from trainplan.memory.fast import FastMemory
+from trainplan.memory.model import MemoryModel
 from trainplan.planner.space import node_counts
 from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.job.training import Layout, TrainingSetup
@@ -127,7 +127,7 @@ class Cell:
         return f"{self.method} {self.precision}"
 
 
-def _per_gpu(tr: TableRequest, req: Request, setup: TrainingSetup, gpus: list[GpuSpec], fm: FastMemory,
+def _per_gpu(tr: TableRequest, req: Request, setup: TrainingSetup, gpus: list[GpuSpec], fm: MemoryModel,
              headroom: float, dataset: bool) -> list[dict[str, Any]]:
     counts = node_counts(tr.max_gpus, tr.gpus_per_node)
     devices: dict[int, int] = {}
@@ -174,7 +174,7 @@ def resource_cells(tr: TableRequest) -> list[Cell]:
     headroom = check_headroom(tr.job.headroom)
     gpus = table_gpus(tr.gpus)
     dataset = tr.job.samples is not None
-    fm = FastMemory(parallel=ParallelConfig(sequence_parallel=tr.job.sequence_parallel, virtual_stages=tr.job.vpp,
+    fm = MemoryModel(parallel=ParallelConfig(sequence_parallel=tr.job.sequence_parallel, virtual_stages=tr.job.vpp,
                                             uneven_pipeline=tr.job.uneven_pipeline))
     methods = tuple(str(parse_enum(Method, m, "--methods")) for m in tr.methods)
     cells = []
@@ -309,7 +309,7 @@ def breakdown_bars(tr: TableRequest, cells: list[Cell]) -> list[tuple[str, dict[
 def seq_series(tr: TableRequest, cells: list[Cell]) -> list[tuple[str, list[int], list[int | None]]]:
     """Device bytes on one GPU at SEQ_POINTS (up to each model's context length) for each cell."""
     gpu = table_gpus(tr.gpus)[0]
-    fm = FastMemory()
+    fm = MemoryModel()
     out = []
     for c in cells:
         if c.setup is None:
