@@ -26,9 +26,11 @@ import time
 from trainplan.frozen import replace
 
 from trainplan import catalog
-from trainplan.job.options import Request, build_setup, resolve_gpu
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import build_setup, resolve_gpu
 from trainplan.memory import estimate_memory
-from trainplan.planner.plan import DEFAULT_GLOBAL_BATCH, PlanRequest, plan
+from trainplan.planner.plan import plan
+from trainplan.planner.request import DEFAULT_GLOBAL_BATCH, resolve_plan
 from trainplan.memory.model import MemoryModel
 from trainplan.planner.space import Shape, micro_batches, node_counts, shardings, splits
 
@@ -38,7 +40,7 @@ MAX_GPUS = int(sys.argv[2]) if len(sys.argv) > 2 else 256
 
 def searched_pairs(model: str, max_gpus: int):
     """Every (setup, layout) of the plan's search space for `model`, full fine-tuning."""
-    base = build_setup(Request(model=model, method="full"))
+    base = build_setup(JobOptions(model=model, method="full"))
     spec = base.model
     setups: dict = {}
     pairs = []
@@ -51,7 +53,7 @@ def searched_pairs(model: str, max_gpus: int):
                     for opt in ("adamw-fused", "adamw-8bit"):
                         key = (mb, per_rank // mb, ckpt, opt)
                         if key not in setups:
-                            setups[key] = build_setup(Request(model=model, method="full", batch_size=mb,
+                            setups[key] = build_setup(JobOptions(model=model, method="full", batch_size=mb,
                                                               grad_accum=per_rank // mb, grad_ckpt=ckpt,
                                                               optimizer=opt, attention="flash"), spec)
                         for z, f, o in shardings(n, nodes, tp, pp):
@@ -102,7 +104,7 @@ def main() -> None:
         walls.append(time.perf_counter() - start)
         cpus.append(child_cpu_s() - cpu)
     start = time.process_time()
-    result = plan(PlanRequest(job=Request(model=MODEL), max_gpus=MAX_GPUS), details=False)
+    result = plan(resolve_plan(JobOptions(model=MODEL, method="full"), max_gpus=MAX_GPUS), details=False)
     cpu = time.process_time() - start
     o = result.outcome
     print(f"`trainplan plan --model {MODEL} --max-gpus {MAX_GPUS}`: {statistics.median(cpus):.2f} s CPU, "

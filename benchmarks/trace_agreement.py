@@ -16,7 +16,8 @@ import time
 from trainplan.frozen import field, frozen
 
 from trainplan.catalog import resolve_gpu
-from trainplan.job.options import Request, build_setup
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import build_setup
 from trainplan.memory import estimate_memory
 from trainplan.job.training import Layout
 
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     cases = [c for c in _grid() if not (args.quick and c.heavy) and (not args.only or args.only in c.label)]
     for i, case in enumerate(cases, 1):
-        setup = build_setup(Request(model=case.model, **case.options))
+        setup = build_setup(JobOptions(model=case.model, **case.options))
         est = estimate_memory(setup, Layout(gpu_id=gpu.id), gpu)
         start = time.perf_counter()
         try:

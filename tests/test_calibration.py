@@ -107,11 +107,12 @@ def test_json_round_trip_and_active_lookup(tmp_path, monkeypatch):
 
 
 def test_calibrated_estimate_keeps_breakdown_sums_and_says_so():
-    from trainplan.job.options import Request, build_layout, build_setup, build_workload, resolve_gpu
+    from trainplan.job.options import JobOptions
+    from trainplan.job.resolve import build_layout, build_setup, build_workload, resolve_gpu
     from trainplan.memory import estimate_memory
     from trainplan.timing.estimate import estimate_time
 
-    req = Request(model="llama-2-7b", method="lora", gpu="a100-80gb", samples=1000)
+    req = JobOptions(model="llama-2-7b", method="lora", gpu="a100-80gb", samples=1000)
     gpu = resolve_gpu(req.gpu)
     setup, layout = build_setup(req), build_layout(req, gpu)
     mem = estimate_memory(setup, layout, gpu)
@@ -120,13 +121,13 @@ def test_calibrated_estimate_keeps_breakdown_sums_and_says_so():
             for _ in range(3)]
     runs = [Observation(**{**o.__dict__, "measured": {**o.measured, "step_s": 1.25}}) for o in runs]
     fitted = cal.fit(runs, min_runs=3)
-    mem2, time2, note = cal.calibrate_estimate(mem, time, setup, layout, gpu, calibration=fitted)
+    mem2, time2, note = cal.calibrate_estimate(mem, time, setup, layout, calibration=fitted)
     assert mem2.peak_allocated_bytes == pytest.approx(mem.peak_allocated_bytes * 1.1, rel=1e-6)
     assert sum(mem2.components_bytes.values()) == mem2.peak_allocated_bytes
     assert mem2.device_bytes > mem.device_bytes and "calibrated" in note and "band" in note
     assert time2.step_s == pytest.approx(time.step_s * 1.25) and time2.breakdown.total_s == pytest.approx(time2.step_s)
     assert time2.gpu_hours == pytest.approx(time.gpu_hours * 1.25)
-    other = build_setup(Request(model="llama-2-7b", method="full", framework="torchtune"))
+    other = build_setup(JobOptions(model="llama-2-7b", method="full", framework="torchtune"))
     assert cal.apply((mem, time), other, layout, calibration=cal.fit([], min_runs=3)) == (None, None)
 
 

@@ -95,11 +95,11 @@ def test_qwen_gptq_qlora_keeps_bf16_embeddings_and_bnb_qlora_does_not():
 def test_qwen_full_parameter_uses_the_scripts_deepspeed_config():
     notes = "Full-parameter rows: repo script finetune_ds.sh defaults to DeepSpeed ds_config_zero3.json"
     full = with_(QWEN_QLORA, method="full", lora=None, quantization=None, precision={"weights": "bf16"}, notes=notes)
-    one = map_memory_case(full).request
+    one = map_memory_case(full).options
     assert one.framework == "deepspeed" and int(one.zero) == 0      # ZeRO on one GPU shards nothing
-    two = map_memory_case(with_(full, gpus={"type": "A100-SXM4-80G", "count": 2})).request
+    two = map_memory_case(with_(full, gpus={"type": "A100-SXM4-80G", "count": 2})).options
     assert int(two.zero) == 3 and two.num_gpus == 2
-    plain = map_memory_case(with_(full, notes="")).request
+    plain = map_memory_case(with_(full, notes="")).options
     assert plain.precision == "bf16-pure"           # bf16 model, no master copy, no DeepSpeed
 
 

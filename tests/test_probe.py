@@ -15,7 +15,8 @@ import pytest
 from trainplan.cli import main
 from trainplan.enums import Fsdp, Offload, ZeroStage
 from trainplan.errors import TrainplanError
-from trainplan.job.options import Request, build_setup
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import build_setup
 from trainplan.probe import launch
 from trainplan.probe.measure import local_gpu_id
 from trainplan.probe.result import Measurement, error_pct
@@ -63,7 +64,7 @@ def test_probe_cpu_json_equals_the_real_trace():
     data = json.loads(proc.stdout)
     assert set(data) >= {"setup", "environment", "measured", "estimated", "error_pct", "notes", "steps"}
     measured, estimated = data["measured"], data["estimated"]
-    trace = run_trace(build_setup(Request(model=str(TINY), batch_size=2, seq_len=64)), real_tensors=True)
+    trace = run_trace(build_setup(JobOptions(model=str(TINY), batch_size=2, seq_len=64)), real_tensors=True)
     assert measured["peak_allocated_bytes"] == trace.peak_cuda_allocated_bytes
     assert measured["peak_allocated_unrounded_bytes"] == trace.peak_allocated_bytes
     assert measured["peak_reserved_bytes"] is None and measured["device_bytes"] is None
@@ -103,12 +104,13 @@ def test_cpu_probe_is_not_recorded(capsys):
 
 def _gpu_result():
     """A probe result as a GPU run gives it (no GPU needed to test the recording)."""
-    from trainplan.estimation.result import run as estimate
+    from trainplan.estimation import estimate
+    from trainplan.job.resolve import resolve_job
     from trainplan.probe.result import Predicted, ProbeResult
     from trainplan.probe.run import request_json
 
-    req = Request(model="qwen2.5-0.5b", batch_size=4, seq_len=1024, gpu="h200")
-    est = estimate(req)
+    req = JobOptions(model="qwen2.5-0.5b", batch_size=4, seq_len=1024, gpu="h200")
+    est = estimate(resolve_job(req))
     gib = 2**30
     measured = Measurement(device="cuda", peak_allocated_bytes=19 * gib, peak_reserved_bytes=20 * gib,
                            device_bytes=21 * gib, warmup_s=2.0, step_times_s=(0.06, 0.061, 0.059),
@@ -240,7 +242,7 @@ def test_combine_ranks_reports_the_most_loaded():
 # -- multi-GPU: the generated launch (content checked, not run) ---------------------------------------
 
 def _plan(tmp_path, **kw):
-    req = Request(model="qwen2.5-0.5b", batch_size=2, seq_len=1024, gpu="h100", **kw)
+    req = JobOptions(model="qwen2.5-0.5b", batch_size=2, seq_len=1024, gpu="h100", **kw)
     setup = build_setup(req)
     layout = Layout(gpu_id="h100-sxm", num_gpus=req.num_gpus, zero=ZeroStage(int(req.zero)),
                     fsdp=Fsdp(req.fsdp), offload=Offload(req.offload))
@@ -296,7 +298,7 @@ def test_torchrun_fsdp2_command_for_two_gpus(tmp_path):
     ({"num_gpus": 2}, "mpirun", "not one of"),
 ])
 def test_launcher_choice_errors(tmp_path, kw, launcher, needle):
-    req = Request(model="qwen2.5-0.5b", gpu="h100", **kw)
+    req = JobOptions(model="qwen2.5-0.5b", gpu="h100", **kw)
     layout = Layout(num_gpus=req.num_gpus, zero=ZeroStage(int(req.zero)))
     with pytest.raises(TrainplanError, match=needle):
         launch.plan_launch(req, build_setup(req), layout, device="cuda", steps=3, launcher=launcher,
@@ -304,7 +306,7 @@ def test_launcher_choice_errors(tmp_path, kw, launcher, needle):
 
 
 def test_layouts_the_probe_does_not_launch(tmp_path):
-    req = Request(model="qwen2.5-0.5b", num_gpus=2, tp=2)
+    req = JobOptions(model="qwen2.5-0.5b", num_gpus=2, tp=2)
     with pytest.raises(TrainplanError, match="data-parallel layouts only"):
         launch.check_layout(Layout(num_gpus=2, tp=2), "cuda")
     with pytest.raises(TrainplanError, match="one node"):
@@ -488,6 +490,6 @@ def test_a_model_spec_travels_to_the_ranks_as_its_config(tmp_path):
     from trainplan.model.hfconfig import spec_from_hf_config
 
     spec = spec_from_hf_config(json.loads(TINY.read_text()), name="tiny")
-    fields = launch.request_fields(Request(model=spec, num_gpus=2, gpu="h100"), tmp_path)
+    fields = launch.request_fields(JobOptions(model=spec, num_gpus=2, gpu="h100"), tmp_path)
     assert fields["model"] == str(tmp_path / "config.json") and fields["gpu"] == "h100"
     assert json.loads((tmp_path / "config.json").read_text()) == json.loads(TINY.read_text())

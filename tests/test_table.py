@@ -10,10 +10,11 @@ import sys
 import pytest
 
 from trainplan.cli import main
-from trainplan.job.options import Request, build_setup, resolve_gpu
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import build_setup, resolve_gpu
 from trainplan.memory import estimate_memory
-from trainplan.planner.table import (TableRequest, long_rows, models_of_size, pivot_rows, resource_cells, sharded_layout,
-                             tier_rows)
+from trainplan.planner.table import (long_rows, models_of_size, pivot_rows, resolve_table, resource_table,
+                                     sharded_layout, tier_rows)
 
 MODELS = "llama-2-7b,llama-2-13b,llama-2-70b"
 
@@ -25,18 +26,19 @@ def cli(capsys, *argv):
 
 
 @pytest.fixture(scope="module")
-def cells():
-    return resource_cells(TableRequest(job=Request(model=None), models=tuple(MODELS.split(",")),
-                                       methods=("full", "lora", "qlora")))
+def table():
+    return resource_table(resolve_table(JobOptions(model=None), models=tuple(MODELS.split(",")),
+                                        methods=("full", "lora", "qlora")))
 
 
-def test_cells_memory_and_fewest_gpus_are_the_edge(cells):
+def test_cells_memory_and_fewest_gpus_are_the_edge(table):
+    cells = table.cells
     assert len(cells) == 9
     by = {(c.model.name, c.method): c for c in cells}
     assert by[("llama-2-7b", "full")].memory_bytes > by[("llama-2-7b", "lora")].memory_bytes > \
         by[("llama-2-7b", "qlora")].memory_bytes
     for c in cells:
-        req = Request(model=c.model, method=c.method)
+        req = c.setup
         one = estimate_memory(c.setup, sharded_layout(req, resolve_gpu("a100"), 1, 8), resolve_gpu("a100"))
         assert c.memory_bytes == one.device_bytes
         for g in c.per_gpu:
@@ -60,19 +62,19 @@ def test_markdown_table(capsys):
     assert "GiB; a100-80gb x" in out and "| llama-2-70b | 68.98B |" in out
 
 
-def test_csv_round_trip(capsys, cells):
+def test_csv_round_trip(capsys, table):
     code, out, _ = cli(capsys, "table", "--models", MODELS, "--methods", "full,lora,qlora", "--format", "csv")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
     assert len(rows) == 9 * 3
-    expected = long_rows(cells)
+    expected = long_rows(table.cells)
     for got, want in zip(rows, expected):
         assert got["model"] == want["model"] and got["gpu"] == want["gpu"]
         assert int(got["memory_bytes"]) == want["memory_bytes"]
         assert (got["min_gpus"] or None) == (None if want["min_gpus"] is None else str(want["min_gpus"]))
 
 
-def test_xlsx_opens_with_openpyxl(capsys, tmp_path, cells):
+def test_xlsx_opens_with_openpyxl(capsys, tmp_path, table):
     openpyxl = pytest.importorskip("openpyxl")
     path = tmp_path / "table.xlsx"
     code, out, _ = cli(capsys, "table", "--models", MODELS, "--methods", "full,lora,qlora", "--format", "xlsx",
@@ -80,7 +82,7 @@ def test_xlsx_opens_with_openpyxl(capsys, tmp_path, cells):
     assert code == 0 and str(path) in out
     wb = openpyxl.load_workbook(path)
     assert wb.sheetnames == ["table", "data"]
-    pivot, columns = pivot_rows(cells, 64, False)
+    pivot, columns = pivot_rows(table)
     table = list(wb["table"].values)
     assert list(table[0]) == columns
     assert [list(r) for r in table[1:]] == [[row.get(c) for c in columns] for row in pivot]
@@ -88,14 +90,14 @@ def test_xlsx_opens_with_openpyxl(capsys, tmp_path, cells):
     assert len(data) == 1 + 27 and "memory_bytes" in data[0]
 
 
-def test_html_contains_the_cells(capsys, tmp_path, cells):
+def test_html_contains_the_cells(capsys, tmp_path, table):
     path = tmp_path / "table.html"
     code, _, _ = cli(capsys, "table", "--models", MODELS, "--methods", "full,lora,qlora", "--format", "html",
                      "--output", str(path))
     assert code == 0
     page = path.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<table>" in page
-    pivot, columns = pivot_rows(cells, 64, False)
+    pivot, columns = pivot_rows(table)
     for row in pivot:
         for c in columns:
             assert f"<td>{html.escape(str(row[c]))}</td>" in page
@@ -118,8 +120,8 @@ def test_sizes_pick_catalog_models():
 
 
 def test_tiers_side_by_side(capsys):
-    rows = tier_rows(TableRequest(job=Request(model="llama-2-7b", samples=1000), methods=("lora",),
-                                  gpus=("a100", "h100", "rtx4090")))
+    rows = tier_rows(resolve_table(JobOptions(model="llama-2-7b", samples=1000), methods=("lora",),
+                                   gpus=("a100", "h100", "rtx4090")))
     assert [r["gpu"] for r in rows] == ["a100-sxm4-80gb", "h100-sxm", "rtx4090"]
     assert {"memory_gib", "bandwidth_gb_s", "peak_bf16_tflops", "fits_one_gpu", "min_gpus", "time_h", "cost"} <= set(rows[0])
     assert rows[0]["fits_one_gpu"] and rows[1]["time_h"] < rows[0]["time_h"]
@@ -165,6 +167,6 @@ def test_bad_input_is_one_line(capsys, argv, fragment):
     assert err.count("\n") == 1 and err.startswith("trainplan: error:") and fragment in err
 
 
-def test_setup_builds_for_every_cell(cells):
-    for c in cells:
-        assert c.setup == build_setup(Request(model=c.model, method=c.method, precision=c.precision), c.model)
+def test_setup_builds_for_every_cell(table):
+    for c in table.cells:
+        assert c.setup == build_setup(JobOptions(model=c.model, method=c.method, precision=c.precision), c.model)

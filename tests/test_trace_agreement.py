@@ -13,7 +13,8 @@ pytest.importorskip("peft")
 
 from conftest import a100_80  # noqa: E402
 from trainplan.model.hfconfig import load_config_path  # noqa: E402
-from trainplan.job.options import Request, build_setup  # noqa: E402
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import build_setup  # noqa: E402
 from trainplan.memory import estimate_memory  # noqa: E402
 from trainplan.trace import run_trace  # noqa: E402
 from trainplan.job.training import Layout  # noqa: E402
@@ -57,7 +58,7 @@ CASES = [
 @pytest.mark.parametrize("name, options", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_estimate_within_2_percent_of_trace(name, options):
     spec = load_config_path(FIXTURES / f"{name}.json")
-    setup = build_setup(Request(model=spec, **options))
+    setup = build_setup(JobOptions(model=spec, **options))
     traced = run_trace(setup).peak_allocated_bytes
     estimated = estimate_memory(setup, Layout(gpu_id=GPU.id), GPU).peak_allocated_bytes
     assert estimated == pytest.approx(traced, rel=0.02), (estimated, traced)

@@ -34,8 +34,9 @@ except ImportError:   # a checkout without an install: PYTHONPATH=src
     sys.path.insert(0, str(ROOT / "src"))
 
 from trainplan.errors import TrainplanError  # noqa: E402
-from trainplan.estimation.result import run as estimate  # noqa: E402
-from trainplan.job.options import Request  # noqa: E402
+from trainplan.estimation import estimate  # noqa: E402
+from trainplan.job.resolve import resolve_job  # noqa: E402
+from trainplan.job.options import JobOptions  # noqa: E402
 
 TINY = "tests/fixtures/trace"   # relative to the repository root, where every probe runs
 GPU_BUDGET_S = 430.0          # start no setup that would end after this; 8 min = 480 s in all
@@ -60,7 +61,7 @@ COLUMNS = (
 
 @frozen
 class Setup:
-    """One grid point: probe flags (Request field names)."""
+    """One grid point: probe flags (JobOptions field names)."""
 
     flags: dict = field(default_factory=dict)
 
@@ -130,7 +131,7 @@ def estimate_of(setup: Setup, gpu: str):
     flags = dict(setup.flags)
     if flags["model"].endswith(".json"):
         flags["model"] = str(ROOT / flags["model"])
-    return estimate(Request(**flags, gpu=gpu))
+    return estimate(resolve_job(JobOptions(**flags, gpu=gpu)))
 
 
 def expected_wall_s(est, steps: int, startup_s: float) -> float:

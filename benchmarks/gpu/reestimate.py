@@ -15,18 +15,18 @@ import csv
 import statistics
 from pathlib import Path
 
-from trainplan.cases import mapping_from_request
-from trainplan.job.options import Request
+from trainplan.cases import mapping_from_options
+from trainplan.job.options import JobOptions
 from trainplan.memory import estimate_memory
 
 VIEWS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes")
 
 
-def request_of(row: dict) -> Request:
+def request_of(row: dict) -> JobOptions:
     lora = {}
     if row["method"] in ("lora", "qlora"):
         lora = {"lora_rank": int(row["lora_rank"] or 16), "lora_targets": row["lora_targets"] or None}
-    return Request(model=row["model"], method=row["method"], precision=row["precision"] or None,
+    return JobOptions(model=row["model"], method=row["method"], precision=row["precision"] or None,
                    optimizer=row["optimizer"] or None, grad_ckpt=row["grad_ckpt"] or None,
                    attention=row["attention"] or None, batch_size=int(row["batch_size"]),
                    seq_len=int(row["seq_len"]), quant=row["quant"] or None, gpu=row["estimated_gpu"], **lora)
@@ -35,7 +35,7 @@ def request_of(row: dict) -> Request:
 def errors(rows: list[dict]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {v: [] for v in VIEWS}
     for row in rows:
-        m = mapping_from_request(request_of(row))
+        m = mapping_from_options(request_of(row))
         mem = estimate_memory(m.setup, m.layout, m.gpu, parallel=m.parallel)
         for view in VIEWS:
             measured = float(row[f"measured_{view}"])

@@ -1,18 +1,142 @@
-"""The typed Python API: `trainplan.estimate(model, ...)` with the CLI's flags as keyword arguments."""
+"""The Python API: the CLI's commands as functions, with the setup flags as typed keyword arguments.
+
+    import trainplan
+    est = trainplan.estimate("llama-2-7b", method="lora", gpu="h100", samples=10_000)
+    est.memory.device_bytes, est.time.step_s, est.cost.total
+
+Each function resolves its keywords into a typed request once (catalog lookups, files, the price,
+the calibration: job/resolve.py) and hands it to the pure computation: `estimate` to
+trainplan.estimation.estimate(job), `plan` to planner.plan, `fit` to planner.fit, `table` to
+planner.table. Those take the typed requests directly when you build them yourself.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import datetime
+from typing import TYPE_CHECKING, TypedDict
 
-from trainplan.estimation.result import Estimate, run
-from trainplan.job.options import Request
-from trainplan.specs import ModelSpec
+from trainplan.cost.prices import PriceOffer
+from trainplan.job.job import Job
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import resolve_job
+from trainplan.specs import GpuSpec, ModelSpec
+
+if TYPE_CHECKING:     # for type checkers and IDEs only (PEP 692): keyword completion of **options
+    from typing import Unpack
+
+    from trainplan.estimation.result import Estimate
+    from trainplan.planner.fit import FitResult
+    from trainplan.planner.plan import PlanResult
+    from trainplan.planner.table import TableResult
 
 
-def estimate(model: str | ModelSpec, **options: Any) -> Estimate:
-    """Estimate memory, time and cost of one training setup.
+class Options(TypedDict, total=False):
+    """The setup flags as keywords (tests/test_api.py holds them equal to JobOptions' fields)."""
+
+    method: str
+    precision: str | None
+    optimizer: str | None
+    lora_rank: int
+    lora_alpha: float | None
+    lora_dropout: float
+    lora_targets: str | tuple[str, ...] | None
+    dora: bool
+    quant: str | None
+    double_quant: bool
+    batch_size: int
+    grad_accum: int
+    seq_len: int
+    grad_ckpt: str | None
+    attention: str | None
+    freeze_layers: int
+    framework: str
+    optimizer_in_backward: bool | None
+    loss: str | None
+    activation_offload: bool | None
+    liger: bool | None
+    load_fp32: bool | None
+    gpu: str | GpuSpec
+    num_gpus: int
+    nodes: int
+    zero: int | str
+    fsdp: str
+    offload: str
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    samples: int | None
+    tokens_per_sample: int | None
+    epochs: float
+    packing: bool
+    retry_factor: float
+    provider: str | None
+    price_per_gpu_hour: float | None
+    currency: str | None
+    spot: bool
+    interconnect: str | None
+    headroom: float
+    sequence_parallel: bool
+    vpp: int
+    uneven_pipeline: bool
+    compile: bool | None
+    eval_fraction: float
+    checkpoint_saves: int
+    disk_gb_per_s: float
+    lengths_file: str | None
+    calibration: bool
+    efficiency: float | None
+
+
+def job(model: str | ModelSpec, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Job:
+    """The resolved Job of `model` and the setup flags (what `estimate` computes from)."""
+    return resolve_job(JobOptions(model=model, **options), today=today)
+
+
+def estimate(model: str | ModelSpec, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Estimate:
+    """Memory, time and cost of one training setup.
 
     `options` are the setup flags with underscores: method="lora", precision="bf16",
     batch_size=4, seq_len=2048, gpu="h100", num_gpus=8, zero=3, samples=10000, ...
+    `today` dates the price catalog's offers (default: the local date).
     """
-    return run(Request(model=model, **options))
+    from trainplan.estimation import estimate as estimate_job
+
+    return estimate_job(job(model, today=today, **options))
+
+
+def plan(model: str | ModelSpec, *, methods: tuple[str, ...] = (), gpus: tuple[str | GpuSpec, ...] | None = None,
+         prices: tuple[PriceOffer, ...] | None = None, max_gpus: int = 64, gpus_per_node: int = 8,
+         global_batch: int = 32, budget: float | None = None, deadline_hours: float | None = None,
+         sort: str = "cost", top: int = 10, details: bool = True, today: datetime.date | None = None,
+         **options: Unpack[Options]) -> PlanResult:
+    """The setups that fit, ranked by cost (or time), with the Pareto front and the GPU types that
+    cannot carry the job (`trainplan plan`)."""
+    from trainplan.planner.plan import plan as run_plan
+    from trainplan.planner.request import resolve_plan
+
+    request = resolve_plan(JobOptions(model=model, **options), methods=methods, gpus=gpus, prices=prices,
+                           max_gpus=max_gpus, gpus_per_node=gpus_per_node, global_batch=global_batch,
+                           budget=budget, deadline_hours=deadline_hours, sort=sort, top=top, today=today)
+    return run_plan(request, details=details)
+
+
+def fit(model: str | ModelSpec, **options: Unpack[Options]) -> FitResult:
+    """The largest micro-batch and the longest sequence that fit one layout (`trainplan fit`)."""
+    from trainplan.planner.fit import fit as run_fit, resolve_fit
+
+    return run_fit(resolve_fit(JobOptions(model=model, **options)))
+
+
+def table(models: tuple[str | ModelSpec, ...] = (), *, sizes: tuple[str, ...] = (),
+          methods: tuple[str, ...] = ("full", "lora", "qlora"), precisions: tuple[str, ...] = (),
+          gpus: tuple[str, ...] = ("a100-80gb", "h100", "rtx4090"), max_gpus: int = 64, gpus_per_node: int = 8,
+          today: datetime.date | None = None, **options: Unpack[Options]) -> TableResult:
+    """The resource table: models x methods x precisions -> memory, GPUs needed, time, cost."""
+    from trainplan.planner.table import resolve_table, resource_table
+
+    first = models[0] if models else None
+    request = resolve_table(JobOptions(model=first, **options), models=tuple(models), sizes=sizes, methods=methods,
+                            precisions=precisions, gpus=gpus, max_gpus=max_gpus, gpus_per_node=gpus_per_node,
+                            today=today)
+    return resource_table(request)

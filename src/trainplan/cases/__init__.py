@@ -8,14 +8,22 @@ predicts for them. Used by `trainplan accuracy`, `trainplan import` and benchmar
 from __future__ import annotations
 
 import json
-from trainplan.frozen import frozen
 from pathlib import Path
-from typing import Any
 
 from trainplan.cases.common import CASE_FIELDS, REQUIRED_FIELDS, Skip, source_of
+from trainplan.cases.memorycase import map_memory_case
+from trainplan.cases.timecase import METRIC_KEYS, map_case as map_time
 from trainplan.errors import TrainplanError
+from trainplan.frozen import frozen
+from trainplan.job.job import Job
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import resolve_job
+from trainplan.job.training import Layout, TrainingSetup
+from trainplan.memory import estimate_memory
+from trainplan.specs import GpuSpec
+from trainplan.timing.estimate import estimate_time
 
-__all__ = ["CASE_FIELDS", "PREDICTED_KEYS", "CaseMapping", "Skip", "load_cases", "map_case", "mapping_from_request",
+__all__ = ["CASE_FIELDS", "PREDICTED_KEYS", "CaseMapping", "Skip", "load_cases", "map_case", "mapping_from_options",
            "predict", "source_of", "validate_cases"]
 
 PREDICTED_KEYS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes", "tokens_per_s_per_gpu",
@@ -31,16 +39,23 @@ class CaseMapping:
     kind: str                 # memory | time
     source: str
     method: str
-    setup: Any                # TrainingSetup
-    layout: Any               # Layout
-    gpu: Any                  # GpuSpec
-    workload: Any             # Workload
-    options: Any              # TimingOptions
-    parallel: Any             # memory.ParallelConfig
+    job: Job                  # without price or calibration: cases are scored raw
     metric: str               # one of PREDICTED_KEYS
     measured: float | None    # in the metric's unit (bytes, s, tokens/s, GPU-hours)
-    request: Any = None       # inputs.Request for memory cases (the flags `estimate` takes)
+    options: JobOptions | None = None   # memory cases: the flags `trainplan estimate` takes
     notes: tuple[str, ...] = ()
+
+    @property
+    def setup(self) -> TrainingSetup:
+        return self.job.setup
+
+    @property
+    def layout(self) -> Layout:
+        return self.job.layout
+
+    @property
+    def gpu(self) -> GpuSpec:
+        return self.job.gpu
 
 
 def load_cases(path: str | Path, *, strict: bool = True) -> list[dict]:
@@ -94,61 +109,43 @@ def map_case(case: dict) -> CaseMapping:
 
 
 def _map_memory(case: dict) -> CaseMapping:
-    from trainplan.cases.memorycase import map_memory_case
-
     mm = map_memory_case(case)
-    return mapping_from_request(mm.request, case_id=case["id"], kind="memory", metric=mm.view,
+    return mapping_from_options(mm.options, case_id=case["id"], kind="memory", metric=mm.view,
                                 measured=mm.measured_bytes, source=source_of(case), method=str(case["method"]),
                                 notes=mm.notes)
 
 
-def mapping_from_request(req: Any, *, case_id: str = "", kind: str = "memory", metric: str = "device_bytes",
-                         measured: float | None = None, source: str = "", method: str | None = None,
-                         notes: tuple[str, ...] = ()) -> CaseMapping:
-    """A Request (the flags `trainplan estimate` takes) as a CaseMapping, built the way `estimate`
-    builds it (framework profile, layout, workload, timing options), without calibration."""
-    from trainplan.job.options import build_layout, build_setup, build_workload, read_lengths, resolve_gpu, resolve_model
-    from trainplan.memory import ParallelConfig
-    from trainplan.timing.estimate import TimingOptions
-
-    spec, gpu = resolve_model(req.model), resolve_gpu(req.gpu)
-    setup = build_setup(req, spec)
-    options = TimingOptions(interconnect=req.interconnect, compiled=req.compile, efficiency=req.efficiency,
-                            pp_interleave=req.vpp, sample_lengths=read_lengths(req.lengths_file))
-    parallel = ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,
-                              uneven_pipeline=req.uneven_pipeline)
-    return CaseMapping(case_id=case_id, kind=kind, source=source, method=method or str(req.method), setup=setup,
-                       layout=build_layout(req, gpu), gpu=gpu, workload=build_workload(req), options=options,
-                       parallel=parallel, metric=metric, measured=measured, request=req, notes=notes)
+def mapping_from_options(options: JobOptions, *, case_id: str = "", kind: str = "memory",
+                         metric: str = "device_bytes", measured: float | None = None, source: str = "",
+                         method: str | None = None, notes: tuple[str, ...] = ()) -> CaseMapping:
+    """JobOptions (the flags `trainplan estimate` takes) as a CaseMapping, resolved the way `estimate`
+    resolves them (framework profile, layout, workload, timing options), without price or calibration."""
+    job = resolve_job(options, calibration=None, priced=False)
+    return CaseMapping(case_id=case_id, kind=kind, source=source, method=method or str(options.method), job=job,
+                       metric=metric, measured=measured, options=options, notes=notes)
 
 
 def _map_time(case: dict) -> CaseMapping:
-    from trainplan.cases.timecase import METRIC_KEYS, map_case as map_time
-    from trainplan.memory import ParallelConfig
-
     m = map_time(case)
-    return CaseMapping(case_id=case["id"], kind="time", source=source_of(case), method=str(case["method"]),
-                       setup=m.setup, layout=m.layout, gpu=m.gpu, workload=m.workload, options=m.options,
-                       parallel=ParallelConfig(), metric=METRIC_KEYS[m.metric], measured=m.measured,
-                       notes=(m.note,) if m.note else ())
+    job = Job(setup=m.setup, layout=m.layout, gpu=m.gpu, workload=m.workload, timing=m.options)
+    return CaseMapping(case_id=case["id"], kind="time", source=source_of(case), method=str(case["method"]), job=job,
+                       metric=METRIC_KEYS[m.metric], measured=m.measured, notes=(m.note,) if m.note else ())
 
 
 def predict(mapping: CaseMapping) -> dict[str, float | int | None]:
     """The eight predicted values (PREDICTED_KEYS): memory views in bytes, time per GPU.
     A part the model cannot compute for this setup is None (its reason goes to the notes)."""
-    from trainplan.memory import estimate_memory
-    from trainplan.timing.estimate import estimate_time
-
+    job = mapping.job
     out: dict[str, float | int | None] = dict.fromkeys(PREDICTED_KEYS)
     try:
-        mem = estimate_memory(mapping.setup, mapping.layout, mapping.gpu, parallel=mapping.parallel)
+        mem = estimate_memory(job.setup, job.layout, job.gpu, headroom=job.headroom, parallel=job.parallel)
         out.update(peak_allocated_bytes=mem.peak_allocated_bytes, peak_reserved_bytes=mem.peak_reserved_bytes,
                    device_bytes=mem.device_bytes)
     except TrainplanError:
         if mapping.kind == "memory":
             raise
     try:
-        est = estimate_time(mapping.setup, mapping.layout, mapping.gpu, mapping.workload, mapping.options)
+        est = estimate_time(job.setup, job.layout, job.gpu, job.workload, job.timing)
         out.update(tokens_per_s_per_gpu=est.tokens_per_s_per_gpu, tflops_per_gpu=est.tflops_per_gpu,
                    mfu=est.mfu, step_s=est.step_s, gpu_hours=est.gpu_hours if est.steps else None)
     except TrainplanError:

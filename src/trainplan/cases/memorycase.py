@@ -1,4 +1,4 @@
-"""Memory cases (`kind == "memory"`): the case as a Request (the flags `trainplan estimate` takes)
+"""Memory cases (`kind == "memory"`): the case as a JobOptions (the flags `trainplan estimate` takes)
 plus the memory view its measurement corresponds to.
 
 Framework flags come from the case: litgpt `--precision bf16-true`; torchtune's recipe flags
@@ -15,7 +15,7 @@ from trainplan.frozen import frozen
 from trainplan.cases.common import (Skip, case_framework, case_gpu, case_grad_ckpt, case_model, lora_dropout,
                                     lora_targets, memory_optimizer, nodes_for, text)
 from trainplan.enums import Framework
-from trainplan.job.options import Request
+from trainplan.job.options import JobOptions
 from trainplan.units import GIB
 
 ALLOCATED, RESERVED, DEVICE = "peak_allocated_bytes", "peak_reserved_bytes", "device_bytes"
@@ -24,7 +24,7 @@ _DS_CONFIG = re.compile(r"ds_config_zero([0-3])")
 
 @frozen
 class MemoryMapping:
-    request: Request
+    options: JobOptions
     view: str                 # the estimate's view compared with the measurement
     measured_bytes: int | None
     notes: tuple[str, ...]
@@ -160,7 +160,7 @@ def _quant(case: dict) -> tuple[str | None, bool, str | None]:
 
 
 def map_memory_case(case: dict) -> MemoryMapping:
-    """The memory case as a Request and the view to compare; Skip with the reason otherwise."""
+    """The memory case as a JobOptions and the view to compare; Skip with the reason otherwise."""
     lora = case.get("lora") or {}
     if lora.get("modules_to_save"):
         raise Skip(f"LoRA with modules_to_save {lora['modules_to_save']} (a trained copy of the embedding "
@@ -208,13 +208,13 @@ def map_memory_case(case: dict) -> MemoryMapping:
     view, why = memory_view(measured.get("what"))
     notes.append(why)
     gib_value = measured.get("peak_mem_gib")
-    request = Request(model=spec, method=method, precision=precision,
+    options = JobOptions(model=spec, method=method, precision=precision,
                       optimizer=None if optimizer is None else optimizer.value,
                       quant=quant, double_quant=double_quant, batch_size=int(case["micro_batch"]),
                       grad_accum=_grad_accum(case), seq_len=int(case["seq_len"]),
                       grad_ckpt=str(case_grad_ckpt(case.get("grad_ckpt")).value), attention=attn,
                       framework=framework.value, load_fp32=load_fp32, gpu=gpu, compile=compiled,
                       **_layout_flags(case), **flags)
-    return MemoryMapping(request=request, view=view, notes=tuple(notes),
+    return MemoryMapping(options=options, view=view, notes=tuple(notes),
                          measured_bytes=None if gib_value is None else int(round(float(gib_value) * GIB)))
 

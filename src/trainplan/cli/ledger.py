@@ -12,7 +12,10 @@ import sys
 import warnings
 from typing import Any
 
+from trainplan.cli.common import print_json
+from trainplan.cli.flags import add_setup_flags, options_from_args
 from trainplan.errors import TrainplanError
+from trainplan.job.options import OPTION_NAMES, JobOptions
 
 MEASURE_FLAGS = (("peak_allocated_gib", "peak allocated memory per GPU (torch.cuda.max_memory_allocated), GiB"),
                  ("peak_reserved_gib", "peak reserved memory per GPU (torch.cuda.max_memory_reserved), GiB"),
@@ -26,55 +29,45 @@ def _db_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", help="SQLAlchemy URL of the ledger (default $TRAINPLAN_DB, else SQLite in the data dir)")
 
 
-def register(sub: Any, add_setup_flags: Any) -> None:
-    p = sub.add_parser("record", help="record a measured run in the ledger (with the estimate made now)")
-    add_setup_flags(p)
-    for action in p._actions:            # --model is required for one run, not with --file
-        if action.dest == "model":
-            action.required = False
-    m = p.add_argument_group("what was measured")
-    for name, helptext in MEASURE_FLAGS:
-        m.add_argument("--" + name.replace("_", "-"), type=float, help=helptext)
-    m.add_argument("--source", default="manual", help="who measured it (a team, a cluster, a paper)")
-    m.add_argument("--notes", default="")
-    m.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                   help="environment facts (driver, cuda, ...); repeatable")
-    m.add_argument("--file", help="a JSON list of runs: {setup: {flags}, measured: {peak_allocated_gib, ...}, source}")
-    _db_flag(p)
+def add(sub: Any, name: str, helptext: str) -> None:
+    p = sub.add_parser(name, help=helptext)
+    if name == "record":
+        add_setup_flags(p)
+        for action in p._actions:            # --model is required for one run, not with --file
+            if action.dest == "model":
+                action.required = False
+        m = p.add_argument_group("what was measured")
+        for flag, text in MEASURE_FLAGS:
+            m.add_argument("--" + flag.replace("_", "-"), type=float, help=text)
+        m.add_argument("--source", default="manual", help="who measured it (a team, a cluster, a paper)")
+        m.add_argument("--notes", default="")
+        m.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                       help="environment facts (driver, cuda, ...); repeatable")
+        m.add_argument("--file",
+                       help="a JSON list of runs: {setup: {flags}, measured: {peak_allocated_gib, ...}, source}")
+        _db_flag(p)
+        p.set_defaults(func=cmd_record)
+    elif name == "runs":
+        for key in ("model", "method", "framework", "gpu", "source", "precision"):
+            p.add_argument("--" + key, help=f"filter by {key}")
+        p.add_argument("--limit", type=int, default=50, help="newest N runs (0: all)")
+        p.add_argument("--csv", metavar="FILE", help="also write every listed run to a CSV file")
+        _db_flag(p)
+        p.set_defaults(func=cmd_runs)
+    elif name == "import":
+        p.add_argument("file")
+        _db_flag(p)
+        p.set_defaults(func=cmd_import)
+    elif name == "calibrate":
+        p.add_argument("--out", help="calibration file (default $TRAINPLAN_CALIBRATION, else the data dir)")
+        p.add_argument("--min-runs", type=int, default=3, help="runs a group needs before it gets its own term")
+        _db_flag(p)
+        p.set_defaults(func=cmd_calibrate)
+    else:
+        p.add_argument("--cases", required=True, help="JSON file in the shared/ground_truth schema")
+        p.add_argument("--min-runs", type=int, default=3, help="cases a group needs for its own calibration term")
+        p.set_defaults(func=cmd_accuracy)
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_record)
-
-    p = sub.add_parser("runs", help="list recorded runs with estimate, measurement and residual")
-    for key in ("model", "method", "framework", "gpu", "source", "precision"):
-        p.add_argument("--" + key, help=f"filter by {key}")
-    p.add_argument("--limit", type=int, default=50, help="newest N runs (0: all)")
-    p.add_argument("--csv", metavar="FILE", help="also write every listed run to a CSV file")
-    _db_flag(p)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_runs)
-
-    p = sub.add_parser("import", help="import a case file (shared/ground_truth schema) into the ledger")
-    p.add_argument("file")
-    _db_flag(p)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_import)
-
-    p = sub.add_parser("calibrate", help="fit correction terms from the ledger, validated leave-one-source-out")
-    p.add_argument("--out", help="calibration file (default $TRAINPLAN_CALIBRATION, else the data dir)")
-    p.add_argument("--min-runs", type=int, default=3, help="runs a group needs before it gets its own term")
-    _db_flag(p)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_calibrate)
-
-    p = sub.add_parser("accuracy", help="estimate every case of a file and compare with its measurements")
-    p.add_argument("--cases", required=True, help="JSON file in the shared/ground_truth schema")
-    p.add_argument("--min-runs", type=int, default=3, help="cases a group needs for its own calibration term")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_accuracy)
-
-
-def _print_json(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, default=str))
 
 
 def _env_pairs(pairs: list[str]) -> dict[str, str]:
@@ -102,9 +95,7 @@ def _file_runs(path: str) -> list[dict[str, Any]]:
 
 
 def _records_from_file(path: str, default_source: str) -> list[Any]:
-    from trainplan.cli import _SETUP_KEYS
-    from trainplan.job.options import Request
-    from trainplan.ledger.capture import environment, record_from_request
+    from trainplan.ledger.capture import environment, record_from_options
     from trainplan.ledger.records import measured_from_gib
 
     records = []
@@ -116,21 +107,20 @@ def _records_from_file(path: str, default_source: str) -> list[Any]:
         if unknown:
             raise TrainplanError(f"{where}: unknown field(s) {', '.join(unknown)}; nothing was written")
         setup, measured = run.get("setup") or {}, run.get("measured") or {}
-        bad = sorted(set(setup) - set(_SETUP_KEYS)) + sorted(set(measured) - {n for n, _ in MEASURE_FLAGS})
+        bad = sorted(set(setup) - set(OPTION_NAMES)) + sorted(set(measured) - {n for n, _ in MEASURE_FLAGS})
         if bad:
             raise TrainplanError(f"{where}: unknown setup/measured field(s) {', '.join(bad)}; nothing was written")
         if "model" not in setup:
             raise TrainplanError(f"{where}: setup needs a model; nothing was written")
-        req = Request(**setup)
-        records.append(record_from_request(req, measured_from_gib(**measured), source=run.get("source") or default_source,
+        req = JobOptions(**setup)
+        records.append(record_from_options(req, measured_from_gib(**measured), source=run.get("source") or default_source,
                                            notes=run.get("notes") or "", env=environment(**(run.get("environment") or {})),
                                            external_id=run.get("external_id"), created_at=run.get("created_at")))
     return records
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from trainplan.cli import request_from_args
-    from trainplan.ledger.capture import LedgerWarning, environment, record_from_request, save
+    from trainplan.ledger.capture import LedgerWarning, environment, record_from_options, save
     from trainplan.ledger.records import measured_from_gib
 
     if args.file:
@@ -139,7 +129,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         if not args.model:
             raise TrainplanError("record needs --model (and the other setup flags) or --file")
         measured = measured_from_gib(**{name: getattr(args, name) for name, _ in MEASURE_FLAGS})
-        records = [record_from_request(request_from_args(args), measured, source=args.source, notes=args.notes,
+        records = [record_from_options(options_from_args(args), measured, source=args.source, notes=args.notes,
                                        env=environment(**_env_pairs(args.env)))]
     with warnings.catch_warnings():            # printed below as one line, not as a Python warning
         warnings.simplefilter("ignore", LedgerWarning)
@@ -147,7 +137,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     if result.warning:
         print(result.warning, file=sys.stderr)
     if args.json:
-        _print_json({"added": result.added, "already_present": result.present, "spooled": result.spooled,
+        print_json({"added": result.added, "already_present": result.present, "spooled": result.spooled,
                      "spool": None if result.spool is None else str(result.spool)})
     elif not result.spooled:
         print(f"recorded {result.added} run(s)" + (f", {result.present} already in the ledger" if result.present else ""))
@@ -213,7 +203,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.csv:
         _write_csv(args.csv, rows)
     if args.json:
-        _print_json([_json_row(r) for r in rows])
+        print_json([_json_row(r) for r in rows])
     else:
         from trainplan.report.tables import render_table
 
@@ -232,7 +222,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     result = save(records, args.db)
     not_estimated = [r.external_id for r in records if r.estimate is None]
     if args.json:
-        _print_json({"cases": len(records), "added": result.added, "already_present": result.present,
+        print_json({"cases": len(records), "added": result.added, "already_present": result.present,
                      "not_estimated": not_estimated})
     else:
         print(f"imported {result.added} new run(s) from {args.file} ({result.present} already in the ledger; "
@@ -260,7 +250,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                       "runs_in_ledger": len(rows), "leave_one_source_out": validation})
     path = calibration.save(cal, args.out)
     if args.json:
-        _print_json({"path": str(path), **calibration.to_json(cal)})
+        print_json({"path": str(path), **calibration.to_json(cal)})
         return 0
     print(f"calibration from {len(obs)} runs ({len(cal.provenance['sources'])} sources) written to {path}")
     for g in cal.groups:
@@ -284,7 +274,7 @@ def cmd_accuracy(args: argparse.Namespace) -> int:
     results = evaluate(load_cases(args.cases, strict=False), min_runs=args.min_runs)
     summary = summarize(results)
     if args.json:
-        _print_json({"cases": [r.to_dict() for r in results], "summary": summary})
+        print_json({"cases": [r.to_dict() for r in results], "summary": summary})
     else:
         print(render(results, summary))
     return 0

@@ -1,23 +1,19 @@
-"""`trainplan plan`, `trainplan table` and `trainplan fit`: registered by trainplan.cli (its extension
-hook). Only argument wiring and output here; the work is in planner*, table, plots, report/."""
+"""`trainplan plan`, `trainplan table` and `trainplan fit`. Only argument wiring and output here; the
+work is in planner/ and report/ (plots and xlsx load matplotlib / openpyxl only when asked)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from typing import Any, Callable
 
-from trainplan.errors import TrainplanError
-
-
-def _csv(value: str | None) -> tuple[str, ...]:
-    return tuple(v.strip() for v in value.split(",") if v.strip()) if value else ()
-
-
-def _print_json(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, default=str))
+from trainplan.cli.common import csv_list, print_json
+from trainplan.cli.flags import add_setup_flags, options_from_args
+from trainplan.planner import table
+from trainplan.planner.fit import fit, resolve_fit
+from trainplan.planner.plan import plan
+from trainplan.planner.request import resolve_plan
+from trainplan.report import plan_text, table_formats as tf
 
 
 class ProgressBar:
@@ -47,16 +43,13 @@ class ProgressBar:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from trainplan.cli import request_from_args
-    from trainplan.planner.plan import PlanRequest, plan
-
-    pr = PlanRequest(job=request_from_args(args), methods=_csv(args.methods), gpus=_csv(args.gpus) or None,
-                     max_gpus=args.max_gpus, gpus_per_node=args.gpus_per_node, global_batch=args.global_batch,
-                     budget=args.budget, deadline_hours=args.deadline, sort=args.sort, top=args.top)
     if args.plot:
         from trainplan.report.plots import check_path
 
         check_path(args.plot)
+    pr = resolve_plan(options_from_args(args), methods=csv_list(args.methods), gpus=csv_list(args.gpus) or None,
+                      max_gpus=args.max_gpus, gpus_per_node=args.gpus_per_node, global_batch=args.global_batch,
+                      budget=args.budget, deadline_hours=args.deadline, sort=args.sort, top=args.top)
     bar = ProgressBar()
     try:
         result = plan(pr, progress=bar, details=args.json)
@@ -69,44 +62,33 @@ def cmd_plan(args: argparse.Namespace) -> int:
         points = [{"cost": f.cost_value, "time_s": f.time_s, "pareto": on, "rank": ranks.get(id(f)),
                    "label": f"{f.rentable.gpu.id} x{f.shape.num_gpus}"} for f, on in zip(result.found, result.pareto)]
         plan_front(points, args.plot, currency=result.currency,
-                   title=f"{getattr(pr.job.model, 'name', pr.job.model)}: plans that fit, cost against time")
+                   title=f"{pr.job.setup.model.name}: plans that fit, cost against time")
     if args.json:
-        _print_json(result.to_dict())
+        print_json(result.to_dict())
     else:
-        from trainplan.report.plan_text import render_plan
-
-        print(render_plan(result))
+        print(plan_text.render_plan(result))
         if args.plot:
             print(f"wrote {args.plot}")
     return 0
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from trainplan.cli import request_from_args
-    from trainplan.planner.fit import fit
-
-    result = fit(request_from_args(args))
+    result = fit(resolve_fit(options_from_args(args)))
     if args.json:
-        _print_json(result.to_dict())
+        print_json(result.to_dict())
     else:
-        from trainplan.report.plan_text import render_fit
-
-        print(render_fit(result))
+        print(plan_text.render_fit(result))
     return 0
 
 
-def _table_request(args: argparse.Namespace):
-    from trainplan.cli import request_from_args
-    from trainplan.planner.table import DEFAULT_GPUS, DEFAULT_METHODS, TableRequest
-
-    return TableRequest(job=request_from_args(args), models=_csv(args.models), sizes=_csv(args.sizes),
-                        methods=_csv(args.methods) or DEFAULT_METHODS, precisions=_csv(args.precisions),
-                        gpus=_csv(args.gpus) or DEFAULT_GPUS, max_gpus=args.max_gpus, gpus_per_node=args.gpus_per_node)
+def _table_request(args: argparse.Namespace) -> table.TableRequest:
+    return table.resolve_table(options_from_args(args), models=csv_list(args.models), sizes=csv_list(args.sizes),
+                               methods=csv_list(args.methods) or table.DEFAULT_METHODS,
+                               precisions=csv_list(args.precisions), gpus=csv_list(args.gpus) or table.DEFAULT_GPUS,
+                               max_gpus=args.max_gpus, gpus_per_node=args.gpus_per_node)
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    from trainplan.report import table_formats as tf
-
     fmt = "json" if args.json else args.format
     tf.check_format(fmt, args.output)
     for path in (args.plot, args.plot_seq):
@@ -115,8 +97,6 @@ def cmd_table(args: argparse.Namespace) -> int:
 
             check_path(path)
     tr = _table_request(args)
-    from trainplan.planner import table
-
     if args.tiers:
         rows = table.tier_rows(tr)
         columns = list(rows[0]) if rows else []
@@ -124,13 +104,13 @@ def cmd_table(args: argparse.Namespace) -> int:
         sheets = [("tiers", rows, columns)]
         long_rows, long_columns = rows, columns
     else:
-        cells = table.resource_cells(tr)
-        rows, columns = table.pivot_rows(cells, tr.max_gpus, tr.job.samples is not None)
-        long_rows = table.long_rows(cells)
+        result = table.resource_table(tr)
+        rows, columns = table.pivot_rows(result)
+        long_rows = table.long_rows(result.cells)
         long_columns = list(dict.fromkeys(k for r in long_rows for k in r))
         title = "Memory per GPU (one GPU, device view); fewest GPUs of each type (ZeRO-3 beyond one)"
         sheets = [("table", rows, columns), ("data", long_rows, long_columns)]
-        _pictures(args, tr, cells)
+        _pictures(args, result)
     if fmt == "xlsx":
         tf.write_xlsx(args.output, sheets)
         print(f"wrote {args.output}")
@@ -147,17 +127,15 @@ def cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pictures(args: argparse.Namespace, tr, cells) -> None:
-    from trainplan.planner import table
-
+def _pictures(args: argparse.Namespace, result: table.TableResult) -> None:
     if args.plot:
         from trainplan.report.plots import memory_breakdown
 
-        memory_breakdown(table.breakdown_bars(tr, cells), args.plot, capacities=table.capacities(tr))
+        memory_breakdown(table.breakdown_bars(result), args.plot, capacities=table.capacities(result.request))
     if args.plot_seq:
         from trainplan.report.plots import memory_vs_seq
 
-        memory_vs_seq(table.seq_series(tr, cells), args.plot_seq, capacities=table.capacities(tr))
+        memory_vs_seq(table.seq_series(result), args.plot_seq, capacities=table.capacities(result.request))
 
 
 def _optional_model(p: argparse.ArgumentParser) -> None:
@@ -168,47 +146,42 @@ def _optional_model(p: argparse.ArgumentParser) -> None:
             action.help = "one model (or use --models / --sizes)"
 
 
-def register(subparsers: Any, add_setup_flags: Callable[[argparse.ArgumentParser], None]) -> None:
-    p = subparsers.add_parser("plan", help="the cheapest setups that fit, ranked by cost or time, Pareto front")
+def add(sub, name: str, helptext: str) -> None:
+    p = sub.add_parser(name, help=helptext)
     add_setup_flags(p)
-    g = p.add_argument_group("what the planner may choose")
-    g.add_argument("--methods", help="comma list of methods to consider (default: --method)")
-    g.add_argument("--gpus", default="all", help="comma list of GPU ids/aliases, or all (default)")
-    g.add_argument("--max-gpus", type=int, default=64, help="most GPUs in one plan (default 64)")
-    g.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
-    g.add_argument("--global-batch", type=int, default=32,
-                   help="sequences per optimizer step, held by every plan (default 32)")
-    g.add_argument("--budget", type=float, help="most money for the run (in the plan's currency)")
-    g.add_argument("--deadline", type=float, help="most wall-clock hours for the run (retries included)")
-    g.add_argument("--sort", default="cost", help="cost (default) or time")
-    g.add_argument("--top", type=int, default=10, help="plans shown (default 10)")
-    g.add_argument("--plot", help="draw cost against time with the Pareto front (PNG or SVG)")
+    if name == "plan":
+        g = p.add_argument_group("what the planner may choose")
+        g.add_argument("--methods", help="comma list of methods to consider (default: --method)")
+        g.add_argument("--gpus", default="all", help="comma list of GPU ids/aliases, or all (default)")
+        g.add_argument("--max-gpus", type=int, default=64, help="most GPUs in one plan (default 64)")
+        g.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
+        g.add_argument("--global-batch", type=int, default=32,
+                       help="sequences per optimizer step, held by every plan (default 32)")
+        g.add_argument("--budget", type=float, help="most money for the run (in the plan's currency)")
+        g.add_argument("--deadline", type=float, help="most wall-clock hours for the run (retries included)")
+        g.add_argument("--sort", default="cost", help="cost (default) or time")
+        g.add_argument("--top", type=int, default=10, help="plans shown (default 10)")
+        g.add_argument("--plot", help="draw cost against time with the Pareto front (PNG or SVG)")
+        p.set_defaults(func=cmd_plan)
+    elif name == "table":
+        _optional_model(p)
+        g = p.add_argument_group("the table")
+        g.add_argument("--models", help="comma list of models (rows)")
+        g.add_argument("--sizes", help="comma list of sizes, e.g. 7b,13b,70b: catalog models of those sizes")
+        g.add_argument("--methods", help="comma list (default full,lora,qlora)")
+        g.add_argument("--precisions", help="comma list (default: --precision or the framework's)")
+        g.add_argument("--gpus", help="comma list of GPU types (default a100-80gb,h100,rtx4090), or all")
+        g.add_argument("--max-gpus", type=int, default=64, help="most GPUs tried per type (default 64)")
+        g.add_argument("--gpus-per-node", type=int, default=8)
+        g.add_argument("--tiers", action="store_true",
+                       help="one job (the first model/method/precision) across GPU types")
+        g.add_argument("--format", default="terminal", help="terminal | markdown | csv | xlsx | html | json")
+        g.add_argument("--output", help="write to FILE (required for xlsx)")
+        g.add_argument("--plot", help="stacked bars of the memory components (PNG or SVG)")
+        g.add_argument("--plot-seq", help="memory against sequence length, GPU capacities as lines (PNG or SVG)")
+        p.add_argument("--json", action="store_true", help="same as --format json")
+        p.set_defaults(func=cmd_table)
+        return
+    else:
+        p.set_defaults(func=cmd_fit)
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_plan)
-
-    p = subparsers.add_parser("table", help="the resource table: models x methods x precisions -> memory, GPUs")
-    add_setup_flags(p)
-    _optional_model(p)
-    g = p.add_argument_group("the table")
-    g.add_argument("--models", help="comma list of models (rows)")
-    g.add_argument("--sizes", help="comma list of sizes, e.g. 7b,13b,70b: catalog models of those sizes")
-    g.add_argument("--methods", help="comma list (default full,lora,qlora)")
-    g.add_argument("--precisions", help="comma list (default: --precision or the framework's)")
-    g.add_argument("--gpus", help="comma list of GPU types (default a100-80gb,h100,rtx4090), or all")
-    g.add_argument("--max-gpus", type=int, default=64, help="most GPUs tried per type (default 64)")
-    g.add_argument("--gpus-per-node", type=int, default=8)
-    g.add_argument("--tiers", action="store_true", help="one job (the first model/method/precision) across GPU types")
-    g.add_argument("--format", default="terminal", help="terminal | markdown | csv | xlsx | html | json")
-    g.add_argument("--output", help="write to FILE (required for xlsx)")
-    g.add_argument("--plot", help="stacked bars of the memory components (PNG or SVG)")
-    g.add_argument("--plot-seq", help="memory against sequence length, GPU capacities as lines (PNG or SVG)")
-    p.add_argument("--json", action="store_true", help="same as --format json")
-    p.set_defaults(func=cmd_table)
-
-    p = subparsers.add_parser("fit", help="the largest micro-batch and the longest sequence that fit one layout")
-    add_setup_flags(p)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_fit)
-
-
-__all__ = ["register", "ProgressBar", "TrainplanError"]

@@ -1,7 +1,6 @@
 """`trainplan probe`: a short real trial on the local GPU(s), measured beside the estimate.
 
-Registered by cli.py (register(subparsers, add_setup_flags)); torch is imported only when the
-command runs.
+torch is imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -9,11 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from trainplan.cli.flags import add_setup_flags, options_from_args
 from trainplan.errors import TrainplanError
 
 
-def register(sub, add_setup_flags) -> None:
-    p = sub.add_parser("probe", help="a short real trial on the local GPU (or CPU), measured beside the estimate")
+def add(sub, name: str, helptext: str) -> None:
+    p = sub.add_parser(name, help=helptext)
     add_setup_flags(p)
     g = p.add_argument_group("probe")
     g.add_argument("--device", default="cuda", help="cuda | cpu (cpu: small models, for tests)")
@@ -30,9 +30,7 @@ def register(sub, add_setup_flags) -> None:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from trainplan.cli import request_from_args
-
-    req = request_from_args(args)
+    req = options_from_args(args)
     if args.print_launch:
         from trainplan.probe.launch import describe_launch
 

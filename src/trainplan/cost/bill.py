@@ -2,25 +2,19 @@
 
 total = total_s / 3600 x billable_gpus x price_per_gpu_hour x retry_factor,
 billable_gpus = ceil(num_gpus / gpus_per_instance) x gpus_per_instance (an 8-GPU instance is rented
-whole). The price comes from the catalog (provider, GPU, on-demand or spot, currency; the cheapest
-matching offer, named in the notes, with its as_of date; offers older than a year, or undated, are
-flagged) or is given directly (price_per_gpu_hour + currency).
+whole). The price is a Pricing (cost/prices.py: a catalog offer with its as_of date, or a given
+price), chosen before the bill is made; nothing here looks anything up.
 The seed article's chain: 27.08 CNY/h x 3 h (1 A100, retries included) = 81.24 CNY.
 """
 
 from __future__ import annotations
 
-import datetime
 import math
-from trainplan.frozen import frozen
 
-from trainplan import catalog
+from trainplan.cost.prices import Pricing
 from trainplan.errors import TrainplanError
-from trainplan.specs import PriceOffer
+from trainplan.frozen import frozen
 from trainplan.units import SECONDS_PER_HOUR
-
-DEFAULT_CURRENCY = "USD"
-STALE_AFTER_DAYS = 365
 
 
 def billable_gpus(num_gpus: int, gpus_per_instance: int = 1) -> int:
@@ -30,12 +24,6 @@ def billable_gpus(num_gpus: int, gpus_per_instance: int = 1) -> int:
     if gpus_per_instance <= 0:
         raise TrainplanError(f"GPUs per instance must be positive, got {gpus_per_instance}")
     return math.ceil(num_gpus / gpus_per_instance) * gpus_per_instance
-
-
-def check_price(price_per_gpu_hour: float) -> float:
-    if price_per_gpu_hour is None or not math.isfinite(price_per_gpu_hour) or price_per_gpu_hour < 0:
-        raise TrainplanError(f"--price-per-gpu-hour must be zero or positive, got {price_per_gpu_hour!r}")
-    return float(price_per_gpu_hour)
 
 
 @frozen
@@ -80,72 +68,28 @@ class CostEstimate:
         return rows
 
 
-def choose_offer(gpu_id: str, *, provider: str | None = None, spot: bool = False, currency: str | None = None,
-                 today: datetime.date | None = None) -> tuple[PriceOffer, list[str]]:
-    """The cheapest catalog offer for the GPU (and provider / spot / currency when given), with notes
-    naming it, how many offers matched, and whether it is stale."""
-    if provider:
-        catalog.resolve_provider(provider)        # unknown provider: one-line error with suggestions
-    offers = catalog.find_prices(gpu_id, provider, currency, spot)
-    best = catalog.cheapest_price(gpu_id, provider, spot, currency)
-    if best is None:
-        where = f" at {provider}" if provider else ""
-        kind = "spot" if spot else "on-demand"
-        raise TrainplanError(f"no {kind} price for {gpu_id}{where} in the catalog; give --price-per-gpu-hour "
-                             f"and --currency (see `trainplan prices --gpu {gpu_id}`)")
-    notes = [f"price: {best.provider} {best.instance} ({best.pricing}, {best.region or 'region n/a'}), "
-             f"{best.price_per_gpu_hour:g} {best.currency}/GPU-hour as of {best.as_of}"
-             + (f", the cheapest of {len(offers)} matching offers" if len(offers) > 1 else "")]
-    today = today or datetime.date.today()
-    if catalog.is_stale(best, today, STALE_AFTER_DAYS):
-        when = "of unknown date" if catalog.offer_date(best) is None else f"from {best.as_of}"
-        notes.append(f"stale price: {best.provider} {best.gpu_id} offer is {when}, more than a year "
-                     f"before {today.isoformat()} or undated; check the provider's current price")
-    return best, notes
-
-
-def estimate_cost(*, total_s: float, num_gpus: int, gpu_id: str, retry_factor: float = 1.0,
-                  price_per_gpu_hour: float | None = None, currency: str | None = None,
-                  gpus_per_instance: int | None = None, provider: str | None = None, spot: bool = False,
-                  today: datetime.date | None = None) -> CostEstimate:
-    """The bill for `total_s` seconds (one attempt) on `num_gpus` GPUs of `gpu_id`.
-
-    A given price wins over the catalog; with neither, the cheapest catalog offer for the GPU.
-    """
+def estimate_cost(*, total_s: float, num_gpus: int, pricing: Pricing, retry_factor: float = 1.0) -> CostEstimate:
+    """The bill for `total_s` seconds (one attempt) on `num_gpus` GPUs at `pricing`."""
     if total_s < 0:
         raise TrainplanError(f"training time must not be negative, got {total_s}")
     if retry_factor < 1.0:
         raise TrainplanError(f"--retry-factor must be at least 1, got {retry_factor}")
-    notes: list[str] = []
-    if price_per_gpu_hour is not None:
-        price = check_price(price_per_gpu_hour)
-        if provider:
-            notes.append(f"--price-per-gpu-hour given: the {provider} catalog price is not used")
-        cur = (currency or DEFAULT_CURRENCY).upper()
-        if not currency:
-            notes.append(f"no --currency given: {DEFAULT_CURRENCY} assumed")
-        per_instance = gpus_per_instance or 1
-        offer_fields = {"provider": "", "instance": f"{per_instance}-GPU instance" if per_instance > 1 else "",
-                        "pricing": "given", "as_of": "", "source": "user"}
-    else:
-        offer, more = choose_offer(gpu_id, provider=provider, spot=spot, currency=currency, today=today)
-        notes += more
-        price, cur = offer.price_per_gpu_hour, offer.currency
-        per_instance = gpus_per_instance or offer.gpus_per_instance
-        offer_fields = {"provider": offer.provider, "instance": offer.instance, "pricing": offer.pricing,
-                        "as_of": offer.as_of, "source": offer.source}
+    notes = list(pricing.notes)
+    per_instance = pricing.gpus_per_instance
     billable = billable_gpus(num_gpus, per_instance)
     if billable > num_gpus:
         notes.append(f"{per_instance}-GPU instances rent whole: {billable} GPUs billed for {num_gpus} used")
     gpu_hours = total_s / SECONDS_PER_HOUR * billable
     if retry_factor != 1.0:
         notes.append(f"cost includes the retry factor {retry_factor:g}")
-    return CostEstimate(currency=cur, price_per_gpu_hour=price, total=gpu_hours * price * retry_factor,
+    return CostEstimate(currency=pricing.currency, price_per_gpu_hour=pricing.price_per_gpu_hour,
+                        total=gpu_hours * pricing.price_per_gpu_hour * retry_factor, provider=pricing.provider,
+                        instance=pricing.instance, pricing=pricing.pricing, as_of=pricing.as_of,
                         billable_gpus=billable, gpu_hours=gpu_hours, retry_factor=retry_factor,
-                        notes=tuple(notes), **offer_fields)
+                        source=pricing.source, notes=tuple(notes))
 
 
-def cost_of(time, gpu_id: str, **price) -> CostEstimate:
-    """Convenience: the bill for a trainplan.timing.TimeEstimate (its total_s, GPUs, retry factor)."""
-    return estimate_cost(total_s=time.total_s, num_gpus=time.num_gpus, gpu_id=gpu_id,
-                         retry_factor=time.retry_factor, **price)
+def cost_of(time, pricing: Pricing) -> CostEstimate:
+    """The bill for a trainplan.timing TimeEstimate (its total_s, GPUs, retry factor)."""
+    return estimate_cost(total_s=time.total_s, num_gpus=time.num_gpus, pricing=pricing,
+                         retry_factor=time.retry_factor)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from trainplan.frozen import frozen, replace
 
-from trainplan import catalog
 from trainplan.enums import Fsdp, GradCkpt, Method, Optimizer, Quant, ZeroStage
 from trainplan.errors import TrainplanError
-from trainplan.memory import MemoryEstimate, estimate_memory
-from trainplan.specs import GpuSpec
+from trainplan.job.job import Job
 from trainplan.job.training import Layout, LoraConfig, QuantConfig, TrainingSetup
+from trainplan.memory import MemoryEstimate, MemoryModel, estimate_memory
+from trainplan.specs import GpuSpec
 
 
 @frozen
@@ -26,9 +26,10 @@ class Suggestion:
                 "fits": self.fits, "cost": self.cost}
 
 
-def _try(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: float) -> MemoryEstimate | None:
+def _try(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: float,
+         model: MemoryModel) -> MemoryEstimate | None:
     try:
-        return estimate_memory(setup, layout, gpu, headroom=headroom)
+        return estimate_memory(setup, layout, gpu, headroom=headroom, model=model)
     except TrainplanError:
         return None
 
@@ -59,19 +60,20 @@ def _setup_changes(setup: TrainingSetup) -> list[tuple[str, TrainingSetup, str]]
     return out
 
 
-def suggestions(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, current: MemoryEstimate,
-                headroom: float) -> list[Suggestion]:
-    """Single changes that lower the peak, those that make it fit first."""
+def suggestions(job: Job, current: MemoryEstimate, model: MemoryModel) -> list[Suggestion]:
+    """Single changes that lower the peak, those that make it fit first. `model`: the memory model of
+    the estimate, whose cached parts the changes share (a new GPU type or count reuses the walk)."""
+    setup, layout, gpu, headroom = job.setup, job.layout, job.gpu, job.headroom
     found: list[Suggestion] = []
     for change, new_setup, cost in _setup_changes(setup):
-        est = _try(new_setup, layout, gpu, headroom)
+        est = _try(new_setup, layout, gpu, headroom, model)
         if est and est.device_bytes < current.device_bytes:
             found.append(Suggestion(change=change, device_bytes=est.device_bytes,
                                     saves_bytes=current.device_bytes - est.device_bytes, fits=est.fits, cost=cost))
-    bigger = [g for g in catalog.load_gpus().values()
+    bigger = [g for g in job.gpus
               if g.capacity_bytes > gpu.capacity_bytes and g.vendor == gpu.vendor]
     for other in sorted(bigger, key=lambda g: g.capacity_bytes):
-        est = _try(setup, replace(layout, gpu_id=other.id), other, headroom)
+        est = _try(setup, replace(layout, gpu_id=other.id), other, headroom, model)
         if est and est.fits:
             found.append(Suggestion(change=f"--gpu {other.id}", device_bytes=est.device_bytes,
                                     saves_bytes=0, fits=True,
@@ -83,7 +85,7 @@ def suggestions(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, current: Mem
                 continue
             nodes = max(1, n // 8)
             more = replace(layout, num_gpus=n, nodes=nodes, zero=ZeroStage.PARAMETERS, fsdp=Fsdp.NONE)
-            est = _try(setup, more, gpu, headroom)
+            est = _try(setup, more, gpu, headroom, model)
             if est and est.fits:
                 found.append(Suggestion(change=f"--num-gpus {n} --zero 3", device_bytes=est.device_bytes,
                                         saves_bytes=current.device_bytes - est.device_bytes, fits=True,

@@ -1,44 +1,16 @@
-"""Parse user input (CLI flags, Python keyword arguments, config files) into a TrainingSetup,
-a Layout and a Workload: names -> specs, strings -> enums, defaults from the framework profile."""
+"""What a user says about one job (CLI flags, Python keywords, a ledger record's setup), before
+anything is looked up: the edge's input. `job/resolve.py` turns it into a Job."""
 
 from __future__ import annotations
 
-from trainplan.frozen import frozen
-from enum import Enum
-from typing import Any, TypeVar
-
-from trainplan import catalog
-from trainplan.enums import (Attention, Fsdp, Framework, GradCkpt, Loss, Method, Offload, Optimizer,
-                             Precision, Quant, ZeroStage)
-from trainplan.errors import TrainplanError
-from trainplan.job.frameworks import implementation, profile
+from trainplan.frozen import fields, frozen
 from trainplan.specs import GpuSpec, ModelSpec
-from trainplan.job.training import Layout, LoraConfig, QuantConfig, TrainingSetup, Workload
-
-E = TypeVar("E", bound=Enum)
-
-
-def parse_enum(cls: type[E], value: Any, flag: str) -> E:
-    if isinstance(value, cls):
-        return value
-    try:
-        return cls(int(value) if issubclass(cls, int) else str(value).lower())
-    except (ValueError, TypeError):
-        choices = ", ".join(str(m.value) for m in cls)
-        raise TrainplanError(f"{flag} {value!r} is not one of: {choices}") from None
-
-
-def _targets(value: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return tuple(t.strip() for t in value.split(",") if t.strip())
-    return tuple(value)
 
 
 @frozen
-class Request:
-    """Everything a user can say about one estimate, with None where they said nothing."""
+class JobOptions:
+    """Everything a user can say about one job, in their words (catalog names, choice strings), with None
+    where they said nothing. `job.resolve.resolve_job` turns it into a Job; nothing downstream reads it."""
 
     model: str | ModelSpec
     method: str = "full"
@@ -96,93 +68,4 @@ class Request:
     efficiency: float | None = None   # override the matmul efficiency (fraction of peak)
 
 
-def resolve_model(model: str | ModelSpec) -> ModelSpec:
-    return model if isinstance(model, ModelSpec) else catalog.resolve_model(str(model))
-
-
-def resolve_gpu(gpu: str | GpuSpec) -> GpuSpec:
-    return gpu if isinstance(gpu, GpuSpec) else catalog.resolve_gpu(str(gpu))
-
-
-# transformers 5 refuses SDPA for these model types (soft-capped attention logits): eager it is.
-_NO_SDPA = frozenset({"gemma2"})
-
-
-def supported_attention(spec: ModelSpec, attention: Attention) -> Attention:
-    if attention is Attention.SDPA and spec.model_type in _NO_SDPA:
-        return Attention.EAGER
-    return attention
-
-
-def build_setup(req: Request, spec: ModelSpec | None = None) -> TrainingSetup:
-    spec = spec or resolve_model(req.model)
-    framework = parse_enum(Framework, req.framework, "--framework")
-    prof = profile(framework)
-    method = parse_enum(Method, req.method, "--method")
-    precision = parse_enum(Precision, req.precision, "--precision") if req.precision else prof.precision
-    optimizer = parse_enum(Optimizer, req.optimizer, "--optimizer") if req.optimizer else prof.optimizer
-    grad_ckpt = parse_enum(GradCkpt, req.grad_ckpt, "--grad-ckpt") if req.grad_ckpt else prof.grad_ckpt
-    attention = parse_enum(Attention, req.attention, "--attention") if req.attention else prof.attention
-    attention = supported_attention(spec, attention)
-    loss = parse_enum(Loss, req.loss, "--loss") if req.loss else None
-    impl = implementation(framework, loss=loss, optimizer_in_backward=req.optimizer_in_backward,
-                          activation_offload=req.activation_offload, liger_kernels=req.liger,
-                          load_fp32=req.load_fp32, compiled=req.compile)
-    lora = quant = None
-    if method in (Method.LORA, Method.QLORA):
-        alpha = req.lora_alpha if req.lora_alpha is not None else 2.0 * req.lora_rank
-        lora = LoraConfig(rank=req.lora_rank, alpha=alpha, dropout=req.lora_dropout,
-                          targets=_targets(req.lora_targets), dora=req.dora)
-    if method is Method.QLORA:
-        kind = parse_enum(Quant, req.quant or "nf4", "--quant")
-        quant = QuantConfig(kind=kind, double_quant=req.double_quant)
-    elif req.quant:
-        raise TrainplanError("--quant applies to --method qlora only")
-    if precision is Precision.FP32 and method is Method.QLORA:
-        raise TrainplanError("QLoRA with --precision fp32 is not a thing: 4-bit weights compute in "
-                             "bf16/fp16; use --precision bf16")
-    return TrainingSetup(model=spec, method=method, precision=precision, optimizer=optimizer,
-                         batch_size=req.batch_size, seq_len=req.seq_len, grad_accum=req.grad_accum,
-                         grad_ckpt=grad_ckpt, attention=attention, lora=lora, quant=quant,
-                         freeze_trainable_layers=req.freeze_layers, framework=framework, impl=impl)
-
-
-def build_layout(req: Request, gpu: GpuSpec) -> Layout:
-    return Layout(gpu_id=gpu.id, num_gpus=req.num_gpus, nodes=req.nodes,
-                  zero=parse_enum(ZeroStage, req.zero, "--zero"), fsdp=parse_enum(Fsdp, req.fsdp, "--fsdp"),
-                  offload=parse_enum(Offload, req.offload, "--offload"),
-                  tp=req.tp, pp=req.pp, cp=req.cp, ep=req.ep)
-
-
-def build_workload(req: Request) -> Workload:
-    if req.eval_fraction < 0 or req.checkpoint_saves < 0 or req.disk_gb_per_s <= 0:
-        raise TrainplanError("--eval-fraction and --checkpoint-saves must be >= 0, --disk-gb-per-s > 0")
-    return Workload(samples=req.samples, tokens_per_sample=req.tokens_per_sample, epochs=req.epochs,
-                    packing=req.packing, retry_factor=req.retry_factor, eval_fraction=req.eval_fraction,
-                    checkpoint_saves=req.checkpoint_saves, disk_bw_bytes_per_s=req.disk_gb_per_s * 1e9)
-
-
-def read_lengths(path: str | None) -> tuple[int, ...] | None:
-    """Sample lengths in tokens from a file: one integer per line, or a JSON list."""
-    if path is None:
-        return None
-    import json
-    from pathlib import Path
-
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise TrainplanError(f"--lengths-file {path}: {exc.strerror}") from None
-    try:
-        values = json.loads(text) if text.lstrip().startswith("[") else [int(x) for x in text.split()]
-    except (ValueError, json.JSONDecodeError):
-        raise TrainplanError(f"--lengths-file {path}: expected integers, one per line, or a JSON list") from None
-    if not values or any(not isinstance(v, int) or v <= 0 for v in values):
-        raise TrainplanError(f"--lengths-file {path}: lengths must be positive integers")
-    return tuple(values)
-
-
-def check_headroom(headroom: float) -> float:
-    if not 0.0 <= headroom < 1.0:
-        raise TrainplanError(f"--headroom must be a fraction in [0, 1), got {headroom}")
-    return headroom
+OPTION_NAMES = tuple(f.name for f in fields(JobOptions))

@@ -321,11 +321,12 @@ def _values(memory: Any, time: Any) -> dict[str, Any]:
     return out
 
 
-def apply(estimate: Any, setup: Any, layout: Any, gpu: Any = None, *,
-          calibration: Calibration | None = None) -> tuple[dict[str, Any] | None, str | None]:
+def apply(estimate: Any, setup: Any, layout: Any, *,
+          calibration: Calibration | None) -> tuple[dict[str, Any] | None, str | None]:
     """(calibrated values, note) for an estimate given as a dict of values (ESTIMATE_KEYS) or as
-    (MemoryEstimate, TimeEstimate | None); (None, None) when no calibration matches this setup."""
-    cal = calibration if calibration is not None else load_active()
+    (MemoryEstimate, TimeEstimate | None); (None, None) without a calibration or when none of its
+    groups matches this setup. The calibration is given: nothing is read here."""
+    cal = calibration
     if cal is None:
         return None, None
     values = dict(estimate) if isinstance(estimate, dict) else _values(*estimate)
@@ -348,11 +349,11 @@ def apply(estimate: Any, setup: Any, layout: Any, gpu: Any = None, *,
     return mid, note
 
 
-def calibrate_estimate(memory: Any, time: Any, setup: Any, layout: Any, gpu: Any = None, *,
-                       calibration: Calibration | None = None) -> tuple[Any, Any, str | None]:
+def calibrate_estimate(memory: Any, time: Any, setup: Any, layout: Any, *,
+                       calibration: Calibration | None) -> tuple[Any, Any, str | None]:
     """(MemoryEstimate, TimeEstimate, note) with the matching calibration applied; unchanged and
     None without one. The breakdown still sums to the peak: the correction is its own component."""
-    mid, note = apply((memory, time), setup, layout, gpu, calibration=calibration)
+    mid, note = apply((memory, time), setup, layout, calibration=calibration)
     if mid is None:
         return memory, time, None
     alloc = mid["peak_allocated_bytes"]
@@ -375,16 +376,3 @@ def calibrate_estimate(memory: Any, time: Any, setup: Any, layout: Any, gpu: Any
                        tokens_per_s_per_gpu=time.tokens_per_s_per_gpu / k, mfu=time.mfu / k, hfu=time.hfu / k,
                        tflops_per_gpu=time.tflops_per_gpu / k)
     return memory, time, note
-
-
-def calibrate_all(memory: Any, time: Any, cost: Any, setup: Any, layout: Any, gpu: Any,
-                  req: Any) -> tuple[Any, Any, Any, str | None]:
-    """For estimation.run: memory, time and the bill with the active calibration applied (the
-    bill recomputed from the calibrated time), and the note; all unchanged without a match."""
-    new_memory, new_time, note = calibrate_estimate(memory, time, setup, layout, gpu)
-    if note and cost is not None and new_time is not time:
-        from trainplan.cost.bill import cost_of
-
-        cost = cost_of(new_time, gpu.id, price_per_gpu_hour=req.price_per_gpu_hour, currency=req.currency,
-                       provider=req.provider, spot=req.spot)
-    return new_memory, new_time, cost, note

@@ -40,9 +40,9 @@ def environment(**extra: Any) -> dict[str, Any]:
     return env
 
 
-def setup_from_request(req: Any) -> dict[str, Any]:
-    """The Request's fields as JSON, plus `resolved`: the values estimate resolved (profile
-    defaults, catalog ids) that the indexed columns hold."""
+def setup_from_options(req: Any) -> dict[str, Any]:
+    """The JobOptions' fields as JSON (what the user said); record_from_options adds `resolved`:
+    the values the estimate resolved (profile defaults, catalog ids) that the indexed columns hold."""
     from trainplan.specs import GpuSpec, ModelSpec
 
     out: dict[str, Any] = {}
@@ -81,14 +81,14 @@ def estimate_values(mapping: Any) -> dict[str, Any]:
     return {k: values.get(k) for k in ESTIMATE_KEYS}
 
 
-def record_from_request(req: Any, measured: dict[str, Any], *, source: str, notes: str = "",
+def record_from_options(req: Any, measured: dict[str, Any], *, source: str, notes: str = "",
                         env: dict[str, Any] | None = None, external_id: str | None = None,
                         created_at: str | None = None) -> RunRecord:
     """A run of the setup `req` with its measurements, and the estimate trainplan makes for it now."""
-    from trainplan.cases import mapping_from_request
+    from trainplan.cases import mapping_from_options
 
-    mapping = mapping_from_request(req)
-    setup = setup_from_request(req)
+    mapping = mapping_from_options(req)
+    setup = setup_from_options(req)
     setup["resolved"] = _resolved(mapping)
     env = dict(env if env is not None else environment())
     for key, value in (("gpu", mapping.layout.gpu_id), ("gpu_count", mapping.layout.num_gpus),
@@ -133,8 +133,8 @@ def record_from_case(case: dict, *, created_at: str | None = None) -> RunRecord:
         mapping = map_case(case)
     except Skip as exc:
         why = f"not estimated: {exc}"
-    if mapping is not None and mapping.request is not None:
-        setup = setup_from_request(mapping.request)
+    if mapping is not None and mapping.options is not None:
+        setup = setup_from_options(mapping.options)
     else:
         setup = {"model": (case.get("model") or {}).get("name") or (case.get("model") or {}).get("hf_id") or case["id"],
                  "method": case.get("method"), "case_framework": case.get("framework"),

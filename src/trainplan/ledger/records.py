@@ -80,7 +80,7 @@ def _canonical(obj: Any) -> str:
 
 @frozen
 class RunRecord:
-    """One run. `setup` holds the Request fields (JSON); `estimate` the predicted values at record
+    """One run. `setup` holds the JobOptions fields (JSON); `estimate` the predicted values at record
     time (ESTIMATE_KEYS, None where not computable) or None when no setup could be estimated."""
 
     source: str

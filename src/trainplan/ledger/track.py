@@ -197,7 +197,7 @@ class Tracker:
             _warn("run not recorded", exc)
 
     def _record(self, failed: bool) -> Any:
-        from trainplan.ledger.capture import environment, record_from_request, save
+        from trainplan.ledger.capture import environment, record_from_options, save
         from trainplan.ledger.records import RunRecord
 
         measured = self.measured()
@@ -210,9 +210,9 @@ class Tracker:
         record = None
         if self.setup.get("model"):
             try:
-                from trainplan.job.options import Request
+                from trainplan.job.options import JobOptions
 
-                record = record_from_request(Request(**self.setup), measured, source=self.source, notes=notes, env=env)
+                record = record_from_options(JobOptions(**self.setup), measured, source=self.source, notes=notes, env=env)
             except Exception as exc:
                 _warn("setup not estimated, run recorded without an estimate", exc)
         if record is None:

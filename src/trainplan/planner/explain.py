@@ -1,11 +1,18 @@
-"""What `trainplan plan` shows: the top plans re-run through `estimation.run` with the flags they
-print, and one line per GPU type that cannot carry the job."""
+"""What `trainplan plan` shows: the top plans, each estimated in full as a Job (what `trainplan
+estimate` with the plan's flags answers), and one line per GPU type that cannot carry the job."""
 
 from __future__ import annotations
 
-from trainplan.estimation.result import run
+import datetime
+
+from trainplan.catalog import ATYPICAL_PRICING, is_stale
+from trainplan.cost.prices import STALE_AFTER_DAYS
+from trainplan.estimation import estimate
+from trainplan.planner.request import PlanRequest, Rejection
+from trainplan.planner.result import Plan, plan_job
 from trainplan.planner.search import Found, Outcome, Problem, same_plan_key
 from trainplan.planner.space import Knobs
+from trainplan.report.flags import job_flags
 from trainplan.units import fmt_duration, gib
 
 
@@ -15,11 +22,10 @@ def _order_key(sort: str):
     return lambda f: (f.cost_value, f.time_s)
 
 
-def plans_shown(pr, found: tuple[Found, ...], flags: list[bool], *, details: bool = True) -> tuple[list, list[str]]:
+def plans_shown(pr: PlanRequest, found: tuple[Found, ...], flags: list[bool], *,
+                details: bool = True) -> tuple[list[Plan], list[str]]:
     """The top `pr.top` plans (one of any two that differ only in the optimizer or the attention
     kernel and estimate the same), each with its flags and, with `details`, its full estimate."""
-    from trainplan.planner.plan import Plan, plan_request, request_flags
-
     key = _order_key(pr.sort)
     order = sorted(range(len(found)), key=lambda i: key(found[i]))
     seen: set = set()
@@ -39,27 +45,18 @@ def plans_shown(pr, found: tuple[Found, ...], flags: list[bool], *, details: boo
     if collapsed:
         notes.append(f"{collapsed} plan(s) equal in cost and time to a shown one, differing only in the "
                      "optimizer or attention kernel, are left out (the first in the searched order is shown)")
-    notes += price_notes([found[i].rentable for i in chosen])
+    notes += price_notes([found[i].rentable for i in chosen], pr.today)
     plans = []
     for rank, i in enumerate(chosen, start=1):
         f = found[i]
-        req = plan_request(pr.job, f, pr.prices is not None)
-        est = run(req) if details else None
-        if est is not None and (not est.memory.fits or est.memory.device_bytes != f.device_bytes):
-            notes.append(f"internal check: plan {rank} reads {gib(est.memory.device_bytes):.2f} GiB in "
-                         f"`trainplan estimate` and {gib(f.device_bytes):.2f} GiB in the planner")
-        plans.append(Plan(rank=rank, found=f, request=req, flags=request_flags(req, f.setup), pareto=flags[i],
-                          estimate=est))
+        job = plan_job(pr, f)
+        plans.append(Plan(rank=rank, found=f, job=job, flags=job_flags(job), pareto=flags[i],
+                          estimate=estimate(job) if details else None))
     return plans, notes
 
 
-def price_notes(rentables) -> list[str]:
+def price_notes(rentables, today: datetime.date) -> list[str]:
     """Warnings on the prices behind the shown plans: marketplace listings and stale offers."""
-    import datetime
-
-    from trainplan.catalog import ATYPICAL_PRICING, is_stale
-    from trainplan.cost.bill import STALE_AFTER_DAYS
-
     notes, seen = [], set()
     for r in rentables:
         o = r.offer
@@ -70,7 +67,7 @@ def price_notes(rentables) -> list[str]:
         if o.pricing in ATYPICAL_PRICING:
             notes.append(f"{what}) is the cheapest listing a crawler saw on a marketplace, as of {o.as_of}: "
                          "not a price to count on")
-        elif is_stale(o, datetime.date.today(), STALE_AFTER_DAYS):
+        elif is_stale(o, today, STALE_AFTER_DAYS):
             notes.append(f"{what}) is dated {o.as_of!r}: check the current price")
         if o.gpus_per_instance > 1:
             notes.append(f"{r.gpu.id}: {o.provider} rents {o.gpus_per_instance}-GPU instances whole; plans are "
@@ -78,7 +75,7 @@ def price_notes(rentables) -> list[str]:
     return notes
 
 
-def _smallest_footprint(pr, problem: Problem) -> tuple[int, str]:
+def _smallest_footprint(pr: PlanRequest, problem: Problem) -> tuple[int, str]:
     """The least memory per GPU of any searched candidate (micro-batch 1 is the least of each
     family: memory grows with the micro-batch), and what it is."""
     best, what = None, ""
@@ -98,10 +95,8 @@ def _smallest_footprint(pr, problem: Problem) -> tuple[int, str]:
     return (best if best is not None else 0), what
 
 
-def rejections(pr, problem: Problem, outcome: Outcome) -> list:
+def rejections(pr: PlanRequest, problem: Problem, outcome: Outcome) -> list[Rejection]:
     """One line for each GPU type that cannot carry the job (no price is decided before the search)."""
-    from trainplan.planner.plan import Rejection
-
     have = {f.rentable.gpu.id for f in outcome.found}
     missing = [r for r in problem.rentables if r.gpu.id not in have]
     out = []

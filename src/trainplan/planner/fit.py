@@ -12,9 +12,10 @@ from trainplan.frozen import frozen, replace
 from typing import Any, Callable
 
 from trainplan.errors import TrainplanError
-from trainplan.job.options import Request, build_layout, build_setup, check_headroom, resolve_gpu, resolve_model
-from trainplan.memory import ParallelConfig
-from trainplan.memory.model import MemoryModel
+from trainplan.job.job import Job
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import resolve_job
+from trainplan.memory import MemoryModel
 from trainplan.specs import GpuSpec
 from trainplan.job.training import Layout, TrainingSetup
 
@@ -95,18 +96,18 @@ def largest_fitting(device_at: Callable[[int], int | None], usable: int, *, ceil
     return Limit(value=lo, device_bytes=lo_dev, next_device_bytes=hi_dev, ceiling=ceiling, step=step)
 
 
-def fit(req: Request, *, batch_ceiling: int = MAX_BATCH_SEARCHED, seq_ceiling: int | None = None) -> FitResult:
-    """The largest micro-batch (at req.seq_len) and the longest sequence (at req.batch_size) that fit
-    `req`'s layout with its headroom."""
-    headroom = check_headroom(req.headroom)
-    spec = resolve_model(req.model)
-    gpu = resolve_gpu(req.gpu)
-    setup = build_setup(req, spec)
-    layout = build_layout(req, gpu)
-    fm = MemoryModel(parallel=ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,
-                                            uneven_pipeline=req.uneven_pipeline))
+def resolve_fit(options: JobOptions) -> Job:
+    """The Job whose layout `fit` searches (no price or calibration: fit is about memory)."""
+    return resolve_job(options, calibration=None, priced=False)
+
+
+def fit(job: Job, *, batch_ceiling: int = MAX_BATCH_SEARCHED, seq_ceiling: int | None = None) -> FitResult:
+    """The largest micro-batch (at the job's sequence length) and the longest sequence (at its
+    micro-batch) that fit the job's layout with its headroom."""
+    setup, layout, gpu, spec = job.setup, job.layout, job.gpu, job.setup.model
+    fm = MemoryModel(parallel=job.parallel)
     fm.device_bytes(setup, layout)          # invalid layouts fail here, with their one-line reason
-    usable = int(gpu.capacity_bytes * (1 - headroom))
+    usable = int(gpu.capacity_bytes * (1 - job.headroom))
 
     def at(**change) -> Callable[[int], int | None]:
         def device(v: int) -> int | None:
@@ -124,7 +125,7 @@ def fit(req: Request, *, batch_ceiling: int = MAX_BATCH_SEARCHED, seq_ceiling: i
            if spec.max_position_embeddings else f"{MAX_SEQ_WITHOUT_CONTEXT:,} tokens, no context length known")
     max_seq = largest_fitting(at(seq_len=True), usable, ceiling=max(seq_step, seq_top // seq_step * seq_step),
                               step=seq_step)
-    return FitResult(setup=setup, layout=layout, gpu=gpu, usable_bytes=usable, headroom=headroom,
+    return FitResult(setup=setup, layout=layout, gpu=gpu, usable_bytes=usable, headroom=job.headroom,
                      max_batch=replace(largest_fitting(at(batch_size=True), usable, ceiling=batch_ceiling),
                                        ceiling_reason=f"{batch_ceiling:,} sequences"),
                      max_seq=replace(max_seq, ceiling_reason=why))

@@ -23,35 +23,21 @@ import time as clock
 from trainplan.frozen import field, frozen, mutable
 from typing import Callable
 
-from trainplan.cost.bill import CostEstimate, billable_gpus, estimate_cost
+from trainplan.cost.bill import CostEstimate, estimate_cost
 from trainplan.timing.efficiency import kernel_stack, matmul_efficiency
-from trainplan.enums import Attention, Precision
+from trainplan.enums import Attention, GradCkpt, Method, Optimizer, Precision
 from trainplan.errors import TrainplanError
 from trainplan.timing.flops import flops_per_token
 from trainplan.memory.model import MemoryModel
+from trainplan.planner.request import Rentable
 from trainplan.planner.space import Knobs, Shape
-from trainplan.specs import GpuSpec, PriceOffer
+from trainplan.specs import GpuSpec
 from trainplan.timing.steps import sequence_shape, steps_per_epoch, total_steps
 from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
 from trainplan.job.training import TrainingSetup, Workload
 from trainplan.units import SECONDS_PER_HOUR
 
 Progress = Callable[[int, int], None]
-
-
-@frozen
-class Rentable:
-    """A GPU type the planner may use, with its usable memory and its price."""
-
-    gpu: GpuSpec
-    usable_bytes: int
-    price_per_gpu_hour: float
-    currency: str
-    gpus_per_instance: int | None     # None: a given price, billed per GPU
-    offer: PriceOffer | None = None
-
-    def billable(self, num_gpus: int) -> int:
-        return billable_gpus(num_gpus, self.gpus_per_instance or 1)
 
 
 @frozen
@@ -62,9 +48,9 @@ class Family:
     nodes: int
     tp: int
     pp: int
-    method: str
-    grad_ckpt: str | None
-    attention: str | None
+    method: Method
+    grad_ckpt: GradCkpt
+    attention: Attention
     batch_size: int
     grad_accum: int
 
@@ -91,7 +77,7 @@ class Problem:
     rentables: tuple[Rentable, ...]
     families: tuple[Family, ...]
     engines: Callable[[Family], tuple[Shape, ...]]
-    optimizers: Callable[[str], tuple[str | None, ...]]
+    optimizers: Callable[[Method], tuple[Optimizer, ...]]
     setup_for: Callable[[Knobs], TrainingSetup]
     workload: Workload
     options: TimingOptions
@@ -188,7 +174,7 @@ def _compute_bound_s(setup: TrainingSetup, gpu: GpuSpec, workload: Workload, opt
     return linear + ft.attention_hardware * tokens / (eff.attention_peak_flops_per_s * attn_eff)
 
 
-def _knobs(p: Problem, fam: Family, optimizer: str | None = None, first: bool = True) -> Knobs:
+def _knobs(p: Problem, fam: Family, optimizer: Optimizer | None = None, first: bool = True) -> Knobs:
     return Knobs(method=fam.method, optimizer=p.optimizers(fam.method)[0] if first else optimizer,
                  grad_ckpt=fam.grad_ckpt, attention=fam.attention, batch_size=fam.batch_size,
                  grad_accum=fam.grad_accum)
@@ -225,14 +211,11 @@ def _bound(p: Problem, fam: Family, ri: int, per_micro: dict, flops_cache: dict,
 def _exact(p: Problem, r: Rentable, shape: Shape, setup: TrainingSetup) -> tuple[TimeEstimate, CostEstimate, float, float]:
     layout = shape.layout(r.gpu.id)
     t = estimate_time(setup, layout, r.gpu, p.workload, p.options)
-    c = estimate_cost(total_s=t.total_s, num_gpus=shape.num_gpus, gpu_id=r.gpu.id, retry_factor=t.retry_factor,
-                      price_per_gpu_hour=r.price_per_gpu_hour, currency=r.currency,
-                      gpus_per_instance=r.gpus_per_instance)
+    c = estimate_cost(total_s=t.total_s, num_gpus=shape.num_gpus, pricing=r.pricing, retry_factor=t.retry_factor)
     if t.steps:
         return t, c, c.total, t.total_with_retries_s
-    per_step = estimate_cost(total_s=t.step_s, num_gpus=shape.num_gpus, gpu_id=r.gpu.id,
-                             retry_factor=t.retry_factor, price_per_gpu_hour=r.price_per_gpu_hour,
-                             currency=r.currency, gpus_per_instance=r.gpus_per_instance)
+    per_step = estimate_cost(total_s=t.step_s, num_gpus=shape.num_gpus, pricing=r.pricing,
+                             retry_factor=t.retry_factor)
     return t, c, per_step.total, t.step_s * t.retry_factor
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from trainplan.frozen import frozen
 
-from trainplan.enums import Fsdp, Offload, ZeroStage
+from trainplan.enums import Attention, Fsdp, GradCkpt, Method, Offload, Optimizer, ZeroStage
 from trainplan.specs import ModelSpec
 from trainplan.job.training import Layout
 
@@ -35,17 +35,17 @@ class Shape:
     nodes: int
     tp: int = 1
     pp: int = 1
-    zero: int = 0
-    fsdp: str = "none"
-    offload: str = "none"
+    zero: ZeroStage = ZeroStage.NONE
+    fsdp: Fsdp = Fsdp.NONE
+    offload: Offload = Offload.NONE
 
     @property
     def dp(self) -> int:
         return self.num_gpus // (self.tp * self.pp)
 
     def layout(self, gpu_id: str) -> Layout:
-        return Layout(gpu_id=gpu_id, num_gpus=self.num_gpus, nodes=self.nodes, zero=ZeroStage(self.zero),
-                      fsdp=Fsdp(self.fsdp), offload=Offload(self.offload), tp=self.tp, pp=self.pp)
+        return Layout(gpu_id=gpu_id, num_gpus=self.num_gpus, nodes=self.nodes, zero=self.zero, fsdp=self.fsdp,
+                      offload=self.offload, tp=self.tp, pp=self.pp)
 
     def engine(self) -> str:
         """'ZeRO-3 + CPU optimizer offload', 'FSDP full', 'DDP', 'TP 8 x PP 2 + ZeRO-1', ..."""
@@ -78,12 +78,12 @@ class Shape:
 
 @frozen
 class Knobs:
-    """The setup flags the planner varies (None: the framework profile's default)."""
+    """The setup knobs the planner varies."""
 
-    method: str
-    optimizer: str | None
-    grad_ckpt: str | None
-    attention: str | None
+    method: Method
+    optimizer: Optimizer
+    grad_ckpt: GradCkpt
+    attention: Attention
     batch_size: int
     grad_accum: int
 
@@ -116,17 +116,24 @@ def pp_choices(spec: ModelSpec, max_pp: int = MAX_PP) -> tuple[int, ...]:
     return tuple(p for p in range(1, min(max_pp, spec.num_layers) + 1) if spec.num_layers % p == 0)
 
 
-def shardings(num_gpus: int, nodes: int, tp: int, pp: int) -> tuple[tuple[int, str, str], ...]:
+_PLAIN = (ZeroStage.NONE, Fsdp.NONE, Offload.NONE)
+
+
+def _zero(stage: int, offload: Offload = Offload.NONE) -> tuple[ZeroStage, Fsdp, Offload]:
+    return ZeroStage(stage), Fsdp.NONE, offload
+
+
+def shardings(num_gpus: int, nodes: int, tp: int, pp: int) -> tuple[tuple[ZeroStage, Fsdp, Offload], ...]:
     """(zero stage, fsdp, offload) choices for one split; non-offloaded variants come first."""
     if tp * pp > 1:
         dp = num_gpus // (tp * pp)
-        return ((0, "none", "none"), (1, "none", "none")) if dp > 1 else ((0, "none", "none"),)
+        return (_PLAIN, _zero(1)) if dp > 1 else (_PLAIN,)
     if num_gpus == 1:
-        return ((0, "none", "none"), (2, "none", "optimizer"), (3, "none", "optimizer"))
-    out = [(0, "none", "none"), (1, "none", "none"), (2, "none", "none"), (3, "none", "none"), (0, "full", "none")]
+        return (_PLAIN, _zero(2, Offload.OPTIMIZER), _zero(3, Offload.OPTIMIZER))
+    out = [_PLAIN, _zero(1), _zero(2), _zero(3), (ZeroStage.NONE, Fsdp.FULL, Offload.NONE)]
     if nodes > 1:
-        out.append((0, "hybrid", "none"))
-    out += [(1, "none", "optimizer"), (2, "none", "optimizer"), (3, "none", "optimizer")]
+        out.append((ZeroStage.NONE, Fsdp.HYBRID, Offload.NONE))
+    out += [_zero(1, Offload.OPTIMIZER), _zero(2, Offload.OPTIMIZER), _zero(3, Offload.OPTIMIZER)]
     return tuple(out)
 
 

@@ -6,46 +6,39 @@ Conventions: memory is the device view (nvidia-smi) of one GPU holding the whole
 tries 1 GPU (no sharding), then 2, 4, ... GPUs (powers of two below a node, then whole nodes) with
 ZeRO-3 (FSDP full under --framework fsdp) at the same micro-batch, up to --max-gpus. Time and cost
 are those of that layout, the data-parallel global batch growing with the GPU count.
+
+`resolve_table` is the edge (catalog names, prices, files); `resource_table` computes the cells.
 """
 
 from __future__ import annotations
 
+import datetime
 import re
-from trainplan.frozen import frozen, replace
 from typing import Any
 
 from trainplan import catalog
-from trainplan.enums import Fsdp, Framework, Method, Precision, ZeroStage
+from trainplan.cost.bill import cost_of
+from trainplan.cost.prices import Pricing, resolve_pricing
+from trainplan.enums import Framework, Fsdp, Method, Precision, ZeroStage
 from trainplan.errors import TrainplanError
-from trainplan.job.options import Request, build_setup, build_workload, check_headroom, parse_enum
-from trainplan.memory import ParallelConfig
-from trainplan.memory.model import MemoryModel
+from trainplan.frozen import frozen, replace
+from trainplan.job.frameworks import profile
+from trainplan.job.job import check_headroom
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import (build_parallel, build_setup, build_timing, build_workload, parse_enum, price_choice,
+                                   resolve_model)
+from trainplan.job.training import Layout, TrainingSetup, Workload
+from trainplan.memory import MemoryModel, ParallelConfig, estimate_memory
+from trainplan.model.params import count_params
+from trainplan.planner.request import resolve_gpus
 from trainplan.planner.space import node_counts
 from trainplan.specs import GpuSpec, ModelSpec
-from trainplan.job.training import Layout, TrainingSetup
+from trainplan.timing.estimate import TimingOptions, estimate_time
 from trainplan.units import GB, gib
 
 DEFAULT_GPUS = ("a100-80gb", "h100", "rtx4090")
 DEFAULT_METHODS = ("full", "lora", "qlora")
 SIZE_TOLERANCE = 0.15      # --sizes 7b: catalog models named "...-7b" or with 7B +-15% parameters
-
-
-@frozen
-class TableRequest:
-    job: Request                              # the setup flags (its model is used when no models are given)
-    models: tuple[str, ...] = ()
-    sizes: tuple[str, ...] = ()
-    methods: tuple[str, ...] = DEFAULT_METHODS
-    precisions: tuple[str, ...] = ()          # () = the --precision flag or the framework's
-    gpus: tuple[str, ...] = DEFAULT_GPUS
-    max_gpus: int = 64
-    gpus_per_node: int = 8
-
-    def __post_init__(self) -> None:
-        for name in ("max_gpus", "gpus_per_node"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise TrainplanError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
 
 
 def _size_billions(token: str) -> float:
@@ -69,43 +62,113 @@ def models_of_size(token: str) -> list[str]:
     return close
 
 
-def table_models(tr: TableRequest) -> list[ModelSpec]:
-    names: list[str] = list(tr.models)
-    for token in tr.sizes:
+@frozen
+class CellSpec:
+    """One model x method x precision of the table, its setup built (None: the combination does not
+    exist, e.g. QLoRA in fp32, with the reason)."""
+
+    model: ModelSpec
+    method: str
+    precision: str
+    setup: TrainingSetup | None
+    reason: str = ""
+
+
+@frozen
+class TableRequest:
+    """The table, resolved: its cells' setups, the GPU types with their prices, and what every cell shares."""
+
+    cells: tuple[CellSpec, ...]
+    gpus: tuple[GpuSpec, ...]
+    pricings: tuple[Pricing | None, ...]      # per GPU type; None: no price known (no bill)
+    workload: Workload
+    timing: TimingOptions
+    parallel: ParallelConfig
+    headroom: float = 0.10
+    max_gpus: int = 64
+    gpus_per_node: int = 8
+
+    def __post_init__(self) -> None:
+        for name in ("max_gpus", "gpus_per_node"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise TrainplanError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        if len(self.pricings) != len(self.gpus):
+            raise TrainplanError("one pricing per GPU type")
+
+    @property
+    def dataset(self) -> bool:
+        return self.workload.samples is not None
+
+
+def table_models(models: tuple[str | ModelSpec, ...], sizes: tuple[str, ...],
+                 fallback: str | ModelSpec | None) -> list[ModelSpec]:
+    names: list[str | ModelSpec] = list(models)
+    for token in sizes:
         names += models_of_size(token)
     if not names:
-        if tr.job.model in (None, ""):
+        if fallback in (None, ""):
             raise TrainplanError("give --models, --sizes or --model")
-        return [tr.job.model if isinstance(tr.job.model, ModelSpec) else catalog.resolve_model(str(tr.job.model))]
+        return [resolve_model(fallback)]
     out: dict[str, ModelSpec] = {}
     for name in names:
-        spec = catalog.resolve_model(name)
+        spec = resolve_model(name)
         out.setdefault(spec.name, spec)
     return list(out.values())
 
 
-def table_gpus(names: tuple[str, ...]) -> list[GpuSpec]:
-    from trainplan.planner.plan import resolve_gpus
-
-    return resolve_gpus(names or DEFAULT_GPUS)
-
-
-def _precisions(tr: TableRequest) -> tuple[str, ...]:
-    if tr.precisions:
-        return tuple(str(parse_enum(Precision, p, "--precisions")) for p in tr.precisions)
-    if tr.job.precision:
-        return (str(parse_enum(Precision, tr.job.precision, "--precision")),)
-    from trainplan.job.frameworks import profile
-
-    return (str(profile(parse_enum(Framework, tr.job.framework, "--framework")).precision),)
+def _precisions(options: JobOptions, precisions: tuple[str, ...]) -> tuple[str, ...]:
+    if precisions:
+        return tuple(str(parse_enum(Precision, p, "--precisions")) for p in precisions)
+    if options.precision:
+        return (str(parse_enum(Precision, options.precision, "--precision")),)
+    return (str(profile(parse_enum(Framework, options.framework, "--framework")).precision),)
 
 
-def sharded_layout(req: Request, gpu: GpuSpec, num_gpus: int, gpus_per_node: int) -> Layout:
+def _pricing(gpu: GpuSpec, options: JobOptions, today: datetime.date) -> Pricing | None:
+    """The price a cell on `gpu` is billed at, None when the catalog has none and none was given
+    (unknown provider or currency names are still errors)."""
+    if options.price_per_gpu_hour is None and \
+            catalog.cheapest_price(gpu.id, options.provider, options.spot, options.currency) is None:
+        return None
+    return resolve_pricing(gpu.id, price_choice(options), today=today)
+
+
+def resolve_table(options: JobOptions, *, models: tuple[str | ModelSpec, ...] = (), sizes: tuple[str, ...] = (),
+                  methods: tuple[str, ...] = DEFAULT_METHODS, precisions: tuple[str, ...] = (),
+                  gpus: tuple[str | GpuSpec, ...] = DEFAULT_GPUS, max_gpus: int = 64, gpus_per_node: int = 8,
+                  today: datetime.date | None = None) -> TableRequest:
+    """The TableRequest of `options` (the setup flags every cell shares) and the table's axes."""
+    headroom = check_headroom(options.headroom)
+    today = today or datetime.date.today()
+    gpu_specs = tuple(resolve_gpus(tuple(gpus) or DEFAULT_GPUS))
+    method_names = tuple(str(parse_enum(Method, m, "--methods")) for m in methods)
+    cells = []
+    for spec in table_models(tuple(models), tuple(sizes), options.model):
+        for method in method_names:
+            for precision in _precisions(options, tuple(precisions)):
+                cell = replace(options, model=spec, method=method, precision=precision,
+                               num_gpus=1, nodes=1, zero=0, fsdp="none", offload="none", tp=1, pp=1, cp=1, ep=1)
+                try:
+                    setup = build_setup(cell, spec)
+                except TrainplanError as exc:
+                    cells.append(CellSpec(model=spec, method=method, precision=precision, setup=None,
+                                          reason=str(exc)))
+                    continue
+                cells.append(CellSpec(model=spec, method=method, precision=precision, setup=setup))
+    return TableRequest(cells=tuple(cells), gpus=gpu_specs,
+                        pricings=tuple(_pricing(g, options, today) for g in gpu_specs),
+                        workload=build_workload(options), timing=build_timing(options),
+                        parallel=build_parallel(options), headroom=headroom, max_gpus=max_gpus,
+                        gpus_per_node=gpus_per_node)
+
+
+def sharded_layout(setup: TrainingSetup, gpu: GpuSpec, num_gpus: int, gpus_per_node: int) -> Layout:
     """1 GPU: no sharding; more: ZeRO-3 (FSDP full under --framework fsdp), whole nodes above one node."""
     nodes = 1 if num_gpus <= gpus_per_node else num_gpus // gpus_per_node
     if num_gpus == 1:
         return Layout(gpu_id=gpu.id)
-    fsdp = str(req.framework).lower() == "fsdp"
+    fsdp = setup.framework is Framework.FSDP
     return Layout(gpu_id=gpu.id, num_gpus=num_gpus, nodes=nodes, zero=ZeroStage.NONE if fsdp else ZeroStage.PARAMETERS,
                   fsdp=Fsdp.FULL if fsdp else Fsdp.NONE)
 
@@ -127,78 +190,67 @@ class Cell:
         return f"{self.method} {self.precision}"
 
 
-def _per_gpu(tr: TableRequest, req: Request, setup: TrainingSetup, gpus: list[GpuSpec], fm: MemoryModel,
-             headroom: float, dataset: bool) -> list[dict[str, Any]]:
+@frozen
+class TableResult:
+    request: TableRequest
+    cells: tuple[Cell, ...]
+
+
+def _per_gpu(tr: TableRequest, setup: TrainingSetup, fm: MemoryModel) -> list[dict[str, Any]]:
     counts = node_counts(tr.max_gpus, tr.gpus_per_node)
     devices: dict[int, int] = {}
 
     def device(n: int) -> int:
         if n not in devices:
-            devices[n] = fm.device_bytes(setup, sharded_layout(req, gpus[0], n, tr.gpus_per_node))
+            devices[n] = fm.device_bytes(setup, sharded_layout(setup, tr.gpus[0], n, tr.gpus_per_node))
         return devices[n]
 
     out = []
-    for gpu in gpus:
-        usable = int(gpu.capacity_bytes * (1 - headroom))
+    for gpu, pricing in zip(tr.gpus, tr.pricings):
+        usable = int(gpu.capacity_bytes * (1 - tr.headroom))
         n_min = next((n for n in counts if device(n) <= usable), None)
         row: dict[str, Any] = {"gpu": gpu.id, "usable_bytes": usable, "min_gpus": n_min,
                                "layout": None, "memory_at_min_bytes": None, "time_s": None, "gpu_hours": None,
                                "cost": None, "currency": None}
         if n_min is not None:
-            lay = sharded_layout(req, gpu, n_min, tr.gpus_per_node)
+            lay = sharded_layout(setup, gpu, n_min, tr.gpus_per_node)
             row.update(layout="single GPU" if n_min == 1 else ("FSDP full" if lay.fsdp is Fsdp.FULL else "ZeRO-3"),
                        memory_at_min_bytes=device(n_min))
-            if dataset:
-                row.update(_time_and_cost(req, setup, lay, gpu))
+            if tr.dataset:
+                row.update(_time_and_cost(tr, setup, lay, gpu, pricing))
         out.append(row)
     return out
 
 
-def _time_and_cost(req: Request, setup: TrainingSetup, layout: Layout, gpu: GpuSpec) -> dict[str, Any]:
+def _time_and_cost(tr: TableRequest, setup: TrainingSetup, layout: Layout, gpu: GpuSpec,
+                   pricing: Pricing | None) -> dict[str, Any]:
     """Time with retries and the bill of the run on `layout` (the bill None without a price)."""
-    from trainplan.estimation import bridge as timing_bridge
-
-    priced = req.price_per_gpu_hour is not None or \
-        catalog.cheapest_price(gpu.id, req.provider, req.spot, req.currency) is not None
     try:
-        time, cost, _ = timing_bridge.time_and_cost(setup, layout, gpu, build_workload(req),
-                                                    req if priced else replace(req, price_per_gpu_hour=0.0))
+        time = estimate_time(setup, layout, gpu, tr.workload, tr.timing)
     except TrainplanError as exc:          # e.g. no dense peak FLOP/s for this GPU in the catalog
         return {"time_s": None, "gpu_hours": None, "cost": None, "currency": None, "note": str(exc)}
+    cost = None if pricing is None else cost_of(time, pricing)
     return {"time_s": time.total_with_retries_s, "gpu_hours": time.gpu_hours_with_retries,
-            "cost": cost.total if priced else None, "currency": cost.currency if priced else None}
+            "cost": None if cost is None else cost.total, "currency": None if cost is None else cost.currency}
 
 
-def resource_cells(tr: TableRequest) -> list[Cell]:
+def resource_table(tr: TableRequest) -> TableResult:
     """Every model x method x precision cell of the table."""
-    headroom = check_headroom(tr.job.headroom)
-    gpus = table_gpus(tr.gpus)
-    dataset = tr.job.samples is not None
-    fm = MemoryModel(parallel=ParallelConfig(sequence_parallel=tr.job.sequence_parallel, virtual_stages=tr.job.vpp,
-                                            uneven_pipeline=tr.job.uneven_pipeline))
-    methods = tuple(str(parse_enum(Method, m, "--methods")) for m in tr.methods)
+    fm = MemoryModel(parallel=tr.parallel)
     cells = []
-    for spec in table_models(tr):
-        for method in methods:
-            for precision in _precisions(tr):
-                req = replace(tr.job, model=spec, method=method, precision=precision,
-                              num_gpus=1, nodes=1, zero=0, fsdp="none", offload="none", tp=1, pp=1, cp=1, ep=1)
-                try:
-                    setup = build_setup(req, spec)
-                except TrainplanError as exc:
-                    cells.append(Cell(model=spec, method=method, precision=precision, setup=None, memory_bytes=None,
-                                      per_gpu=(), reason=str(exc)))
-                    continue
-                one = fm.device_bytes(setup, Layout(gpu_id=gpus[0].id))
-                cells.append(Cell(model=spec, method=method, precision=precision, setup=setup, memory_bytes=one,
-                                  per_gpu=tuple(_per_gpu(tr, req, setup, gpus, fm, headroom, dataset))))
-    return cells
+    for c in tr.cells:
+        if c.setup is None:
+            cells.append(Cell(model=c.model, method=c.method, precision=c.precision, setup=None, memory_bytes=None,
+                              per_gpu=(), reason=c.reason))
+            continue
+        one = fm.device_bytes(c.setup, Layout(gpu_id=tr.gpus[0].id))
+        cells.append(Cell(model=c.model, method=c.method, precision=c.precision, setup=c.setup, memory_bytes=one,
+                          per_gpu=tuple(_per_gpu(tr, c.setup, fm))))
+    return TableResult(request=tr, cells=tuple(cells))
 
 
-def long_rows(cells: list[Cell]) -> list[dict[str, Any]]:
+def long_rows(cells: tuple[Cell, ...]) -> list[dict[str, Any]]:
     """One record per cell and GPU type (csv/json): numbers in base units, GiB alongside."""
-    from trainplan.model.params import count_params
-
     rows = []
     for c in cells:
         base = {"model": c.model.name, "params": count_params(c.model).total, "method": c.method,
@@ -233,33 +285,31 @@ def _cell_text(c: Cell, max_gpus: int, dataset: bool) -> str:
     return f"{gib(c.memory_bytes):.1f} GiB; " + ", ".join(parts)
 
 
-def pivot_rows(cells: list[Cell], max_gpus: int, dataset: bool) -> tuple[list[dict[str, Any]], list[str]]:
+def pivot_rows(result: TableResult) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows = models, columns = method x precision (terminal, markdown, html, xlsx)."""
-    from trainplan.model.params import count_params
-
     columns = ["model", "params"]
     rows: dict[str, dict[str, Any]] = {}
-    for c in cells:
+    for c in result.cells:
         if c.column not in columns:
             columns.append(c.column)
         row = rows.setdefault(c.model.name, {"model": c.model.name,
                                              "params": f"{count_params(c.model).total / 1e9:.2f}B"})
-        row[c.column] = _cell_text(c, max_gpus, dataset)
+        row[c.column] = _cell_text(c, result.request.max_gpus, result.request.dataset)
     return list(rows.values()), columns
+
+
+def first_cell(tr: TableRequest) -> TableRequest:
+    """The request cut to its first cell (the tier view's one job)."""
+    return replace(tr, cells=tr.cells[:1])
 
 
 def tier_rows(tr: TableRequest) -> list[dict[str, Any]]:
     """The same job (first model x method x precision) on each GPU type, side by side."""
-    first = replace(tr, models=tr.models[:1] if tr.models else (), sizes=tr.sizes[:1],
-                    methods=tr.methods[:1], precisions=tr.precisions[:1])
-    cells = resource_cells(first)
-    cell = cells[0]
+    cell = resource_table(first_cell(tr)).cells[0]
     if cell.setup is None:
         raise TrainplanError(cell.reason)
-    gpus = {g.id: g for g in table_gpus(tr.gpus)}
     rows = []
-    for g in cell.per_gpu:
-        gpu = gpus[g["gpu"]]
+    for gpu, g in zip(tr.gpus, cell.per_gpu):
         bw = gpu.memory_bw_bytes_per_s
         peak = gpu.peak_flops("bf16") or gpu.peak_flops("fp16")
         rows.append({"gpu": gpu.id, "memory_gib": round(gib(gpu.capacity_bytes), 1),
@@ -274,8 +324,8 @@ def tier_rows(tr: TableRequest) -> list[dict[str, Any]]:
 
 
 def tier_title(tr: TableRequest) -> str:
-    spec = table_models(replace(tr, models=tr.models[:1], sizes=tr.sizes[:1]))[0]
-    return f"{spec.name}, {tr.methods[0]}, {_precisions(tr)[0]}: the same job on each GPU type"
+    c = tr.cells[0]
+    return f"{c.model.name}, {c.method}, {c.precision}: the same job on each GPU type"
 
 
 # --- pictures' data ----------------------------------------------------------------------------------
@@ -285,33 +335,33 @@ SEQ_POINTS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 
 def capacities(tr: TableRequest) -> list[tuple[str, int]]:
     """(GPU id, usable bytes) of the table's GPU types."""
-    headroom = check_headroom(tr.job.headroom)
-    return [(g.id, int(g.capacity_bytes * (1 - headroom))) for g in table_gpus(tr.gpus)]
+    return [(g.id, int(g.capacity_bytes * (1 - tr.headroom))) for g in tr.gpus]
 
 
-def breakdown_bars(tr: TableRequest, cells: list[Cell]) -> list[tuple[str, dict[str, int]]]:
+def breakdown_bars(result: TableResult) -> list[tuple[str, dict[str, int]]]:
     """Each cell's device-view memory on one GPU as its named parts (estimate_memory's breakdown at the
     peak, plus the allocator reserve, CUDA context and paged states)."""
-    from trainplan.memory import estimate_memory
-
-    gpu = table_gpus(tr.gpus)[0]
+    tr = result.request
+    gpu = tr.gpus[0]
+    model = MemoryModel(parallel=tr.parallel)
     bars = []
-    for c in cells:
+    for c in result.cells:
         if c.setup is None:
             continue
-        m = estimate_memory(c.setup, Layout(gpu_id=gpu.id), gpu, headroom=check_headroom(tr.job.headroom))
+        m = estimate_memory(c.setup, Layout(gpu_id=gpu.id), gpu, headroom=tr.headroom, model=model)
         parts = dict(m.components_bytes)
         parts.update({k: v for k, v in m.overhead_bytes.items() if v})
         bars.append((f"{c.model.name} {c.method} {c.precision}", parts))
     return bars
 
 
-def seq_series(tr: TableRequest, cells: list[Cell]) -> list[tuple[str, list[int], list[int | None]]]:
+def seq_series(result: TableResult) -> list[tuple[str, list[int], list[int | None]]]:
     """Device bytes on one GPU at SEQ_POINTS (up to each model's context length) for each cell."""
-    gpu = table_gpus(tr.gpus)[0]
-    fm = MemoryModel()
+    tr = result.request
+    gpu = tr.gpus[0]
+    fm = MemoryModel(parallel=tr.parallel)
     out = []
-    for c in cells:
+    for c in result.cells:
         if c.setup is None:
             continue
         top = c.model.max_position_embeddings or SEQ_POINTS[-1]

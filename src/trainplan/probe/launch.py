@@ -21,7 +21,7 @@ from typing import Any
 
 from trainplan.enums import Fsdp, Offload, Precision, ZeroStage
 from trainplan.errors import TrainplanError
-from trainplan.job.options import Request
+from trainplan.job.options import JobOptions
 from trainplan.probe.result import MEMORY_VIEWS, Measurement
 from trainplan.specs import ModelSpec
 from trainplan.job.training import Layout, TrainingSetup
@@ -132,7 +132,7 @@ def _deepspeed_bin() -> str:
     return str(beside) if beside.exists() else shutil.which("deepspeed") or "deepspeed"
 
 
-def request_fields(req: Request, workdir: Path) -> dict[str, Any]:
+def request_fields(req: JobOptions, workdir: Path) -> dict[str, Any]:
     """The request as JSON for the ranks; a ModelSpec travels as its config.json."""
     from trainplan.probe.run import request_json
 
@@ -147,7 +147,7 @@ def request_fields(req: Request, workdir: Path) -> dict[str, Any]:
     return fields
 
 
-def plan_launch(req: Request, setup: TrainingSetup, layout: Layout, *, device: str, steps: int,
+def plan_launch(req: JobOptions, setup: TrainingSetup, layout: Layout, *, device: str, steps: int,
                 launcher: str, workdir: str) -> LaunchPlan:
     check_layout(layout, device)
     if setup.precision is Precision.FP8:
@@ -173,11 +173,11 @@ def write_job(plan: LaunchPlan) -> None:
         (work / DS_CONFIG_FILE).write_text(json.dumps(plan.deepspeed_config, indent=2))
 
 
-def describe_launch(req: Request, *, device: str, steps: int, launcher: str,
+def describe_launch(req: JobOptions, *, device: str, steps: int, launcher: str,
                     workdir: str | None = None) -> dict[str, Any]:
     """--print-launch: the command and its files, written to `workdir` (a new temporary folder by
     default) so the printed command can be run as is; nothing is started."""
-    from trainplan.job.options import build_layout, build_setup, resolve_gpu
+    from trainplan.job.resolve import build_layout, build_setup, resolve_gpu
 
     if req.num_gpus <= 1:
         raise TrainplanError("--print-launch applies with --num-gpus > 1")
@@ -229,7 +229,7 @@ def _read_ranks(out_dir: Path, num_gpus: int, proc: subprocess.CompletedProcess,
     return sorted(ranks, key=lambda r: r["rank"])
 
 
-def run_distributed(req: Request, est, *, device: str, steps: int, launcher: str = "auto",
+def run_distributed(req: JobOptions, est, *, device: str, steps: int, launcher: str = "auto",
                     timeout_s: float | None = None) -> tuple[Measurement, list[str]]:
     """Launch the ranks, wait, and combine what they measured."""
     if device == "cuda":

@@ -1,5 +1,5 @@
 """Store a probe in the ledger of measured runs (issue 6) through the ledger's own capture API:
-`ledger.capture.record_from_request` (the request, the resolved setup, the estimate trainplan
+`ledger.capture.record_from_options` (the request, the resolved setup, the estimate trainplan
 makes for it at record time) and `ledger.capture.save` (an unreachable database spools the run,
 written on the next connection).
 
@@ -30,12 +30,12 @@ def measured_for_ledger(result: ProbeResult) -> dict[str, Any]:
 
 def run_record(result: ProbeResult):
     """The ledger's RunRecord of a probe (validated by the ledger: positive, sane numbers)."""
-    from trainplan.job.options import Request
-    from trainplan.ledger.capture import environment, record_from_request
+    from trainplan.job.options import JobOptions
+    from trainplan.ledger.capture import environment, record_from_options
 
     env = environment(**{k: v for k, v in result.environment.items() if not isinstance(v, dict)},
                       framework=f"hf ({SOURCE})", steps=result.steps, num_gpus=result.num_gpus)
-    return record_from_request(Request(**result.request), measured_for_ledger(result), source=SOURCE,
+    return record_from_options(JobOptions(**result.request), measured_for_ledger(result), source=SOURCE,
                                notes="; ".join(result.notes), env=env)
 
 

@@ -114,7 +114,7 @@ class ProbeResult:
     steps: int
     num_gpus: int = 1
     notes: tuple[str, ...] = ()
-    request: dict[str, Any] = field(default_factory=dict)   # what was asked (Request fields)
+    request: dict[str, Any] = field(default_factory=dict)   # what was asked (JobOptions fields)
     recorded: str | None = None       # the ledger's fingerprint of the stored run, or None
 
     @property

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from trainplan.enums import Method, Precision
 from trainplan.errors import TrainplanError
-from trainplan.job.options import Request
+from trainplan.job.options import JobOptions
 from trainplan.probe.result import Measurement, Predicted, ProbeResult
 from trainplan.job.training import TrainingSetup
 
@@ -188,7 +188,7 @@ def measure_local(setup: TrainingSetup, *, device: str, steps: int, index: int =
     return measurement, notes
 
 
-def _resolve_gpu(req: Request, device: str, notes: list[str]) -> Request:
+def _resolve_gpu(req: JobOptions, device: str, notes: list[str]) -> JobOptions:
     """The estimate is made for the local GPU unless --gpu names one."""
     if req.gpu is not None:
         return req
@@ -216,18 +216,19 @@ def _torch_or_error() -> None:
         raise TrainplanError(f"probe needs the 'trace' extra (pip install 'trainplan[trace]'): {exc}") from None
 
 
-def probe(req: Request, *, device: str = "cuda", steps: int = 3, launcher: str = "auto") -> ProbeResult:
+def probe(req: JobOptions, *, device: str = "cuda", steps: int = 3, launcher: str = "auto") -> ProbeResult:
     """Estimate `req`, then run it for `steps` steps on this machine and measure it."""
     check_request(device=device, steps=steps)
     _torch_or_error()
-    from trainplan.estimation.result import run as estimate
+    from trainplan.estimation import estimate
+    from trainplan.job.resolve import resolve_job
     from trainplan.probe.measure import environment, require_cuda
 
     if device == "cuda":
         require_cuda()
     notes: list[str] = []
     req = _resolve_gpu(req, device, notes)
-    est = estimate(req)
+    est = estimate(resolve_job(req))
     setup = est.setup
     check_supported(setup, device)
     predicted = Predicted.from_estimate(est)
@@ -248,8 +249,8 @@ def probe(req: Request, *, device: str = "cuda", steps: int = 3, launcher: str =
                        steps=steps, num_gpus=est.layout.num_gpus, notes=tuple(notes), request=request_json(req))
 
 
-def request_json(req: Request) -> dict[str, Any]:
-    """The Request as JSON: a ModelSpec by its name, a GpuSpec by its id."""
+def request_json(req: JobOptions) -> dict[str, Any]:
+    """The JobOptions as JSON: a ModelSpec by its name, a GpuSpec by its id."""
     from trainplan.frozen import asdict
 
     from trainplan.specs import GpuSpec, ModelSpec

@@ -79,11 +79,12 @@ def _init_distributed(device: str, strategy: str, index: int) -> None:
 
 
 def run_rank(job: dict[str, Any], rank: int, index: int) -> dict[str, Any]:
-    from trainplan.job.options import Request, build_setup
+    from trainplan.job.options import JobOptions
+    from trainplan.job.resolve import build_setup
     from trainplan.probe import run
 
     device, strategy, steps = job["device"], job["strategy"], job["steps"]
-    setup = build_setup(Request(**job["request"]))
+    setup = build_setup(JobOptions(**job["request"]))
     notes: list[str] = []
     meter = run.new_meter(device, index)
     _init_distributed(device, strategy, index)

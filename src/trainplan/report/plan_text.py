@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainplan.planner.plan import PlanResult
+from trainplan.planner.result import PlanResult
 from trainplan.planner.fit import FitResult, Limit
 from trainplan.report.tables import render_table
 from trainplan.units import fmt_duration, gib
@@ -13,14 +13,14 @@ def _when(seconds: float) -> str:
 
 
 def render_plan(result: PlanResult) -> str:
-    pr, job = result.request, result.request.job
+    pr = result.request
+    setup, w = pr.job.setup, pr.job.workload
     o = result.outcome
     lines = []
-    model = getattr(job.model, "name", job.model)
-    data = (f"{job.samples:,} samples x {job.tokens_per_sample or job.seq_len:,} tokens x {job.epochs:g} epoch(s)"
-            if job.samples else "no --samples: cost and time of one optimizer step")
-    lines.append(f"{model}: seq {job.seq_len:,}, global batch {pr.global_batch}, {data}")
-    per = "the run" if job.samples else "one step"
+    data = (f"{w.samples:,} samples x {w.tokens_per_sample or setup.seq_len:,} tokens x {w.epochs:g} epoch(s)"
+            if w.samples else "no --samples: cost and time of one optimizer step")
+    lines.append(f"{setup.model.name}: seq {setup.seq_len:,}, global batch {pr.global_batch}, {data}")
+    per = "the run" if w.samples else "one step"
     lines.append(f"ranked by {'cost' if pr.sort == 'cost' else 'time'} of {per} ({result.currency}); "
                  "* = on the Pareto front of cost against time")
     lines.append("")

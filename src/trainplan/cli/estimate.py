@@ -1,0 +1,80 @@
+"""`trainplan estimate`, `trace`, and the catalogs (`models`, `gpus`, `prices`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from trainplan.catalog import gpu_rows, model_rows, price_rows
+from trainplan.cli.common import print_json
+from trainplan.cli.flags import add_setup_flags, options_from_args
+from trainplan.errors import TrainplanError
+from trainplan.estimation import estimate
+from trainplan.job.resolve import build_setup, resolve_job
+from trainplan.report import estimate_text
+from trainplan.report.tables import render_table
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    est = estimate(resolve_job(options_from_args(args)))
+    if args.json:
+        print_json(est.to_dict())
+    else:
+        print(estimate_text.render(est))
+    return 0
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    try:   # torch and transformers: the 'trace' extra, loaded only here
+        from trainplan.trace import run_trace
+    except ImportError as exc:
+        raise TrainplanError(f"trace needs the 'trace' extra (pip install 'trainplan[trace]'): {exc}") from None
+
+    setup = build_setup(options_from_args(args))
+    result = run_trace(setup, plot_path=args.plot)
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        from trainplan.report.trace_text import render
+
+        print(render(setup, result))
+    return 0
+
+
+def _listing(rows: list[dict], args: argparse.Namespace) -> int:
+    if args.json:
+        print_json(rows)
+    else:
+        print(render_table(rows))
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    return _listing(model_rows(args.filter), args)
+
+
+def cmd_gpus(args: argparse.Namespace) -> int:
+    return _listing(gpu_rows(args.filter), args)
+
+
+def cmd_prices(args: argparse.Namespace) -> int:
+    spot = True if args.spot else None
+    return _listing(price_rows(gpu=args.gpu, provider=args.provider, currency=args.currency, spot=spot), args)
+
+
+def add(sub, name: str, helptext: str) -> None:
+    p = sub.add_parser(name, help=helptext)
+    if name in ("estimate", "trace"):
+        add_setup_flags(p)
+        if name == "trace":
+            p.add_argument("--plot", help="write the memory timeline to PNG or SVG")
+        p.set_defaults(func=cmd_estimate if name == "estimate" else cmd_trace)
+    elif name in ("models", "gpus"):
+        p.add_argument("filter", nargs="?", help="substring to match")
+        p.set_defaults(func=cmd_models if name == "models" else cmd_gpus)
+    else:
+        p.add_argument("--gpu")
+        p.add_argument("--provider")
+        p.add_argument("--currency")
+        p.add_argument("--spot", action="store_true")
+        p.set_defaults(func=cmd_prices)
+    p.add_argument("--json", action="store_true")

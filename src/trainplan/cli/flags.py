@@ -1,0 +1,77 @@
+"""The setup flags every command that takes a job shares, and their translation into JobOptions.
+No formulas and nothing looked up here: job/resolve.py does that."""
+
+from __future__ import annotations
+
+import argparse
+
+from trainplan.job.options import OPTION_NAMES, JobOptions
+
+
+def add_setup_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("what to train")
+    g.add_argument("--model", required=True, help="catalog name, HF id, or path to config.json / its folder")
+    g.add_argument("--method", default="full", help="full | lora | qlora | freeze")
+    g.add_argument("--precision", help="bf16 | fp16 | fp32 | bf16-pure | fp16-pure | fp8 (default: framework's)")
+    g.add_argument("--optimizer", help="adamw | adamw-fused | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion")
+    g.add_argument("--lora-rank", type=int, default=16)
+    g.add_argument("--lora-alpha", type=float)
+    g.add_argument("--lora-dropout", type=float, default=0.05)
+    g.add_argument("--lora-targets", help="comma-separated module names, or all-linear (default: peft's)")
+    g.add_argument("--dora", action="store_true")
+    g.add_argument("--quant", help="nf4 | fp4 | int8 (qlora)")
+    g.add_argument("--double-quant", action="store_true")
+    g.add_argument("--freeze-layers", type=int, default=2, help="method freeze: train the last N layers")
+    g.add_argument("--batch-size", type=int, default=1, help="micro-batch per GPU")
+    g.add_argument("--grad-accum", type=int, default=1)
+    g.add_argument("--seq-len", type=int, default=2048)
+    g.add_argument("--grad-ckpt", help="none | full | selective (default: framework's)")
+    g.add_argument("--attention", help="flash | sdpa | eager")
+    g.add_argument("--framework", default="hf",
+                   help="hf | deepspeed | fsdp | megatron | litgpt | torchtune | llamafactory | swift | unsloth | axolotl")
+    g.add_argument("--optimizer-in-backward", action=argparse.BooleanOptionalAction, default=None)
+    g.add_argument("--loss", help="full | chunked | fused")
+    g.add_argument("--activation-offload", action=argparse.BooleanOptionalAction, default=None)
+    g.add_argument("--liger", action=argparse.BooleanOptionalAction, default=None,
+                   help="fused RMSNorm/SwiGLU kernels (Liger/Unsloth)")
+    g.add_argument("--load-fp32", action=argparse.BooleanOptionalAction, default=None,
+                   help="frozen weights loaded in fp32 under mixed precision")
+    h = p.add_argument_group("where it runs")
+    h.add_argument("--gpu", default="a100-80gb")
+    h.add_argument("--num-gpus", type=int, default=1)
+    h.add_argument("--nodes", type=int, default=1)
+    h.add_argument("--zero", default="0", help="DeepSpeed ZeRO stage 0-3")
+    h.add_argument("--fsdp", default="none", help="none | full | hybrid")
+    h.add_argument("--offload", default="none", help="none | optimizer | params | all")
+    for key in ("tp", "pp", "cp", "ep"):
+        h.add_argument(f"--{key}", type=int, default=1)
+    h.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=True,
+                   help="Megatron sequence parallelism with --tp > 1 (default on)")
+    h.add_argument("--vpp", type=int, default=1, help="virtual pipeline stages (interleaved 1F1B)")
+    h.add_argument("--uneven-pipeline", action="store_true", help="allow layers not divisible by --pp")
+    h.add_argument("--headroom", type=float, default=0.10, help="safety margin as a fraction (default 0.10)")
+    w = p.add_argument_group("data, time and money")
+    w.add_argument("--samples", type=int)
+    w.add_argument("--tokens-per-sample", type=int)
+    w.add_argument("--epochs", type=float, default=1.0)
+    w.add_argument("--packing", action="store_true")
+    w.add_argument("--retry-factor", type=float, default=1.0)
+    w.add_argument("--provider")
+    w.add_argument("--price-per-gpu-hour", type=float)
+    w.add_argument("--currency")
+    w.add_argument("--spot", action="store_true")
+    w.add_argument("--interconnect", help="inter-node network: ib-ndr, ib-hdr, roce-200, efa-3200, ethernet-100, ...")
+    w.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="torch.compile: fused kernels (time), fused norm/SwiGLU saves and a compiled loss (memory)")
+    w.add_argument("--efficiency", type=float, help="override the matmul efficiency (fraction of peak)")
+    w.add_argument("--eval-fraction", type=float, default=0.0, help="evaluation tokens / training tokens")
+    w.add_argument("--checkpoint-saves", type=int, default=0)
+    w.add_argument("--disk-gb-per-s", type=float, default=1.0, help="checkpoint write bandwidth (GB/s)")
+    w.add_argument("--lengths-file", help="sample lengths in tokens: one per line, or a JSON list")
+    w.add_argument("--calibration", action=argparse.BooleanOptionalAction, default=True,
+                   help="apply the calibration `trainplan calibrate` fitted (--no-calibration: the raw model)")
+
+
+def options_from_args(args: argparse.Namespace) -> JobOptions:
+    """The JobOptions of the parsed flags (the setup flags a command has; the rest keep their defaults)."""
+    return JobOptions(**{k: getattr(args, k) for k in OPTION_NAMES if hasattr(args, k)})

@@ -1,0 +1,212 @@
+"""What `trainplan plan` is asked, resolved: the job, one setup per method searched, the knobs the
+planner may choose, the GPU types it may rent with their prices, and the constraints.
+
+`resolve_plan` is the planner's edge: it reads the catalogs (models, GPUs, prices) and the date;
+`planner.plan.plan` then searches without looking anything up.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+
+from trainplan import catalog
+from trainplan.cost.bill import billable_gpus
+from trainplan.cost.prices import DEFAULT_CURRENCY, Pricing, choose_offer, given_pricing, offer_pricing
+from trainplan.enums import Attention, Framework, GradCkpt, Method, Optimizer
+from trainplan.errors import TrainplanError
+from trainplan.frozen import field, frozen, replace
+from trainplan.job.frameworks import profile
+from trainplan.job.job import Job, check_headroom
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import build_setup, parse_enum, resolve_job
+from trainplan.job.training import TrainingSetup
+from trainplan.specs import GpuSpec, PriceOffer
+
+DEFAULT_GLOBAL_BATCH = 32     # sequences per optimizer step when --global-batch is not given
+DEFAULT_MAX_GPUS = 64
+SORTS = ("cost", "time")
+# flash and sdpa keep the same tensors and run the same causal FLOPs in trainplan's model (memory/
+# activations, flops.kernel_convention; tests/test_planner.py holds them equal), and sdpa falls back to
+# eager attention where transformers has no SDPA path (Gemma-2): flash is never worse, so it is the
+# one searched unless --attention says otherwise.
+DEFAULT_ATTENTIONS = (Attention.FLASH,)
+DEFAULT_GRAD_CKPTS = (GradCkpt.NONE, GradCkpt.FULL)
+
+
+@frozen
+class Rentable:
+    """A GPU type the planner may use, with its usable memory and its price."""
+
+    gpu: GpuSpec
+    usable_bytes: int
+    pricing: Pricing
+
+    @property
+    def price_per_gpu_hour(self) -> float:
+        return self.pricing.price_per_gpu_hour
+
+    @property
+    def currency(self) -> str:
+        return self.pricing.currency
+
+    @property
+    def offer(self) -> PriceOffer | None:
+        return self.pricing.offer
+
+    def billable(self, num_gpus: int) -> int:
+        return billable_gpus(num_gpus, self.pricing.gpus_per_instance)
+
+
+@frozen
+class Rejection:
+    gpu: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"gpu": self.gpu, "reason": self.reason}
+
+
+@frozen
+class MethodSearch:
+    """One method the planner searches: its setup (the planner varies its knobs) and the optimizers allowed."""
+
+    setup: TrainingSetup
+    optimizers: tuple[Optimizer, ...]
+
+    @property
+    def method(self) -> Method:
+        return self.setup.method
+
+
+@frozen
+class PlanRequest:
+    """The plan's job (its layout and GPU are the planner's to choose), what it may vary, where it may
+    run, and the constraints every plan keeps."""
+
+    job: Job
+    methods: tuple[MethodSearch, ...]
+    grad_ckpts: tuple[GradCkpt, ...]
+    attentions: tuple[Attention, ...]
+    rentables: tuple[Rentable, ...]
+    rejected: tuple[Rejection, ...] = ()     # GPU types without a usable price
+    currency: str = DEFAULT_CURRENCY
+    max_gpus: int = DEFAULT_MAX_GPUS
+    gpus_per_node: int = 8
+    global_batch: int = DEFAULT_GLOBAL_BATCH
+    budget: float | None = None
+    deadline_hours: float | None = None
+    sort: str = "cost"
+    top: int = 10
+    today: datetime.date = field(default_factory=datetime.date.today)   # dates the offers' staleness
+
+    def __post_init__(self) -> None:
+        for name in ("max_gpus", "gpus_per_node", "global_batch", "top"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise TrainplanError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        for name, flag in (("budget", "--budget"), ("deadline_hours", "--deadline")):
+            value = getattr(self, name)
+            if value is not None and (not math.isfinite(value) or value <= 0):
+                raise TrainplanError(f"{flag} must be a positive number, got {value!r}")
+        if self.sort not in SORTS:
+            raise TrainplanError(f"--sort must be one of {', '.join(SORTS)}, got {self.sort!r}")
+        if not self.methods:
+            raise TrainplanError("the plan needs at least one method")
+
+    def search_for(self, method: Method) -> MethodSearch:
+        return next(m for m in self.methods if m.method is method)
+
+
+def resolve_gpus(names: tuple[str | GpuSpec, ...] | None) -> list[GpuSpec]:
+    """Catalog GPUs by id or alias, or GpuSpecs as given (None or 'all': every GPU), without duplicates."""
+    if not names or any(isinstance(n, str) and n.strip().lower() == "all" for n in names):
+        return list(catalog.load_gpus().values())
+    out: dict[str, GpuSpec] = {}
+    for name in names:
+        gpu = name if isinstance(name, GpuSpec) else catalog.resolve_gpu(name)
+        out.setdefault(gpu.id, gpu)
+    return list(out.values())
+
+
+def _optimizers(options: JobOptions, method: Method) -> tuple[Optimizer, ...]:
+    """The framework's optimizer, and 8-bit AdamW as a variant for full and freeze (not for adapters,
+    whose optimizer state is small)."""
+    if options.optimizer:
+        return (parse_enum(Optimizer, options.optimizer, "--optimizer"),)
+    default = profile(parse_enum(Framework, options.framework, "--framework")).optimizer
+    if method in (Method.FULL, Method.FREEZE) and default in (Optimizer.ADAMW, Optimizer.ADAMW_FUSED):
+        return (default, Optimizer.ADAMW_8BIT)
+    return (default,)
+
+
+def _list_pricing(gpu: GpuSpec, options: JobOptions, prices: tuple[PriceOffer, ...]) -> Pricing:
+    """The cheapest offer for `gpu` in a price list (on-demand or spot as asked, provider and currency
+    when given); TrainplanError when there is none."""
+    mine = [o for o in prices if o.gpu_id == gpu.id and o.is_spot == options.spot
+            and (not options.provider or o.provider == options.provider)
+            and (not options.currency or o.currency == options.currency.upper())]
+    if not mine:
+        raise TrainplanError(f"no price for {gpu.id}")
+    return offer_pricing(min(mine, key=lambda o: (o.currency != DEFAULT_CURRENCY, o.price_per_gpu_hour)))
+
+
+def _rentables(options: JobOptions, gpus: list[GpuSpec], headroom: float, prices: tuple[PriceOffer, ...] | None,
+               today: datetime.date) -> tuple[list[Rentable], list[Rejection], str]:
+    """Each GPU with its usable memory and price; GPUs without a price in the plan's currency are rejected."""
+    rejected: list[Rejection] = []
+    out: list[Rentable] = []
+    currency = (options.currency or DEFAULT_CURRENCY).upper()
+    if options.price_per_gpu_hour is None and options.provider and prices is None:
+        catalog.resolve_provider(options.provider)
+    for gpu in gpus:
+        usable = int(gpu.capacity_bytes * (1 - headroom))
+        if options.price_per_gpu_hour is not None:
+            pricing = given_pricing(options.price_per_gpu_hour, options.currency, provider=options.provider)
+            out.append(Rentable(gpu=gpu, usable_bytes=usable, pricing=pricing))
+            continue
+        try:
+            if prices is None:
+                offer, notes = choose_offer(gpu.id, provider=options.provider, spot=options.spot,
+                                            currency=options.currency, today=today)
+                pricing = offer_pricing(offer, tuple(notes), from_catalog=True)
+            else:
+                pricing = _list_pricing(gpu, options, prices)
+        except TrainplanError:
+            kind = "spot" if options.spot else "on-demand"
+            where = f" at {options.provider}" if options.provider else ""
+            rejected.append(Rejection(gpu=gpu.id, reason=f"no {kind} {currency} price{where} in the catalog "
+                                                          "(give --price-per-gpu-hour to plan with it)"))
+            continue
+        if pricing.currency != currency:
+            rejected.append(Rejection(gpu=gpu.id, reason=f"priced only in {pricing.currency} in the catalog "
+                                                          f"(--currency {pricing.currency} plans in {pricing.currency})"))
+            continue
+        out.append(Rentable(gpu=gpu, usable_bytes=usable, pricing=pricing))
+    return out, rejected, currency
+
+
+def resolve_plan(options: JobOptions, *, methods: tuple[str, ...] = (), gpus: tuple[str | GpuSpec, ...] | None = None,
+                 prices: tuple[PriceOffer, ...] | None = None, max_gpus: int = DEFAULT_MAX_GPUS,
+                 gpus_per_node: int = 8, global_batch: int = DEFAULT_GLOBAL_BATCH, budget: float | None = None,
+                 deadline_hours: float | None = None, sort: str = "cost", top: int = 10,
+                 today: datetime.date | None = None) -> PlanRequest:
+    """The PlanRequest of `options` (the job's flags) and the planner's constraints. A knob the
+    options leave unsaid (optimizer, checkpointing, attention) is the planner's to choose; one they
+    give is fixed."""
+    today = today or datetime.date.today()
+    headroom = check_headroom(options.headroom)
+    chosen = tuple(parse_enum(Method, m, "--methods") for m in (methods or (options.method,)))
+    job = resolve_job(replace(options, method=str(chosen[0])), today=today, calibration=None, priced=False)
+    searches = []
+    for method in dict.fromkeys(chosen):
+        setup = job.setup if method is chosen[0] else build_setup(replace(options, method=str(method)), job.setup.model)
+        searches.append(MethodSearch(setup=setup, optimizers=_optimizers(options, method)))
+    ckpts = (parse_enum(GradCkpt, options.grad_ckpt, "--grad-ckpt"),) if options.grad_ckpt else DEFAULT_GRAD_CKPTS
+    attentions = (parse_enum(Attention, options.attention, "--attention"),) if options.attention \
+        else DEFAULT_ATTENTIONS
+    rentables, rejected, currency = _rentables(options, resolve_gpus(gpus), headroom, prices, today)
+    return PlanRequest(job=job, methods=tuple(searches), grad_ckpts=ckpts, attentions=attentions,
+                       rentables=tuple(rentables), rejected=tuple(rejected), currency=currency, max_gpus=max_gpus,
+                       gpus_per_node=gpus_per_node, global_batch=global_batch, budget=budget,
+                       deadline_hours=deadline_hours, sort=sort, top=top, today=today)

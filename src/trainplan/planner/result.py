@@ -1,0 +1,90 @@
+"""What `trainplan plan` answers: the ranked plans, each as a Job with its estimate, the Pareto front
+of cost against time, and the GPU types that cannot carry the job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainplan.estimation.result import Estimate
+from trainplan.frozen import frozen, replace
+from trainplan.job.job import Job
+from trainplan.planner.request import PlanRequest, Rejection
+from trainplan.planner.search import Found, Outcome
+from trainplan.report.flags import job_flags
+
+
+def plan_job(pr: PlanRequest, found: Found) -> Job:
+    """The Job of one plan: the request's job on the plan's GPU, layout, knobs and price."""
+    r = found.rentable
+    return replace(pr.job, setup=found.setup, layout=found.shape.layout(r.gpu.id), gpu=r.gpu, pricing=r.pricing)
+
+
+@frozen
+class Plan:
+    """One ranked plan: what it sets, its Job and estimate, and the flags that reproduce it."""
+
+    rank: int
+    found: Found
+    job: Job
+    flags: str
+    pareto: bool
+    estimate: Estimate | None = None     # estimation.estimate(job) (plan(..., details=True))
+
+    @property
+    def sets(self) -> dict[str, Any]:
+        s, k = self.found.shape, self.found.knobs
+        setup = self.found.setup
+        return {"gpu": self.found.rentable.gpu.id, "num_gpus": s.num_gpus, "nodes": s.nodes,
+                "engine": s.engine(), "tp": s.tp, "pp": s.pp, "zero": int(s.zero), "fsdp": str(s.fsdp),
+                "offload": str(s.offload), "method": str(k.method), "optimizer": str(setup.optimizer),
+                "grad_ckpt": str(setup.grad_ckpt), "attention": str(setup.attention), "batch_size": k.batch_size,
+                "grad_accum": k.grad_accum}
+
+    def to_dict(self) -> dict[str, Any]:
+        f, est = self.found, self.estimate
+        out: dict[str, Any] = {"rank": self.rank, "sets": self.sets}
+        if est is not None:
+            out.update({"setup": est.setup_dict(), "memory": est.memory.to_dict(), "time": est.time.to_dict(),
+                        "cost": None if est.cost is None else est.cost.to_dict()})
+        else:
+            usable = f.rentable.usable_bytes
+            out.update({"memory": {"device_bytes": f.device_bytes, "usable_bytes": usable, "fits": True,
+                                   "gpu_capacity_bytes": f.rentable.gpu.capacity_bytes},
+                        "time": f.time.to_dict(), "cost": f.cost.to_dict()})
+        out.update({"ranking": {"cost": f.cost_value, "time_s": f.time_s}, "pareto": self.pareto,
+                    "flags": self.flags})
+        return out
+
+
+@frozen
+class PlanResult:
+    request: PlanRequest
+    plans: tuple[Plan, ...]
+    found: tuple[Found, ...]              # every plan evaluated exactly (the top k and the front among them)
+    pareto: tuple[bool, ...]              # per `found`
+    rejected: tuple[Rejection, ...]
+    outcome: Outcome
+    currency: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def searched(self) -> int:
+        return self.outcome.candidates
+
+    def front(self) -> list[Found]:
+        return sorted((f for f, on in zip(self.found, self.pareto) if on), key=lambda f: (f.cost_value, f.time_s))
+
+    def to_dict(self) -> dict[str, Any]:
+        o = self.outcome
+        return {"plans": [p.to_dict() for p in self.plans],
+                "rejected": [r.to_dict() for r in self.rejected],
+                "searched": o.candidates,
+                "pareto_front": [{"gpu": f.rentable.gpu.id, "num_gpus": f.shape.num_gpus, "engine": f.shape.engine(),
+                                  "cost": f.cost_value, "time_s": f.time_s, "currency": self.currency,
+                                  "flags": job_flags(plan_job(self.request, f))}
+                                 for f in self.front()],
+                "sort": self.request.sort, "currency": self.currency,
+                "ranked_by": "cost of the run" if self.request.job.workload.samples else "cost of one optimizer step",
+                "stats": {"groups": o.groups, "groups_visited": o.visited, "memory_checks": o.memory_checks,
+                          "timed": o.timed, "plans_found": len(self.found), "search_s": o.elapsed_s},
+                "notes": list(self.notes)}
