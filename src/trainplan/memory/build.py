@@ -42,21 +42,26 @@ def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
     dropout = setup.lora.dropout if setup.lora else 0.0
     embed_grad = embedding_output_requires_grad(setup)
     lora_from = 0 if names else spec.num_layers      # LoRA adapts every decoder layer
+    made: dict[tuple[bool, bool], LayerContext] = {}    # layers differ only in these two flags
     out = []
     for i in range(spec.num_layers):
         trained = setup.method is Method.FULL or (setup.method is Method.FREEZE and i >= first)
         below = i > first if setup.method is Method.FREEZE else i > lora_from   # a trainable layer below
-        out.append(LayerContext(
-            tokens=setup.tokens_per_micro_batch, batch=setup.batch_size, seq=setup.seq_len,
-            residual_bytes=regime.residual_bytes, compute_bytes=regime.compute_bytes,
-            autocast=regime.autocast, attention=setup.attention, weights_trained=trained,
-            lora_names=names, lora_rank=rank, lora_dropout=dropout,
-            input_requires_grad=embed_grad or below,
-            trained_weight_bytes=regime.trainable_weight_bytes,
-            frozen_weight_bytes=regime.frozen_weight_bytes, adapter_bytes=regime.adapter_bytes,
-            liger=setup.impl.liger_kernels, compiled=setup.impl.compiled,
-            quant_saves_input=setup.method is Method.QLORA and setup.framework is not Framework.TORCHTUNE,
-            fused_qkv=setup.impl.fused_qkv))
+        flags = (trained, embed_grad or below)
+        ctx = made.get(flags)
+        if ctx is None:
+            ctx = made[flags] = LayerContext(
+                tokens=setup.tokens_per_micro_batch, batch=setup.batch_size, seq=setup.seq_len,
+                residual_bytes=regime.residual_bytes, compute_bytes=regime.compute_bytes,
+                autocast=regime.autocast, attention=setup.attention, weights_trained=trained,
+                lora_names=names, lora_rank=rank, lora_dropout=dropout,
+                input_requires_grad=flags[1],
+                trained_weight_bytes=regime.trainable_weight_bytes,
+                frozen_weight_bytes=regime.frozen_weight_bytes, adapter_bytes=regime.adapter_bytes,
+                liger=setup.impl.liger_kernels, compiled=setup.impl.compiled,
+                quant_saves_input=setup.method is Method.QLORA and setup.framework is not Framework.TORCHTUNE,
+                fused_qkv=setup.impl.fused_qkv)
+        out.append(ctx)
     return out
 
 
@@ -64,11 +69,12 @@ def _layer_grad_bytes(setup: TrainingSetup, regime: Regime, state: ModelState) -
     spec = setup.model
     st = structure(spec)
     n = spec.num_layers
+    per_kind = [layer.params * regime.grad_bytes for layer, _ in st.layers]
     if setup.method is Method.FULL:
-        return [st.layer(i).params * regime.grad_bytes for i in range(n)]
+        return [per_kind[k] for k in st.layer_kinds_in_order]
     if setup.method is Method.FREEZE:
         first = first_trained_layer(setup)
-        return [st.layer(i).params * regime.grad_bytes if i >= first else 0 for i in range(n)]
+        return [per_kind[k] if i >= first else 0 for i, k in enumerate(st.layer_kinds_in_order)]
     per_layer = state.gradients // n
     return [per_layer] * n
 
@@ -77,15 +83,19 @@ def _layers(spec, st, contexts: list[LayerContext], cache: dict | None) -> tuple
     """Each decoder layer's saved tensors, computed once per (layer kind, context): a uniform model's
     layers share one inventory; `cache` carries them across the setups of one MemoryModel."""
     cache = {} if cache is None else cache
+    here: dict[tuple[int, int], LayerActivations] = {}     # this call: contexts are shared objects
     out = []
     for i, ctx in enumerate(contexts):
         kind = st.layer_kinds_in_order[i]
-        key = (id(spec), kind, ctx)
-        hit = cache.get(key)
-        if hit is None or hit[0] is not spec:
-            hit = (spec, layer_activations(spec, st.layer(i), ctx))
-            cache[key] = hit
-        out.append(hit[1])
+        layer = here.get((kind, id(ctx)))
+        if layer is None:
+            key = (id(spec), kind, ctx)
+            hit = cache.get(key)
+            if hit is None or hit[0] is not spec:
+                hit = (spec, layer_activations(spec, st.layer(i), ctx))
+                cache[key] = hit
+            layer = here[(kind, id(ctx))] = hit[1]
+        out.append(layer)
     return tuple(out)
 
 

@@ -202,41 +202,63 @@ def _small_tensors(layer: LayerSpec, tp: int, ep: int, threshold: int) -> int:
     return small
 
 
+@frozen
+class _KindOnGpu:
+    """One decoder-layer kind on one GPU (after the TP and EP splits): the sums gpu_params adds per layer."""
+
+    params: int
+    weights: int                 # linear weights (what QLoRA quantizes)
+    largest_tensor: int
+    small: int
+    expert_params: int
+    adapters: int                # LoRA parameters of the adapted linears
+
+
+def _kind_on_gpu(layer: LayerSpec, tp: int, ep: int, small_threshold: int, lora_names: frozenset[str],
+                 rank: int, dora: bool) -> _KindOnGpu:
+    split = [linear_on_gpu(lin, tp, ep) for lin in layer.linears]
+    return _KindOnGpu(
+        params=sum(w + b for w, b in split) + layer.norm_params + layer.extra_params,
+        weights=sum(w for w, _ in split),
+        largest_tensor=max([0] + [w // _copies_on_gpu(lin, ep) for lin, (w, _) in zip(layer.linears, split)]),
+        small=_small_tensors(layer, tp, ep, small_threshold) if small_threshold else 0,
+        expert_params=sum(w + b for lin, (w, b) in zip(layer.linears, split) if lin.group is Group.EXPERTS),
+        adapters=sum(_adapter_on_gpu(lin, rank, dora, tp, ep) for lin in layer.linears
+                     if lora_key(lin) in lora_names) if lora_names else 0)
+
+
 def gpu_params(setup: TrainingSetup, layout: Layout, stage: Stage, *, small_threshold: int = 0) -> GpuParams:
-    """What one GPU of `stage` holds, by kind, for `setup` split by layout.tp and layout.ep."""
+    """What one GPU of `stage` holds, by kind, for `setup` split by layout.tp and layout.ep (each
+    decoder-layer kind is split once; the stage's layers add up their kinds)."""
     spec = setup.model
     st = structure(spec)
     tp, ep = layout.tp, layout.ep
     method = setup.method
     lora_names = lora_target_keys(setup)
+    rank, dora = (setup.lora.rank, setup.lora.dora) if setup.lora else (0, False)
+    kinds = [_kind_on_gpu(layer, tp, ep, small_threshold, lora_names, rank, dora) for layer, _ in st.layers]
     first_trained = spec.num_layers - setup.freeze_trainable_layers if method is Method.FREEZE else 0
     trainable = frozen = quantized = layers_total = small = largest_layer = largest_tensor = experts = 0
     per_layer = []
+    order = st.layer_kinds_in_order
     for i in stage.layers:
-        layer = st.layer(i)
-        split = [linear_on_gpu(lin, tp, ep) for lin in layer.linears]
-        params = sum(w + b for w, b in split) + layer.norm_params + layer.extra_params
-        layers_total += params
-        largest_layer = max(largest_layer, params)
-        largest_tensor = max([largest_tensor] + [w // _copies_on_gpu(lin, ep)
-                                                 for lin, (w, _) in zip(layer.linears, split)])
-        small += _small_tensors(layer, tp, ep, small_threshold) if small_threshold else 0
-        expert_params = sum(w + b for lin, (w, b) in zip(layer.linears, split) if lin.group is Group.EXPERTS)
+        k = kinds[order[i]]
+        layers_total += k.params
+        largest_layer = max(largest_layer, k.params)
+        largest_tensor = max(largest_tensor, k.largest_tensor)
+        small += k.small
         if method is Method.FULL or (method is Method.FREEZE and i >= first_trained):
-            trainable += params
-            experts += expert_params
-            per_layer.append(params)
+            trainable += k.params
+            experts += k.expert_params
+            per_layer.append(k.params)
             continue
         if method is Method.QLORA:
-            q = sum(w for w, _ in split)
-            quantized += q
-            frozen += params - q
+            quantized += k.weights
+            frozen += k.params - k.weights
         else:
-            frozen += params
-        adapters = sum(_adapter_on_gpu(lin, setup.lora.rank, setup.lora.dora, tp, ep)
-                       for lin in layer.linears if lora_key(lin) in lora_names) if lora_names else 0
-        trainable += adapters
-        per_layer.append(adapters)
+            frozen += k.params
+        trainable += k.adapters
+        per_layer.append(k.adapters)
     vocab = _ceil_div(spec.vocab_size, tp)
     embedding = vocab * spec.hidden_size + st.position_params + st.embedding_norm_params
     root = 0

@@ -60,7 +60,8 @@ def _moment(phase: str, base: dict[str, int], **extra: int) -> Peak:
 
 
 def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
-    """Return (the peak moment, every moment considered)."""
+    """Return (the peak moment, every moment considered: the forward and the loss, the head, each
+    decoder layer's backward (one per end of a run of equal layers), the embedding, the optimizer)."""
     ckpt = inp.grad_ckpt
     layers = inp.layers
     n = len(layers)
@@ -96,18 +97,23 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
     live_copies = sum(copies)
     if not keep_grads:
         grads = 0
+    # A run of equal consecutive layers (same inventory, saves and gradient) changes the total by the
+    # same amount at each layer, so its largest moment is at one end of the run: only the ends are
+    # built (walk order and first-of-equals as if every layer were).
+    kinds = [(id(layer), s, c, g) for layer, s, c, g in zip(layers, saved, copies, inp.layer_grads)]
     for i in range(n - 1, -1, -1):
         layer = layers[i]
         layer_grad = inp.layer_grads[i]
-        recompute = layer.saved_bytes - layer.input_alias_bytes if ckpt is GradCkpt.FULL else 0
-        recompute_copies = layer.weight_copies_bytes if ckpt is GradCkpt.FULL else 0
-        if inp.activation_offload and ckpt is not GradCkpt.FULL:
-            recompute = layer.saved_bytes - saved[i]
-        current = grads + (layer_grad if not grads_fwd else 0)
-        moments.append(_moment(f"backward (layer {i})", base, gradients=current,
-                               activations=acts + recompute,
-                               autocast_weight_copies=live_copies + recompute_copies,
-                               temporaries=layer.transient_bytes))
+        if i in (0, n - 1) or kinds[i] != kinds[i + 1] or kinds[i] != kinds[i - 1]:
+            recompute = layer.saved_bytes - layer.input_alias_bytes if ckpt is GradCkpt.FULL else 0
+            recompute_copies = layer.weight_copies_bytes if ckpt is GradCkpt.FULL else 0
+            if inp.activation_offload and ckpt is not GradCkpt.FULL:
+                recompute = layer.saved_bytes - saved[i]
+            current = grads + (layer_grad if not grads_fwd else 0)
+            moments.append(_moment(f"backward (layer {i})", base, gradients=current,
+                                   activations=acts + recompute,
+                                   autocast_weight_copies=live_copies + recompute_copies,
+                                   temporaries=layer.transient_bytes))
         acts -= saved[i]
         live_copies -= copies[i]
         if keep_grads and not grads_fwd:

@@ -216,8 +216,9 @@ def _moe_layer(spec: ModelSpec, names: dict[Role, str]) -> LayerSpec:
 
 
 @lru_cache(maxsize=512)
+@lru_cache(maxsize=128)
 def structure(spec: ModelSpec) -> ModelStructure:
-    """The module inventory of `spec` as transformers builds it."""
+    """The module inventory of `spec` as transformers builds it (cached per spec: a pure function of it)."""
     names = module_names(spec.naming)
     h = spec.hidden_size
     kinds: list[LayerSpec] = [_dense_layer(spec, names)]
