@@ -13,7 +13,7 @@ import pytest
 
 from trainplan.ledger import calibration as cal
 from trainplan.cases.accuracy import leave_one_source_out
-from trainplan.ledger.calibration import Observation
+from trainplan.ledger.calibration_fit import Observation, fit
 from trainplan.memory.overhead import RESERVE_FIXED_BYTES
 
 GIB = 2**30
@@ -51,7 +51,7 @@ def runs_with_scale(scale: float, source: str = "a", n: int = 4, **kw) -> list[O
 
 
 def test_alloc_scale_fitted_with_a_band():
-    fitted = cal.fit(runs_with_scale(1.1), min_runs=3)
+    fitted = fit(runs_with_scale(1.1), min_runs=3)
     term, group = fitted.term("alloc_scale", "hf", "a100-sxm4-80gb", "lora")
     assert term.value == pytest.approx(1.1, rel=0.01) and 0 < term.sigma < 0.02 and term.n == 4
     assert group.level == ("framework", "gpu", "method")
@@ -61,7 +61,7 @@ def test_reserve_device_and_time_terms():
     runs = [obs("a", 20, measured(alloc_gib=20, reserved_gib=20 * 1.10 + RESERVE_FIXED_BYTES / GIB,
                                   device_gib=20 * 1.10 + RESERVE_FIXED_BYTES / GIB + 1.5, tokens=4096 / 2.0 * 0.8))
             for _ in range(3)]
-    fitted = cal.fit(runs, min_runs=3)
+    fitted = fit(runs, min_runs=3)
     f, _ = fitted.term("reserve_fraction", "hf", "a100-sxm4-80gb", "lora")
     d, _ = fitted.term("device_overhead_bytes", "hf", "a100-sxm4-80gb", "lora")
     t, _ = fitted.term("time_factor", "hf", "a100-sxm4-80gb", "lora")
@@ -75,23 +75,23 @@ def test_reserve_device_and_time_terms():
 
 def test_device_only_measurements_calibrate_allocated_through_the_overheads():
     runs = [obs("a", a, measured(device_gib=(a * 1.2) * 1.05 + RESERVE_FIXED_BYTES / GIB + 0.5)) for a in (8, 12, 16)]
-    term, _ = cal.fit(runs, min_runs=3).term("alloc_scale", "hf", "a100-sxm4-80gb", "lora")
+    term, _ = fit(runs, min_runs=3).term("alloc_scale", "hf", "a100-sxm4-80gb", "lora")
     assert term.value == pytest.approx(1.2, rel=1e-6)
 
 
 def test_groups_fall_back_to_coarser_levels_and_respect_min_runs():
     runs = runs_with_scale(1.2, gpu="h100-sxm", n=2) + runs_with_scale(1.2, gpu="a100-sxm4-80gb", n=2)
-    fitted = cal.fit(runs, min_runs=3)
+    fitted = fit(runs, min_runs=3)
     term, group = fitted.term("alloc_scale", "hf", "h100-sxm", "lora")
     assert group.level == ("framework", "method") and term.n == 4
     assert fitted.term("alloc_scale", "hf", "h100-sxm", "full")[1].level == ("framework",)
     # another framework gets no alloc_scale from these hf runs (it is framework-specific)
     assert fitted.term("alloc_scale", "torchtune", "h100-sxm", "full") is None
-    assert cal.fit(runs[:2], min_runs=3).groups == ()
+    assert fit(runs[:2], min_runs=3).groups == ()
 
 
 def test_json_round_trip_and_active_lookup(tmp_path, monkeypatch):
-    fitted = cal.fit(runs_with_scale(1.1), min_runs=3, provenance={"created_at": "2025-01-01T00:00:00+00:00"})
+    fitted = fit(runs_with_scale(1.1), min_runs=3, provenance={"created_at": "2025-01-01T00:00:00+00:00"})
     path = tmp_path / "cal.json"
     monkeypatch.setenv("TRAINPLAN_CALIBRATION", str(path))
     assert cal.load_active() is None
@@ -120,7 +120,7 @@ def test_calibrated_estimate_keeps_breakdown_sums_and_says_so():
     runs = [obs("a", 1, measured(alloc_gib=1.1), framework="hf", gpu="a100-sxm4-80gb", method="lora", step_s=1.0)
             for _ in range(3)]
     runs = [Observation(**{**o.__dict__, "measured": {**o.measured, "step_s": 1.25}}) for o in runs]
-    fitted = cal.fit(runs, min_runs=3)
+    fitted = fit(runs, min_runs=3)
     mem2, time2, note = cal.calibrate_estimate(mem, time, setup, layout, calibration=fitted)
     assert mem2.peak_allocated_bytes == pytest.approx(mem.peak_allocated_bytes * 1.1, rel=1e-6)
     assert sum(mem2.components_bytes.values()) == mem2.peak_allocated_bytes
@@ -128,7 +128,7 @@ def test_calibrated_estimate_keeps_breakdown_sums_and_says_so():
     assert time2.step_s == pytest.approx(time.step_s * 1.25) and time2.breakdown.total_s == pytest.approx(time2.step_s)
     assert time2.gpu_hours == pytest.approx(time.gpu_hours * 1.25)
     other = build_setup(JobOptions(model="llama-2-7b", method="full", framework="torchtune"))
-    assert cal.apply((mem, time), other, layout, calibration=cal.fit([], min_runs=3)) == (None, None)
+    assert cal.apply((mem, time), other, layout, calibration=fit([], min_runs=3)) == (None, None)
 
 
 def test_leave_one_source_out_never_uses_the_source_itself():

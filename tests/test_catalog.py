@@ -136,7 +136,7 @@ def test_unknown_gpu_without_close_match():
 
 
 def test_gpus_toml_documents_capacity_basis():
-    data = tomllib.loads((catalog.DATA_DIR / "gpus.toml").read_text(encoding="utf-8"))
+    data = tomllib.loads(Path(catalog.DATA_DIR, "gpus.toml").read_text(encoding="utf-8"))
     basis = data["capacity_basis"]
     assert basis["ratio_of_label"] == 0.99 and basis["source"] and "79.65" in basis["explanation"]
 
@@ -379,12 +379,12 @@ def _real_models_ready() -> bool:
         import trainplan.model.hfconfig as hfconfig
     except ImportError:
         return False
-    return hasattr(hfconfig, "spec_from_hf_config") and (catalog.DATA_DIR / "models.toml").exists()
+    return hasattr(hfconfig, "spec_from_hf_config") and Path(catalog.DATA_DIR, "models.toml").exists()
 
 
 @pytest.mark.skipif(not _real_models_ready(), reason="models.toml / trainplan.model.hfconfig not written yet")
 def test_real_model_catalog():
-    entries = tomllib.loads((catalog.DATA_DIR / "models.toml").read_text(encoding="utf-8"))["model"]
+    entries = tomllib.loads(Path(catalog.DATA_DIR, "models.toml").read_text(encoding="utf-8"))["model"]
     models = catalog.load_models()
     assert len(models) == len(entries)
     for entry in entries:

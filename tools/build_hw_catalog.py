@@ -354,6 +354,11 @@ def main(argv: list[str] | None = None) -> int:
           f"1 from seed {SEED_ID}), {len(providers)} providers")
     for line in skipped:
         print(f"skipped: {line}")
+    from trainplan import catalog
+    from trainplan.catalog.store import write_snapshot
+
+    catalog.clear_caches()
+    print(f"wrote {write_snapshot(catalog.derived_snapshot_values())}")
     return 0
 
 

@@ -368,6 +368,11 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(to_toml(models), encoding="utf-8")
     print(f"wrote {len(models)} models to {args.out}")
+    from trainplan import catalog
+    from trainplan.catalog.store import write_snapshot
+
+    catalog.clear_caches()
+    print(f"wrote {write_snapshot(catalog.derived_snapshot_values())}")
 
 
 if __name__ == "__main__":

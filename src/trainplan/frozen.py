@@ -1,4 +1,5 @@
 """Frozen, keyword-only records: what `@dataclass(frozen=True, kw_only=True)` gives, at a cost a
+
 one-shot `trainplan estimate` can pay.
 
 Why not `dataclasses` itself: on Python 3.11 `import dataclasses` imports `inspect` (~7 ms), and
@@ -19,7 +20,10 @@ behave as their dataclasses namesakes.
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any
+
+TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Field", "FrozenInstanceError", "asdict", "field", "fields", "frozen", "is_record", "mutable", "replace"]
 
@@ -103,12 +107,41 @@ def _compile_init(cls: type) -> Any:
     return init
 
 
+COMPILE_AFTER = 32     # instances built by the generic __init__ before the class gets a compiled one
+_BUILT: dict[type, int] = {}
+
+
+def _generic_init(self: Any, cls: type, kwargs: dict[str, Any]) -> None:
+    """What the compiled __init__ does, interpreted: no compile for a class built a few times."""
+    values = self.__dict__        # records have no __slots__: fields live in the instance dict
+    used = 0
+    for f in cls.__record_fields__:
+        name = f.name
+        if name in kwargs:
+            values[name] = kwargs[name]
+            used += 1
+        elif f.default_factory is not MISSING:
+            values[name] = f.default_factory()
+        elif f.default is not MISSING:
+            values[name] = f.default
+        else:
+            raise TypeError(f"{cls.__qualname__}.__init__() missing 1 required keyword-only argument: {name!r}")
+    if used != len(kwargs):
+        unknown = next(k for k in kwargs if k not in values)
+        raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument {unknown!r}")
+    if hasattr(self, "__post_init__"):
+        self.__post_init__()
+
+
 def _lazy_init(self: Any, **kwargs: Any) -> None:
     cls = type(self)
-    for klass in cls.__mro__:      # compile for the class that declared the record
-        if klass.__dict__.get("__init__") is _lazy_init:
-            klass.__init__ = _compile_init(klass)
-            break
+    declared = next(k for k in cls.__mro__ if k.__dict__.get("__init__") is _lazy_init)
+    built = _BUILT.get(declared, 0) + 1
+    if built < COMPILE_AFTER:      # a one-shot command builds most records a handful of times
+        _BUILT[declared] = built
+        _generic_init(self, declared, kwargs)
+        return
+    declared.__init__ = _compile_init(declared)
     type(self).__init__(self, **kwargs)
 
 

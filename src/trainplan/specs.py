@@ -185,3 +185,21 @@ class PriceOffer:
     @property
     def is_spot(self) -> bool:
         return "spot" in self.pricing.lower()
+
+
+def model_spec_from_dict(data: dict) -> ModelSpec:
+    """A ModelSpec from its asdict() form after a JSON round trip (lists back to tuples, enums and
+    the nested MoE / MLA specs rebuilt); catalog/store.py keeps catalog models in this form."""
+    values = dict(data)
+    values["mlp_kind"] = MlpKind(values["mlp_kind"])
+    values["norm_kind"] = NormKind(values["norm_kind"])
+    values["position"] = Position(values["position"])
+    values["aliases"] = tuple(values.get("aliases", ()))
+    values["notes"] = tuple(values.get("notes", ()))
+    if values.get("moe") is not None:
+        moe = dict(values["moe"])
+        moe["dense_layers"] = tuple(moe.get("dense_layers", ()))
+        values["moe"] = MoeSpec(**moe)
+    if values.get("mla") is not None:
+        values["mla"] = MlaSpec(**values["mla"])
+    return ModelSpec(**values)

@@ -9,12 +9,13 @@ runs it (the `func` default it sets).
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import sys
-from typing import Sequence
 
 from trainplan.errors import TrainplanError
+
 
 EXIT_USAGE = 2
 
@@ -37,12 +38,38 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _terminal_columns() -> int:
+    """shutil.get_terminal_size().columns without importing shutil (and its compression modules),
+    which argparse's formatter does for every argument added; asked once per process."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str, **kwargs) -> None:
+        kwargs.setdefault("width", _terminal_columns() - 2)
+        super().__init__(prog, **kwargs)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
         raise TrainplanError(f"{self.prog}: {message}")
 
 
-def _command_in(argv: Sequence[str]) -> str | None:
+def _command_in(argv: list[str]) -> str | None:
     """The command named on the command line (the first word that is not an option), if known."""
     for word in argv:
         if not word.startswith("-"):
@@ -51,16 +78,14 @@ def _command_in(argv: Sequence[str]) -> str | None:
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command, or with `only` the full parser of that command and one-line
-    stubs for the others (enough for `--help` and for argparse's choice of command)."""
+    """The parser of every command, or with `only` (the command on the command line) just that
+    command's: its module alone is imported and no other command's parser is built."""
     parser = _Parser(prog="trainplan", description="Will this LLM training run fit, how long, how much?")
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (module, helptext) in COMMANDS.items():
         if only is None or name == only:
             importlib.import_module(module).add(sub, name, helptext)
-        else:
-            sub.add_parser(name, help=helptext)
     return parser
 
 
@@ -70,7 +95,7 @@ def _version() -> str:
     return f"trainplan {__version__}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser(_command_in(argv)).parse_args(argv)
@@ -91,6 +116,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"trainplan: internal error: {type(exc).__name__}: {exc} (set TRAINPLAN_DEBUG=1 for details)",
               file=sys.stderr)
         return 1
+
+
+# Commands that hold nothing an interpreter teardown must release (no database, no torch, no child
+# processes; their files are closed before they return): the `trainplan` executable ends them with
+# os._exit once their output is flushed, saving the teardown of every module (~3 ms of a ~30 ms estimate).
+FAST_EXIT = frozenset({"estimate", "models", "gpus", "prices", "plan", "table", "fit"})
+
+
+def run() -> None:
+    """The `trainplan` executable: main(), then a fast exit for the FAST_EXIT commands."""
+    argv = sys.argv[1:]
+    code = main(argv)
+    if _command_in(argv) in FAST_EXIT:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:
+            pass
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def print_json(obj: Any) -> None:

@@ -10,7 +10,6 @@ from trainplan.cli.flags import add_setup_flags, options_from_args
 from trainplan.errors import TrainplanError
 from trainplan.estimation import estimate
 from trainplan.job.resolve import build_setup, resolve_job
-from trainplan.report import estimate_text
 from trainplan.report.tables import render_table
 
 
@@ -19,6 +18,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(est.to_dict())
     else:
+        from trainplan.report import estimate_text   # text for people; --json does without it
+
         print(estimate_text.render(est))
     return 0
 

@@ -231,7 +231,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from trainplan.ledger import calibration
+    from trainplan.ledger import calibration, calibration_fit
     from trainplan.cases.accuracy import leave_one_source_out
     from trainplan.ledger.capture import open_ledger
     from trainplan.ledger.paths import db_url, redact
@@ -241,11 +241,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.min_runs < 2:
         raise TrainplanError("--min-runs must be at least 2 (a band needs two runs)")
     rows = query_runs(open_ledger(args.db))
-    obs = [o for o in (calibration.observation_from_row(r) for r in rows) if o is not None]
+    obs = [o for o in (calibration_fit.observation_from_row(r) for r in rows) if o is not None]
     if not obs:
         raise TrainplanError("the ledger holds no run with an estimate to calibrate from (record or import runs first)")
     validation = leave_one_source_out(obs, min_runs=args.min_runs)
-    cal = calibration.fit(obs, min_runs=args.min_runs,
+    cal = calibration_fit.fit(obs, min_runs=args.min_runs,
                           provenance={"created_at": now_iso(), "db": redact(db_url(args.db)),
                                       "runs_in_ledger": len(rows), "leave_one_source_out": validation})
     path = calibration.save(cal, args.out)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from trainplan.cost.bill import CostEstimate
 from trainplan.estimation.advice import Suggestion
@@ -13,6 +12,10 @@ from trainplan.memory.result import MemoryEstimate
 from trainplan.model.params import ParamCounts, default_lora_targets
 from trainplan.specs import GpuSpec
 from trainplan.timing.estimate import TimeEstimate
+
+TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @frozen

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 from enum import Enum
-from typing import Any, TypeVar
 
 from trainplan import catalog
 from trainplan.enums import (Attention, Fsdp, Framework, GradCkpt, Loss, Method, Offload, Optimizer,
@@ -22,7 +21,11 @@ from trainplan.ledger.calibration import load_active
 from trainplan.memory.parallel import ParallelConfig
 from trainplan.timing.estimate import TimingOptions
 
-E = TypeVar("E", bound=Enum)
+TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    E = TypeVar("E", bound=Enum)
 
 
 def parse_enum(cls: type[E], value: Any, flag: str) -> E:

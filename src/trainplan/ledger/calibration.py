@@ -1,5 +1,6 @@
-"""Corrections fitted from measured runs, with their uncertainty; standard library only, so that
-`trainplan estimate` can look one up on every call without opening the ledger.
+"""Corrections fitted from measured runs, with their uncertainty: the terms, how they apply to an
+estimate, and the file they are kept in. Standard library only, so that `trainplan estimate` can
+look one up on every call without opening the ledger; fitting them is ledger/calibration_fit.py.
 
 Terms (each fitted per framework x GPU x method where at least `min_runs` runs support it, else
 per framework x method, per framework, or over everything; alloc_scale never over everything, as
@@ -20,12 +21,16 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
+import os
+
 from trainplan.frozen import field, frozen, replace
-from pathlib import Path
-from typing import Any, Iterable
+from trainplan.ledger.paths import calibration_path
 
 from trainplan.memory.overhead import RESERVE_FIXED_BYTES
+
+TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = "trainplan-calibration/1"
 TERMS = ("alloc_scale", "reserve_fraction", "device_overhead_bytes", "time_factor")
@@ -33,22 +38,6 @@ LEVELS = (("framework", "gpu", "method"), ("framework", "method"), ("framework",
 THROUGHPUT = ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu")
 DURATION = ("step_s", "gpu_hours")
 DEFAULT_MIN_RUNS = 3
-
-
-@frozen
-class Observation:
-    """One measured run as calibration sees it: its group, what trainplan estimated, what was measured."""
-
-    source: str
-    framework: str
-    gpu: str
-    method: str
-    estimate: dict[str, Any]           # ESTIMATE_KEYS of trainplan.ledger.records
-    measured: dict[str, Any]           # memory views in bytes and/or time metrics
-    run_id: str = ""
-
-    def key(self, level: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(str(getattr(self, k)) for k in level)
 
 
 @frozen
@@ -87,99 +76,11 @@ class Calibration:
         return None
 
 
-# --- fitting ---------------------------------------------------------------------------------------
-
-def _time_sample(est: dict, meas: dict) -> float | None:
-    """log(measured / estimated throughput), from the first time metric both sides have."""
-    for key in THROUGHPUT:
-        if meas.get(key) and est.get(key):
-            return math.log(meas[key] / est[key])
-    for key in DURATION:
-        if meas.get(key) and est.get(key):
-            return math.log(est[key] / meas[key])
-    return None
-
-
-def _default_fraction(est: dict) -> float | None:
+def default_reserve_fraction(est: dict) -> float | None:
+    """The reserve fraction an estimate implies: (reserved - fixed) / allocated - 1."""
     a, r = est.get("peak_allocated_bytes"), est.get("peak_reserved_bytes")
     return (r - RESERVE_FIXED_BYTES) / a - 1.0 if a and r else None
 
-
-def _implied_allocated(o: Observation, fraction: float | None, delta: float) -> float | None:
-    """The allocated peak a measurement implies: measured directly, or back through the reserve
-    (reserved = allocated x (1 + f) + fixed) and the device overhead (device = reserved + overhead)."""
-    m, e = o.measured, o.estimate
-    if m.get("peak_allocated_bytes"):
-        return float(m["peak_allocated_bytes"])
-    f = fraction if fraction is not None else _default_fraction(e)
-    if f is None:
-        return None
-    reserved = m.get("peak_reserved_bytes")
-    if not reserved and m.get("device_bytes") and e.get("device_bytes") and e.get("peak_reserved_bytes"):
-        reserved = m["device_bytes"] - (e["device_bytes"] - e["peak_reserved_bytes"]) - delta
-    if not reserved or reserved <= RESERVE_FIXED_BYTES:
-        return None
-    return (reserved - RESERVE_FIXED_BYTES) / (1.0 + f)
-
-
-def _term(samples: list[tuple[float, str]], log: bool) -> Term:
-    values = [v for v, _ in samples]
-    mid = statistics.median(values)
-    sigma = statistics.stdev(values) if len(values) > 1 else 0.0
-    return Term(value=math.exp(mid) if log else mid, sigma=sigma, n=len(values),
-                sources=tuple(sorted({s for _, s in samples})))
-
-
-def fit_group(obs: list[Observation], min_runs: int) -> dict[str, Term]:
-    """The terms these runs support (at least `min_runs` samples each)."""
-    terms: dict[str, Term] = {}
-    reserve = [((o.measured["peak_reserved_bytes"] - RESERVE_FIXED_BYTES) / o.measured["peak_allocated_bytes"] - 1.0,
-                o.source) for o in obs
-               if o.measured.get("peak_reserved_bytes") and o.measured.get("peak_allocated_bytes")]
-    if len(reserve) >= min_runs:
-        terms["reserve_fraction"] = _term(reserve, log=False)
-    device = [((o.measured["device_bytes"] - o.measured["peak_reserved_bytes"])
-               - (o.estimate["device_bytes"] - o.estimate["peak_reserved_bytes"]), o.source) for o in obs
-              if o.measured.get("device_bytes") and o.measured.get("peak_reserved_bytes")
-              and o.estimate.get("device_bytes") and o.estimate.get("peak_reserved_bytes")]
-    if len(device) >= min_runs:
-        terms["device_overhead_bytes"] = _term(device, log=False)
-    fraction = terms["reserve_fraction"].value if "reserve_fraction" in terms else None
-    delta = terms["device_overhead_bytes"].value if "device_overhead_bytes" in terms else 0.0
-    scale = []
-    for o in obs:
-        implied = _implied_allocated(o, fraction, delta)
-        if implied and o.estimate.get("peak_allocated_bytes"):
-            scale.append((math.log(implied / o.estimate["peak_allocated_bytes"]), o.source))
-    if len(scale) >= min_runs:
-        terms["alloc_scale"] = _term(scale, log=True)
-    time = [(s, o.source) for o in obs if (s := _time_sample(o.estimate, o.measured)) is not None]
-    if len(time) >= min_runs:
-        terms["time_factor"] = _term(time, log=True)
-    return terms
-
-
-def fit(obs: Iterable[Observation], *, min_runs: int = DEFAULT_MIN_RUNS,
-        provenance: dict[str, Any] | None = None) -> Calibration:
-    """Every group, at every level, that supports at least one term."""
-    usable = [o for o in obs if o.estimate]
-    groups = []
-    for level in LEVELS:
-        keys = sorted({o.key(level) for o in usable})
-        for key in keys:
-            members = [o for o in usable if o.key(level) == key]
-            terms = fit_group(members, min_runs)
-            if not level:
-                # alloc_scale corrects what one framework's memory model misses: it does not carry over
-                # to another framework. The allocator reserve, the device overhead and the time factor
-                # are properties of the GPU stack and do.
-                terms.pop("alloc_scale", None)
-            if terms:
-                groups.append(Group(level=level, key=key, terms=terms))
-    prov = dict(provenance or {})
-    prov.setdefault("runs_used", len(usable))
-    prov.setdefault("sources", sorted({o.source for o in usable}))
-    return Calibration(groups=tuple(groups), min_runs=min_runs, provenance=prov)
 
 
 # --- applying ---------------------------------------------------------------------------------------
@@ -188,7 +89,7 @@ def _scaled(values: dict[str, Any], s: float, f: float | None, delta: float, t: 
     out = dict(values)
     alloc, res, dev = (values.get(k) for k in ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes"))
     if alloc:
-        frac = f if f is not None else _default_fraction(values)
+        frac = f if f is not None else default_reserve_fraction(values)
         new_alloc = alloc * s
         new_res = new_alloc * (1.0 + frac) + RESERVE_FIXED_BYTES if frac is not None else res
         out["peak_allocated_bytes"] = int(new_alloc)
@@ -239,17 +140,6 @@ def describe(calibration: Calibration, *, framework: str, gpu: str, method: str)
     return "; ".join(parts)
 
 
-# --- observations ------------------------------------------------------------------------------------
-
-def observation_from_row(row: dict[str, Any]) -> Observation | None:
-    """A ledger row (trainplan.ledger.store.query_runs) as an Observation; None without an estimate."""
-    if not row.get("estimate"):
-        return None
-    return Observation(source=row["source"], framework=str(row.get("framework")), gpu=str(row.get("gpu")),
-                       method=str(row.get("method")), estimate=row["estimate"], measured=row["measured"] or {},
-                       run_id=str(row.get("external_id") or row.get("id")))
-
-
 # --- storage -------------------------------------------------------------------------------------------
 
 def to_json(cal: Calibration) -> dict[str, Any]:
@@ -272,16 +162,13 @@ def from_json(data: dict[str, Any]) -> Calibration:
                        provenance=dict(data.get("provenance") or {}))
 
 
-def save(cal: Calibration, path: str | Path | None = None) -> Path:
+def save(cal: Calibration, path: str | None = None) -> str:
     """Write the calibration JSON (atomically) to `path` or the default in the data directory."""
-    import os
-
-    from trainplan.ledger.paths import calibration_path
-
     target = calibration_path(str(path) if path else None)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(json.dumps(to_json(cal), indent=2) + "\n", encoding="utf-8")
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    tmp = os.path.splitext(target)[0] + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(to_json(cal), indent=2) + "\n")
     os.replace(tmp, target)
     return target
 
@@ -289,24 +176,23 @@ def save(cal: Calibration, path: str | Path | None = None) -> Path:
 _CACHE: dict[str, tuple[float, Calibration | None]] = {}
 
 
-def load_active(path: str | Path | None = None) -> Calibration | None:
+def load_active(path: str | None = None) -> Calibration | None:
     """The calibration `trainplan calibrate` wrote (or `path`), None when there is none or it is
     unreadable. One stat() per call; the file is parsed again only when it changed."""
-    from trainplan.ledger.paths import calibration_path
-
     target = calibration_path(str(path) if path else None)
     try:
-        mtime = target.stat().st_mtime
+        mtime = os.stat(target).st_mtime
     except OSError:
         return None
-    cached = _CACHE.get(str(target))
+    cached = _CACHE.get(target)
     if cached and cached[0] == mtime:
         return cached[1]
     try:
-        cal: Calibration | None = from_json(json.loads(target.read_text(encoding="utf-8")))
+        with open(target, encoding="utf-8") as handle:
+            cal: Calibration | None = from_json(json.loads(handle.read()))
     except (OSError, ValueError, KeyError, TypeError):
         cal = None
-    _CACHE[str(target)] = (mtime, cal)
+    _CACHE[target] = (mtime, cal)
     return cal
 
 

@@ -1,4 +1,5 @@
-"""Where the ledger keeps its files: standard library only (imported by `trainplan estimate`).
+"""Where the ledger keeps its files: standard library only and no pathlib (imported by `trainplan
+estimate`, which looks up the calibration file); paths are returned as strings.
 
 - data directory: $TRAINPLAN_DATA_DIR, else the user data directory (platformdirs when installed,
   else $XDG_DATA_HOME/trainplan or ~/.local/share/trainplan, which is what platformdirs gives on
@@ -12,28 +13,34 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
+import sys
 
 DB_ENV = "TRAINPLAN_DB"
 DATA_DIR_ENV = "TRAINPLAN_DATA_DIR"
 CALIBRATION_ENV = "TRAINPLAN_CALIBRATION"
 
 
-def data_dir() -> Path:
-    """The user data directory (not created here)."""
+def data_dir() -> str:
+    """The user data directory (not created here). On Linux it is what platformdirs'
+    user_data_dir("trainplan") gives ($XDG_DATA_HOME/trainplan, else ~/.local/share/trainplan),
+    computed here without importing it (a one-shot estimate looks up the calibration file);
+    elsewhere platformdirs when installed, else the same XDG rule."""
     given = os.environ.get(DATA_DIR_ENV)
     if given:
-        return Path(given).expanduser()
-    try:
-        from platformdirs import user_data_dir
-    except ImportError:
-        base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-        return Path(base) / "trainplan"
-    return Path(user_data_dir("trainplan", appauthor=False))
+        return os.path.expanduser(given)
+    if not sys.platform.startswith("linux"):
+        try:
+            from platformdirs import user_data_dir
+        except ImportError:
+            pass
+        else:
+            return user_data_dir("trainplan", appauthor=False)
+    base = os.environ.get("XDG_DATA_HOME", "").strip() or os.path.expanduser(os.path.join("~", ".local", "share"))
+    return os.path.join(base, "trainplan")
 
 
 def default_db_url() -> str:
-    return f"sqlite:///{data_dir() / 'ledger.sqlite'}"
+    return f"sqlite:///{os.path.join(data_dir(), 'ledger.sqlite')}"
 
 
 def db_url(given: str | None = None) -> str:
@@ -51,9 +58,9 @@ def redact(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
-def calibration_path(given: str | None = None) -> Path:
-    return Path(given or os.environ.get(CALIBRATION_ENV) or data_dir() / "calibration.json").expanduser()
+def calibration_path(given: str | None = None) -> str:
+    return os.path.expanduser(given or os.environ.get(CALIBRATION_ENV) or os.path.join(data_dir(), "calibration.json"))
 
 
-def spool_path() -> Path:
-    return data_dir() / "spool.jsonl"
+def spool_path() -> str:
+    return os.path.join(data_dir(), "spool.jsonl")

@@ -36,7 +36,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 def append(url: str, records: list[RunRecord], path: Path | None = None) -> Path:
     """Add `records` for database `url` to the spool; returns the spool's path."""
-    path = path or spool_path()
+    path = Path(path or spool_path())
     with _locked(path):
         with open(path, "a", encoding="utf-8") as f:
             for rec in records:
@@ -48,7 +48,7 @@ def append(url: str, records: list[RunRecord], path: Path | None = None) -> Path
 
 def pending(url: str | None = None, path: Path | None = None) -> list[dict]:
     """Spooled entries (for `url` only when given)."""
-    path = path or spool_path()
+    path = Path(path or spool_path())
     if not path.exists():
         return []
     entries = []
@@ -66,7 +66,7 @@ def flush(engine, url: str, path: Path | None = None) -> int:
     """Write the runs spooled for `url` through `engine`; returns how many were added."""
     from trainplan.ledger.store import add_runs
 
-    path = path or spool_path()
+    path = Path(path or spool_path())
     if not path.exists():
         return 0
     with _locked(path):

@@ -3,7 +3,7 @@ the gated product, and a mixture-of-experts router with its grouped-mm experts."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False   # typing is not imported on the estimate path (trainplan/frozen.py's note)
 
 from trainplan.model.architecture import LinearSpec, Role
 from trainplan.specs import ModelSpec

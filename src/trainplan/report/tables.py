@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 
 def format_cell(value: Any, *, missing: str = "-", group_ints: bool = True) -> str:

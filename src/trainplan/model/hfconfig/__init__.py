@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Any
 
 from trainplan.errors import TrainplanError
 from trainplan.model.hfconfig import classic, dense, moe
 from trainplan.model.hfconfig._reader import ConfigReader
 from trainplan.specs import ModelSpec
+
+TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "load_config_path", "spec_from_hf_config"]
 
@@ -121,17 +123,20 @@ def load_config_path(path: str | os.PathLike[str]) -> ModelSpec:
     The spec is named after the folder (for a folder, or a file called config.json) or after the
     file stem (my-model.json -> my-model).
     """
-    target = Path(path)
-    file = target / "config.json" if target.is_dir() else target
-    if not file.is_file():
-        where = f"no config.json in {target}" if target.is_dir() else f"no such file: {target}"
-        raise TrainplanError(where)
-    name = file.parent.resolve().name if file.name == "config.json" else file.stem
+    target = os.fspath(path)
+    folder = os.path.isdir(target)
+    file = os.path.join(target, "config.json") if folder else target
+    if not os.path.isfile(file):
+        raise TrainplanError(f"no config.json in {target}" if folder else f"no such file: {target}")
+    base = os.path.basename(file)
+    stem = os.path.splitext(base)[0]
+    name = os.path.basename(os.path.realpath(os.path.dirname(os.path.abspath(file)))) if base == "config.json" else stem
     try:
-        config = json.loads(file.read_text(encoding="utf-8"))
+        with open(file, encoding="utf-8") as handle:
+            config = json.loads(handle.read())
     except json.JSONDecodeError as exc:
-        raise TrainplanError(f"{file.name}: malformed JSON at line {exc.lineno} column {exc.colno}: "
+        raise TrainplanError(f"{base}: malformed JSON at line {exc.lineno} column {exc.colno}: "
                              f"{exc.msg}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TrainplanError(f"{file}: cannot read ({exc})") from None
-    return spec_from_hf_config(config, name=name or file.stem, source=str(file))
+    return spec_from_hf_config(config, name=name or stem, source=file)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from trainplan.frozen import frozen
-from typing import Any
 
 from trainplan.errors import TrainplanError
+
+TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
+if TYPE_CHECKING:
+    from typing import Any
 
 # A key, or several names for one value (the first is the one an error message shows).
 Key = str | tuple[str, ...]

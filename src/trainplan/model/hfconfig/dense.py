@@ -9,12 +9,15 @@ module names follow the matching `modeling_<type>.py`.
 
 from __future__ import annotations
 
-from typing import Any
 
 from trainplan.enums import NormKind, Position
 from trainplan.model.hfconfig._reader import ConfigReader
 
-Fields = dict[str, Any]
+TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
+if TYPE_CHECKING:
+    from typing import Any
+
+Fields = dict[str, object]     # ModelSpec keyword arguments read from a config
 
 SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
               "vocab_size")

@@ -1,0 +1,121 @@
+"""Reading the catalog's data files: the TOML sources, or their JSON snapshot when it is current.
+
+`data/*.toml` are the catalogs people edit and review (a `source` per entry). Parsing TOML costs
+about 20 ms for the three files, most of a one-shot `trainplan estimate`, so the generated module
+`catalog/_snapshot.py` holds the same data as Python literals (loaded from its .pyc: marshal, under a
+millisecond; a JSON file took 2 ms to parse cold), with the CRC-32 and size of each TOML it was made
+from. A file whose
+fingerprint no longer matches (edited, not re-snapshotted) is parsed from its TOML instead: the
+snapshot can make a lookup faster, never stale. It also holds values derived from the files (the
+ModelSpec of each catalog model), each under the fingerprint of everything it was derived from
+(the TOML and the converter's source files), and used only while that still matches.
+`python tools/build_catalog_snapshot.py` rewrites it (the catalog builders in tools/ do so too);
+tests/test_catalog.py checks it is current.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import zlib
+
+from trainplan.errors import TrainplanError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA_DIR = os.path.join(HERE, "data")
+SNAPSHOT_MODULE = "trainplan.catalog._snapshot"
+SNAPSHOT_FILE = os.path.join(HERE, "_snapshot.py")
+CATALOG_FILES = ("gpus.toml", "prices.toml", "models.toml")
+FORMAT = "trainplan-catalog-snapshot/1"
+
+
+def fingerprint(raw: bytes) -> str:
+    """CRC-32 and length of a file's bytes: enough to tell an edited catalog file from its snapshot."""
+    return f"{zlib.crc32(raw):08x}-{len(raw)}"
+
+
+def files_fingerprint(paths: list[str]) -> str:
+    """One fingerprint over several files' bytes, in order (a missing file counts as empty)."""
+    crc, size = 0, 0
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except OSError:
+            raw = b""
+        crc, size = zlib.crc32(raw, crc), size + len(raw) + 1
+    return f"{crc:08x}-{size}"
+
+
+@functools.lru_cache(maxsize=None)
+def _snapshot_file() -> dict:
+    try:   # generated data, loaded on first use (a missing or broken snapshot: the TOML files are read)
+        module = importlib.import_module(SNAPSHOT_MODULE)
+    except (ImportError, SyntaxError):
+        return {}
+    data = getattr(module, "SNAPSHOT", None)
+    return data if isinstance(data, dict) and data.get("format") == FORMAT else {}
+
+
+def _snapshot() -> dict:
+    return _snapshot_file().get("files", {})
+
+
+def derived(key: str, fp: str) -> object | None:
+    """A value the snapshot derived from the catalog under fingerprint `fp`, None when absent or stale."""
+    entry = _snapshot_file().get("derived", {}).get(key)
+    return entry["data"] if entry is not None and entry.get("fingerprint") == fp else None
+
+
+def _parse_toml(raw: bytes, path: str) -> dict:
+    import tomllib   # only for a catalog file the snapshot does not cover (edited, or given by path)
+
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise TrainplanError(f"malformed catalog file {path}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=None)
+def read(path: str) -> dict:
+    """The parsed content of a catalog TOML file (from the snapshot when it is current)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        raise TrainplanError(f"catalog file not found: {path}") from None
+    except OSError as exc:
+        raise TrainplanError(f"cannot read catalog file {path}: {exc.strerror or exc}") from None
+    if os.path.dirname(os.path.abspath(path)) == DATA_DIR:
+        entry = _snapshot().get(os.path.basename(path))
+        if entry is not None and entry.get("fingerprint") == fingerprint(raw):
+            return entry["data"]
+    return _parse_toml(raw, path)
+
+
+def build_snapshot(derived_values: dict[str, tuple[str, object]] | None = None) -> dict:
+    """The snapshot of the current TOML files (parsed from TOML, never from an older snapshot) and
+    of `derived_values` (key -> (fingerprint, JSON-able value))."""
+    files = {}
+    for name in CATALOG_FILES:
+        path = os.path.join(DATA_DIR, name)
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        files[name] = {"fingerprint": fingerprint(raw), "data": _parse_toml(raw, path)}
+    derived_part = {key: {"fingerprint": fp, "data": value} for key, (fp, value) in (derived_values or {}).items()}
+    return {"format": FORMAT, "files": files, "derived": derived_part}
+
+
+def write_snapshot(derived_values: dict[str, tuple[str, object]] | None = None) -> str:
+    """Rewrite catalog/_snapshot.py from the TOML files (and the derived values); returns its path."""
+    import pprint
+
+    header = ('"""Generated by tools/build_catalog_snapshot.py from data/*.toml: do not edit (see store.py)."""\n\n'
+              "# fmt: off\n")
+    body = "SNAPSHOT = " + pprint.pformat(build_snapshot(derived_values), width=120, sort_dicts=True) + "\n"
+    tmp = SNAPSHOT_FILE + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(header + body)
+    os.replace(tmp, SNAPSHOT_FILE)
+    return SNAPSHOT_FILE
