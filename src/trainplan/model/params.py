@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from trainplan.frozen import frozen
 
 from trainplan.model.architecture import Group, LinearSpec, Role, layer_linears, module_names, structure
@@ -53,8 +55,9 @@ class ParamCounts:
                 "total": self.total}
 
 
+@lru_cache(maxsize=128)
 def count_params(spec: ModelSpec) -> ParamCounts:
-    """Exact count as the sum of HF module shapes (tied embeddings counted once)."""
+    """Exact count as the sum of HF module shapes (tied embeddings counted once; cached per spec)."""
     st = structure(spec)
     by_group = {g: 0 for g in Group}
     norms = st.embedding_norm_params + st.final_norm_params

@@ -131,16 +131,19 @@ def pareto_flags(points: list[tuple[float, float]]) -> list[bool]:
     order = sorted(range(len(points)), key=lambda i: points[i])
     flags = [False] * len(points)
     best_time = float("inf")
-    k = 0
-    while k < len(order):
+    k, n = 0, len(order)
+    while k < n:                      # sorted by (cost, time): equal costs are one run
         cost = points[order[k]][0]
-        same = [i for i in order[k:] if points[i][0] == cost]
-        t_min = min(points[i][1] for i in same)
+        j = k
+        while j < n and points[order[j]][0] == cost:
+            j += 1
+        same = order[k:j]
+        t_min = points[same[0]][1]
         if t_min < best_time:
             for i in same:
                 flags[i] = points[i][1] == t_min
             best_time = t_min
-        k += len(same)
+        k = j
     return flags
 
 

@@ -180,11 +180,13 @@ def flops_per_token(setup: TrainingSetup, *, seq_len: int | None = None,
     attn = attention_core_flops(spec, s, conv)
     attn_mfu = attention_core_flops(spec, s, mfu_convention)
 
+    # each decoder-layer kind's linears and adapters once; the layers then add up in order
+    kinds = [(sum(linear_flops(lin, spec) for lin in layer.linears),
+              sum(adapter_flops(lin, spec, rank) for lin in layer.linears if lora_key(lin) in lora_names))
+             for layer, _ in st.layers]
     lin_fwd = lin_in = lin_w = ad_fwd = ad_bwd = att_bwd = recompute = att_recompute = 0.0
-    for i in range(spec.num_layers):
-        layer = st.layer(i)
-        base = sum(linear_flops(lin, spec) for lin in layer.linears)
-        adapters = sum(adapter_flops(lin, spec, rank) for lin in layer.linears if lora_key(lin) in lora_names)
+    for i, kind in enumerate(st.layer_kinds_in_order):
+        base, adapters = kinds[kind]
         lin_fwd += base
         ad_fwd += adapters
         if i < first:
