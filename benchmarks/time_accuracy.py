@@ -27,7 +27,7 @@ from trainplan.cases.timecase import Mapped, map_case, predict
 from trainplan.timing.efficiency import DEFAULT_MODEL, EfficiencyModel, KernelStack
 from trainplan.errors import TrainplanError
 
-DEFAULT_CASES = Path(__file__).resolve().parents[2] / "shared" / "ground_truth" / "published_dev.json"
+DEFAULT_CASES = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_dev.json"
 
 # The mapping of a case to a setup lives in trainplan.cases (shared with `trainplan accuracy`).
 
@@ -54,13 +54,18 @@ def run(path: Path, include_low: bool = False) -> tuple[list[tuple], list[tuple[
     return rows, skipped
 
 
+def summary(errors: list[float]) -> dict[str, float]:
+    """n, median |error|, p90 |error| (nearest rank) and mean error."""
+    ab = sorted(abs(e) for e in errors)
+    return {"n": len(ab), "median_abs": statistics.median(ab),
+            "p90_abs": ab[min(len(ab) - 1, math.ceil(0.9 * len(ab)) - 1)], "mean": statistics.fmean(errors)}
+
+
 def _summary(errors: list[float]) -> str:
     if not errors:
         return "n=0"
-    ab = sorted(abs(e) for e in errors)
-    p90 = ab[min(len(ab) - 1, math.ceil(0.9 * len(ab)) - 1)]
-    return f"n={len(ab):2d}  median |error| {statistics.median(ab):6.1%}  p90 {p90:6.1%}  " \
-           f"mean error {statistics.fmean(errors):+6.1%}"
+    s = summary(errors)
+    return f"n={s['n']:2d}  median |error| {s['median_abs']:6.1%}  p90 {s['p90_abs']:6.1%}  mean error {s['mean']:+6.1%}"
 
 
 # --- fitting the efficiency constants -------------------------------------------------------------

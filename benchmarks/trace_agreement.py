@@ -96,17 +96,13 @@ def _grid() -> list[Case]:
     return cases
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="skip the 7-8B setups")
-    ap.add_argument("--only", help="run cases whose label contains this")
-    ap.add_argument("--json", help="write the rows to this file")
-    args = ap.parse_args(argv)
+def agreement_rows(cases: list[Case] | None = None, *, verbose: bool = False) -> list[dict]:
+    """Estimate and trace every case: one row each (error = (estimate - trace) / trace)."""
     from trainplan.trace import run_trace
 
     gpu = resolve_gpu("h200")
+    cases = _grid() if cases is None else cases
     rows = []
-    cases = [c for c in _grid() if not (args.quick and c.heavy) and (not args.only or args.only in c.label)]
     for i, case in enumerate(cases, 1):
         setup = build_setup(JobOptions(model=case.model, **case.options))
         est = estimate_memory(setup, Layout(gpu_id=gpu.id), gpu)
@@ -121,12 +117,25 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"case": case.label, "estimate_gib": est.peak_allocated_bytes / GIB,
                      "trace_gib": traced.peak_allocated_bytes / GIB, "error": err,
                      "estimate_phase": est.peak_phase, "trace_phase": traced.peak_phase, "trace_s": wall})
-        print(f"[{i:2}/{len(cases)}] {case.label:<95} est {est.peak_allocated_bytes / GIB:8.3f}  "
-              f"trace {traced.peak_allocated_bytes / GIB:8.3f} GiB  {100 * err:+6.1f}%  "
-              f"({est.peak_phase} | {traced.peak_phase}, {wall:.1f} s)", flush=True)
         if case.note:
-            print(f"        known difference: {case.note}")
             rows[-1]["note"] = case.note
+        if verbose:
+            print(f"[{i:2}/{len(cases)}] {case.label:<95} est {est.peak_allocated_bytes / GIB:8.3f}  "
+                  f"trace {traced.peak_allocated_bytes / GIB:8.3f} GiB  {100 * err:+6.1f}%  "
+                  f"({est.peak_phase} | {traced.peak_phase}, {wall:.1f} s)", flush=True)
+            if case.note:
+                print(f"        known difference: {case.note}")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="skip the 7-8B setups")
+    ap.add_argument("--only", help="run cases whose label contains this")
+    ap.add_argument("--json", help="write the rows to this file")
+    args = ap.parse_args(argv)
+    cases = [c for c in _grid() if not (args.quick and c.heavy) and (not args.only or args.only in c.label)]
+    rows = agreement_rows(cases, verbose=True)
     if not rows:
         return 1
     errors = sorted(abs(r["error"]) for r in rows)

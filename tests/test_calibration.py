@@ -152,7 +152,7 @@ def test_estimate_path_does_not_import_sqlalchemy(tmp_path):
 
 
 def test_calibrate_command_writes_terms_with_provenance(tmp_path, monkeypatch, capsys):
-    pytest.importorskip("sqlalchemy")
+    import sqlalchemy  # noqa: F401
     from trainplan.cli import main
     from trainplan.ledger import store
     from trainplan.ledger.records import RunRecord
@@ -181,7 +181,7 @@ def test_calibrate_command_writes_terms_with_provenance(tmp_path, monkeypatch, c
 
 
 def test_calibrate_empty_ledger_is_one_line(tmp_path, monkeypatch, capsys):
-    pytest.importorskip("sqlalchemy")
+    import sqlalchemy  # noqa: F401
     from trainplan.cli import main
     from trainplan.ledger import store
 

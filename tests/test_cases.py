@@ -16,8 +16,7 @@ from trainplan.enums import Framework, Loss, Method, Precision
 from trainplan.errors import TrainplanError
 
 ROOT = Path(__file__).resolve().parents[1]
-DEV = ROOT.parent / "shared" / "ground_truth" / "published_dev.json"
-needs_dev = pytest.mark.skipif(not DEV.exists(), reason="shared/ground_truth not here")
+DEV = ROOT / "tests" / "data" / "published_dev.json"
 
 TORCHTUNE_LORA = {
     "id": "torchtune-3b-flags-08-lora-mem", "kind": "memory",
@@ -166,7 +165,6 @@ def test_load_cases_errors_are_one_line(tmp_path):
         load_cases(tmp_path / "missing.json")
 
 
-@needs_dev
 def test_dev_set_maps_and_every_memory_case_names_its_view():
     cases = load_cases(DEV)
     mapped = {c["id"]: map_case(c) for c in cases if _maps(c)}
@@ -187,7 +185,6 @@ def _maps(case: dict) -> bool:
         return False
 
 
-@needs_dev
 def test_time_benchmark_uses_the_shared_mapping():
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "time_accuracy.py"), str(DEV)],
                          capture_output=True, text=True, check=True).stdout

@@ -1,12 +1,13 @@
 """Catalog tests: gpus.toml / prices.toml against the shared reference, lookups, model loading.
 
-Golden values come from ../shared/reference/gpus.csv, cloud_prices.csv and hardware.md (cited per
+Golden values come from tests/data/reference/gpus.csv (shared/reference), cloud_prices.csv and hardware.md (cited per
 test); the runtime never reads those files, the tests read them only to check the generated TOML.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import datetime
 import json
 import sys
@@ -21,8 +22,7 @@ from trainplan.errors import TrainplanError, UnknownNameError
 from trainplan.specs import GpuSpec, ModelSpec, PriceOffer
 from trainplan.units import GB, GIB
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
-needs_reference = pytest.mark.skipif(not (REFERENCE / "gpus.csv").exists(), reason="shared reference not here")
+REFERENCE = Path(__file__).resolve().parent / "data" / "reference"     # copied from shared/reference
 
 
 def _csv(name: str) -> list[dict[str, str]]:
@@ -32,7 +32,6 @@ def _csv(name: str) -> list[dict[str, str]]:
 
 # --- GPUs ----------------------------------------------------------------------------------------
 
-@needs_reference
 def test_every_gpus_csv_row_loads_with_its_label_memory():
     gpus = catalog.load_gpus()
     rows = _csv("gpus.csv")
@@ -194,7 +193,6 @@ def test_cheapest_price():
     assert catalog.cheapest_price("a100", provider="vast").pricing == "cheapest-listing"
 
 
-@needs_reference
 def test_every_usable_price_row_is_kept():
     # cloud_prices.csv has 87 rows; GH200 (Lambda) and B300 (Hyperstack) have no catalog GPU
     rows = _csv("cloud_prices.csv")
@@ -372,17 +370,8 @@ def test_load_models_and_rows(fake_hfconfig):
     assert [r["name"] for r in catalog.model_rows("acme/tiny-moe", path=path)] == ["tiny-moe"]
 
 
-# --- the real models.toml, once it and trainplan.model.hfconfig exist ---------------------------------
+# --- the real models.toml ------------------------------------------------------------------------------
 
-def _real_models_ready() -> bool:
-    try:
-        import trainplan.model.hfconfig as hfconfig
-    except ImportError:
-        return False
-    return hasattr(hfconfig, "spec_from_hf_config") and Path(catalog.DATA_DIR, "models.toml").exists()
-
-
-@pytest.mark.skipif(not _real_models_ready(), reason="models.toml / trainplan.model.hfconfig not written yet")
 def test_real_model_catalog():
     entries = tomllib.loads(Path(catalog.DATA_DIR, "models.toml").read_text(encoding="utf-8"))["model"]
     models = catalog.load_models()
@@ -394,7 +383,6 @@ def test_real_model_catalog():
             assert catalog.resolve_model(entry["hf_id"].upper()).name == entry["name"]
 
 
-@pytest.mark.skipif(not _real_models_ready(), reason="models.toml / trainplan.model.hfconfig not written yet")
 def test_real_model_lookups():
     # PRODUCT.md: HF ids are aliases; Llama-2-7B has 6,738,415,616 parameters (models.toml computed_params)
     assert catalog.resolve_model("meta-llama/Llama-2-7b-hf").name == "llama-2-7b"
@@ -405,3 +393,30 @@ def test_real_model_lookups():
     assert lite.mla is not None and lite.mla.q_lora_rank is None
     with pytest.raises(UnknownNameError, match="did you mean .*llama-2-7b"):
         catalog.resolve_model("llama-2-8b")
+
+
+# --- the snapshot (catalog/store.py) --------------------------------------------------------------------
+
+def test_snapshot_is_current():
+    """catalog/_snapshot.py equals a snapshot built now from the TOML files and the spec converter
+    (`python tools/build_catalog_snapshot.py` rewrites it)."""
+    from trainplan.catalog import _snapshot, store
+
+    assert store.build_snapshot(catalog.derived_snapshot_values()) == _snapshot.SNAPSHOT
+
+
+def test_stale_snapshot_falls_back_to_the_toml(monkeypatch):
+    from trainplan.catalog import store
+
+    fresh = catalog.resolve_model("llama-2-7b")
+    stale = {"format": store.FORMAT,
+             "files": {name: {"fingerprint": "0-0", "data": {}} for name in store.CATALOG_FILES},
+             "derived": {"model_specs": {"fingerprint": "0-0", "data": []}}}
+    monkeypatch.setattr(store, "_snapshot_file", functools.lru_cache(maxsize=None)(lambda: stale))
+    catalog.clear_caches()
+    try:
+        assert catalog.resolve_model("llama-2-7b") == fresh          # converted from models.toml
+        assert catalog.resolve_gpu("h100").capacity_bytes > 0        # parsed from gpus.toml
+    finally:
+        monkeypatch.undo()
+        catalog.clear_caches()

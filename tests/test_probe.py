@@ -31,9 +31,9 @@ CPU_ARGS = ["probe", "--device", "cpu", "--model", str(TINY), "--batch-size", "2
 
 
 def _needs_torch():
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    pytest.importorskip("peft")
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+    import peft  # noqa: F401
 
 
 # -- the probe on the CPU --------------------------------------------------------------------------
@@ -121,8 +121,8 @@ def _gpu_result():
 
 
 def test_record_stores_a_gpu_probe_once(tmp_path, monkeypatch):
-    pytest.importorskip("sqlalchemy")
-    pytest.importorskip("alembic")
+    import sqlalchemy  # noqa: F401
+    import alembic  # noqa: F401
     from trainplan.ledger import store
     from trainplan.probe.record import record, run_record
 
@@ -143,8 +143,8 @@ def test_record_stores_a_gpu_probe_once(tmp_path, monkeypatch):
 
 
 def test_record_spools_when_the_database_is_unreachable(tmp_path, monkeypatch):
-    pytest.importorskip("sqlalchemy")
-    pytest.importorskip("alembic")
+    import sqlalchemy  # noqa: F401
+    import alembic  # noqa: F401
     from trainplan.ledger import spool
     from trainplan.probe.record import record
 

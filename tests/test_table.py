@@ -75,7 +75,7 @@ def test_csv_round_trip(capsys, table):
 
 
 def test_xlsx_opens_with_openpyxl(capsys, tmp_path, table):
-    openpyxl = pytest.importorskip("openpyxl")
+    import openpyxl
     path = tmp_path / "table.xlsx"
     code, out, _ = cli(capsys, "table", "--models", MODELS, "--methods", "full,lora,qlora", "--format", "xlsx",
                        "--output", str(path))
@@ -136,7 +136,7 @@ def test_qlora_in_fp32_is_not_a_cell(capsys):
 
 
 def test_pictures(capsys, tmp_path):
-    pytest.importorskip("matplotlib")
+    import matplotlib  # noqa: F401
     bars, seq = tmp_path / "bars.png", tmp_path / "seq.svg"
     code, _, _ = cli(capsys, "table", "--models", "llama-2-7b", "--methods", "full,lora,qlora", "--plot", str(bars),
                      "--plot-seq", str(seq))

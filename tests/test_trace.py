@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
+import torch
+import transformers  # noqa: F401  (the dev extra installs it: missing, the tests fail)
+import peft  # noqa: F401  (the dev extra installs it: missing, the tests fail)
 
 from trainplan.enums import Attention, GradCkpt, Method, Optimizer, Precision  # noqa: E402
 from trainplan.errors import TrainplanError  # noqa: E402

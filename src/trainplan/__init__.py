@@ -1,20 +1,26 @@
 """trainplan: will this LLM training run fit, how long will it take, what will it cost.
 
-The analytic core imports no torch, transformers, web or database code.
+    import trainplan
+    est = trainplan.estimate("llama-2-7b", method="lora", gpu="h100")     # trainplan.api
+
+`estimate`, `plan`, `fit`, `table` and `job` take the setup flags as keyword arguments (trainplan.api);
+`track` records a real run into the ledger. The analytic core imports no torch, transformers, web or
+database code; these names load on first use.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "estimate", "track"]
+_API = ("estimate", "plan", "fit", "table", "job")
+__all__ = ["__version__", *_API, "track"]
 
 
 def __getattr__(name: str):
-    if name == "estimate":
-        from trainplan.api import estimate
+    if name in _API:
+        from trainplan import api
 
-        return estimate
+        return getattr(api, name)
     if name == "track":
         import importlib
 
