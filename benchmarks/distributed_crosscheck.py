@@ -5,17 +5,28 @@ each difference. Usage: python benchmarks/distributed_crosscheck.py
 
 from __future__ import annotations
 
-from trainplan.frozen import replace
-
 from trainplan.catalog import resolve_model
-from trainplan.enums import Attention, Framework, GradCkpt, Method, Offload, Optimizer, Precision, ZeroStage
+from trainplan.enums import (
+    Attention,
+    Framework,
+    GradCkpt,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    ZeroStage,
+)
+from trainplan.frozen import replace
 from trainplan.job.frameworks import implementation
+from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory import MemoryModel, StageMemory
-from trainplan.memory.deepspeed_ref import (estimate_zero2_model_states_mem_needs,
-                                            estimate_zero3_model_states_mem_needs, largest_layer_params)
+from trainplan.memory.deepspeed_ref import (
+    estimate_zero2_model_states_mem_needs,
+    estimate_zero3_model_states_mem_needs,
+    largest_layer_params,
+)
 from trainplan.memory.megatron_ref import megatron_args, theoretical_memory
 from trainplan.model.params import count_params
-from trainplan.job.training import Layout, TrainingSetup
 from trainplan.units import GIB
 
 

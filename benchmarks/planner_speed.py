@@ -23,15 +23,15 @@ import statistics
 import subprocess
 import sys
 import time
-from trainplan.frozen import replace
 
 from trainplan import catalog
+from trainplan.frozen import replace
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_setup, resolve_gpu
 from trainplan.memory import estimate_memory
+from trainplan.memory.model import MemoryModel
 from trainplan.planner.plan import plan
 from trainplan.planner.request import DEFAULT_GLOBAL_BATCH, resolve_plan
-from trainplan.memory.model import MemoryModel
 from trainplan.planner.space import Shape, micro_batches, node_counts, shardings, splits
 
 MODEL = sys.argv[1] if len(sys.argv) > 1 else "llama-3.1-70b"

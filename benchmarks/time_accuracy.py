@@ -19,13 +19,13 @@ import json
 import math
 import statistics
 import sys
-from trainplan.frozen import replace
 from pathlib import Path
 
 from trainplan.cases.common import Skip
 from trainplan.cases.timecase import Mapped, map_case, predict
-from trainplan.timing.efficiency import DEFAULT_MODEL, EfficiencyModel, KernelStack
 from trainplan.errors import TrainplanError
+from trainplan.frozen import replace
+from trainplan.timing.efficiency import DEFAULT_MODEL, EfficiencyModel, KernelStack
 
 DEFAULT_CASES = Path(__file__).resolve().parents[1] / "tests" / "data" / "published_dev.json"
 

@@ -13,13 +13,13 @@ import json
 import statistics
 import sys
 import time
-from trainplan.frozen import field, frozen
 
 from trainplan.catalog import resolve_gpu
+from trainplan.frozen import field, frozen
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_setup
-from trainplan.memory import estimate_memory
 from trainplan.job.training import Layout
+from trainplan.memory import estimate_memory
 
 GIB = 2**30
 

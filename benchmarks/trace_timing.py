@@ -33,8 +33,8 @@ LLAMA2_7B = {    # meta-llama/Llama-2-7b-hf config.json
 
 def _setup(case: str):
     from trainplan.enums import Method
-    from trainplan.model.hfconfig import spec_from_hf_config
     from trainplan.job.training import LoraConfig, TrainingSetup
+    from trainplan.model.hfconfig import spec_from_hf_config
 
     if case == "qwen2.5-0.5b-full":
         spec = spec_from_hf_config(QWEN25_05B, name="qwen2.5-0.5b", hf_id="Qwen/Qwen2.5-0.5B")

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from trainplan.cases.accuracy import evaluate, summarize
-from trainplan.cases import PREDICTED_KEYS
-from trainplan.cli import main
-
 from test_ledger import CASES
+from trainplan.cases import PREDICTED_KEYS
+from trainplan.cases.accuracy import evaluate, summarize
+from trainplan.cli import main
 
 DATA = Path(__file__).resolve().parent / "data"
 DEV, DEV2 = DATA / "published_dev.json", DATA / "published_dev2.json"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from trainplan.ledger import calibration as cal
 from trainplan.cases.accuracy import leave_one_source_out
+from trainplan.ledger import calibration as cal
 from trainplan.ledger.calibration_fit import Observation, fit
 from trainplan.memory.overhead import RESERVE_FIXED_BYTES
 
@@ -108,7 +108,12 @@ def test_json_round_trip_and_active_lookup(tmp_path, monkeypatch):
 
 def test_calibrated_estimate_keeps_breakdown_sums_and_says_so():
     from trainplan.job.options import JobOptions
-    from trainplan.job.resolve import build_layout, build_setup, build_workload, resolve_gpu
+    from trainplan.job.resolve import (
+        build_layout,
+        build_setup,
+        build_workload,
+        resolve_gpu,
+    )
     from trainplan.memory import estimate_memory
     from trainplan.timing.estimate import estimate_time
 
@@ -153,6 +158,7 @@ def test_estimate_path_does_not_import_sqlalchemy(tmp_path):
 
 def test_calibrate_command_writes_terms_with_provenance(tmp_path, monkeypatch, capsys):
     import sqlalchemy  # noqa: F401
+
     from trainplan.cli import main
     from trainplan.ledger import store
     from trainplan.ledger.records import RunRecord
@@ -182,6 +188,7 @@ def test_calibrate_command_writes_terms_with_provenance(tmp_path, monkeypatch, c
 
 def test_calibrate_empty_ledger_is_one_line(tmp_path, monkeypatch, capsys):
     import sqlalchemy  # noqa: F401
+
     from trainplan.cli import main
     from trainplan.ledger import store
 

@@ -9,9 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from trainplan.cases import CASE_FIELDS, Skip, load_cases, map_case, predict, validate_cases
+from trainplan.cases import (
+    CASE_FIELDS,
+    Skip,
+    load_cases,
+    map_case,
+    predict,
+    validate_cases,
+)
 from trainplan.cases.common import case_gpu, case_model
-from trainplan.cases.memorycase import ALLOCATED, DEVICE, RESERVED, map_memory_case, memory_view
+from trainplan.cases.memorycase import (
+    ALLOCATED,
+    DEVICE,
+    RESERVED,
+    map_memory_case,
+    memory_view,
+)
 from trainplan.enums import Framework, Loss, Method, Precision
 from trainplan.errors import TrainplanError
 

@@ -7,8 +7,8 @@ test); the runtime never reads those files, the tests read them only to check th
 from __future__ import annotations
 
 import csv
-import functools
 import datetime
+import functools
 import json
 import sys
 import tomllib
@@ -402,7 +402,8 @@ def test_snapshot_is_current():
     (`python tools/build_catalog_snapshot.py` rewrites it)."""
     from trainplan.catalog import _snapshot, store
 
-    assert store.build_snapshot(catalog.derived_snapshot_values()) == _snapshot.SNAPSHOT
+    assert store.build_snapshot(catalog.derived_snapshot_values()) == _snapshot.SNAPSHOT, \
+        "catalog/_snapshot.py is stale (a catalog TOML or the spec converter changed): python tools/build_catalog_snapshot.py"
 
 
 def test_stale_snapshot_falls_back_to_the_toml(monkeypatch):

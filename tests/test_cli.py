@@ -120,9 +120,10 @@ def test_lengths_file_and_bad_values(capsys, tmp_path):
 
 
 def test_trace_command_json(capsys):
+    import pathlib
+
     import torch  # noqa: F401
     import transformers  # noqa: F401
-    import pathlib
     config = pathlib.Path(__file__).parent / "fixtures" / "trace" / "tiny_llama.json"
     code, out, _ = run_cli(capsys, "trace", "--model", str(config), "--batch-size", "2", "--seq-len", "32", "--json")
     data = json.loads(out)

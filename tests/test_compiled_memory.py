@@ -1,14 +1,13 @@
 """torch.compile / fused kernels in the memory model: what a compiled loss, a fused RMSNorm and a
 fused SwiGLU keep for backward (hand-derived byte counts)."""
 
-from trainplan.frozen import replace
-
 from conftest import tiny_llama
+from trainplan import catalog
 from trainplan.enums import Loss, MasterWeights, Method, Precision
+from trainplan.frozen import replace
+from trainplan.job.training import Implementation, Layout, TrainingSetup
 from trainplan.memory import estimate_memory
 from trainplan.memory.logits import logits_memory
-from trainplan.job.training import Implementation, Layout, TrainingSetup
-from trainplan import catalog
 
 T, V, H = 8192, 128256, 3072          # Llama-3.2-3B, batch 2 x 4096
 
@@ -58,10 +57,11 @@ def test_compile_saves_fewer_activations_by_the_fused_norm_and_swiglu_difference
 
 # --- framework mechanisms outside the Hugging Face model code ---------------------------------
 
-from trainplan.model.architecture import structure
 from trainplan.enums import Attention
-from trainplan.memory.activations import LayerContext, layer_activations
+from trainplan.memory.activations import layer_activations
+from trainplan.memory.context import LayerContext
 from trainplan.memory.logits import held_fp32_logits
+from trainplan.model.architecture import structure
 
 
 def _layer(spec, **kw):

@@ -10,9 +10,9 @@ from trainplan.cost.bill import billable_gpus, cost_of, estimate_cost
 from trainplan.cost.prices import PriceChoice, given_pricing, resolve_pricing
 from trainplan.enums import Method, Precision
 from trainplan.errors import TrainplanError
+from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.timing.estimate import estimate_time
-from trainplan.job.training import Layout, TrainingSetup, Workload
 
 LLAMA2_7B = ModelSpec(name="llama-2-7b", model_type="llama", naming="llama", hidden_size=4096, num_layers=32,
                       num_heads=32, num_kv_heads=32, head_dim=128, intermediate_size=11008, vocab_size=32000,

@@ -2,21 +2,38 @@
 parallel, bad layouts. Expected numbers derived by hand in the comments (ZeRO paper section 3.1;
 Megatron-LM; DeepSpeed's own estimators)."""
 
-from trainplan.frozen import replace
-
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import llama2_7b, tiny_llama
 from trainplan.catalog import resolve_gpu, resolve_model
 from trainplan.cli import main
-from trainplan.enums import Attention, Fsdp, Framework, GradCkpt, Method, Offload, Optimizer, Precision, ZeroStage
+from trainplan.enums import (
+    Attention,
+    Framework,
+    Fsdp,
+    GradCkpt,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    ZeroStage,
+)
+from trainplan.frozen import replace
 from trainplan.job.frameworks import implementation
+from trainplan.job.training import Layout, LoraConfig, QuantConfig, TrainingSetup
 from trainplan.memory import MemoryModel, ParallelConfig, ZeroConfig, estimate_memory
 from trainplan.memory.deepspeed_ref import estimate_zero2_model_states_mem_needs
-from trainplan.memory.megatron_ref import compute_weight_and_optimizer_memory, megatron_args
-from trainplan.memory.parallel import gpu_params, in_flight_microbatches, pipeline_stages
-from trainplan.job.training import Layout, LoraConfig, QuantConfig, TrainingSetup
+from trainplan.memory.megatron_ref import (
+    compute_weight_and_optimizer_memory,
+    megatron_args,
+)
+from trainplan.memory.parallel import (
+    gpu_params,
+    in_flight_microbatches,
+    pipeline_stages,
+)
 from trainplan.units import GIB
 
 P7 = 6_738_415_616      # Llama-2-7B parameters
@@ -121,6 +138,7 @@ def test_optimizer_offload_moves_12_bytes_per_param_to_cpu():
     off = _gpu0(setup, Layout(num_gpus=8, zero=ZeroStage.GRADIENTS, offload=Offload.OPTIMIZER)).sharded
     moved = 8 * (off.cpu_bytes["master_weights"] + off.cpu_bytes["optimizer"])
     assert moved == 12 * P7
+    assert on_gpu.persistent["master_weights"] + on_gpu.persistent["optimizer"] == 12 * P7 // 8   # without offload
     assert "master_weights" not in off.persistent and "optimizer" not in off.persistent
     assert off.cpu_bytes["fp32_gradients"] == 4 * P7 // 8
     before = estimate_memory(setup, Layout(num_gpus=8, zero=ZeroStage.GRADIENTS), H100)

@@ -5,11 +5,16 @@ from __future__ import annotations
 import pytest
 
 from trainplan.enums import Attention, GradCkpt, Method
-from trainplan.timing.flops import (AttnConvention, attention_context, attention_core_flops, flops_per_token,
-                             step_flops)
+from trainplan.job.training import LoraConfig, QuantConfig, TrainingSetup
 from trainplan.model.params import count_params
 from trainplan.specs import ModelSpec, MoeSpec
-from trainplan.job.training import LoraConfig, QuantConfig, TrainingSetup
+from trainplan.timing.flops import (
+    AttnConvention,
+    attention_context,
+    attention_core_flops,
+    flops_per_token,
+    step_flops,
+)
 
 # Llama-2-7B, from its Hugging Face config.json (meta-llama/Llama-2-7b-hf).
 LLAMA2_7B = ModelSpec(name="llama-2-7b", model_type="llama", naming="llama", hidden_size=4096, num_layers=32,

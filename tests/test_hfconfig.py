@@ -19,7 +19,11 @@ from hypothesis import strategies as st
 
 from trainplan.enums import MlpKind, NormKind, Position
 from trainplan.errors import TrainplanError
-from trainplan.model.hfconfig import SUPPORTED_MODEL_TYPES, load_config_path, spec_from_hf_config
+from trainplan.model.hfconfig import (
+    SUPPORTED_MODEL_TYPES,
+    load_config_path,
+    spec_from_hf_config,
+)
 from trainplan.model.params import count_params
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -314,8 +318,8 @@ def test_fixture_count_equals_transformers(path):
     DeepSeek-V3's e_score_correction_bias is a buffer in transformers but a checkpoint tensor,
     counted by trainplan; Gemma 3's vision tower is left out of both.
     """
-    import transformers
     import torch
+    import transformers
     config = json.loads(path.read_text())
     model_type = config.pop("model_type")
     config.pop("architectures")

@@ -14,10 +14,9 @@ import textwrap
 import warnings
 from pathlib import Path
 
-import pytest
-
-import sqlalchemy  # noqa: F401  (the dev extra installs it: missing, the tests fail)
 import alembic  # noqa: F401  (the dev extra installs it: missing, the tests fail)
+import pytest
+import sqlalchemy  # noqa: F401  (the dev extra installs it: missing, the tests fail)
 
 from trainplan.cli import main  # noqa: E402
 from trainplan.ledger import spool, store  # noqa: E402
@@ -379,8 +378,9 @@ def test_track_records_on_rank_zero_only(tmp_path, monkeypatch):
 
 
 def test_hf_callback_reads_the_trainer_setup(tmp_path):
-    import transformers  # noqa: F401
     from types import SimpleNamespace
+
+    import transformers  # noqa: F401
 
     import trainplan.ledger.track
 

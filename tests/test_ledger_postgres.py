@@ -16,7 +16,6 @@ pytest.importorskip("sqlalchemy")
 pytest.importorskip("psycopg")
 
 from test_ledger import LedgerContract, cli, one_line_error  # noqa: E402
-
 from trainplan.ledger import store  # noqa: E402
 from trainplan.ledger.paths import db_url  # noqa: E402
 

@@ -1,11 +1,12 @@
 """Invariants of the memory model (hypothesis)."""
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import a100_80, tiny_llama
 from trainplan.enums import Attention, GradCkpt, Method, Optimizer, Precision
-from trainplan.memory import estimate_memory
 from trainplan.job.training import Layout, LoraConfig, TrainingSetup
+from trainplan.memory import estimate_memory
 
 GPU = a100_80()
 LAYOUT = Layout()

@@ -1,17 +1,15 @@
 """Model-state bytes derived by hand (ZeRO paper section 3.1; torch AdamW; QLoRA paper 2.2)."""
 
-from trainplan.frozen import replace
 
 import pytest
 
 from conftest import llama2_7b, tiny_llama
-from trainplan.enums import Method, Optimizer, Precision, Quant
+from trainplan.enums import Framework, Method, Optimizer, Precision, Quant
 from trainplan.job.frameworks import implementation
-from trainplan.enums import Framework
+from trainplan.job.training import LoraConfig, QuantConfig, TrainingSetup
 from trainplan.memory.regime import resolve_regime
 from trainplan.memory.state import model_state, quantized_bytes
 from trainplan.model.params import count_params
-from trainplan.job.training import LoraConfig, QuantConfig, TrainingSetup
 
 P7 = 6_738_415_616   # Llama-2-7B parameters
 

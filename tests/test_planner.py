@@ -5,30 +5,28 @@ through `trainplan estimate` with the flags it prints, the fit search, and one-l
 import json
 import random
 import shlex
-from trainplan.frozen import replace
 
 import pytest
 
-from trainplan import api
+from conftest import tiny_llama
 from trainplan.cli import build_parser, main
 from trainplan.cli.flags import options_from_args
 from trainplan.enums import Fsdp, GradCkpt, Offload, Optimizer, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.estimation import estimate
+from trainplan.frozen import replace
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_setup, resolve_gpu, resolve_job
+from trainplan.job.training import Layout
 from trainplan.memory import ParallelConfig, estimate_memory
+from trainplan.memory.model import MemoryModel
+from trainplan.planner.fit import fit, largest_fitting, resolve_fit
 from trainplan.planner.plan import plan
 from trainplan.planner.request import resolve_plan
-from trainplan.planner.fit import fit, largest_fitting, resolve_fit
-from trainplan.report.flags import options_flags
-from trainplan.memory.model import MemoryModel
 from trainplan.planner.search import ParetoFront, pareto_flags
 from trainplan.planner.space import node_counts, shardings, splits
+from trainplan.report.flags import options_flags
 from trainplan.specs import GpuSpec, PriceOffer
-from trainplan.job.training import Layout
-
-from conftest import tiny_llama
 
 H100 = resolve_gpu("h100")
 

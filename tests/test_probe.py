@@ -17,10 +17,10 @@ from trainplan.enums import Fsdp, Offload, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_setup
+from trainplan.job.training import Layout
 from trainplan.probe import launch
 from trainplan.probe.measure import local_gpu_id
 from trainplan.probe.result import Measurement, error_pct
-from trainplan.job.training import Layout
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "trace" / "tiny_llama.json"
@@ -31,9 +31,9 @@ CPU_ARGS = ["probe", "--device", "cpu", "--model", str(TINY), "--batch-size", "2
 
 
 def _needs_torch():
+    import peft  # noqa: F401
     import torch  # noqa: F401
     import transformers  # noqa: F401
-    import peft  # noqa: F401
 
 
 # -- the probe on the CPU --------------------------------------------------------------------------
@@ -107,7 +107,7 @@ def _gpu_result():
     from trainplan.estimation import estimate
     from trainplan.job.resolve import resolve_job
     from trainplan.probe.result import Predicted, ProbeResult
-    from trainplan.probe.run import request_json
+    from trainplan.probe.result import request_json
 
     req = JobOptions(model="qwen2.5-0.5b", batch_size=4, seq_len=1024, gpu="h200")
     est = estimate(resolve_job(req))
@@ -121,8 +121,9 @@ def _gpu_result():
 
 
 def test_record_stores_a_gpu_probe_once(tmp_path, monkeypatch):
-    import sqlalchemy  # noqa: F401
     import alembic  # noqa: F401
+    import sqlalchemy  # noqa: F401
+
     from trainplan.ledger import store
     from trainplan.probe.record import record, run_record
 
@@ -143,8 +144,9 @@ def test_record_stores_a_gpu_probe_once(tmp_path, monkeypatch):
 
 
 def test_record_spools_when_the_database_is_unreachable(tmp_path, monkeypatch):
-    import sqlalchemy  # noqa: F401
     import alembic  # noqa: F401
+    import sqlalchemy  # noqa: F401
+
     from trainplan.ledger import spool
     from trainplan.probe.record import record
 

@@ -13,8 +13,15 @@ from trainplan.cli import main
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_setup, resolve_gpu
 from trainplan.memory import estimate_memory
-from trainplan.planner.table import (long_rows, models_of_size, pivot_rows, resolve_table, resource_table,
-                                     sharded_layout, tier_rows)
+from trainplan.planner.table import (
+    long_rows,
+    models_of_size,
+    pivot_rows,
+    resolve_table,
+    resource_table,
+    sharded_layout,
+    tier_rows,
+)
 
 MODELS = "llama-2-7b,llama-2-13b,llama-2-70b"
 

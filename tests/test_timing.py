@@ -5,20 +5,47 @@ from __future__ import annotations
 import importlib.util
 import statistics
 import sys
-from trainplan.frozen import replace
 from pathlib import Path
 
 import pytest
 
-from trainplan.timing.comm import Fabric, INTERCONNECTS, allgather_s, fabric, internode_link, ring_allreduce_s
-from trainplan.timing.efficiency import KernelStack, matmul_efficiency
-from trainplan.enums import (Attention, Framework, Fsdp, GradCkpt, Method, Offload, Optimizer, Precision,
-                             ZeroStage)
+from trainplan.enums import (
+    Attention,
+    Framework,
+    Fsdp,
+    GradCkpt,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    ZeroStage,
+)
 from trainplan.errors import TrainplanError
+from trainplan.frozen import replace
+from trainplan.job.training import (
+    Layout,
+    LoraConfig,
+    QuantConfig,
+    TrainingSetup,
+    Workload,
+)
 from trainplan.specs import GpuSpec, ModelSpec
-from trainplan.timing.steps import expected_batch_max, sequence_shape, steps_per_epoch, total_steps
+from trainplan.timing.comm import (
+    INTERCONNECTS,
+    Fabric,
+    allgather_s,
+    fabric,
+    internode_link,
+    ring_allreduce_s,
+)
+from trainplan.timing.efficiency import KernelStack, matmul_efficiency
 from trainplan.timing.estimate import TimingOptions, estimate_time, step_time
-from trainplan.job.training import Layout, LoraConfig, QuantConfig, TrainingSetup, Workload
+from trainplan.timing.steps import (
+    expected_batch_max,
+    sequence_shape,
+    steps_per_epoch,
+    total_steps,
+)
 
 LLAMA2_7B = ModelSpec(name="llama-2-7b", model_type="llama", naming="llama", hidden_size=4096, num_layers=32,
                       num_heads=32, num_kv_heads=32, head_dim=128, intermediate_size=11008, vocab_size=32000,

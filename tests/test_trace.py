@@ -9,20 +9,28 @@ import subprocess
 import sys
 from pathlib import Path
 
+import peft  # noqa: F401  (the dev extra installs it: missing, the tests fail)
 import pytest
-
 import torch
 import transformers  # noqa: F401  (the dev extra installs it: missing, the tests fail)
-import peft  # noqa: F401  (the dev extra installs it: missing, the tests fail)
 
 from trainplan.enums import Attention, GradCkpt, Method, Optimizer, Precision  # noqa: E402
 from trainplan.errors import TrainplanError  # noqa: E402
+from trainplan.job.training import LoraConfig, QuantConfig, TrainingSetup  # noqa: E402
 from trainplan.model.hfconfig import spec_from_hf_config  # noqa: E402
-from trainplan.trace import TraceUnsupported, plot_timeline, run_trace  # noqa: E402
-from trainplan.trace import autocast_table, build, cuda_emulation, optim, run, step  # noqa: E402
+from trainplan.trace import (  # noqa: E402  # noqa: E402
+    TraceUnsupported,
+    autocast_table,
+    build,
+    cuda_emulation,
+    optim,
+    plot_timeline,
+    run,
+    run_trace,
+    step,
+)
 from trainplan.trace.categories import CATEGORIES  # noqa: E402
 from trainplan.trace.tracker import MemoryTracker  # noqa: E402
-from trainplan.job.training import LoraConfig, QuantConfig, TrainingSetup  # noqa: E402
 
 pytestmark = pytest.mark.trace
 
@@ -154,7 +162,8 @@ def test_pitfall_a_fake_cuda_tensors_abort_autograd_so_trace_uses_fake_cpu():
 
 
 def test_pitfall_b_peft_fails_inside_fake_mode_so_wrap_on_meta_then_swap_keeping_ties():
-    from peft import LoraConfig as PeftLora, get_peft_model
+    from peft import LoraConfig as PeftLora
+    from peft import get_peft_model
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
     s = setup("tiny_qwen2", **lora())

@@ -5,19 +5,18 @@ the result, so a wrong entry in the inventory shows here first."""
 
 import pathlib
 
+import peft  # noqa: F401  (the dev extra installs it: missing, the tests fail)
 import pytest
-
 import torch  # noqa: F401  (the dev extra installs it: missing, the tests fail)
 import transformers  # noqa: F401  (the dev extra installs it: missing, the tests fail)
-import peft  # noqa: F401  (the dev extra installs it: missing, the tests fail)
 
 from conftest import a100_80  # noqa: E402
-from trainplan.model.hfconfig import load_config_path  # noqa: E402
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_setup  # noqa: E402
-from trainplan.memory import estimate_memory  # noqa: E402
-from trainplan.trace import run_trace  # noqa: E402
 from trainplan.job.training import Layout  # noqa: E402
+from trainplan.memory import estimate_memory  # noqa: E402
+from trainplan.model.hfconfig import load_config_path  # noqa: E402
+from trainplan.trace import run_trace  # noqa: E402
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "trace"
 GPU = a100_80()

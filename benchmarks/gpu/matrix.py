@@ -23,8 +23,9 @@ import shlex
 import subprocess
 import sys
 import time
-from trainplan.frozen import field, frozen
 from pathlib import Path
+
+from trainplan.frozen import field, frozen
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -35,8 +36,8 @@ except ImportError:   # a checkout without an install: PYTHONPATH=src
 
 from trainplan.errors import TrainplanError  # noqa: E402
 from trainplan.estimation import estimate  # noqa: E402
-from trainplan.job.resolve import resolve_job  # noqa: E402
 from trainplan.job.options import JobOptions  # noqa: E402
+from trainplan.job.resolve import resolve_job  # noqa: E402
 
 TINY = "tests/fixtures/trace"   # relative to the repository root, where every probe runs
 GPU_BUDGET_S = 430.0          # start no setup that would end after this; 8 min = 480 s in all

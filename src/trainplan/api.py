@@ -16,18 +16,22 @@ import datetime
 from typing import TYPE_CHECKING, TypedDict
 
 from trainplan.cost.prices import PriceOffer
+from trainplan.estimation import estimate as estimate_job
+from trainplan.estimation.result import Estimate
 from trainplan.job.job import Job
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import resolve_job
+from trainplan.planner.fit import FitResult, resolve_fit
+from trainplan.planner.fit import fit as run_fit
+from trainplan.planner.plan import PlanResult
+from trainplan.planner.plan import plan as run_plan
+from trainplan.planner.request import resolve_plan
+from trainplan.planner.table import TableResult, resolve_table, resource_table
 from trainplan.specs import GpuSpec, ModelSpec
 
 if TYPE_CHECKING:     # for type checkers and IDEs only (PEP 692): keyword completion of **options
     from typing import Unpack
 
-    from trainplan.estimation.result import Estimate
-    from trainplan.planner.fit import FitResult
-    from trainplan.planner.plan import PlanResult
-    from trainplan.planner.table import TableResult
 
 
 class Options(TypedDict, total=False):
@@ -100,8 +104,6 @@ def estimate(model: str | ModelSpec, *, today: datetime.date | None = None, **op
     batch_size=4, seq_len=2048, gpu="h100", num_gpus=8, zero=3, samples=10000, ...
     `today` dates the price catalog's offers (default: the local date).
     """
-    from trainplan.estimation import estimate as estimate_job
-
     return estimate_job(job(model, today=today, **options))
 
 
@@ -112,8 +114,6 @@ def plan(model: str | ModelSpec, *, methods: tuple[str, ...] = (), gpus: tuple[s
          **options: Unpack[Options]) -> PlanResult:
     """The setups that fit, ranked by cost (or time), with the Pareto front and the GPU types that
     cannot carry the job (`trainplan plan`)."""
-    from trainplan.planner.plan import plan as run_plan
-    from trainplan.planner.request import resolve_plan
 
     request = resolve_plan(JobOptions(model=model, **options), methods=methods, gpus=gpus, prices=prices,
                            max_gpus=max_gpus, gpus_per_node=gpus_per_node, global_batch=global_batch,
@@ -123,8 +123,6 @@ def plan(model: str | ModelSpec, *, methods: tuple[str, ...] = (), gpus: tuple[s
 
 def fit(model: str | ModelSpec, **options: Unpack[Options]) -> FitResult:
     """The largest micro-batch and the longest sequence that fit one layout (`trainplan fit`)."""
-    from trainplan.planner.fit import fit as run_fit, resolve_fit
-
     return run_fit(resolve_fit(JobOptions(model=model, **options)))
 
 
@@ -133,8 +131,6 @@ def table(models: tuple[str | ModelSpec, ...] = (), *, sizes: tuple[str, ...] = 
           gpus: tuple[str, ...] = ("a100-80gb", "h100", "rtx4090"), max_gpus: int = 64, gpus_per_node: int = 8,
           today: datetime.date | None = None, **options: Unpack[Options]) -> TableResult:
     """The resource table: models x methods x precisions -> memory, GPUs needed, time, cost."""
-    from trainplan.planner.table import resolve_table, resource_table
-
     first = models[0] if models else None
     request = resolve_table(JobOptions(model=first, **options), models=tuple(models), sizes=sizes, methods=methods,
                             precisions=precisions, gpus=gpus, max_gpus=max_gpus, gpus_per_node=gpus_per_node,

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from trainplan.frozen import field, frozen
-
 from trainplan.enums import MlpKind, NormKind, Position
 from trainplan.errors import TrainplanError
+from trainplan.frozen import field, frozen
 
 
 def _positive(owner: str, **values: int | float | None) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from trainplan.cases.common import CASE_FIELDS, REQUIRED_FIELDS, Skip, source_of
 from trainplan.cases.memorycase import map_memory_case
-from trainplan.cases.timecase import METRIC_KEYS, map_case as map_time
+from trainplan.cases.timecase import METRIC_KEYS
+from trainplan.cases.timecase import map_case as map_time
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen
 from trainplan.job.job import Job

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from trainplan.frozen import frozen
 from typing import Any, Iterable
 
-from trainplan.ledger.calibration import DEFAULT_MIN_RUNS, adjust
-from trainplan.ledger.calibration_fit import Observation, fit
 from trainplan.cases import PREDICTED_KEYS, Skip, map_case, predict, source_of
 from trainplan.errors import TrainplanError
+from trainplan.frozen import frozen
+from trainplan.ledger.calibration import DEFAULT_MIN_RUNS, adjust
+from trainplan.ledger.calibration_fit import Observation, fit
 
 
 @frozen

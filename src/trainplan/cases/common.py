@@ -8,12 +8,13 @@ reads a fact the case states, or a fact of the model (an architecture table with
 from __future__ import annotations
 
 import re
-from trainplan.frozen import replace
 from typing import Any
 
 from trainplan import catalog
 from trainplan.enums import Framework, GradCkpt, MlpKind, NormKind, Optimizer, Position
 from trainplan.errors import TrainplanError
+from trainplan.frozen import replace
+from trainplan.model.hfconfig import spec_from_hf_config
 from trainplan.specs import GpuSpec, ModelSpec
 
 GPUS_PER_NODE = 8
@@ -109,8 +110,6 @@ def _mpt(m: dict) -> ModelSpec:
 
 
 def _synthesized_llama(m: dict) -> ModelSpec:
-    from trainplan.model.hfconfig import spec_from_hf_config
-
     missing = [k for k in ("heads", "intermediate", "vocab") if not m.get(k)]
     if missing:
         raise Skip(f"model {m.get('name')}: not in the catalog and the case lacks {', '.join(missing)}")
@@ -122,8 +121,6 @@ def _synthesized_llama(m: dict) -> ModelSpec:
 
 
 def _litgpt_neox(m: dict, norms_per_layer: int) -> ModelSpec:
-    from trainplan.model.hfconfig import spec_from_hf_config
-
     config = {"model_type": "gpt_neox", "hidden_size": m["hidden"], "num_hidden_layers": m["layers"],
               "num_attention_heads": m["heads"], "intermediate_size": m["intermediate"],
               "vocab_size": m["vocab"], "use_parallel_residual": True, "tie_word_embeddings": False}

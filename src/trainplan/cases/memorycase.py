@@ -10,11 +10,21 @@ code, DeepSpeed where the case says so); PEFT's example scripts (fp32 weights, n
 from __future__ import annotations
 
 import re
-from trainplan.frozen import frozen
 
-from trainplan.cases.common import (Skip, case_framework, case_gpu, case_grad_ckpt, case_model, lora_dropout,
-                                    lora_targets, memory_optimizer, nodes_for, text)
+from trainplan.cases.common import (
+    Skip,
+    case_framework,
+    case_gpu,
+    case_grad_ckpt,
+    case_model,
+    lora_dropout,
+    lora_targets,
+    memory_optimizer,
+    nodes_for,
+    text,
+)
 from trainplan.enums import Framework
+from trainplan.frozen import frozen
 from trainplan.job.options import JobOptions
 from trainplan.units import GIB
 

@@ -9,15 +9,43 @@ from __future__ import annotations
 
 import json
 import math
-from trainplan.frozen import frozen, replace
 
-from trainplan.cases.common import (GPUS_PER_NODE, Skip, case_framework, case_gpu, case_grad_ckpt,
-                                    case_model, case_optimizer, lora_dropout, lora_targets, nodes_for)
-from trainplan.enums import (Attention, Fsdp, Framework, GradCkpt, MasterWeights, Method, Offload, Optimizer,
-                             Precision, Quant, ZeroStage)
+from trainplan.cases.common import (
+    GPUS_PER_NODE,
+    Skip,
+    case_framework,
+    case_gpu,
+    case_grad_ckpt,
+    case_model,
+    case_optimizer,
+    lora_dropout,
+    lora_targets,
+    nodes_for,
+)
+from trainplan.enums import (
+    Attention,
+    Framework,
+    Fsdp,
+    GradCkpt,
+    MasterWeights,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    Quant,
+    ZeroStage,
+)
+from trainplan.frozen import frozen, replace
+from trainplan.job.training import (
+    Implementation,
+    Layout,
+    LoraConfig,
+    QuantConfig,
+    TrainingSetup,
+    Workload,
+)
 from trainplan.specs import GpuSpec
 from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
-from trainplan.job.training import Implementation, Layout, LoraConfig, QuantConfig, TrainingSetup, Workload
 
 CARD_GPUS = 2048   # Llama 1 paper (Touvron et al. 2023a, section 2.4): 2048 A100-80GB for LLaMA-65B
 CARD_BATCH_TOKENS = 16 * 2**20   # Llama 3 paper (Dubey et al. 2024, section 3.4.1): 16M-token batches

@@ -13,15 +13,17 @@ Names are matched case-insensitively, with spaces and underscores read as hyphen
 from __future__ import annotations
 
 import datetime
-import json
 import functools
-import re
+import json
 import os
+import re
 
 from trainplan.catalog import store
-from trainplan.catalog.store import DATA_DIR as _DATA_DIR, read as _read_data
+from trainplan.catalog.store import DATA_DIR as _DATA_DIR
+from trainplan.catalog.store import read as _read_data
 from trainplan.errors import TrainplanError, UnknownNameError
 from trainplan.frozen import asdict
+from trainplan.model.params import count_params
 from trainplan.specs import GpuSpec, ModelSpec, PriceOffer, model_spec_from_dict
 from trainplan.units import GB, GIB, tflops_to_flops
 
@@ -363,8 +365,6 @@ def _moe_label(spec: ModelSpec) -> str:
 
 def model_rows(filter: str | None = None, path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
     """One row per catalog model matching `filter` (substring of name, display name, HF id, alias)."""
-    from trainplan.model.params import count_params
-
     p = _models_path(path)
     rows = []
     for i, entry in enumerate(_model_catalog(p)[0]):

@@ -3292,7 +3292,7 @@ SNAPSHOT = {'derived': {'model_specs': {'data': [{'aliases': ['meta-llama/Llama-
                                                  'litgpt/config.py@26857050fe3f',
                                        'tied_embeddings': False,
                                        'vocab_size': 50688}],
-                             'fingerprint': '48af4f93-103455'}},
+                             'fingerprint': '46b27fa0-103435'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',

@@ -69,7 +69,7 @@ def derived(key: str, fp: str) -> object | None:
 
 
 def _parse_toml(raw: bytes, path: str) -> dict:
-    import tomllib   # only for a catalog file the snapshot does not cover (edited, or given by path)
+    import tomllib  # only for a catalog file the snapshot does not cover (edited, or given by path)
 
     try:
         return tomllib.loads(raw.decode("utf-8"))

@@ -14,8 +14,8 @@ import importlib
 import os
 import sys
 
+from trainplan import __version__
 from trainplan.errors import TrainplanError
-
 
 EXIT_USAGE = 2
 
@@ -90,8 +90,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from trainplan import __version__
-
     return f"trainplan {__version__}"
 
 

@@ -11,6 +11,7 @@ from trainplan.errors import TrainplanError
 from trainplan.estimation import estimate
 from trainplan.job.resolve import build_setup, resolve_job
 from trainplan.report.tables import render_table
+from trainplan.report.trace_text import render
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -18,7 +19,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(est.to_dict())
     else:
-        from trainplan.report import estimate_text   # text for people; --json does without it
+        from trainplan.report import (
+            estimate_text,  # text for people; --json does without it
+        )
 
         print(estimate_text.render(est))
     return 0
@@ -35,8 +38,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_dict())
     else:
-        from trainplan.report.trace_text import render
-
         print(render(setup, result))
     return 0
 

@@ -7,15 +7,31 @@ commands that open the database (`trainplan estimate` never imports them).
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 import warnings
 from typing import Any
 
+from trainplan.cases import load_cases
+from trainplan.cases.accuracy import evaluate, leave_one_source_out, render, summarize
 from trainplan.cli.common import print_json
 from trainplan.cli.flags import add_setup_flags, options_from_args
 from trainplan.errors import TrainplanError
 from trainplan.job.options import OPTION_NAMES, JobOptions
+from trainplan.ledger import calibration, calibration_fit
+from trainplan.ledger.capture import (
+    LedgerWarning,
+    environment,
+    open_ledger,
+    record_from_case,
+    record_from_options,
+    save,
+)
+from trainplan.ledger.paths import db_url, redact
+from trainplan.ledger.records import MEASURE_KEYS, measured_from_gib, now_iso, residual
+from trainplan.ledger.store import query_runs
+from trainplan.report.tables import render_table
 
 MEASURE_FLAGS = (("peak_allocated_gib", "peak allocated memory per GPU (torch.cuda.max_memory_allocated), GiB"),
                  ("peak_reserved_gib", "peak reserved memory per GPU (torch.cuda.max_memory_reserved), GiB"),
@@ -95,9 +111,6 @@ def _file_runs(path: str) -> list[dict[str, Any]]:
 
 
 def _records_from_file(path: str, default_source: str) -> list[Any]:
-    from trainplan.ledger.capture import environment, record_from_options
-    from trainplan.ledger.records import measured_from_gib
-
     records = []
     for i, run in enumerate(_file_runs(path)):
         where = f"--file {path}: run {i}"
@@ -120,9 +133,6 @@ def _records_from_file(path: str, default_source: str) -> list[Any]:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from trainplan.ledger.capture import LedgerWarning, environment, record_from_options, save
-    from trainplan.ledger.records import measured_from_gib
-
     if args.file:
         records = _records_from_file(args.file, args.source)
     else:
@@ -145,8 +155,6 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def _display(row: dict[str, Any]) -> dict[str, Any]:
-    from trainplan.ledger.records import MEASURE_KEYS, residual
-
     out = {"id": row["id"], "created": str(row["created_at"])[:19], "source": row["source"], "model": row["model"],
            "method": row["method"], "framework": row["framework"], "gpu": row["gpu"], "gpus": row["num_gpus"]}
     for key in MEASURE_KEYS:
@@ -163,8 +171,6 @@ def _display(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _json_row(row: dict[str, Any]) -> dict[str, Any]:
-    from trainplan.ledger.records import MEASURE_KEYS, residual
-
     out = {k: (str(v) if k == "created_at" else v) for k, v in row.items()}
     out["residual"] = {k: residual(row.get(f"est_{k}"), row.get(f"meas_{k}")) for k in MEASURE_KEYS
                        if row.get(f"meas_{k}") is not None}
@@ -172,10 +178,6 @@ def _json_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write_csv(path: str, rows: list[dict[str, Any]]) -> None:
-    import csv
-
-    from trainplan.ledger.records import MEASURE_KEYS, residual
-
     flat_cols = [c for c in (rows[0].keys() if rows else []) if c not in ("setup", "environment", "measured",
                                                                            "estimate", "raw")]
     cols = flat_cols + [f"residual_{k}" for k in MEASURE_KEYS] + ["setup", "environment"]
@@ -194,9 +196,6 @@ def _write_csv(path: str, rows: list[dict[str, Any]]) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from trainplan.ledger.capture import open_ledger
-    from trainplan.ledger.store import query_runs
-
     engine = open_ledger(args.db)
     filters = {k: getattr(args, k) for k in ("model", "method", "framework", "gpu", "source", "precision")}
     rows = query_runs(engine, limit=args.limit or None, **filters)
@@ -205,8 +204,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.json:
         print_json([_json_row(r) for r in rows])
     else:
-        from trainplan.report.tables import render_table
-
         shown = [_display(r) for r in rows]
         columns = list(dict.fromkeys(k for row in shown for k in row))
         print(render_table(shown, columns) if rows else "no runs")
@@ -214,9 +211,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from trainplan.cases import load_cases
-    from trainplan.ledger.capture import record_from_case, save
-
     cases = load_cases(args.file)
     records = [record_from_case(c) for c in cases]
     result = save(records, args.db)
@@ -231,13 +225,6 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from trainplan.ledger import calibration, calibration_fit
-    from trainplan.cases.accuracy import leave_one_source_out
-    from trainplan.ledger.capture import open_ledger
-    from trainplan.ledger.paths import db_url, redact
-    from trainplan.ledger.records import now_iso
-    from trainplan.ledger.store import query_runs
-
     if args.min_runs < 2:
         raise TrainplanError("--min-runs must be at least 2 (a band needs two runs)")
     rows = query_runs(open_ledger(args.db))
@@ -268,9 +255,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_accuracy(args: argparse.Namespace) -> int:
-    from trainplan.cases.accuracy import evaluate, render, summarize
-    from trainplan.cases import load_cases
-
     results = evaluate(load_cases(args.cases, strict=False), min_runs=args.min_runs)
     summary = summarize(results)
     if args.json:

@@ -13,7 +13,14 @@ from trainplan.planner import table
 from trainplan.planner.fit import fit, resolve_fit
 from trainplan.planner.plan import plan
 from trainplan.planner.request import resolve_plan
-from trainplan.report import plan_text, table_formats as tf
+from trainplan.report import plan_text
+from trainplan.report import table_formats as tf
+from trainplan.report.plots import (
+    check_path,
+    memory_breakdown,
+    memory_vs_seq,
+    plan_front,
+)
 
 
 class ProgressBar:
@@ -44,8 +51,6 @@ class ProgressBar:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     if args.plot:
-        from trainplan.report.plots import check_path
-
         check_path(args.plot)
     pr = resolve_plan(options_from_args(args), methods=csv_list(args.methods), gpus=csv_list(args.gpus) or None,
                       max_gpus=args.max_gpus, gpus_per_node=args.gpus_per_node, global_batch=args.global_batch,
@@ -56,8 +61,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     if args.plot:
-        from trainplan.report.plots import plan_front
-
         ranks = {id(p.found): p.rank for p in result.plans}
         points = [{"cost": f.cost_value, "time_s": f.time_s, "pareto": on, "rank": ranks.get(id(f)),
                    "label": f"{f.rentable.gpu.id} x{f.shape.num_gpus}"} for f, on in zip(result.found, result.pareto)]
@@ -93,8 +96,6 @@ def cmd_table(args: argparse.Namespace) -> int:
     tf.check_format(fmt, args.output)
     for path in (args.plot, args.plot_seq):
         if path:
-            from trainplan.report.plots import check_path
-
             check_path(path)
     tr = _table_request(args)
     if args.tiers:
@@ -129,12 +130,8 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 def _pictures(args: argparse.Namespace, result: table.TableResult) -> None:
     if args.plot:
-        from trainplan.report.plots import memory_breakdown
-
         memory_breakdown(table.breakdown_bars(result), args.plot, capacities=table.capacities(result.request))
     if args.plot_seq:
-        from trainplan.report.plots import memory_vs_seq
-
         memory_vs_seq(table.seq_series(result), args.plot_seq, capacities=table.capacities(result.request))
 
 

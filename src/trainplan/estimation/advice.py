@@ -3,10 +3,9 @@ what it costs (time, quality, money)."""
 
 from __future__ import annotations
 
-from trainplan.frozen import frozen, replace
-
 from trainplan.enums import Fsdp, GradCkpt, Method, Optimizer, Quant, ZeroStage
 from trainplan.errors import TrainplanError
+from trainplan.frozen import frozen, replace
 from trainplan.job.job import Job
 from trainplan.job.training import Layout, LoraConfig, QuantConfig, TrainingSetup
 from trainplan.memory import MemoryEstimate, MemoryModel, estimate_memory

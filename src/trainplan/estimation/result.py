@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from trainplan.cost.bill import CostEstimate
 from trainplan.estimation.advice import Suggestion
 from trainplan.frozen import asdict, frozen

@@ -29,10 +29,16 @@ Sources:
 
 from __future__ import annotations
 
+from trainplan.enums import (
+    Attention,
+    Framework,
+    GradCkpt,
+    Loss,
+    MasterWeights,
+    Optimizer,
+    Precision,
+)
 from trainplan.frozen import frozen, replace
-
-from trainplan.enums import (Attention, Framework, GradCkpt, Loss, MasterWeights, Optimizer,
-                             Precision)
 from trainplan.job.training import Implementation
 
 

@@ -5,20 +5,38 @@ I/O happens here; the estimate that follows is pure."""
 from __future__ import annotations
 
 import datetime
+import json
 from enum import Enum
 
 from trainplan import catalog
-from trainplan.enums import (Attention, Fsdp, Framework, GradCkpt, Loss, Method, Offload, Optimizer,
-                             Precision, Quant, ZeroStage)
+from trainplan.cost.prices import PriceChoice, Pricing, resolve_pricing
+from trainplan.enums import (
+    Attention,
+    Framework,
+    Fsdp,
+    GradCkpt,
+    Loss,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    Quant,
+    ZeroStage,
+)
 from trainplan.errors import TrainplanError
 from trainplan.job.frameworks import implementation, profile
-from trainplan.specs import GpuSpec, ModelSpec
-from trainplan.job.training import Layout, LoraConfig, QuantConfig, TrainingSetup, Workload
-from trainplan.job.options import JobOptions
 from trainplan.job.job import Job, check_headroom
-from trainplan.cost.prices import PriceChoice, Pricing, resolve_pricing
+from trainplan.job.options import JobOptions
+from trainplan.job.training import (
+    Layout,
+    LoraConfig,
+    QuantConfig,
+    TrainingSetup,
+    Workload,
+)
 from trainplan.ledger.calibration import load_active
 from trainplan.memory.parallel import ParallelConfig
+from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.timing.estimate import TimingOptions
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
@@ -116,7 +134,6 @@ def read_lengths(path: str | None) -> tuple[int, ...] | None:
     """Sample lengths in tokens from a file: one integer per line, or a JSON list."""
     if path is None:
         return None
-    import json
     from pathlib import Path
 
     try:

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from trainplan.frozen import field, frozen
-
-from trainplan.enums import (Attention, Fsdp, Framework, GradCkpt, Loss, MasterWeights, Method,
-                             Offload, Optimizer, Precision, Quant, ZeroStage)
+from trainplan.enums import (
+    Attention,
+    Framework,
+    Fsdp,
+    GradCkpt,
+    Loss,
+    MasterWeights,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    Quant,
+    ZeroStage,
+)
 from trainplan.errors import TrainplanError
+from trainplan.frozen import field, frozen
 from trainplan.specs import ModelSpec
 
 

@@ -25,7 +25,6 @@ import os
 
 from trainplan.frozen import field, frozen, replace
 from trainplan.ledger.paths import calibration_path
-
 from trainplan.memory.overhead import RESERVE_FIXED_BYTES
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path

@@ -8,8 +8,16 @@ import statistics
 from typing import Any, Iterable
 
 from trainplan.frozen import frozen
-from trainplan.ledger.calibration import (DEFAULT_MIN_RUNS, DURATION, LEVELS, THROUGHPUT, Calibration, Group, Term,
-                                          default_reserve_fraction)
+from trainplan.ledger.calibration import (
+    DEFAULT_MIN_RUNS,
+    DURATION,
+    LEVELS,
+    THROUGHPUT,
+    Calibration,
+    Group,
+    Term,
+    default_reserve_fraction,
+)
 from trainplan.memory.overhead import RESERVE_FIXED_BYTES
 
 

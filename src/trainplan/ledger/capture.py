@@ -3,16 +3,23 @@
 
 from __future__ import annotations
 
-from trainplan.frozen import asdict, fields
 import platform
 import warnings
-from trainplan.frozen import frozen
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from trainplan import __version__
+from trainplan.cases import Skip, map_case, mapping_from_options, predict, source_of
+from trainplan.cases.memorycase import memory_view
 from trainplan.errors import TrainplanError
+from trainplan.frozen import asdict, fields, frozen
+from trainplan.ledger import spool
+from trainplan.ledger.paths import db_url, redact
 from trainplan.ledger.records import ESTIMATE_KEYS, RunRecord
+from trainplan.ledger.store import add_runs, engine_for
+from trainplan.specs import GpuSpec, ModelSpec
+from trainplan.units import GIB
 
 PACKAGES = ("torch", "transformers", "peft", "deepspeed", "accelerate", "bitsandbytes", "lightning")
 
@@ -33,8 +40,6 @@ def package_versions() -> dict[str, str]:
 
 
 def environment(**extra: Any) -> dict[str, Any]:
-    from trainplan import __version__
-
     env = {"trainplan": __version__, "python": platform.python_version(), "packages": package_versions()}
     env.update({k: v for k, v in extra.items() if v is not None})
     return env
@@ -43,8 +48,6 @@ def environment(**extra: Any) -> dict[str, Any]:
 def setup_from_options(req: Any) -> dict[str, Any]:
     """The JobOptions' fields as JSON (what the user said); record_from_options adds `resolved`:
     the values the estimate resolved (profile defaults, catalog ids) that the indexed columns hold."""
-    from trainplan.specs import GpuSpec, ModelSpec
-
     out: dict[str, Any] = {}
     for f in fields(req):
         value = getattr(req, f.name)
@@ -75,8 +78,6 @@ def _resolved(mapping: Any) -> dict[str, Any]:
 
 def estimate_values(mapping: Any) -> dict[str, Any]:
     """The values trainplan predicts for a CaseMapping (ESTIMATE_KEYS), uncalibrated."""
-    from trainplan.cases import predict
-
     values = predict(mapping)
     return {k: values.get(k) for k in ESTIMATE_KEYS}
 
@@ -85,8 +86,6 @@ def record_from_options(req: Any, measured: dict[str, Any], *, source: str, note
                         env: dict[str, Any] | None = None, external_id: str | None = None,
                         created_at: str | None = None) -> RunRecord:
     """A run of the setup `req` with its measurements, and the estimate trainplan makes for it now."""
-    from trainplan.cases import mapping_from_options
-
     mapping = mapping_from_options(req)
     setup = setup_from_options(req)
     setup["resolved"] = _resolved(mapping)
@@ -100,9 +99,6 @@ def record_from_options(req: Any, measured: dict[str, Any], *, source: str, note
 
 
 def _case_measured(case: dict, mapping: Any | None) -> dict[str, Any]:
-    from trainplan.cases.memorycase import memory_view
-    from trainplan.units import GIB
-
     m = case.get("measured") or {}
     out: dict[str, Any] = {}
     if case["kind"] == "memory":
@@ -126,8 +122,6 @@ def _case_measured(case: dict, mapping: Any | None) -> dict[str, Any]:
 def record_from_case(case: dict, *, created_at: str | None = None) -> RunRecord:
     """A ground-truth case as a run: its mapped setup and estimate (none when it cannot be mapped,
     the reason in the notes), its measurement, the raw case JSON."""
-    from trainplan.cases import Skip, map_case, source_of
-
     mapping, why = None, ""
     try:
         mapping = map_case(case)
@@ -165,16 +159,11 @@ class SaveResult:
 
 def open_ledger(url: str | None = None):
     """The migrated engine for `url` (runs spooled for it are written on its first connection)."""
-    from trainplan.ledger.store import engine_for
-
     return engine_for(url)
 
 
 def save(records: list[RunRecord], url: str | None = None, *, spool_on_failure: bool = False) -> SaveResult:
     """Write `records`; with `spool_on_failure`, an unreachable database spools them (warning)."""
-    from trainplan.ledger import spool
-    from trainplan.ledger.paths import db_url, redact
-    from trainplan.ledger.store import add_runs
 
     try:
         engine = open_ledger(url)

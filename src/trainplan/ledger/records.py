@@ -9,15 +9,14 @@ measurements, raw case), so recording or importing the same run twice adds nothi
 
 from __future__ import annotations
 
-from trainplan.frozen import asdict
 import datetime as _dt
 import hashlib
 import json
 import math
-from trainplan.frozen import field, frozen
 from typing import Any
 
 from trainplan.errors import TrainplanError
+from trainplan.frozen import asdict, field, frozen
 from trainplan.units import GIB
 
 MEMORY_KEYS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes")

@@ -3,8 +3,20 @@ authority for the database's shape; this module mirrors the head revision for qu
 
 from __future__ import annotations
 
-from sqlalchemy import (JSON, BigInteger, Column, DateTime, Float, Index, Integer, MetaData, String, Table, Text,
-                        UniqueConstraint)
+from sqlalchemy import (
+                        JSON,
+                        BigInteger,
+                        Column,
+                        DateTime,
+                        Float,
+                        Index,
+                        Integer,
+                        MetaData,
+                        String,
+                        Table,
+                        Text,
+                        UniqueConstraint,
+)
 
 metadata = MetaData()
 

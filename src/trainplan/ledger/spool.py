@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from trainplan.ledger.paths import redact, spool_path
 from trainplan.ledger.records import RunRecord
@@ -62,10 +62,9 @@ def pending(url: str | None = None, path: Path | None = None) -> list[dict]:
     return entries
 
 
-def flush(engine, url: str, path: Path | None = None) -> int:
-    """Write the runs spooled for `url` through `engine`; returns how many were added."""
-    from trainplan.ledger.store import add_runs
-
+def flush(url: str, write: Callable[[list[RunRecord]], int], path: Path | None = None) -> int:
+    """Hand the runs spooled for `url` to `write` (which stores them and returns how many it added),
+    then drop them from the spool; returns `write`'s count."""
     path = Path(path or spool_path())
     if not path.exists():
         return 0
@@ -86,7 +85,7 @@ def flush(engine, url: str, path: Path | None = None) -> int:
                 records.append(RunRecord.from_json(entry["run"]))
             except Exception:             # an invalid spooled run must not block the others
                 continue
-        added, _ = add_runs(engine, records)
+        added = write(records)
         tmp = path.with_suffix(".tmp")
         tmp.write_text("".join(line + "\n" for line, _ in rest), encoding="utf-8")
         os.replace(tmp, path)

@@ -11,10 +11,13 @@ the transaction of a closed connection.
 from __future__ import annotations
 
 import datetime as _dt
+import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
+from trainplan import __version__
 from trainplan.errors import TrainplanError
+from trainplan.ledger import spool
 from trainplan.ledger.paths import db_url, default_db_url, redact
 from trainplan.ledger.records import MEASURE_KEYS, RunRecord, now_iso
 
@@ -91,12 +94,8 @@ def engine_for(url: str | None = None):
 
 def _flush_spool(engine, url: str) -> None:
     """Runs spooled for this database while it was unreachable: written now (never fatal)."""
-    import warnings
-
-    from trainplan.ledger import spool
-
     try:
-        spool.flush(engine, url)
+        spool.flush(url, lambda records: add_runs(engine, records)[0])
     except Exception as exc:
         warnings.warn(f"trainplan: spooled runs not written yet: {exc}", RuntimeWarning, stacklevel=3)
 
@@ -133,8 +132,6 @@ _LENGTHS = {"model": 200, "method": 20, "precision": 20, "optimizer": 40, "frame
 
 
 def _row(rec: RunRecord) -> dict[str, Any]:
-    from trainplan import __version__
-
     created = _dt.datetime.fromisoformat(rec.created_at or now_iso())
     est = rec.estimate or {}
     row = {"fingerprint": rec.fingerprint, "created_at": created, "source": rec.source,

@@ -31,6 +31,11 @@ import types
 import warnings
 from typing import Any, Callable, Protocol
 
+from trainplan.job.options import JobOptions
+from trainplan.ledger.capture import environment, record_from_options, save
+from trainplan.ledger.records import RunRecord
+from trainplan.model.hfconfig import spec_from_hf_config
+
 
 class CudaStats(Protocol):
     """What the tracker reads from the device (a fake in tests, torch + NVML on a GPU)."""
@@ -197,9 +202,6 @@ class Tracker:
             _warn("run not recorded", exc)
 
     def _record(self, failed: bool) -> Any:
-        from trainplan.ledger.capture import environment, record_from_options, save
-        from trainplan.ledger.records import RunRecord
-
         measured = self.measured()
         if not measured:
             _warn("nothing was measured; no run recorded")
@@ -210,8 +212,6 @@ class Tracker:
         record = None
         if self.setup.get("model"):
             try:
-                from trainplan.job.options import JobOptions
-
                 record = record_from_options(JobOptions(**self.setup), measured, source=self.source, notes=notes, env=env)
             except Exception as exc:
                 _warn("setup not estimated, run recorded without an estimate", exc)
@@ -266,8 +266,6 @@ def setup_from_trainer(args: Any, model: Any = None) -> dict[str, Any]:
     config = getattr(model, "config", None)
     if config is not None and hasattr(config, "to_dict"):
         try:
-            from trainplan.model.hfconfig import spec_from_hf_config
-
             name = getattr(config, "name_or_path", None) or getattr(config, "model_type", "model")
             out["model"] = spec_from_hf_config(config.to_dict(), name=str(name))
         except Exception:
@@ -312,7 +310,9 @@ def _lightning_callback_class() -> type:
     try:
         from lightning.pytorch import Callback
     except ImportError:
-        from pytorch_lightning import Callback   # raises ImportError when neither is installed
+        from pytorch_lightning import (
+            Callback,  # raises ImportError when neither is installed
+        )
 
     class TrainplanLightningCallback(Callback):
         """Records the run into the trainplan ledger from a Lightning Trainer."""

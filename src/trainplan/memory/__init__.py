@@ -14,7 +14,12 @@ from trainplan.memory.model import MemoryModel, StageMemory
 from trainplan.memory.overhead import Overhead
 from trainplan.memory.parallel import ParallelConfig
 from trainplan.memory.result import MemoryEstimate
-from trainplan.memory.sharding import FsdpConfig, ZeroConfig, cpu_ram_bytes, cpu_ram_note
+from trainplan.memory.sharding import (
+    FsdpConfig,
+    ZeroConfig,
+    cpu_ram_bytes,
+    cpu_ram_note,
+)
 from trainplan.specs import GpuSpec
 from trainplan.units import gib
 

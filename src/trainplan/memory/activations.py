@@ -26,11 +26,11 @@ separately so the peak can be placed where it really falls.
 
 from __future__ import annotations
 
-from trainplan.frozen import frozen, replace
-
-from trainplan.model.architecture import Group, LayerSpec, LinearSpec, Role
 from trainplan.enums import Attention, NormKind, Position
+from trainplan.frozen import frozen, replace
+from trainplan.memory.context import LayerContext
 from trainplan.memory.mlp_saves import mlp_saves, router_saves
+from trainplan.model.architecture import Group, LayerSpec, LinearSpec, Role
 from trainplan.model.params import lora_key
 from trainplan.specs import ModelSpec
 
@@ -39,32 +39,6 @@ LSE_BYTES = 4
 ROPE_CAT_MODEL_TYPES = frozenset({"gpt_neox", "phi3", "glm", "glm4"})
 # Falcon splits its fused projection with index lists (`fused_qkv[..., [-1], :]`): copies, not views
 QKV_INDEX_COPY_MODEL_TYPES = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})
-
-
-@frozen
-class LayerContext:
-    """What the inventory needs to know about one layer's training mode."""
-
-    tokens: int                       # b * s
-    batch: int
-    seq: int
-    residual_bytes: int
-    compute_bytes: int
-    autocast: bool
-    attention: Attention
-    weights_trained: bool             # full fine-tune or a layer trained by freeze tuning
-    lora_roles: frozenset[Role] = frozenset()
-    lora_names: frozenset[str] = frozenset()   # lora_key of each adapted linear
-    lora_rank: int = 0
-    lora_dropout: float = 0.0
-    input_requires_grad: bool = True  # False below every trainable parameter (frozen embedding output)
-    trained_weight_bytes: int = 2
-    frozen_weight_bytes: int = 2
-    adapter_bytes: int = 2
-    liger: bool = False
-    compiled: bool = False            # torch.compile: pointwise chains fused, recomputed in backward
-    quant_saves_input: bool = False   # bitsandbytes 4-bit base weights: MatMul4Bit saves its input
-    fused_qkv: bool = False           # the model's own single q/k/v projection (litgpt)
 
 
 @frozen

@@ -4,18 +4,22 @@ one pipeline stage out of them, `split_layer` for sequence parallelism (memory/m
 
 from __future__ import annotations
 
-from trainplan.frozen import replace
-
-from trainplan.model.architecture import structure
 from trainplan.enums import Framework, GradCkpt, Method, Position
-from trainplan.memory.activations import LayerActivations, LayerContext, _norm_saves, layer_activations
+from trainplan.frozen import replace
+from trainplan.job.training import TrainingSetup
+from trainplan.memory.activations import (
+    LayerActivations,
+    _norm_saves,
+    layer_activations,
+)
+from trainplan.memory.context import LayerContext
 from trainplan.memory.logits import LogitsMemory, held_fp32_logits, logits_memory
 from trainplan.memory.parallel import Stage
 from trainplan.memory.peak import StepInputs
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState
+from trainplan.model.architecture import structure
 from trainplan.model.params import first_trained_layer, lora_target_keys
-from trainplan.job.training import TrainingSetup
 
 NO_LOGITS = LogitsMemory(forward_peak_bytes=0, saved_bytes=0, backward_peak_bytes=0, after_bytes=0)
 

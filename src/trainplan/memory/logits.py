@@ -17,9 +17,8 @@ a loss that receives fp32 logits (torchtune's unchunked output ends in `.float()
 
 from __future__ import annotations
 
-from trainplan.frozen import frozen, replace
-
 from trainplan.enums import Loss
+from trainplan.frozen import frozen, replace
 
 
 @frozen

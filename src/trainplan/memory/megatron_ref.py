@@ -10,9 +10,8 @@ at every layer (moe_layer_freq 1); no MTP, no MLA.
 
 from __future__ import annotations
 
-from trainplan.frozen import frozen
-
 from trainplan.enums import MlpKind, NormKind
+from trainplan.frozen import frozen
 from trainplan.specs import ModelSpec
 
 

@@ -3,13 +3,9 @@ the gated product, and a mixture-of-experts router with its grouped-mm experts."
 
 from __future__ import annotations
 
-TYPE_CHECKING = False   # typing is not imported on the estimate path (trainplan/frozen.py's note)
-
+from trainplan.memory.context import LayerContext
 from trainplan.model.architecture import LinearSpec, Role
 from trainplan.specs import ModelSpec
-
-if TYPE_CHECKING:
-    from trainplan.memory.activations import LayerContext
 
 
 def _act_own_bytes(act: str, c: int, autocast: bool) -> int:

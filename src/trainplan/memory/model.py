@@ -33,12 +33,31 @@ from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.build import split_layer, stage_slice, step_inputs
 from trainplan.memory.engine import engine_setup
-from trainplan.memory.overhead import Overhead, device_from_reserved, reserved_from_allocated
-from trainplan.memory.parallel import (ParallelConfig, Stage, activation_setup, check_layout, gpu_params,
-                                       gpu_state, is_model_parallel, pipeline_stages)
+from trainplan.memory.overhead import (
+    Overhead,
+    device_from_reserved,
+    reserved_from_allocated,
+)
+from trainplan.memory.parallel import (
+    ParallelConfig,
+    Stage,
+    activation_setup,
+    check_layout,
+    gpu_params,
+    gpu_state,
+    is_model_parallel,
+    pipeline_stages,
+)
 from trainplan.memory.peak import Peak, StepInputs, simulate_step
 from trainplan.memory.regime import Regime, resolve_regime
-from trainplan.memory.sharding import FsdpConfig, ShardedState, ZeroConfig, check_sharding, shard_level, shard_state
+from trainplan.memory.sharding import (
+    FsdpConfig,
+    ShardedState,
+    ZeroConfig,
+    check_sharding,
+    shard_level,
+    shard_state,
+)
 from trainplan.memory.state import ModelState, model_state
 
 IN_FLIGHT_KEY = "activations_in_flight"   # other micro-batches' activations stashed by the pipeline

@@ -22,7 +22,6 @@ Defaults and their sources (shared/reference/hardware.md section 4):
 from __future__ import annotations
 
 from trainplan.frozen import frozen
-
 from trainplan.units import GIB, MIB
 
 CUDA_CONTEXT_BYTES = int(0.5 * GIB)

@@ -26,16 +26,15 @@ Sources:
 
 from __future__ import annotations
 
-from trainplan.frozen import frozen, replace
-
-from trainplan.model.architecture import Group, LayerSpec, LinearSpec, Role, structure
 from trainplan.enums import Method
 from trainplan.errors import TrainplanError
+from trainplan.frozen import frozen, replace
+from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState, param_groups
+from trainplan.model.architecture import Group, LayerSpec, LinearSpec, Role, structure
 from trainplan.model.params import lora_key, lora_target_keys
 from trainplan.specs import ModelSpec
-from trainplan.job.training import Layout, TrainingSetup
 
 _COLUMN = frozenset({Role.Q, Role.K, Role.V, Role.QKV, Role.GATE, Role.UP, Role.GATE_UP, Role.Q_B, Role.KV_B})
 _ROW = frozenset({Role.O, Role.DOWN})

@@ -6,9 +6,8 @@ Each moment is a dict of named components; the peak moment's components are the 
 
 from __future__ import annotations
 
-from trainplan.frozen import frozen
-
 from trainplan.enums import GradCkpt
+from trainplan.frozen import frozen
 from trainplan.memory.activations import LayerActivations
 from trainplan.memory.logits import LogitsMemory
 

@@ -14,9 +14,8 @@ Sources for the conventions:
 
 from __future__ import annotations
 
-from trainplan.frozen import frozen
-
 from trainplan.enums import MasterWeights, Method, Precision
+from trainplan.frozen import frozen
 from trainplan.job.training import TrainingSetup
 
 

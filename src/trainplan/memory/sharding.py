@@ -44,14 +44,13 @@ Semantics and sources:
 
 from __future__ import annotations
 
-from trainplan.frozen import field, frozen
-
 from trainplan.enums import Framework, Fsdp, Method, Offload, ZeroStage
 from trainplan.errors import TrainplanError
+from trainplan.frozen import field, frozen
+from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.parallel import GpuParams, is_model_parallel
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState
-from trainplan.job.training import Layout, TrainingSetup
 from trainplan.units import GIB, gib
 
 PROCESS_BASELINE_CPU_BYTES = 3 * GIB   # python + torch + CUDA libraries per rank (assumption)

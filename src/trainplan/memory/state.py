@@ -17,13 +17,16 @@ Optimizer state sizes:
 
 from __future__ import annotations
 
-from trainplan.frozen import frozen
-
-from trainplan.model.architecture import structure
 from trainplan.enums import Method, Optimizer, Quant
-from trainplan.memory.regime import Regime
-from trainplan.model.params import count_params, default_lora_targets, resolve_lora_targets
+from trainplan.frozen import frozen
 from trainplan.job.training import QuantConfig, TrainingSetup
+from trainplan.memory.regime import Regime
+from trainplan.model.architecture import structure
+from trainplan.model.params import (
+    count_params,
+    default_lora_targets,
+    resolve_lora_targets,
+)
 
 MIN_8BIT_SIZE = 4096
 BNB_OPT_BLOCK = 256

@@ -8,12 +8,12 @@ of ChatGLM, InternLM2 and Baichuan).
 
 from __future__ import annotations
 
-from trainplan.frozen import frozen
 from enum import StrEnum
 from functools import lru_cache
 
 from trainplan.enums import MlpKind, NormKind, Position
 from trainplan.errors import TrainplanError
+from trainplan.frozen import frozen
 from trainplan.specs import ModelSpec
 
 

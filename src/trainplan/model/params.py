@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from trainplan.frozen import frozen
-
-from trainplan.model.architecture import Group, LinearSpec, Role, layer_linears, module_names, structure
 from trainplan.enums import Method
 from trainplan.errors import TrainplanError
-from trainplan.specs import ModelSpec
+from trainplan.frozen import frozen
 from trainplan.job.training import TrainingSetup
+from trainplan.model.architecture import (
+    Group,
+    LinearSpec,
+    Role,
+    layer_linears,
+    module_names,
+    structure,
+)
+from trainplan.specs import ModelSpec
 
 # peft's default LoRA targets per model family (peft/utils/constants.py,
 # TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).

@@ -8,16 +8,16 @@ estimates (planner_memory's fast path, equal to estimate_memory).
 
 from __future__ import annotations
 
-from trainplan.frozen import frozen, replace
 from typing import Any, Callable
 
 from trainplan.errors import TrainplanError
+from trainplan.frozen import frozen, replace
 from trainplan.job.job import Job
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import resolve_job
+from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory import MemoryModel
 from trainplan.specs import GpuSpec
-from trainplan.job.training import Layout, TrainingSetup
 
 MAX_BATCH_SEARCHED = 65536
 MAX_SEQ_WITHOUT_CONTEXT = 1 << 20     # models without a stated context length: search up to 1M tokens

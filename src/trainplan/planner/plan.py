@@ -10,15 +10,22 @@ estimated in full (planner/explain.py), the same answer `trainplan estimate` giv
 
 from __future__ import annotations
 
+from trainplan.frozen import replace
 from trainplan.job.resolve import supported_attention
 from trainplan.job.training import TrainingSetup
-from trainplan.frozen import replace
 from trainplan.memory import MemoryModel
 from trainplan.planner.explain import plans_shown, rejections
 from trainplan.planner.request import DEFAULT_GLOBAL_BATCH, PlanRequest
 from trainplan.planner.result import PlanResult
 from trainplan.planner.search import Family, Problem, Progress, pareto_flags, search
-from trainplan.planner.space import Knobs, Shape, micro_batches, node_counts, shardings, splits
+from trainplan.planner.space import (
+    Knobs,
+    Shape,
+    micro_batches,
+    node_counts,
+    shardings,
+    splits,
+)
 
 __all__ = ["PlanRequest", "PlanResult", "plan"]
 

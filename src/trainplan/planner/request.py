@@ -12,7 +12,13 @@ import math
 
 from trainplan import catalog
 from trainplan.cost.bill import billable_gpus
-from trainplan.cost.prices import DEFAULT_CURRENCY, Pricing, choose_offer, given_pricing, offer_pricing
+from trainplan.cost.prices import (
+    DEFAULT_CURRENCY,
+    Pricing,
+    choose_offer,
+    given_pricing,
+    offer_pricing,
+)
 from trainplan.enums import Attention, Framework, GradCkpt, Method, Optimizer
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen, replace

@@ -20,21 +20,21 @@ from __future__ import annotations
 import bisect
 import heapq
 import time as clock
-from trainplan.frozen import field, frozen, mutable
 from typing import Callable
 
 from trainplan.cost.bill import CostEstimate, estimate_cost
-from trainplan.timing.efficiency import kernel_stack, matmul_efficiency
 from trainplan.enums import Attention, GradCkpt, Method, Optimizer, Precision
 from trainplan.errors import TrainplanError
-from trainplan.timing.flops import flops_per_token
+from trainplan.frozen import field, frozen, mutable
+from trainplan.job.training import TrainingSetup, Workload
 from trainplan.memory.model import MemoryModel
 from trainplan.planner.request import Rentable
 from trainplan.planner.space import Knobs, Shape
 from trainplan.specs import GpuSpec
-from trainplan.timing.steps import sequence_shape, steps_per_epoch, total_steps
+from trainplan.timing.efficiency import kernel_stack, matmul_efficiency
 from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
-from trainplan.job.training import TrainingSetup, Workload
+from trainplan.timing.flops import flops_per_token
+from trainplan.timing.steps import sequence_shape, steps_per_epoch, total_steps
 from trainplan.units import SECONDS_PER_HOUR
 
 Progress = Callable[[int, int], None]

@@ -16,11 +16,18 @@ Conventions (stated in `trainplan plan --help` and docs/planner.md):
 
 from __future__ import annotations
 
+from trainplan.enums import (
+    Attention,
+    Fsdp,
+    GradCkpt,
+    Method,
+    Offload,
+    Optimizer,
+    ZeroStage,
+)
 from trainplan.frozen import frozen
-
-from trainplan.enums import Attention, Fsdp, GradCkpt, Method, Offload, Optimizer, ZeroStage
-from trainplan.specs import ModelSpec
 from trainplan.job.training import Layout
+from trainplan.specs import ModelSpec
 
 MAX_PP = 16            # deepest pipeline searched
 MAX_MICRO_BATCH = 64   # largest micro-batch searched

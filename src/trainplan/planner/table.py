@@ -25,8 +25,15 @@ from trainplan.frozen import frozen, replace
 from trainplan.job.frameworks import profile
 from trainplan.job.job import check_headroom
 from trainplan.job.options import JobOptions
-from trainplan.job.resolve import (build_parallel, build_setup, build_timing, build_workload, parse_enum, price_choice,
-                                   resolve_model)
+from trainplan.job.resolve import (
+    build_parallel,
+    build_setup,
+    build_timing,
+    build_workload,
+    parse_enum,
+    price_choice,
+    resolve_model,
+)
 from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.memory import MemoryModel, ParallelConfig, estimate_memory
 from trainplan.model.params import count_params

@@ -15,16 +15,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from trainplan.frozen import frozen, replace
 from pathlib import Path
 from typing import Any
 
 from trainplan.enums import Fsdp, Offload, Precision, ZeroStage
 from trainplan.errors import TrainplanError
+from trainplan.frozen import frozen, replace
 from trainplan.job.options import JobOptions
-from trainplan.probe.result import MEMORY_VIEWS, Measurement
-from trainplan.specs import ModelSpec
+from trainplan.job.resolve import build_layout, build_setup, resolve_gpu
 from trainplan.job.training import Layout, TrainingSetup
+from trainplan.memory.sharding import ZeroConfig
+from trainplan.probe.result import MEMORY_VIEWS, Measurement, request_json
+from trainplan.specs import ModelSpec
 
 LAUNCHERS = ("auto", "torchrun", "deepspeed")
 WORKER_MODULE = "trainplan.probe.worker"
@@ -80,8 +82,6 @@ def choose(layout: Layout, launcher: str) -> tuple[str, str]:
 def deepspeed_config(setup: TrainingSetup, layout: Layout) -> dict[str, Any]:
     """The ZeRO config the estimate assumes: DeepSpeed's own defaults (memory/sharding.ZeroConfig),
     16-bit weights with fp32 master weights in the optimizer, HF Trainer's clipping."""
-    from trainplan.memory.sharding import ZeroConfig
-
     knobs, stage = ZeroConfig(), int(layout.zero)
     zero: dict[str, Any] = {"stage": stage, "overlap_comm": knobs.overlap(stage),
                             "contiguous_gradients": knobs.contiguous_gradients,
@@ -134,8 +134,6 @@ def _deepspeed_bin() -> str:
 
 def request_fields(req: JobOptions, workdir: Path) -> dict[str, Any]:
     """The request as JSON for the ranks; a ModelSpec travels as its config.json."""
-    from trainplan.probe.run import request_json
-
     fields = request_json(req)
     if isinstance(req.model, ModelSpec):
         if not req.model.hf_config_json:
@@ -177,8 +175,6 @@ def describe_launch(req: JobOptions, *, device: str, steps: int, launcher: str,
                     workdir: str | None = None) -> dict[str, Any]:
     """--print-launch: the command and its files, written to `workdir` (a new temporary folder by
     default) so the printed command can be run as is; nothing is started."""
-    from trainplan.job.resolve import build_layout, build_setup, resolve_gpu
-
     if req.num_gpus <= 1:
         raise TrainplanError("--print-launch applies with --num-gpus > 1")
     req = req if req.gpu is not None else replace(req, gpu="a100-80gb")

@@ -22,7 +22,8 @@ import os
 import platform
 from typing import Any
 
-from trainplan.errors import TrainplanError
+from trainplan.catalog import resolve_gpu
+from trainplan.errors import TrainplanError, UnknownNameError
 
 PACKAGES = ("torch", "transformers", "peft", "bitsandbytes", "deepspeed", "accelerate", "nvidia-ml-py")
 
@@ -67,8 +68,6 @@ def require_cuda() -> None:
 def local_gpu_id(name: str) -> str | None:
     """The catalog id of a GPU from its CUDA name ("NVIDIA H200" -> h200-sxm, "NVIDIA H100 80GB
     HBM3" -> h100-sxm, "NVIDIA GeForce RTX 4090" -> rtx4090), or None when the catalog lacks it."""
-    from trainplan.catalog import resolve_gpu
-    from trainplan.errors import UnknownNameError
 
     tokens = [t for t in name.lower().replace("_", " ").replace("-", " ").split() if t != "nvidia"]
     for end in range(len(tokens), 0, -1):
@@ -84,7 +83,7 @@ def local_gpu_id(name: str) -> str | None:
 
 def _nvml():
     try:
-        import pynvml   # nvidia-ml-py
+        import pynvml  # nvidia-ml-py
     except ImportError:
         return None
     try:
@@ -230,7 +229,9 @@ class CpuMeter:
         pass
 
     def start(self, model, optimizer, input_ids) -> None:
-        from trainplan.trace.run import _register_state   # parameters, buffers, optimizer state, batch
+        from trainplan.trace.run import (
+            _register_state,  # parameters, buffers, optimizer state, batch
+        )
 
         self.tracker.__enter__()
         self._entered = True

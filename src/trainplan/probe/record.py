@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
-from trainplan.frozen import replace
 from typing import Any
 
 from trainplan.errors import TrainplanError
+from trainplan.frozen import replace
+from trainplan.job.options import JobOptions
+from trainplan.ledger.capture import environment, record_from_options, save
+from trainplan.ledger.paths import db_url, redact
 from trainplan.probe.result import ProbeResult
 
 SOURCE = "trainplan probe"
@@ -30,8 +33,6 @@ def measured_for_ledger(result: ProbeResult) -> dict[str, Any]:
 
 def run_record(result: ProbeResult):
     """The ledger's RunRecord of a probe (validated by the ledger: positive, sane numbers)."""
-    from trainplan.job.options import JobOptions
-    from trainplan.ledger.capture import environment, record_from_options
 
     env = environment(**{k: v for k, v in result.environment.items() if not isinstance(v, dict)},
                       framework=f"hf ({SOURCE})", steps=result.steps, num_gpus=result.num_gpus)
@@ -46,8 +47,6 @@ def record(result: ProbeResult, db: str | None = None) -> ProbeResult:
     if importlib.util.find_spec("sqlalchemy") is None or importlib.util.find_spec("trainplan.ledger") is None:
         return _noted(result, "not recorded: the ledger needs the 'ledger' extra (pip install "
                               "'trainplan[ledger]'); the run is in --json")
-    from trainplan.ledger.capture import save
-    from trainplan.ledger.paths import db_url, redact
 
     try:
         rec = run_record(result)

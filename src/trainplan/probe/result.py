@@ -9,8 +9,11 @@ reserve or NVML on the CPU; NVML without nvidia-ml-py) is None, with a note sayi
 from __future__ import annotations
 
 import statistics
-from trainplan.frozen import field, frozen
 from typing import Any
+
+from trainplan.frozen import asdict, field, frozen, replace
+from trainplan.job.options import JobOptions
+from trainplan.specs import GpuSpec, ModelSpec
 
 MEMORY_VIEWS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes")
 
@@ -126,3 +129,11 @@ class ProbeResult:
                 "num_gpus": self.num_gpus, "measured": self.measured.to_dict(),
                 "estimated": self.predicted.to_dict(), "error_pct": self.error_pct,
                 "recorded": self.recorded, "notes": list(self.notes)}
+
+
+def request_json(req: JobOptions) -> dict[str, Any]:
+    """The JobOptions as JSON: a ModelSpec by its name, a GpuSpec by its id."""
+    fields = asdict(replace(req, model="", gpu=""))
+    fields["model"] = req.model.name if isinstance(req.model, ModelSpec) else str(req.model)
+    fields["gpu"] = req.gpu.id if isinstance(req.gpu, GpuSpec) else req.gpu
+    return fields

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import time
-from trainplan.frozen import replace
 from typing import Any, Callable
 
 from trainplan.enums import Method, Precision
 from trainplan.errors import TrainplanError
+from trainplan.estimation import estimate
+from trainplan.frozen import replace
 from trainplan.job.options import JobOptions
-from trainplan.probe.result import Measurement, Predicted, ProbeResult
+from trainplan.job.resolve import resolve_job
 from trainplan.job.training import TrainingSetup
+from trainplan.probe.result import Measurement, Predicted, ProbeResult, request_json
+from trainplan.units import fmt_gib
 
 DEVICES = ("cuda", "cpu")
 CPU_RAM_FRACTION = 0.5      # --device cpu refuses setups whose estimated peak exceeds this share of RAM
@@ -52,8 +55,6 @@ def check_supported(setup: TrainingSetup, device: str) -> None:
 def check_cpu_fits(predicted_bytes: int) -> None:
     """--device cpu runs real tensors: refuse what would swap or exhaust the host."""
     import os
-
-    from trainplan.units import fmt_gib
 
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -209,9 +210,9 @@ def _resolve_gpu(req: JobOptions, device: str, notes: list[str]) -> JobOptions:
 
 def _torch_or_error() -> None:
     try:
+        import peft  # noqa: F401
         import torch  # noqa: F401
         import transformers  # noqa: F401
-        import peft  # noqa: F401
     except ImportError as exc:
         raise TrainplanError(f"probe needs the 'trace' extra (pip install 'trainplan[trace]'): {exc}") from None
 
@@ -220,8 +221,6 @@ def probe(req: JobOptions, *, device: str = "cuda", steps: int = 3, launcher: st
     """Estimate `req`, then run it for `steps` steps on this machine and measure it."""
     check_request(device=device, steps=steps)
     _torch_or_error()
-    from trainplan.estimation import estimate
-    from trainplan.job.resolve import resolve_job
     from trainplan.probe.measure import environment, require_cuda
 
     if device == "cuda":
@@ -247,15 +246,3 @@ def probe(req: JobOptions, *, device: str = "cuda", steps: int = 3, launcher: st
     env: dict[str, Any] = environment(device)
     return ProbeResult(setup=est.setup_dict(), environment=env, measured=measurement, predicted=predicted,
                        steps=steps, num_gpus=est.layout.num_gpus, notes=tuple(notes), request=request_json(req))
-
-
-def request_json(req: JobOptions) -> dict[str, Any]:
-    """The JobOptions as JSON: a ModelSpec by its name, a GpuSpec by its id."""
-    from trainplan.frozen import asdict
-
-    from trainplan.specs import GpuSpec, ModelSpec
-
-    fields = asdict(replace(req, model="", gpu=""))
-    fields["model"] = req.model.name if isinstance(req.model, ModelSpec) else str(req.model)
-    fields["gpu"] = req.gpu.id if isinstance(req.gpu, GpuSpec) else req.gpu
-    return fields

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trainplan.errors import TrainplanError
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import build_setup
 from trainplan.job.training import TrainingSetup
 
 COLLECTIVE_TIMEOUT_S = 300   # a rank that failed must not leave the others waiting for 30 minutes
@@ -79,8 +81,6 @@ def _init_distributed(device: str, strategy: str, index: int) -> None:
 
 
 def run_rank(job: dict[str, Any], rank: int, index: int) -> dict[str, Any]:
-    from trainplan.job.options import JobOptions
-    from trainplan.job.resolve import build_setup
     from trainplan.probe import run
 
     device, strategy, steps = job["device"], job["strategy"], job["steps"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainplan.planner.result import PlanResult
 from trainplan.planner.fit import FitResult, Limit
+from trainplan.planner.result import PlanResult
 from trainplan.report.tables import render_table
 from trainplan.units import fmt_duration, gib
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from trainplan.errors import TrainplanError
-from trainplan.report.tables import format_cell
+from trainplan.report.tables import format_cell, render_table
 
 FORMATS = ("terminal", "markdown", "csv", "xlsx", "html", "json")
 
@@ -22,8 +22,6 @@ def _text(value: Any) -> str:
 
 
 def to_terminal(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
-    from trainplan.report.tables import render_table
-
     return render_table(list(rows), list(columns))
 
 

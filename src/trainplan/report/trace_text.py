@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainplan.report.tables import render_table
 from trainplan.job.training import TrainingSetup
+from trainplan.report.tables import render_table
 from trainplan.units import fmt_gib, gib
 
 

@@ -15,12 +15,12 @@ Megatron-style: tensor parallel innermost, then context, then data parallel, pip
 from __future__ import annotations
 
 import re
-from trainplan.frozen import frozen
 
 from trainplan.enums import Fsdp, ZeroStage
 from trainplan.errors import TrainplanError
-from trainplan.specs import GpuSpec
+from trainplan.frozen import frozen
 from trainplan.job.training import Layout
+from trainplan.specs import GpuSpec
 
 
 @frozen

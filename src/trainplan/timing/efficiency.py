@@ -36,10 +36,11 @@ model cards were left out of the fit and are predictions. `benchmarks/time_accur
 
 from __future__ import annotations
 
-from trainplan.frozen import field, frozen
 from enum import StrEnum
 
 from trainplan.enums import Framework
+from trainplan.errors import TrainplanError
+from trainplan.frozen import field, frozen
 from trainplan.specs import GpuSpec
 
 
@@ -110,7 +111,6 @@ def peak_for(gpu: GpuSpec, dtype: str) -> tuple[float, str]:
         value = gpu.peak_flops(candidate)
         if value:
             return value, candidate
-    from trainplan.errors import TrainplanError
     raise TrainplanError(f"GPU {gpu.id} has no dense peak FLOP/s in the catalog; cannot estimate time")
 
 

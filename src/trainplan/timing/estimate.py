@@ -16,19 +16,45 @@ gpu_hours = total_s x GPUs / 3600; the retry factor (default 1.0) multiplies bot
 
 from __future__ import annotations
 
+from trainplan.enums import (
+    Attention,
+    Fsdp,
+    GradCkpt,
+    Method,
+    Offload,
+    Precision,
+    ZeroStage,
+)
 from trainplan.frozen import field, frozen
-
-from trainplan.timing.comm import CommInputs, CommTimes, fabric, layout_comm, pcie_link
-from trainplan.timing.efficiency import DEFAULT_MODEL, Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency
-from trainplan.enums import Attention, Fsdp, GradCkpt, Method, Offload, Precision, ZeroStage
-from trainplan.timing.flops import AttnConvention, FlopsPerToken, flops_per_token
+from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.model.params import count_params, trainable_params
 from trainplan.specs import GpuSpec
-from trainplan.timing.steps import SequenceShape, global_batch, sequence_shape, steps_per_epoch, total_steps
-from trainplan.timing.traffic import (adapter_bytes_per_token, checkpoint_bytes, dequant_bytes_per_use,
-                               eager_attention_bytes_per_token, grad_bytes, optimizer_bytes_per_param,
-                               quantized_params, weight_bytes_gathered)
-from trainplan.job.training import Layout, TrainingSetup, Workload
+from trainplan.timing.comm import CommInputs, CommTimes, fabric, layout_comm, pcie_link
+from trainplan.timing.efficiency import (
+    DEFAULT_MODEL,
+    Efficiency,
+    EfficiencyModel,
+    kernel_stack,
+    matmul_efficiency,
+)
+from trainplan.timing.flops import AttnConvention, FlopsPerToken, flops_per_token
+from trainplan.timing.steps import (
+    SequenceShape,
+    global_batch,
+    sequence_shape,
+    steps_per_epoch,
+    total_steps,
+)
+from trainplan.timing.traffic import (
+    adapter_bytes_per_token,
+    checkpoint_bytes,
+    dequant_bytes_per_use,
+    eager_attention_bytes_per_token,
+    grad_bytes,
+    optimizer_bytes_per_param,
+    quantized_params,
+    weight_bytes_gathered,
+)
 from trainplan.units import SECONDS_PER_HOUR, fmt_count, fmt_duration
 
 CPU_MEMORY_BW_BYTES_PER_S = 200e9   # per node, achieved by a CPU optimizer step: half of a DGX A100's

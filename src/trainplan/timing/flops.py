@@ -37,14 +37,14 @@ forward + backward as needed by the method + recomputation.
 
 from __future__ import annotations
 
-from trainplan.frozen import frozen
 from enum import StrEnum
 
-from trainplan.model.architecture import Group, LinearSpec, structure
 from trainplan.enums import Attention, GradCkpt, Method
+from trainplan.frozen import frozen
+from trainplan.job.training import TrainingSetup
+from trainplan.model.architecture import Group, LinearSpec, structure
 from trainplan.model.params import first_trained_layer, lora_key, lora_target_keys
 from trainplan.specs import ModelSpec
-from trainplan.job.training import TrainingSetup
 
 
 class AttnConvention(StrEnum):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from trainplan.frozen import frozen
 
 from trainplan.errors import TrainplanError
+from trainplan.frozen import frozen
 
 
 def global_batch(micro_batch: int, grad_accum: int, dp: int) -> int:

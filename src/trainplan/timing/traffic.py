@@ -7,13 +7,17 @@ Time = bytes / (bandwidth x achieved fraction), in trainplan.timing.
 
 from __future__ import annotations
 
-from trainplan.model.architecture import structure
 from trainplan.enums import GradCkpt, MasterWeights, Method, Optimizer, Precision
 from trainplan.errors import TrainplanError
-from trainplan.timing.flops import active_copies, first_backward_layer, lora_target_names
+from trainplan.job.training import TrainingSetup
+from trainplan.model.architecture import structure
 from trainplan.model.params import lora_key
 from trainplan.specs import ModelSpec
-from trainplan.job.training import TrainingSetup
+from trainplan.timing.flops import (
+    active_copies,
+    first_backward_layer,
+    lora_target_names,
+)
 
 # torch.optim.AdamW foreach (`_multi_tensor_adamw`, torch/optim/adamw.py) makes ~20 element passes
 # per parameter (mul_ weight decay 2, lerp_ 3, mul_ + addcmul_ 5, sqrt 2, div_ 2, add_ eps 2,

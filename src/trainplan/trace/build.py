@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import warnings
-from trainplan.frozen import frozen
 from typing import Callable
 
 import torch
@@ -21,10 +20,15 @@ from torch import nn
 
 from trainplan.enums import Attention, GradCkpt, Method, Precision
 from trainplan.errors import TrainplanError
-from trainplan.model.params import ALL_LINEAR, default_lora_targets, resolve_lora_targets
+from trainplan.frozen import frozen
+from trainplan.job.training import TrainingSetup
+from trainplan.model.params import (
+    ALL_LINEAR,
+    default_lora_targets,
+    resolve_lora_targets,
+)
 from trainplan.trace import qlora
 from trainplan.trace.errors import TraceUnsupported
-from trainplan.job.training import TrainingSetup
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 

@@ -21,8 +21,8 @@ from peft.tuners.lora.layer import Linear as LoraLinear
 from torch import nn
 
 from trainplan.enums import Quant
-from trainplan.trace.errors import TraceUnsupported
 from trainplan.job.training import TrainingSetup
+from trainplan.trace.errors import TraceUnsupported
 
 _NF4_ENTRIES = 16           # the 4-bit code book (NF4/FP4 values) each QuantState holds
 _CODEBOOK_ENTRIES = 256     # bitsandbytes dynamic-quantization code book for the nested absmax

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from trainplan.frozen import field, frozen
 from typing import Any
+
+from trainplan.frozen import field, frozen
 
 
 @frozen

@@ -16,11 +16,11 @@ import time
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from trainplan.job.training import TrainingSetup
 from trainplan.trace import build, categories, cuda_emulation, optim, step
 from trainplan.trace.names import clean_name
 from trainplan.trace.result import TraceResult
 from trainplan.trace.tracker import MemoryTracker, TrackerState
-from trainplan.job.training import TrainingSetup
 
 _PHASES = {"forward": "forward", "backward": "backward", "optimizer": "optimizer",
            "zero_grad": "optimizer", "end": "optimizer", "state": "forward"}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from trainplan.frozen import frozen
 
 from trainplan.errors import TrainplanError
+from trainplan.frozen import frozen
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
 if TYPE_CHECKING:

@@ -9,13 +9,12 @@ module names follow the matching `modeling_<type>.py`.
 
 from __future__ import annotations
 
-
 from trainplan.enums import NormKind, Position
 from trainplan.model.hfconfig._reader import ConfigReader
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 Fields = dict[str, object]     # ModelSpec keyword arguments read from a config
 

@@ -1,0 +1,34 @@
+"""What the per-layer inventory (activations.py, mlp_saves.py) needs to know about one decoder
+layer's training mode."""
+
+from __future__ import annotations
+
+from trainplan.enums import Attention
+from trainplan.frozen import frozen
+from trainplan.model.architecture import Role
+
+
+@frozen
+class LayerContext:
+    """What the inventory needs to know about one layer's training mode."""
+
+    tokens: int                       # b * s
+    batch: int
+    seq: int
+    residual_bytes: int
+    compute_bytes: int
+    autocast: bool
+    attention: Attention
+    weights_trained: bool             # full fine-tune or a layer trained by freeze tuning
+    lora_roles: frozenset[Role] = frozenset()
+    lora_names: frozenset[str] = frozenset()   # lora_key of each adapted linear
+    lora_rank: int = 0
+    lora_dropout: float = 0.0
+    input_requires_grad: bool = True  # False below every trainable parameter (frozen embedding output)
+    trained_weight_bytes: int = 2
+    frozen_weight_bytes: int = 2
+    adapter_bytes: int = 2
+    liger: bool = False
+    compiled: bool = False            # torch.compile: pointwise chains fused, recomputed in backward
+    quant_saves_input: bool = False   # bitsandbytes 4-bit base weights: MatMul4Bit saves its input
+    fused_qkv: bool = False           # the model's own single q/k/v projection (litgpt)
