@@ -78,7 +78,7 @@ def test_memory_view_follows_what_was_measured(what, view):
 
 def test_torchtune_flags_become_flags():
     m = map_case(TORCHTUNE_LORA)
-    s = m.setup
+    s = m.job.setup
     assert s.framework is Framework.TORCHTUNE and s.precision is Precision.BF16_PURE
     assert s.impl.activation_offload and not s.impl.optimizer_in_backward and s.impl.loss is Loss.CHUNKED
     assert s.impl.compiled                           # compile=True: compiled layers and loss
@@ -86,7 +86,7 @@ def test_torchtune_flags_become_flags():
     assert s.lora.dropout == 0.0 and m.metric == ALLOCATED
     off = with_(TORCHTUNE_LORA, framework=TORCHTUNE_LORA["framework"].replace("compile=True", "compile=False")
                 .replace("chunked_ce=True", "chunked_ce=False").replace("opt_in_bwd=False", "opt_in_bwd=True"))
-    s = map_case(off).setup
+    s = map_case(off).job.setup
     assert s.impl.loss is Loss.FULL and s.impl.loss_upcast and s.impl.optimizer_in_backward
 
 
@@ -98,10 +98,10 @@ def test_unpacked_torchtune_is_skipped_with_reason():
 
 def test_qwen_gptq_qlora_keeps_bf16_embeddings_and_bnb_qlora_does_not():
     m = map_case(QWEN_QLORA)
-    assert m.setup.method is Method.QLORA and not m.setup.impl.load_fp32
-    assert m.setup.lora.targets == ("all-linear",) and m.metric == DEVICE
+    assert m.job.setup.method is Method.QLORA and not m.job.setup.impl.load_fp32
+    assert m.job.setup.lora.targets == ("all-linear",) and m.metric == DEVICE
     bnb = with_(QWEN_QLORA, quantization={"type": "bnb-nf4"})
-    assert map_case(bnb).setup.impl.load_fp32       # peft prepare_model_for_kbit_training
+    assert map_case(bnb).job.setup.impl.load_fp32       # peft prepare_model_for_kbit_training
 
 
 def test_qwen_full_parameter_uses_the_scripts_deepspeed_config():
@@ -223,5 +223,5 @@ def test_time_case_predicts_the_metric_it_reports():
     assert m.metric == "mfu" and 0.3 < predict(m)["mfu"] < 0.9
     hours = with_(MPT_TIME, measured={"gpu_hours": 100.0, "tokens_total": 8 * 4641 * 3600 * 12.5})
     m = map_case(hours)
-    assert m.metric == "gpu_hours" and m.layout.num_gpus == 8          # the case's own layout, not a model card
+    assert m.metric == "gpu_hours" and m.job.layout.num_gpus == 8          # the case's own layout, not a model card
     assert predict(m)["gpu_hours"] == pytest.approx(100.0, rel=0.3)

@@ -36,7 +36,7 @@ def errors(rows: list[dict]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {v: [] for v in VIEWS}
     for row in rows:
         m = mapping_from_options(request_of(row))
-        mem = estimate_memory(m.setup, m.layout, m.gpu, parallel=m.job.parallel)
+        mem = estimate_memory(m.job.setup, m.job.layout, m.job.gpu, parallel=m.job.parallel)
         for view in VIEWS:
             measured = float(row[f"measured_{view}"])
             out[view].append((getattr(mem, view) - measured) / measured)

@@ -46,18 +46,6 @@ class CaseMapping:
     options: JobOptions | None = None   # memory cases: the flags `trainplan estimate` takes
     notes: tuple[str, ...] = ()
 
-    @property
-    def setup(self) -> TrainingSetup:
-        return self.job.setup
-
-    @property
-    def layout(self) -> Layout:
-        return self.job.layout
-
-    @property
-    def gpu(self) -> GpuSpec:
-        return self.job.gpu
-
 
 def load_cases(path: str | Path, *, strict: bool = True) -> list[dict]:
     """The cases of a JSON file (a list, or {"cases": [...]}), validated; TrainplanError otherwise.

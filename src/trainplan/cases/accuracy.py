@@ -59,8 +59,8 @@ def evaluate(cases: Iterable[dict], *, min_runs: int = DEFAULT_MIN_RUNS) -> list
             staged.append((case, None, None, str(exc)))
         except TrainplanError as exc:
             staged.append((case, None, None, f"estimate failed: {exc}"))
-    obs = {case["id"]: Observation(source=m.source, framework=str(m.setup.framework), gpu=m.layout.gpu_id,
-                                   method=str(m.setup.method), estimate=values, measured={m.metric: m.measured},
+    obs = {case["id"]: Observation(source=m.source, framework=str(m.job.setup.framework), gpu=m.job.layout.gpu_id,
+                                   method=str(m.job.setup.method), estimate=values, measured={m.metric: m.measured},
                                    run_id=case["id"])
            for case, m, values, _ in staged if m is not None and m.measured}
     fits = {}
@@ -73,8 +73,8 @@ def evaluate(cases: Iterable[dict], *, min_runs: int = DEFAULT_MIN_RUNS) -> list
         if m is None:
             results.append(CaseResult(**base, skipped=skipped))
             continue
-        got = adjust(values, fits[m.source], framework=str(m.setup.framework), gpu=m.layout.gpu_id,
-                     method=str(m.setup.method))
+        got = adjust(values, fits[m.source], framework=str(m.job.setup.framework), gpu=m.job.layout.gpu_id,
+                     method=str(m.job.setup.method))
         calibrated = {k: got[0].get(k) for k in PREDICTED_KEYS} if got else dict(values)
         results.append(CaseResult(**base, metric=m.metric, predicted=values, calibrated=calibrated,
                                   measured_value=m.measured, error=_err(values.get(m.metric), m.measured),

@@ -69,7 +69,7 @@ def _model_spec_json(spec: Any) -> dict[str, Any]:
 
 
 def _resolved(mapping: Any) -> dict[str, Any]:
-    s, lay = mapping.setup, mapping.layout
+    s, lay = mapping.job.setup, mapping.job.layout
     return {"model": s.model.name, "method": str(s.method), "precision": str(s.precision),
             "optimizer": str(s.optimizer), "framework": str(s.framework), "gpu": lay.gpu_id,
             "num_gpus": lay.num_gpus, "batch_size": s.batch_size, "seq_len": s.seq_len,
@@ -90,8 +90,8 @@ def record_from_options(req: Any, measured: dict[str, Any], *, source: str, note
     setup = setup_from_options(req)
     setup["resolved"] = _resolved(mapping)
     env = dict(env if env is not None else environment())
-    for key, value in (("gpu", mapping.layout.gpu_id), ("gpu_count", mapping.layout.num_gpus),
-                       ("framework", str(mapping.setup.framework))):
+    for key, value in (("gpu", mapping.job.layout.gpu_id), ("gpu_count", mapping.job.layout.num_gpus),
+                       ("framework", str(mapping.job.setup.framework))):
         env.setdefault(key, value)
     return RunRecord(source=source, setup=setup, measured=measured, estimate=estimate_values(mapping),
                      environment=env, notes=notes,
