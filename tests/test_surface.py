@@ -5,6 +5,7 @@ tests/golden/cli_surface.json (`python tests/test_surface.py --write`) and PRODU
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import json
 import sys
@@ -46,11 +47,13 @@ def test_every_product_command_exists():
 
 
 def test_python_api():
-    assert set(trainplan.__all__) == {"__version__", "estimate", "plan", "fit", "table", "job", "track"}
+    assert set(trainplan.__all__) == {"__version__", "estimate", "plan", "fit", "table", "resolve", "track"}
     assert set(api.Options.__annotations__) == set(OPTION_NAMES) - {"model"}     # every setup flag, typed
-    for name in ("estimate", "plan", "fit", "table", "job"):
+    for name in ("estimate", "plan", "fit", "table", "resolve"):
         params = inspect.signature(getattr(api, name)).parameters
         assert "options" in params and params["options"].kind is inspect.Parameter.VAR_KEYWORD
+    importlib.import_module("trainplan.job")     # a subpackage: the API's names must not collide with one
+    assert trainplan.resolve("gpt2").setup.model.name == "gpt2"
 
 
 if __name__ == "__main__" and "--write" in sys.argv:

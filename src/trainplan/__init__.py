@@ -3,7 +3,7 @@
     import trainplan
     est = trainplan.estimate("llama-2-7b", method="lora", gpu="h100")     # trainplan.api
 
-`estimate`, `plan`, `fit`, `table` and `job` take the setup flags as keyword arguments (trainplan.api);
+`estimate`, `plan`, `fit`, `table` and `resolve` (the typed Job) take the setup flags as keyword arguments (trainplan.api);
 `track` records a real run into the ledger. The analytic core imports no torch, transformers, web or
 database code; these names load on first use.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-_API = ("estimate", "plan", "fit", "table", "job")
+_API = ("estimate", "plan", "fit", "table", "resolve")
 __all__ = ["__version__", *_API, "track"]
 
 

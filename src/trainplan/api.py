@@ -92,8 +92,9 @@ class Options(TypedDict, total=False):
     efficiency: float | None
 
 
-def job(model: str | ModelSpec, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Job:
-    """The resolved Job of `model` and the setup flags (what `estimate` computes from)."""
+def resolve(model: str | ModelSpec, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Job:
+    """The resolved Job of `model` and the setup flags (what `estimate` computes from; change it with
+    trainplan.frozen.replace and estimate it with trainplan.estimation.estimate)."""
     return resolve_job(JobOptions(model=model, **options), today=today)
 
 
@@ -104,7 +105,7 @@ def estimate(model: str | ModelSpec, *, today: datetime.date | None = None, **op
     batch_size=4, seq_len=2048, gpu="h100", num_gpus=8, zero=3, samples=10000, ...
     `today` dates the price catalog's offers (default: the local date).
     """
-    return estimate_job(job(model, today=today, **options))
+    return estimate_job(resolve(model, today=today, **options))
 
 
 def plan(model: str | ModelSpec, *, methods: tuple[str, ...] = (), gpus: tuple[str | GpuSpec, ...] | None = None,
