@@ -25,8 +25,12 @@ def a100_80() -> GpuSpec:
 
 @pytest.fixture(autouse=True)
 def _isolated_data_dir(tmp_path_factory, monkeypatch):
-    """A developer's own ledger or calibration.json must not change what the tests see."""
+    """A developer's own ledger, calibration.json, config, price files or currency must not change
+    what the tests see."""
     monkeypatch.setenv("TRAINPLAN_DATA_DIR", str(tmp_path_factory.mktemp("trainplan-data")))
+    monkeypatch.setenv("TRAINPLAN_CONFIG_DIR", str(tmp_path_factory.mktemp("trainplan-config")))
+    for name in ("TRAINPLAN_PRICES", "TRAINPLAN_CURRENCY"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

@@ -151,7 +151,7 @@ def test_hand_checkable_catalog():
     prices = (_offer("base", 1.0), _offer("twin", 2.0), _offer("small", 0.01))
     job = JobOptions(model=tiny_llama(num_layers=8, hidden_size=512, intermediate_size=1376), method="full",
                   samples=20000, seq_len=512)
-    result = plan(resolve_plan(job, gpus=gpus, prices=prices, max_gpus=8, top=50), details=False)
+    result = plan(resolve_plan(job, gpus=gpus, offers=prices, max_gpus=8, top=50), details=False)
     assert result.plans and result.plans[0].found.rentable.gpu.id == "base"
     costs = [p.found.cost_value for p in result.plans]
     assert costs == sorted(costs)
@@ -303,7 +303,7 @@ def test_plan_text_and_plot(capsys, tmp_path):
                        "--plot", str(path))
     assert code == 0
     assert "To reproduce: trainplan estimate <flags>" in out and "Pareto front" in out
-    assert "v100-sxm2-32gb" in out and "no on-demand USD price" in out
+    assert "v100-sxm2-32gb" in out and "no bf16 tensor cores" in out and "--precision fp16" in out
     assert path.read_text().startswith("<?xml")
 
 

@@ -106,8 +106,7 @@ def _gpu_result():
     """A probe result as a GPU run gives it (no GPU needed to test the recording)."""
     from trainplan.estimation import estimate
     from trainplan.job.resolve import resolve_job
-    from trainplan.probe.result import Predicted, ProbeResult
-    from trainplan.probe.result import request_json
+    from trainplan.probe.result import Predicted, ProbeResult, request_json
 
     req = JobOptions(model="qwen2.5-0.5b", batch_size=4, seq_len=1024, gpu="h200")
     est = estimate(resolve_job(req))

@@ -112,6 +112,12 @@ PRICING = {
     "on-demand (cheapest seller that day)": "cheapest-listing",
 }
 
+# normalised pricing -> the kind of price rankings compare (trainplan.enums.PriceKind): a capacity
+# block is a short reservation paid up front; a marketplace median and a crawler's lowest listing are
+# both marketplace prices (the lowest listing is also atypical: catalog.ATYPICAL_PRICING).
+KIND = {"on-demand": "on-demand", "spot": "spot", "capacity-block": "reserved", "marketplace": "marketplace",
+        "cheapest-listing": "marketplace"}
+
 # Names users type for providers (the canonical name and the parts of "中文 (English)" also match).
 PROVIDER_ALIASES = {
     "AWS": ["amazon", "ec2", "amazon-web-services"], "Azure": ["microsoft", "microsoft-azure"],
@@ -233,7 +239,7 @@ def price_entry(row: dict[str, str], gpu_id: str, map_note: str) -> dict:
     notes = [n if n.endswith(".") else n + "." for n in notes]
     entry = {"provider": row["provider"], "region": row["region"], "instance": row["instance_type"],
              "gpu_id": gpu_id, "gpu_label": row["gpu"], "gpus_per_instance": int(row["gpus_per_instance"]),
-             "pricing": pricing, "currency": row["currency"],
+             "pricing": pricing, "kind": KIND[pricing], "currency": row["currency"],
              "price_per_gpu_hour": float(row["price_per_gpu_hour"])}
     if (inst := num(row["price_per_instance_hour"])) is not None:
         entry["price_per_instance_hour"] = float(inst)
@@ -258,7 +264,7 @@ def seed_offer(seed_text: str) -> dict:
         raise SystemExit("seed article no longer quotes A100 (80G) at 27.08")
     return {"provider": "Alibaba Cloud", "region": "(not stated)", "instance": "(not stated)",
             "gpu_id": "a100-sxm4-80gb", "gpu_label": "A100 (article discusses A100 80GB)",
-            "gpus_per_instance": 1, "pricing": "on-demand", "currency": "CNY",
+            "gpus_per_instance": 1, "pricing": "on-demand", "kind": "on-demand", "currency": "CNY",
             "price_per_gpu_hour": 27.08, "as_of": "unknown (article undated)",
             "source": f"shared seed article {SEED_ID} (Chinese blog on 7B fine-tuning cost)",
             "notes": ("The article picks 'A100 80GB' as the card that fits a 7B full fine-tune and prices "
@@ -328,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                      and p["price_per_gpu_hour"] == float(r["price"]) for p in prices):
             prices.append({"provider": r["provider"], "region": "China", "instance": "cheapest listing",
                            "gpu_id": gid, "gpu_label": r["gpu"], "gpus_per_instance": 1,
-                           "pricing": "cheapest-listing", "currency": "CNY",
+                           "pricing": "cheapest-listing", "kind": KIND["cheapest-listing"], "currency": "CNY",
                            "price_per_gpu_hour": float(r["price"]), "as_of": "unknown",
                            "source": r["source"], "notes": "from hardware.md section 2.3"})
             added_md += 1

@@ -30,7 +30,7 @@ from trainplan.cases.accuracy import evaluate, summarize
 from trainplan.model.hfconfig import SUPPORTED_MODEL_TYPES
 from trainplan.planner.table import pivot_rows
 from trainplan.report.table_formats import render
-from trainplan.units import GIB
+from trainplan.units import GIB, fmt_duration
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -201,6 +201,28 @@ def accuracy_dev2() -> str:
     return _accuracy_table(DATA / "published_dev2.json")
 
 
+MONEY_PLAN = dict(method="full", gpus=("a100", "a800", "h800", "h100", "h20"), currency="CNY", samples=10000,
+                  prices=str(ROOT / "tests" / "fixtures" / "prices" / "team.toml"), top=3)
+
+
+def money_plan() -> str:
+    """`trainplan plan` in CNY with the team price file: the prices compared, then the top plans."""
+    result = trainplan.plan("llama-3.1-70b", today=FIGURES_DATE, calibration=False, details=False, **MONEY_PLAN)
+    prices = result.prices()
+    rows = [{"GPU": p["gpu"], "CNY per GPU-hour": f"{p['price_per_gpu_hour']:.4g}", "kind": p["kind"],
+             "from": (f"{p['provider']} {p['instance']}".strip() or p["origin"]).replace(str(ROOT) + "/", ""),
+             "converted from": "" if p["original"] is None else
+             f"{p['original']['price_per_gpu_hour']:g} {p['original']['currency']}"}
+            for p in prices["per_gpu"]]
+    [rate] = prices["rates"]
+    plans = [{"#": p.rank, "GPU": p.found.rentable.gpu.id, "GPUs": p.found.shape.num_gpus,
+              "layout": p.found.shape.engine(), "time": fmt_duration(p.found.time_s),
+              "cost (CNY)": f"{p.found.cost_value:,.0f}"} for p in result.plans]
+    return (render("markdown", rows, list(rows[0])).strip()
+            + f"\n\nRate: {rate['per_usd']:g} CNY per USD ({rate['basis']}, {rate['as_of']}), from the file."
+            + " Cheapest plans:\n\n" + render("markdown", plans, list(plans[0])).strip())
+
+
 def catalog_counts() -> str:
     return (f"{len(catalog.model_rows())} models in the catalog, {len(catalog.load_gpus())} GPUs, "
             f"{len(catalog.load_prices())} dated prices; `--model path/to/config.json` reads "
@@ -210,7 +232,7 @@ def catalog_counts() -> str:
 BLOCKS = {"seed-table": seed_table, "seed-findings": seed_findings, "seed-chain": seed_chain,
           "resource-table": resource_table, "trace-agreement": trace_agreement, "gpu-reestimate": gpu_reestimate,
           "time-benchmark": time_benchmark, "accuracy-dev": accuracy_dev, "accuracy-dev2": accuracy_dev2,
-          "catalog": catalog_counts}
+          "catalog": catalog_counts, "money-plan": money_plan}
 
 
 def blocks(names: list[str] | None = None) -> dict[str, str]:

@@ -78,6 +78,9 @@ class Options(TypedDict, total=False):
     price_per_gpu_hour: float | None
     currency: str | None
     spot: bool
+    price: tuple[str, ...]          # "GPU=AMOUNT" per GPU type, in `currency`
+    prices: str | None              # a price file's path
+    price_kind: str | None          # on-demand | spot | marketplace | reserved | any
     interconnect: str | None
     headroom: float
     sequence_parallel: bool
@@ -109,14 +112,15 @@ def estimate(model: str | ModelSpec, *, today: datetime.date | None = None, **op
 
 
 def plan(model: str | ModelSpec, *, methods: tuple[str, ...] = (), gpus: tuple[str | GpuSpec, ...] | None = None,
-         prices: tuple[PriceOffer, ...] | None = None, max_gpus: int = 64, gpus_per_node: int = 8,
+         offers: tuple[PriceOffer, ...] | None = None, max_gpus: int = 64, gpus_per_node: int = 8,
          global_batch: int = 32, budget: float | None = None, deadline_hours: float | None = None,
          sort: str = "cost", top: int = 10, details: bool = True, today: datetime.date | None = None,
          **options: Unpack[Options]) -> PlanResult:
     """The setups that fit, ranked by cost (or time), with the Pareto front and the GPU types that
-    cannot carry the job (`trainplan plan`)."""
+    cannot carry the job (`trainplan plan`). `offers`: prices given in code, asked before the price
+    files and the catalog (`prices=` is a price file's path, as --prices)."""
 
-    request = resolve_plan(JobOptions(model=model, **options), methods=methods, gpus=gpus, prices=prices,
+    request = resolve_plan(JobOptions(model=model, **options), methods=methods, gpus=gpus, offers=offers,
                            max_gpus=max_gpus, gpus_per_node=gpus_per_node, global_batch=global_batch,
                            budget=budget, deadline_hours=deadline_hours, sort=sort, top=top, today=today)
     return run_plan(request, details=details)

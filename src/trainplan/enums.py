@@ -46,6 +46,15 @@ class Precision(StrEnum):
             return "fp16"
         return "bf16"
 
+    @property
+    def needs_tensor_dtype(self) -> str | None:
+        """The dtype a GPU needs tensor cores for to run this precision at speed (GpuSpec.supports):
+        bf16 (Ampere and later; Volta and Turing emulate it), fp8 (Ada, Hopper and later); None for
+        fp16 and fp32, which every catalog GPU runs."""
+        if self is Precision.FP8:
+            return "fp8"
+        return "bf16" if self in (Precision.BF16, Precision.BF16_PURE) else None
+
 
 class MasterWeights(StrEnum):
     """Where the fp32 copy of the weights lives under mixed precision."""
@@ -120,6 +129,16 @@ class Framework(StrEnum):
     SWIFT = "swift"
     UNSLOTH = "unsloth"
     AXOLOTL = "axolotl"
+
+
+class PriceKind(StrEnum):
+    """How a GPU-hour is sold. Rankings compare one kind: an on-demand list price beside a
+    marketplace's lowest listing is not a comparison."""
+
+    ON_DEMAND = "on-demand"       # pay as you go, list price
+    SPOT = "spot"                 # interruptible / preemptible
+    MARKETPLACE = "marketplace"   # hosts' listings (Vast.ai, Chinese rental platforms): median or lowest seen
+    RESERVED = "reserved"         # committed: reservations, capacity blocks, monthly rental
 
 
 class MlpKind(StrEnum):

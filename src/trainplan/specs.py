@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainplan.enums import MlpKind, NormKind, Position
+from trainplan.enums import MlpKind, NormKind, Position, PriceKind
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen
 
@@ -164,6 +164,12 @@ class GpuSpec:
     def peak_flops(self, dtype: str) -> float | None:
         return self.peak_flops_per_s.get(dtype)
 
+    def supports(self, dtype: str) -> bool:
+        """Whether the GPU has tensor-core (dense matmul) support for `dtype` ('bf16', 'fp8', ...):
+        the catalog lists a dense peak for it (gpus.toml peak_tflops: none for bf16 on Volta and
+        Turing, none for fp8 before Ada/Hopper)."""
+        return bool(self.peak_flops_per_s.get(dtype))
+
 
 @frozen
 class PriceOffer:
@@ -174,16 +180,50 @@ class PriceOffer:
     gpus_per_instance: int
     price_per_gpu_hour: float
     currency: str
-    pricing: str          # on-demand, spot, reserved ...
+    pricing: str          # the source's pricing model, normalised: on-demand, spot, capacity-block, ...
     as_of: str            # date as the source gives it (ISO where known)
     source: str
     instance: str = ""
     region: str = ""
     notes: str = ""
+    kind: PriceKind = PriceKind.ON_DEMAND   # what rankings compare
+    origin: str = "catalog"                 # where trainplan read it: catalog, a price file, --price
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, PriceKind):
+            object.__setattr__(self, "kind", PriceKind(self.kind))
 
     @property
     def is_spot(self) -> bool:
-        return "spot" in self.pricing.lower()
+        return self.kind is PriceKind.SPOT
+
+
+@frozen
+class CurrencySpec:
+    """A currency the rate table knows: ISO code, the names users type for it, its rental market."""
+
+    code: str
+    name: str = ""
+    aliases: tuple[str, ...] = ()
+    market: str = "global"     # "cn": prices in it are China's market (suggestions keep to GPUs sold there)
+
+
+@frozen
+class Rate:
+    """An exchange rate: units of `currency` per 1 US dollar on `as_of`, and where it was read."""
+
+    currency: str
+    per_usd: float
+    as_of: str
+    source: str
+    basis: str = ""            # which rate: a central parity, a monthly average, a cross rate ...
+    origin: str = "catalog"    # catalog, or the price file that set it
+
+    def __post_init__(self) -> None:
+        value = self.per_usd
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+            raise TrainplanError(f"exchange rate for {self.currency} must be a positive number of {self.currency} "
+                                 f"per USD, got {value!r}")
 
 
 def model_spec_from_dict(data: dict) -> ModelSpec:

@@ -24,7 +24,7 @@ from trainplan.catalog.store import read as _read_data
 from trainplan.errors import TrainplanError, UnknownNameError
 from trainplan.frozen import asdict
 from trainplan.model.params import count_params
-from trainplan.specs import GpuSpec, ModelSpec, PriceOffer, model_spec_from_dict
+from trainplan.specs import CurrencySpec, GpuSpec, ModelSpec, PriceOffer, Rate, model_spec_from_dict
 from trainplan.units import GB, GIB, tflops_to_flops
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
@@ -153,7 +153,8 @@ def _price_offer(entry: dict[str, Any]) -> PriceOffer:
         gpus_per_instance=int(entry["gpus_per_instance"]),
         price_per_gpu_hour=float(entry["price_per_gpu_hour"]), currency=entry["currency"],
         pricing=entry["pricing"], as_of=entry["as_of"], source=entry["source"],
-        instance=entry.get("instance", ""), region=entry.get("region", ""), notes=entry.get("notes", ""))
+        instance=entry.get("instance", ""), region=entry.get("region", ""), notes=entry.get("notes", ""),
+        kind=entry.get("kind", "on-demand"))
 
 
 def _price_order(offer: PriceOffer) -> tuple:
@@ -185,6 +186,22 @@ def _offers(gpu_id: str | None) -> tuple[PriceOffer, ...]:
 def load_prices() -> tuple[PriceOffer, ...]:
     """All offers, USD first, each currency sorted by price per GPU-hour."""
     return _offers(None)
+
+
+def gpu_offers(gpu_id: str) -> tuple[PriceOffer, ...]:
+    """The catalog offers of one GPU id (already resolved), sorted as load_prices."""
+    return _offers(gpu_id)
+
+
+@functools.lru_cache(maxsize=None)
+def load_rates() -> tuple[tuple[CurrencySpec, ...], tuple[Rate, ...]]:
+    """(the currencies the rate table knows, their rates per USD), from rates.toml."""
+    data = _read_data(os.path.join(DATA_DIR, "rates.toml"))
+    currencies = tuple(CurrencySpec(code=e["code"], name=e.get("name", ""), aliases=tuple(e.get("aliases", ())),
+                                    market=e.get("market", "global")) for e in data.get("currency", ()))
+    rates = tuple(Rate(currency=e["currency"], per_usd=float(e["per_usd"]), as_of=e["as_of"], source=e["source"],
+                       basis=e.get("basis", "")) for e in data.get("rate", ()))
+    return currencies, rates
 
 
 def resolve_provider(name: str) -> str:
@@ -411,6 +428,6 @@ def price_rows(gpu: str | None = None, provider: str | None = None, currency: st
 
 def clear_caches() -> None:
     """Forget every file read and entry converted (after the data files were rewritten in-process)."""
-    for cached in (store.read, store._snapshot_file, _gpu_catalog, _price_entries, _offers, _model_catalog, _model_spec,
-                   _snapshot_specs):
+    for cached in (store.read, store._snapshot_file, _gpu_catalog, _price_entries, _offers, load_rates, _model_catalog,
+                   _model_spec, _snapshot_specs):
         cached.cache_clear()

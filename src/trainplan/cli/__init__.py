@@ -34,7 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("trainplan.cli.ledger", "fit correction terms from the ledger, validated leave-one-source-out"),
     "accuracy": ("trainplan.cli.ledger", "estimate every case of a file and compare with its measurements"),
     "probe": ("trainplan.cli.probe", "a short real trial on the local GPU (or CPU), measured beside the estimate"),
-    "prices": ("trainplan.cli.estimate", "the price catalog (dated, with sources)"),
+    "prices": ("trainplan.cli.estimate", "the prices known: your price files and the catalog (dated, with sources)"),
+    "rates": ("trainplan.cli.estimate", "the exchange rates prices are converted with (dated, with sources)"),
 }
 
 

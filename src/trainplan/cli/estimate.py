@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 
-from trainplan.catalog import gpu_rows, model_rows, price_rows
+from trainplan.catalog import gpu_rows, model_rows
 from trainplan.cli.common import print_json
 from trainplan.cli.flags import add_setup_flags, options_from_args
 from trainplan.errors import TrainplanError
@@ -58,9 +59,28 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     return _listing(gpu_rows(args.filter), args)
 
 
+def _book(args: argparse.Namespace):
+    from trainplan.cost.sources import price_book
+
+    return price_book(currency=args.currency, price_kind=args.price_kind, spot=args.spot, provider=args.provider,
+                      prices=args.prices)
+
+
 def cmd_prices(args: argparse.Namespace) -> int:
-    spot = True if args.spot else None
-    return _listing(price_rows(gpu=args.gpu, provider=args.provider, currency=args.currency, spot=spot), args)
+    from trainplan.cost.listing import price_rows
+
+    book = _book(args)
+    return _listing(price_rows(book, gpu=args.gpu, convert=book.currency_origin != "default",
+                               today=datetime.date.today()), args)
+
+
+def cmd_rates(args: argparse.Namespace) -> int:
+    from trainplan.cost.listing import rate_rows
+
+    rows = rate_rows(_book(args), today=datetime.date.today())
+    if not args.json:
+        rows = [{**{k: v for k, v in r.items() if k != "source"}, "per_usd": f"{r['per_usd']:g}"} for r in rows]
+    return _listing(rows, args)
 
 
 def add(sub, name: str, helptext: str) -> None:
@@ -74,9 +94,14 @@ def add(sub, name: str, helptext: str) -> None:
         p.add_argument("filter", nargs="?", help="substring to match")
         p.set_defaults(func=cmd_models if name == "models" else cmd_gpus)
     else:
-        p.add_argument("--gpu")
-        p.add_argument("--provider")
-        p.add_argument("--currency")
-        p.add_argument("--spot", action="store_true")
-        p.set_defaults(func=cmd_prices)
+        if name == "prices":
+            p.add_argument("--gpu")
+            p.add_argument("--provider")
+            p.add_argument("--currency", help="also show every price in this currency (dated rate table)")
+            p.add_argument("--price-kind", help="only this kind: on-demand | spot | marketplace | reserved")
+            p.add_argument("--spot", action="store_true", help="same as --price-kind spot")
+        else:
+            p.set_defaults(currency=None, price_kind=None, spot=False, provider=None)
+        p.add_argument("--prices", metavar="FILE", help="a user or team price file (also $TRAINPLAN_PRICES, ...)")
+        p.set_defaults(func=cmd_prices if name == "prices" else cmd_rates)
     p.add_argument("--json", action="store_true")

@@ -56,10 +56,18 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     w.add_argument("--epochs", type=float, default=1.0)
     w.add_argument("--packing", action="store_true")
     w.add_argument("--retry-factor", type=float, default=1.0)
-    w.add_argument("--provider")
-    w.add_argument("--price-per-gpu-hour", type=float)
-    w.add_argument("--currency")
-    w.add_argument("--spot", action="store_true")
+    w.add_argument("--provider", help="price at this provider's offers (catalog or your price files)")
+    w.add_argument("--price-per-gpu-hour", type=float, help="one price for every GPU type, in --currency")
+    w.add_argument("--price", action="append", default=[], metavar="GPU=AMOUNT",
+                   help="the price per GPU-hour of one GPU type, in --currency (repeatable: --price h800=14.5)")
+    w.add_argument("--prices", metavar="FILE",
+                   help="a user or team price file (TOML; also $TRAINPLAN_PRICES, trainplan-prices.toml in the "
+                        "repo, prices.toml in the config dir)")
+    w.add_argument("--currency", help="USD, CNY (RMB), EUR, ...: prices are converted with the dated rate table "
+                                      "(default: $TRAINPLAN_CURRENCY, the user config, USD)")
+    w.add_argument("--price-kind", help="on-demand (default) | spot | marketplace | reserved | any: the kind of "
+                                        "price compared")
+    w.add_argument("--spot", action="store_true", help="same as --price-kind spot")
     w.add_argument("--interconnect", help="inter-node network: ib-ndr, ib-hdr, roce-200, efa-3200, ethernet-100, ...")
     w.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                    help="torch.compile: fused kernels (time), fused norm/SwiGLU saves and a compiled loss (memory)")
@@ -74,4 +82,7 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
 
 def options_from_args(args: argparse.Namespace) -> JobOptions:
     """The JobOptions of the parsed flags (the setup flags a command has; the rest keep their defaults)."""
-    return JobOptions(**{k: getattr(args, k) for k in OPTION_NAMES if hasattr(args, k)})
+    values = {k: getattr(args, k) for k in OPTION_NAMES if hasattr(args, k)}
+    if "price" in values:
+        values["price"] = tuple(values["price"] or ())
+    return JobOptions(**values)

@@ -110,6 +110,8 @@ def cmd_table(args: argparse.Namespace) -> int:
         long_rows = table.long_rows(result.cells)
         long_columns = list(dict.fromkeys(k for r in long_rows for k in r))
         title = "Memory per GPU (one GPU, device view); fewest GPUs of each type (ZeRO-3 beyond one)"
+        if tr.dataset:
+            title += f"; cost at {tr.book.kind_label} prices in {tr.book.currency}"
         sheets = [("table", rows, columns), ("data", long_rows, long_columns)]
         _pictures(args, result)
     if fmt == "xlsx":

@@ -26,17 +26,18 @@ def estimate(job: Job) -> Estimate:
     notes += list(memory.notes)
     notes += _assumption_notes(setup)
     time = estimate_time(setup, layout, gpu, job.workload, job.timing)
-    cost = None if job.pricing is None else cost_of(time, job.pricing)
-    notes += list(time.assumptions) + (list(cost.notes) if cost is not None else [])
+    notes += list(time.assumptions)
     if job.calibration is not None:
         memory, calibrated_time, note = calibrate_estimate(memory, time, setup, layout,
                                                            calibration=job.calibration)
         if note:
-            if cost is not None and calibrated_time is not time:
-                cost = cost_of(calibrated_time, job.pricing)
             time = calibrated_time
             notes.append(note)
             tips = () if memory.fits else tuple(suggestions(job, memory, memory_model))
+    cost = None if job.pricing is None else cost_of(time, job.pricing, fits=memory.fits)
+    notes += list(cost.notes) if cost is not None else []
+    if job.gpus_note and any(t.change.startswith("--gpu ") for t in tips):
+        notes.append(job.gpus_note)
     return Estimate(job=job, params=count_params(setup.model), trainable_params=param_groups(setup).trainable_params,
                     memory=memory, time=time, cost=cost, suggestions=tips, notes=tuple(notes))
 

@@ -68,6 +68,14 @@ class Estimate:
                     "packing": w.packing, "retry_factor": w.retry_factor})
         return out
 
+    def missing_cost(self) -> dict[str, Any] | None:
+        """The `cost` JSON when no price is known: the keys with nulls, and how to give a price."""
+        book = self.job.book
+        if book is None:
+            return None
+        return {"currency": book.currency, "price_per_gpu_hour": None, "total": None, "provider": "",
+                "per_hour": None, "per_step": None, "kind": book.kind_label, "missing": self.job.price_missing}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "setup": self.setup_dict(),
@@ -75,7 +83,7 @@ class Estimate:
                        "components": self.params.as_dict()},
             "memory": self.memory.to_dict(),
             "time": self.time.to_dict(),
-            "cost": None if self.cost is None else self.cost.to_dict(),
+            "cost": self.cost.to_dict() if self.cost is not None else self.missing_cost(),
             "suggestions": [s.to_dict() for s in self.suggestions],
             "notes": list(self.notes),
         }

@@ -7,7 +7,7 @@ strings are enums, the price is chosen, files are read, the calibration is loade
 
 from __future__ import annotations
 
-from trainplan.cost.prices import Pricing
+from trainplan.cost.prices import PriceBook, Pricing
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen
 from trainplan.job.options import JobOptions
@@ -38,9 +38,12 @@ class Job:
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     timing: TimingOptions = field(default_factory=TimingOptions)
     pricing: Pricing | None = None              # None: no price, no bill
+    price_missing: str = ""                     # why there is no price and how to give one
+    book: PriceBook | None = None               # where prices come from, the currency and kind compared
     headroom: float = DEFAULT_HEADROOM
     calibration: Calibration | None = None      # None: the raw model
     gpus: tuple[GpuSpec, ...] = ()              # GPU types a "what would make it fit" suggestion may name
+    gpus_note: str = ""                         # which GPU types were left out of the suggestions, and why
     options: JobOptions | None = None           # what the user said: for display and the ledger, never computed from
 
     def __post_init__(self) -> None:

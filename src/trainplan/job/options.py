@@ -51,9 +51,12 @@ class JobOptions:
     packing: bool = False
     retry_factor: float = 1.0
     provider: str | None = None
-    price_per_gpu_hour: float | None = None
+    price_per_gpu_hour: float | None = None   # one price for every GPU type
     currency: str | None = None
     spot: bool = False
+    price: tuple[str, ...] = ()               # --price GPU=AMOUNT, per GPU type, in `currency`
+    prices: str | None = None                 # --prices FILE: a user or team price file
+    price_kind: str | None = None             # on-demand | spot | marketplace | reserved | any
     interconnect: str | None = None
     headroom: float = 0.10
     sequence_parallel: bool = True

@@ -9,7 +9,8 @@ import json
 from enum import Enum
 
 from trainplan import catalog
-from trainplan.cost.prices import PriceChoice, Pricing, resolve_pricing
+from trainplan.cost.prices import NoPriceError, PriceBook, Pricing, resolve_pricing
+from trainplan.cost.sources import market_gpus, options_book
 from trainplan.enums import (
     Attention,
     Framework,
@@ -166,9 +167,21 @@ def build_timing(req: JobOptions) -> TimingOptions:
                          pp_interleave=req.vpp, sample_lengths=read_lengths(req.lengths_file))
 
 
-def price_choice(req: JobOptions) -> PriceChoice:
-    return PriceChoice(price_per_gpu_hour=req.price_per_gpu_hour, currency=req.currency, provider=req.provider,
-                       spot=req.spot)
+def suggestable_gpus(gpus: tuple[GpuSpec, ...], precision: Precision,
+                     book: PriceBook | None) -> tuple[tuple[GpuSpec, ...], str]:
+    """The GPU types a "what would make it fit" suggestion may name, and a note on those left out:
+    not those without tensor cores for the job's dtype (no V100 for bf16), and, when the bill's
+    currency has its own market (CNY), only GPUs priced in that currency."""
+    dtype = precision.needs_tensor_dtype
+    out = tuple(g for g in gpus if dtype is None or g.supports(dtype))
+    why = [f"with {dtype} tensor cores"] if len(out) < len(gpus) else []
+    market = market_gpus(book) if book is not None else None
+    if market is not None:
+        kept = tuple(g for g in out if g.id in market)
+        if len(kept) < len(out):
+            why.append(f"priced in {book.currency} (its market) in the catalog or your prices")
+        out = kept
+    return out, ("GPU suggestions name only GPUs " + " and ".join(why)) if why else ""
 
 
 FROM_FILE: Any = type("FROM_FILE", (), {"__repr__": lambda self: "FROM_FILE"})()
@@ -188,10 +201,16 @@ def resolve_job(req: JobOptions, *, today: datetime.date | None = None, calibrat
     parallel = build_parallel(req)
     timing = build_timing(req)
     pricing: Pricing | None = None
-    if priced:
-        pricing = resolve_pricing(gpu.id, price_choice(req), today=today or datetime.date.today())
+    missing = ""
+    book = options_book(req) if priced else None
+    if book is not None:
+        try:
+            pricing = resolve_pricing(gpu.id, book, today=today or datetime.date.today())
+        except NoPriceError as exc:
+            missing = str(exc)
     if calibration is FROM_FILE:
         calibration = load_active() if req.calibration else None
+    gpus, gpus_note = suggestable_gpus(tuple(catalog.load_gpus().values()), setup.precision, book)
     return Job(setup=setup, layout=layout, gpu=gpu, workload=workload, parallel=parallel, timing=timing,
-               pricing=pricing, headroom=headroom, calibration=calibration,
-               gpus=tuple(catalog.load_gpus().values()), options=req)
+               pricing=pricing, price_missing=missing, book=book, headroom=headroom, calibration=calibration,
+               gpus=gpus, gpus_note=gpus_note, options=req)

@@ -12,14 +12,9 @@ import math
 
 from trainplan import catalog
 from trainplan.cost.bill import billable_gpus
-from trainplan.cost.prices import (
-    DEFAULT_CURRENCY,
-    Pricing,
-    choose_offer,
-    given_pricing,
-    offer_pricing,
-)
-from trainplan.enums import Attention, Framework, GradCkpt, Method, Optimizer
+from trainplan.cost.prices import DEFAULT_CURRENCY, NoPriceError, PriceBook, Pricing, resolve_pricing
+from trainplan.cost.sources import options_book
+from trainplan.enums import Attention, Framework, GradCkpt, Method, Optimizer, Precision
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen, replace
 from trainplan.job.frameworks import profile
@@ -97,6 +92,7 @@ class PlanRequest:
     rentables: tuple[Rentable, ...]
     rejected: tuple[Rejection, ...] = ()     # GPU types without a usable price
     currency: str = DEFAULT_CURRENCY
+    book: PriceBook = field(default_factory=PriceBook)   # where the prices come from, the kind compared
     max_gpus: int = DEFAULT_MAX_GPUS
     gpus_per_node: int = 8
     global_batch: int = DEFAULT_GLOBAL_BATCH
@@ -146,54 +142,32 @@ def _optimizers(options: JobOptions, method: Method) -> tuple[Optimizer, ...]:
     return (default,)
 
 
-def _list_pricing(gpu: GpuSpec, options: JobOptions, prices: tuple[PriceOffer, ...]) -> Pricing:
-    """The cheapest offer for `gpu` in a price list (on-demand or spot as asked, provider and currency
-    when given); TrainplanError when there is none."""
-    mine = [o for o in prices if o.gpu_id == gpu.id and o.is_spot == options.spot
-            and (not options.provider or o.provider == options.provider)
-            and (not options.currency or o.currency == options.currency.upper())]
-    if not mine:
-        raise TrainplanError(f"no price for {gpu.id}")
-    return offer_pricing(min(mine, key=lambda o: (o.currency != DEFAULT_CURRENCY, o.price_per_gpu_hour)))
-
-
-def _rentables(options: JobOptions, gpus: list[GpuSpec], headroom: float, prices: tuple[PriceOffer, ...] | None,
-               today: datetime.date) -> tuple[list[Rentable], list[Rejection], str]:
-    """Each GPU with its usable memory and price; GPUs without a price in the plan's currency are rejected."""
+def _rentables(gpus: list[GpuSpec], headroom: float, book: PriceBook, today: datetime.date,
+               precision: Precision) -> tuple[list[Rentable], list[Rejection]]:
+    """Each GPU with its usable memory and its price of the kind compared (converted to the plan's
+    currency); GPU types without one, or without tensor cores for the job's dtype, are rejected,
+    saying what would change that."""
     rejected: list[Rejection] = []
     out: list[Rentable] = []
-    currency = (options.currency or DEFAULT_CURRENCY).upper()
-    if options.price_per_gpu_hour is None and options.provider and prices is None:
-        catalog.resolve_provider(options.provider)
+    dtype = precision.needs_tensor_dtype
     for gpu in gpus:
         usable = int(gpu.capacity_bytes * (1 - headroom))
-        if options.price_per_gpu_hour is not None:
-            pricing = given_pricing(options.price_per_gpu_hour, options.currency, provider=options.provider)
-            out.append(Rentable(gpu=gpu, usable_bytes=usable, pricing=pricing))
+        if dtype is not None and not gpu.supports(dtype):
+            other = "--precision fp16" if dtype == "bf16" and gpu.supports("fp16") else "another --precision"
+            rejected.append(Rejection(gpu=gpu.id, reason=f"no {dtype} tensor cores ({precision} would run emulated "
+                                                          f"or not at all): plan it with {other}"))
             continue
         try:
-            if prices is None:
-                offer, notes = choose_offer(gpu.id, provider=options.provider, spot=options.spot,
-                                            currency=options.currency, today=today)
-                pricing = offer_pricing(offer, tuple(notes), from_catalog=True)
-            else:
-                pricing = _list_pricing(gpu, options, prices)
-        except TrainplanError:
-            kind = "spot" if options.spot else "on-demand"
-            where = f" at {options.provider}" if options.provider else ""
-            rejected.append(Rejection(gpu=gpu.id, reason=f"no {kind} {currency} price{where} in the catalog "
-                                                          "(give --price-per-gpu-hour to plan with it)"))
-            continue
-        if pricing.currency != currency:
-            rejected.append(Rejection(gpu=gpu.id, reason=f"priced only in {pricing.currency} in the catalog "
-                                                          f"(--currency {pricing.currency} plans in {pricing.currency})"))
+            pricing = resolve_pricing(gpu.id, book, today=today, strict=True)
+        except NoPriceError as exc:
+            rejected.append(Rejection(gpu=gpu.id, reason=exc.short))
             continue
         out.append(Rentable(gpu=gpu, usable_bytes=usable, pricing=pricing))
-    return out, rejected, currency
+    return out, rejected
 
 
 def resolve_plan(options: JobOptions, *, methods: tuple[str, ...] = (), gpus: tuple[str | GpuSpec, ...] | None = None,
-                 prices: tuple[PriceOffer, ...] | None = None, max_gpus: int = DEFAULT_MAX_GPUS,
+                 offers: tuple[PriceOffer, ...] | None = None, max_gpus: int = DEFAULT_MAX_GPUS,
                  gpus_per_node: int = 8, global_batch: int = DEFAULT_GLOBAL_BATCH, budget: float | None = None,
                  deadline_hours: float | None = None, sort: str = "cost", top: int = 10,
                  today: datetime.date | None = None) -> PlanRequest:
@@ -211,8 +185,11 @@ def resolve_plan(options: JobOptions, *, methods: tuple[str, ...] = (), gpus: tu
     ckpts = (parse_enum(GradCkpt, options.grad_ckpt, "--grad-ckpt"),) if options.grad_ckpt else DEFAULT_GRAD_CKPTS
     attentions = (parse_enum(Attention, options.attention, "--attention"),) if options.attention \
         else DEFAULT_ATTENTIONS
-    rentables, rejected, currency = _rentables(options, resolve_gpus(gpus), headroom, prices, today)
+    book = options_book(options, offers=offers)
+    job = replace(job, book=book)
+    rentables, rejected = _rentables(resolve_gpus(gpus), headroom, book, today, job.setup.precision)
     return PlanRequest(job=job, methods=tuple(searches), grad_ckpts=ckpts, attentions=attentions,
-                       rentables=tuple(rentables), rejected=tuple(rejected), currency=currency, max_gpus=max_gpus,
+                       rentables=tuple(rentables), rejected=tuple(rejected), currency=book.currency, book=book,
+                       max_gpus=max_gpus,
                        gpus_per_node=gpus_per_node, global_batch=global_batch, budget=budget,
                        deadline_hours=deadline_hours, sort=sort, top=top, today=today)

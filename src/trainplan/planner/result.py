@@ -74,9 +74,31 @@ class PlanResult:
     def front(self) -> list[Found]:
         return sorted((f for f, on in zip(self.found, self.pareto) if on), key=lambda f: (f.cost_value, f.time_s))
 
+    def prices(self) -> dict[str, Any]:
+        """The prices the ranking compares: one kind, in one currency, each GPU type's with its origin
+        and, when converted, the rate."""
+        book = self.request.book
+        rows, rates = [], {}
+        for r in self.request.rentables:
+            p = r.pricing
+            offer = p.offer
+            rows.append({"gpu": r.gpu.id, "price_per_gpu_hour": p.price_per_gpu_hour, "currency": p.currency,
+                         "kind": p.kind_label, "provider": p.provider, "instance": p.instance, "as_of": p.as_of,
+                         "origin": p.origin, "gpus_per_instance": p.gpus_per_instance,
+                         "original": None if p.conversion is None or offer is None else
+                         {"price_per_gpu_hour": offer.price_per_gpu_hour, "currency": offer.currency}})
+            if p.conversion is not None:
+                for rate in p.conversion.rates:
+                    rates[(rate.currency, rate.origin)] = {"currency": rate.currency, "per_usd": rate.per_usd,
+                                                           "as_of": rate.as_of, "basis": rate.basis,
+                                                           "source": rate.source, "origin": rate.origin}
+        return {"kind": book.kind_label, "kind_origin": book.kind_origin, "currency": book.currency,
+                "currency_origin": book.currency_origin, "per_gpu": rows, "rates": list(rates.values())}
+
     def to_dict(self) -> dict[str, Any]:
         o = self.outcome
         return {"plans": [p.to_dict() for p in self.plans],
+                "prices": self.prices(),
                 "rejected": [r.to_dict() for r in self.rejected],
                 "searched": o.candidates,
                 "pareto_front": [{"gpu": f.rentable.gpu.id, "num_gpus": f.shape.num_gpus, "engine": f.shape.engine(),

@@ -18,10 +18,11 @@ from typing import Any
 
 from trainplan import catalog
 from trainplan.cost.bill import cost_of
-from trainplan.cost.prices import Pricing, resolve_pricing
+from trainplan.cost.prices import NoPriceError, PriceBook, Pricing, resolve_pricing
+from trainplan.cost.sources import options_book
 from trainplan.enums import Framework, Fsdp, Method, Precision, ZeroStage
 from trainplan.errors import TrainplanError
-from trainplan.frozen import frozen, replace
+from trainplan.frozen import field, frozen, replace
 from trainplan.job.frameworks import profile
 from trainplan.job.job import check_headroom
 from trainplan.job.options import JobOptions
@@ -31,7 +32,6 @@ from trainplan.job.resolve import (
     build_timing,
     build_workload,
     parse_enum,
-    price_choice,
     resolve_model,
 )
 from trainplan.job.training import Layout, TrainingSetup, Workload
@@ -88,6 +88,7 @@ class TableRequest:
     cells: tuple[CellSpec, ...]
     gpus: tuple[GpuSpec, ...]
     pricings: tuple[Pricing | None, ...]      # per GPU type; None: no price known (no bill)
+    book: PriceBook = field(default_factory=PriceBook)   # where the prices come from, the kind compared
     workload: Workload
     timing: TimingOptions
     parallel: ParallelConfig
@@ -132,13 +133,13 @@ def _precisions(options: JobOptions, precisions: tuple[str, ...]) -> tuple[str, 
     return (str(profile(parse_enum(Framework, options.framework, "--framework")).precision),)
 
 
-def _pricing(gpu: GpuSpec, options: JobOptions, today: datetime.date) -> Pricing | None:
-    """The price a cell on `gpu` is billed at, None when the catalog has none and none was given
-    (unknown provider or currency names are still errors)."""
-    if options.price_per_gpu_hour is None and \
-            catalog.cheapest_price(gpu.id, options.provider, options.spot, options.currency) is None:
+def _pricing(gpu: GpuSpec, book: PriceBook, today: datetime.date) -> Pricing | None:
+    """The price a cell on `gpu` is billed at: one kind for every column (a table compares GPU
+    types), None when no source has it (unknown provider or currency names are still errors)."""
+    try:
+        return resolve_pricing(gpu.id, book, today=today, strict=True)
+    except NoPriceError:
         return None
-    return resolve_pricing(gpu.id, price_choice(options), today=today)
 
 
 def resolve_table(options: JobOptions, *, models: tuple[str | ModelSpec, ...] = (), sizes: tuple[str, ...] = (),
@@ -163,8 +164,9 @@ def resolve_table(options: JobOptions, *, models: tuple[str | ModelSpec, ...] = 
                                           reason=str(exc)))
                     continue
                 cells.append(CellSpec(model=spec, method=method, precision=precision, setup=setup))
-    return TableRequest(cells=tuple(cells), gpus=gpu_specs,
-                        pricings=tuple(_pricing(g, options, today) for g in gpu_specs),
+    book = options_book(options)
+    return TableRequest(cells=tuple(cells), gpus=gpu_specs, book=book,
+                        pricings=tuple(_pricing(g, book, today) for g in gpu_specs),
                         workload=build_workload(options), timing=build_timing(options),
                         parallel=build_parallel(options), headroom=headroom, max_gpus=max_gpus,
                         gpus_per_node=gpus_per_node)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainplan.estimation.result import Estimate
+from trainplan.model.params import default_lora_targets
 from trainplan.report.tables import render_table
 from trainplan.units import fmt_count, fmt_gib, gib
 
@@ -15,23 +16,44 @@ _LABELS = {
 }
 
 
-def _value(v) -> str:
-    if isinstance(v, float) and abs(v) >= 1e6:
-        return f"{v:.4g}"
-    if isinstance(v, int) and abs(v) >= 1e9:
-        return f"{v:.4g}"
-    if isinstance(v, float):
-        return f"{v:,.3f}".rstrip("0").rstrip(".") if abs(v) < 100 else f"{v:,.1f}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
+def _value(v, unit: str = "") -> str:
+    """A chain value with its unit: large and small floats in 4 significant digits, never a bare 0
+    for a small positive number."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        text = str(v)
+    elif isinstance(v, int):
+        text = f"{v:.4g}" if abs(v) >= 1e9 else f"{v:,}"
+    elif v == 0:
+        text = "0"
+    elif unit == "%":
+        text = f"{v:.1f}"
+    elif v.is_integer() and 100 <= abs(v) < 1e6:
+        text = f"{v:,.0f}"
+    elif abs(v) >= 1e6 or abs(v) < 1e-3:
+        text = f"{v:.4g}"
+    elif abs(v) < 100:
+        text = f"{v:,.4g}" if abs(v) < 1 else f"{v:,.3f}".rstrip("0").rstrip(".")
+    else:
+        text = f"{v:,.1f}"
+    return f"{text} {unit}" if unit else text
+
+
+def _header(est: Estimate) -> str:
+    s = est.setup
+    method = str(s.method)
+    if s.lora is not None:
+        targets = s.lora.targets or default_lora_targets(s.model)
+        method += (f" (rank {s.lora.rank}, alpha {s.lora.alpha:g}" + (", DoRA" if s.lora.dora else "")
+                   + f", targets {','.join(targets)})")
+    return (f"{s.model.name}  {method}  {s.precision}  {s.optimizer}  micro-batch {s.batch_size} x "
+            f"seq {s.seq_len}  grad-ckpt {s.grad_ckpt}  {s.attention}  [{s.framework}]")
 
 
 def render(est: Estimate) -> str:
     m = est.memory
     s = est.setup
     lines = []
-    head = (f"{s.model.name}  {s.method}  {s.precision}  {s.optimizer}  micro-batch {s.batch_size} x "
-            f"seq {s.seq_len}  grad-ckpt {s.grad_ckpt}  {s.attention}  [{s.framework}]")
-    lines.append(head)
+    lines.append(_header(est))
     lines.append(f"GPU: {est.gpu.name} x {est.layout.num_gpus}"
                  + (f" (dp {est.layout.dp}, zero {int(est.layout.zero)}, fsdp {est.layout.fsdp}, "
                     f"offload {est.layout.offload})" if est.layout.num_gpus > 1 else ""))
@@ -65,15 +87,26 @@ def render(est: Estimate) -> str:
         lines.append(render_table(rows, ["change", "device GiB", "saves GiB", "fits", "what it costs"]))
     if est.time is not None and hasattr(est.time, "chain"):
         lines.append("")
-        lines.append("Time and cost, step by step:")
-        rows = [{"step": label, "value": _value(value), "formula": formula}
-                for label, value, formula in est.time.chain()]
-        if est.cost is not None and hasattr(est.cost, "chain"):
-            rows += [{"step": label, "value": _value(value), "formula": formula}
-                     for label, value, formula in est.cost.chain()]
+        lines.append("Time and cost, step by step" + ("" if m.fits else " (does not fit: cost shown for reference)")
+                     + ":")
+        chain = est.time.chain() + (est.cost.chain() if est.cost is not None else [])
+        rows = [{"step": label, "value": _value(value, unit), "formula": formula}
+                for label, value, unit, formula in chain]
         lines.append(render_table(rows, ["step", "value", "formula"], right=("value",)))
+        lines += _cost_lines(est)
     if est.notes:
         lines.append("")
         lines.append("Assumptions and notes:")
         lines += [f"  - {n}" for n in est.notes]
     return "\n".join(lines)
+
+
+def _cost_lines(est: Estimate) -> list[str]:
+    """Below the chain: the total, or why there is none, or how to give a price."""
+    c = est.cost
+    if c is None:
+        return [f"  cost: {est.job.price_missing}"] if est.job.price_missing else []
+    if c.total is None:
+        return [f"  cost: {_value(c.per_hour, c.currency)} per hour, {_value(c.per_step, c.currency)} per step; "
+                "no total without --samples (and --epochs)"]
+    return []

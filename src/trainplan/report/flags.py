@@ -34,6 +34,9 @@ def options_flags(options: JobOptions) -> str:
             parts += [flag, shlex.quote(getattr(value, "name", str(value)))]
         elif name == "gpu":
             parts += [flag, getattr(value, "id", str(value))]
+        elif name == "price":
+            for item in value:
+                parts += [flag, shlex.quote(item)]
         elif name == "lora_targets":
             parts += [flag, shlex.quote(value if isinstance(value, str) else ",".join(value))]
         else:
@@ -52,9 +55,10 @@ def job_options(job: Job) -> JobOptions:
                   zero=int(lay.zero), fsdp=str(lay.fsdp), offload=str(lay.offload), tp=lay.tp, pp=lay.pp,
                   cp=lay.cp, ep=lay.ep)
     pricing = job.pricing
-    if pricing is not None and base.price_per_gpu_hour is None and pricing.offer is not None \
-            and not pricing.from_catalog:
-        out = replace(out, price_per_gpu_hour=pricing.price_per_gpu_hour, currency=pricing.currency)
+    if pricing is not None and base.price_per_gpu_hour is None and pricing.origin == "price list":
+        # offers handed over in code (no file or flag names them): the price itself becomes a flag
+        out = replace(out, price=(*base.price, f"{job.gpu.id}={pricing.price_per_gpu_hour:.6g}"),
+                      currency=pricing.currency)
     return out
 
 

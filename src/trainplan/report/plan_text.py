@@ -12,6 +12,28 @@ def _when(seconds: float) -> str:
     return fmt_duration(seconds)
 
 
+def _price_lines(result: PlanResult) -> list[str]:
+    """The prices compared: their kind, currency, and where each came from (converted ones with the rate)."""
+    prices = result.prices()
+    if not prices["per_gpu"]:
+        return []
+    kind = prices["kind"]
+    lines = ["", f"Prices compared ({kind} prices, per GPU-hour in {prices['currency']}; "
+                 f"kind: {prices['kind_origin']}, currency: {prices['currency_origin']}):"]
+    rows = []
+    for p in prices["per_gpu"]:
+        orig = p["original"]
+        rows.append({"gpu": p["gpu"], "price": f"{p['price_per_gpu_hour']:,.4g} {p['currency']}",
+                     "kind": p["kind"], "from": f"{p['provider']} {p['instance']}".strip() or p["origin"],
+                     "as of": p["as_of"] or "-",
+                     "converted from": "" if orig is None else f"{orig['price_per_gpu_hour']:g} {orig['currency']}"})
+    lines.append(render_table(rows, right=("price",)))
+    for rate in prices["rates"]:
+        lines.append(f"  rate: {rate['per_usd']:g} {rate['currency']} per USD ({rate['basis']}, {rate['as_of']}; "
+                     f"{rate['origin']})")
+    return lines
+
+
 def render_plan(result: PlanResult) -> str:
     pr = result.request
     setup, w = pr.job.setup, pr.job.workload
@@ -48,6 +70,7 @@ def render_plan(result: PlanResult) -> str:
                      f"{_when(front[0].time_s)} ({front[0].rentable.gpu.id} x{front[0].shape.num_gpus}) to "
                      f"{front[-1].cost_value:,.2f} {result.currency} in {_when(front[-1].time_s)} "
                      f"({front[-1].rentable.gpu.id} x{front[-1].shape.num_gpus}); --json lists them, --plot draws them")
+    lines += _price_lines(result)
     if result.rejected:
         lines.append("")
         lines.append("Cannot carry the job:")

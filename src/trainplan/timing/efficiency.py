@@ -104,10 +104,18 @@ def kernel_stack(framework: Framework, *, compiled: bool | None = None, liger: b
     return KernelStack.EAGER
 
 
+# Where the catalog has no dense peak for a dtype, the peak its matmuls run at instead. bf16 falls
+# back to fp32, not fp16: a GPU without bf16 tensor cores (Volta, Turing) runs bf16 emulated on its
+# CUDA cores (torch.cuda.is_bf16_supported(including_emulation=True) accepts them below compute
+# capability 8.0 only by trying a bf16 tensor, torch/cuda/__init__.py), never on the fp16 tensor
+# cores. fp16 falls back to bf16 (Gaudi 2 publishes only bf16; its MME runs both).
+_PEAK_FALLBACK = {"bf16": ("fp32",), "fp16": ("bf16", "fp32"), "fp8": ("bf16", "fp16", "fp32")}
+
+
 def peak_for(gpu: GpuSpec, dtype: str) -> tuple[float, str]:
-    """Dense peak FLOP/s for `dtype`, falling back bf16 <-> fp16 where the catalog lacks one
-    (V100 has no bf16, Gaudi 2 publishes no fp16). Returns (FLOP/s, dtype actually used)."""
-    for candidate in (dtype, "fp16" if dtype == "bf16" else "bf16", "fp32"):
+    """Dense peak FLOP/s for `dtype`, or its fallback (_PEAK_FALLBACK) where the catalog lacks one.
+    Returns (FLOP/s, dtype actually used)."""
+    for candidate in (dtype, *_PEAK_FALLBACK.get(dtype, ("bf16", "fp32"))):
         value = gpu.peak_flops(candidate)
         if value:
             return value, candidate

@@ -258,7 +258,12 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
     if layout.tp > 1:
         notes.append(f"tensor parallel {layout.tp}: efficiency taken at the full hidden size (sequence "
                      "parallelism assumed; narrower per-GPU matmuls may run slower)")
-    if eff.peak_dtype == "fp32":
+    if eff.peak_dtype != dtype:
+        notes.append(f"{gpu.id} has no {dtype} tensor cores in the catalog: {dtype} matmuls timed at its "
+                     f"{eff.peak_dtype} peak ({eff.peak_flops_per_s / 1e12:.1f} TFLOP/s)"
+                     + ("; bf16 without tensor cores is emulated: --precision fp16 uses the fp16 tensor cores"
+                        if dtype == "bf16" and gpu.supports("fp16") else ""))
+    elif eff.peak_dtype == "fp32":
         notes.append("fp32 matmuls at the FP32 peak (PyTorch leaves TF32 off for matmuls by default)")
     if not eff.mamf_known:
         notes.append(f"no measured matmul ceiling for {gpu.id}: {eff.mamf_fraction:.0%} of peak assumed")
@@ -316,26 +321,26 @@ class TimeEstimate:
                 "gpu_hours_with_retries": self.gpu_hours_with_retries,
                 "breakdown_s": self.breakdown.as_dict(), "assumptions": list(self.assumptions)}
 
-    def chain(self) -> list[tuple[str, float, str]]:
-        """The calculation as (label, value, formula) rows: tokens -> FLOPs -> time."""
+    def chain(self) -> list[tuple[str, float, str, str]]:
+        """The calculation as (label, value, unit, formula) rows: tokens -> FLOPs -> time."""
         st, ft, eff = self.step, self.step.per_token, self.step.efficiency
         achieved = eff.peak_flops_per_s * eff.value
         rows = [
-            ("tokens per step", self.tokens_per_step,
+            ("tokens per step", self.tokens_per_step, "tokens",
              f"{st.global_batch} sequences x {st.shape.real_tokens:.0f} tokens"),
-            ("model FLOPs per token", ft.model,
+            ("model FLOPs per token", ft.model, "FLOP",
              f"3 x forward ({fmt_count(ft.linear_fwd)} linear + {fmt_count(ft.lm_head_fwd)} head + "
              f"{fmt_count(ft.attention_fwd_mfu)} attention, {ft.mfu_convention.value} mask)"),
-            ("model FLOPs per step", self.flops_per_step,
+            ("model FLOPs per step", self.flops_per_step, "FLOP",
              f"{fmt_count(self.tokens_per_step)} tokens x {fmt_count(ft.model)} FLOPs"),
-            ("hardware FLOPs per step", self.hardware_flops_per_step,
+            ("hardware FLOPs per step", self.hardware_flops_per_step, "FLOP",
              f"forward {fmt_count(ft.forward)} + backward {fmt_count(ft.backward)} + recompute "
              f"{fmt_count(ft.recompute)} per token x {fmt_count(st.global_batch * st.shape.padded_len)} tokens"),
-            ("achieved FLOP/s per GPU (linear layers)", achieved,
+            ("achieved FLOP/s per GPU (linear layers)", achieved, "FLOP/s",
              f"{eff.peak_flops_per_s / 1e12:.1f} TFLOP/s {eff.peak_dtype} peak x {eff.value:.1%} "
              f"(MAMF {eff.mamf_fraction:.0%} x sustained {eff.sustained:.0%} x width {eff.width:.0%} "
              f"x tokens {eff.tokens:.0%})"),
-            ("compute per step", self.breakdown.compute_s,
+            ("compute per step", self.breakdown.compute_s, "s",
              f"hardware FLOPs / {self.num_gpus} GPUs / achieved FLOP/s (+ attention, adapters)"),
         ]
         for label, key in (("optimizer step", "optimizer_s"), ("dequantisation", "dequant_s"),
@@ -343,24 +348,24 @@ class TimeEstimate:
                            ("pipeline bubble", "bubble_s")):
             value = getattr(self.breakdown, key)
             if value:
-                rows.append((label, value, "see notes"))
-        rows.append(("step time", self.step_s, " + ".join(f"{k[:-2]} {v:.3g} s"
-                                                          for k, v in self.breakdown.as_dict().items() if v)))
-        rows.append(("tokens/s per GPU", self.tokens_per_s_per_gpu,
+                rows.append((label, value, "s", "see notes"))
+        rows.append(("step time", self.step_s, "s", " + ".join(f"{k[:-2]} {v:.3g} s"
+                                                               for k, v in self.breakdown.as_dict().items() if v)))
+        rows.append(("tokens/s per GPU", self.tokens_per_s_per_gpu, "tokens/s",
                      f"{fmt_count(self.tokens_per_step)} tokens / {self.step_s:.3g} s / {self.num_gpus} GPUs"))
-        rows.append(("MFU", self.mfu, f"{self.tflops_per_gpu:.1f} model TFLOP/s per GPU / "
-                                      f"{eff.peak_flops_per_s / 1e12:.1f} peak (HFU {self.hfu:.1%})"))
+        rows.append(("MFU", 100 * self.mfu, "%", f"{self.tflops_per_gpu:.1f} model TFLOP/s per GPU / "
+                                                 f"{eff.peak_flops_per_s / 1e12:.1f} peak (HFU {self.hfu:.1%})"))
         if self.steps:
             rows += [
-                ("steps", float(self.steps), "ceil(samples / global batch) x epochs"),
-                ("training time", self.train_s, f"{self.steps} steps x {self.step_s:.3g} s"),
-                ("total time (one attempt)", self.total_s,
+                ("steps", self.steps, "steps", "ceil(samples / global batch) x epochs"),
+                ("training time", self.train_s, "s", f"{self.steps} steps x {self.step_s:.3g} s"),
+                ("total time (one attempt)", self.total_s, "s",
                  f"{fmt_duration(self.train_s)} training + {fmt_duration(self.eval_s)} evaluation + "
                  f"{fmt_duration(self.checkpoint_s)} checkpoints"),
-                ("GPU-hours", self.gpu_hours, f"{fmt_duration(self.total_s)} x {self.num_gpus} GPUs / 3600"),
+                ("GPU-hours", self.gpu_hours, "GPU-h", f"{fmt_duration(self.total_s)} x {self.num_gpus} GPUs / 3600"),
             ]
             if self.retry_factor != 1.0:
-                rows.append(("GPU-hours with retries", self.gpu_hours_with_retries,
+                rows.append(("GPU-hours with retries", self.gpu_hours_with_retries, "GPU-h",
                              f"{self.gpu_hours:.4g} x retry factor {self.retry_factor:g}"))
         return rows
 

@@ -1,0 +1,118 @@
+"""Where a user's and a team's own settings live, read at the edge (standard library only, no
+pathlib: a one-shot `trainplan estimate` looks these up).
+
+- config directory: $TRAINPLAN_CONFIG_DIR, else the user config directory (on Linux what
+  platformdirs' user_config_dir("trainplan") gives: $XDG_CONFIG_HOME/trainplan, else
+  ~/.config/trainplan; elsewhere platformdirs when installed, else the same XDG rule)
+- <config dir>/config.toml: the user's defaults, `currency = "CNY"` and `price_kind = "spot"`
+- <config dir>/prices.toml: the user's price file
+- trainplan-prices.toml in the working directory or a parent up to the repository root: the team's
+  price file, kept beside the training code
+- $TRAINPLAN_PRICES: more price files (os.pathsep-separated); $TRAINPLAN_CURRENCY: the currency
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+from trainplan.errors import TrainplanError
+from trainplan.frozen import frozen
+
+CONFIG_DIR_ENV = "TRAINPLAN_CONFIG_DIR"
+PRICES_ENV = "TRAINPLAN_PRICES"
+CURRENCY_ENV = "TRAINPLAN_CURRENCY"
+USER_CONFIG_FILE = "config.toml"
+USER_PRICES_FILE = "prices.toml"
+TEAM_PRICES_FILE = "trainplan-prices.toml"
+CONFIG_KEYS = ("currency", "price_kind")
+
+
+def config_dir() -> str:
+    given = os.environ.get(CONFIG_DIR_ENV)
+    if given:
+        return os.path.expanduser(given)
+    if not sys.platform.startswith("linux"):
+        try:
+            from platformdirs import user_config_dir
+        except ImportError:
+            pass
+        else:
+            return user_config_dir("trainplan", appauthor=False)
+    base = os.environ.get("XDG_CONFIG_HOME", "").strip() or os.path.expanduser(os.path.join("~", ".config"))
+    return os.path.join(base, "trainplan")
+
+
+def read_toml(path: str, what: str) -> dict:
+    """A TOML file's content; one-line TrainplanError naming the file when it cannot be read or parsed."""
+    import tomllib  # only when such a file exists
+
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        raise TrainplanError(f"{what} not found: {path}") from None
+    except OSError as exc:
+        raise TrainplanError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise TrainplanError(f"malformed {what} {path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TrainplanError(f"malformed {what} {path}: {exc}") from None
+
+
+@frozen
+class UserConfig:
+    """The user's defaults (None: not set) and the file they came from."""
+
+    currency: str | None = None
+    price_kind: str | None = None
+    path: str = ""
+
+
+@functools.lru_cache(maxsize=8)
+def _user_config(path: str, mtime_ns: int) -> UserConfig:
+    data = read_toml(path, "user config")
+    unknown = sorted(set(data) - set(CONFIG_KEYS))
+    if unknown:
+        raise TrainplanError(f"user config {path}: unknown setting '{unknown[0]}' (known: {', '.join(CONFIG_KEYS)})")
+    for key in CONFIG_KEYS:
+        if key in data and not isinstance(data[key], str):
+            raise TrainplanError(f"user config {path}: {key} must be a string, got {data[key]!r}")
+    return UserConfig(currency=data.get("currency"), price_kind=data.get("price_kind"), path=path)
+
+
+def user_config() -> UserConfig:
+    """<config dir>/config.toml, or empty defaults when there is none."""
+    path = os.path.join(config_dir(), USER_CONFIG_FILE)
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return UserConfig()
+    return _user_config(path, mtime)
+
+
+def user_price_file() -> str | None:
+    path = os.path.join(config_dir(), USER_PRICES_FILE)
+    return path if os.path.isfile(path) else None
+
+
+def team_price_file(start: str | None = None) -> str | None:
+    """trainplan-prices.toml in `start` (default: the working directory) or the nearest parent that
+    has one, looking no further up than the first directory holding .git (the repository root)."""
+    here = os.path.abspath(start or os.getcwd())
+    while True:
+        candidate = os.path.join(here, TEAM_PRICES_FILE)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(here)
+        if parent == here or os.path.exists(os.path.join(here, ".git")):
+            return None
+        here = parent
+
+
+def env_price_files() -> tuple[str, ...]:
+    value = os.environ.get(PRICES_ENV, "")
+    return tuple(os.path.expanduser(p) for p in value.split(os.pathsep) if p.strip())
