@@ -291,3 +291,67 @@ def test_prices_and_rates_listings(capsys, tmp_path):
     code, out, _ = cli(capsys, "rates", "--json")
     cny = next(r for r in json.loads(out) if r["currency"] == "CNY")
     assert cny["per_usd"] == 6.9843 and cny["as_of"] == "2026-01-26"
+
+
+# --- properties ---------------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from trainplan.cost.bill import estimate_cost  # noqa: E402
+from trainplan.cost.currency import conversion  # noqa: E402
+from trainplan.cost.pricefile import parse_given_price, read_price_file  # noqa: E402
+from trainplan.cost.prices import catalog_rates, given_pricing  # noqa: E402
+
+CODES = [s.code for s in catalog_rates().currencies]
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=st.sampled_from(CODES), b=st.sampled_from(CODES), amount=st.floats(0, 1e6))
+def test_conversion_round_trip_is_the_identity(a, b, amount):
+    rates = catalog_rates()
+    there, back = conversion(a, b, rates), conversion(b, a, rates)
+    factor = (there.factor if there else 1.0) * (back.factor if back else 1.0)
+    assert amount * factor == pytest.approx(amount, rel=1e-12, abs=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(total_s=st.floats(0, 1e7), gpus=st.integers(1, 512), per_instance=st.sampled_from([1, 2, 4, 8]),
+       price=st.floats(0, 100), retry=st.floats(1, 5))
+def test_bill_invariants(total_s, gpus, per_instance, price, retry):
+    c = estimate_cost(total_s=total_s, num_gpus=gpus, pricing=given_pricing(price, "USD", gpus_per_instance=per_instance),
+                      retry_factor=retry)
+    assert gpus <= c.billable_gpus < gpus + per_instance and c.billable_gpus % per_instance == 0
+    assert c.total == pytest.approx(total_s / 3600 * c.billable_gpus * price * retry)
+    longer = estimate_cost(total_s=total_s * 2 + 1, num_gpus=gpus,
+                           pricing=given_pricing(price, "USD", gpus_per_instance=per_instance), retry_factor=retry)
+    assert longer.total >= c.total
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=30))
+def test_any_price_flag_is_parsed_or_refused_in_one_line(text):
+    try:
+        gpu_id, amount = parse_given_price(text)
+    except TrainplanError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert amount >= 0 and gpu_id
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(st.binary(max_size=200),
+                 st.lists(st.sampled_from(['currency = "CNY"', 'as_of = "2026-11-01"', "[[price]]", 'gpu = "h800"',
+                                           "price_per_gpu_hour = 3", "price_per_gpu_hour = -1", 'kind = "spot"',
+                                           "gpus_per_instance = 0", "[[rate]]", "per_usd = 7", 'gpu = 5',
+                                           'currency = "RMB"', "[price]", "x = 1"]), max_size=12)
+                 .map(lambda lines: "\n".join(lines).encode())))
+def test_any_price_file_is_read_or_refused_in_one_line(tmp_path_factory, raw):
+    path = tmp_path_factory.mktemp("pf") / "p.toml"
+    path.write_bytes(raw)
+    try:
+        result = read_price_file(str(path), catalog_rates())
+    except TrainplanError as exc:
+        assert "\n" not in str(exc).strip() or "malformed" in str(exc)
+    else:
+        assert all(o.price_per_gpu_hour >= 0 and o.as_of for o in result.offers)

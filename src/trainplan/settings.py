@@ -29,38 +29,56 @@ TEAM_PRICES_FILE = "trainplan-prices.toml"
 CONFIG_KEYS = ("currency", "price_kind")
 
 
-def config_dir() -> str:
-    given = os.environ.get(CONFIG_DIR_ENV)
+def user_dir(kind: str, env: str) -> str:
+    """A per-user directory of trainplan's: $`env` when set; else on Linux what platformdirs'
+    user_<kind>_dir("trainplan") gives ($XDG_<KIND>_HOME/trainplan, else ~/.local/share/trainplan for
+    data and ~/.config/trainplan for config), computed without importing it; elsewhere platformdirs
+    when installed, else the same XDG rule. kind: "data" or "config"."""
+    given = os.environ.get(env)
     if given:
         return os.path.expanduser(given)
     if not sys.platform.startswith("linux"):
         try:
-            from platformdirs import user_config_dir
+            import platformdirs
         except ImportError:
             pass
         else:
-            return user_config_dir("trainplan", appauthor=False)
-    base = os.environ.get("XDG_CONFIG_HOME", "").strip() or os.path.expanduser(os.path.join("~", ".config"))
+            return getattr(platformdirs, f"user_{kind}_dir")("trainplan", appauthor=False)
+    fallback = os.path.join("~", ".local", "share") if kind == "data" else os.path.join("~", ".config")
+    base = os.environ.get(f"XDG_{kind.upper()}_HOME", "").strip() or os.path.expanduser(fallback)
     return os.path.join(base, "trainplan")
 
 
-def read_toml(path: str, what: str) -> dict:
-    """A TOML file's content; one-line TrainplanError naming the file when it cannot be read or parsed."""
-    import tomllib  # only when such a file exists
+def config_dir() -> str:
+    return user_dir("config", CONFIG_DIR_ENV)
 
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        raise TrainplanError(f"{what} not found: {path}") from None
-    except OSError as exc:
-        raise TrainplanError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+
+def parse_toml(raw: bytes, what: str, path: str) -> dict:
+    """TOML text as a dict; one-line TrainplanError naming the file when it is not valid TOML."""
+    import tomllib  # only when such a file is read
+
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise TrainplanError(f"malformed {what} {path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise TrainplanError(f"malformed {what} {path}: {exc}") from None
+
+
+def read_bytes(path: str, what: str) -> bytes:
+    """A file's bytes; one-line TrainplanError naming `what` and the file when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise TrainplanError(f"{what} not found: {path}") from None
+    except OSError as exc:
+        raise TrainplanError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+
+
+def read_toml(path: str, what: str) -> dict:
+    """A TOML file's content; one-line TrainplanError naming the file when it cannot be read or parsed."""
+    return parse_toml(read_bytes(path, what), what, path)
 
 
 @frozen

@@ -251,15 +251,20 @@ def cheapest_price(gpu_id: str, provider: str | None = None, spot: bool = False,
     return (typical or same_currency)[0]
 
 
-def offer_date(offer: PriceOffer) -> datetime.date | None:
-    """The offer's date when `as_of` is an ISO date (YYYY-MM-DD); None for vague or unknown dates."""
-    text = offer.as_of.strip()
+def iso_date(text: str) -> datetime.date | None:
+    """The date `text` names when it is an ISO date (YYYY-MM-DD); None for vague or unknown dates."""
+    text = text.strip()
     if not _ISO_DATE.fullmatch(text):
         return None
     try:
         return datetime.date.fromisoformat(text)
     except ValueError:
         return None
+
+
+def offer_date(offer: PriceOffer) -> datetime.date | None:
+    """The offer's date when `as_of` is an ISO date (YYYY-MM-DD); None for vague or unknown dates."""
+    return iso_date(offer.as_of)
 
 
 def is_stale(offer: PriceOffer, today: datetime.date, max_age_days: int = 365) -> bool:

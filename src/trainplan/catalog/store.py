@@ -20,7 +20,7 @@ import importlib
 import os
 import zlib
 
-from trainplan.errors import TrainplanError
+from trainplan.settings import parse_toml, read_bytes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_DIR = os.path.join(HERE, "data")
@@ -69,24 +69,14 @@ def derived(key: str, fp: str) -> object | None:
 
 
 def _parse_toml(raw: bytes, path: str) -> dict:
-    import tomllib  # only for a catalog file the snapshot does not cover (edited, or given by path)
-
-    try:
-        return tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise TrainplanError(f"malformed catalog file {path}: {exc}") from None
+    """Only for a catalog file the snapshot does not cover (edited, or given by path)."""
+    return parse_toml(raw, "catalog file", path)
 
 
 @functools.lru_cache(maxsize=None)
 def read(path: str) -> dict:
     """The parsed content of a catalog TOML file (from the snapshot when it is current)."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        raise TrainplanError(f"catalog file not found: {path}") from None
-    except OSError as exc:
-        raise TrainplanError(f"cannot read catalog file {path}: {exc.strerror or exc}") from None
+    raw = read_bytes(path, "catalog file")
     if os.path.dirname(os.path.abspath(path)) == DATA_DIR:
         entry = _snapshot().get(os.path.basename(path))
         if entry is not None and entry.get("fingerprint") == fingerprint(raw):

@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser(_command_in(argv)).parse_args(argv)
         return args.func(args)
     except TrainplanError as exc:
-        print(f"trainplan: error: {exc}", file=sys.stderr)
+        message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())   # one line, always
+        print(f"trainplan: error: {message}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("trainplan: interrupted", file=sys.stderr)

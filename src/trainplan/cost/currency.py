@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import re
 
+from trainplan.catalog import iso_date
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen
 from trainplan.specs import CurrencySpec, Rate
@@ -19,7 +20,6 @@ BASE = "USD"
 DEFAULT_CURRENCY = BASE
 RATE_STALE_AFTER_DAYS = 180       # exchange rates move a few percent in half a year
 _CODE = re.compile(r"[A-Z]{3}")
-_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def _key(name: str) -> str:
@@ -94,18 +94,8 @@ class Conversion:
                            "source": r.source, "origin": r.origin} for r in self.rates]}
 
 
-def rate_date(rate: Rate) -> datetime.date | None:
-    text = rate.as_of.strip()
-    if not _ISO_DATE.fullmatch(text):
-        return None
-    try:
-        return datetime.date.fromisoformat(text)
-    except ValueError:
-        return None
-
-
 def rate_is_stale(rate: Rate, today: datetime.date) -> bool:
-    when = rate_date(rate)
+    when = iso_date(rate.as_of)
     return when is None or (today - when).days > RATE_STALE_AFTER_DAYS
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import datetime
 import math
-import re
 
 from trainplan import catalog
 from trainplan.cost.currency import Rates, check_code
@@ -49,7 +48,6 @@ KIND_NAMES = {"on-demand": PriceKind.ON_DEMAND, "ondemand": PriceKind.ON_DEMAND,
               "marketplace": PriceKind.MARKETPLACE, "market": PriceKind.MARKETPLACE,
               "reserved": PriceKind.RESERVED, "monthly": PriceKind.RESERVED, "committed": PriceKind.RESERVED,
               "capacity-block": PriceKind.RESERVED}
-_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def parse_kind(text: str | PriceKind, where: str = "--price-kind") -> PriceKind:
@@ -81,14 +79,10 @@ class PriceFile:
 def _date(value: object, where: str) -> str:
     if isinstance(value, datetime.date):      # TOML dates parse as date objects
         return value.isoformat()
-    text = value.strip() if isinstance(value, str) else ""
-    if not _ISO_DATE.fullmatch(text):
+    when = catalog.iso_date(value) if isinstance(value, str) else None
+    if when is None:
         raise TrainplanError(f"{where}: as_of must be a date YYYY-MM-DD, got {value!r}")
-    try:
-        datetime.date.fromisoformat(text)
-    except ValueError:
-        raise TrainplanError(f"{where}: as_of must be a date YYYY-MM-DD, got {value!r}") from None
-    return text
+    return when.isoformat()
 
 
 def _text(value: object, where: str, key: str) -> str:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import re
-import sys
+
+from trainplan.settings import user_dir
 
 DB_ENV = "TRAINPLAN_DB"
 DATA_DIR_ENV = "TRAINPLAN_DATA_DIR"
@@ -21,22 +22,8 @@ CALIBRATION_ENV = "TRAINPLAN_CALIBRATION"
 
 
 def data_dir() -> str:
-    """The user data directory (not created here). On Linux it is what platformdirs'
-    user_data_dir("trainplan") gives ($XDG_DATA_HOME/trainplan, else ~/.local/share/trainplan),
-    computed here without importing it (a one-shot estimate looks up the calibration file);
-    elsewhere platformdirs when installed, else the same XDG rule."""
-    given = os.environ.get(DATA_DIR_ENV)
-    if given:
-        return os.path.expanduser(given)
-    if not sys.platform.startswith("linux"):
-        try:
-            from platformdirs import user_data_dir
-        except ImportError:
-            pass
-        else:
-            return user_data_dir("trainplan", appauthor=False)
-    base = os.environ.get("XDG_DATA_HOME", "").strip() or os.path.expanduser(os.path.join("~", ".local", "share"))
-    return os.path.join(base, "trainplan")
+    """The user data directory (not created here): settings.user_dir's rule for "data"."""
+    return user_dir("data", DATA_DIR_ENV)
 
 
 def default_db_url() -> str:

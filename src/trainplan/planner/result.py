@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainplan.cost.currency import rate_is_stale
 from trainplan.estimation.result import Estimate
 from trainplan.frozen import frozen, replace
 from trainplan.job.job import Job
@@ -91,7 +92,8 @@ class PlanResult:
                 for rate in p.conversion.rates:
                     rates[(rate.currency, rate.origin)] = {"currency": rate.currency, "per_usd": rate.per_usd,
                                                            "as_of": rate.as_of, "basis": rate.basis,
-                                                           "source": rate.source, "origin": rate.origin}
+                                                           "source": rate.source, "origin": rate.origin,
+                                                           "stale": rate_is_stale(rate, self.request.today)}
         return {"kind": book.kind_label, "kind_origin": book.kind_origin, "currency": book.currency,
                 "currency_origin": book.currency_origin, "per_gpu": rows, "rates": list(rates.values())}
 

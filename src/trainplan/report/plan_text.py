@@ -30,7 +30,8 @@ def _price_lines(result: PlanResult) -> list[str]:
     lines.append(render_table(rows, right=("price",)))
     for rate in prices["rates"]:
         lines.append(f"  rate: {rate['per_usd']:g} {rate['currency']} per USD ({rate['basis']}, {rate['as_of']}; "
-                     f"{rate['origin']})")
+                     f"{rate['origin']})" + ("; stale: set a current one with a [[rate]] in a price file"
+                                             if rate["stale"] else ""))
     return lines
 
 
