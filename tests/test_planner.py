@@ -235,7 +235,8 @@ def test_flags_round_trip():
                   samples=100, epochs=2.5, provider="Lambda", spot=False, headroom=0.2, sequence_parallel=False)
     args = build_parser("estimate").parse_args(["estimate", *shlex.split(options_flags(req))])
     again = options_from_args(args)
-    assert replace(again, zero=int(again.zero), lora_targets=tuple(again.lora_targets.split(","))) == \
+    assert again.given     # the flags given are recorded (for "where each setting came from")
+    assert replace(again, zero=int(again.zero), lora_targets=tuple(again.lora_targets.split(",")), given=()) == \
         replace(req, attention=None)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import trainplan
 from trainplan import api
 from trainplan.cli import COMMANDS, build_parser
-from trainplan.job.options import OPTION_NAMES
+from trainplan.job.options import BOOKKEEPING, OPTION_NAMES
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "cli_surface.json"
 
@@ -48,7 +48,8 @@ def test_every_product_command_exists():
 
 def test_python_api():
     assert set(trainplan.__all__) == {"__version__", "estimate", "plan", "fit", "table", "resolve", "track"}
-    assert set(api.Options.__annotations__) == set(OPTION_NAMES) - {"model"}     # every setup flag, typed
+    # every setup flag, typed, and the --from files (the rest of JobOptions is bookkeeping)
+    assert set(api.Options.__annotations__) == set(OPTION_NAMES) - {"model"} - BOOKKEEPING | {"configs"}
     for name in ("estimate", "plan", "fit", "table", "resolve"):
         params = inspect.signature(getattr(api, name)).parameters
         assert "options" in params and params["options"].kind is inspect.Parameter.VAR_KEYWORD

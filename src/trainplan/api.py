@@ -19,6 +19,7 @@ from trainplan.cost.prices import PriceOffer
 from trainplan.estimation import estimate as estimate_job
 from trainplan.estimation.result import Estimate
 from trainplan.job.job import Job
+from trainplan.frozen import replace
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import resolve_job
 from trainplan.planner.fit import FitResult, resolve_fit
@@ -93,12 +94,43 @@ class Options(TypedDict, total=False):
     lengths_file: str | None
     calibration: bool
     efficiency: float | None
+    max_steps: int | None
+    fsdp_version: int | None
+    reshard_after_forward: bool | None
+    ulysses: int
+    stage: str | None
+    ref_model: bool | None
+    device_map: str | None
+    padding_free: bool | None
+    grad_ckpt_every: int | None
+    reduce_bucket_size: int | str | None
+    prefetch_bucket_size: int | str | None
+    max_live_parameters: int | None
+    param_persistence_threshold: int | str | None
+    overlap_comm: bool | None
+    offload_device: str | None
+    configs: tuple[str, ...]        # --from: config files or launch lines, read under the keywords given
+
+
+def options_of(model: str | ModelSpec | None, options: dict) -> JobOptions:
+    """JobOptions of the keywords: `configs` (--from) read first, the keywords given over them."""
+    values = dict(options)
+    configs = tuple(values.pop("configs", ()) or ())
+    if isinstance(configs, str):
+        configs = (configs,)
+    given = dict(values, **({"model": model} if model is not None else {}))
+    if not configs:
+        return JobOptions(model=model, **values, given=tuple(sorted(given)))
+    from trainplan.importers.merge import from_configs
+
+    merged = from_configs(configs, JobOptions(model=model or "", **values), given)
+    return merged if merged.model else replace(merged, model=None)
 
 
 def resolve(model: str | ModelSpec, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Job:
     """The resolved Job of `model` and the setup flags (what `estimate` computes from; change it with
     trainplan.frozen.replace and estimate it with trainplan.estimation.estimate)."""
-    return resolve_job(JobOptions(model=model, **options), today=today)
+    return resolve_job(options_of(model, options), today=today)
 
 
 def estimate(model: str | ModelSpec, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Estimate:
@@ -120,7 +152,7 @@ def plan(model: str | ModelSpec, *, methods: tuple[str, ...] = (), gpus: tuple[s
     cannot carry the job (`trainplan plan`). `offers`: prices given in code, asked before the price
     files and the catalog (`prices=` is a price file's path, as --prices)."""
 
-    request = resolve_plan(JobOptions(model=model, **options), methods=methods, gpus=gpus, offers=offers,
+    request = resolve_plan(options_of(model, options), methods=methods, gpus=gpus, offers=offers,
                            max_gpus=max_gpus, gpus_per_node=gpus_per_node, global_batch=global_batch,
                            budget=budget, deadline_hours=deadline_hours, sort=sort, top=top, today=today)
     return run_plan(request, details=details)
@@ -128,7 +160,7 @@ def plan(model: str | ModelSpec, *, methods: tuple[str, ...] = (), gpus: tuple[s
 
 def fit(model: str | ModelSpec, **options: Unpack[Options]) -> FitResult:
     """The largest micro-batch and the longest sequence that fit one layout (`trainplan fit`)."""
-    return run_fit(resolve_fit(JobOptions(model=model, **options)))
+    return run_fit(resolve_fit(options_of(model, options)))
 
 
 def table(models: tuple[str | ModelSpec, ...] = (), *, sizes: tuple[str, ...] = (),
@@ -137,7 +169,7 @@ def table(models: tuple[str | ModelSpec, ...] = (), *, sizes: tuple[str, ...] = 
           today: datetime.date | None = None, **options: Unpack[Options]) -> TableResult:
     """The resource table: models x methods x precisions -> memory, GPUs needed, time, cost."""
     first = models[0] if models else None
-    request = resolve_table(JobOptions(model=first, **options), models=tuple(models), sizes=sizes, methods=methods,
+    request = resolve_table(options_of(first, options), models=tuple(models), sizes=sizes, methods=methods,
                             precisions=precisions, gpus=gpus, max_gpus=max_gpus, gpus_per_node=gpus_per_node,
                             today=today)
     return resource_table(request)

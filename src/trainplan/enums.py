@@ -76,8 +76,9 @@ class Optimizer(StrEnum):
 
 class GradCkpt(StrEnum):
     NONE = "none"
-    FULL = "full"
-    SELECTIVE = "selective"
+    FULL = "full"             # every layer recomputed from its input (HF gradient_checkpointing)
+    SELECTIVE = "selective"   # Megatron selective: the attention core recomputed, the rest saved
+    OP = "op"                 # torchtitan selective op-level policy: save matmul outputs but every second
 
 
 class Attention(StrEnum):
@@ -129,6 +130,8 @@ class Framework(StrEnum):
     SWIFT = "swift"
     UNSLOTH = "unsloth"
     AXOLOTL = "axolotl"
+    TRL = "trl"
+    TORCHTITAN = "torchtitan"
 
 
 class PriceKind(StrEnum):

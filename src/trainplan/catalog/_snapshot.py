@@ -3292,7 +3292,7 @@ SNAPSHOT = {'derived': {'model_specs': {'data': [{'aliases': ['meta-llama/Llama-
                                                  'litgpt/config.py@26857050fe3f',
                                        'tied_embeddings': False,
                                        'vocab_size': 50688}],
-                             'fingerprint': '65a3dedb-106158'}},
+                             'fingerprint': '1e68699b-106461'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',

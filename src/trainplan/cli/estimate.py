@@ -24,7 +24,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             estimate_text,  # text for people; --json does without it
         )
 
-        print(estimate_text.render(est))
+        print(estimate_text.render(est, explain=getattr(args, "explain_from", False)))
     return 0
 
 

@@ -5,12 +5,49 @@ from __future__ import annotations
 
 import argparse
 
+from trainplan.errors import TrainplanError
+from trainplan.frozen import replace
 from trainplan.job.options import OPTION_NAMES, JobOptions
 
 
+def _int_or_auto(text: str) -> int | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or auto, got {text!r}") from None
+
+
+def _track(parser: argparse.ArgumentParser) -> None:
+    """Every action records its dest in namespace._given when the flag appears on the command line."""
+    for action in parser._actions:
+        if action.dest in ("help", "from_configs") or isinstance(action, argparse._HelpAction):
+            continue
+        base = type(action)
+
+        def call(self, parser, namespace, values, option_string=None, _base=base):
+            given = getattr(namespace, "_given", None)
+            if given is None:
+                given = set()
+                setattr(namespace, "_given", given)
+            given.add(self.dest)
+            _base.__call__(self, parser, namespace, values, option_string)
+
+        action.__class__ = type(base.__name__, (base,), {"__call__": call})
+
+
 def add_setup_flags(p: argparse.ArgumentParser) -> None:
+    f = p.add_argument_group("read from your own config")
+    f.add_argument("--from", dest="from_configs", action="append", default=[], metavar="FILE",
+                   help="a LLaMA-Factory, HF TrainingArguments/TRL, DeepSpeed, accelerate, axolotl, ms-swift, "
+                        "torchtune or torchtitan config, or a launch command line (repeatable; flags given "
+                        "override it)")
+    f.add_argument("--explain-from", action="store_true",
+                   help="list every setting with where it came from (file key, framework default, flag)")
     g = p.add_argument_group("what to train")
-    g.add_argument("--model", required=True, help="catalog name, HF id, or path to config.json / its folder")
+    g.add_argument("--model", help="catalog name, HF id, or path to config.json / its folder "
+                                   "(required unless --from names the model)")
     g.add_argument("--method", default="full", help="full | lora | qlora | freeze")
     g.add_argument("--precision", help="bf16 | fp16 | fp32 | bf16-pure | fp16-pure | fp8 (default: framework's)")
     g.add_argument("--optimizer", help="adamw | adamw-fused | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion")
@@ -28,7 +65,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--grad-ckpt", help="none | full | selective (default: framework's)")
     g.add_argument("--attention", help="flash | sdpa | eager")
     g.add_argument("--framework", default="hf",
-                   help="hf | deepspeed | fsdp | megatron | litgpt | torchtune | llamafactory | swift | unsloth | axolotl")
+                   help="hf | deepspeed | fsdp | megatron | litgpt | torchtune | llamafactory | swift | unsloth | axolotl | "
+                        "trl | torchtitan")
     g.add_argument("--optimizer-in-backward", action=argparse.BooleanOptionalAction, default=None)
     g.add_argument("--loss", help="full | chunked | fused")
     g.add_argument("--activation-offload", action=argparse.BooleanOptionalAction, default=None)
@@ -36,6 +74,12 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
                    help="fused RMSNorm/SwiGLU kernels (Liger/Unsloth)")
     g.add_argument("--load-fp32", action=argparse.BooleanOptionalAction, default=None,
                    help="frozen weights loaded in fp32 under mixed precision")
+    g.add_argument("--grad-ckpt-every", type=int, help="checkpoint only every n-th layer (torchtitan layer SAC)")
+    g.add_argument("--stage", help="sft (default) | pt | dpo | ipo | kto | orpo | simpo | cpo | rm | grpo")
+    g.add_argument("--ref-model", action=argparse.BooleanOptionalAction, default=None,
+                   help="a reference model (default: dpo, ipo, kto; adapters disabled under LoRA)")
+    g.add_argument("--padding-free", action=argparse.BooleanOptionalAction, default=None,
+                   help="sequences concatenated without padding (flash-attention varlen)")
     h = p.add_argument_group("where it runs")
     h.add_argument("--gpu", default="a100-80gb")
     h.add_argument("--num-gpus", type=int, default=1)
@@ -49,9 +93,23 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
                    help="Megatron sequence parallelism with --tp > 1 (default on)")
     h.add_argument("--vpp", type=int, default=1, help="virtual pipeline stages (interleaved 1F1B)")
     h.add_argument("--uneven-pipeline", action="store_true", help="allow layers not divisible by --pp")
+    h.add_argument("--ulysses", type=int, default=1, help="Ulysses sequence parallelism degree (DeepSpeed, ms-swift)")
+    h.add_argument("--device-map", help="auto: one copy of the model split layer by layer over the GPUs (accelerate)")
+    h.add_argument("--fsdp-version", type=int, help="1 (FullyShardedDataParallel) or 2 (fully_shard)")
+    h.add_argument("--reshard-after-forward", action=argparse.BooleanOptionalAction, default=None,
+                   help="FSDP: free gathered parameters after forward (--no-: SHARD_GRAD_OP)")
+    h.add_argument("--offload-device", help="cpu (default) | nvme: where ZeRO offloads")
+    for flag, text in (("--reduce-bucket-size", "ZeRO reduce bucket, elements or auto (h^2)"),
+                       ("--prefetch-bucket-size", "ZeRO-3 prefetch bucket, elements or auto (0.9 h^2)"),
+                       ("--param-persistence-threshold", "ZeRO-3 tensors kept whole, elements or auto (10 h)")):
+        h.add_argument(flag, type=_int_or_auto, help=text)
+    h.add_argument("--max-live-parameters", type=int, help="ZeRO-3 stage3_max_live_parameters")
+    h.add_argument("--overlap-comm", action=argparse.BooleanOptionalAction, default=None,
+                   help="ZeRO overlap_comm (default: on for stage 3)")
     h.add_argument("--headroom", type=float, default=0.10, help="safety margin as a fraction (default 0.10)")
     w = p.add_argument_group("data, time and money")
     w.add_argument("--samples", type=int)
+    w.add_argument("--max-steps", type=int, help="run length in optimizer steps (instead of --samples)")
     w.add_argument("--tokens-per-sample", type=int)
     w.add_argument("--epochs", type=float, default=1.0)
     w.add_argument("--packing", action="store_true")
@@ -78,11 +136,27 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     w.add_argument("--lengths-file", help="sample lengths in tokens: one per line, or a JSON list")
     w.add_argument("--calibration", action=argparse.BooleanOptionalAction, default=True,
                    help="apply the calibration `trainplan calibrate` fitted (--no-calibration: the raw model)")
+    _track(p)
 
 
-def options_from_args(args: argparse.Namespace) -> JobOptions:
-    """The JobOptions of the parsed flags (the setup flags a command has; the rest keep their defaults)."""
+def options_from_args(args: argparse.Namespace, *, model_required: bool = True) -> JobOptions:
+    """The JobOptions of the parsed flags (the setup flags a command has; the rest keep their
+    defaults), with the --from configs laid under the flags given on the command line."""
     values = {k: getattr(args, k) for k in OPTION_NAMES if hasattr(args, k)}
     if "price" in values:
         values["price"] = tuple(values["price"] or ())
-    return JobOptions(**values)
+    configs = getattr(args, "from_configs", None) or []
+    given = {k: values[k] for k in getattr(args, "_given", set()) if k in values}
+    if not configs:
+        if model_required and values.get("model") is None and "model" in values:
+            raise TrainplanError("--model is required (or --from a config that names the model)")
+        return JobOptions(**values, given=tuple(sorted(given)))
+    from trainplan.importers.merge import from_configs   # config parsers load only with --from
+
+    model = values.pop("model", None)
+    options = from_configs(configs, JobOptions(model=model or "", **values), given)
+    if not options.model:
+        if model_required:
+            raise TrainplanError("--model is required: none of the --from configs names the model")
+        options = replace(options, model=None)
+    return options

@@ -85,7 +85,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 def _table_request(args: argparse.Namespace) -> table.TableRequest:
-    return table.resolve_table(options_from_args(args), models=csv_list(args.models), sizes=csv_list(args.sizes),
+    return table.resolve_table(options_from_args(args, model_required=False), models=csv_list(args.models), sizes=csv_list(args.sizes),
                                methods=csv_list(args.methods) or table.DEFAULT_METHODS,
                                precisions=csv_list(args.precisions), gpus=csv_list(args.gpus) or table.DEFAULT_GPUS,
                                max_gpus=args.max_gpus, gpus_per_node=args.gpus_per_node)

@@ -9,7 +9,6 @@ Conversion: the rates used, their dates and sources, so the output can say "at 6
 from __future__ import annotations
 
 import datetime
-import re
 
 from trainplan.catalog import iso_date
 from trainplan.errors import TrainplanError
@@ -19,7 +18,6 @@ from trainplan.specs import CurrencySpec, Rate
 BASE = "USD"
 DEFAULT_CURRENCY = BASE
 RATE_STALE_AFTER_DAYS = 180       # exchange rates move a few percent in half a year
-_CODE = re.compile(r"[A-Z]{3}")
 
 
 def _key(name: str) -> str:
@@ -129,6 +127,6 @@ def stale_note(conv: Conversion, today: datetime.date) -> str | None:
 def check_code(code: str) -> str:
     """A new currency code (in a [[rate]] entry): three letters, upper-cased."""
     text = code.strip().upper() if isinstance(code, str) else ""
-    if not _CODE.fullmatch(text):
+    if not (len(text) == 3 and text.isascii() and text.isalpha()):
         raise TrainplanError(f"currency code must be three letters such as CNY, got {code!r}")
     return text

@@ -33,6 +33,7 @@ import math
 
 from trainplan import catalog
 from trainplan.cost.currency import Rates, check_code
+from trainplan.cost.prices import check_amount
 from trainplan.enums import PriceKind
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen
@@ -58,13 +59,6 @@ def parse_kind(text: str | PriceKind, where: str = "--price-kind") -> PriceKind:
         raise TrainplanError(f"{where}: unknown price kind {text!r}; one of "
                              f"{', '.join(k.value for k in PriceKind)}")
     return KIND_NAMES[key]
-
-
-def check_amount(value: object, where: str) -> float:
-    """A price per GPU-hour: a finite number, zero or more."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise TrainplanError(f"{where} must be a number, zero or more, got {value!r}")
-    return float(value)
 
 
 @frozen

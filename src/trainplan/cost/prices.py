@@ -13,10 +13,10 @@ the catalog source reads the catalog's offers of one GPU, cached.
 from __future__ import annotations
 
 import datetime
+import math
 
 from trainplan import catalog
 from trainplan.cost.currency import DEFAULT_CURRENCY, Conversion, Rates, conversion, stale_note
-from trainplan.cost.pricefile import check_amount
 from trainplan.enums import PriceKind
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
@@ -114,6 +114,13 @@ class Pricing:
     @property
     def kind_label(self) -> str:
         return "given" if self.kind is None else self.kind.value
+
+
+def check_amount(value: object, where: str) -> float:
+    """A price per GPU-hour: a finite number, zero or more."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise TrainplanError(f"{where} must be a number, zero or more, got {value!r}")
+    return float(value)
 
 
 def check_price(price_per_gpu_hour: float) -> float:

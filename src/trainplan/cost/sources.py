@@ -16,8 +16,7 @@ import os
 
 from trainplan import catalog, settings
 from trainplan.cost.currency import DEFAULT_CURRENCY, Rates
-from trainplan.cost.pricefile import PriceFile, check_amount, parse_given_price, parse_kind, read_price_file
-from trainplan.cost.prices import CATALOG, PriceBook, PriceSource, catalog_rates
+from trainplan.cost.prices import CATALOG, PriceBook, PriceSource, catalog_rates, check_amount
 from trainplan.enums import PriceKind
 from trainplan.errors import TrainplanError, UnknownNameError
 from trainplan.frozen import replace
@@ -25,11 +24,13 @@ from trainplan.specs import PriceOffer
 
 
 @functools.lru_cache(maxsize=32)
-def _read(path: str, mtime_ns: int, size: int, origin: str) -> PriceFile:
+def _read(path: str, mtime_ns: int, size: int, origin: str):
+    from trainplan.cost.pricefile import read_price_file  # TOML and the file format: only for a file
+
     return read_price_file(path, catalog_rates(), origin=origin)
 
 
-def load_price_file(path: str, origin: str) -> PriceFile:
+def load_price_file(path: str, origin: str):
     """A price file, parsed once per version of it (path, modification time and size)."""
     try:
         st = os.stat(path)
@@ -92,6 +93,8 @@ def _kind(price_kind: str | None, spot: bool) -> tuple[PriceKind, bool, str]:
         return PriceKind.ON_DEMAND, False, "default"
     if said.strip().lower() == "any":
         return PriceKind.ON_DEMAND, True, origin
+    from trainplan.cost.pricefile import parse_kind
+
     return parse_kind(said, origin), False, origin
 
 
@@ -128,6 +131,8 @@ def price_book(*, currency: str | None = None, price_kind: str | None = None, sp
     flat = None if price_per_gpu_hour is None else check_amount(price_per_gpu_hour, "--price-per-gpu-hour")
     given: dict[str, float] = {}
     for text in price or ():
+        from trainplan.cost.pricefile import parse_given_price
+
         gpu_id, amount = parse_given_price(text)
         given[gpu_id] = amount          # the last --price for a GPU wins
     return PriceBook(sources=tuple(sources), rates=rates, currency=code, currency_origin=currency_origin, kind=kind,

@@ -10,7 +10,7 @@ from trainplan.job.frameworks import profile
 from trainplan.job.job import Job
 from trainplan.job.training import TrainingSetup
 from trainplan.ledger.calibration import calibrate_estimate
-from trainplan.memory import MemoryModel, estimate_memory
+from trainplan.memory import estimate_memory
 from trainplan.memory.state import param_groups
 from trainplan.model.params import count_params
 from trainplan.timing.estimate import estimate_time
@@ -19,7 +19,7 @@ from trainplan.timing.estimate import estimate_time
 def estimate(job: Job) -> Estimate:
     """Memory, time and cost of `job`, with the changes that would make it fit when it does not."""
     setup, layout, gpu = job.setup, job.layout, job.gpu
-    memory_model = MemoryModel(parallel=job.parallel)
+    memory_model = job.memory_model()
     memory = estimate_memory(setup, layout, gpu, headroom=job.headroom, model=memory_model)
     tips = () if memory.fits else tuple(suggestions(job, memory, memory_model))
     notes = [f"framework profile: {profile(setup.framework).summary}"]

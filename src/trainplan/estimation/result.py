@@ -6,6 +6,7 @@ from trainplan.cost.bill import CostEstimate
 from trainplan.estimation.advice import Suggestion
 from trainplan.frozen import asdict, frozen
 from trainplan.job.job import Job
+from trainplan.job.sources import read_report, sources
 from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.memory.result import MemoryEstimate
 from trainplan.model.params import ParamCounts, default_lora_targets
@@ -65,7 +66,14 @@ class Estimate:
         }
         w = self.workload
         out.update({"samples": w.samples, "tokens_per_sample": w.tokens_per_sample, "epochs": w.epochs,
-                    "packing": w.packing, "retry_factor": w.retry_factor})
+                    "packing": w.packing, "retry_factor": w.retry_factor, "max_steps": w.steps,
+                    "stage": self.job.options.stage if self.job.options else None,
+                    "sequences_per_sample": s.sequences_per_sample, "reference_model": s.reference_model,
+                    "grad_ckpt_every": s.grad_ckpt_every})
+        out["sources"] = sources(self.job, everything=True)
+        report = read_report(self.job)
+        if report is not None:
+            out["from"] = {k: v for k, v in report.items() if k != "settings"}
         return out
 
     def missing_cost(self) -> dict[str, Any] | None:

@@ -25,6 +25,10 @@ Sources:
 - unsloth: its own fused cross-entropy and RMSNorm/SwiGLU kernels, "unsloth" gradient
   checkpointing that offloads checkpoints to CPU, notebooks default to adamw_8bit.
 - axolotl: HF Trainer underneath; flash attention and gradient checkpointing in most examples.
+- trl: HF Trainer underneath (SFTTrainer, DPOTrainer, GRPOTrainer subclass transformers.Trainer);
+  SFTConfig/DPOConfig set gradient_checkpointing=True (trl/trainer/sft_config.py).
+- torchtitan: FSDP2 fully_shard with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over
+  fp32 sharded parameters (torchtitan/distributed/parallel_dims.py, models/llama3/infra/parallelize.py).
 """
 
 from __future__ import annotations
@@ -99,6 +103,13 @@ PROFILES: dict[Framework, Profile] = {
     Framework.AXOLOTL: Profile(framework=Framework.AXOLOTL, precision=Precision.BF16, optimizer=Optimizer.ADAMW_FUSED,
                                grad_ckpt=GradCkpt.FULL, attention=Attention.FLASH, impl=_impl(),
                                summary="axolotl: HF Trainer, flash attention, gradient checkpointing"),
+    Framework.TRL: Profile(framework=Framework.TRL, precision=Precision.BF16, optimizer=Optimizer.ADAMW_FUSED,
+                           grad_ckpt=GradCkpt.FULL, attention=Attention.SDPA, impl=_impl(),
+                           summary="TRL: HF Trainer, gradient checkpointing on"),
+    Framework.TORCHTITAN: Profile(framework=Framework.TORCHTITAN, precision=Precision.BF16,
+                                  optimizer=Optimizer.ADAMW_FUSED, grad_ckpt=GradCkpt.NONE, attention=Attention.FLASH,
+                                  impl=_impl(master_weights=MasterWeights.OPTIMIZER),
+                                  summary="torchtitan: FSDP2 bf16 compute over fp32 sharded params"),
 }
 
 

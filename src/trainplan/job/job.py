@@ -14,6 +14,8 @@ from trainplan.job.options import JobOptions
 from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.ledger.calibration import Calibration
 from trainplan.memory.parallel import ParallelConfig
+from trainplan.memory.model import MemoryModel
+from trainplan.memory.sharding import FsdpConfig, ZeroConfig
 from trainplan.specs import GpuSpec
 from trainplan.timing.estimate import TimingOptions
 
@@ -37,6 +39,8 @@ class Job:
     workload: Workload = field(default_factory=Workload)
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     timing: TimingOptions = field(default_factory=TimingOptions)
+    zero: ZeroConfig | None = None              # DeepSpeed knobs given (None: DeepSpeed's defaults)
+    fsdp: FsdpConfig | None = None              # FSDP version/resharding given (None: the framework's)
     pricing: Pricing | None = None              # None: no price, no bill
     price_missing: str = ""                     # why there is no price and how to give one
     book: PriceBook | None = None               # where prices come from, the currency and kind compared
@@ -45,6 +49,10 @@ class Job:
     gpus: tuple[GpuSpec, ...] = ()              # GPU types a "what would make it fit" suggestion may name
     gpus_note: str = ""                         # which GPU types were left out of the suggestions, and why
     options: JobOptions | None = None           # what the user said: for display and the ledger, never computed from
+
+    def memory_model(self) -> MemoryModel:
+        """The memory composition with this job's engine knobs (one per estimate: it caches)."""
+        return MemoryModel(parallel=self.parallel, zero=self.zero, fsdp=self.fsdp)
 
     def __post_init__(self) -> None:
         check_headroom(self.headroom)

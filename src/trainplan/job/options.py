@@ -69,6 +69,29 @@ class JobOptions:
     lengths_file: str | None = None   # sample lengths (tokens), one per line or a JSON list
     calibration: bool = True          # apply the fit of `trainplan calibrate` when one matches
     efficiency: float | None = None   # override the matmul efficiency (fraction of peak)
+    max_steps: int | None = None      # run length in optimizer steps (samples = steps x global batch)
+    fsdp_version: int | None = None   # 1 (FullyShardedDataParallel) or 2 (fully_shard); None: the framework's
+    reshard_after_forward: bool | None = None   # FSDP: free gathered params after forward (False = SHARD_GRAD_OP)
+    ulysses: int = 1                  # Ulysses sequence parallelism (all-to-all over heads), DeepSpeed / ms-swift
+    stage: str | None = None          # sft | pt | dpo | kto | orpo | simpo | rm | ppo | grpo (None: sft)
+    ref_model: bool | None = None     # a frozen reference model on the GPU (None: from the stage)
+    device_map: str | None = None     # "auto": one replica split layer-wise over the GPUs (accelerate big-model)
+    padding_free: bool | None = None  # sequences concatenated without padding (flash-attention varlen)
+    grad_ckpt_every: int | None = None  # checkpoint every n-th layer only (torchtitan selective_ac_option=n)
+    # DeepSpeed zero_optimization knobs (None: DeepSpeed's defaults; "auto": what the HF integration fills)
+    reduce_bucket_size: int | str | None = None
+    prefetch_bucket_size: int | str | None = None     # stage3_prefetch_bucket_size
+    max_live_parameters: int | None = None            # stage3_max_live_parameters
+    param_persistence_threshold: int | str | None = None
+    overlap_comm: bool | None = None
+    offload_device: str | None = None                 # cpu | nvme (offload_optimizer / offload_param device)
+    # where the values came from when configs were read (--from): bookkeeping, never computed from
+    configs: tuple[str, ...] = ()     # the files read (with the ones they named)
+    provenance: tuple = ()            # importers.base.Setting per value a file or a flag gave
+    unread: tuple = ()                # importers.base.Unread: keys that matter but were not used
+    ignored_keys: int = 0             # keys read that do not affect memory or time
+    given: tuple[str, ...] = ()       # the fields given as flags (or API keywords) rather than defaulted
 
 
 OPTION_NAMES = tuple(f.name for f in fields(JobOptions))
+BOOKKEEPING = frozenset({"configs", "provenance", "unread", "ignored_keys", "given"})

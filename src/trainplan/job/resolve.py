@@ -25,6 +25,7 @@ from trainplan.enums import (
     ZeroStage,
 )
 from trainplan.errors import TrainplanError
+from trainplan.frozen import replace
 from trainplan.job.frameworks import implementation, profile
 from trainplan.job.job import Job, check_headroom
 from trainplan.job.options import JobOptions
@@ -37,6 +38,7 @@ from trainplan.job.training import (
 )
 from trainplan.ledger.calibration import load_active
 from trainplan.memory.parallel import ParallelConfig
+from trainplan.memory.sharding import FsdpConfig, ZeroConfig, fsdp_for
 from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.timing.estimate import TimingOptions
 
@@ -96,7 +98,7 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None) -> TrainingSetup
     loss = parse_enum(Loss, req.loss, "--loss") if req.loss else None
     impl = implementation(framework, loss=loss, optimizer_in_backward=req.optimizer_in_backward,
                           activation_offload=req.activation_offload, liger_kernels=req.liger,
-                          load_fp32=req.load_fp32, compiled=req.compile)
+                          load_fp32=req.load_fp32, compiled=req.compile, padding_free=req.padding_free)
     lora = quant = None
     if method in (Method.LORA, Method.QLORA):
         alpha = req.lora_alpha if req.lora_alpha is not None else 2.0 * req.lora_rank
@@ -110,23 +112,74 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None) -> TrainingSetup
     if precision is Precision.FP32 and method is Method.QLORA:
         raise TrainplanError("QLoRA with --precision fp32 is not a thing: 4-bit weights compute in "
                              "bf16/fp16; use --precision bf16")
+    pairs, reference, ref_forward = preference(req, method)
+    every = req.grad_ckpt_every or 1
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise TrainplanError(f"--grad-ckpt-every must be a positive integer, got {req.grad_ckpt_every!r}")
     return TrainingSetup(model=spec, method=method, precision=precision, optimizer=optimizer,
                          batch_size=req.batch_size, seq_len=req.seq_len, grad_accum=req.grad_accum,
-                         grad_ckpt=grad_ckpt, attention=attention, lora=lora, quant=quant,
-                         freeze_trainable_layers=req.freeze_layers, framework=framework, impl=impl)
+                         grad_ckpt=grad_ckpt, grad_ckpt_every=every, attention=attention, lora=lora, quant=quant,
+                         freeze_trainable_layers=req.freeze_layers, framework=framework, impl=impl,
+                         sequences_per_sample=pairs, reference_model=reference, reference_forward=ref_forward)
+
+
+# Training stages: (sequences per sample, reference model by default). Preference pairs run chosen
+# and rejected through the model together (TRL DPOTrainer.concatenated_forward, LLaMA-Factory
+# CustomDPOTrainer); DPO/IPO/KTO compare with a frozen reference (TRL: `ref_model` None -> a copy of
+# the model, or the model with its adapters disabled under PEFT; LLaMA-Factory create_ref_model);
+# ORPO, SimPO and CPO are reference-free; a reward model (rm) scores pairs without one.
+STAGES = {"sft": (1, False), "pt": (1, False), "dpo": (2, True), "ipo": (2, True), "kto": (1, True),
+          "orpo": (2, False), "simpo": (2, False), "cpo": (2, False), "rm": (2, False), "grpo": (1, False)}
+
+
+def preference(req: JobOptions, method: Method) -> tuple[int, bool, bool]:
+    """(sequences per sample, a reference copy held on the GPU, a reference forward per micro-batch)."""
+    stage = (req.stage or "sft").strip().lower()
+    if stage == "ppo":
+        raise TrainplanError("--stage ppo is not modelled: PPO holds policy, reference, reward and value models "
+                             "and generates rollouts; use dpo, kto, orpo, simpo, rm or grpo")
+    if stage not in STAGES:
+        raise TrainplanError(f"--stage must be one of {', '.join(STAGES)}, got {req.stage!r}")
+    pairs, ref_default = STAGES[stage]
+    ref = ref_default if req.ref_model is None else bool(req.ref_model)
+    adapters = method in (Method.LORA, Method.QLORA)
+    return pairs, ref and not adapters, ref
+
+
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def _sequential(req: JobOptions) -> bool:
+    """device_map auto/balanced/sequential: accelerate places consecutive layers on each GPU."""
+    if req.device_map is None:
+        return False
+    if str(req.device_map).strip().lower() not in DEVICE_MAPS:
+        raise TrainplanError(f"--device-map must be one of {', '.join(DEVICE_MAPS)}, got {req.device_map!r}")
+    return True
 
 
 def build_layout(req: JobOptions, gpu: GpuSpec) -> Layout:
-    return Layout(gpu_id=gpu.id, num_gpus=req.num_gpus, nodes=req.nodes,
-                  zero=parse_enum(ZeroStage, req.zero, "--zero"), fsdp=parse_enum(Fsdp, req.fsdp, "--fsdp"),
-                  offload=parse_enum(Offload, req.offload, "--offload"),
-                  tp=req.tp, pp=req.pp, cp=req.cp, ep=req.ep)
+    zero, fsdp = parse_enum(ZeroStage, req.zero, "--zero"), parse_enum(Fsdp, req.fsdp, "--fsdp")
+    ulysses = req.ulysses
+    if isinstance(ulysses, bool) or not isinstance(ulysses, int) or ulysses < 1:
+        raise TrainplanError(f"--ulysses must be a positive integer, got {ulysses!r}")
+    if ulysses > 1 and req.cp > 1:
+        raise TrainplanError("choose one of --cp (ring context parallelism) and --ulysses (all-to-all over heads)")
+    cp = ulysses if ulysses > 1 else req.cp
+    pp, tp = req.pp, req.tp
+    if _sequential(req) and req.num_gpus > 1:
+        if zero is not ZeroStage.NONE or fsdp is not Fsdp.NONE or tp > 1 or pp > 1 or cp > 1 or req.nodes > 1:
+            raise TrainplanError("--device-map auto splits one copy of the model over one node's GPUs: it does not "
+                                 "combine with --zero, --fsdp, --tp, --pp, --cp or several nodes")
+        pp = req.num_gpus
+    return Layout(gpu_id=gpu.id, num_gpus=req.num_gpus, nodes=req.nodes, zero=zero, fsdp=fsdp,
+                  offload=parse_enum(Offload, req.offload, "--offload"), tp=tp, pp=pp, cp=cp, ep=req.ep)
 
 
 def build_workload(req: JobOptions) -> Workload:
     if req.eval_fraction < 0 or req.checkpoint_saves < 0 or req.disk_gb_per_s <= 0:
         raise TrainplanError("--eval-fraction and --checkpoint-saves must be >= 0, --disk-gb-per-s > 0")
-    return Workload(samples=req.samples, tokens_per_sample=req.tokens_per_sample, epochs=req.epochs,
+    return Workload(samples=req.samples, steps=req.max_steps, tokens_per_sample=req.tokens_per_sample, epochs=req.epochs,
                     packing=req.packing, retry_factor=req.retry_factor, eval_fraction=req.eval_fraction,
                     checkpoint_saves=req.checkpoint_saves, disk_bw_bytes_per_s=req.disk_gb_per_s * 1e9)
 
@@ -156,15 +209,55 @@ def check_efficiency(efficiency: float | None) -> float | None:
     return efficiency
 
 
+def _bucket(value: int | str | None, auto: int, flag: str) -> int | None:
+    """A ZeRO size in elements: an integer, or "auto" (what transformers' DeepSpeed integration fills)."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return auto
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
+        raise TrainplanError(f"{flag} must be a non-negative integer or auto, got {value!r}")
+    return int(value)
+
+
+def build_zero(req: JobOptions, spec: ModelSpec) -> ZeroConfig | None:
+    """The DeepSpeed zero_optimization knobs given (None: DeepSpeed's defaults). "auto" is what
+    transformers/integrations/deepspeed.py trainer_config_finalize fills from the model:
+    reduce_bucket_size = h^2, stage3_prefetch_bucket_size = 0.9 h^2, persistence threshold = 10 h."""
+    h = spec.hidden_size
+    knobs = {"reduce_bucket_size": _bucket(req.reduce_bucket_size, h * h, "--reduce-bucket-size"),
+             "prefetch_bucket_size": _bucket(req.prefetch_bucket_size, int(0.9 * h * h), "--prefetch-bucket-size"),
+             "param_persistence_threshold": _bucket(req.param_persistence_threshold, 10 * h,
+                                                    "--param-persistence-threshold"),
+             "max_live_parameters": _bucket(req.max_live_parameters, 0, "--max-live-parameters"),
+             "overlap_comm": req.overlap_comm, "offload_device": req.offload_device}
+    given = {k: v for k, v in knobs.items() if v is not None}
+    return ZeroConfig(**given) if given else None
+
+
+def build_fsdp(req: JobOptions, framework: Framework) -> FsdpConfig | None:
+    """The FSDP version and resharding given, over the framework's FSDP behaviour (None: that behaviour)."""
+    if req.fsdp_version is None and req.reshard_after_forward is None:
+        return None
+    base = fsdp_for(framework)
+    version = base.version if req.fsdp_version is None else req.fsdp_version
+    if version not in (1, 2) or isinstance(version, bool):
+        raise TrainplanError(f"--fsdp-version must be 1 or 2, got {req.fsdp_version!r}")
+    reshard = base.reshard_after_forward if req.reshard_after_forward is None else bool(req.reshard_after_forward)
+    return replace(base, version=version, reshard_after_forward=reshard,
+                   whole_unit_grads=base.whole_unit_grads and version == 1)
+
+
 def build_parallel(req: JobOptions) -> ParallelConfig:
     return ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,
-                          uneven_pipeline=req.uneven_pipeline)
+                          uneven_pipeline=req.uneven_pipeline, sequential=_sequential(req))
 
 
 def build_timing(req: JobOptions) -> TimingOptions:
     """The time model's options; reads --lengths-file."""
     return TimingOptions(interconnect=req.interconnect, compiled=req.compile, efficiency=check_efficiency(req.efficiency),
-                         pp_interleave=req.vpp, sample_lengths=read_lengths(req.lengths_file))
+                         pp_interleave=req.vpp, sample_lengths=read_lengths(req.lengths_file),
+                         sequential_pipeline=_sequential(req))
 
 
 def suggestable_gpus(gpus: tuple[GpuSpec, ...], precision: Precision,
@@ -212,5 +305,6 @@ def resolve_job(req: JobOptions, *, today: datetime.date | None = None, calibrat
         calibration = load_active() if req.calibration else None
     gpus, gpus_note = suggestable_gpus(tuple(catalog.load_gpus().values()), setup.precision, book)
     return Job(setup=setup, layout=layout, gpu=gpu, workload=workload, parallel=parallel, timing=timing,
+               zero=build_zero(req, spec), fsdp=build_fsdp(req, setup.framework),
                pricing=pricing, price_missing=missing, book=book, headroom=headroom, calibration=calibration,
                gpus=gpus, gpus_note=gpus_note, options=req)

@@ -77,15 +77,19 @@ class TrainingSetup:
     seq_len: int = 2048
     grad_accum: int = 1
     grad_ckpt: GradCkpt = GradCkpt.NONE
+    grad_ckpt_every: int = 1              # only every n-th layer checkpointed (torchtitan selective_ac_option n)
     attention: Attention = Attention.SDPA
     lora: LoraConfig | None = None
     quant: QuantConfig | None = None
     freeze_trainable_layers: int = 2     # method=freeze: train the last N layers
     framework: Framework = Framework.HF
     impl: Implementation = field(default_factory=Implementation)
+    sequences_per_sample: int = 1         # 2 for preference pairs (DPO/ORPO/SimPO/RM: chosen + rejected together)
+    reference_model: bool = False         # a frozen 16-bit copy of the model on the GPU (DPO/KTO, full fine-tune)
+    reference_forward: bool = False       # a no-grad forward of the reference per micro-batch (also adapters off)
 
     def __post_init__(self) -> None:
-        for key in ("batch_size", "seq_len", "grad_accum"):
+        for key in ("batch_size", "seq_len", "grad_accum", "grad_ckpt_every", "sequences_per_sample"):
             value = getattr(self, key)
             if not isinstance(value, int) or value <= 0:
                 flag = "--" + key.replace("_", "-")
@@ -109,8 +113,18 @@ class TrainingSetup:
                 f"--freeze-layers must be in 1..{self.model.num_layers}, got {self.freeze_trainable_layers}")
 
     @property
+    def micro_sequences(self) -> int:
+        """Sequences one micro-batch runs through the model (a preference pair is two)."""
+        return self.batch_size * self.sequences_per_sample
+
+    @property
     def tokens_per_micro_batch(self) -> int:
-        return self.batch_size * self.seq_len
+        return self.micro_sequences * self.seq_len
+
+    def layer_checkpointed(self, index: int) -> bool:
+        """Whether decoder layer `index` (0-based) is checkpointed: every layer, or with
+        grad_ckpt_every n the n-th, 2n-th, ... (torchtitan's layer SAC: `ac_freq`, counted from 1)."""
+        return self.grad_ckpt is not GradCkpt.NONE and (index + 1) % self.grad_ckpt_every == 0
 
 
 @frozen
@@ -158,6 +172,7 @@ class Workload:
     """The data side of a job: how many tokens, how many passes, how often it is retried."""
 
     samples: int | None = None            # None: no dataset given, time per step only
+    steps: int | None = None              # the run's optimizer steps when given directly (max_steps)
     tokens_per_sample: int | None = None  # mean tokens per sample (default: seq_len)
     epochs: float = 1.0
     packing: bool = False                 # packed sequences: no padding waste
@@ -169,6 +184,9 @@ class Workload:
     def __post_init__(self) -> None:
         if self.samples is not None and self.samples <= 0:
             raise TrainplanError(f"--samples must be positive, got {self.samples}")
+        if self.steps is not None and (isinstance(self.steps, bool) or not isinstance(self.steps, int)
+                                       or self.steps <= 0):
+            raise TrainplanError(f"--max-steps must be a positive integer, got {self.steps!r}")
         if self.tokens_per_sample is not None and self.tokens_per_sample <= 0:
             raise TrainplanError(f"--tokens-per-sample must be positive, got {self.tokens_per_sample}")
         if self.epochs <= 0:

@@ -50,6 +50,7 @@ class LayerActivations:
     detail: dict[str, int]
     input_alias_bytes: int = 0  # saved tensors that are the layer's input itself (not copies)
     cached_copies_bytes: int = 0  # autocast weight copies cached through forward but not saved
+    op_saved_bytes: int = 0     # what torchtitan's op-level selective checkpointing keeps (op_sac_saves)
 
 
 def _has_lora(ctx: LayerContext, lin: LinearSpec) -> bool:
@@ -365,4 +366,29 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
     saved = sum(detail.values())
     return LayerActivations(saved_bytes=saved, weight_copies_bytes=wcopy,
                             checkpoint_bytes=a * t * h, transient_bytes=transient, detail=detail,
-                            input_alias_bytes=alias, cached_copies_bytes=cached)
+                            input_alias_bytes=alias, cached_copies_bytes=cached,
+                            op_saved_bytes=a * t * h + op_sac_saves(ctx, spec, layer))
+
+
+def op_sac_saves(ctx: LayerContext, spec: ModelSpec, layer: LayerSpec) -> int:
+    """What torchtitan's op-level selective activation checkpointing keeps of a layer besides its
+    input (torchtitan/distributed/activation_checkpoint.py SelectiveAC, torchtitan 0.3.0): the
+    outputs of the compute-intensive ops (torch._functorch.partitioners get_default_op_list
+    compute_intensive_ops, aten.linear, the SDPA kernels, aten.max, topk) except every second
+    matmul (`meta[mm_count_key] % 2 == 0 -> PREFER_RECOMPUTE`, counted per block call from 1), so
+    the 1st, 3rd, ... mm of the block in forward order; everything else (norms, activations,
+    rotary, casts) is recomputed in backward. LoRA adapters' two matmuls count as mms in order."""
+    t, c, b, s = ctx.tokens, ctx.compute_bytes, ctx.batch, ctx.seq
+    outs: list[int] = []
+    for lin in layer.linears:
+        rows = t * spec.moe.top_k if lin.group is Group.EXPERTS and spec.moe else t
+        copies = 1 if lin.group is Group.EXPERTS else lin.copies
+        outs.append(c * rows * lin.out_features * copies)
+        if _has_lora(ctx, lin):
+            outs += [c * rows * ctx.lora_rank * copies, c * rows * lin.out_features * copies]
+    saved = sum(outs[0::2])                                # mm 1, 3, 5, ... saved
+    if ctx.attention is Attention.EAGER:                   # bmm scores and output: compute ops, all saved
+        saved += c * b * spec.num_heads * s * s + c * t * spec.q_dim
+    else:                                                  # the fused kernel's output and logsumexp
+        saved += c * t * spec.q_dim + LSE_BYTES * b * spec.num_heads * s
+    return saved

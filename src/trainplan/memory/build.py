@@ -35,7 +35,7 @@ def embedding_output_requires_grad(setup: TrainingSetup) -> bool:
     otherwise nothing below the first trainable parameter requires grad."""
     if setup.method is Method.FULL:
         return True
-    return setup.grad_ckpt is GradCkpt.FULL and setup.framework not in _OWN_MODEL_FRAMEWORKS
+    return setup.grad_ckpt in (GradCkpt.FULL, GradCkpt.OP) and setup.framework not in _OWN_MODEL_FRAMEWORKS
 
 
 def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
@@ -55,7 +55,7 @@ def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
         ctx = made.get(flags)
         if ctx is None:
             ctx = made[flags] = LayerContext(
-                tokens=setup.tokens_per_micro_batch, batch=setup.batch_size, seq=setup.seq_len,
+                tokens=setup.tokens_per_micro_batch, batch=setup.micro_sequences, seq=setup.seq_len,
                 residual_bytes=regime.residual_bytes, compute_bytes=regime.compute_bytes,
                 autocast=regime.autocast, attention=setup.attention, weights_trained=trained,
                 lora_names=names, lora_rank=rank, lora_dropout=dropout,
@@ -152,6 +152,8 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
         head_weight_copy=head_copy, head_grad=int(head_grad * grad_scale),
         head_grad_transient=head_transient, embedding_grad_transient=emb_transient, embedding_grad=int(emb_grad * grad_scale), logits=logits,
         grad_ckpt=setup.grad_ckpt, grads_persist=setup.grad_accum > 1,
+        ckpt_mask=() if setup.grad_ckpt_every == 1 else tuple(setup.layer_checkpointed(i)
+                                                            for i in range(spec.num_layers)),
         optimizer_in_backward=setup.impl.optimizer_in_backward, optimizer_temp=state.optimizer_temp,
         activation_offload=setup.impl.activation_offload)
 
@@ -175,7 +177,7 @@ def position_ids_bytes(setup: TrainingSetup) -> int:
     spec = setup.model
     if spec.position is Position.LEARNED and setup.method is Method.FULL:
         return 8 * (setup.tokens_per_micro_batch if spec.model_type == "opt" else setup.seq_len)
-    if spec.position is Position.ROPE and setup.grad_ckpt is GradCkpt.FULL:
+    if spec.position is Position.ROPE and setup.grad_ckpt in (GradCkpt.FULL, GradCkpt.OP):
         return 8 * setup.seq_len
     return 0
 
@@ -189,7 +191,8 @@ def split_layer(layer: LayerActivations, ways: int) -> LayerActivations:
                             transient_bytes=layer.transient_bytes // ways,
                             detail={k: v // ways for k, v in layer.detail.items()},
                             input_alias_bytes=layer.input_alias_bytes // ways,
-                            cached_copies_bytes=layer.cached_copies_bytes // ways)
+                            cached_copies_bytes=layer.cached_copies_bytes // ways,
+                            op_saved_bytes=layer.op_saved_bytes // ways)
 
 
 def stage_slice(base: StepInputs, *, layers: tuple[LayerActivations, ...], head_saved: int, stage: Stage,
@@ -200,7 +203,8 @@ def stage_slice(base: StepInputs, *, layers: tuple[LayerActivations, ...], head_
     embedding_grad = base.embedding_grad if first else 0
     if first and not last and tied:
         embedding_grad = base.head_grad        # the first stage's own copy of the tied embedding
-    return replace(base, layers=tuple(layers[i] for i in stage.layers), layer_grads=layer_grads,
+    mask = tuple(base.ckpt_mask[i] for i in stage.layers) if base.ckpt_mask else ()
+    return replace(base, layers=tuple(layers[i] for i in stage.layers), layer_grads=layer_grads, ckpt_mask=mask,
                    head_saved=head_saved if last else 0,
                    head_weight_copy=base.head_weight_copy if last else 0,
                    head_grad=base.head_grad if last else 0,

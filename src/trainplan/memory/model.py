@@ -206,9 +206,9 @@ class MemoryModel:
             self._models[id(setup.model)] = model
         common = (model[1], setup.method, setup.precision, setup.lora, setup.quant, setup.freeze_trainable_layers,
                   setup.framework, setup.impl)
-        state_key = self._key_id(("state", setup.optimizer) + common)
-        act_key = self._key_id(("acts", setup.batch_size, setup.seq_len, setup.grad_ckpt, setup.attention,
-                                setup.grad_accum > 1) + common)
+        state_key = self._key_id(("state", setup.optimizer, setup.reference_model) + common)
+        act_key = self._key_id(("acts", setup.micro_sequences, setup.seq_len, setup.grad_ckpt, setup.grad_ckpt_every,
+                                setup.attention, setup.grad_accum > 1) + common)
         self._setups[id(setup)] = (setup, state_key, act_key)
         return state_key, act_key
 

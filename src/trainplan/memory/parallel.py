@@ -47,6 +47,7 @@ class ParallelConfig:
     sequence_parallel: bool = True    # --sequence-parallel: Megatron recommends it whenever tp > 1
     virtual_stages: int = 1           # --num-layers-per-virtual-pipeline-stage: interleaved 1F1B chunks
     uneven_pipeline: bool = False     # allow layers % pp != 0 (extra layers go to the last stages)
+    sequential: bool = False          # device_map="auto": the stages run one after another, one micro-batch
 
     def __post_init__(self) -> None:
         if self.virtual_stages < 1:
@@ -101,7 +102,8 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
     if pp > spec.num_layers:
         raise TrainplanError(f"--pp {pp} is more than the {spec.num_layers} layers of {spec.name}")
     chunks = pp * cfg.virtual_stages
-    if pp > 1 and spec.num_layers % chunks and not (cfg.uneven_pipeline and cfg.virtual_stages == 1):
+    if pp > 1 and spec.num_layers % chunks and not ((cfg.uneven_pipeline or cfg.sequential)
+                                                    and cfg.virtual_stages == 1):
         fits = [str(d) for d in range(2, min(spec.num_layers, 64) + 1)
                 if spec.num_layers % (d * cfg.virtual_stages) == 0]
         raise TrainplanError(
@@ -150,7 +152,8 @@ def pipeline_stages(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -
     for i, n in enumerate(sizes):
         out.append(Stage(index=i, layers=tuple(range(start, start + n)), has_embedding=i == 0,
                          has_head=i == layout.pp - 1,
-                         in_flight=in_flight_microbatches(i, layout.pp, cfg.virtual_stages, setup.grad_accum)))
+                         in_flight=1.0 if cfg.sequential else
+                         in_flight_microbatches(i, layout.pp, cfg.virtual_stages, setup.grad_accum)))
         start += n
     return tuple(out)
 
@@ -326,4 +329,5 @@ def gpu_state(setup: TrainingSetup, regime: Regime, state: ModelState, params: G
                       quant_constants=int(state.quant_constants * fq), gradients=int(state.gradients * ft),
                       master_weights=int(state.master_weights * ft), optimizer=int(state.optimizer * ft),
                       optimizer_paged=int(state.optimizer_paged * ft), optimizer_temp=int(state.optimizer_temp * ft),
-                      fp8_cache=int(state.fp8_cache * everything), trainable_params=params.trainable)
+                      fp8_cache=int(state.fp8_cache * everything), trainable_params=params.trainable,
+                      reference_weights=int(state.reference_weights * everything))

@@ -31,6 +31,12 @@ class StepInputs:
     embedding_grad_transient: int = 0   # new embedding gradient added in place to an existing one
     batch_bytes: int = 0                # the micro-batch's token ids, held through the whole step
     shared_saved: int = 0               # saved by every layer (rotary cos/sin): freed after layer 0
+    ckpt_mask: tuple[bool, ...] = ()    # per layer: checkpointed? (() = every layer, as grad_ckpt says)
+
+    def layer_ckpt(self, i: int) -> GradCkpt:
+        if self.ckpt_mask and not self.ckpt_mask[i]:
+            return GradCkpt.NONE
+        return self.grad_ckpt
 
 
 @frozen
@@ -43,12 +49,26 @@ class Peak:
         return sum(self.components.values())
 
 
+_RECOMPUTED = (GradCkpt.FULL, GradCkpt.OP)      # backward reruns the layer's forward (all or part)
+
+
 def _saved(layer: LayerActivations, ckpt: GradCkpt) -> int:
     if ckpt is GradCkpt.FULL:
         return layer.checkpoint_bytes
+    if ckpt is GradCkpt.OP:
+        return min(layer.op_saved_bytes, layer.saved_bytes + layer.checkpoint_bytes)
     if ckpt is GradCkpt.SELECTIVE:
         return layer.saved_bytes - layer.detail.get("attention_core", 0) // 2
     return layer.saved_bytes
+
+
+def _recompute(layer: LayerActivations, ckpt: GradCkpt, saved: int) -> int:
+    """What a layer's backward holds beyond what it kept: the recomputed forward's saved tensors
+    (the kept ones reused), as the checkpointed input plus everything the layer saves, less what
+    was kept."""
+    if ckpt not in _RECOMPUTED:
+        return 0
+    return max(0, layer.checkpoint_bytes + layer.saved_bytes - layer.input_alias_bytes - saved)
 
 
 def _moment(phase: str, base: dict[str, int], **extra: int) -> Peak:
@@ -61,13 +81,13 @@ def _moment(phase: str, base: dict[str, int], **extra: int) -> Peak:
 def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
     """Return (the peak moment, every moment considered: the forward and the loss, the head, each
     decoder layer's backward (one per end of a run of equal layers), the embedding, the optimizer)."""
-    ckpt = inp.grad_ckpt
     layers = inp.layers
     n = len(layers)
     all_grads = sum(inp.layer_grads) + inp.head_grad + inp.embedding_grad
     grads_fwd = all_grads if inp.grads_persist and not inp.optimizer_in_backward else 0
-    saved = [_saved(layer, ckpt) for layer in layers]
-    copies = [0 if ckpt is GradCkpt.FULL else layer.weight_copies_bytes for layer in layers]
+    ckpts = [inp.layer_ckpt(i) for i in range(n)]
+    saved = [_saved(layer, k) for layer, k in zip(layers, ckpts)]
+    copies = [0 if k in _RECOMPUTED else layer.weight_copies_bytes for layer, k in zip(layers, ckpts)]
     if inp.activation_offload:   # only the layers in flight stay on the GPU
         keep = 2
         saved = [s if i >= n - keep else 0 for i, s in enumerate(saved)]
@@ -104,9 +124,9 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
         layer = layers[i]
         layer_grad = inp.layer_grads[i]
         if i in (0, n - 1) or kinds[i] != kinds[i + 1] or kinds[i] != kinds[i - 1]:
-            recompute = layer.saved_bytes - layer.input_alias_bytes if ckpt is GradCkpt.FULL else 0
-            recompute_copies = layer.weight_copies_bytes if ckpt is GradCkpt.FULL else 0
-            if inp.activation_offload and ckpt is not GradCkpt.FULL:
+            recompute = _recompute(layer, ckpts[i], saved[i])
+            recompute_copies = layer.weight_copies_bytes if ckpts[i] in _RECOMPUTED else 0
+            if inp.activation_offload and ckpts[i] not in _RECOMPUTED:
                 recompute = layer.saved_bytes - saved[i]
             current = grads + (layer_grad if not grads_fwd else 0)
             moments.append(_moment(f"backward (layer {i})", base, gradients=current,

@@ -225,6 +225,7 @@ def shard_state(setup: TrainingSetup, layout: Layout, state: ModelState, regime:
         "master_weights": _part(state.master_weights, f_states),
         "optimizer": _part(state.optimizer, f_states),
         "fp8_weight_cache": _part(state.fp8_cache, f_weights),
+        "reference_model": _part(state.reference_weights, f_weights),   # prepared like the policy (sharded)
     }
     grad_scale = f_grads
     notes: list[str] = []
@@ -245,6 +246,15 @@ def shard_state(setup: TrainingSetup, layout: Layout, state: ModelState, regime:
         _fsdp_grad_extras(extras, setup, regime, params, fsdp, group, notes)
     elif stage:
         _zero_extras(extras, stage, state, regime, params, zero, f_states, layout.offload, notes)
+        if stage == 3 and layout.offload in (Offload.NONE, Offload.PARAMS):
+            # DeepSpeed ZeRO-3 allocates every trainable parameter's gradient partition when the
+            # optimizer is set up (stage3.py _setup_for_real_optimizer: grad_partitions_flat_buffer =
+            # torch.zeros(sum of partition_numel, dtype=gradient_accumulation_dtype, device=self.device),
+            # the GPU unless the optimizer is offloaded; DeepSpeed 0.19.8): held from the first step on.
+            persistent["gradients"] = _part(state.gradients, f_grads)
+            grad_scale = 0.0
+            notes.append("ZeRO-3: the gradient partitions of all trainable parameters are allocated at "
+                         "initialisation (grad_partitions_flat_buffer), not as backward produces them")
     cpu, nvme, grad_scale = _offload(layout, zero, persistent, state, regime, f_states, f_grads, grad_scale,
                                      is_fsdp, notes)
     if stage:

@@ -146,6 +146,7 @@ class ModelState:
     optimizer_temp: int         # live only during optimizer.step()
     fp8_cache: int
     trainable_params: int
+    reference_weights: int = 0  # a frozen 16-bit reference copy (DPO/KTO full fine-tunes)
 
 
 def _optimizer_bytes(opt: Optimizer, groups: ParamGroups, elem: int) -> tuple[int, int]:
@@ -196,6 +197,10 @@ def model_state(setup: TrainingSetup, regime: Regime) -> ModelState:
     if regime.fp8_weight_cache_bytes:
         fp8 = regime.fp8_weight_cache_bytes * sum(
             lin.weight_params * n for kind, n in structure(setup.model).layers for lin in kind.linears)
+    # the reference model of a preference run (TRL create_reference_model / LLaMA-Factory
+    # create_ref_model): the same network frozen, loaded in the compute dtype
+    reference = (groups.trainable_params + groups.frozen_params) * regime.compute_bytes \
+        if setup.reference_model else 0
     return ModelState(weights=weights, quant_constants=consts, gradients=trainable * grad_elem,
                       master_weights=master, optimizer=states - paged, optimizer_paged=paged,
-                      optimizer_temp=temp, fp8_cache=fp8, trainable_params=trainable)
+                      optimizer_temp=temp, fp8_cache=fp8, trainable_params=trainable, reference_weights=reference)

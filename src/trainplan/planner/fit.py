@@ -16,7 +16,6 @@ from trainplan.job.job import Job
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import resolve_job
 from trainplan.job.training import Layout, TrainingSetup
-from trainplan.memory import MemoryModel
 from trainplan.specs import GpuSpec
 
 MAX_BATCH_SEARCHED = 65536
@@ -105,7 +104,7 @@ def fit(job: Job, *, batch_ceiling: int = MAX_BATCH_SEARCHED, seq_ceiling: int |
     """The largest micro-batch (at the job's sequence length) and the longest sequence (at its
     micro-batch) that fit the job's layout with its headroom."""
     setup, layout, gpu, spec = job.setup, job.layout, job.gpu, job.setup.model
-    fm = MemoryModel(parallel=job.parallel)
+    fm = job.memory_model()
     fm.device_bytes(setup, layout)          # invalid layouts fail here, with their one-line reason
     usable = int(gpu.capacity_bytes * (1 - job.headroom))
 

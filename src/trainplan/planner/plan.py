@@ -13,7 +13,6 @@ from __future__ import annotations
 from trainplan.frozen import replace
 from trainplan.job.resolve import supported_attention
 from trainplan.job.training import TrainingSetup
-from trainplan.memory import MemoryModel
 from trainplan.planner.explain import plans_shown, rejections
 from trainplan.planner.request import DEFAULT_GLOBAL_BATCH, PlanRequest
 from trainplan.planner.result import PlanResult
@@ -77,7 +76,7 @@ def plan(pr: PlanRequest, *, progress: Progress | None = None, details: bool = T
     problem = Problem(
         rentables=pr.rentables, families=tuple(_families(pr)), engines=engines_for,
         optimizers=lambda m: pr.search_for(m).optimizers, setup_for=setup_for, workload=job.workload,
-        options=job.timing, memory=MemoryModel(parallel=job.parallel), global_batch=pr.global_batch, sort=pr.sort,
+        options=job.timing, memory=job.memory_model(), global_batch=pr.global_batch, sort=pr.sort,
         top=pr.top, budget=pr.budget, deadline_s=None if pr.deadline_hours is None else pr.deadline_hours * 3600.0)
     outcome = search(problem, progress=progress, prune=prune)
     found = tuple(outcome.found)

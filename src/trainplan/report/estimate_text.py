@@ -49,7 +49,7 @@ def _header(est: Estimate) -> str:
             f"seq {s.seq_len}  grad-ckpt {s.grad_ckpt}  {s.attention}  [{s.framework}]")
 
 
-def render(est: Estimate) -> str:
+def render(est: Estimate, *, explain: bool = False) -> str:
     m = est.memory
     s = est.setup
     lines = []
@@ -94,6 +94,7 @@ def render(est: Estimate) -> str:
                 for label, value, unit, formula in chain]
         lines.append(render_table(rows, ["step", "value", "formula"], right=("value",)))
         lines += _cost_lines(est)
+    lines += _from_lines(est, explain)
     if est.notes:
         lines.append("")
         lines.append("Assumptions and notes:")
@@ -110,3 +111,30 @@ def _cost_lines(est: Estimate) -> list[str]:
         return [f"  cost: {_value(c.per_hour, c.currency)} per hour, {_value(c.per_step, c.currency)} per step; "
                 "no total without --samples (and --epochs)"]
     return []
+
+
+def _from_lines(est: Estimate, explain: bool) -> list[str]:
+    """What --from read: each setting with its key and file, the keys not used and why; with
+    `explain`, every setting (framework profile and trainplan defaults too)."""
+    from trainplan.job.sources import read_report, sources
+
+    report = read_report(est.job)
+    if report is None and not explain:
+        return []
+    rows = []
+    for s in sources(est.job, everything=explain):
+        where = s.get("key", "")
+        if s.get("file"):
+            where += f" in {s['file']}"
+        value = s["value"]
+        rows.append({"setting": s["field"], "value": ",".join(map(str, value)) if isinstance(value, list) else value,
+                     "from": s["origin"] + (f": {where}" if where else ""), "note": s.get("note", "")})
+    lines = ["", "Settings and where they came from" + (f" ({', '.join(report['files'])})" if report else "") + ":"]
+    lines.append(render_table(rows, ["setting", "value", "from", "note"]))
+    if report and report["unread"]:
+        lines.append("  keys that matter but were not used:")
+        lines += [f"    {u['key']} = {u['value']!r}: {u['why']}" + (f" ({u['file']})" if u.get("file") else "")
+                  for u in report["unread"]]
+    if report and report["ignored"]:
+        lines.append(f"  {report['ignored']} keys that do not change memory or time (learning rate, logging, paths, ...)")
+    return lines

@@ -7,7 +7,7 @@ import shlex
 
 from trainplan.frozen import fields, replace
 from trainplan.job.job import Job
-from trainplan.job.options import JobOptions
+from trainplan.job.options import BOOKKEEPING, JobOptions
 
 # Always shown, even at their default: the knobs a plan chooses.
 _ALWAYS = frozenset({"model", "method", "precision", "optimizer", "batch_size", "grad_accum", "seq_len",
@@ -23,6 +23,8 @@ def options_flags(options: JobOptions) -> str:
     parts: list[str] = []
     for f in fields(JobOptions):
         name, value = f.name, getattr(options, f.name)
+        if name in BOOKKEEPING:
+            continue
         if value is None or (value == getattr(default, name) and name not in _ALWAYS):
             continue
         flag = "--" + name.replace("_", "-")

@@ -92,7 +92,7 @@ class EfficiencyModel:
 
 DEFAULT_MODEL = EfficiencyModel()
 
-_FUSED_FRAMEWORKS = frozenset({Framework.MEGATRON, Framework.FSDP, Framework.UNSLOTH})
+_FUSED_FRAMEWORKS = frozenset({Framework.MEGATRON, Framework.FSDP, Framework.UNSLOTH, Framework.TORCHTITAN})
 
 
 def kernel_stack(framework: Framework, *, compiled: bool | None = None, liger: bool = False) -> KernelStack:

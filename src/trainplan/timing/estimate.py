@@ -25,7 +25,7 @@ from trainplan.enums import (
     Precision,
     ZeroStage,
 )
-from trainplan.frozen import field, frozen
+from trainplan.frozen import field, frozen, replace
 from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.model.params import count_params, trainable_params
 from trainplan.specs import GpuSpec
@@ -72,6 +72,7 @@ class TimingOptions:
     efficiency: float | None = None        # override the matmul efficiency (fraction of peak)
     mfu_convention: AttnConvention = AttnConvention.FULL
     pp_interleave: int = 1                 # virtual pipeline chunks per stage
+    sequential_pipeline: bool = False      # device_map="auto": one GPU works at a time
     quant_kernel: str | None = None        # dequantisation kernel: nf4, fp4, int8, gptq
     checkpoint_bytes: int | None = None    # bytes written per checkpoint save
     sample_lengths: tuple[int, ...] | None = None
@@ -203,21 +204,27 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
     m = options.model
     notes: list[str] = []
     wl = workload or Workload()
-    shape = sequence_shape(seq_len=setup.seq_len, micro_batch=setup.batch_size,
+    shape = sequence_shape(seq_len=setup.seq_len, micro_batch=setup.micro_sequences,
                            tokens_per_sample=wl.tokens_per_sample, packing=wl.packing,
                            padding_free=setup.impl.padding_free, lengths=options.sample_lengths)
+    if setup.sequences_per_sample > 1:       # a preference pair: two sequences per sample
+        shape = replace(shape, samples_per_sequence=shape.samples_per_sequence / setup.sequences_per_sample)
+        notes.append(f"preference pairs: {setup.sequences_per_sample} sequences (chosen, rejected) per sample")
     notes.append(shape.note)
+    if setup.reference_forward:
+        notes.append("a reference forward (no grad) per micro-batch" + (
+            ": a frozen copy of the model" if setup.reference_model else ": the model with its adapters disabled"))
     ft = flops_per_token(setup, seq_len=max(1, round(shape.padded_len)), mfu_convention=options.mfu_convention)
-    gb = global_batch(setup.batch_size, setup.grad_accum, layout.dp)
+    gb = global_batch(setup.micro_sequences, setup.grad_accum, layout.dp)
     model_parallel = layout.tp * layout.pp * layout.cp
-    tokens_mb_gpu = setup.batch_size * shape.padded_len / layout.cp
+    tokens_mb_gpu = setup.micro_sequences * shape.padded_len / layout.cp
     stack = kernel_stack(setup.framework, compiled=options.compiled, liger=setup.impl.liger_kernels)
     dtype = "fp8" if setup.precision is Precision.FP8 else setup.precision.compute_dtype
     eff = matmul_efficiency(gpu, dtype,
                             hidden_size=setup.model.hidden_size, tokens_per_micro_batch=tokens_mb_gpu,
                             stack=stack, m=m, override=options.efficiency)
     # compute per micro-batch on one GPU of the model-parallel group
-    mb_tokens = setup.batch_size * shape.padded_len
+    mb_tokens = setup.micro_sequences * shape.padded_len
     compute_mb = _compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m)
     fwd_share = ft.forward / ft.hardware
     compute_s = compute_mb * setup.grad_accum
@@ -247,7 +254,11 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
         notes.append(f"inter-node network assumed: {fab.inter.name} (--interconnect to change)")
 
     bubble_s = 0.0
-    if layout.pp > 1:
+    if layout.pp > 1 and options.sequential_pipeline:
+        bubble_s = compute_s * (layout.pp - 1)
+        notes.append(f"device_map=auto: the {layout.pp} GPUs hold consecutive layers and run one after another "
+                     f"(accelerate big-model inference hooks), so the step takes {layout.pp}x one stage's compute")
+    elif layout.pp > 1:
         v, p, mb = max(1, options.pp_interleave), layout.pp, setup.grad_accum
         bubble_s = compute_s * (p - 1) / (v * mb)
         notes.append(f"pipeline bubble (p-1)/(v m + p - 1) = {(p - 1) / (v * mb + p - 1):.1%} of the step "
@@ -376,14 +387,18 @@ def estimate_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, workload: 
     st = step_time(setup, layout, gpu, workload=workload, options=options)
     notes = list(st.notes)
     steps = 0
-    if workload.samples is not None:
+    if workload.steps is not None:
+        steps = workload.steps
+        notes.append(f"steps = {steps} (max_steps given)"
+                     + (f"; --samples {workload.samples} not used for the run length" if workload.samples else ""))
+    elif workload.samples is not None:
         per_epoch = steps_per_epoch(workload.samples, st.global_batch, st.shape.samples_per_sequence)
         steps = total_steps(per_epoch, workload.epochs)
         notes.append(f"steps = ceil({workload.samples} samples / {st.shape.samples_per_sequence:.3g} per "
                      f"sequence / {st.global_batch} per step) = {per_epoch} per epoch x {workload.epochs:g} "
                      f"epochs = {steps}")
     else:
-        notes.append("no --samples given: time per step only")
+        notes.append("no --samples (or --max-steps) given: time per step only")
     train_s = steps * st.step_s
     fwd_share = st.forward_flops_per_step / st.hardware_flops_per_step
     eval_s = workload.eval_fraction * train_s * fwd_share * st.breakdown.compute_s / st.step_s

@@ -99,6 +99,19 @@ def adapter_flops(lin: LinearSpec, spec: ModelSpec, rank: int) -> float:
     return 2.0 * rank * (lin.in_features + lin.out_features) * active_copies(lin, spec)
 
 
+def op_sac_recompute_flops(layer, spec: ModelSpec, lora_names, rank: int) -> float:
+    """Forward FLOPs per token that op-level selective checkpointing reruns in backward: every
+    second matmul of the block in forward order (memory/activations.op_sac_saves; the adapters'
+    two matmuls follow their base linear)."""
+    mms: list[float] = []
+    for lin in layer.linears:
+        copies = active_copies(lin, spec)
+        mms.append(2.0 * lin.in_features * lin.out_features * copies)
+        if rank and lora_key(lin) in lora_names:
+            mms += [2.0 * rank * lin.in_features * copies, 2.0 * rank * lin.out_features * copies]
+    return sum(mms[1::2])
+
+
 def lm_head_flops(spec: ModelSpec) -> float:
     """Forward FLOPs per token of the output projection (tied or not): 2 x hidden x vocab."""
     return 2.0 * spec.hidden_size * spec.vocab_size
@@ -128,6 +141,8 @@ class FlopsPerToken:
     recompute: float                          # gradient checkpointing: forward rerun
     recompute_attention: float                # of which the attention core
     attention_fwd_mfu: float                  # attention forward under the MFU convention
+    reference: float = 0.0                    # the reference model's no-grad forward (DPO/KTO)
+    reference_attention: float = 0.0          # of which the attention core
 
     @property
     def forward(self) -> float:
@@ -141,12 +156,12 @@ class FlopsPerToken:
     @property
     def hardware(self) -> float:
         """What runs: forward + backward + recomputation (for HFU and time)."""
-        return self.forward + self.backward + self.recompute
+        return self.forward + self.backward + self.recompute + self.reference
 
     @property
     def attention_hardware(self) -> float:
         """The attention-core share of `hardware` (forward, backward and its recomputation)."""
-        return self.attention_fwd + self.attention_bwd + self.recompute_attention
+        return self.attention_fwd + self.attention_bwd + self.recompute_attention + self.reference_attention
 
     @property
     def model(self) -> float:
@@ -180,13 +195,15 @@ def flops_per_token(setup: TrainingSetup, *, seq_len: int | None = None,
     attn = attention_core_flops(spec, s, conv)
     attn_mfu = attention_core_flops(spec, s, mfu_convention)
 
-    # each decoder-layer kind's linears and adapters once; the layers then add up in order
+    # each decoder-layer kind's linears and adapters once (and, for op-level selective
+    # checkpointing, the matmuls it recomputes); the layers then add up in order
     kinds = [(sum(linear_flops(lin, spec) for lin in layer.linears),
-              sum(adapter_flops(lin, spec, rank) for lin in layer.linears if lora_key(lin) in lora_names))
+              sum(adapter_flops(lin, spec, rank) for lin in layer.linears if lora_key(lin) in lora_names),
+              op_sac_recompute_flops(layer, spec, lora_names, rank))
              for layer, _ in st.layers]
     lin_fwd = lin_in = lin_w = ad_fwd = ad_bwd = att_bwd = recompute = att_recompute = 0.0
     for i, kind in enumerate(st.layer_kinds_in_order):
-        base, adapters = kinds[kind]
+        base, adapters, op_recompute = kinds[kind]
         lin_fwd += base
         ad_fwd += adapters
         if i < first:
@@ -196,9 +213,13 @@ def flops_per_token(setup: TrainingSetup, *, seq_len: int | None = None,
         lin_w += base if trained else 0.0
         ad_bwd += 2.0 * adapters
         att_bwd += 2.0 * attn
+        if not setup.layer_checkpointed(i):
+            continue
         if setup.grad_ckpt is GradCkpt.FULL:
             recompute += base + adapters + attn
             att_recompute += attn
+        elif setup.grad_ckpt is GradCkpt.OP:
+            recompute += op_recompute             # the attention kernel's output is saved
         elif setup.grad_ckpt is GradCkpt.SELECTIVE:
             recompute += attn
             att_recompute += attn
@@ -211,6 +232,8 @@ def flops_per_token(setup: TrainingSetup, *, seq_len: int | None = None,
         adapter_fwd=ad_fwd, linear_bwd_input=lin_in, linear_bwd_weight=lin_w,
         attention_bwd=att_bwd, lm_head_bwd=head * (2.0 if head_trained else 1.0),
         adapter_bwd=ad_bwd, recompute=recompute, recompute_attention=att_recompute,
+        reference=(lin_fwd + attn * spec.num_layers + head) if setup.reference_forward else 0.0,
+        reference_attention=attn * spec.num_layers if setup.reference_forward else 0.0,
         attention_fwd_mfu=attn_mfu * spec.num_layers)
 
 

@@ -1,0 +1,228 @@
+"""What every config reader shares: the settings it read (with the key and value each came from),
+the keys it could not use, and the context to pull in a file the config names.
+
+A reader turns one parsed config (a dict, or a command line's words) into `Setting`s, each a
+JobOptions field with its value in trainplan's own terms (the strings the CLI takes), the key and
+raw value it came from, and, where the mapping is a judgement or a framework's default, a note
+naming the framework's source. Keys that would change memory or time but that the reader cannot
+map (or trainplan cannot model) are `Unread`, never dropped silently; keys that do not matter
+(learning rate, logging, paths) are only counted.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+
+from trainplan.errors import TrainplanError
+from trainplan.frozen import field, frozen
+
+TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
+if TYPE_CHECKING:
+    from typing import Any
+    from collections.abc import Callable
+
+
+class Origin(enum.StrEnum):
+    FILE = "file"                          # the key's value in the file
+    FRAMEWORK_DEFAULT = "framework default"  # the format's own default for a key the file leaves out
+    DERIVED = "derived"                    # computed from several keys (global batch / GPUs, ...)
+    FLAG = "flag"                          # given on trainplan's command line (overrides files)
+    PROFILE = "framework profile"          # trainplan's framework profile (job/frameworks.py)
+    DEFAULT = "trainplan default"
+
+
+@frozen
+class Setting:
+    """One JobOptions field read from a config."""
+
+    field: str
+    value: Any
+    origin: Origin = Origin.FILE
+    key: str = ""          # the key(s) read, dotted for nested ones ("zero_optimization.stage")
+    raw: Any = None        # the value as the file has it
+    file: str = ""
+    note: str = ""         # why this mapping, with the framework source where it is a default or a rule
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"field": self.field, "value": _plain(self.value), "origin": str(self.origin)}
+        for name in ("key", "file", "note"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
+        if self.raw is not None:
+            out["raw"] = _plain(self.raw)
+        return out
+
+
+@frozen
+class Unread:
+    """A key that would change memory or time but was not used, and why."""
+
+    key: str
+    value: Any
+    why: str
+    file: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "value": _plain(self.value), "why": self.why, "file": self.file}
+
+
+@frozen
+class Imported:
+    """What one config file (or command line) says about the job."""
+
+    format: str                                # "llamafactory", "hf", "deepspeed", ...
+    file: str
+    settings: tuple[Setting, ...] = ()
+    unread: tuple[Unread, ...] = ()
+    ignored: int = 0                           # keys read that do not affect memory or time
+    includes: tuple[str, ...] = ()             # files this one named and that were read with it
+
+    def values(self) -> dict[str, Any]:
+        """field -> value, the last setting of a field winning."""
+        return {s.field: s.value for s in self.settings}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "file": self.file, "settings": [s.to_dict() for s in self.settings],
+                "unread": [u.to_dict() for u in self.unread], "ignored": self.ignored,
+                "includes": list(self.includes)}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
+
+
+@frozen
+class ReadContext:
+    """Where a reader resolves the files a config names (relative to the config's folder first,
+    then the working directory), and how it reads them."""
+
+    base_dir: str = "."
+    load: Callable[[str], Imported] | None = field(default=None)   # read another config (any format)
+    included: bool = False     # this config was named by another (a DeepSpeed JSON inside an HF config)
+
+    def resolve_path(self, name: str) -> str | None:
+        for base in (self.base_dir, os.getcwd()):
+            candidate = os.path.join(base, os.path.expanduser(name))
+            if os.path.isfile(candidate):
+                return candidate
+        return None
+
+    def include(self, name: str) -> Imported | None:
+        """The named config read with its own reader, or None when the file is not there."""
+        path = self.resolve_path(name)
+        if path is None or self.load is None:
+            return None
+        return self.load(path)
+
+
+class Collector:
+    """Builds an Imported while a reader walks its config: every key is either used (a Setting),
+    unread (with why) or ignored, so that the count of keys is honest."""
+
+    def __init__(self, fmt: str, file: str) -> None:
+        self.format, self.file = fmt, file
+        self.settings: list[Setting] = []
+        self.unread: list[Unread] = []
+        self.ignored = 0
+        self.includes: list[str] = []
+
+    def set(self, field_name: str, value: Any, *, key: str = "", raw: Any = None, origin: Origin = Origin.FILE,
+            note: str = "") -> None:
+        self.settings.append(Setting(field=field_name, value=value, origin=origin, key=key,
+                                     raw=raw, file=self.file if origin is not Origin.FRAMEWORK_DEFAULT else "",
+                                     note=note))
+
+    def default(self, field_name: str, value: Any, *, key: str, note: str) -> None:
+        """The format's default for a key the file leaves out (note: where the default is defined)."""
+        self.set(field_name, value, key=key, origin=Origin.FRAMEWORK_DEFAULT, note=note)
+
+    def derived(self, field_name: str, value: Any, *, key: str, note: str) -> None:
+        self.set(field_name, value, key=key, origin=Origin.DERIVED, note=note)
+
+    def skip(self, key: str, value: Any, why: str) -> None:
+        self.unread.append(Unread(key=key, value=value, why=why, file=self.file))
+
+    def ignore(self, count: int = 1) -> None:
+        self.ignored += count
+
+    def merge(self, other: Imported, *, prefix: str = "") -> None:
+        """Take another config's settings (an included DeepSpeed JSON) after this one's so far."""
+        self.settings.extend(other.settings)
+        self.unread.extend(other.unread)
+        self.ignored += other.ignored
+        self.includes.append(other.file)
+        self.includes.extend(other.includes)
+
+    def has(self, field_name: str) -> bool:
+        return any(s.field == field_name for s in self.settings)
+
+    def result(self) -> Imported:
+        return Imported(format=self.format, file=self.file, settings=tuple(self.settings),
+                        unread=tuple(self.unread), ignored=self.ignored, includes=tuple(self.includes))
+
+
+# --- small value helpers readers share ------------------------------------------------------------
+
+_TRUE = {"true", "yes", "on", "1", "y"}
+_FALSE = {"false", "no", "off", "0", "n", "none", "null", ""}
+
+
+def as_bool(value: Any, key: str, file: str = "") -> bool:
+    """A config boolean: true/false, 1/0, "yes"/"no" (YAML and command lines spell them all)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise TrainplanError(f"{file or 'config'}: {key} must be true or false, got {value!r}")
+
+
+def as_int(value: Any, key: str, file: str = "", *, minimum: int | None = None) -> int:
+    if isinstance(value, bool):
+        raise TrainplanError(f"{file or 'config'}: {key} must be an integer, got {value!r}")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise TrainplanError(f"{file or 'config'}: {key} must be an integer, got {value!r}") from None
+    if not isinstance(value, int):
+        raise TrainplanError(f"{file or 'config'}: {key} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise TrainplanError(f"{file or 'config'}: {key} must be at least {minimum}, got {value}")
+    return value
+
+
+def as_float(value: Any, key: str, file: str = "") -> float:
+    if isinstance(value, bool):
+        raise TrainplanError(f"{file or 'config'}: {key} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise TrainplanError(f"{file or 'config'}: {key} must be a number, got {value!r}") from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise TrainplanError(f"{file or 'config'}: {key} must be a finite number, got {value!r}")
+    return number
+
+
+def is_auto(value: Any) -> bool:
+    """DeepSpeed / HF "auto": the value is filled in by the integration at run time."""
+    return isinstance(value, str) and value.strip().lower() == "auto"
+
+
+def names(value: Any) -> tuple[str, ...]:
+    """A list of module names from a YAML list or a comma-separated string."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(p.strip() for p in value.split(",") if p.strip())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return tuple(str(v).strip() for v in value if str(v).strip())
+    return (str(value),)

@@ -1,0 +1,155 @@
+"""Reading one `--from` source: parsing, format detection, includes.
+
+Formats (one module each): LLaMA-Factory YAML/JSON (llamafactory), HF TrainingArguments and TRL
+configs, JSON or YAML (hf), DeepSpeed JSON (deepspeed), axolotl YAML (axolotl), ms-swift YAML/JSON
+and `swift sft ...` (swift), torchtune YAML (torchtune), torchtitan TOML (torchtitan), accelerate
+config YAML (accelerate), and launch lines (launch: torchrun, deepspeed, accelerate launch,
+llamafactory-cli, swift, tune run), given as a file or as the command itself.
+
+`read_config(source)` parses the file, finds its format (`detect` of each reader: the keys only
+that format has) and returns an Imported; `merge.apply` lays several over the defaults, flags last.
+Parsers (yaml, tomllib) load only here, when a config is read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shlex
+from typing import Any
+
+from trainplan.errors import TrainplanError
+from trainplan.importers.base import Imported, ReadContext
+
+# reader modules, asked in this order when a file's format is detected (the first best score wins)
+READERS = ("launch", "deepspeed", "accelerate", "torchtitan", "torchtune", "axolotl", "swift", "llamafactory", "hf")
+LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "llamafactory-cli", "lmf", "swift", "tune", "python",
+             "python3", "megatron", "nproc_per_node", "cuda_visible_devices", "nnodes")
+MAX_CONFIG_BYTES = 4 * 1024 * 1024      # a training config is a few KiB; anything this large is not one
+
+
+def _reader(name: str):
+    return importlib.import_module(f"trainplan.importers.{name}")
+
+
+def _is_command(text: str) -> bool:
+    words = text.strip().split()
+    if not words:
+        return False
+    first = os.path.basename(words[0]).lower()
+    return first in LAUNCHERS or "=" in first and first.split("=")[0].lower() in LAUNCHERS
+
+
+def _read_text(path: str) -> str:
+    if not os.path.exists(path):
+        raise TrainplanError(f"--from {path}: no such file (give a config file, or a launch command in quotes)")
+    if not os.path.isfile(path):
+        raise TrainplanError(f"--from {path}: not a regular file")
+    if os.path.getsize(path) > MAX_CONFIG_BYTES:
+        raise TrainplanError(f"--from {path}: {os.path.getsize(path):,} bytes is too large for a training config")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except UnicodeDecodeError:
+        raise TrainplanError(f"--from {path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise TrainplanError(f"--from {path}: {exc.strerror or exc}") from None
+
+
+def parse(text: str, path: str) -> Any:
+    """The parsed content of a config: dict for JSON/YAML/TOML, list of words for a command line."""
+    ext = os.path.splitext(path)[1].lower()
+    stripped = text.lstrip()
+    if ext == ".toml":
+        import tomllib
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise TrainplanError(f"--from {path}: malformed TOML: {exc}") from None
+    if ext == ".json" or stripped.startswith("{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TrainplanError(f"--from {path}: malformed JSON: {exc.msg} (line {exc.lineno})") from None
+        except RecursionError:
+            raise TrainplanError(f"--from {path}: JSON nested too deeply") from None
+    if ext in (".sh", ".bash", ".txt", ".cmd") or _is_command(_first_command_line(text)):
+        return command_words(text, path)
+    return _yaml(text, path)
+
+
+def _first_command_line(text: str) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            return line
+    return ""
+
+
+def command_words(text: str, where: str) -> list[str]:
+    """A shell command (backslash continuations and comments allowed) as its words; environment
+    assignments (NPROC_PER_NODE=8) stay words of their own."""
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#") or not stripped:
+            continue
+        lines.append(stripped[:-1] if stripped.endswith("\\") else stripped)
+    try:
+        return shlex.split(" ".join(lines), comments=True)
+    except ValueError as exc:
+        raise TrainplanError(f"--from {where}: cannot split the command line: {exc}") from None
+
+
+def _yaml(text: str, path: str) -> Any:
+    try:
+        import yaml
+    except ImportError:   # pyyaml is a dependency; this is for broken installs
+        raise TrainplanError("reading YAML configs needs PyYAML (pip install pyyaml)") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise TrainplanError(f"--from {path}: malformed YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+    except RecursionError:
+        raise TrainplanError(f"--from {path}: YAML nested too deeply") from None
+    return data
+
+
+def detect(data: Any, path: str) -> str:
+    """The reader name whose `detect` scores this config highest (ties: READERS order)."""
+    best, best_score = None, 0
+    for name in READERS:
+        score = _reader(name).detect(data, path)
+        if score > best_score:
+            best, best_score = name, score
+    if best is None:
+        what = "a command line" if isinstance(data, list) else "a config"
+        raise TrainplanError(f"--from {path}: not a training config trainplan reads ({what} of no known format: "
+                             "LLaMA-Factory, HF TrainingArguments/TRL, DeepSpeed, axolotl, ms-swift, torchtune, "
+                             "torchtitan, accelerate, or a torchrun/deepspeed/accelerate/llamafactory-cli/swift/"
+                             "tune launch line)")
+    return best
+
+
+def read_config(source: str, *, _depth: int = 0, included: bool = False) -> Imported:
+    """A config file (or a launch command given as text) read into settings."""
+    if _depth > 4:
+        raise TrainplanError(f"--from {source}: configs include each other too deeply")
+    if not os.path.exists(source) and _is_command(source):
+        data: Any = command_words(source, "the command")
+        path, base_dir = "command line", os.getcwd()
+    else:
+        path = source
+        data = parse(_read_text(source), source)
+        base_dir = os.path.dirname(os.path.abspath(source))
+    if isinstance(data, list) and data and not all(isinstance(w, str) for w in data):
+        raise TrainplanError(f"--from {path}: a list is not a training config")
+    if not isinstance(data, (dict, list)) or not data:
+        raise TrainplanError(f"--from {path}: empty, or not a mapping of settings")
+    name = detect(data, path)
+    ctx = ReadContext(base_dir=base_dir, load=lambda p: read_config(p, _depth=_depth + 1, included=True),
+                      included=included)
+    return _reader(name).read(data, path, ctx)
