@@ -17,7 +17,8 @@ from trainplan.cases import (
     predict,
     validate_cases,
 )
-from trainplan.cases.common import case_gpu, case_model
+from trainplan.cases.common import case_model
+from trainplan.cases.text import gpu_of
 from trainplan.cases.memorycase import (
     ALLOCATED,
     DEVICE,
@@ -147,7 +148,7 @@ def test_models_from_catalog_tables_and_numbers():
                                           ("RTX A6000 (48GB)", "rtx-a6000"), ("H100 80GB", "h100-sxm"),
                                           ("H200 141GB", "h200-sxm"), ("L40S", "l40s")])
 def test_gpu_words(text, gpu_id):
-    assert case_gpu({"gpus": {"type": text}}).id == gpu_id
+    assert gpu_of({"gpus": {"type": text}})[0].id == gpu_id
 
 
 def test_case_without_measurement_is_still_predicted():

@@ -60,7 +60,10 @@ def test_checkpointing_never_raises_activations(model, method, precision, opt, a
 
 
 @settings(max_examples=60, deadline=None)
-@given(models, precisions, optimizers, ckpts, attentions, st.integers(1, 16), st.integers(1, 4096))
+# Not under op-level selective checkpointing: its "save every second matmul" counts the adapters'
+# matmuls too, so LoRA can keep outputs full fine-tuning recomputes (torchtitan SelectiveAC).
+@given(models, precisions, optimizers, st.sampled_from([c for c in GradCkpt if c is not GradCkpt.OP]), attentions,
+       st.integers(1, 16), st.integers(1, 4096))
 def test_lora_never_needs_more_than_full(model, precision, opt, ckpt, attn, batch, seq):
     full = _peak(_setup(model, Method.FULL, precision, opt, ckpt, attn, batch, seq))
     lora = _peak(_setup(model, Method.LORA, precision, opt, ckpt, attn, batch, seq))

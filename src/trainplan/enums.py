@@ -132,6 +132,7 @@ class Framework(StrEnum):
     AXOLOTL = "axolotl"
     TRL = "trl"
     TORCHTITAN = "torchtitan"
+    PYTORCH = "pytorch"     # a plain PyTorch training loop over a Hugging Face model
 
 
 class PriceKind(StrEnum):

@@ -75,11 +75,26 @@ def evaluate(cases: Iterable[dict], *, min_runs: int = DEFAULT_MIN_RUNS) -> list
             continue
         got = adjust(values, fits[m.source], framework=str(m.job.setup.framework), gpu=m.job.layout.gpu_id,
                      method=str(m.job.setup.method))
+        warning = plausibility(m, values)
         calibrated = {k: got[0].get(k) for k in PREDICTED_KEYS} if got else dict(values)
         results.append(CaseResult(**base, metric=m.metric, predicted=values, calibrated=calibrated,
                                   measured_value=m.measured, error=_err(values.get(m.metric), m.measured),
-                                  calibrated_error=_err(calibrated.get(m.metric), m.measured), notes=m.notes))
+                                  calibrated_error=_err(calibrated.get(m.metric), m.measured),
+                                  notes=m.notes + ((warning,) if warning else ())))
     return results
+
+
+def plausibility(mapping, values: dict[str, Any]) -> str | None:
+    """A memory estimate above the memory of the GPU the run completed on: the run did not need more
+    than its GPU has, so the setup is probably misread (a field, a unit, a framework default)."""
+    if mapping.kind != "memory" or not mapping.measured:
+        return None
+    gpu = mapping.job.gpu
+    predicted = values.get("device_bytes") or 0
+    if predicted <= gpu.capacity_bytes:
+        return None
+    return (f"plausibility: the estimate ({predicted / 2**30:.1f} GiB on the device) exceeds the "
+            f"{gpu.capacity_bytes / 2**30:.1f} GiB of the {gpu.id} this run completed on: the setup is probably misread")
 
 
 def _stats(errors: list[float]) -> dict[str, Any]:
@@ -144,8 +159,9 @@ def render(results: list[CaseResult], summary: dict[str, Any]) -> str:
     for r in results:
         if r.skipped:
             continue
+        flag = " !" if any(n.startswith("plausibility:") for n in r.notes) else ""
         lines.append(f"{r.id[:58]:58s} {(r.metric or '')[:22]:22s} {_fmt(r.metric, (r.predicted or {}).get(r.metric)):>11s} "
-                     f"{_fmt(r.metric, r.measured_value):>11s} {_pct(r.error):>8s} {_pct(r.calibrated_error):>8s}")
+                     f"{_fmt(r.metric, r.measured_value):>11s} {_pct(r.error):>8s} {_pct(r.calibrated_error):>8s}{flag}")
     lines += ["", "summary (|error| of the compared value; calibrated = leave-one-source-out)",
               _stat_line("all", summary["all"])]
     for kind, block in summary["by_kind"].items():
@@ -153,6 +169,9 @@ def render(results: list[CaseResult], summary: dict[str, Any]) -> str:
         for label, group in (("method", summary["by_method"][kind]), ("source", summary["by_source"][kind])):
             for name, sub in group.items():
                 lines.append(_stat_line(f"  {kind} {label} {name}", sub))
+    flagged = [(r.id, n) for r in results for n in r.notes if n.startswith("plausibility:")]
+    if flagged:
+        lines += ["", f"flagged ! ({len(flagged)}):"] + [f"  {i}: {n[len('plausibility: '):]}" for i, n in flagged]
     skipped = [r for r in results if r.skipped]
     if skipped:
         lines += ["", f"skipped {len(skipped)}:"] + [f"  {r.id}: {r.skipped}" for r in skipped]

@@ -11,11 +11,11 @@ import re
 from typing import Any
 
 from trainplan import catalog
-from trainplan.enums import Framework, GradCkpt, MlpKind, NormKind, Optimizer, Position
+from trainplan.enums import Framework, MlpKind, NormKind, Position
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
 from trainplan.model.hfconfig import spec_from_hf_config
-from trainplan.specs import GpuSpec, ModelSpec
+from trainplan.specs import ModelSpec
 
 GPUS_PER_NODE = 8
 
@@ -128,104 +128,9 @@ def _litgpt_neox(m: dict, norms_per_layer: int) -> ModelSpec:
     return replace(spec, naming="llama", norms_per_layer=norms_per_layer)
 
 
-# --- GPU ----------------------------------------------------------------------------------------
-
-_GPU_WORDS = (("4090", "rtx4090"), ("a6000", "rtx-a6000"), ("h100", "h100-sxm"), ("h800", "h800-sxm"),
-              ("40gb", "a100-sxm4-40gb"), ("a100", "a100-sxm4-80gb"))
-_MORE_GPU_WORDS = (("h200", "h200-sxm"), ("h20", "h20"), ("a800", "a800-sxm4-80gb"), ("l40s", "l40s"),
-                   ("3090", "rtx3090"), ("v100", "v100"), ("a10g", "a10g"), ("l4", "l4"), ("t4", "t4"),
-                   ("910b", "ascend-910b"), ("mi300x", "mi300x"), ("b200", "b200"))
-
-
-def case_gpu(case: dict) -> GpuSpec:
-    """The catalog GPU named in `gpus.type` (first match of a known word), else Skip."""
-    raw = str((case.get("gpus") or {}).get("type") or "")
-    low = raw.lower()
-    for key, gid in _GPU_WORDS + _MORE_GPU_WORDS:
-        if key in low:
-            return catalog.resolve_gpu(gid)
-    try:
-        return catalog.resolve_gpu(low.split("(")[0].strip().replace(" ", "-"))
-    except TrainplanError:
-        raise Skip(f"GPU {raw!r} not mapped") from None
-
-
 def nodes_for(count: int) -> int:
     """Nodes of 8 GPUs for jobs larger than one node (the cases give GPU counts only)."""
     return max(1, count // GPUS_PER_NODE) if count > GPUS_PER_NODE else 1
-
-
-# --- framework, optimizer, checkpointing --------------------------------------------------------
-
-def case_framework(case: dict) -> tuple[Framework, bool | None]:
-    """(framework profile, torch.compile on?) from the free-text `framework` field."""
-    fw = text(case.get("framework"))
-    if "torchtune" in fw:
-        compiled = "compile enabled" in fw or "compile=true" in fw
-        return Framework.TORCHTUNE, compiled
-    if "llm-foundry" in fw or "composer" in fw:
-        return Framework.FSDP, None
-    if "meta internal" in fw:
-        return Framework.MEGATRON, None
-    if "hf trainer" in fw or "finetune.py" in fw:
-        return Framework.HF, None
-    for words, framework in ((("lit-gpt", "litgpt"), Framework.LITGPT),
-                             (("llama-factory", "llamafactory", "llama factory"), Framework.LLAMAFACTORY),
-                             (("unsloth",), Framework.UNSLOTH), (("axolotl",), Framework.AXOLOTL),
-                             (("ms-swift", "swift"), Framework.SWIFT),
-                             (("megatron", "nemo"), Framework.MEGATRON),
-                             (("peft", "transformers", "accelerate"), Framework.HF),
-                             (("deepspeed",), Framework.DEEPSPEED), (("fsdp", "torchtitan"), Framework.FSDP)):
-        if any(w in fw for w in words):
-            return framework, None
-    raise Skip(f"framework {case.get('framework')!r} not mapped")
-
-
-def case_optimizer(value: str | None) -> Optimizer:
-    t = text(value)
-    if "paged" in t and "8bit" in t:
-        return Optimizer.PAGED_ADAMW_8BIT
-    if "8-bit" in t or "8bit" in t:
-        return Optimizer.ADAMW_8BIT
-    if "fused" in t or t.strip() == "adamw":
-        return Optimizer.ADAMW_FUSED          # Megatron/Meta: fused Adam
-    return Optimizer.ADAMW                    # torch AdamW (foreach), Composer DecoupledAdamW
-
-
-def memory_optimizer(value: str | None) -> tuple[Optimizer | None, str | None]:
-    """The optimizer as it holds memory, with a note where the mapping is approximate.
-
-    bitsandbytes' 32-bit PagedAdamW keeps its states in CUDA unified memory like the 8-bit paged
-    variant: outside PyTorch's allocator either way, so paged-adamw-8bit is the closest profile.
-    """
-    t = text(value)
-    if not t.strip():
-        return None, "optimizer not stated: the framework profile's default"
-    if "paged" in t and "8bit" not in t and "8-bit" not in t:
-        return Optimizer.PAGED_ADAMW_8BIT, ("32-bit paged AdamW counted as paged-adamw-8bit: paged states "
-                                            "live outside PyTorch's allocator either way")
-    if "adafactor" in t:
-        return Optimizer.ADAFACTOR, None
-    if "sgd" in t:
-        return Optimizer.SGD, None
-    if "lion" in t:
-        return Optimizer.LION, None
-    return case_optimizer(value), None
-
-
-def case_grad_ckpt(value: Any) -> GradCkpt:
-    """True / "selective" / free text ("full", "yes (unsloth)", "enabled", ...) -> GradCkpt."""
-    if value is True:
-        return GradCkpt.FULL
-    if isinstance(value, str):
-        low = value.lower()
-        if "selective" in low:
-            return GradCkpt.SELECTIVE
-        if re.search(r"\b(no|none|off|false|disabled)\b", low):
-            return GradCkpt.NONE
-        if re.search(r"\b(true|full|yes|on|enabled|unsloth)\b", low):
-            return GradCkpt.FULL
-    return GradCkpt.NONE
 
 
 # --- LoRA ---------------------------------------------------------------------------------------
@@ -251,13 +156,15 @@ def lora_targets(case: dict) -> tuple[tuple[str, ...], str | None]:
 
 
 def lora_dropout(case: dict, framework: Framework) -> float:
-    """The case's dropout, else the framework's default: Qwen finetune.py 0.05, litgpt 0.05,
-    torchtune 0.0, PEFT example scripts 0.1."""
+    """The case's dropout, else the framework's own default (job/defaults/<framework>.py), else
+    trainplan's (0.05)."""
     lora = case.get("lora") or {}
-    if isinstance(lora.get("dropout"), int | float):
+    if isinstance(lora, dict) and isinstance(lora.get("dropout"), int | float):
         return float(lora["dropout"])
-    if framework is Framework.TORCHTUNE:
-        return 0.0
-    if "peft" in text(case.get("framework")) and "finetune.py" not in text(case.get("framework")):
-        return 0.1
-    return 0.05
+    from trainplan.job import defaults
+
+    try:
+        default = defaults.defaults(framework.value).get("lora_dropout")
+    except KeyError:      # no defaults module for this framework
+        default = None
+    return float(default.value) if default is not None else 0.05

@@ -10,18 +10,8 @@ from __future__ import annotations
 import json
 import math
 
-from trainplan.cases.common import (
-    GPUS_PER_NODE,
-    Skip,
-    case_framework,
-    case_gpu,
-    case_grad_ckpt,
-    case_model,
-    case_optimizer,
-    lora_dropout,
-    lora_targets,
-    nodes_for,
-)
+from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, lora_dropout, lora_targets, nodes_for
+from trainplan.cases.text import embedded_settings, framework_of, gpu_of, grad_ckpt_of, memory_optimizer
 from trainplan.enums import (
     Attention,
     Framework,
@@ -79,11 +69,17 @@ def _lora(case: dict, framework: Framework) -> LoraConfig | None:
 
 def map_case(case: dict) -> Mapped:
     """The time case as setup, layout, GPU, workload, timing options and the metric to predict."""
-    framework, compiled = case_framework(case)
-    if framework is Framework.TORCHTUNE and "packed=false" in (case.get("framework") or "").lower():
+    said, _ = embedded_settings(case.get("framework"))
+    try:
+        framework = framework_of(case)
+    except Skip:
+        # no profile for the framework named: a Megatron-class stack is assumed for time (stated)
+        framework = Framework.MEGATRON
+    compiled = said.get("compile")
+    if said.get("packing") is False:
         raise Skip("unpacked dataset: real sample lengths are not given (seq_len is only the maximum)")
     spec, _ = case_model(case)
-    gpu = case_gpu(case)
+    gpu, _ = gpu_of(case)
     method = Method.FULL if case["method"] == "pretrain" else Method(case["method"])
     prec_text = json.dumps(case.get("precision") or {}).lower()
     precision = Precision.BF16
@@ -91,11 +87,11 @@ def map_case(case: dict) -> Mapped:
     if framework is Framework.TORCHTUNE:
         precision = Precision.BF16_PURE
         impl = Implementation(master_weights=MasterWeights.NONE,
-                              optimizer_in_backward="opt_in_bwd=true" in case["framework"].lower())
+                              optimizer_in_backward=bool(said.get("optimizer_in_backward")))
     elif framework in (Framework.FSDP, Framework.MEGATRON):
         impl = Implementation(master_weights=MasterWeights.OPTIMIZER,
                               grad_dtype_fp32_accum=framework is Framework.MEGATRON or "default" in prec_text)
-        if "fp8" in case["id"] or "fp8" in prec_text:
+        if "fp8" in prec_text:
             precision = Precision.FP8
     quant = None
     options = TimingOptions(compiled=compiled)
@@ -121,9 +117,10 @@ def map_case(case: dict) -> Mapped:
         if not measured.get("tokens_total"):
             raise Skip("GPU-hours without the run's total tokens")
         workload = Workload(samples=int(measured["tokens_total"] // seq), tokens_per_sample=seq, packing=True)
-    setup = TrainingSetup(model=spec, method=method, precision=precision, optimizer=case_optimizer(case.get("optimizer")),
+    setup = TrainingSetup(model=spec, method=method, precision=precision,
+                          optimizer=memory_optimizer(case.get("optimizer"))[0] or Optimizer.ADAMW,
                           batch_size=micro, seq_len=seq, grad_accum=case.get("grad_accum") or 1,
-                          grad_ckpt=case_grad_ckpt(case.get("grad_ckpt")),
+                          grad_ckpt=GradCkpt(grad_ckpt_of(case.get("grad_ckpt"))),
                           attention=Attention.SDPA if "sdpa" in (case.get("attention") or "").lower() else Attention.FLASH,
                           lora=_lora(case, framework), quant=quant, framework=framework, impl=impl)
     fsdp_text = (par.get("fsdp") or "").upper()

@@ -107,7 +107,7 @@ class ReadContext:
 
     def resolve_path(self, name: str) -> str | None:
         for base in (self.base_dir, os.getcwd()):
-            candidate = os.path.join(base, os.path.expanduser(name))
+            candidate = os.path.normpath(os.path.join(base, os.path.expanduser(name)))
             if os.path.isfile(candidate):
                 return candidate
         return None

@@ -41,8 +41,9 @@ def detect(data: Any, path: str) -> int:
         return 0
     if any(k in data for k in _HF_MARKERS):
         return 0
-    return 3 * sum(k in data for k in ("zero_optimization", "train_micro_batch_size_per_gpu")) + \
-        sum(k in data for k in _MARKERS)
+    # bf16/fp16 count only as DeepSpeed sections ({"enabled": ...}), not as TrainingArguments booleans
+    markers = sum(k in data and (k not in ("fp16", "bf16", "bfloat16") or isinstance(data[k], dict)) for k in _MARKERS)
+    return 3 * sum(k in data for k in ("zero_optimization", "train_micro_batch_size_per_gpu")) + markers
 
 
 def _device(section: Any) -> str:

@@ -34,11 +34,14 @@ def _reader(name: str):
 
 
 def _is_command(text: str) -> bool:
-    words = text.strip().split()
+    """A launch line: its first word after any NAME=value environment assignments is a launcher, a
+    shell script or a Python script."""
+    words = [w for w in text.strip().split() if not ("=" in w and w.split("=")[0].replace("_", "").isalnum()
+                                                    and w.split("=")[0].isupper())]
     if not words:
         return False
     first = os.path.basename(words[0]).lower()
-    return first in LAUNCHERS or "=" in first and first.split("=")[0].lower() in LAUNCHERS
+    return first in LAUNCHERS or first.endswith((".sh", ".py"))
 
 
 def _read_text(path: str) -> str:

@@ -21,14 +21,29 @@ Sources:
   `enable_activation_offloading` are recipe flags (README memory table).
 - llamafactory: HF Trainer; model loaded in bf16, trainable parameters upcast to fp32,
   gradient checkpointing on unless `disable_gradient_checkpointing` (LLaMA-Factory model/loader).
-- swift: HF Trainer; gradient_checkpointing defaults to true (ms-swift arguments).
+- swift: HF Trainer; gradient_checkpointing defaults to true (ms-swift arguments). A full fine-tune
+  trains the model in the dtype it loads in (torch_dtype None: the config's, bf16 for current
+  checkpoints; pipelines/train/tuner.py only sets requires_grad), so bf16 weights and AdamW states
+  without an fp32 copy unless DeepSpeed or FSDP adds one (ms-swift 3602360); LoRA adapters are fp32
+  (peft get_peft_model autocast_adapter_dtype=True).
 - unsloth: its own fused cross-entropy and RMSNorm/SwiGLU kernels, "unsloth" gradient
   checkpointing that offloads checkpoints to CPU, notebooks default to adamw_8bit.
-- axolotl: HF Trainer underneath; flash attention and gradient checkpointing in most examples.
+- axolotl: HF Trainer underneath; flash attention and gradient checkpointing in most examples. A full
+  fine-tune loads in cfg.torch_dtype (bf16 when bf16 is on) and is not upcast (no fp32 copy, AdamW
+  states in bf16) unless DeepSpeed or FSDP1 makes one; axolotl's own fsdp2_prepare_model does not
+  upcast (axolotl 067b021 utils/config resolve_dtype, monkeypatch/accelerate/fsdp2.py).
 - trl: HF Trainer underneath (SFTTrainer, DPOTrainer, GRPOTrainer subclass transformers.Trainer);
   SFTConfig/DPOConfig set gradient_checkpointing=True (trl/trainer/sft_config.py).
-- torchtitan: FSDP2 fully_shard with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over
-  fp32 sharded parameters (torchtitan/distributed/parallel_dims.py, models/llama3/infra/parallelize.py).
+- pytorch: a plain PyTorch loop over a Hugging Face model (the custom trainers many teams write): the
+  model trains in the dtype it was loaded in (no autocast, no fp32 copy: torch AdamW keeps its states
+  in the parameters' dtype), and the loss is `nn.CrossEntropyLoss` on the model's logits as they come
+  out (16-bit under a 16-bit model: the model is called without labels, so transformers'
+  ForCausalLMLoss and its fp32 upcast do not run).
+- torchtitan (v0.2.2): the model built in training.dtype (fp32 by default); FSDP2 fully_shard with
+  MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over the fp32 sharded parameters
+  (apply_fsdp), autocast over fp32 parameters on one GPU or DDP (maybe_enable_amp); the loss upcasts
+  the full logits (components/loss.py). The engine regime (memory/engine.py) turns the fp32 model
+  into 16-bit compute copies with the fp32 master when FSDP shards it.
 """
 
 from __future__ import annotations
@@ -55,6 +70,7 @@ class Profile:
     attention: Attention
     impl: Implementation
     summary: str
+    full_precision: Precision | None = None   # full/freeze fine-tunes when they differ (model trained in its load dtype)
 
 
 def _impl(**kw) -> Implementation:
@@ -95,22 +111,68 @@ PROFILES: dict[Framework, Profile] = {
                                     summary="LLaMA-Factory: HF Trainer, bf16 model + fp32 trainable params, checkpointing on"),
     Framework.SWIFT: Profile(framework=Framework.SWIFT, precision=Precision.BF16, optimizer=Optimizer.ADAMW_FUSED,
                              grad_ckpt=GradCkpt.FULL, attention=Attention.SDPA, impl=_impl(),
-                             summary="ms-swift: HF Trainer, gradient checkpointing on"),
+                             summary="ms-swift: HF Trainer, gradient checkpointing on; full fine-tunes in bf16",
+                             full_precision=Precision.BF16_PURE),
     Framework.UNSLOTH: Profile(framework=Framework.UNSLOTH, precision=Precision.BF16, optimizer=Optimizer.ADAMW_8BIT,
                                grad_ckpt=GradCkpt.FULL, attention=Attention.FLASH,
                                impl=_impl(loss=Loss.FUSED, liger_kernels=True, activation_offload=True),
                                summary="Unsloth: fused CE and kernels, offloaded checkpoints, 8-bit AdamW"),
     Framework.AXOLOTL: Profile(framework=Framework.AXOLOTL, precision=Precision.BF16, optimizer=Optimizer.ADAMW_FUSED,
                                grad_ckpt=GradCkpt.FULL, attention=Attention.FLASH, impl=_impl(),
-                               summary="axolotl: HF Trainer, flash attention, gradient checkpointing"),
+                               summary="axolotl: HF Trainer, flash attention, gradient checkpointing; full fine-tunes "
+                                       "in bf16", full_precision=Precision.BF16_PURE),
     Framework.TRL: Profile(framework=Framework.TRL, precision=Precision.BF16, optimizer=Optimizer.ADAMW_FUSED,
                            grad_ckpt=GradCkpt.FULL, attention=Attention.SDPA, impl=_impl(),
                            summary="TRL: HF Trainer, gradient checkpointing on"),
+    Framework.PYTORCH: Profile(framework=Framework.PYTORCH, precision=Precision.BF16_PURE, optimizer=Optimizer.ADAMW,
+                               grad_ckpt=GradCkpt.NONE, attention=Attention.SDPA,
+                               impl=_impl(master_weights=MasterWeights.NONE, loss_upcast=False),
+                               summary="PyTorch loop: the model's own dtype, torch AdamW, cross-entropy on its logits"),
     Framework.TORCHTITAN: Profile(framework=Framework.TORCHTITAN, precision=Precision.BF16,
                                   optimizer=Optimizer.ADAMW_FUSED, grad_ckpt=GradCkpt.NONE, attention=Attention.FLASH,
-                                  impl=_impl(master_weights=MasterWeights.OPTIMIZER),
-                                  summary="torchtitan: FSDP2 bf16 compute over fp32 sharded params"),
+                                  impl=_impl(),
+                                  summary="torchtitan: fp32 params, bf16 compute (FSDP2 MixedPrecisionPolicy or autocast)"),
 }
+
+
+# The names a framework goes by in free text (a run's description, a README, a case's `framework`
+# field), most specific first: the training frameworks, then the HF Trainer family, then the engines
+# they run (DeepSpeed, FSDP), whose memory regime the layout applies anyway (memory/engine.py):
+# "HF Trainer + PEFT; DeepSpeed where noted" is the HF Trainer, "ms-swift `megatron sft`" is
+# Megatron, "custom PyTorch trainer, transformers 4.49" a plain loop over a transformers model.
+NAMES: tuple[tuple[str, Framework], ...] = (
+    ("torchtune", Framework.TORCHTUNE), ("tune run", Framework.TORCHTUNE),
+    ("torchtitan", Framework.TORCHTITAN),
+    ("llama-factory", Framework.LLAMAFACTORY), ("llamafactory", Framework.LLAMAFACTORY),
+    ("llama factory", Framework.LLAMAFACTORY),
+    ("axolotl", Framework.AXOLOTL), ("unsloth", Framework.UNSLOTH),
+    ("lit-gpt", Framework.LITGPT), ("litgpt", Framework.LITGPT),
+    ("megatron sft", Framework.MEGATRON), ("megatron-swift", Framework.MEGATRON),
+    ("megatron-lm", Framework.MEGATRON), ("megatron-core", Framework.MEGATRON), ("megatron bridge", Framework.MEGATRON),
+    ("megatron-bridge", Framework.MEGATRON), ("nemo", Framework.MEGATRON),
+    ("ms-swift", Framework.SWIFT), ("swift sft", Framework.SWIFT), ("swift", Framework.SWIFT),
+    ("trl", Framework.TRL), ("sfttrainer", Framework.TRL), ("dpotrainer", Framework.TRL),
+    ("grpotrainer", Framework.TRL),
+    ("custom pytorch", Framework.PYTORCH), ("plain pytorch", Framework.PYTORCH),
+    ("pytorch training loop", Framework.PYTORCH), ("pytorch loop", Framework.PYTORCH),
+    ("hf trainer", Framework.HF), ("huggingface trainer", Framework.HF), ("transformers trainer", Framework.HF),
+    ("seq2seqtrainer", Framework.HF), ("transformers", Framework.HF), ("peft", Framework.HF),
+    ("accelerate", Framework.HF),
+    ("llm-foundry", Framework.FSDP), ("composer", Framework.FSDP),
+    ("megatron", Framework.MEGATRON), ("deepspeed", Framework.DEEPSPEED),
+    ("fsdp", Framework.FSDP), ("fully_shard", Framework.FSDP),
+)
+
+
+def framework_in_text(text: str) -> tuple[Framework, str] | None:
+    """(framework, the name found) for the first of NAMES in `text` (whole words), else None."""
+    import re  # only for free text (case files, records)
+
+    low = text.lower()
+    for name, framework in NAMES:
+        if re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", low):
+            return framework, name
+    return None
 
 
 def profile(framework: Framework) -> Profile:

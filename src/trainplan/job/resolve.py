@@ -90,7 +90,12 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None) -> TrainingSetup
     framework = parse_enum(Framework, req.framework, "--framework")
     prof = profile(framework)
     method = parse_enum(Method, req.method, "--method")
-    precision = parse_enum(Precision, req.precision, "--precision") if req.precision else prof.precision
+    # a framework that trains a full fine-tune in its load dtype does so on DDP or one GPU; DeepSpeed
+    # and FSDP (accelerate's prepare upcasts trainable parameters) add the fp32 copy
+    engine = str(req.zero).strip() not in ("0", "") or str(req.fsdp).strip().lower() not in ("none", "")
+    default_precision = prof.full_precision if prof.full_precision and method in (Method.FULL, Method.FREEZE) \
+        and not engine else prof.precision
+    precision = parse_enum(Precision, req.precision, "--precision") if req.precision else default_precision
     optimizer = parse_enum(Optimizer, req.optimizer, "--optimizer") if req.optimizer else prof.optimizer
     grad_ckpt = parse_enum(GradCkpt, req.grad_ckpt, "--grad-ckpt") if req.grad_ckpt else prof.grad_ckpt
     attention = parse_enum(Attention, req.attention, "--attention") if req.attention else prof.attention

@@ -140,7 +140,10 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
         emb_transient = v * h * regime.grad_bytes
     grads = [int(g * grad_scale) for g in _layer_grad_bytes(setup, regime, state)]
     chunks = setup.impl.loss_chunks or max(1, -(-setup.seq_len // 128))
-    logits = logits_memory(tokens=t, vocab=v, hidden=h, compute_bytes=c, loss=setup.impl.loss,
+    # without autocast the head computes in its weight's dtype: an fp32 head (prepare_model_for_kbit_training
+    # casts it, or an fp32 model) returns fp32 logits
+    logit_bytes = c if regime.autocast else max(c, head_weight_bytes)
+    logits = logits_memory(tokens=t, vocab=v, hidden=h, compute_bytes=logit_bytes, loss=setup.impl.loss,
                            chunks=chunks, upcast=setup.impl.loss_upcast, compiled=setup.impl.compiled,
                            softcap=bool(spec.final_logit_softcapping))
     if setup.impl.output_fp32 and c != 4:

@@ -51,8 +51,13 @@ def resolve_regime(setup: TrainingSetup) -> Regime:
         return Regime(autocast=False, trainable_weight_bytes=4, frozen_weight_bytes=4, adapter_bytes=4,
                       grad_bytes=4, master_bytes=0, state_bytes=4, residual_bytes=4, compute_bytes=4)
     if p.is_pure:
-        return Regime(autocast=False, trainable_weight_bytes=2, frozen_weight_bytes=2, adapter_bytes=2,
-                      grad_bytes=2, master_bytes=0, state_bytes=2, residual_bytes=2, compute_bytes=2)
+        # load_fp32 without autocast: peft's prepare_model_for_kbit_training casts the non-quantized
+        # weights (embedding, norms, head) to fp32 and no autocast casts them back, so the residual
+        # stream leaves the embedding in fp32 (the quantized linears still compute in bnb's 16-bit
+        # compute dtype)
+        frozen = 4 if impl.load_fp32 else 2
+        return Regime(autocast=False, trainable_weight_bytes=2, frozen_weight_bytes=frozen, adapter_bytes=2,
+                      grad_bytes=2, master_bytes=0, state_bytes=2, residual_bytes=frozen, compute_bytes=2)
     fp8_cache = 2 if p is Precision.FP8 else 0
     if impl.master_weights is MasterWeights.OPTIMIZER or p is Precision.FP8:
         grad = 4 if impl.grad_dtype_fp32_accum else 2

@@ -151,7 +151,7 @@ class ShardedState:
 _FSDP1_NO_SYNC = FsdpConfig(version=1, sync_every_microbatch=False, whole_unit_grads=True)
 FSDP_BY_FRAMEWORK = {Framework.LITGPT: _FSDP1_NO_SYNC, Framework.HF: _FSDP1_NO_SYNC,
                      Framework.LLAMAFACTORY: _FSDP1_NO_SYNC, Framework.SWIFT: _FSDP1_NO_SYNC,
-                     Framework.AXOLOTL: _FSDP1_NO_SYNC}
+                     Framework.AXOLOTL: _FSDP1_NO_SYNC, Framework.TRL: _FSDP1_NO_SYNC}
 
 
 def fsdp_for(framework: Framework) -> FsdpConfig:

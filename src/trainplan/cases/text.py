@@ -1,0 +1,220 @@
+"""Free text of a run's description read into settings, generously and the same way for every
+source: the framework by its names (job/frameworks.NAMES), `key=value` / `--key value` settings
+written into the text (under the spellings the frameworks' configs and READMEs use), precision,
+checkpointing, attention, optimizer, quantization and GPU from their own fields.
+
+Nothing here knows a case or a source: each rule reads a word or a field a description of any run
+could carry. A value that cannot be read raises Skip (cases/common.py) with why.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from trainplan import catalog
+from trainplan.cases.common import Skip, text
+from trainplan.enums import Framework, Optimizer
+from trainplan.errors import TrainplanError
+from trainplan.job.frameworks import framework_in_text
+from trainplan.specs import GpuSpec
+
+_TRUE = {"true", "yes", "on", "1", "enabled", "enable"}
+_FALSE = {"false", "no", "off", "0", "disabled", "disable", "none"}
+# `key=value` (no spaces around "=", as flag lists and overrides are written) or `--key value`
+_PAIR = re.compile(r"(?<![\w.\-])(?:--)?([a-z][a-z0-9_.\-]*)=([^\s,;)=]+)|--([a-z][a-z0-9_\-]*)\s+([^\s,;)\-][^\s,;)]*)")
+
+# spellings of one setting across frameworks' configs and READMEs -> (JobOptions field, kind)
+_KEYS = {
+    "compile": ("compile", "bool"), "torch_compile": ("compile", "bool"),
+    "opt_in_bwd": ("optimizer_in_backward", "bool"), "optimizer_in_bwd": ("optimizer_in_backward", "bool"),
+    "optimizer_in_backward": ("optimizer_in_backward", "bool"),
+    "act_offload": ("activation_offload", "bool"), "enable_activation_offloading": ("activation_offload", "bool"),
+    "activation_offloading": ("activation_offload", "bool"), "activation_offload": ("activation_offload", "bool"),
+    "chunked_ce": ("loss", "chunked"), "chunked_cross_entropy": ("loss", "chunked"),
+    "ac": ("grad_ckpt", "ckpt"), "enable_activation_checkpointing": ("grad_ckpt", "ckpt"),
+    "gradient_checkpointing": ("grad_ckpt", "ckpt"), "activation_checkpointing": ("grad_ckpt", "ckpt"),
+    "packed": ("packing", "bool"), "packing": ("packing", "bool"), "sample_packing": ("packing", "bool"),
+    "use_liger_kernel": ("liger", "liger"), "enable_liger_kernel": ("liger", "liger"),
+    "precision": ("precision", "precision"), "opt": ("optimizer", "optimizer"),
+}
+# Lightning-style precision names (litgpt `--precision`, Fabric) -> trainplan precision
+_PRECISIONS = {"bf16-true": "bf16-pure", "16-true": "fp16-pure", "bf16-mixed": "bf16", "16-mixed": "fp16",
+               "32-true": "fp32", "32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
+
+
+def framework_of(case: dict) -> Framework:
+    """The framework the case's `framework` text names (job/frameworks.NAMES), else Skip."""
+    found = framework_in_text(str(case.get("framework") or ""))
+    if found is None:
+        raise Skip(f"framework {case.get('framework')!r} not recognised (no framework trainplan has a profile for)")
+    return found[0]
+
+
+def _bool(value: str) -> bool | None:
+    v = value.strip().lower().strip("'\"")
+    return True if v in _TRUE else False if v in _FALSE else None
+
+
+def embedded_settings(value: Any) -> tuple[dict[str, Any], list[str]]:
+    """Settings written into a text as `key=value`, `key: value` or `--key value` (a README's flag
+    list, a command line), mapped to JobOptions fields; and notes on what they set."""
+    low = text(value)
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    for m in _PAIR.finditer(low):
+        key, raw = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        key = key.replace("-", "_").split(".")[-1]
+        if key not in _KEYS:
+            continue
+        name, kind = _KEYS[key]
+        flag = _bool(raw)
+        if kind == "bool" and flag is not None:
+            out[name] = flag
+        elif kind == "ckpt" and flag is not None:
+            out[name] = "full" if flag else "none"
+        elif kind == "chunked" and flag is not None:
+            out[name] = "chunked" if flag else "full"
+        elif kind == "liger" and flag is not None:
+            out["liger"] = flag
+            if flag:
+                out["loss"] = "fused"
+        elif kind == "precision" and raw.strip("'\"") in _PRECISIONS:
+            out[name] = _PRECISIONS[raw.strip("'\"")]
+        elif kind == "optimizer":
+            opt, _ = memory_optimizer(raw)
+            if opt is not None:
+                out[name] = opt.value
+        else:
+            continue
+        notes.append(f"{key}={raw} in the description: {name} {out.get(name)}")
+    if re.search(r"\b(torch\.)?compile (is )?enabled\b", low):
+        out.setdefault("compile", True)
+    return out, notes
+
+
+# --- fields ---------------------------------------------------------------------------------------
+
+def grad_ckpt_of(value: Any) -> str:
+    """True / "selective" / free text ("full", "yes (unsloth)", "enabled", "activate: True") ->
+    none | full | selective."""
+    if value is True:
+        return "full"
+    if isinstance(value, str):
+        low = value.lower()
+        if "selective" in low:
+            return "selective"
+        if re.search(r"\b(no|none|off|false|disabled|not enabled)\b", low):
+            return "none"
+        if re.search(r"\b(true|full|yes|on|enabled|unsloth|activate)\b", low) or "checkpointing" in low:
+            return "full"
+    return "none"
+
+
+def attention_of(value: Any) -> str | None:
+    a = text(value)
+    if "flash" in a:
+        return "flash"
+    if "sdpa" in a:
+        return "sdpa"
+    if "eager" in a:
+        return "eager"
+    return None
+
+
+def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
+    """The optimizer as it holds memory, with a note where the mapping is approximate. bitsandbytes'
+    32-bit PagedAdamW keeps its states in CUDA unified memory like the 8-bit paged variant: outside
+    PyTorch's allocator either way, so paged-adamw-8bit is the closest."""
+    t = text(value)
+    if not t.strip():
+        return None, "optimizer not stated: the framework profile's default"
+    if "paged" in t and "8bit" not in t and "8-bit" not in t:
+        return Optimizer.PAGED_ADAMW_8BIT, ("32-bit paged AdamW counted as paged-adamw-8bit: paged states "
+                                            "live outside PyTorch's allocator either way")
+    if "paged" in t:
+        return Optimizer.PAGED_ADAMW_8BIT, None
+    if "8-bit" in t or "8bit" in t:
+        return Optimizer.ADAMW_8BIT, None
+    for word, opt in (("adafactor", Optimizer.ADAFACTOR), ("sgd", Optimizer.SGD), ("lion", Optimizer.LION)):
+        if word in t:
+            return opt, None
+    if "fused" in t or t.strip() in ("adam", "adamw"):
+        return Optimizer.ADAMW_FUSED, None
+    if "adam" in t:
+        return Optimizer.ADAMW, None
+    return None, f"optimizer {value!r} not recognised: the framework profile's default"
+
+
+def precision_of(case: dict, framework: Framework, sharded: bool) -> tuple[str | None, bool | None, str | None]:
+    """(precision, frozen weights in fp32, note) from the case's precision fields: what the weights,
+    the compute, the master copy and the optimizer states are kept in."""
+    prec = case.get("precision") or {}
+    if isinstance(prec, str):
+        prec = {"weights": prec}
+    weights, compute = text(prec.get("weights")), text(prec.get("compute"))
+    master, states = text(prec.get("master_weights")), text(prec.get("optimizer_states"))
+    if "16-true" in weights + compute or "pure bf16" in weights + compute:
+        return "bf16-pure" if "bf16" in weights + compute else "fp16-pure", None, \
+            "16-bit weights and optimizer states (no fp32 copy)"
+    if "fp8" in compute:
+        return "fp8", None, None
+    if weights.startswith("fp32") and compute.startswith("fp32"):
+        return "fp32", None, "fp32 weights and compute (no mixed precision)"
+    if weights.startswith("fp32"):
+        return ("fp16" if "fp16" in compute else "bf16"), True, "frozen weights kept in fp32 under mixed precision"
+    sixteen = "bf16" in weights or "fp16" in weights or "16-bit" in weights
+    no_copy = master in ("", "none", "null") and ("fp32" not in states)
+    if case.get("method") in ("full", "pretrain") and sixteen and no_copy and not sharded:
+        pure = "fp16-pure" if "fp16" in weights and "bf16" not in weights else "bf16-pure"
+        return pure, None, "16-bit weights trained without an fp32 copy (master weights: none stated)"
+    return None, None, None
+
+
+def quant_of(case: dict) -> tuple[str | None, bool, str | None]:
+    """(quant kind, double quantization, note) of a QLoRA case; the field may be an object or a string."""
+    q = case.get("quantization")
+    if case.get("method") != "qlora":
+        return None, False, None
+    if isinstance(q, str):
+        q = {"type": q}
+    q = q or {}
+    kind = text(q.get("type") or q.get("kind") or q)
+    note = None
+    if "gptq" in kind or "int4" in kind or "awq" in kind:
+        note = f"{q.get('type')}: 4-bit weights counted as nf4 (0.5 byte/param plus block constants)"
+    quant = "fp4" if "fp4" in kind else "int8" if ("int8" in kind or "8-bit" in kind or "8bit" in kind) else "nf4"
+    return quant, bool(q.get("double_quant")) or "double" in kind or "dq" in kind.split("-"), note
+
+
+_GPU_WORDS = (("4090", "rtx4090"), ("a6000", "rtx-a6000"), ("h100", "h100-sxm"), ("h800", "h800-sxm"),
+              ("a800", "a800-sxm4-80gb"), ("h200", "h200-sxm"), ("h20", "h20"), ("l40s", "l40s"),
+              ("40gb", "a100-sxm4-40gb"), ("a100", "a100-sxm4-80gb"), ("3090", "rtx3090"), ("v100", "v100"),
+              ("a10g", "a10g"), ("a10", "a10"), ("l4", "l4"), ("t4", "t4"), ("910b", "ascend-910b"),
+              ("mi300x", "mi300x"), ("b200", "b200"))
+_CLASS = re.compile(r"(\d+)\s*gb\b")
+
+
+def gpu_of(case: dict) -> tuple[GpuSpec, str | None]:
+    """The catalog GPU the case's `gpus.type` names (a known word, or a catalog id or alias); when
+    it names only a memory size ("80GB class"), a catalog GPU of that size (memory is what a
+    memory case needs of it), with a note; else Skip."""
+    raw = str((case.get("gpus") or {}).get("type") or "")
+    low = raw.lower()
+    for word, gpu_id in _GPU_WORDS:
+        if re.search(r"(?<![a-z0-9])" + word + r"(?![0-9])", low):
+            if word == "40gb" and "a100" not in low:
+                continue
+            return catalog.resolve_gpu(gpu_id), None
+    try:
+        return catalog.resolve_gpu(low.split("(")[0].strip().replace(" ", "-")), None
+    except TrainplanError:
+        pass
+    size = _CLASS.search(low)
+    if size:
+        gb = int(size.group(1))
+        same = [g for g in catalog.load_gpus().values() if g.memory_bytes == gb * 10**9 and g.vendor == "NVIDIA"]
+        if same:
+            gpu = min(same, key=lambda g: (g.launch_year or 0, g.id))
+            return gpu, f"GPU type not stated; a {gb} GB GPU ({gpu.id}) assumed for its capacity"
+    raise Skip(f"GPU {raw!r} not mapped")

@@ -1,0 +1,466 @@
+"""Launch lines: torchrun, deepspeed, accelerate launch, llamafactory-cli, tune run, torchtitan's
+run_train.sh and `python script.py --hf-args ...`, given as a file (.sh) or as the command itself, with
+environment assignments before the command (NPROC_PER_NODE=8 NNODES=2 CUDA_VISIBLE_DEVICES=0,1 ...).
+`swift ...` and `megatron ...` lines belong to importers/swift.py.
+
+What sets the GPU count (shared/reference/framework_configs.md section 8):
+- torchrun (torch/distributed/run.py): world = --nnodes x --nproc-per-node (default 1; also PET_* env);
+  --standalone is one node. `python -m torch.distributed.run|launch` is the same.
+- deepspeed (deepspeedai/DeepSpeed edaa722, deepspeed/launcher/runner.py): --num_gpus / --num_nodes default -1
+  = every GPU and every host of the hostfile (`_parse_hostfile`: lines "host slots=N").
+- accelerate launch (huggingface/accelerate 16cb6eb, commands/launch.py): flags over the --config_file YAML;
+  --num_processes is the total over all machines.
+- llamafactory-cli train x.yaml key=value (LLaMA-Factory ff6d4d1 cli.py / hparams/parser.py read_args: the YAML
+  with OmegaConf.from_cli overrides on top): torchrun with NNODES (1) x NPROC_PER_NODE (the device count)
+  when FORCE_TORCHRUN is set or more than one GPU is visible.
+- tune run [torchrun options] RECIPE --config X key=value (pytorch/torchtune bd2a0fc torchtune/_cli/run.py):
+  torchrun for distributed recipes, one process for *_single_device recipes.
+- torchtitan run_train.sh (v0.2.2): torchrun --nproc_per_node=${NGPU:-8} -m torchtitan.train
+  --job.config_file ${CONFIG_FILE} "$@" (CLI overrides `--section.key value` over the TOML).
+Configs and script arguments go to their own readers: the llamafactory-cli YAML with its key=value overrides
+to importers/llamafactory.py, `train.py --key value` arguments (over a positional YAML/JSON) to importers/hf.py
+(or the reader whose format they are), --deepspeed JSONs through those readers, accelerate YAMLs (with the
+launch flags laid over them) to importers/accelerate.py, torchtune/torchtitan configs (with their overrides)
+to importers/torchtune.py and torchtitan.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from trainplan.errors import TrainplanError
+from trainplan.importers import accelerate as accelerate_reader
+from trainplan.importers import torchtitan as titan
+from trainplan.importers import torchtune as tune
+from trainplan.importers.base import Collector, Imported, Origin, ReadContext, as_int
+
+FORMAT = "launch"
+_ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_MINE = {"torchrun", "deepspeed", "accelerate", "llamafactory-cli", "lmf", "tune", "python", "python3"}
+_NOT_MINE = {"swift", "megatron"}          # importers/swift.py
+_SEPARATORS = {"&&", "||", ";", "|"}
+_TORCHRUN_FLAGS = {"standalone", "m", "module", "no_python", "run_path", "virtual_local_rank", "use_env"}
+_DS_FLAGS = {"module", "no_python", "no_local_rank", "no_ssh", "no_ssh_check", "force_multi", "save_pid",
+             "elastic_training", "bind_cores_to_rank", "autotuning_run"}
+_ACC_FLAGS = {"cpu", "multi_gpu", "tpu", "use_deepspeed", "use_fsdp", "use_megatron_lm", "use_xpu", "m", "module",
+              "no_python", "quiet", "q", "debug", "same_network", "use_parallelism_config", "ipex", "mps",
+              "tpu_use_cluster", "tpu_use_sudo", "downcast_bf16", "enable_cpu_affinity"}
+_CONFIG_EXT = (".yaml", ".yml", ".json", ".toml")
+
+
+def detect(data: Any, path: str) -> int:
+    if not isinstance(data, list) or not data:
+        return 0
+    _, words = _command(data)
+    if not words:
+        return 0
+    first = os.path.basename(words[0]).lower()
+    if first in _NOT_MINE:
+        return 0
+    if first in _MINE:
+        return 20
+    return 10 if first.endswith((".sh", ".py")) else 0
+
+
+def _command(data: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The environment and the words of the first launcher command (`export A=1 && torchrun ...` too)."""
+    env: dict[str, str] = {}
+    segments, current = [], []
+    for word in data:
+        if word in _SEPARATORS:
+            segments.append(current)
+            current = []
+        else:
+            current.append(word)
+    segments.append(current)
+    for seg in segments:
+        words = [w for w in seg if w not in ("export", "env")] if seg and seg[0] in ("export", "env") else seg
+        i = 0
+        while i < len(words) and _ENV.match(words[i]):
+            key, value = _ENV.match(words[i]).groups()
+            env[key] = value
+            i += 1
+        if i < len(words) and os.path.basename(words[i]).lower() not in ("cd", "source", ".", "set", "echo", "mkdir"):
+            return env, words[i:]
+    return env, []
+
+
+def _options(words: list[str], flags: set[str]) -> tuple[dict[str, Any], list[str]]:
+    """Leading options (`--a b`, `--a=b`, `--flag`) and the words after them (the script and its args)."""
+    opts: dict[str, Any] = {}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            i += 1
+            break
+        if not word.startswith("-") or word == "-":
+            break
+        name, eq, value = word.partition("=")
+        name = name.lstrip("-").replace("-", "_")
+        if eq:
+            opts[name] = value
+        elif name in flags or i + 1 >= len(words):
+            opts[name] = True
+        else:
+            opts[name] = words[i + 1]
+            i += 1
+        i += 1
+    return opts, words[i:]
+
+
+def read(data: list[str], path: str, ctx: ReadContext | None = None) -> Imported:
+    c = Collector(FORMAT, path)
+    env, words = _command(data)
+    if not words:
+        raise TrainplanError(f"--from {path}: no launch command found")
+    first = os.path.basename(words[0]).lower()
+    if first in ("python", "python3") and len(words) > 2 and words[1] == "-m" and \
+            words[2] in ("torch.distributed.run", "torch.distributed.launch"):
+        first, words = "torchrun", ["torchrun", *words[3:]]
+    c.ignore(len(env))
+    if first == "torchrun":
+        opts, rest = _options(words[1:], _TORCHRUN_FLAGS)
+        per_node, nodes = _torchrun_counts(c, opts, env)
+        _script(c, rest, ctx, env, _world(per_node, nodes))
+        _gpus(c, per_node, nodes, "torchrun --nproc_per_node x --nnodes")
+    elif first == "deepspeed":
+        opts, rest = _options(words[1:], _DS_FLAGS)
+        per_node, nodes = _deepspeed_counts(c, opts, env, ctx)
+        _script(c, rest, ctx, env, _world(per_node, nodes))
+        _gpus(c, per_node, nodes, "deepspeed --num_gpus/--num_nodes/--hostfile")
+    elif first == "accelerate":
+        if len(words) < 2 or words[1] != "launch":
+            raise TrainplanError(f"--from {path}: only `accelerate launch ...` starts training")
+        _accelerate(c, words[2:], ctx, env)
+    elif first in ("llamafactory-cli", "lmf"):
+        _llamafactory(c, words[1:], ctx, env)
+    elif first == "tune":
+        if len(words) < 2 or words[1] != "run":
+            raise TrainplanError(f"--from {path}: only `tune run RECIPE --config FILE` starts training")
+        _tune(c, words[2:], ctx)
+    elif first in ("python", "python3"):
+        _script(c, _options(words[1:], {"u", "O", "B", "m"})[1], ctx, env, None)   # one process
+    elif first.endswith(".py"):
+        _script(c, words, ctx, env, None)
+    elif first.endswith(".sh") and (first == "run_train.sh" or "CONFIG_FILE" in env):
+        ngpu = env.get("NGPU")
+        per_node = as_int(ngpu, "NGPU", path, minimum=1) if ngpu else 8
+        if not ngpu:
+            c.default("num_gpus", 8, key="NGPU", note="torchtitan run_train.sh: NGPU=${NGPU:-\"8\"}")
+        _titan(c, words[1:], ctx, env, per_node)
+        if ngpu:
+            _gpus(c, per_node, None, "NGPU (run_train.sh: torchrun --nproc_per_node=${NGPU})")
+    else:
+        c.skip("command", " ".join(words[:2]), "a script trainplan cannot look into: give the launch command itself")
+    return c.result()
+
+
+def _world(per_node: int | None, nodes: int | None) -> int | None:
+    return per_node * (nodes or 1) if per_node else None
+
+
+def _gpus(c: Collector, per_node: int | None, nodes: int | None, what: str) -> None:
+    if nodes is not None:
+        c.set("nodes", nodes, key=what.split(" x ")[-1] if " x " in what else what, raw=nodes)
+    if per_node is not None:
+        c.set("num_gpus", per_node * (nodes or 1), key=what, raw={"per_node": per_node, "nodes": nodes or 1},
+              note=f"{per_node} per node x {nodes or 1} node(s)")
+
+
+def _count(value: Any, key: str, file: str) -> int | None:
+    """A process count; None for "auto"/"gpu" (every visible GPU) and for MIN:MAX ranges."""
+    text = str(value).strip().lower()
+    if ":" in text:
+        low, _, high = text.partition(":")
+        return as_int(low, key, file, minimum=1) if low == high else None
+    if text in ("auto", "gpu", "cuda", "xpu", "cpu"):
+        return None
+    return as_int(text, key, file, minimum=1)
+
+
+def _visible(env: dict[str, str]) -> int | None:
+    devices = env.get("CUDA_VISIBLE_DEVICES")
+    return len([d for d in devices.split(",") if d.strip()]) if devices else None
+
+
+def _torchrun_counts(c: Collector, opts: dict, env: dict) -> tuple[int | None, int | None]:
+    per = opts.get("nproc_per_node", env.get("PET_NPROC_PER_NODE"))
+    nnodes = opts.get("nnodes", env.get("PET_NNODES"))
+    per_node = 1 if per is None else _count(per, "--nproc_per_node", c.file)
+    if per_node is None:
+        vis = _visible(env)
+        if vis:
+            per_node = vis
+        else:
+            c.skip("--nproc_per_node", per, "every GPU of the node: give --num-gpus")
+    nodes = None
+    if opts.get("standalone") is True:
+        nodes = 1
+    elif nnodes is not None:
+        nodes = _count(nnodes, "--nnodes", c.file)
+        if nodes is None:
+            c.skip("--nnodes", nnodes, "an elastic MIN:MAX node range: give --nodes")
+    return per_node, nodes
+
+
+def _deepspeed_counts(c: Collector, opts: dict, env: dict, ctx: ReadContext | None) -> tuple[int | None, int | None]:
+    num_gpus = as_int(opts.get("num_gpus", opts.get("num_accelerators", -1)), "--num_gpus", c.file, minimum=-1)
+    num_nodes = as_int(opts.get("num_nodes", -1), "--num_nodes", c.file, minimum=-1)
+    for key in ("include", "i", "exclude", "e"):
+        if key in opts:
+            c.skip(f"--{key}", opts[key], "host/slot filters are not applied: give --num-gpus and --nodes")
+    hostfile = opts.get("hostfile", opts.get("H"))
+    if hostfile:
+        found = ctx.resolve_path(str(hostfile)) if ctx is not None else None
+        if found is None:
+            c.skip("--hostfile", hostfile, "file not found: hosts and slots unknown")
+        else:
+            slots = _hostfile(found, c.file)
+            hosts = slots[:num_nodes] if num_nodes > 0 else slots
+            per = [min(s, num_gpus) if num_gpus > 0 else s for s in hosts]
+            c.includes.append(found)
+            if len(set(per)) == 1:
+                return per[0], len(per)
+            c.skip("--hostfile", hostfile, f"hosts with different slot counts {per}: give --num-gpus and --nodes")
+            return None, len(per)
+    vis = _visible(env)
+    per_node = num_gpus if num_gpus > 0 else vis
+    if per_node is None:
+        c.skip("--num_gpus", num_gpus, "-1: every GPU of the node: give --num-gpus")
+    return per_node, (num_nodes if num_nodes > 0 else None)
+
+
+def _hostfile(path: str, where: str) -> list[int]:
+    """Slots per host, in order (deepspeed/launcher/runner.py _parse_hostfile)."""
+    slots: dict[str, int] = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            m = re.search(r"^(\S+)\s+slots=(\d+)", line)
+            if not m:
+                raise TrainplanError(f"--from {where}: hostfile {path} has a bad entry: {line!r}")
+            if m.group(1) in slots:
+                raise TrainplanError(f"--from {where}: hostfile {path} lists {m.group(1)} twice")
+            slots[m.group(1)] = int(m.group(2))
+    if not slots:
+        raise TrainplanError(f"--from {where}: hostfile {path} is empty")
+    return list(slots.values())
+
+
+def _load(c: Collector, name: str, ctx: ReadContext | None, key: str) -> tuple[str, Any] | None:
+    """A config file's path and parsed content (to apply overrides before its reader runs)."""
+    from trainplan import importers
+
+    found = ctx.resolve_path(name) if ctx is not None else None
+    if found is None:
+        c.skip(key, name, "file not found: its settings are not read")
+        return None
+    found = os.path.normpath(found)
+    return found, importers.parse(importers._read_text(found), found)
+
+
+def _script(c: Collector, words: list[str], ctx: ReadContext | None, env: dict, world: int | None) -> None:
+    """The training script (a path, or the module of `-m`) and its arguments."""
+    if words and titan.is_torchtitan(words[1:], words[0]):
+        _titan(c, words[1:], ctx, env, world)
+    elif words:
+        script_args(c, words[1:], ctx)
+
+
+def _titan(c: Collector, args: list[str], ctx: ReadContext | None, env: dict, world: int | None) -> None:
+    name = titan.config_file_of(args, env)
+    if name is None:
+        c.skip("--job.config_file", None, "torchtitan without a TOML job config: its defaults are not assumed")
+        return
+    loaded = _load(c, name, ctx, "--job.config_file")
+    if loaded is None:
+        return
+    found, data = loaded
+    if not isinstance(data, dict):
+        raise TrainplanError(f"--from {c.file}: {found} is not a torchtitan TOML job config")
+    merged, rest = titan.apply_overrides(data, args, c.file)
+    c.merge(titan.read_job(merged, found, ctx, world=world))
+    c.ignore(len(rest))
+
+
+def script_args(c: Collector, args: list[str], ctx: ReadContext | None) -> None:
+    """A training script's arguments (`--per_device_train_batch_size 4 --bf16 --deepspeed ds.json`, and a
+    positional YAML/JSON config as HfArgumentParser.parse_yaml_file and LLaMA-Factory's read_args take it,
+    the `--key value` arguments laid over it), read by the reader of that config's format (HF
+    TrainingArguments when nothing else claims them)."""
+    from trainplan.importers import read as reader
+
+    values: dict[str, Any] = {}
+    config, i = None, 0
+    while i < len(args):
+        word = args[i]
+        if word.startswith("--") and len(word) > 2:
+            name, eq, value = word[2:].partition("=")
+            items = [value] if eq else []
+            while not eq and i + 1 < len(args) and not args[i + 1].startswith("--"):
+                items.append(args[i + 1])
+                i += 1
+            parsed = [_scalar(x) for x in items]
+            values[name.replace("-", "_")] = True if not parsed else parsed[0] if len(parsed) == 1 else parsed
+        elif word.lower().endswith(_CONFIG_EXT) and config is None:
+            config = word
+        else:
+            c.ignore()
+        i += 1
+    where, data = c.file, {}
+    if config is not None:
+        loaded = _load(c, config, ctx, "(script config)")
+        if loaded is not None:
+            where, data = loaded
+            if not isinstance(data, dict):
+                raise TrainplanError(f"--from {c.file}: {where} is not a mapping of training arguments")
+    if not values and not data:
+        return
+    merged = {**data, **values}
+    try:
+        name = reader.detect(merged, where)
+    except TrainplanError:
+        name = "hf"
+    name = name if name in ("llamafactory", "hf", "axolotl", "swift") else "hf"
+    imported = reader._reader(name).read(merged, where, ctx)
+    if where == c.file:
+        _absorb(c, imported)
+    else:
+        c.merge(imported)
+
+
+def _absorb(c: Collector, imported: Imported) -> None:
+    """Another reader's settings for this same command line (not a file it named). The script's framework
+    defaults do not replace what the launcher's config set: under `accelerate launch` the Trainer takes
+    mixed precision and FSDP from the environment the launcher exports (ACCELERATE_MIXED_PRECISION,
+    ACCELERATE_USE_FSDP, FSDP_* in accelerate utils/launch.py) unless its own arguments say otherwise."""
+    have = {s.field for s in c.settings}
+    c.settings.extend(s for s in imported.settings if s.field not in have or (
+        s.origin is not Origin.FRAMEWORK_DEFAULT and not (s.field == "framework" and s.value == "hf")))
+    c.unread.extend(imported.unread)
+    c.ignored += imported.ignored
+    c.includes.extend(imported.includes)
+
+
+def _scalar(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    import yaml
+
+    try:
+        return yaml.safe_load(value) if value.strip() else value
+    except yaml.YAMLError:
+        return value
+
+
+def _accelerate(c: Collector, words: list[str], ctx: ReadContext | None, env: dict) -> None:
+    """`accelerate launch [flags] script args`: the flags laid over the --config_file YAML (commands/launch.py
+    _validate_launch_command: a YAML value fills only a flag left out), read by importers/accelerate.py."""
+    opts, rest = _options(words, _ACC_FLAGS)
+    data: dict[str, Any] = {}
+    where = c.file
+    if opts.get("config_file"):
+        loaded = _load(c, str(opts["config_file"]), ctx, "--config_file")
+        if loaded is not None:
+            where, data = loaded
+            if not isinstance(data, dict):
+                raise TrainplanError(f"--from {c.file}: {where} is not an accelerate config")
+    else:
+        c.skip("--config_file", None, "none given: accelerate's default_config.yaml (in $HF_HOME/accelerate) is not "
+                                      "read; only the flags on the line are")
+        data = {"compute_environment": "LOCAL_MACHINE"}
+    data = dict(data)
+    kinds = [t for flag, t in (("use_deepspeed", "DEEPSPEED"), ("use_fsdp", "FSDP"), ("multi_gpu", "MULTI_GPU"),
+                               ("use_megatron_lm", "MEGATRON_LM")) if opts.get(flag) is True]
+    if kinds:
+        data["distributed_type"] = kinds[0]
+    data.setdefault("distributed_type", "MULTI_GPU" if _count(opts.get("num_processes", 1), "--num_processes",
+                                                                c.file) not in (None, 1) else "NO")
+    for key in ("num_processes", "num_machines", "mixed_precision"):
+        if key in opts:
+            data[key] = _scalar(opts[key])
+    for key, value in opts.items():
+        if key in ("zero_stage", "offload_optimizer_device", "offload_param_device", "gradient_accumulation_steps",
+                   "deepspeed_config_file", "zero3_init_flag"):
+            data["deepspeed_config"] = {**(data.get("deepspeed_config") or {}), key: _scalar(value)}
+        elif key.startswith("fsdp_"):
+            data["fsdp_config"] = {**(data.get("fsdp_config") or {}), key: _scalar(value)}
+        elif key.startswith("parallelism_config_"):
+            data["parallelism_config"] = {**(data.get("parallelism_config") or {}), key: _scalar(value)}
+    if "dynamo_backend" in opts:
+        data["dynamo_config"] = {**(data.get("dynamo_config") or {}), "dynamo_backend": opts["dynamo_backend"]}
+    if where == c.file and len(data) <= 2 and "num_processes" not in opts:
+        c.ignore(len(opts))      # no config file and no flag that says anything about the job
+    else:
+        imported = accelerate_reader.read(data, where, ctx)
+        _absorb(c, imported) if where == c.file else c.merge(imported)
+    _script(c, rest, ctx, env, None)
+
+
+def _llamafactory(c: Collector, words: list[str], ctx: ReadContext | None, env: dict) -> None:
+    """`llamafactory-cli train x.yaml key=value ...`: the overrides laid over the YAML
+    (importers/llamafactory.py with_overrides, as hparams/parser.py read_args does), read by that reader."""
+    from trainplan.importers import llamafactory
+
+    if not words or words[0] != "train":
+        raise TrainplanError(f"--from {c.file}: only `llamafactory-cli train CONFIG [key=value ...]` starts training")
+    args = words[1:]
+    config = args[0] if args and args[0].lower().endswith(_CONFIG_EXT) else None
+    if config is None:
+        c.skip("llamafactory-cli train", " ".join(args[:3]), "no YAML/JSON config after `train`")
+    else:
+        loaded = _load(c, config, ctx, "llamafactory-cli train CONFIG")
+        if loaded is not None:
+            found, data = loaded
+            if not isinstance(data, dict):
+                raise TrainplanError(f"--from {c.file}: {found} is not a LLaMA-Factory config")
+            c.merge(llamafactory.read(llamafactory.with_overrides(data, args[1:], c.file), found, ctx))
+    nnodes = env.get("NNODES")
+    nodes = as_int(nnodes, "NNODES", c.file, minimum=1) if nnodes else None
+    per = env.get("NPROC_PER_NODE")
+    per_node = as_int(per, "NPROC_PER_NODE", c.file, minimum=1) if per else _visible(env)
+    if per_node is None:
+        c.skip("NPROC_PER_NODE", None, "unset: LLaMA-Factory uses every GPU of the node; give --num-gpus")
+    _gpus(c, per_node, nodes, "NPROC_PER_NODE x NNODES" if per else "CUDA_VISIBLE_DEVICES x NNODES")
+
+
+def _tune(c: Collector, words: list[str], ctx: ReadContext | None) -> None:
+    opts, rest = _options(words, _TORCHRUN_FLAGS)
+    if not rest:
+        raise TrainplanError(f"--from {c.file}: tune run needs a recipe")
+    recipe = os.path.splitext(os.path.basename(rest[0]))[0]
+    args = rest[1:]
+    config = args[args.index("--config") + 1] if "--config" in args and args.index("--config") + 1 < len(args) \
+        else None
+    overrides = [a for i, a in enumerate(args) if "=" in a and not a.startswith("-") and
+                 (i == 0 or args[i - 1] != "--config")]
+    distributed = "distributed" in recipe
+    loaded = _load(c, config, ctx, "--config") if config and config.endswith((".yaml", ".yml")) else None
+    if config and not config.endswith((".yaml", ".yml")):
+        c.skip("--config", config, "a built-in torchtune config name: copy it with `tune cp` and give the file")
+    if loaded is not None:
+        found, data = loaded
+        if not isinstance(data, dict):
+            raise TrainplanError(f"--from {c.file}: {found} is not a torchtune config")
+        data = tune.apply_overrides(data, overrides, c.file)
+        c.merge(tune.read_recipe(data, found, ctx, recipe=recipe))
+    else:
+        c.set("framework", "torchtune", key="tune run", raw=recipe)
+        method = "lora" if "lora" in recipe else "full" if "full" in recipe else None
+        if method:
+            c.set("method", "qlora" if config and "qlora" in config.lower() else method, key="tune run RECIPE",
+                  raw=recipe)
+        if distributed:
+            c.derived("fsdp", "full", key="tune run RECIPE", note=f"recipe {recipe}: FSDP2")
+        c.ignore(len(overrides))
+    if opts:     # torchrun options: _cli/run.py _run_distributed (torchrun), else _run_single_device (one process)
+        per_node, nodes = _torchrun_counts(c, opts, {})
+        _gpus(c, per_node, nodes, "tune run --nproc_per_node x --nnodes")
+    else:
+        c.set("num_gpus", 1, key="tune run RECIPE", raw=recipe,
+              note="no torchrun options: tune run runs the recipe in one process (torchtune/_cli/run.py)")

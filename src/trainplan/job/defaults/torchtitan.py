@@ -1,0 +1,48 @@
+"""torchtitan defaults for the keys a TOML job config may leave out.
+
+Read at pytorch/torchtitan v0.2.2 (73a0e69, 2026-02-20), the last release that reads TOML job configs:
+torchtitan/config/job_config.py (the JobConfig dataclasses). The next commit on main, 9810191 "[BC
+Breaking] Config System Refactor: TOML to Python Dataclass Registry" (2026-02-23), replaced TOML with
+Python configs; torchtitan 0.3.0 on PyPI has no TOML reader. Older TOMLs (v0.1.0, 2025-06-17,
+torchtitan/config_manager.py) spell a few keys differently ([float8], training.compile).
+"""
+
+from __future__ import annotations
+
+from trainplan.job.defaults import Default
+
+VERSION = "pytorch/torchtitan v0.2.2 (73a0e69, 2026-02-20)"
+_JC = "torchtitan/config/job_config.py"
+
+DEFAULTS: tuple[Default, ...] = (
+    Default(field="batch_size", value=8, key="training.local_batch_size", source=f"{_JC} Training.local_batch_size"),
+    Default(field="seq_len", value=2048, key="training.seq_len", source=f"{_JC} Training.seq_len"),
+    Default(field="max_steps", value=10000, key="training.steps", source=f"{_JC} Training.steps"),
+    Default(field="grad_accum", value=1, key="training.global_batch_size", raw=-1,
+            source=f"{_JC} Training.global_batch_size = -1; torchtitan/train.py: local x data-parallel degree, "
+                   "one accumulation step"),
+    Default(field="precision", value="bf16", key="training.mixed_precision_param", raw="bfloat16",
+            source=f"{_JC} Training.dtype = 'float32', mixed_precision_param = 'bfloat16', "
+                   "mixed_precision_reduce = 'float32'",
+            note="fp32 sharded parameters (and so fp32 AdamW states) with bf16 compute copies: "
+                 "models/llama3/infra/parallelize.py apply_fsdp MixedPrecisionPolicy"),
+    Default(field="grad_ckpt", value="full", key="activation_checkpoint.mode", raw="selective",
+            source=f"{_JC} ActivationCheckpoint.mode = 'selective', selective_ac_option = '2'",
+            note="selective with an integer option = every n-th transformer block fully checkpointed "
+                 "(torchtitan/distributed/activation_checkpoint.py _apply_layer_sac)"),
+    Default(field="grad_ckpt_every", value=2, key="activation_checkpoint.selective_ac_option", raw="2",
+            source=f"{_JC} ActivationCheckpoint.selective_ac_option = '2'"),
+    Default(field="loss", value="full", key="(loss)", raw="cross_entropy_loss",
+            source="torchtitan/components/loss.py cross_entropy_loss: cross_entropy(pred.flatten(0, 1).float(), ...)",
+            note="the whole logits tensor upcast to fp32; compiled with the loss when compile.components has it"),
+    Default(field="compile", value=False, key="compile.enable", source=f"{_JC} Compile.enable"),
+    Default(field="optimizer", value="adamw-fused", key="optimizer.name", raw="AdamW",
+            source=f"{_JC} Optimizer.name = 'AdamW', implementation = 'fused'"),
+    Default(field="fsdp_version", value=2, key="(FSDP)", raw="fully_shard",
+            source="torchtitan/models/llama3/infra/parallelize.py apply_fsdp: torch.distributed.fsdp.fully_shard"),
+    Default(field="reshard_after_forward", value=True, key="parallelism.fsdp_reshard_after_forward", raw="default",
+            source="torchtitan/models/llama3/infra/parallelize.py apply_fsdp: 'default' -> not pp_enabled",
+            note="without pipeline parallelism; with it, 'default' keeps the gathered parameters (False)"),
+    Default(field="offload", value="none", key="training.enable_cpu_offload", raw=False,
+            source=f"{_JC} Training.enable_cpu_offload"),
+)

@@ -1,0 +1,174 @@
+"""Launch lines read with --from (importers/launch.py): GPU and node counts, and the configs they name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trainplan.cli import main
+from trainplan.errors import TrainplanError
+from trainplan.importers import launch, read_config
+from trainplan.importers.base import Origin
+from trainplan.importers.merge import from_configs
+from trainplan.job.options import JobOptions
+
+DIR = Path(__file__).parent / "fixtures" / "configs" / "launch"
+TUNE = Path(__file__).parent / "fixtures" / "configs" / "torchtune"
+
+
+def options(*sources, **given) -> JobOptions:
+    return from_configs([str(p) for p in sources], JobOptions(model="", **given), given)
+
+
+def est(capsys, *argv):
+    assert main(["estimate", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def unread(opts: JobOptions) -> dict:
+    return {u.key: u.value for u in opts.unread}
+
+
+def included(opts: JobOptions) -> set[str]:
+    return {Path(p).name for p in opts.configs}
+
+
+def test_torchrun_two_nodes_with_deepspeed_json():
+    o = options(DIR / "torchrun_two_nodes.sh")
+    assert (o.num_gpus, o.nodes) == (16, 2)
+    assert (o.model, o.framework, o.zero) == ("meta-llama/Llama-3.1-8B", "deepspeed", 3)
+    assert (o.batch_size, o.grad_accum, o.seq_len, o.precision, o.grad_ckpt, o.epochs) == (4, 2, 4096, "bf16", "full", 2.0)
+    assert included(o) == {"torchrun_two_nodes.sh", "ds_zero3.json"}
+
+
+def test_deepspeed_hostfile():
+    o = options(DIR / "deepspeed_hostfile.sh")
+    assert (o.num_gpus, o.nodes) == (16, 2)       # --num_nodes 2: the first two hosts of three, 8 slots each
+    assert (o.framework, o.zero, o.batch_size, o.grad_accum) == ("deepspeed", 3, 2, 8)
+    assert {"hostfile", "ds_zero3.json"} <= included(o)
+    every = from_configs([f"deepspeed --hostfile {DIR / 'hostfile'} --num_gpus 4 train.py"], JobOptions(model=""), {})
+    assert (every.num_gpus, every.nodes) == (12, 3)
+
+
+def test_accelerate_launch_flags_over_the_yaml():
+    o = options(DIR / "accelerate_launch.sh")
+    assert (o.num_gpus, o.nodes) == (16, 2)                 # flags win over num_processes: 8 in fsdp2.yaml
+    assert (o.framework, o.fsdp, o.fsdp_version, o.precision, o.grad_ckpt) == ("fsdp", "full", 2, "bf16", "full")
+    assert (o.model, o.batch_size, o.grad_accum, o.seq_len) == ("meta-llama/Llama-3.1-8B", 2, 4, 2048)
+    assert "fsdp2.yaml" in included(o)
+
+
+def test_accelerate_launch_flags_only():
+    line = ("accelerate launch --use_deepspeed --zero_stage 3 --offload_optimizer_device cpu --num_processes 8 "
+            "--mixed_precision bf16 train.py")
+    o = from_configs([line], JobOptions(model=""), {})
+    assert (o.framework, o.zero, o.offload, o.num_gpus, o.precision) == ("deepspeed", 3, "optimizer", 8, "bf16")
+    assert "--config_file" in unread(o)
+
+
+def test_llamafactory_cli_overrides():
+    o = options(DIR / "llamafactory_cli.sh")
+    assert (o.num_gpus, o.nodes, o.framework) == (4, 1, "llamafactory")
+    assert (o.batch_size, o.seq_len, o.lora_rank, o.grad_accum) == (2, 4096, 16, 8)   # overrides over the YAML
+    assert o.lora_alpha == 32.0            # LLaMA-Factory's default 2 x rank, of the overridden rank
+    assert o.zero == 3 and {"lf_lora_sft.yaml", "ds_zero3.json"} <= included(o)
+
+
+def test_tune_run_distributed_and_single_device(capsys):
+    o = options(DIR / "tune_run.sh")
+    assert (o.num_gpus, o.fsdp, o.framework, o.model) == (8, "full", "torchtune", "llama-3.1-70b")
+    single = f"tune run lora_finetune_single_device --config {TUNE / 'llama3_1_8B_lora_single_device.yaml'} " \
+             "tokenizer.max_seq_len=2048 batch_size=4"
+    s = from_configs([single], JobOptions(model=""), {})
+    assert (s.num_gpus, s.fsdp, s.seq_len, s.batch_size, s.method) == (1, "none", 2048, 4, "lora")
+    a = est(capsys, "--from", single)
+    b = est(capsys, "--model", "llama-3.1-8b", "--method", "lora", "--framework", "torchtune", "--precision",
+            "bf16-pure", "--lora-rank", "8", "--lora-alpha", "16", "--lora-dropout", "0", "--lora-targets",
+            "q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", "--batch-size", "4", "--grad-accum", "8",
+            "--seq-len", "2048", "--grad-ckpt", "full", "--loss", "chunked", "--optimizer", "adamw-fused")
+    assert a["memory"] == b["memory"] and a["time"]["step_s"] == b["time"]["step_s"]
+    builtin = from_configs(["tune run --nproc_per_node 4 lora_finetune_distributed --config llama3_1/8B_lora"],
+                           JobOptions(model=""), {})
+    assert (builtin.num_gpus, builtin.method, builtin.fsdp) == (4, "lora", "full")
+    assert unread(builtin) == {"--config": "llama3_1/8B_lora"}
+
+
+def test_torchtitan_run_train_sh(tmp_path):
+    o = options(DIR / "run_train.sh")
+    assert (o.num_gpus, o.tp, o.max_steps, o.grad_ckpt, o.model) == (16, 2, 100, "full", "llama-3.1-8b")
+    assert unread(o) == {}     # NGPU=16 resolves data_parallel_shard_degree -1 to 8
+    (tmp_path / "go.sh").write_text(f"CONFIG_FILE={Path(__file__).parent / 'fixtures/configs/torchtitan/llama3_8b.toml'}"
+                                    " ./run_train.sh\n")
+    default = options(tmp_path / "go.sh")
+    assert default.num_gpus == 8
+    assert next(s for s in default.provenance if s.field == "num_gpus").origin is Origin.FRAMEWORK_DEFAULT
+
+
+def test_script_line_estimate_equals_flags(capsys):
+    line = ("CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun --standalone --nproc-per-node=4 train.py "
+            "--model_name_or_path meta-llama/Llama-3.1-8B --per_device_train_batch_size 2 "
+            "--gradient_accumulation_steps 4 --bf16 --gradient_checkpointing --max_seq_length 2048 "
+            "--optim adamw_torch_fused --num_train_epochs 1 --learning_rate 1e-5 --output_dir out")
+    o = from_configs([line], JobOptions(model=""), {})
+    assert (o.num_gpus, o.nodes, o.batch_size, o.grad_accum, o.precision, o.grad_ckpt) == (4, 1, 2, 4, "bf16", "full")
+    a = est(capsys, "--from", line)
+    b = est(capsys, "--model", "meta-llama/Llama-3.1-8B", "--num-gpus", "4", "--batch-size", "2", "--grad-accum", "4",
+            "--precision", "bf16", "--grad-ckpt", "full", "--seq-len", "2048", "--optimizer", "adamw-fused",
+            "--framework", "hf", "--attention", "sdpa", "--loss", "full")
+    assert a["memory"] == b["memory"] and a["time"]["step_s"] == b["time"]["step_s"]
+
+
+def test_env_counts_and_unread():
+    o = from_configs(["CUDA_VISIBLE_DEVICES=0,1 deepspeed train.py --deepspeed missing.json"], JobOptions(model=""), {})
+    assert o.num_gpus == 2
+    gpu = from_configs(["torchrun --nnodes 1:4 --nproc_per_node gpu train.py"], JobOptions(model=""), {})
+    assert set(unread(gpu)) >= {"--nproc_per_node", "--nnodes"}
+    assert gpu.num_gpus == 1
+
+
+def test_swift_lines_are_not_mine():
+    assert launch.detect(["NPROC_PER_NODE=2", "swift", "sft", "--model", "Qwen/Qwen2.5-7B"], "x") == 0
+    assert launch.detect(["megatron", "sft", "--model", "x"], "x") == 0
+    assert launch.detect(["torchrun", "train.py"], "x") > 0
+
+
+def test_flags_override_the_line():
+    o = options(DIR / "torchrun_two_nodes.sh", num_gpus=32, nodes=4)
+    assert (o.num_gpus, o.nodes, o.batch_size) == (32, 4, 4)
+
+
+@pytest.mark.parametrize("line, needle", [
+    ("accelerate config", "only `accelerate launch"),
+    ("tune ls", "only `tune run"),
+    ("llamafactory-cli chat x.yaml", "only `llamafactory-cli train"),
+    ("torchrun --nproc_per_node eight train.py", "--nproc_per_node must be an integer"),
+])
+def test_bad_lines(line, needle):
+    with pytest.raises(TrainplanError, match=needle):
+        read_config(line)
+
+
+def test_bad_hostfile_names_it(tmp_path):
+    (tmp_path / "hosts").write_text("worker-1 slots=8\nworker-2 8 gpus\n")
+    (tmp_path / "run.sh").write_text("deepspeed --hostfile hosts train.py\n")
+    with pytest.raises(TrainplanError) as err:
+        read_config(str(tmp_path / "run.sh"))
+    assert "hosts" in str(err.value) and "bad entry" in str(err.value) and str(tmp_path / "run.sh") in str(err.value)
+
+
+def test_override_helpers():
+    from trainplan.importers import torchtitan, torchtune
+
+    assert torchtune.apply_overrides({"a": {"b": 1}, "c": 2}, ["a.b=3", "~c", "d.e=true"], "x") == \
+        {"a": {"b": 3}, "d": {"e": True}}
+    merged, rest = torchtitan.apply_overrides({"training": {"steps": 10}}, [
+        "--training.steps", "20", "--compile.enable", "--job.config_file", "x.toml", "--model.no-print_after_conversion"],
+        "x")
+    assert merged == {"training": {"steps": 20}, "compile": {"enable": True},
+                      "model": {"print_after_conversion": False}}
+    assert rest == ["--job.config_file", "x.toml"]
+    old = from_configs(["python -m torch.distributed.launch --nproc_per_node 2 --use_env train.py --bf16"],
+                       JobOptions(model=""), {})
+    assert (old.num_gpus, old.precision) == (2, "bf16")
