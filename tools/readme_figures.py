@@ -223,6 +223,28 @@ def money_plan() -> str:
             + " Cheapest plans:\n\n" + render("markdown", plans, list(plans[0])).strip())
 
 
+FROM_CONFIG = "tests/fixtures/configs/llamafactory/examples/train_full/qwen3_full_sft_ds3.yaml"
+
+
+def from_config() -> str:
+    """`trainplan estimate --from` a LLaMA-Factory YAML (naming a DeepSpeed ZeRO-3 JSON) on 8 H100:
+    each setting with where it came from, then the answer."""
+    from trainplan.job.sources import sources
+
+    est = _estimate({"configs": (str(ROOT / FROM_CONFIG),), "gpu": "h100", "num_gpus": 8})
+    rows = []
+    for src in sources(est.job):
+        where = src.get("key", "")
+        if src.get("file"):
+            where += f" ({Path(src['file']).name})"
+        value = ",".join(map(str, src["value"])) if isinstance(src["value"], list) else src["value"]
+        rows.append({"setting": src["field"], "value": value, "from": f"{src['origin']}: {where}".rstrip(": ")})
+    mem = est.memory
+    return (render("markdown", rows, ["setting", "value", "from"]).strip()
+            + f"\n\nPer GPU: {mem.device_bytes / GIB:.1f} GiB on the device ({'fits' if mem.fits else 'does not fit'} "
+            f"in {mem.usable_bytes / GIB:.1f} GiB usable); a step {est.time.step_s:.2f} s.")
+
+
 def catalog_counts() -> str:
     return (f"{len(catalog.model_rows())} models in the catalog, {len(catalog.load_gpus())} GPUs, "
             f"{len(catalog.load_prices())} dated prices; `--model path/to/config.json` reads "
@@ -232,7 +254,7 @@ def catalog_counts() -> str:
 BLOCKS = {"seed-table": seed_table, "seed-findings": seed_findings, "seed-chain": seed_chain,
           "resource-table": resource_table, "trace-agreement": trace_agreement, "gpu-reestimate": gpu_reestimate,
           "time-benchmark": time_benchmark, "accuracy-dev": accuracy_dev, "accuracy-dev2": accuracy_dev2,
-          "catalog": catalog_counts, "money-plan": money_plan}
+          "catalog": catalog_counts, "money-plan": money_plan, "from-config": from_config}
 
 
 def blocks(names: list[str] | None = None) -> dict[str, str]:

@@ -19,6 +19,7 @@ from trainplan.cost.prices import PriceOffer
 from trainplan.estimation import estimate as estimate_job
 from trainplan.estimation.result import Estimate
 from trainplan.job.job import Job
+from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import resolve_job
@@ -112,7 +113,7 @@ class Options(TypedDict, total=False):
     configs: tuple[str, ...]        # --from: config files or launch lines, read under the keywords given
 
 
-def options_of(model: str | ModelSpec | None, options: dict) -> JobOptions:
+def options_of(model: str | ModelSpec | None, options: dict, *, need_model: bool = True) -> JobOptions:
     """JobOptions of the keywords: `configs` (--from) read first, the keywords given over them."""
     values = dict(options)
     configs = tuple(values.pop("configs", ()) or ())
@@ -120,20 +121,24 @@ def options_of(model: str | ModelSpec | None, options: dict) -> JobOptions:
         configs = (configs,)
     given = dict(values, **({"model": model} if model is not None else {}))
     if not configs:
+        if model is None and need_model:
+            raise TrainplanError("a model is required (model=..., or configs=[...] naming one)")
         return JobOptions(model=model, **values, given=tuple(sorted(given)))
     from trainplan.importers.merge import from_configs
 
     merged = from_configs(configs, JobOptions(model=model or "", **values), given)
+    if not merged.model and need_model:
+        raise TrainplanError("a model is required: none of the configs names one (give model=...)")
     return merged if merged.model else replace(merged, model=None)
 
 
-def resolve(model: str | ModelSpec, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Job:
+def resolve(model: str | ModelSpec | None = None, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Job:
     """The resolved Job of `model` and the setup flags (what `estimate` computes from; change it with
     trainplan.frozen.replace and estimate it with trainplan.estimation.estimate)."""
     return resolve_job(options_of(model, options), today=today)
 
 
-def estimate(model: str | ModelSpec, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Estimate:
+def estimate(model: str | ModelSpec | None = None, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Estimate:
     """Memory, time and cost of one training setup.
 
     `options` are the setup flags with underscores: method="lora", precision="bf16",
@@ -143,7 +148,7 @@ def estimate(model: str | ModelSpec, *, today: datetime.date | None = None, **op
     return estimate_job(resolve(model, today=today, **options))
 
 
-def plan(model: str | ModelSpec, *, methods: tuple[str, ...] = (), gpus: tuple[str | GpuSpec, ...] | None = None,
+def plan(model: str | ModelSpec | None = None, *, methods: tuple[str, ...] = (), gpus: tuple[str | GpuSpec, ...] | None = None,
          offers: tuple[PriceOffer, ...] | None = None, max_gpus: int = 64, gpus_per_node: int = 8,
          global_batch: int = 32, budget: float | None = None, deadline_hours: float | None = None,
          sort: str = "cost", top: int = 10, details: bool = True, today: datetime.date | None = None,
@@ -169,7 +174,7 @@ def table(models: tuple[str | ModelSpec, ...] = (), *, sizes: tuple[str, ...] = 
           today: datetime.date | None = None, **options: Unpack[Options]) -> TableResult:
     """The resource table: models x methods x precisions -> memory, GPUs needed, time, cost."""
     first = models[0] if models else None
-    request = resolve_table(options_of(first, options), models=tuple(models), sizes=sizes, methods=methods,
+    request = resolve_table(options_of(first, options, need_model=False), models=tuple(models), sizes=sizes, methods=methods,
                             precisions=precisions, gpus=gpus, max_gpus=max_gpus, gpus_per_node=gpus_per_node,
                             today=today)
     return resource_table(request)

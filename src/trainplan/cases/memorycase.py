@@ -98,9 +98,16 @@ def _layout_flags(case: dict) -> dict:
         offload = "params"
     if count == 1 and offload == "none":
         zero, fsdp = 0, "none"                # ZeRO/FSDP on one GPU shard nothing (DeepSpeed regime kept below)
-    return {"num_gpus": count, "nodes": nodes_for(count), "zero": zero, "fsdp": fsdp, "offload": offload,
-            "tp": int(par.get("tp") or 1), "pp": int(par.get("pp") or 1), "cp": int(par.get("cp") or 1),
-            "ep": int(par.get("ep") or 1)}
+    out = {"num_gpus": count, "nodes": nodes_for(count), "zero": zero, "fsdp": fsdp, "offload": offload,
+           "tp": int(par.get("tp") or 1), "pp": int(par.get("pp") or 1), "cp": int(par.get("cp") or 1),
+           "ep": int(par.get("ep") or 1)}
+    sp = par.get("sp")
+    if isinstance(sp, int) and sp > 1 and out["cp"] == 1:     # Ulysses (DeepSpeed/ms-swift/XTuner sequence parallel)
+        out["ulysses"] = sp
+    words = text(par.get("other")) + " " + text(case.get("framework"))
+    if count > 1 and re.search(r"device_map\W*(=|:)?\W*['\"]?(auto|balanced|sequential)", words):
+        out["device_map"] = "auto"          # one copy of the model split layer-wise over the GPUs
+    return out
 
 
 def _grad_accum(case: dict) -> int:

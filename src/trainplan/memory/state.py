@@ -21,7 +21,7 @@ from trainplan.enums import Method, Optimizer, Quant
 from trainplan.frozen import frozen
 from trainplan.job.training import QuantConfig, TrainingSetup
 from trainplan.memory.regime import Regime
-from trainplan.model.architecture import structure
+from trainplan.model.architecture import Group, structure
 from trainplan.model.params import (
     count_params,
     default_lora_targets,
@@ -112,8 +112,14 @@ def param_groups(setup: TrainingSetup) -> ParamGroups:
             groups.append(TensorGroup(rows=lin.out_features, cols=1, count=copies))
     quantized = quantized_rows = 0
     if setup.method is Method.QLORA:
+        # bitsandbytes quantizes nn.Linear (and Conv1D) modules only (transformers 5.24
+        # integrations/bitsandbytes.py replace_with_bnb_linear): the routed experts of an MoE layer,
+        # fused 3-D parameters in transformers 5 (e.g. Qwen3MoeExperts.gate_up_proj), and the
+        # routers (a plain nn.Parameter) stay in the 16-bit dtype
         for kind, n in st.layers:
             for lin in kind.linears:
+                if lin.group in (Group.EXPERTS, Group.ROUTER):
+                    continue
                 quantized += lin.weight_params * n
                 quantized_rows += lin.out_features * lin.copies * n
     return ParamGroups(trainable=tuple(groups), adapter=True, quantized_params=quantized,

@@ -125,16 +125,27 @@ def _from_lines(est: Estimate, explain: bool) -> list[str]:
     for s in sources(est.job, everything=explain):
         where = s.get("key", "")
         if s.get("file"):
-            where += f" in {s['file']}"
+            where += f" in {_short(s['file'])}"
         value = s["value"]
         rows.append({"setting": s["field"], "value": ",".join(map(str, value)) if isinstance(value, list) else value,
                      "from": s["origin"] + (f": {where}" if where else ""), "note": s.get("note", "")})
-    lines = ["", "Settings and where they came from" + (f" ({', '.join(report['files'])})" if report else "") + ":"]
+    lines = ["", "Settings and where they came from"
+             + (f" ({', '.join(_short(f) for f in report['files'])})" if report else "") + ":"]
     lines.append(render_table(rows, ["setting", "value", "from", "note"]))
     if report and report["unread"]:
         lines.append("  keys that matter but were not used:")
-        lines += [f"    {u['key']} = {u['value']!r}: {u['why']}" + (f" ({u['file']})" if u.get("file") else "")
+        lines += [f"    {u['key']} = {u['value']!r}: {u['why']}" + (f" ({_short(u['file'])})" if u.get("file") else "")
                   for u in report["unread"]]
     if report and report["ignored"]:
         lines.append(f"  {report['ignored']} keys that do not change memory or time (learning rate, logging, paths, ...)")
     return lines
+
+
+def _short(path: str) -> str:
+    """A file path as the user would type it: relative to the working directory when under it."""
+    import os
+
+    if not os.path.isabs(path):
+        return path
+    rel = os.path.relpath(path)
+    return rel if not rel.startswith("..") else path
