@@ -124,9 +124,10 @@ def options_of(model: str | ModelSpec | None, options: dict, *, need_model: bool
         if model is None and need_model:
             raise TrainplanError("a model is required (model=..., or configs=[...] naming one)")
         return JobOptions(model=model, **values, given=tuple(sorted(given)))
-    from trainplan.importers.merge import from_configs
+    from trainplan.importers.merge import check_gpu_count, from_configs
 
     merged = from_configs(configs, JobOptions(model=model or "", **values), given)
+    check_gpu_count(merged)
     if not merged.model and need_model:
         raise TrainplanError("a model is required: none of the configs names one (give model=...)")
     return merged if merged.model else replace(merged, model=None)

@@ -151,10 +151,11 @@ def options_from_args(args: argparse.Namespace, *, model_required: bool = True) 
         if model_required and values.get("model") is None and "model" in values:
             raise TrainplanError("--model is required (or --from a config that names the model)")
         return JobOptions(**values, given=tuple(sorted(given)))
-    from trainplan.importers.merge import from_configs   # config parsers load only with --from
+    from trainplan.importers.merge import check_gpu_count, from_configs   # parsers load only with --from
 
     model = values.pop("model", None)
     options = from_configs(configs, JobOptions(model=model or "", **values), given)
+    check_gpu_count(options)
     if not options.model:
         if model_required:
             raise TrainplanError("--model is required: none of the --from configs names the model")

@@ -51,3 +51,21 @@ def from_configs(paths: list[str] | tuple[str, ...], options: JobOptions, given:
     from trainplan.importers.read import read_config   # parsers load only when a config is read
 
     return apply([read_config(p) for p in paths], options, given)
+
+
+def check_gpu_count(options: JobOptions) -> None:
+    """A config that shards over several GPUs (ZeRO, FSDP) but names no GPU count: one clear line
+    naming the file and key, instead of the layout check's generic one (called by the CLI and the
+    API once the configs and flags are merged)."""
+    origin = {s.field: s for s in options.provenance}
+    if options.num_gpus != 1 or "num_gpus" in origin or "num_gpus" in options.given \
+            or str(options.offload).lower() != "none":
+        return
+    sharded = [n for n in ("zero", "fsdp") if n in origin and origin[n].origin is not Origin.FLAG
+               and str(getattr(options, n)).lower() not in ("0", "none")]
+    if not sharded:
+        return
+    s = origin[sharded[0]]
+    raise TrainplanError(f"--from {s.file or 'config'}: {s.key or sharded[0]} = {s.raw if s.raw is not None else s.value} "
+                         "shards over several GPUs, but the configs name no GPU count: give --num-gpus N "
+                         "(and --nodes), or the launch line (torchrun/deepspeed/accelerate launch) with --from")

@@ -128,6 +128,10 @@ def detect(data: Any, path: str) -> str:
         score = _reader(name).detect(data, path)
         if score > best_score:
             best, best_score = name, score
+    if best is None and isinstance(data, dict) and "model_type" in data and (
+            "hidden_size" in data or "architectures" in data or "n_embd" in data):
+        raise TrainplanError(f"--from {path}: this is a model's config.json, not a training config: give it as "
+                             f"--model {path}")
     if best is None:
         what = "a command line" if isinstance(data, list) else "a config"
         raise TrainplanError(f"--from {path}: not a training config trainplan reads ({what} of no known format: "

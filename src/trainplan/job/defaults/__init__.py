@@ -4,8 +4,9 @@
 version named in the module's VERSION, each with the file that defines it.
 
 The config readers (trainplan/importers/) fill a key the file leaves out from here, and say so
-("framework default ... <source>"); tests/test_framework_defaults.py compares these with the
-frameworks' own argument classes where the framework installs here (extra `frameworks`).
+("framework default ... <source>"); tests/test_framework_defaults.py compares every one with the
+framework's own source, read as text from its release on PyPI (tools/framework_sources.py: pinned
+versions, downloaded once into a cache, parsed with `ast`, never imported).
 """
 
 from __future__ import annotations
