@@ -143,7 +143,8 @@ def test_settings_written_in_text():
 
 @pytest.mark.parametrize("value, ckpt", [(True, "full"), ("not enabled in config", "none"),
                                          ("HF gradient checkpointing (activate: True)", "full"),
-                                         ("selective", "selective"), (False, "none"), (None, "none")])
+                                         ("selective", "selective"), (False, "none"), (None, None),
+                                         ("not stated (paper: gradient checkpointing used)", None)])
 def test_checkpointing_words(value, ckpt):
     assert grad_ckpt_of(value) == ckpt
 

@@ -95,20 +95,24 @@ def embedded_settings(value: Any) -> tuple[dict[str, Any], list[str]]:
 
 # --- fields ---------------------------------------------------------------------------------------
 
-def grad_ckpt_of(value: Any) -> str:
+def grad_ckpt_of(value: Any) -> str | None:
     """True / "selective" / free text ("full", "yes (unsloth)", "enabled", "activate: True") ->
-    none | full | selective."""
+    none | full | selective; None when the text does not say ("not stated": the framework's default)."""
     if value is True:
         return "full"
+    if value is False:
+        return "none"
     if isinstance(value, str):
         low = value.lower()
+        if re.search(r"\bnot (stated|given|known|specified)\b|\bunknown\b", low):
+            return None
         if "selective" in low:
             return "selective"
         if re.search(r"\b(no|none|off|false|disabled|not enabled)\b", low):
             return "none"
         if re.search(r"\b(true|full|yes|on|enabled|unsloth|activate)\b", low) or "checkpointing" in low:
             return "full"
-    return "none"
+    return None
 
 
 def attention_of(value: Any) -> str | None:

@@ -120,7 +120,7 @@ def map_case(case: dict) -> Mapped:
     setup = TrainingSetup(model=spec, method=method, precision=precision,
                           optimizer=memory_optimizer(case.get("optimizer"))[0] or Optimizer.ADAMW,
                           batch_size=micro, seq_len=seq, grad_accum=case.get("grad_accum") or 1,
-                          grad_ckpt=GradCkpt(grad_ckpt_of(case.get("grad_ckpt"))),
+                          grad_ckpt=GradCkpt(grad_ckpt_of(case.get("grad_ckpt")) or "none"),
                           attention=Attention.SDPA if "sdpa" in (case.get("attention") or "").lower() else Attention.FLASH,
                           lora=_lora(case, framework), quant=quant, framework=framework, impl=impl)
     fsdp_text = (par.get("fsdp") or "").upper()
