@@ -70,6 +70,17 @@ EXPECTED: dict[str, dict[str, object]] = {
     "baichuan": dict(naming="baichuan", position=Position.ROPE, max_position_embeddings=128),
     "baichuan_alibi": dict(naming="baichuan", position=Position.ALIBI, max_position_embeddings=128),
     "yi": dict(naming="llama", num_kv_heads=2),
+    # 2025-2026 families (model/hfconfig/recent.py)
+    "seed_oss": dict(naming="llama", qkv_bias=True, out_bias=False, hidden_dropout=0.1, attention_dropout=0.1),
+    "internlm3": dict(naming="llama", qkv_bias=False, mlp_bias=False, head_dim=16),
+    "olmo2": dict(naming="llama", qk_norm=True, norms_per_layer=2, qkv_bias=False, sliding_window=None),
+    "olmo3": dict(qk_norm=True, sliding_window=32, num_layers=4),
+    "glm4_moe": dict(naming="llama", qkv_bias=True, out_bias=False, qk_norm=True, head_dim=16),
+    "gpt_oss": dict(naming="gpt_oss", qkv_bias=True, out_bias=True, mlp_bias=True, sliding_window=32,
+                    head_dim=16),
+    "llama4_text": dict(naming="llama4", intermediate_size=128, qk_norm=True, num_layers=4),
+    "llama4": dict(naming="llama4", intermediate_size=128, hidden_size=64, tied_embeddings=False),
+    "kimi_k2": dict(naming="deepseek", head_dim=24),
 }
 
 
@@ -164,6 +175,56 @@ def test_deepseek_q_lora_rank_absent_takes_class_default():
 def test_falcon_tie_default_is_noted():
     s = load_config_path(FIXTURES / "falcon.json")
     assert s.tied_embeddings and any("tie_word_embeddings" in note for note in s.notes)
+
+
+def test_moe_2025_fixtures():
+    glm = load_config_path(FIXTURES / "glm4_moe.json").moe
+    assert glm is not None and glm.router_bias and glm.first_dense_layers == 1
+    assert glm.shared_intermediate_size == 32 and glm.num_experts == 8
+    oss = load_config_path(FIXTURES / "gpt_oss.json").moe
+    assert oss is not None and (oss.num_experts, oss.top_k, oss.expert_intermediate_size) == (4, 2, 64)
+    scout = load_config_path(FIXTURES / "llama4.json").moe
+    maverick = load_config_path(FIXTURES / "llama4_text.json").moe
+    assert scout is not None and all(scout.is_moe_layer(i) for i in range(4))
+    assert maverick is not None and [maverick.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
+    assert maverick.shared_intermediate_size == maverick.expert_intermediate_size == 64
+
+
+def test_per_layer_attention_kinds():
+    """Models alternating local and full attention get one layer kind per attention type."""
+    from trainplan.model.architecture import structure
+
+    olmo3 = structure(load_config_path(FIXTURES / "olmo3.json"))
+    assert [olmo3.layer(i).attention for i in range(4)] == ["local", "local", "local", "full"]
+    oss = structure(load_config_path(FIXTURES / "gpt_oss.json"))
+    assert [oss.layer(i).attention for i in range(2)] == ["local", "full"]
+    maverick = structure(load_config_path(FIXTURES / "llama4_text.json"))   # RoPE (chunked) on 3 of 4
+    assert [(maverick.layer(i).is_moe, maverick.layer(i).attention) for i in range(4)] == [
+        (False, "local"), (True, "local"), (False, "local"), (True, "full")]
+    assert structure(load_config_path(FIXTURES / "llama.json")).layer(0).attention == ""
+
+
+def test_2025_parameter_details():
+    """Attention sinks, router biases, full-width and weightless q/k norms, as transformers builds them."""
+    oss = load_config_path(FIXTURES / "gpt_oss.json")
+    counts = count_params(oss)
+    assert counts.router == 2 * (64 * 4 + 4)              # router weight + bias per layer
+    olmo = count_params(load_config_path(FIXTURES / "olmo2.json"))
+    # per layer: 2 post-norms (64) + q_norm over 4 x 16 + k_norm over 2 x 16
+    assert olmo.norms == 2 * (2 * 64 + 64 + 32) + 64
+    llama4 = count_params(load_config_path(FIXTURES / "llama4_text.json"))
+    assert llama4.norms == 4 * 2 * 64 + 64               # the L2 q/k norm has no weight
+
+
+def test_2025_bad_values_are_user_errors():
+    olmo3 = json.loads((FIXTURES / "olmo3.json").read_text())
+    with pytest.raises(TrainplanError, match="layer_types"):
+        spec({**olmo3, "layer_types": ["sliding_attention"]})
+    llama4 = json.loads((FIXTURES / "llama4_text.json").read_text())
+    with pytest.raises(TrainplanError, match="moe_layers"):
+        spec({**llama4, "moe_layers": [0]})
+    with pytest.raises(TrainplanError, match="no_rope_layers"):
+        spec({**llama4, "no_rope_layers": [1, 1]})
 
 
 def test_gemma3_counts_text_decoder_only():
@@ -306,7 +367,7 @@ def test_catalog_is_up_to_date(capsys):
 # --- against transformers (optional: extra 'trace') -------------------------------------------
 
 # model_types transformers does not ship (remote code on the Hub): parsed above, not built here.
-REMOTE_CODE = {"chatglm", "internlm", "internlm2", "baichuan", "Yi", "RefinedWeb", "RefinedWebModel"}
+REMOTE_CODE = {"chatglm", "internlm", "internlm2", "baichuan", "Yi", "RefinedWeb", "RefinedWebModel", "kimi_k2"}
 BUILT_IN = [f for f in FIXTURE_FILES if json.loads(f.read_text())["model_type"] not in REMOTE_CODE]
 
 

@@ -128,9 +128,9 @@ def test_defaults_for_keys_left_out(tmp_path):
 
 def test_unread_keys(tmp_path):
     f = tmp_path / "odd.yaml"
-    f.write_text("model:\n  _component_: torchtune.models.gemma.lora_gemma_7b\n  lora_attn_modules: [q_proj, gate]\n"
+    f.write_text("model:\n  _component_: torchtune.models.code_llama2.lora_code_llama2_13b\n  lora_attn_modules: [q_proj, gate]\n"
                  "  apply_lora_to_output: true\n"
-                 "checkpointer: {_component_: torchtune.training.FullModelHFCheckpointer, checkpoint_dir: /x/gemma-7b}\n"
+                 "checkpointer: {_component_: torchtune.training.FullModelHFCheckpointer, checkpoint_dir: /x/run-42}\n"
                  "optimizer: {_component_: torchao.optim.AdamW4bit}\nloss:\n  _component_: "
                  "torchtune.modules.loss.CEWithChunkedOutputLoss\n  num_output_chunks: 16\n"
                  "dtype: fp16\nenable_activation_checkpointing: false\nac_mode: selective\nac_option: 2\n"

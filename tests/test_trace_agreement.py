@@ -51,6 +51,34 @@ CASES = [
     # GPT-NeoX: fused query_key_value, rotary with torch.cat, parallel residual (both norms read
     # the layer input); the rotary tables are counted at full head width (rotary_pct 0.25 here)
     ("tiny_gpt_neox", dict(method="full", precision="bf16", batch_size=4, seq_len=256)),
+    # 2025-2026 families (issue 19). Gemma: `(x * (1 + w)).type_as(x)` norms, scaled embedding
+    ("tiny_gemma", dict(method="full", precision="bf16", batch_size=4, seq_len=256)),
+    ("tiny_gemma", dict(method="lora", precision="bf16-pure", batch_size=4, seq_len=256, lora_dropout=0.1)),
+    # Seed-OSS: residual dropout after o_proj and down_proj, attention dropout (0.1 each)
+    ("tiny_seed_oss", dict(method="full", precision="bf16", batch_size=4, seq_len=256)),
+    ("tiny_seed_oss", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=256, attention="eager")),
+    ("tiny_internlm3", dict(method="lora", precision="bf16", batch_size=4, seq_len=256, lora_targets="all-linear")),
+    # OLMo 2: post-norm layers (q/k/v read the layer input), q/k RMSNorm over the whole projection
+    ("tiny_olmo2", dict(method="full", precision="bf16", batch_size=4, seq_len=256)),
+    ("tiny_olmo2", dict(method="freeze", precision="bf16", batch_size=4, seq_len=256, freeze_layers=1)),
+    ("tiny_olmo2", dict(method="full", precision="fp32", batch_size=2, seq_len=256)),
+    # OLMo 3: sliding-window layers under SDPA keep a mask bias and repeated k/v, the full layer does not
+    ("tiny_olmo3", dict(method="full", precision="bf16-pure", batch_size=4, seq_len=256)),
+    ("tiny_olmo3", dict(method="lora", precision="bf16", batch_size=4, seq_len=256, lora_targets="all-linear",
+                        lora_dropout=0.0)),
+    # GLM-4.5: per-head q/k norm, half rotary with torch.cat, DeepSeek-V3 routing after a dense layer
+    ("tiny_glm4_moe", dict(method="full", precision="bf16", batch_size=4, seq_len=256)),
+    ("tiny_glm4_moe", dict(method="lora", precision="bf16-pure", batch_size=4, seq_len=256, lora_dropout=0.1)),
+    # gpt-oss: eager attention with sinks, clamped SwiGLU experts with biases (transformers has no SDPA path)
+    ("tiny_gpt_oss", dict(method="full", precision="bf16", batch_size=4, seq_len=256, attention="eager")),
+    ("tiny_gpt_oss", dict(method="lora", precision="bf16-pure", batch_size=4, seq_len=256, attention="eager",
+                          lora_dropout=0.0)),
+    ("tiny_gpt_oss", dict(method="freeze", precision="bf16", batch_size=4, seq_len=256, attention="eager",
+                          freeze_layers=1)),
+    # Llama 4: every expert on every token, L2 q/k norm and chunked attention on RoPE layers, dense/MoE mix
+    ("tiny_llama4", dict(method="full", precision="bf16", batch_size=4, seq_len=256)),
+    ("tiny_llama4", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=256, attention="eager")),
+    ("tiny_llama4", dict(method="lora", precision="bf16", batch_size=4, seq_len=256, lora_dropout=0.0)),
 ]
 
 

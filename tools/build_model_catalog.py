@@ -1,4 +1,5 @@
-"""Build src/trainplan/catalog/data/models.toml from the verified architecture reference.
+"""Build src/trainplan/catalog/data/models.toml from the verified architecture reference and the
+public config.json files of the models added after it (HF_CONFIG_MODELS).
 
     python tools/build_model_catalog.py [--reference PATH] [--out PATH]
 
@@ -122,6 +123,294 @@ ARCHITECTURES = {
 
 ESSENTIAL = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
              "vocab_size")
+
+# --- models added from their public config.json (issue 19), after the reference rows ------------------
+# Each: catalog id, display name, HF id, aliases, where the config and the counts come from, what was
+# checked, the published exact parameter count where one exists (measured_params: a checkpoint's own
+# count, keras-hub presets count the converted weights), and the config.json itself (None: JSON null).
+# "code-index file N" is a public file found by content (the index names no repository).
+
+_KERAS = "keras-team/keras-hub@71453d08f59e"
+_PHI35_LONG = [1.0800000429153442, 1.1100000143051147, 1.1399999856948853, 1.340000033378601, 1.5899999141693115,
+               1.600000023841858, 1.6200000047683716, 2.620000123977661, 3.2300000190734863, 3.2300000190734863,
+               4.789999961853027, 7.400000095367432, 7.700000286102295, 9.09000015258789, 12.199999809265137,
+               17.670000076293945, 24.46000099182129, 28.57000160217285, 30.420001983642578, 30.840002059936523,
+               32.590003967285156, 32.93000411987305, 42.320003509521484, 44.96000289916992, 50.340003967285156,
+               50.45000457763672, 57.55000305175781, 57.93000411987305, 58.21000289916992, 60.1400032043457,
+               62.61000442504883, 62.62000274658203, 62.71000289916992, 63.1400032043457, 63.1400032043457,
+               63.77000427246094, 63.93000411987305, 63.96000289916992, 63.970001220703125, 64.02999877929688,
+               64.06999969482422, 64.08000183105469, 64.12000274658203, 64.41000366210938, 64.4800033569336,
+               64.51000213623047, 64.52999877929688, 64.83999633789062]
+_PHI35_SHORT = [1.0, 1.0199999809265137, 1.0299999713897705, 1.0299999713897705] + [1.0499999523162842] * 5 + [
+    1.0699999332427979, 1.0999999046325684, 1.1099998950958252, 1.1599998474121094, 1.1599998474121094,
+    1.1699998378753662, 1.2899998426437378, 1.339999794960022, 1.679999828338623, 1.7899998426437378,
+    1.8199998140335083, 1.8499997854232788, 1.8799997568130493, 1.9099997282028198, 1.9399996995925903,
+    1.9899996519088745] + [2.0199997425079346] * 6 + [2.0299997329711914] * 9 + [
+    2.0799996852874756, 2.0899996757507324, 2.189999580383301, 2.2199995517730713, 2.5899994373321533,
+    2.729999542236328, 2.749999523162842, 2.8399994373321533]
+_GPT_OSS = {"architectures": ["GptOssForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
+            "eos_token_id": 200002, "experts_per_token": 4, "head_dim": 64, "hidden_act": "silu",
+            "hidden_size": 2880, "initial_context_length": 4096, "initializer_range": 0.02,
+            "intermediate_size": 2880, "max_position_embeddings": 131072, "model_type": "gpt_oss",
+            "num_attention_heads": 64, "num_experts_per_tok": 4, "num_key_value_heads": 8,
+            "output_router_logits": False, "pad_token_id": 199999,
+            "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                               "model.embed_tokens", "lm_head"],
+                                    "quant_method": "mxfp4"},
+            "rms_norm_eps": 1e-05,
+            "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                             "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": False},
+            "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 128, "swiglu_limit": 7.0,
+            "tie_word_embeddings": False, "use_cache": True, "vocab_size": 201088}
+_GPT_OSS_NOTE = ("expert weights are MXFP4 in the released checkpoint (quantization_config); training loads them "
+                 "dequantized to bf16 (transformers Mxfp4Config(dequantize=True), OpenAI's fine-tuning recipe), so "
+                 "they count as 16-bit weights; transformers has no SDPA path for its attention sinks (eager)")
+_LLAMA4_TEXT = {"attention_bias": False, "attention_chunk_size": 8192, "attention_dropout": 0.0, "attn_scale": 0.1,
+                "attn_temperature_tuning": True, "bos_token_id": 200000, "eos_token_id": [200001, 200007, 200008],
+                "floor_scale": 8192, "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120,
+                "initializer_range": 0.02, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+                "model_type": "llama4_text", "num_attention_heads": 40, "num_experts_per_tok": 1,
+                "num_hidden_layers": 48, "num_key_value_heads": 8, "output_router_logits": False,
+                "pad_token_id": 200018, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+                "router_aux_loss_coef": 0.001, "router_jitter_noise": 0.0, "vocab_size": 202048}
+_GLM45 = {"architectures": ["Glm4MoeForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
+          "bos_token_id": 151329, "eos_token_id": 151336, "head_dim": 128, "hidden_act": "silu",
+          "initializer_range": 0.02, "max_position_embeddings": 131072, "model_type": "glm4_moe",
+          "n_group": 1, "n_shared_experts": 1, "norm_topk_prob": True, "num_attention_heads": 96,
+          "num_experts_per_tok": 8, "num_key_value_heads": 8, "num_nextn_predict_layers": 1,
+          "pad_token_id": 151329, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+          "routed_scaling_factor": 2.5, "tie_word_embeddings": False, "topk_group": 1, "use_cache": True,
+          "vocab_size": 151552}
+_GLM45_SOURCE = ("NVIDIA-NeMo/Megatron-Bridge, tests/unit_tests/models/glm/test_glm45_bridge.py@067f987df03b "
+                 "[glm45_355b_config, glm45_air_106b_config]; code-index file 4289690615 (GLM-4.5 with model_type "
+                 "glm4_moe, num_nextn_predict_layers 1); zai-org/GLM-4.5, README.md@170f20b2c106 (355B / 106B total, "
+                 "32B / 12B active)")
+_KIMI_K2 = {"architectures": ["DeepseekV3ForCausalLM"],
+            "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config",
+                         "AutoModel": "modeling_deepseek.DeepseekV3Model",
+                         "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM"},
+            "aux_loss_alpha": 0.001, "bos_token_id": 163584, "eos_token_id": 163585, "first_k_dense_replace": 1,
+            "hidden_act": "silu", "hidden_size": 7168, "initializer_range": 0.02, "intermediate_size": 18432,
+            "kv_lora_rank": 512, "max_position_embeddings": 131072, "model_type": "kimi_k2",
+            "moe_intermediate_size": 2048, "moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 384,
+            "n_shared_experts": 1, "norm_topk_prob": True, "num_attention_heads": 64, "num_experts_per_tok": 8,
+            "num_hidden_layers": 61, "num_key_value_heads": 64, "num_nextn_predict_layers": 0, "q_lora_rank": 1536,
+            "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06,
+            "rope_scaling": {"beta_fast": 1.0, "beta_slow": 1.0, "factor": 32.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                             "original_max_position_embeddings": 4096, "type": "yarn"},
+            "rope_theta": 50000.0, "routed_scaling_factor": 2.827, "scoring_func": "sigmoid",
+            "tie_word_embeddings": False, "topk_group": 1, "topk_method": "noaux_tc", "use_cache": True,
+            "v_head_dim": 128, "vocab_size": 163840}
+
+HF_CONFIG_MODELS: list[dict[str, Any]] = [
+    {"name": "gemma-2b", "display_name": "Gemma-2B", "hf_id": "google/gemma-2b", "aliases": ["google/gemma-2b-it"],
+     "source": ("salberdi-nvidia/Megatron-Bridge, tests/unit_tests/models/gemma/test_gemma_bridge.py@6476ea0fa68d "
+                f"[gemma_2b_config_dict]; {_KERAS}, keras_hub/src/models/gemma/gemma_presets.py [gemma_2b_en]"),
+     "verification": ("HF config dict (transformers 5 form: rope_parameters) restated with rope_theta; count = "
+                      "keras-hub preset of the converted checkpoint"),
+     "measured_params": 2506172416,
+     "config": {"architectures": ["GemmaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "bos_token_id": 2, "eos_token_id": 1, "head_dim": 256, "hidden_act": "gelu", "hidden_size": 2048,
+                "initializer_range": 0.02, "intermediate_size": 16384, "max_position_embeddings": 8192,
+                "model_type": "gemma", "num_attention_heads": 8, "num_hidden_layers": 18, "num_key_value_heads": 1,
+                "pad_token_id": 0, "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "vocab_size": 256000}},
+    {"name": "gemma-7b", "display_name": "Gemma-7B", "hf_id": "google/gemma-7b", "aliases": ["google/gemma-7b-it"],
+     "source": ("salberdi-nvidia/Megatron-Bridge, tests/unit_tests/models/gemma/test_gemma_bridge.py@6476ea0fa68d "
+                f"[gemma_7b_config_dict]; {_KERAS}, keras_hub/src/models/gemma/gemma_presets.py [gemma_7b_en]"),
+     "verification": ("HF config dict (transformers 5 form: rope_parameters) restated with rope_theta; count = "
+                      "keras-hub preset (8,537,680,896 = the Gemma report's 786,432,000 embedding + 7,751,248,896 "
+                      "non-embedding)"),
+     "measured_params": 8537680896,
+     "config": {"architectures": ["GemmaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "bos_token_id": 2, "eos_token_id": 1, "head_dim": 256, "hidden_act": "gelu", "hidden_size": 3072,
+                "initializer_range": 0.02, "intermediate_size": 24576, "max_position_embeddings": 8192,
+                "model_type": "gemma", "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 16,
+                "pad_token_id": 0, "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "vocab_size": 256000}},
+    {"name": "qwen2-7b", "display_name": "Qwen2-7B", "hf_id": "Qwen/Qwen2-7B", "aliases": ["Qwen/Qwen2-7B-Instruct"],
+     "source": ("code-index file 7768956847 [Qwen2_7B: the base config.json]; Retruth/deontic, "
+                "nlp_models/qwen2/README.md@a77cf87a7777 (Qwen2-7B-Instruct as loaded: same shapes); "
+                f"{_KERAS}, keras_hub/src/models/qwen/qwen_presets.py "
+                "[qwen2.5_math_7b_en: same shapes, 7,615,616,512]"),
+     "verification": ("verbatim base config.json; the Instruct upload differs only in max_position_embeddings "
+                      "(32768) and eos_token_id, which change neither parameters nor memory"),
+     "config": {"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+                "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02,
+                "intermediate_size": 18944, "max_position_embeddings": 131072, "max_window_layers": 28,
+                "model_type": "qwen2", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
+                "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 131072,
+                "tie_word_embeddings": False, "use_cache": True, "use_sliding_window": False, "vocab_size": 152064}},
+    {"name": "qwen2-72b", "display_name": "Qwen2-72B", "hf_id": "Qwen/Qwen2-72B",
+     "aliases": ["Qwen/Qwen2-72B-Instruct"],
+     "source": ("code-index file 7768956847 [Qwen2_72B: the base config.json]; code-index file 57174331611 "
+                f"[Qwen2_72B_Instruct]; {_KERAS}, keras_hub/src/models/qwen/qwen_presets.py [qwen2.5_instruct_72b_en: "
+                "same shapes, 72,706,203,648]"),
+     "verification": "verbatim base config.json; Instruct: max_position_embeddings 32768, rms_norm_eps 1e-06",
+     "config": {"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+                "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 8192, "initializer_range": 0.02,
+                "intermediate_size": 29568, "max_position_embeddings": 131072, "max_window_layers": 80,
+                "model_type": "qwen2", "num_attention_heads": 64, "num_hidden_layers": 80, "num_key_value_heads": 8,
+                "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": 131072,
+                "tie_word_embeddings": False, "use_cache": True, "use_sliding_window": False, "vocab_size": 152064}},
+    {"name": "phi-3-mini-128k", "display_name": "Phi-3-mini-128k", "hf_id": "microsoft/Phi-3-mini-128k-instruct",
+     "aliases": ["phi-3-mini-128k-instruct", "phi3-mini-128k"],
+     "source": (f"{_KERAS}, keras_hub/src/models/phi3/phi3_presets.py [phi3_mini_128k_instruct_en: 3,821,079,552]; "
+                "code-index file 23232855458 (the LongRoPE factor lists, as in microsoft/Phi-3.5-mini-instruct); "
+                "Azure/azureml-assets, assets/models/system/phi-3-mini-128k-instruct/description.md (3.8B)"),
+     "verification": ("Phi-3-mini-4k shapes with max_position_embeddings 131072, original_max_position_embeddings "
+                      "4096, sliding_window 262144 and rope_scaling longrope; the 48+48 LongRoPE factors are those "
+                      "of the Phi-3.5-mini config (not checked against this repository's own file): trainplan reads "
+                      "rope_scaling for nothing, they only let transformers build the rotary table"),
+     "measured_params": 3821079552,
+     "config": {"architectures": ["Phi3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "bos_token_id": 1, "embd_pdrop": 0.0, "eos_token_id": 32000, "hidden_act": "silu",
+                "hidden_size": 3072, "initializer_range": 0.02, "intermediate_size": 8192,
+                "max_position_embeddings": 131072, "model_type": "phi3", "num_attention_heads": 32,
+                "num_hidden_layers": 32, "num_key_value_heads": 32, "original_max_position_embeddings": 4096,
+                "pad_token_id": 32000, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05,
+                "rope_scaling": {"long_factor": _PHI35_LONG, "short_factor": _PHI35_SHORT, "type": "longrope"},
+                "rope_theta": 10000.0, "sliding_window": 262144, "tie_word_embeddings": False, "use_cache": True,
+                "vocab_size": 32064}},
+    {"name": "gpt-oss-20b", "display_name": "gpt-oss-20b", "hf_id": "openai/gpt-oss-20b", "aliases": ["gpt-oss:20b"],
+     "source": ("EchoCog/gpt-oss-20b, config.json@52971a17bf2f (a copy of openai/gpt-oss-20b's; its "
+                "quantization_config says gptq, the release says mxfp4); "
+                f"{_KERAS}, keras_hub/src/models/gpt_oss/gpt_oss_presets.py [gpt_oss_20b_en: 20,914,757,184]"),
+     "verification": _GPT_OSS_NOTE,
+     "measured_params": 20914757184,
+     "config": {**_GPT_OSS, "num_hidden_layers": 24, "num_local_experts": 32,
+                "layer_types": ["sliding_attention", "full_attention"] * 12}},
+    {"name": "gpt-oss-120b", "display_name": "gpt-oss-120b", "hf_id": "openai/gpt-oss-120b",
+     "aliases": ["gpt-oss:120b"],
+     "source": ("transformers 5.24 GptOssConfig defaults (the 120b configuration: 36 layers, 128 experts); the 20b "
+                f"config.json for the shared keys; {_KERAS}, keras_hub/src/models/gpt_oss/gpt_oss_presets.py "
+                "[gpt_oss_120b_en: 116,829,156,672]"),
+     "verification": _GPT_OSS_NOTE,
+     "measured_params": 116829156672,
+     "config": {**_GPT_OSS, "num_hidden_layers": 36, "num_local_experts": 128,
+                "layer_types": ["sliding_attention", "full_attention"] * 18}},
+    {"name": "llama-4-scout", "display_name": "Llama-4-Scout-17B-16E", "hf_id": "meta-llama/Llama-4-Scout-17B-16E",
+     "aliases": ["meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama4-scout"],
+     "source": ("code-index file 41112263523 (Llama4Config of Llama-4-Scout-17B-16E as loaded); code-index file "
+                "56810493199 (the text config.json of a Scout fine-tune); transformers 5.24 Llama4TextConfig "
+                "defaults (Scout)"),
+     "verification": ("text_config only (the vision encoder and projector are not counted; vision_config left "
+                      "out); attn_temperature_tuning is 4 in config.json, transformers 5 takes a bool: true; "
+                      "moe_layers / no_rope_layers left to the defaults they equal; published 109B total "
+                      "includes the vision encoder, 17B active"),
+     "config": {"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+                "tie_word_embeddings": False,
+                "text_config": {**_LLAMA4_TEXT, "interleave_moe_layer_step": 1, "num_local_experts": 16,
+                                "max_position_embeddings": 262144, "use_qk_norm": True,
+                                "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                                                 "original_max_position_embeddings": 8192, "rope_type": "llama3"}}}},
+    {"name": "llama-4-maverick", "display_name": "Llama-4-Maverick-17B-128E",
+     "hf_id": "meta-llama/Llama-4-Maverick-17B-128E",
+     "aliases": ["meta-llama/Llama-4-Maverick-17B-128E-Instruct", "llama4-maverick"],
+     "source": ("code-index file 115210306 (TensorRT-LLM test: Maverick's config with num_hidden_layers cut from 48 "
+                "to 2); transformers 5.24 modeling_llama4.py ('the 128E model interleaves dense / sparse', 'does not "
+                "use qk_norm')"),
+     "verification": ("text_config of the 48-layer model (vision not counted); MoE every 2nd layer (128 experts + "
+                      "shared), dense layers intermediate_size_mlp 16384, no q/k norm; published 400B total, "
+                      "17B active"),
+     "config": {"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+                "tie_word_embeddings": False,
+                "text_config": {**_LLAMA4_TEXT, "interleave_moe_layer_step": 2, "num_local_experts": 128,
+                                "max_position_embeddings": 1048576, "use_qk_norm": False}}},
+    {"name": "glm-4.5", "display_name": "GLM-4.5", "hf_id": "zai-org/GLM-4.5", "aliases": ["THUDM/GLM-4.5"],
+     "source": _GLM45_SOURCE,
+     "verification": ("Megatron-Bridge's GLM-4.5 dict (model_type written glm there) with model_type glm4_moe, "
+                      "n_group / topk_group 1, norm_topk_prob; the MTP layer (layer 92) is not counted"),
+     "config": {**_GLM45, "first_k_dense_replace": 3, "hidden_size": 5120, "intermediate_size": 12288,
+                "moe_intermediate_size": 1536, "n_routed_experts": 160, "num_hidden_layers": 92, "use_qk_norm": True}},
+    {"name": "glm-4.5-air", "display_name": "GLM-4.5-Air", "hf_id": "zai-org/GLM-4.5-Air",
+     "aliases": ["THUDM/GLM-4.5-Air"],
+     "source": _GLM45_SOURCE,
+     "verification": ("as GLM-4.5: Megatron-Bridge's Air dict with model_type glm4_moe (Glm4MoeConfig's defaults are "
+                      "these shapes); the MTP layer (layer 46) is not counted"),
+     "config": {**_GLM45, "first_k_dense_replace": 1, "hidden_size": 4096, "intermediate_size": 10944,
+                "moe_intermediate_size": 1408, "n_routed_experts": 128, "num_hidden_layers": 46, "use_qk_norm": False}},
+    {"name": "olmo-2-0425-1b", "display_name": "OLMo-2-0425-1B", "hf_id": "allenai/OLMo-2-0425-1B",
+     "aliases": ["allenai/OLMo-2-0425-1B-Instruct"],
+     "source": "code-index file 58554976702 (\"the real config.json from allenai/OLMo-2-0425-1B, verbatim\")",
+     "verification": "verbatim config.json (published: 1B class; 1,484,916,736 as transformers builds it)",
+     "config": {"architectures": ["Olmo2ForCausalLM"], "attention_bias": False, "eos_token_id": 100257,
+                "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 8192, "model_type": "olmo2",
+                "num_attention_heads": 16, "num_hidden_layers": 16, "num_key_value_heads": 16,
+                "pad_token_id": 100277, "rms_norm_eps": 1e-06, "rope_theta": 500000, "tie_word_embeddings": False,
+                "vocab_size": 100352}},
+    {"name": "ministral-8b", "display_name": "Ministral-8B-Instruct-2410",
+     "hf_id": "mistralai/Ministral-8B-Instruct-2410",
+     "aliases": ["ministral-8b-instruct-2410"],
+     "source": "code-index file 20337672980 [ministral8b_config: the config.json]",
+     "verification": ("verbatim config.json (model_type mistral; the interleaved sliding window of the release is "
+                      "served by vLLM, transformers applies sliding_window 32768 on every layer); published 8.02B"),
+     "config": {"architectures": ["MistralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+                "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+                "intermediate_size": 12288, "max_position_embeddings": 32768, "model_type": "mistral",
+                "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+                "rope_theta": 100000000.0, "sliding_window": 32768, "tie_word_embeddings": False, "use_cache": True,
+                "vocab_size": 131072}},
+    {"name": "magistral-small-2506", "display_name": "Magistral-Small-2506", "hf_id": "mistralai/Magistral-Small-2506",
+     "aliases": ["magistral-small"],
+     "source": (f"{_KERAS}, keras_hub/src/models/mistral/mistral_presets.py [magistral_small_2506_en: 23,572,403,200]; "
+                "code-index file 59090948446 (the Mistral-Small 24B config.json fields Magistral shares); "
+                "code-index file 65742008784 (Magistral-Small-24B: 40 layers, 5120, 32 heads, 8 kv, 32768, 131072)"),
+     "verification": ("Mistral-Small 24B text decoder shapes; rope_theta and max_position_embeddings as in the "
+                      "Mistral-Small config (no effect on counts or memory); count = keras-hub preset"),
+     "measured_params": 23572403200,
+     "config": {"architectures": ["MistralForCausalLM"], "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120,
+                "intermediate_size": 32768, "max_position_embeddings": 32768, "model_type": "mistral",
+                "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+                "rope_theta": 100000000.0, "sliding_window": None, "tie_word_embeddings": False, "vocab_size": 131072}},
+    {"name": "seed-oss-36b", "display_name": "Seed-OSS-36B", "hf_id": "ByteDance-Seed/Seed-OSS-36B-Instruct",
+     "aliases": ["ByteDance-Seed/Seed-OSS-36B-Base", "seed-oss-36b-instruct"],
+     "source": ("code-index file 54501653118 (a trimmed copy of Seed-OSS-36B-Instruct's config.json); code-index file "
+                "65742008784 [Seed-OSS-36B]; transformers 5.24 SeedOssConfig (dropout defaults 0.1); "
+                "ByteDance-Seed/seed-oss, README.md (36B)"),
+     "verification": ("shapes verbatim; attention_dropout and residual_dropout 0.1 as SeedOssConfig defaults "
+                      "(trainplan counts the dropout masks HF training keeps)"),
+     "config": {"architectures": ["SeedOssForCausalLM"], "attention_bias": True, "attention_dropout": 0.1,
+                "attention_out_bias": False, "bos_token_id": 0, "eos_token_id": 2, "head_dim": 128,
+                "hidden_act": "silu", "hidden_size": 5120, "initializer_range": 0.02, "intermediate_size": 27648,
+                "max_position_embeddings": 524288, "mlp_bias": False, "model_type": "seed_oss",
+                "num_attention_heads": 80, "num_hidden_layers": 64, "num_key_value_heads": 8, "pad_token_id": 1,
+                "residual_dropout": 0.1, "rms_norm_eps": 1e-06, "rope_scaling": {"rope_type": "default"},
+                "rope_theta": 10000000.0, "tie_word_embeddings": False, "vocab_size": 155136}},
+    {"name": "kimi-k2", "display_name": "Kimi-K2-Instruct", "hf_id": "moonshotai/Kimi-K2-Instruct",
+     "aliases": ["moonshotai/Kimi-K2-Base", "kimi-k2-instruct"],
+     "source": ("MoonshotAI/Kimi-K2, README.md@c6157be8531e (architecture table: 61 layers, 1 dense, 7168, 2048 per "
+                "expert, 64 heads, 384 experts, 8 selected, 1 shared, 160K vocabulary; 1T total, 32B active); "
+                "ParagEkbote/hf-model-inspector, model_inspection_report.md@92931b2da4eb (model_type kimi_k2, shapes); "
+                "code-index files 4289690615, 55329353243 (the Kimi K2 text config keys)"),
+     "verification": ("DeepSeek-V3 architecture under Moonshot's model_type kimi_k2 (remote code, so `trainplan "
+                      "trace` cannot build it); quantization_config (fp8 blocks) left out: training dequantizes"),
+     "config": _KIMI_K2},
+    {"name": "internlm3-8b", "display_name": "InternLM3-8B-Instruct", "hf_id": "internlm/internlm3-8b-instruct",
+     "aliases": ["internlm3-8b-instruct"],
+     "source": ("code-index file 55463440875 (realConfigJSON: internlm3-8b-instruct's config.json); code-index file "
+                "61273165626 (rope_scaling, rope_theta, max_position_embeddings verbatim); "
+                "InternLM/InternLM, README.md (8 billion parameters)"),
+     "verification": "config.json fields verbatim (transformers builds LlamaForCausalLM); published 8B class",
+     "config": {"architectures": ["InternLM3ForCausalLM"], "bias": False, "head_dim": 128, "hidden_act": "silu",
+                "hidden_size": 4096, "intermediate_size": 10240, "max_position_embeddings": 32768,
+                "model_type": "internlm3", "num_attention_heads": 32, "num_hidden_layers": 48,
+                "num_key_value_heads": 2, "qkv_bias": False, "rms_norm_eps": 1e-05,
+                "rope_scaling": {"factor": 6.0, "rope_type": "dynamic"}, "rope_theta": 50000000,
+                "tie_word_embeddings": False, "vocab_size": 128512}},
+]
+
+
+def hf_config_rows() -> list[dict[str, Any]]:
+    """The HF_CONFIG_MODELS rows in the catalog's form (JSON nulls listed in config_null_keys)."""
+    out = []
+    for model in HF_CONFIG_MODELS:
+        config = {k: v for k, v in model["config"].items() if v is not None}
+        nulls = [k for k, v in model["config"].items() if v is None]
+        row = {k: v for k, v in model.items() if k != "config"}
+        if nulls:
+            row["config_null_keys"] = nulls
+        row["config"] = config
+        out.append(row)
+    return out
 
 
 def catalog_id(display: str) -> str:
@@ -325,7 +614,7 @@ def rows(reference: dict[str, Any]) -> list[dict[str, Any]]:
             row["config_null_keys"] = ["q_lora_rank"]
         row["config"] = config
         out.append({k: v for k, v in row.items() if v is not None})
-    return out
+    return out + hf_config_rows()
 
 
 def _toml_value(value: Any) -> str:
@@ -350,7 +639,8 @@ def _toml_table(header: str, table: dict[str, Any], lines: list[str]) -> None:
 
 def to_toml(models: list[dict[str, Any]]) -> str:
     lines = ["# Generated by tools/build_model_catalog.py from the architecture reference",
-             "# (shared/reference/model_configs.json); do not edit by hand: rebuild.",
+             "# (shared/reference/model_configs.json) and the public config.json files it lists in",
+             "# HF_CONFIG_MODELS (the rows after the reference's); do not edit by hand: rebuild.",
              "# computed_params: the reference's exact count from these fields (tests check it).",
              "# config_null_keys: keys that are null in config.json (TOML has no null).", ""]
     for model in models:

@@ -299,7 +299,8 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What a catalog model's ModelSpec is derived from: its TOML row and the code that converts it.
 _SPEC_SOURCES = tuple(os.path.join(_PACKAGE_DIR, *parts) for parts in (
     ("model", "hfconfig", "__init__.py"), ("model", "hfconfig", "_reader.py"), ("model", "hfconfig", "dense.py"),
-    ("model", "hfconfig", "classic.py"), ("model", "hfconfig", "moe.py"), ("specs.py",), ("enums.py",)))
+    ("model", "hfconfig", "classic.py"), ("model", "hfconfig", "moe.py"), ("model", "hfconfig", "recent.py"),
+    ("specs.py",), ("enums.py",)))
 
 
 def _specs_fingerprint() -> str:
@@ -358,9 +359,75 @@ def _is_config_path(text: str) -> bool:
     return os.path.isfile(candidate) or os.path.isfile(os.path.join(candidate, "config.json"))
 
 
+_HF_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def hf_hub_cache_dir() -> str:
+    """The Hugging Face hub cache folder, as huggingface_hub resolves it (without importing it):
+    $HF_HUB_CACHE (legacy $HUGGINGFACE_HUB_CACHE), else $HF_HOME/hub, else
+    $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub."""
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(var):
+            return os.path.expanduser(os.environ[var])
+    if os.environ.get("HF_HOME"):
+        return os.path.join(os.path.expanduser(os.environ["HF_HOME"]), "hub")
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, "huggingface", "hub")
+
+
+def hf_cached_config(repo_id: str, cache_dir: str | None = None) -> str | None:
+    """The config.json of `repo_id` ('ORG/NAME') in the local Hugging Face hub cache, or None.
+
+    Layout: `models--ORG--NAME/snapshots/<revision>/config.json`, where `refs/main` names the
+    revision; without refs/main (or when it names no snapshot holding a config.json), the most
+    recently written snapshot that holds one. The repository folder is matched case-insensitively
+    when the exact spelling is absent (Hub ids are). Reads nothing over the network."""
+    if not _HF_REPO_ID.fullmatch(repo_id.strip()):
+        return None
+    root = cache_dir or hf_hub_cache_dir()
+    folder_name = "models--" + repo_id.strip().replace("/", "--")
+    repo = os.path.join(root, folder_name)
+    if not os.path.isdir(repo):
+        try:
+            names = os.listdir(root)
+        except OSError:
+            return None
+        repo = next((os.path.join(root, n) for n in sorted(names) if n.lower() == folder_name.lower()), "")
+        if not repo or not os.path.isdir(repo):
+            return None
+    snapshots = os.path.join(repo, "snapshots")
+    try:
+        with open(os.path.join(repo, "refs", "main"), encoding="utf-8") as handle:
+            revision = handle.read().strip()
+    except OSError:
+        revision = ""
+    if revision and os.path.isfile(os.path.join(snapshots, revision, "config.json")):
+        return os.path.join(snapshots, revision, "config.json")
+    try:
+        candidates = [os.path.join(snapshots, n, "config.json") for n in os.listdir(snapshots)]
+    except OSError:
+        return None
+    present = [c for c in candidates if os.path.isfile(c)]
+    return max(present, key=lambda c: (os.path.getmtime(c), c)) if present else None
+
+
+def _from_hf_cache(repo_id: str) -> ModelSpec | None:
+    """`repo_id`'s config.json from the local Hugging Face cache as a ModelSpec named after the id."""
+    config = hf_cached_config(repo_id)
+    if config is None:
+        return None
+    from trainplan.frozen import replace
+    from trainplan.model.hfconfig import load_config_path
+
+    repo_id = repo_id.strip()
+    return replace(load_config_path(config), name=repo_id, hf_id=repo_id)
+
+
 def resolve_model(name_or_path: str, path: str | os.PathLike[str] | None = None) -> ModelSpec:
-    """Catalog name, display name, HF id or alias (case-insensitive), or a path to a config.json
-    (or a folder holding one), read with trainplan.model.hfconfig.load_config_path."""
+    """Catalog name, display name, HF id or alias (case-insensitive), a path to a config.json
+    (or a folder holding one), read with trainplan.model.hfconfig.load_config_path, or a Hugging
+    Face id ('ORG/NAME') not in the catalog whose config.json is in the local hub cache
+    (hf_cached_config; no network)."""
     if _is_config_path(name_or_path):
         from trainplan.model.hfconfig import load_config_path
 
@@ -369,6 +436,9 @@ def resolve_model(name_or_path: str, path: str | os.PathLike[str] | None = None)
     index = _model_catalog(p)[1]
     i = index.get(_key(name_or_path))
     if i is None:
+        cached = _from_hf_cache(name_or_path)
+        if cached is not None:
+            return cached
         if os.path.exists(os.path.expanduser(name_or_path)):
             raise TrainplanError(f"'{name_or_path}' is neither a catalog model nor a config.json "
                                  "(or a folder holding one)")

@@ -75,8 +75,9 @@ def resolve_gpu(gpu: str | GpuSpec) -> GpuSpec:
     return gpu if isinstance(gpu, GpuSpec) else catalog.resolve_gpu(str(gpu))
 
 
-# transformers 5 refuses SDPA for these model types (soft-capped attention logits): eager it is.
-_NO_SDPA = frozenset({"gemma2"})
+# transformers 5 refuses SDPA for these model types (`_supports_sdpa = False` in their
+# modeling_<type>.py: gemma2's soft-capped logits, gpt_oss's attention sinks): eager it is.
+_NO_SDPA = frozenset({"gemma2", "gpt_oss"})
 
 
 def supported_attention(spec: ModelSpec, attention: Attention) -> Attention:

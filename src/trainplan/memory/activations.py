@@ -29,14 +29,29 @@ from __future__ import annotations
 from trainplan.enums import Attention, NormKind, Position
 from trainplan.frozen import frozen, replace
 from trainplan.memory.context import LayerContext
-from trainplan.memory.mlp_saves import mlp_saves, router_saves
+from trainplan.memory.mlp_saves import CLAMPED_SWIGLU, mlp_saves, router_saves
 from trainplan.model.architecture import Group, LayerSpec, LinearSpec, Role
 from trainplan.model.params import lora_key
 from trainplan.specs import ModelSpec
 
 LSE_BYTES = 4
-# apply_rotary_pos_emb ends in torch.cat([rotated, pass-through]) (modeling_gpt_neox/phi3/glm/glm4)
-ROPE_CAT_MODEL_TYPES = frozenset({"gpt_neox", "phi3", "glm", "glm4"})
+# apply_rotary_pos_emb ends in torch.cat([rotated, pass-through]) (modeling_gpt_neox/phi3/glm/glm4,
+# glm4_moe; gpt-oss rotates the two halves and concatenates them)
+ROPE_CAT_MODEL_TYPES = frozenset({"gpt_neox", "phi3", "glm", "glm4", "glm4_moe", "gpt_oss"})
+# RMSNorm computing `(weight * x).to(input_dtype)` in fp32 (OLMo 2/3, gpt-oss), as Gemma's
+# `(x * (1 + w)).type_as(x)`: the weight's product saves the fp32 x, the output has the input's dtype
+FP32_PRODUCT_NORM_MODEL_TYPES = frozenset({"olmo2", "olmo3", "gpt_oss"})
+# post-norm layers (OLMo 2/3): no norm before attention or MLP; RMSNorm on each branch's output
+POST_NORM_MODEL_TYPES = frozenset({"olmo2", "olmo3"})
+# q_norm / k_norm over the whole projection output (one (t,) rstd each), not per head
+FULL_WIDTH_QK_NORM_MODEL_TYPES = frozenset({"olmo2", "olmo3"})
+# q/k normalised without a weight (Llama 4's L2 norm)
+WEIGHTLESS_QK_NORM_MODEL_TYPES = frozenset({"llama4", "llama4_text"})
+# attention with per-head sink logits (gpt-oss): the sink column joins the scores before the softmax;
+# eager only in transformers (job/resolve.py resolves an SDPA request to eager)
+SINK_ATTENTION_MODEL_TYPES = frozenset({"gpt_oss"})
+# MoE blocks that run every expert on every token (transformers' Llama 4 text MoE)
+DENSE_EXPERTS_MODEL_TYPES = frozenset({"llama4", "llama4_text"})
 # Falcon splits its fused projection with index lists (`fused_qkv[..., [-1], :]`): copies, not views
 QKV_INDEX_COPY_MODEL_TYPES = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})
 
@@ -51,6 +66,16 @@ class LayerActivations:
     input_alias_bytes: int = 0  # saved tensors that are the layer's input itself (not copies)
     cached_copies_bytes: int = 0  # autocast weight copies cached through forward but not saved
     op_saved_bytes: int = 0     # what torchtitan's op-level selective checkpointing keeps (op_sac_saves)
+
+
+def _fused_gate_up(lins: list[LinearSpec]) -> list[LinearSpec]:
+    """Experts' gate and up projections as the one gate_up_proj parameter they are in transformers 5."""
+    gate = next((lin for lin in lins if lin.role is Role.GATE), None)
+    up = next((lin for lin in lins if lin.role is Role.UP), None)
+    if gate is None or up is None:
+        return lins
+    fused = replace(gate, name="gate_up_proj", role=Role.GATE_UP, out_features=gate.out_features + up.out_features)
+    return [fused] + [lin for lin in lins if lin.role not in (Role.GATE, Role.UP)]
 
 
 def _has_lora(ctx: LayerContext, lin: LinearSpec) -> bool:
@@ -73,6 +98,12 @@ def _grad_flow(ctx: LayerContext, spec: ModelSpec, layer: LayerSpec) -> dict[str
     def adapted(*roles: Role) -> bool:
         return any(_has_lora(ctx, lin) for lin in layer.linears if lin.role in roles)
 
+    if spec.model_type in POST_NORM_MODEL_TYPES:   # q/k/v read the layer input itself
+        norm1 = ctx.input_requires_grad
+        attn_out = norm1 or w or adapted(*_ATTN_IN)
+        mid = attn_out or adapted(Role.O)          # residual + post-attention norm output
+        return {"norm1": norm1, "q_latent": norm1, "kv_latent": norm1, "attn_out": attn_out, "mid": mid,
+                "norm2": mid, "other": mid, "mlp_act": mid or adapted(Role.GATE, Role.UP, Role.GATE_UP)}
     norm1 = ctx.input_requires_grad or w
     attn_out = norm1 or adapted(*_ATTN_IN)
     mid = attn_out or adapted(Role.O)                       # residual + attention output
@@ -86,8 +117,10 @@ def _norm_out_bytes(ctx: LayerContext, spec: ModelSpec) -> int:
     """dtype bytes of a norm's output, the tensor the following linears read."""
     if spec.norm_kind is NormKind.LAYER:
         return 4 if ctx.autocast else ctx.residual_bytes   # CUDA autocast: layer_norm in fp32
-    if spec.model_type.startswith("gemma"):
-        return ctx.residual_bytes                          # Gemma: `(x * (1 + w)).type_as(x)`
+    if spec.model_type.startswith("gemma") or spec.model_type in FP32_PRODUCT_NORM_MODEL_TYPES:
+        # Gemma `(x * (1 + w)).type_as(x)`, gpt-oss `(w * x).to(dtype)`: the input's dtype; OLMo's
+        # post-norm layers: q/k/v and the MLP read the residual stream itself
+        return ctx.residual_bytes
     weight = ctx.trained_weight_bytes if ctx.weights_trained else ctx.frozen_weight_bytes
     return max(ctx.residual_bytes, weight)                 # `weight * x.to(input_dtype)` promotes
 
@@ -98,7 +131,8 @@ def _input_bytes(ctx: LayerContext, spec: ModelSpec, group: str) -> int:
 
 
 def _linears_saves(ctx: LayerContext, spec: ModelSpec, lins: list[LinearSpec], tokens: int,
-                   grads: dict[str, bool]) -> tuple[int, int, int, int]:
+                   grads: dict[str, bool], shared_out: dict[str, int] | None = None,
+                   masked: bool = False) -> tuple[int, int, int, int]:
     """(activation bytes, autocast weight-copy bytes, lora bytes, weight copies cached but not
     saved) of these linears.
 
@@ -114,6 +148,10 @@ def _linears_saves(ctx: LayerContext, spec: ModelSpec, lins: list[LinearSpec], t
         needs_grad = grads[group]
         key = "norm1" if one_norm and group == "norm2" else group
         in_bytes = _input_bytes(ctx, spec, group)
+        if lin.group is Group.EXPERTS and spec.model_type in FP32_PRODUCT_NORM_MODEL_TYPES:
+            # the 16-bit norm output is gathered and cast to the experts' dtype (_grouped_mm's
+            # `input.to(weight.dtype)`): that copy is what the grouped matmul keeps
+            in_bytes = ctx.compute_bytes
         cast = ctx.autocast and in_bytes != c
         width = tokens * lin.in_features
         # a trained weight's gradient needs the input; bitsandbytes MatMul4Bit.forward keeps it for a
@@ -150,12 +188,39 @@ def _linears_saves(ctx: LayerContext, spec: ModelSpec, lins: list[LinearSpec], t
                     wcopy += a_copy
                 else:
                     cached += a_copy
-    if ctx.attention is not Attention.EAGER and not _rope_cat_layout(spec) and not _sdpa_math(ctx, spec):
+    if ctx.attention is not Attention.EAGER and not _rope_cat_layout(spec) and not (_sdpa_math(ctx, spec)
+                                                                                     and not masked):
         # SDPA's flash/efficient kernels (and flash-attn 2) allocate the output in the query's
         # (b, s, heads, d) layout, so `transpose(1, 2).contiguous()` is a no-op: o_proj reads the
         # very tensor the kernel saved (counted with the attention core).
         shared.pop("attn_out", None)
+    if shared_out is not None:
+        shared_out.update(shared)
     return act + sum(shared.values()), wcopy, lora, cached
+
+
+# Layers with local attention (sliding window, Llama 4's chunks; LayerSpec.attention == "local") under
+# SDPA: transformers builds a 4-D boolean mask once the sequence is longer than the window (shorter,
+# the mask is plain causal and skipped), and SDPA with a mask takes repeated k/v (no enable_gqa) and
+# converts the mask to an additive bias in the query's dtype, which the memory-efficient kernel keeps
+# for backward: per such layer a (b, 1, s, s) bias and k/v at num_heads width. Followed for the
+# models with per-layer attention kinds (architecture.LOCAL_ATTENTION_MODEL_TYPES); families with
+# one layer kind (Mistral, Gemma 2/3, Qwen with use_sliding_window) are not, yet.
+def _local_window(spec: ModelSpec) -> int | None:
+    if spec.model_type.startswith("llama4"):
+        import json
+
+        config = json.loads(spec.hf_config_json) if spec.hf_config_json else {}
+        config = config.get("text_config", config) if spec.model_type == "llama4" else config
+        return config.get("attention_chunk_size", 8192)
+    return spec.sliding_window
+
+
+def _masked(ctx: LayerContext, spec: ModelSpec, layer: LayerSpec) -> bool:
+    if ctx.attention is not Attention.SDPA or layer.attention != "local":
+        return False
+    window = _local_window(spec)
+    return bool(window) and ctx.seq > window
 
 
 def _sdpa_math(ctx: LayerContext, spec: ModelSpec) -> bool:
@@ -201,8 +266,8 @@ def _norm_saves(ctx: LayerContext, spec: ModelSpec, width: int, *, input_grad: b
         upcast = 4 * t * width if input_grad else 0        # pow/mul save the fp32 input (or its copy)
         rsqrt = 4 * t if input_grad else 0                 # mul saves the (t,) rsqrt when x needs grad
         # `weight * x` saves x when the weight is trained; Gemma applies (1 + w) in fp32
-        normed = ((4 if spec.model_type.startswith("gemma") else ctx.residual_bytes) * t * width
-                  if weight_grad else 0)
+        fp32_product = spec.model_type.startswith("gemma") or spec.model_type in FP32_PRODUCT_NORM_MODEL_TYPES
+        normed = ((4 if fp32_product else ctx.residual_bytes) * t * width if weight_grad else 0)
         return upcast, rsqrt + normed
     in_bytes = 4 if ctx.autocast else ctx.residual_bytes   # CUDA autocast: layer_norm in fp32
     weight = ctx.trained_weight_bytes if weight_grad else ctx.frozen_weight_bytes
@@ -221,6 +286,11 @@ def _norm_input_is_layer_input(ctx: LayerContext, spec: ModelSpec) -> bool:
 def _layer_norms(ctx: LayerContext, spec: ModelSpec, grads: dict[str, bool]) -> tuple[int, int]:
     """(bytes the layer's norms save, of which the layer input itself)."""
     h, w = spec.hidden_size, ctx.weights_trained
+    if spec.model_type in POST_NORM_MODEL_TYPES:
+        # post_attention_layernorm on o_proj's output, post_feedforward_layernorm on down_proj's
+        # output: projection outputs in the compute dtype; neither reads the layer input
+        out_ctx = replace(ctx, residual_bytes=ctx.compute_bytes)
+        return 2 * sum(_norm_saves(out_ctx, spec, h, input_grad=grads["mid"], weight_grad=w)), 0
     first_in, first_rest = _norm_saves(ctx, spec, h, input_grad=ctx.input_requires_grad, weight_grad=w)
     alias = ctx.residual_bytes * ctx.tokens * h if first_in and _norm_input_is_layer_input(ctx, spec) else 0
     total = first_in + first_rest
@@ -245,13 +315,13 @@ def _qkv_needs(ctx: LayerContext, spec: ModelSpec, layer: LayerSpec,
         q = grads["q_latent"] or adapted(Role.Q, Role.Q_B)
         kv = grads["kv_latent"] or adapted(Role.KV_B)
         return q, kv, kv
-    base = grads["norm1"]
+    base = grads["norm1"] or ctx.weights_trained            # post-norm: q/k/v read the layer input
     return (base or adapted(Role.Q, Role.QKV), base or adapted(Role.K, Role.QKV),
             base or adapted(Role.V, Role.QKV))
 
 
 def _attention_core(ctx: LayerContext, spec: ModelSpec, fused_qkv_pinned: bool,
-                    needs: tuple[bool, bool, bool]) -> int:
+                    needs: tuple[bool, bool, bool], masked: bool = False) -> int:
     """What attention saves; a matmul saves each operand only for the other one's gradient."""
     t, c, b, s = ctx.tokens, ctx.compute_bytes, ctx.batch, ctx.seq
     h_q = spec.num_heads
@@ -274,12 +344,20 @@ def _attention_core(ctx: LayerContext, spec: ModelSpec, fused_qkv_pinned: bool,
     # eager attention's repeat_kv copied it
     pinned = c * t * (spec.q_dim + spec.kv_dim) if fused_qkv_pinned and (
         ctx.attention is not Attention.EAGER or rep == 1) else 0
-    if ctx.attention is Attention.EAGER or _sdpa_math(ctx, spec):
-        if ctx.attention is Attention.EAGER:
+    if ctx.attention is Attention.EAGER or (_sdpa_math(ctx, spec) and not masked):   # masked: memory-efficient
+        sink_extra = 0
+        if ctx.attention is Attention.EAGER and spec.model_type in SINK_ATTENTION_MODEL_TYPES:
+            # gpt-oss: cat(scores, sinks) promotes to the sinks' dtype, max(-1) keeps int64 indices,
+            # softmax(dtype=its input's) saves (b, heads, s, s + 1); the sliced probabilities are cast
+            # to the value dtype (a copy when they differ, saved by probs @ v)
+            sink_bytes = ctx.trained_weight_bytes if ctx.weights_trained else ctx.frozen_weight_bytes
+            soft = max(c, sink_bytes)
+            sink_extra = (soft + 8) * b * h_q * s if scores else 0
+        elif ctx.attention is Attention.EAGER:
             # eager_attention_forward: q @ k^T (q and the repeated k), softmax, dropout, @ v. Most
-            # families run softmax(dtype=float32).to(query.dtype); GPT-2 keeps the value dtype,
-            # CUDA autocast puts softmax on its fp32 list.
-            soft = 4 if (ctx.autocast or spec.naming != "gpt2") else c
+            # families run softmax(dtype=float32).to(query.dtype); GPT-2 and Llama 4 keep the value
+            # dtype, CUDA autocast puts softmax on its fp32 list.
+            soft = 4 if (ctx.autocast or spec.naming not in ("gpt2", "llama4")) else c
         else:
             # SDPA's math kernel: q * scale and the repeated k * scale are new tensors, v is
             # repeated; o_proj's input is then a copy of its (b, heads, s, d) output (linears)
@@ -293,9 +371,11 @@ def _attention_core(ctx: LayerContext, spec: ModelSpec, fused_qkv_pinned: bool,
             probs += (1 if scores else 0) + (c if v_needs else 0)   # bool mask, dropped probabilities
         elif soft != c and v_needs:
             probs += c                                      # 16-bit copy saved by probs @ v
-        return saved + pinned + probs * b * h_q * s * s
+        return saved + pinned + probs * b * h_q * s * s + sink_extra
     saved = c * t * (q_dim + k_dim + v_dim + out_dim)       # q, k, v, out saved by the kernel
     saved += LSE_BYTES * b * h_q * s                        # logsumexp
+    if masked:   # repeated k/v instead of k/v, and the additive mask bias
+        saved += c * t * (k_dim + v_dim) * (rep - 1) + c * b * s * s
     return saved + pinned
 
 
@@ -311,12 +391,16 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
     detail["norms"], alias = _layer_norms(ctx, spec, grads)
     by_group = {g: [lin for lin in layer.linears if lin.group is g] for g in Group}
     dense = by_group[Group.ATTENTION] + by_group[Group.MLP] + by_group[Group.SHARED_EXPERTS] + by_group[Group.ROUTER]
-    act, wcopy, lora, cached = _linears_saves(ctx, spec, dense, t, grads)
+    shared_inputs: dict[str, int] = {}
+    masked = _masked(ctx, spec, layer)
+    act, wcopy, lora, cached = _linears_saves(ctx, spec, dense, t, grads, shared_out=shared_inputs, masked=masked)
+    if spec.model_type in POST_NORM_MODEL_TYPES and "norm1" in shared_inputs:
+        alias = shared_inputs["norm1"]                      # q/k/v saved the layer input itself
     detail["linear_inputs"] = act
     detail["lora"] = lora
     needs = _qkv_needs(ctx, spec, layer, grads)
     detail["attention_core"] = _attention_core(ctx, spec, _value_pins_fused_qkv(spec, layer) or ctx.fused_qkv,
-                                               needs)
+                                               needs, masked)
     if ctx.fused_qkv and lora:   # LoRAQKVLinear.zero_pad: index_copy keeps the adapters' output
         detail["lora"] += c * t * sum(lin.out_features for lin in layer.linears
                                       if lin.role in (Role.Q, Role.K, Role.V, Role.QKV) and _has_lora(ctx, lin))
@@ -326,11 +410,18 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
         detail["attention_core"] += sum(sum(_norm_saves(latent_ctx, spec, width, input_grad=grads[key],
                                                          weight_grad=ctx.weights_trained))
                                         for key, width in latents if width)
-    if spec.qk_norm:   # q_norm/k_norm (RMSNorm over head_dim) on the q and k that need a gradient
+    if spec.model_type in WEIGHTLESS_QK_NORM_MODEL_TYPES and layer.attention == "full" and needs[0]:
+        detail["attention_core"] += 4 * ctx.seq          # NoPE layers: the (s,) fp32 temperature scales
+    # Llama 4 normalises q and k (L2, no weight) on its RoPE layers only
+    qk_norm = spec.qk_norm and not (spec.model_type in WEIGHTLESS_QK_NORM_MODEL_TYPES and layer.attention == "full")
+    if qk_norm:   # q_norm/k_norm (RMSNorm over head_dim) on the q and k that need a gradient
         head_ctx = replace(ctx, residual_bytes=c)         # q and k are projection outputs
+        qk_weight = ctx.weights_trained and spec.model_type not in WEIGHTLESS_QK_NORM_MODEL_TYPES
+        full = spec.model_type in FULL_WIDTH_QK_NORM_MODEL_TYPES
         for grad, heads in zip(needs[:2], (spec.num_heads, spec.num_kv_heads)):
-            detail["attention_core"] += sum(_norm_saves(head_ctx, spec, spec.head_dim, input_grad=grad,
-                                                        weight_grad=ctx.weights_trained, tokens=t * heads))
+            width, rows = (heads * spec.head_dim, t) if full else (spec.head_dim, t * heads)
+            detail["attention_core"] += sum(_norm_saves(head_ctx, spec, width, input_grad=grad,
+                                                        weight_grad=qk_weight, tokens=rows))
     act = spec.hidden_act
     mlp = grads["mlp_act"]                                 # the MLP's intermediates need gradients
     if by_group[Group.MLP] and mlp:
@@ -343,7 +434,22 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
         detail["dropout"] = 2 * t * h                      # CUDA native_dropout: bool masks, 2 sites
     transient = 0
     experts = by_group[Group.EXPERTS]
-    if experts and spec.moe and mlp:
+    if experts and spec.moe and mlp and spec.model_type in DENSE_EXPERTS_MODEL_TYPES:
+        # Llama4TextMoe: sigmoid(top-k scattered into -inf) scores every expert; each expert runs
+        # on all t tokens (`hidden.repeat(E, 1) * scores`, then torch.bmm, on autocast's list):
+        # E x t rows. Saved: topk's int64 indices, the fp32 sigmoid output, the repeated input and the
+        # (E*t,) score column for their product, then the experts' bmm inputs and gated MLP
+        rows = t * spec.moe.num_experts
+        detail["router"] = 8 * t * spec.moe.top_k + 4 * t * spec.moe.num_experts
+        experts = _fused_gate_up(experts)                  # one bmm: one autocast copy of the input
+        e_act, e_wcopy, e_lora, e_cached = _linears_saves(ctx, spec, experts, rows, grads)
+        detail["experts"] = (mlp_saves(ctx, experts, rows, act) + e_act + e_lora
+                             + _norm_out_bytes(ctx, spec) * rows * h + c * rows)
+        wcopy += e_wcopy
+        cached += e_cached
+        width = next(lin.in_features for lin in experts if lin.role is Role.DOWN)
+        transient = 3 * c * rows * width
+    elif experts and spec.moe and mlp:
         routed = t * spec.moe.top_k
         detail["router"] = router_saves(ctx, spec, t, input_grad=grads["norm2"],
                                         norm_out_bytes=_norm_out_bytes(ctx, spec))
@@ -354,7 +460,8 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
             w = ctx.trained_weight_bytes if ctx.weights_trained else ctx.frozen_weight_bytes
             ectx = replace(ctx, autocast=False, compute_bytes=w)
         e_act, e_wcopy, e_lora, e_cached = _linears_saves(ectx, spec, experts, routed, grads)
-        detail["experts"] = (mlp_saves(ectx, experts, routed, act) + e_act + e_lora
+        expert_act = CLAMPED_SWIGLU if spec.model_type == "gpt_oss" else act
+        detail["experts"] = (mlp_saves(ectx, experts, routed, expert_act) + e_act + e_lora
                              + ectx.compute_bytes * routed * h)
         wcopy += e_wcopy
         cached += e_cached

@@ -7,6 +7,15 @@ from trainplan.memory.context import LayerContext
 from trainplan.model.architecture import LinearSpec, Role
 from trainplan.specs import ModelSpec
 
+# gpt-oss experts (GptOssExperts._apply_gate): gate = clamp(max), up = clamp(min, max) of the
+# interleaved gate/up output (both clamps save their input: the whole (2I) projection output),
+# sigmoid(gate * alpha) saves its output, gate * sigmoid saves the clamped gate, (up + 1) * glu saves
+# both factors: 2I + 4I elements per row besides the down projection's input.
+CLAMPED_SWIGLU = "gpt_oss_clamped_swiglu"
+CLAMPED_SWIGLU_ELEMENTS = 6
+# routers and MoE blocks with DeepSeek-V3's sigmoid routing, correction bias and shared experts
+_V3_ROUTING = frozenset({"deepseek_v3", "glm4_moe", "kimi_k2"})
+
 
 def _act_own_bytes(act: str, c: int, autocast: bool) -> int:
     """Bytes per intermediate element the activation function itself saves for backward.
@@ -32,6 +41,8 @@ def mlp_saves(ctx: LayerContext, lins: list[LinearSpec], tokens: int, act: str) 
     c = ctx.compute_bytes
     gated = any(lin.role in (Role.GATE, Role.GATE_UP) for lin in lins)
     width = next(lin.in_features for lin in lins if lin.role is Role.DOWN)
+    if act == CLAMPED_SWIGLU:
+        return CLAMPED_SWIGLU_ELEMENTS * c * tokens * width
     own = _act_own_bytes(act, c, ctx.autocast)
     if (ctx.liger or ctx.compiled) and gated:
         # fused SwiGLU (Liger) or torch.compile's min-cut partitioner (it recomputes the pointwise
@@ -56,14 +67,17 @@ def router_saves(ctx: LayerContext, spec: ModelSpec, tokens: int, *, input_grad:
     moe = spec.moe
     assert moe is not None
     e, routed, c, h = moe.num_experts, tokens * moe.top_k, ctx.compute_bytes, spec.hidden_size
-    deepseek, v3 = spec.model_type.startswith("deepseek"), spec.model_type == "deepseek_v3"
+    if spec.model_type == "gpt_oss":
+        return _gpt_oss_router_saves(ctx, e, routed)
+    v3 = spec.model_type in _V3_ROUTING
+    deepseek = spec.model_type.startswith("deepseek") or v3
     # DeepSeek's router runs F.linear on fp32 copies of input and weight (16-bit again under autocast)
     logits = 4 if deepseek and not ctx.autocast else c
     scores = logits if v3 else 4
     # routing weights: Qwen casts them back to the logits' dtype; Mixtral and DeepSeek-V2 keep fp32
-    weights = {"mixtral": 4, "deepseek_v2": 4, "deepseek_v3": logits}.get(spec.model_type, c)
+    weights = logits if v3 else {"mixtral": 4, "deepseek_v2": 4}.get(spec.model_type, c)
     saved = scores * tokens * e + 8 * routed + weights * routed + 3 * 8 * routed + 4 * e
-    if spec.model_type in ("mixtral", "deepseek_v3"):
+    if spec.model_type == "mixtral" or v3:
         # in-place top-k renormalisation: the fp32 sum (sum is on CUDA autocast's fp32 list) and a
         # clone of the values it overwrites
         saved += 4 * tokens + weights * routed
@@ -77,3 +91,14 @@ def router_saves(ctx: LayerContext, spec: ModelSpec, tokens: int, *, input_grad:
         elif input_grad and not ctx.weights_trained:
             saved += c * e * h                             # autocast's uncached 16-bit copy of it
     return saved
+
+
+def _gpt_oss_router_saves(ctx: LayerContext, experts: int, routed: int) -> int:
+    """GptOssTopKRouter: F.linear(x, w, b) -> topk (int64 indices saved) -> softmax over the top-k
+    logits in their own dtype (explicit dtype: autocast leaves it alone; its output saved); then the
+    grouped-mm experts as for the other families (routing weights gathered in expert order, three
+    int64 permutations, int32 offsets) plus the int64 expert ids the per-row bias gathers keep when
+    the biases train."""
+    c = ctx.compute_bytes
+    bias_ids = 8 * routed if ctx.weights_trained else 0
+    return c * routed + 8 * routed + c * routed + 3 * 8 * routed + 4 * experts + bias_ids

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from trainplan.enums import MlpKind, NormKind, Position
 from trainplan.errors import TrainplanError
-from trainplan.frozen import frozen
+from trainplan.frozen import frozen, replace
 from trainplan.specs import ModelSpec
 
 
@@ -77,6 +77,10 @@ class LayerSpec:
     extra_params: int = 0       # e.g. DeepSeek-V3 router bias
     is_moe: bool = False
     mlp_intermediate: int = 0   # dense MLP width (0 for MoE layers)
+    # "" : every layer attends as the spec says (spec.sliding_window, if any, on all layers);
+    # "local" / "full": models whose layers differ (LOCAL_ATTENTION_MODEL_TYPES) get one kind per
+    # attention type: windowed or chunked attention (Llama 4: the RoPE layers) / full causal attention
+    attention: str = ""
 
     @property
     def linear_params(self) -> int:
@@ -122,6 +126,12 @@ _NAMES: dict[str, dict[Role, str]] = {
     "internlm2": {Role.QKV: "wqkv", Role.O: "wo", Role.GATE: "w1", Role.UP: "w3", Role.DOWN: "w2"},
     "baichuan": {Role.QKV: "W_pack", Role.O: "o_proj", Role.GATE: "gate_proj", Role.UP: "up_proj",
                  Role.DOWN: "down_proj"},
+    # gpt-oss: experts hold one interleaved gate/up projection; the router module is `mlp.router`
+    "gpt_oss": {Role.Q: "q_proj", Role.K: "k_proj", Role.V: "v_proj", Role.O: "o_proj",
+                Role.GATE_UP: "gate_up_proj", Role.DOWN: "down_proj", Role.ROUTER: "router"},
+    "llama4": {Role.Q: "q_proj", Role.K: "k_proj", Role.V: "v_proj", Role.O: "o_proj",
+               Role.GATE: "gate_proj", Role.UP: "up_proj", Role.DOWN: "down_proj",
+               Role.ROUTER: "router"},
     "deepseek": {Role.Q: "q_proj", Role.Q_A: "q_a_proj", Role.Q_B: "q_b_proj",
                  Role.KV_A: "kv_a_proj_with_mqa", Role.KV_B: "kv_b_proj", Role.O: "o_proj",
                  Role.GATE: "gate_proj", Role.UP: "up_proj", Role.DOWN: "down_proj",
@@ -184,10 +194,27 @@ def _mlp_linears(spec: ModelSpec, names: dict[Role, str], width: int, group: Gro
             _lin(names, Role.DOWN, group, width, h, bias, copies)]
 
 
+# q_norm / k_norm over the whole projection (heads x head_dim), not per head: OLMo 2/3
+FULL_WIDTH_QK_NORM_MODEL_TYPES = frozenset({"olmo2", "olmo3"})
+# q/k normalised without a weight (Llama 4's L2 norm)
+WEIGHTLESS_QK_NORM_MODEL_TYPES = frozenset({"llama4", "llama4_text"})
+# one learned attention-sink logit per head (gpt-oss `self_attn.sinks`)
+ATTENTION_SINK_MODEL_TYPES = frozenset({"gpt_oss"})
+# routers that are nn.Linear with a bias (gpt-oss `mlp.router.bias`)
+ROUTER_BIAS_MODEL_TYPES = frozenset({"gpt_oss"})
+
+
+def _qk_norm_params(spec: ModelSpec) -> int:
+    if not spec.qk_norm or spec.model_type in WEIGHTLESS_QK_NORM_MODEL_TYPES:
+        return 0
+    if spec.model_type in FULL_WIDTH_QK_NORM_MODEL_TYPES:
+        return spec.q_dim + spec.kv_dim
+    return 2 * spec.head_dim                # q_norm and k_norm over head_dim (RMSNorm)
+
+
 def _layer_norms(spec: ModelSpec) -> int:
     total = spec.norms_per_layer * _norm_params(spec, spec.hidden_size)
-    if spec.qk_norm:
-        total += 2 * spec.head_dim          # q_norm and k_norm over head_dim (RMSNorm)
+    total += _qk_norm_params(spec)
     if spec.mla:
         total += (spec.mla.q_lora_rank or 0) + spec.mla.kv_lora_rank
     return total
@@ -195,8 +222,12 @@ def _layer_norms(spec: ModelSpec) -> int:
 
 def _dense_layer(spec: ModelSpec, names: dict[Role, str]) -> LayerSpec:
     linears = _attention_linears(spec, names) + _mlp_linears(spec, names, spec.intermediate_size, Group.MLP)
-    return LayerSpec(linears=tuple(linears), norm_params=_layer_norms(spec),
+    return LayerSpec(linears=tuple(linears), norm_params=_layer_norms(spec), extra_params=_sink_params(spec),
                      mlp_intermediate=spec.intermediate_size)
+
+
+def _sink_params(spec: ModelSpec) -> int:
+    return spec.num_heads if spec.model_type in ATTENTION_SINK_MODEL_TYPES else 0
 
 
 def _moe_layer(spec: ModelSpec, names: dict[Role, str]) -> LayerSpec:
@@ -204,15 +235,50 @@ def _moe_layer(spec: ModelSpec, names: dict[Role, str]) -> LayerSpec:
     assert moe is not None
     h = spec.hidden_size
     linears = _attention_linears(spec, names)
-    linears.append(_lin(names, Role.ROUTER, Group.ROUTER, h, moe.num_experts))
+    linears.append(_lin(names, Role.ROUTER, Group.ROUTER, h, moe.num_experts,
+                        spec.model_type in ROUTER_BIAS_MODEL_TYPES))
     linears += _mlp_linears(spec, names, moe.expert_intermediate_size, Group.EXPERTS, moe.num_experts)
     if moe.shared_intermediate_size:
         linears += _mlp_linears(spec, names, moe.shared_intermediate_size, Group.SHARED_EXPERTS)
     if moe.shared_expert_gate:
         linears.append(_lin(names, Role.SHARED_GATE, Group.ROUTER, h, 1))
-    extra = moe.num_experts if moe.router_bias else 0
+    extra = (moe.num_experts if moe.router_bias else 0) + _sink_params(spec)
     return LayerSpec(linears=tuple(linears), norm_params=_layer_norms(spec), extra_params=extra,
                      is_moe=True)
+
+
+# Models whose decoder layers alternate local (sliding-window / chunked) and full attention, with
+# saved tensors that differ between the two: one layer kind per attention type (LayerSpec.attention)
+LOCAL_ATTENTION_MODEL_TYPES = frozenset({"olmo3", "gpt_oss", "llama4", "llama4_text"})
+
+
+@lru_cache(maxsize=128)
+def _local_flags(config_json: str, model_type: str, num_layers: int) -> tuple[bool, ...]:
+    """Per decoder layer: local attention? From config.json's layer_types (Llama 4: no_rope_layers,
+    1 = RoPE = chunked attention), else the config class's default pattern."""
+    import json
+
+    config = json.loads(config_json) if config_json else {}
+    if model_type == "llama4":
+        config = config.get("text_config") or {}
+    if model_type.startswith("llama4"):
+        flags = config.get("no_rope_layers")
+        if isinstance(flags, list) and len(flags) == num_layers:
+            return tuple(bool(f) for f in flags)
+        interval = config.get("no_rope_layer_interval") or 4
+        return tuple((i + 1) % interval != 0 for i in range(num_layers))
+    layer_types = config.get("layer_types")
+    if isinstance(layer_types, list) and len(layer_types) == num_layers:
+        return tuple(t == "sliding_attention" for t in layer_types)
+    every = 2 if model_type == "gpt_oss" else 4      # GptOssConfig / Olmo3Config defaults
+    return tuple((i + 1) % every != 0 for i in range(num_layers))
+
+
+def local_attention_layers(spec: ModelSpec) -> tuple[bool, ...] | None:
+    """Which layers use local attention, for LOCAL_ATTENTION_MODEL_TYPES (None for the others)."""
+    if spec.model_type not in LOCAL_ATTENTION_MODEL_TYPES:
+        return None
+    return _local_flags(spec.hf_config_json, spec.model_type, spec.num_layers)
 
 
 @lru_cache(maxsize=512)
@@ -226,6 +292,18 @@ def structure(spec: ModelSpec) -> ModelStructure:
     if spec.moe:
         kinds.append(_moe_layer(spec, names))
         order = [1 if spec.moe.is_moe_layer(i) else 0 for i in range(spec.num_layers)]
+    local = local_attention_layers(spec)
+    if local is not None:   # (kind, attention type) -> a kind of its own
+        split: dict[tuple[int, bool], int] = {}
+        variants: list[LayerSpec] = []
+        new_order = []
+        for i, k in enumerate(order):
+            key = (k, local[i])
+            if key not in split:
+                split[key] = len(variants)
+                variants.append(replace(kinds[k], attention="local" if local[i] else "full"))
+            new_order.append(split[key])
+        kinds, order = variants, new_order
     counts = [order.count(k) for k in range(len(kinds))]
     layers = tuple((kind, n) for kind, n in zip(kinds, counts))
     position = 0

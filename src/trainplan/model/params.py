@@ -9,6 +9,7 @@ from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen
 from trainplan.job.training import TrainingSetup
 from trainplan.model.architecture import (
+    ATTENTION_SINK_MODEL_TYPES,
     Group,
     LinearSpec,
     Role,
@@ -73,9 +74,11 @@ def count_params(spec: ModelSpec) -> ParamCounts:
             by_group[lin.group] += lin.params * n
         norms += kind.norm_params * n
         extra += kind.extra_params * n
+    sinks = spec.num_heads * spec.num_layers if spec.model_type in ATTENTION_SINK_MODEL_TYPES else 0
+    extra -= sinks                                  # attention-sink logits are attention parameters
     return ParamCounts(
         embeddings=st.embedding_params + st.position_params,
-        attention=by_group[Group.ATTENTION],
+        attention=by_group[Group.ATTENTION] + sinks,
         mlp=by_group[Group.MLP],
         experts=by_group[Group.EXPERTS],
         shared_experts=by_group[Group.SHARED_EXPERTS],

@@ -42,7 +42,7 @@ from enum import StrEnum
 from trainplan.enums import Attention, GradCkpt, Method
 from trainplan.frozen import frozen
 from trainplan.job.training import TrainingSetup
-from trainplan.model.architecture import Group, LinearSpec, structure
+from trainplan.model.architecture import Group, LayerSpec, LinearSpec, structure
 from trainplan.model.params import first_trained_layer, lora_key, lora_target_keys
 from trainplan.specs import ModelSpec
 
@@ -71,15 +71,34 @@ def attention_context(seq_len: int, convention: AttnConvention, window: int | No
     return (w * (w + 1) / 2 + (s - w) * w) / s
 
 
-def attention_core_flops(spec: ModelSpec, seq_len: int, convention: AttnConvention) -> float:
-    """Forward FLOPs per token of one layer's QK^T and AV: 2 ctx (H d_qk) + 2 ctx (H d_v)."""
+def attention_core_flops(spec: ModelSpec, seq_len: int, convention: AttnConvention,
+                         layer: LayerSpec | None = None) -> float:
+    """Forward FLOPs per token of one layer's QK^T and AV: 2 ctx (H d_qk) + 2 ctx (H d_v).
+
+    The window is spec.sliding_window, except for a `layer` of a model whose layers alternate local
+    and full attention (LayerSpec.attention): full layers have none, local ones the window (Llama 4:
+    its attention chunk, counted as a window of that size)."""
     if spec.mla:
         d_qk = spec.num_heads * spec.mla.qk_head_dim
         d_v = spec.num_heads * spec.mla.v_head_dim
     else:
         d_qk = d_v = spec.num_heads * spec.head_dim
-    ctx = attention_context(seq_len, convention, spec.sliding_window)
+    ctx = attention_context(seq_len, convention, _layer_window(spec, layer))
     return 2.0 * ctx * d_qk + 2.0 * ctx * d_v
+
+
+def _layer_window(spec: ModelSpec, layer: LayerSpec | None) -> int | None:
+    if layer is None or not layer.attention:
+        return spec.sliding_window
+    if layer.attention == "full":
+        return None
+    if spec.model_type.startswith("llama4"):
+        import json
+
+        config = json.loads(spec.hf_config_json) if spec.hf_config_json else {}
+        config = config.get("text_config", config) if spec.model_type == "llama4" else config
+        return config.get("attention_chunk_size", 8192)
+    return spec.sliding_window
 
 
 def active_copies(lin: LinearSpec, spec: ModelSpec) -> float:
@@ -192,8 +211,13 @@ def flops_per_token(setup: TrainingSetup, *, seq_len: int | None = None,
     rank = setup.lora.rank if setup.lora else 0
     first = first_backward_layer(setup)
     full_ft = setup.method is Method.FULL
-    attn = attention_core_flops(spec, s, conv)
-    attn_mfu = attention_core_flops(spec, s, mfu_convention)
+    # per layer kind: models whose layers alternate local and full attention differ by kind
+    attn_kind = [attention_core_flops(spec, s, conv, layer) for layer, _ in st.layers]
+    attn_mfu_kind = [attention_core_flops(spec, s, mfu_convention, layer) for layer, _ in st.layers]
+    uniform = len(set(attn_kind)) == 1 and len(set(attn_mfu_kind)) == 1
+    attn_all = attn_kind[0] * spec.num_layers if uniform else sum(attn_kind[k] for k in st.layer_kinds_in_order)
+    attn_mfu_all = (attn_mfu_kind[0] * spec.num_layers if uniform
+                    else sum(attn_mfu_kind[k] for k in st.layer_kinds_in_order))
 
     # each decoder-layer kind's linears and adapters once (and, for op-level selective
     # checkpointing, the matmuls it recomputes); the layers then add up in order
@@ -204,6 +228,7 @@ def flops_per_token(setup: TrainingSetup, *, seq_len: int | None = None,
     lin_fwd = lin_in = lin_w = ad_fwd = ad_bwd = att_bwd = recompute = att_recompute = 0.0
     for i, kind in enumerate(st.layer_kinds_in_order):
         base, adapters, op_recompute = kinds[kind]
+        attn = attn_kind[kind]
         lin_fwd += base
         ad_fwd += adapters
         if i < first:
@@ -228,13 +253,13 @@ def flops_per_token(setup: TrainingSetup, *, seq_len: int | None = None,
     head_trained = full_ft   # LoRA/QLoRA/freeze keep the head frozen: input gradient only
     return FlopsPerToken(
         seq_len=s, attention_convention=conv, mfu_convention=mfu_convention,
-        linear_fwd=lin_fwd, attention_fwd=attn * spec.num_layers, lm_head_fwd=head,
+        linear_fwd=lin_fwd, attention_fwd=attn_all, lm_head_fwd=head,
         adapter_fwd=ad_fwd, linear_bwd_input=lin_in, linear_bwd_weight=lin_w,
         attention_bwd=att_bwd, lm_head_bwd=head * (2.0 if head_trained else 1.0),
         adapter_bwd=ad_bwd, recompute=recompute, recompute_attention=att_recompute,
-        reference=(lin_fwd + attn * spec.num_layers + head) if setup.reference_forward else 0.0,
-        reference_attention=attn * spec.num_layers if setup.reference_forward else 0.0,
-        attention_fwd_mfu=attn_mfu * spec.num_layers)
+        reference=(lin_fwd + attn_all + head) if setup.reference_forward else 0.0,
+        reference_attention=attn_all if setup.reference_forward else 0.0,
+        attention_fwd_mfu=attn_mfu_all)
 
 
 @frozen

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from trainplan.errors import TrainplanError
-from trainplan.model.hfconfig import classic, dense, moe
+from trainplan.model.hfconfig import classic, dense, moe, recent
 from trainplan.model.hfconfig._reader import ConfigReader
 from trainplan.specs import ModelSpec
 
@@ -46,6 +46,15 @@ _PARSERS: dict[str, Callable[[ConfigReader], dense.Fields]] = {
     "qwen3_moe": moe.qwen3_moe,
     "deepseek_v2": moe.deepseek_v2,
     "deepseek_v3": moe.deepseek_v3,
+    "kimi_k2": recent.kimi_k2,         # Moonshot remote code: the DeepSeek-V3 architecture
+    "seed_oss": recent.seed_oss,
+    "internlm3": recent.internlm3,
+    "olmo2": recent.olmo2,
+    "olmo3": recent.olmo3,
+    "glm4_moe": recent.glm4_moe,
+    "gpt_oss": recent.gpt_oss,
+    "llama4": recent.llama4,
+    "llama4_text": recent.llama4,
     "gpt2": classic.gpt2,
     "gpt_neox": classic.gpt_neox,
     "opt": classic.opt,
@@ -63,6 +72,7 @@ _DROPOUT_KEYS: dict[str, tuple[tuple[str, float], tuple[str, float], tuple[str, 
     "gpt2": (("resid_pdrop", 0.1), ("attn_pdrop", 0.1), ("embd_pdrop", 0.1)),
     "opt": (("dropout", 0.1), ("attention_dropout", 0.0), ("", 0.0)),
     "phi3": (("resid_pdrop", 0.0), ("attention_dropout", 0.0), ("embd_pdrop", 0.0)),
+    "seed_oss": (("residual_dropout", 0.1), ("attention_dropout", 0.1), ("", 0.0)),
 }
 
 

@@ -10,7 +10,7 @@ module names follow the matching `modeling_<type>.py`.
 from __future__ import annotations
 
 from trainplan.enums import NormKind, Position
-from trainplan.model.hfconfig._reader import ConfigReader
+from trainplan.model.hfconfig._reader import ConfigReader, Key
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def shapes(r: ConfigReader, *, tie: bool, kv_heads: int | None = None, head_dim:
     }
 
 
-def attention_bias(r: ConfigReader, key: str, default: bool, *, out: bool = True) -> Fields:
+def attention_bias(r: ConfigReader, key: Key, default: bool, *, out: bool = True) -> Fields:
     """q/k/v (and o_proj where `out`) biases switched by one config flag."""
     bias = r.flag(key, default)
     return {"qkv_bias": bias, "out_bias": bias and out}
