@@ -18,7 +18,6 @@ from trainplan.cases import (
     validate_cases,
 )
 from trainplan.cases.common import case_model
-from trainplan.cases.text import gpu_of
 from trainplan.cases.memorycase import (
     ALLOCATED,
     DEVICE,
@@ -26,6 +25,7 @@ from trainplan.cases.memorycase import (
     map_memory_case,
     memory_view,
 )
+from trainplan.cases.text import gpu_of
 from trainplan.enums import Framework, Loss, Method, Precision
 from trainplan.errors import TrainplanError
 

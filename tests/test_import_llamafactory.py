@@ -171,6 +171,16 @@ def test_stage_rules(tmp_path):
     assert neat["packing"] is True and neat["seq_len"] == 2047
 
 
+def test_badam_and_bottom_layers(tmp_path):
+    def read(text):
+        return read_config(write(tmp_path, "model_name_or_path: m\n" + text)).values()
+    badam = read("finetuning_type: full\nuse_badam: true\nbadam_switch_mode: descending\n")
+    assert (badam["method"], badam["optimizer"]) == ("full", "badam")
+    assert read("finetuning_type: freeze\nfreeze_trainable_layers: -4\n")["freeze_layers"] == -4
+    with pytest.raises(TrainplanError, match="freeze_trainable_layers must not be 0"):
+        read("finetuning_type: freeze\nfreeze_trainable_layers: 0\n")
+
+
 def test_kernels_and_precision_rules(tmp_path):
     def read(text):
         return read_config(write(tmp_path, "model_name_or_path: m\n" + text)).values()
@@ -196,11 +206,10 @@ def test_kernels_and_precision_rules(tmp_path):
 @pytest.mark.parametrize("text, key", [
     ("finetuning_type: oft\n", "finetuning_type"),
     ("quantization_bit: 4\nquantization_method: hqq\n", "quantization_bit"),
-    ("finetuning_type: freeze\nfreeze_trainable_layers: -4\n", "freeze_trainable_layers"),
     ("finetuning_type: freeze\nfreeze_trainable_modules: mlp,self_attn\n", "freeze_trainable_modules"),
     ("additional_target: embed_tokens,lm_head\n", "additional_target"),
     ("optim: lomo\n", "optim"),
-    ("finetuning_type: full\nuse_badam: true\n", "use_badam"),
+    ("finetuning_type: full\nuse_badam: true\nbadam_mode: ratio\n", "use_badam"),
     ("finetuning_type: full\nuse_adam_mini: true\n", "use_adam_mini"),
     ("finetuning_type: full\nuse_muon: true\n", "use_muon"),
     ("finetuning_type: full\nfsdp: full_shard auto_wrap\n", "fsdp"),
@@ -300,6 +309,12 @@ FLAGS = {
         "--model", "meta-llama/Llama-3.1-8B", "--method", "lora", "--lora-rank", "8", "--lora-alpha", "16",
         "--lora-dropout", "0", "--lora-targets", "all-linear", "--dora", "--batch-size", "2", "--grad-accum", "2",
         "--seq-len", "512", "--epochs", "1", "--grad-ckpt", "none", "--optimizer", "adamw"],
+    "llama3_badam_sft.yaml": [
+        "--model", "meta-llama/Meta-Llama-3-8B-Instruct", "--method", "full", "--optimizer", "badam",
+        "--batch-size", "2", "--grad-accum", "8", "--seq-len", "1024", "--samples", "1000", "--epochs", "3"],
+    "qwen3_freeze_bottom_sft.yaml": [
+        "--model", "Qwen/Qwen3-8B", "--method", "freeze", "--freeze-layers=-2", "--grad-ckpt", "none",
+        "--batch-size", "1", "--grad-accum", "8", "--seq-len", "2048", "--epochs", "2"],
     "qwen3_lora_sft_pure_bf16.json": [
         "--model", "Qwen/Qwen3-8B", "--method", "lora", "--lora-rank", "64", "--lora-alpha", "16", "--lora-dropout",
         "0.1", "--lora-targets", "q_proj,v_proj", "--batch-size", "4", "--grad-accum", "2", "--seq-len", "3072",

@@ -8,6 +8,7 @@ import pytest
 import trainplan
 from trainplan.cases.text import embedded_settings, gpu_of, grad_ckpt_of, precision_of
 from trainplan.enums import Framework
+from trainplan.errors import TrainplanError
 from trainplan.job.frameworks import framework_in_text
 from trainplan.memory.activations import op_sac_saves
 from trainplan.memory.build import layer_contexts
@@ -34,6 +35,43 @@ def test_zero3_holds_every_gradient_partition_from_the_start():
     assert abs(c["gradients"] * 8 - 2 * e.params.total) < 8 * 1024     # 2 bytes per parameter, partitioned
     offloaded = est(model="llama-2-70b", method="full", num_gpus=8, zero=3, gpu="h100", offload="optimizer")
     assert "gradients" not in offloaded.memory.components_bytes        # on the CPU with the optimizer
+
+
+# --- freeze tuning from the bottom, BAdam ------------------------------------------------------------
+
+def test_freezing_from_the_bottom_keeps_the_states_and_runs_backward_through_every_layer():
+    # LLaMA-Factory freeze_trainable_layers -2: the first two layers train. Llama-2-7B layers are uniform,
+    # so the trained parameters (and their gradients, fp32 copies and Adam states) equal the last two's;
+    # the backward now runs through all 32 layers: 30 more layers of input-gradient matmuls (2 x tokens x
+    # linear weights) and attention backward (2 x the forward 2 h s(s+1) of causal attention)
+    kw = dict(model="llama-2-7b", method="freeze", gpu="h100", batch_size=1, seq_len=1024, framework="llamafactory",
+              grad_ckpt="none")
+    top, bottom = est(freeze_layers=2, **kw), est(freeze_layers=-2, **kw)
+    layer = 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096              # q,k,v,o + gate,up,down + 2 norms
+    assert top.trainable_params == bottom.trainable_params == 2 * layer
+    for key in ("weights", "optimizer"):
+        assert bottom.memory.components_bytes[key] == top.memory.components_bytes[key]
+    assert bottom.memory.saved_activations_bytes > 10 * top.memory.saved_activations_bytes
+    linears = 4 * 4096 * 4096 + 3 * 4096 * 11008
+    extra = 30 * (2 * 1024 * linears + 2 * 2 * 1024 * 1025 * 4096)   # causal: s(s+1)/2 query-key pairs
+    assert bottom.time.hardware_flops_per_step - top.time.hardware_flops_per_step == pytest.approx(extra, rel=1e-6)
+    with pytest.raises(TrainplanError, match="non-zero"):
+        est(freeze_layers=0, **kw)
+
+
+def test_badam_holds_one_layer_in_fp32_with_its_adam_states():
+    # badam block_optim.py: one block per decoder layer, `param.clone().float()` of the active block for
+    # the base AdamW; LLaMA-Factory keeps the model in bf16 under BAdam. Model states:
+    # 2 B x all parameters + (4 master + 8 Adam) B x one layer; the worst block is layer 0 (full backward)
+    e = est(model="llama-2-7b", method="full", optimizer="badam", gpu="rtx3090", batch_size=2, seq_len=1024,
+            framework="llamafactory")
+    layer = 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096
+    c = e.memory.components_bytes
+    assert c["weights"] == 2 * 6_738_415_616
+    assert (c["master_weights"], c["optimizer"]) == (4 * layer, 8 * layer)
+    assert e.trainable_params == layer and e.memory.fits
+    with pytest.raises(TrainplanError, match="--method full"):
+        est(model="llama-2-7b", method="lora", optimizer="badam")
 
 
 # --- activation checkpointing policies --------------------------------------------------------------

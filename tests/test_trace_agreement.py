@@ -26,6 +26,10 @@ CASES = [
     ("tiny_llama", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=256, grad_ckpt="full")),
     ("tiny_llama", dict(method="lora", precision="bf16", batch_size=4, seq_len=256, lora_targets="all-linear")),
     ("tiny_llama", dict(method="freeze", precision="bf16", batch_size=4, seq_len=256, freeze_layers=1)),
+    # the first layer trained (LLaMA-Factory freeze_trainable_layers -1; BAdam's worst block): every
+    # layer above it keeps what its input gradient needs
+    ("tiny_llama", dict(method="freeze", precision="bf16", batch_size=4, seq_len=256, freeze_layers=-1)),
+    ("tiny_qwen3", dict(method="freeze", precision="bf16-pure", batch_size=4, seq_len=256, freeze_layers=-1)),
     ("tiny_qwen2", dict(method="full", precision="fp32", batch_size=4, seq_len=256, optimizer="adamw")),
     ("tiny_qwen2", dict(method="lora", precision="bf16-pure", batch_size=4, seq_len=256, lora_dropout=0.1)),
     ("tiny_gpt2", dict(method="full", precision="bf16", batch_size=4, seq_len=256)),

@@ -16,11 +16,11 @@ import datetime
 from typing import TYPE_CHECKING, TypedDict
 
 from trainplan.cost.prices import PriceOffer
+from trainplan.errors import TrainplanError
 from trainplan.estimation import estimate as estimate_job
 from trainplan.estimation.result import Estimate
-from trainplan.job.job import Job
-from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
+from trainplan.job.job import Job
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import resolve_job
 from trainplan.planner.fit import FitResult, resolve_fit

@@ -72,6 +72,9 @@ class Optimizer(StrEnum):
     ADAFACTOR = "adafactor"
     SGD = "sgd"                      # with momentum
     LION = "lion"
+    # BAdam BlockOptimizer (layer mode): block-coordinate Adam over one decoder layer at a time, an fp32
+    # copy and Adam states of the active layer only (badam 1.4 block_optim.py)
+    BADAM = "badam"
 
 
 class GradCkpt(StrEnum):

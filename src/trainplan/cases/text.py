@@ -140,7 +140,8 @@ def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
         return Optimizer.PAGED_ADAMW_8BIT, None
     if "8-bit" in t or "8bit" in t:
         return Optimizer.ADAMW_8BIT, None
-    for word, opt in (("adafactor", Optimizer.ADAFACTOR), ("sgd", Optimizer.SGD), ("lion", Optimizer.LION)):
+    for word, opt in (("badam", Optimizer.BADAM), ("adafactor", Optimizer.ADAFACTOR), ("sgd", Optimizer.SGD),
+                      ("lion", Optimizer.LION)):
         if word in t:
             return opt, None
     if "fused" in t or t.strip() in ("adam", "adamw"):

@@ -50,7 +50,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
                                    "(required unless --from names the model)")
     g.add_argument("--method", default="full", help="full | lora | qlora | freeze")
     g.add_argument("--precision", help="bf16 | fp16 | fp32 | bf16-pure | fp16-pure | fp8 (default: framework's)")
-    g.add_argument("--optimizer", help="adamw | adamw-fused | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion")
+    g.add_argument("--optimizer", help="adamw | adamw-fused | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion | "
+                   "badam (block-coordinate Adam, one layer at a time; --method full)")
     g.add_argument("--lora-rank", type=int, default=16)
     g.add_argument("--lora-alpha", type=float)
     g.add_argument("--lora-dropout", type=float, default=0.05)
@@ -58,7 +59,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dora", action="store_true")
     g.add_argument("--quant", help="nf4 | fp4 | int8 (qlora)")
     g.add_argument("--double-quant", action="store_true")
-    g.add_argument("--freeze-layers", type=int, default=2, help="method freeze: train the last N layers")
+    g.add_argument("--freeze-layers", type=int, default=2,
+                   help="method freeze: train the last N layers (-N: the first N, as LLaMA-Factory)")
     g.add_argument("--batch-size", type=int, default=1, help="micro-batch per GPU")
     g.add_argument("--grad-accum", type=int, default=1)
     g.add_argument("--seq-len", type=int, default=2048)
@@ -151,7 +153,7 @@ def options_from_args(args: argparse.Namespace, *, model_required: bool = True) 
         if model_required and values.get("model") is None and "model" in values:
             raise TrainplanError("--model is required (or --from a config that names the model)")
         return JobOptions(**values, given=tuple(sorted(given)))
-    from trainplan.importers.merge import check_gpu_count, from_configs   # parsers load only with --from
+    from trainplan.importers.merge import check_gpu_count, from_configs  # parsers load only with --from
 
     model = values.pop("model", None)
     options = from_configs(configs, JobOptions(model=model or "", **values), given)

@@ -51,9 +51,15 @@ def _assumption_notes(setup: TrainingSetup) -> list[str]:
         "calibrate with the ledger); "
         "device = reserved + 0.5 GiB CUDA context (+ NCCL buffers when multi-GPU)",
     ]
-    if setup.model.model_type == "gemma2" and setup.attention.value == "eager":
-        notes.append("gemma2: transformers refuses SDPA (soft-capped logits), so eager attention is "
-                     "assumed unless --attention flash: the s x s softmax is kept per head")
+    if setup.model.model_type in ("gemma2", "gpt_oss") and setup.attention.value == "eager":
+        notes.append(f"{setup.model.model_type}: transformers refuses SDPA (_supports_sdpa = False), so eager "
+                     "attention is assumed unless --attention flash: the s x s softmax is kept per head")
+    if str(setup.optimizer) == "badam":
+        notes.append("BAdam: one decoder layer trains at a time (its fp32 copy and Adam states); the peak is "
+                     "the bottom layer's block, whose backward runs through every layer; shown as freeze -1")
+    elif str(setup.method) == "freeze":
+        span = "first" if setup.freeze_bottom else "last"
+        notes.append(f"freeze tuning: the {span} {setup.freeze_trainable_layers} decoder layer(s) train")
     if setup.grad_accum > 1:
         notes.append("gradient accumulation > 1: gradients stay allocated through every micro-batch's forward")
     return notes

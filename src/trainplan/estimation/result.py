@@ -56,7 +56,8 @@ class Estimate:
                                                  "dropout": s.lora.dropout,
                                                  "targets": list(s.lora.targets or default_lora_targets(s.model))},
             "quant": None if s.quant is None else {"kind": str(s.quant.kind), "double_quant": s.quant.double_quant},
-            "freeze_layers": s.freeze_trainable_layers if str(s.method) == "freeze" else None,
+            "freeze_layers": ((-1 if s.freeze_bottom else 1) * s.freeze_trainable_layers
+                              if str(s.method) == "freeze" else None),
             "implementation": {k: (str(v) if not isinstance(v, (bool, int, float)) else v)
                                for k, v in asdict(s.impl).items()},
             "gpu": self.gpu.id, "num_gpus": self.layout.num_gpus, "nodes": self.layout.nodes,

@@ -19,8 +19,8 @@ from trainplan.frozen import field, frozen
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
 if TYPE_CHECKING:
-    from typing import Any
     from collections.abc import Callable
+    from typing import Any
 
 
 class Origin(enum.StrEnum):

@@ -253,12 +253,12 @@ def _freeze(c: Collector, get) -> None:
     layers = get("freeze_trainable_layers")
     if layers is None:
         _default(c, "freeze_layers")
-    elif as_int(layers, "freeze_trainable_layers", c.file) > 0:
-        c.set("freeze_layers", as_int(layers, "freeze_trainable_layers", c.file), key="freeze_trainable_layers",
-              raw=layers)
+    elif as_int(layers, "freeze_trainable_layers", c.file) == 0:
+        raise TrainplanError(f"--from {c.file}: freeze_trainable_layers must not be 0")
     else:
-        c.skip("freeze_trainable_layers", layers, "the first n layers trainable (a negative count): the backward "
-               "pass then runs through every layer, while trainplan models the last n")
+        n = as_int(layers, "freeze_trainable_layers", c.file)
+        c.set("freeze_layers", n, key="freeze_trainable_layers", raw=layers,
+              note="" if n > 0 else "negative: the first n layers train (the backward runs through every layer)")
     modules = get("freeze_trainable_modules")
     if modules is not None and names(modules) != ("all",):
         c.skip("freeze_trainable_modules", modules, "only some modules of the trainable layers are trained")
@@ -427,6 +427,13 @@ def _batch(c: Collector, get) -> None:
 
 def _optimizer(c: Collector, get) -> None:
     custom = [k for k in _CUSTOM_OPTIM if as_bool(get(k, False), k, c.file)]
+    mode = get("badam_mode")
+    if custom == ["use_badam"] and str(mode or "layer").lower() == "layer":
+        c.set("optimizer", "badam", key="use_badam", raw=True,
+              note="layer-wise BAdam (train/trainer_utils.py _create_badam_optimizer: BlockOptimizer over "
+                   "the HF optimizer; badam_mode " + ("layer" if mode else "default layer") + ")")
+        get("optim")
+        return
     if custom:
         c.skip(custom[0], True, f"LLaMA-Factory's {custom[0][4:]} optimizer ({_SRC}train/trainer_utils.py "
                "create_custom_optimizer) is not modelled; the optimizer is left to trainplan")

@@ -4,7 +4,6 @@ result is a JobOptions whose `provenance` says where each value it holds came fr
 
 from __future__ import annotations
 
-
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
 from trainplan.importers.base import Imported, Origin, Setting
@@ -48,7 +47,7 @@ def from_configs(paths: list[str] | tuple[str, ...], options: JobOptions, given:
     """Read each `--from` source and lay them over `options` (flags in `given` win)."""
     if not paths:
         return replace(options, given=tuple(sorted(given)))
-    from trainplan.importers.read import read_config   # parsers load only when a config is read
+    from trainplan.importers.read import read_config  # parsers load only when a config is read
 
     return apply([read_config(p) for p in paths], options, given)
 

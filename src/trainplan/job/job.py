@@ -13,8 +13,8 @@ from trainplan.frozen import field, frozen
 from trainplan.job.options import JobOptions
 from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.ledger.calibration import Calibration
-from trainplan.memory.parallel import ParallelConfig
 from trainplan.memory.model import MemoryModel
+from trainplan.memory.parallel import ParallelConfig
 from trainplan.memory.sharding import FsdpConfig, ZeroConfig
 from trainplan.specs import GpuSpec
 from trainplan.timing.estimate import TimingOptions

@@ -17,6 +17,7 @@ from trainplan.enums import (
     Fsdp,
     GradCkpt,
     Loss,
+    MasterWeights,
     Method,
     Offload,
     Optimizer,
@@ -30,6 +31,7 @@ from trainplan.job.frameworks import implementation, profile
 from trainplan.job.job import Job, check_headroom
 from trainplan.job.options import JobOptions
 from trainplan.job.training import (
+    Implementation,
     Layout,
     LoraConfig,
     QuantConfig,
@@ -119,14 +121,42 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None) -> TrainingSetup
         raise TrainplanError("QLoRA with --precision fp32 is not a thing: 4-bit weights compute in "
                              "bf16/fp16; use --precision bf16")
     pairs, reference, ref_forward = preference(req, method)
+    freeze, bottom = _freeze_layers(req.freeze_layers)
+    if optimizer is Optimizer.BADAM:
+        method, freeze, bottom, precision, impl = block_coordinate(method, precision, impl)
     every = req.grad_ckpt_every or 1
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise TrainplanError(f"--grad-ckpt-every must be a positive integer, got {req.grad_ckpt_every!r}")
     return TrainingSetup(model=spec, method=method, precision=precision, optimizer=optimizer,
                          batch_size=req.batch_size, seq_len=req.seq_len, grad_accum=req.grad_accum,
                          grad_ckpt=grad_ckpt, grad_ckpt_every=every, attention=attention, lora=lora, quant=quant,
-                         freeze_trainable_layers=req.freeze_layers, framework=framework, impl=impl,
+                         freeze_trainable_layers=freeze, freeze_bottom=bottom, framework=framework, impl=impl,
                          sequences_per_sample=pairs, reference_model=reference, reference_forward=ref_forward)
+
+
+def _freeze_layers(value: object) -> tuple[int, bool]:
+    """--freeze-layers N: the last N layers train; -N: the first N (LLaMA-Factory's sign convention)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value == 0:
+        raise TrainplanError(f"--freeze-layers must be a non-zero integer (-N: the first N layers), got {value!r}")
+    return abs(value), value < 0
+
+
+def block_coordinate(method: Method, precision: Precision,
+                     impl: Implementation) -> tuple[Method, int, bool, Precision, Implementation]:
+    """BAdam (badam 1.4 block_optim.py, layer mode as LLaMA-Factory's _create_badam_optimizer builds it):
+    `infer_param_groups` makes one block per decoder layer (embedding and head in none, so never
+    trained); `switch_trainable_params` sets requires_grad on the active block only, clones it to fp32
+    (`param.clone().float()`) for the base optimizer and resets the optimizer state. At any step the
+    memory is freeze tuning of one layer with an fp32 master copy in the optimizer; the run's peak is the
+    bottom block, whose backward runs through every layer. LLaMA-Factory keeps the model in its 16-bit
+    load dtype under BAdam (model/adapter.py: "Pure bf16 / BAdam detected")."""
+    if method is not Method.FULL:
+        raise TrainplanError(f"--optimizer badam trains the whole model a layer at a time: use --method full, "
+                             f"not {method}")
+    if precision is Precision.FP32:
+        return Method.FREEZE, 1, True, precision, impl
+    sixteen = {Precision.BF16_PURE: Precision.BF16, Precision.FP16_PURE: Precision.FP16}.get(precision, precision)
+    return Method.FREEZE, 1, True, sixteen, replace(impl, master_weights=MasterWeights.OPTIMIZER)
 
 
 # Training stages: (sequences per sample, reference model by default). Preference pairs run chosen

@@ -4,7 +4,6 @@ provenance (importers/merge.py) and the resolved setup, nothing else."""
 
 from __future__ import annotations
 
-
 from trainplan.job.frameworks import profile
 from trainplan.job.job import Job
 from trainplan.job.options import JobOptions

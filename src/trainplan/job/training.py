@@ -81,7 +81,8 @@ class TrainingSetup:
     attention: Attention = Attention.SDPA
     lora: LoraConfig | None = None
     quant: QuantConfig | None = None
-    freeze_trainable_layers: int = 2     # method=freeze: train the last N layers
+    freeze_trainable_layers: int = 2     # method=freeze: train the last N layers ...
+    freeze_bottom: bool = False          # ... or the first N (LLaMA-Factory: a negative freeze_trainable_layers)
     framework: Framework = Framework.HF
     impl: Implementation = field(default_factory=Implementation)
     sequences_per_sample: int = 1         # 2 for preference pairs (DPO/ORPO/SimPO/RM: chosen + rejected together)

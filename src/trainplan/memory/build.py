@@ -19,7 +19,7 @@ from trainplan.memory.peak import StepInputs
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState
 from trainplan.model.architecture import structure
-from trainplan.model.params import first_trained_layer, lora_target_keys
+from trainplan.model.params import first_trained_layer, lora_target_keys, trained_layers
 
 NO_LOGITS = LogitsMemory(forward_peak_bytes=0, saved_bytes=0, backward_peak_bytes=0, after_bytes=0)
 
@@ -41,7 +41,7 @@ def embedding_output_requires_grad(setup: TrainingSetup) -> bool:
 def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
     spec = setup.model
     names = lora_target_keys(setup)
-    first = first_trained_layer(setup)
+    first, trained_span = first_trained_layer(setup), trained_layers(setup)
     rank = setup.lora.rank if setup.lora else 0
     dropout = setup.lora.dropout if setup.lora else 0.0
     embed_grad = embedding_output_requires_grad(setup)
@@ -49,7 +49,7 @@ def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
     made: dict[tuple[bool, bool], LayerContext] = {}    # layers differ only in these two flags
     out = []
     for i in range(spec.num_layers):
-        trained = setup.method is Method.FULL or (setup.method is Method.FREEZE and i >= first)
+        trained = i in trained_span
         below = i > first if setup.method is Method.FREEZE else i > lora_from   # a trainable layer below
         flags = (trained, embed_grad or below)
         ctx = made.get(flags)
@@ -77,8 +77,8 @@ def _layer_grad_bytes(setup: TrainingSetup, regime: Regime, state: ModelState) -
     if setup.method is Method.FULL:
         return [per_kind[k] for k in st.layer_kinds_in_order]
     if setup.method is Method.FREEZE:
-        first = first_trained_layer(setup)
-        return [per_kind[k] if i >= first else 0 for i, k in enumerate(st.layer_kinds_in_order)]
+        span = trained_layers(setup)
+        return [per_kind[k] if i in span else 0 for i, k in enumerate(st.layer_kinds_in_order)]
     per_layer = state.gradients // n
     return [per_layer] * n
 

@@ -33,7 +33,7 @@ from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState, param_groups
 from trainplan.model.architecture import Group, LayerSpec, LinearSpec, Role, structure
-from trainplan.model.params import lora_key, lora_target_keys
+from trainplan.model.params import lora_key, lora_target_keys, trained_layers
 from trainplan.specs import ModelSpec
 
 _COLUMN = frozenset({Role.Q, Role.K, Role.V, Role.QKV, Role.GATE, Role.UP, Role.GATE_UP, Role.Q_B, Role.KV_B})
@@ -239,7 +239,7 @@ def gpu_params(setup: TrainingSetup, layout: Layout, stage: Stage, *, small_thre
     lora_names = lora_target_keys(setup)
     rank, dora = (setup.lora.rank, setup.lora.dora) if setup.lora else (0, False)
     kinds = [_kind_on_gpu(layer, tp, ep, small_threshold, lora_names, rank, dora) for layer, _ in st.layers]
-    first_trained = spec.num_layers - setup.freeze_trainable_layers if method is Method.FREEZE else 0
+    trained = trained_layers(setup)
     trainable = frozen = quantized = layers_total = small = largest_layer = largest_tensor = experts = 0
     per_layer = []
     order = st.layer_kinds_in_order
@@ -249,7 +249,7 @@ def gpu_params(setup: TrainingSetup, layout: Layout, stage: Stage, *, small_thre
         largest_layer = max(largest_layer, k.params)
         largest_tensor = max(largest_tensor, k.largest_tensor)
         small += k.small
-        if method is Method.FULL or (method is Method.FREEZE and i >= first_trained):
+        if i in trained:
             trainable += k.params
             experts += k.expert_params
             per_layer.append(k.params)

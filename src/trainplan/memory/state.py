@@ -26,6 +26,7 @@ from trainplan.model.params import (
     count_params,
     default_lora_targets,
     resolve_lora_targets,
+    trained_layers,
 )
 
 MIN_8BIT_SIZE = 4096
@@ -94,8 +95,7 @@ def param_groups(setup: TrainingSetup) -> ParamGroups:
                            quantized_rows=0, frozen_params=0)
     if setup.method is Method.FREEZE:
         groups = []
-        first = spec.num_layers - setup.freeze_trainable_layers
-        for i in range(first, spec.num_layers):
+        for i in trained_layers(setup):
             groups += _layer_tensors(st.layer(i), 1)
         trainable = sum(g.numel for g in groups)
         return ParamGroups(trainable=tuple(groups), adapter=False, quantized_params=0,
@@ -157,7 +157,7 @@ class ModelState:
 
 def _optimizer_bytes(opt: Optimizer, groups: ParamGroups, elem: int) -> tuple[int, int]:
     """(state bytes, step temporaries) for the trainable tensors."""
-    if opt in (Optimizer.ADAMW, Optimizer.ADAMW_FUSED):
+    if opt in (Optimizer.ADAMW, Optimizer.ADAMW_FUSED, Optimizer.BADAM):   # BAdam: Adam over the active block
         states = 2 * elem * groups.trainable_params
         temp = elem * groups.trainable_params if opt is Optimizer.ADAMW else 0
         return states, temp

@@ -140,11 +140,22 @@ def lora_target_keys(setup: TrainingSetup) -> frozenset[str]:
     return frozenset(lora_key(lin) for lin, _ in resolve_lora_targets(setup.model, targets))
 
 
-def first_trained_layer(setup: TrainingSetup) -> int:
-    """Index of the lowest decoder layer whose own weights train (freeze: the last N layers)."""
+def trained_layers(setup: TrainingSetup) -> range:
+    """Decoder layers whose own weights train: all for a full fine-tune, none for adapters; freeze
+    tuning trains the last N layers, or the first N (LLaMA-Factory FreezeArguments.freeze_trainable_layers:
+    "negative numbers mean the first n layers are set as trainable")."""
+    n = setup.model.num_layers
+    if setup.method is Method.FULL:
+        return range(n)
     if setup.method is Method.FREEZE:
-        return setup.model.num_layers - setup.freeze_trainable_layers
-    return 0
+        k = setup.freeze_trainable_layers
+        return range(k) if setup.freeze_bottom else range(n - k, n)
+    return range(0)
+
+
+def first_trained_layer(setup: TrainingSetup) -> int:
+    """Index of the lowest decoder layer whose own weights train (0 for full fine-tunes and adapters)."""
+    return trained_layers(setup).start if setup.method is Method.FREEZE else 0
 
 
 def lora_params(spec: ModelSpec, targets: tuple[str, ...], rank: int, dora: bool = False) -> int:
@@ -156,18 +167,20 @@ def lora_params(spec: ModelSpec, targets: tuple[str, ...], rank: int, dora: bool
     return total
 
 
-def freeze_trainable_params(spec: ModelSpec, last_layers: int) -> int:
-    """LLaMA-Factory freeze tuning: every parameter of the last N decoder layers is trained."""
+def freeze_trainable_params(spec: ModelSpec, layers: int, bottom: bool = False) -> int:
+    """LLaMA-Factory freeze tuning: every parameter of the last (or first) N decoder layers is trained."""
     st = structure(spec)
-    return sum(st.layer(i).params for i in range(spec.num_layers - last_layers, spec.num_layers))
+    span = range(layers) if bottom else range(spec.num_layers - layers, spec.num_layers)
+    return sum(st.layer(i).params for i in span)
 
 
 def trainable_params(spec: ModelSpec, method: Method, *, lora_targets: tuple[str, ...] = (),
-                     lora_rank: int = 0, dora: bool = False, freeze_layers: int = 0) -> int:
+                     lora_rank: int = 0, dora: bool = False, freeze_layers: int = 0,
+                     freeze_bottom: bool = False) -> int:
     if method is Method.FULL:
         return count_params(spec).total
     if method in (Method.LORA, Method.QLORA):
         return lora_params(spec, lora_targets or default_lora_targets(spec), lora_rank, dora)
     if method is Method.FREEZE:
-        return freeze_trainable_params(spec, freeze_layers)
+        return freeze_trainable_params(spec, freeze_layers, freeze_bottom)
     raise TrainplanError(f"unknown method {method!r}")

@@ -149,7 +149,7 @@ def _param_counts(setup: TrainingSetup) -> tuple[int, int]:
     lora = setup.lora
     trainable = trainable_params(setup.model, setup.method, lora_targets=lora.targets if lora else (),
                                  lora_rank=lora.rank if lora else 0, dora=lora.dora if lora else False,
-                                 freeze_layers=setup.freeze_trainable_layers)
+                                 freeze_layers=setup.freeze_trainable_layers, freeze_bottom=setup.freeze_bottom)
     return count_params(setup.model).total, trainable
 
 

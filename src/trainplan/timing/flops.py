@@ -43,7 +43,7 @@ from trainplan.enums import Attention, GradCkpt, Method
 from trainplan.frozen import frozen
 from trainplan.job.training import TrainingSetup
 from trainplan.model.architecture import Group, LayerSpec, LinearSpec, structure
-from trainplan.model.params import first_trained_layer, lora_key, lora_target_keys
+from trainplan.model.params import first_trained_layer, lora_key, lora_target_keys, trained_layers
 from trainplan.specs import ModelSpec
 
 
@@ -209,7 +209,7 @@ def flops_per_token(setup: TrainingSetup, *, seq_len: int | None = None,
     st = structure(spec)
     lora_names = lora_target_names(setup)
     rank = setup.lora.rank if setup.lora else 0
-    first = first_backward_layer(setup)
+    first, trained_span = first_backward_layer(setup), trained_layers(setup)
     full_ft = setup.method is Method.FULL
     # per layer kind: models whose layers alternate local and full attention differ by kind
     attn_kind = [attention_core_flops(spec, s, conv, layer) for layer, _ in st.layers]
@@ -233,7 +233,7 @@ def flops_per_token(setup: TrainingSetup, *, seq_len: int | None = None,
         ad_fwd += adapters
         if i < first:
             continue                      # frozen and below every trained layer: no backward
-        trained = full_ft or setup.method is Method.FREEZE   # FREEZE: layers >= first are trained
+        trained = i in trained_span
         lin_in += base
         lin_w += base if trained else 0.0
         ad_bwd += 2.0 * adapters

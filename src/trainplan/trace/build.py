@@ -26,6 +26,7 @@ from trainplan.model.params import (
     ALL_LINEAR,
     default_lora_targets,
     resolve_lora_targets,
+    trained_layers,
 )
 from trainplan.trace import qlora
 from trainplan.trace.errors import TraceUnsupported
@@ -127,7 +128,7 @@ def build_model(setup: TrainingSetup, *, device: str, notes: list[str],
     if setup.method in (Method.LORA, Method.QLORA):
         model = _apply_lora(model, setup)
     elif setup.method is Method.FREEZE:
-        _freeze_all_but_last(model, setup.freeze_trainable_layers)
+        _train_only(model, trained_layers(setup))
     _cast_trainable(model, plan.trainable)
     if setup.grad_ckpt is GradCkpt.FULL:
         _enable_checkpointing(model)
@@ -179,11 +180,11 @@ def decoder_layers(model: nn.Module) -> nn.ModuleList:
     raise TraceUnsupported(f"cannot find the {n_layers} decoder layers of {type(model).__name__}")
 
 
-def _freeze_all_but_last(model: nn.Module, trainable_layers: int) -> None:
-    """LLaMA-Factory freeze tuning: every parameter of the last N decoder layers is trained."""
+def _train_only(model: nn.Module, layers: range) -> None:
+    """LLaMA-Factory freeze tuning: every parameter of the last (or first) N decoder layers is trained."""
     for param in model.parameters():
         param.requires_grad_(False)
-    for layer in list(decoder_layers(model))[-trainable_layers:]:
+    for layer in list(decoder_layers(model))[layers.start:layers.stop]:
         for param in layer.parameters():
             param.requires_grad_(True)
 

@@ -25,6 +25,8 @@ _UNSUPPORTED = {
     Optimizer.ADAMW_8BIT: "bitsandbytes AdamW8bit (bitsandbytes is not runnable on this CPU)",
     Optimizer.PAGED_ADAMW_8BIT: "bitsandbytes PagedAdamW8bit (bitsandbytes is not runnable on this CPU)",
     Optimizer.LION: "Lion (HF Trainer takes it from bitsandbytes, which is not runnable on this CPU)",
+    Optimizer.BADAM: "BAdam's BlockOptimizer (pip badam) is not run by the trace: trace --method freeze "
+                     "--freeze-layers -1 gives its bottom block without the fp32 block copy",
 }
 
 
