@@ -77,7 +77,7 @@ CLAIMS = {
                      "huggingface/peft": 0.254, "pytorch/torchtune": 0.097},
           "time": {"predicted": 61, "all": 0.066, "QwenLM/Qwen": 0.056, "meta-llama/llama": 0.174,
                    "meta-llama/llama3": 0.322, "mosaicml/llm-foundry": 0.045, "pytorch/torchtune": 0.072}},
-    DEV2: {"memory": {"predicted": 41, "all": 0.097, "Ledzy/BAdam": 5.700, "QwenLM/Qwen2.5": 0.097,
+    DEV2: {"memory": {"predicted": 43, "all": 0.097, "Ledzy/BAdam": 0.081, "QwenLM/Qwen2.5": 0.090,
                       "THUDM/ChatGLM3": 0.157, "ljm565/universal-llm-trainer": 0.082},
            "time": {"predicted": 63, "all": 0.960, "Dao-AILab/flash-attention": 0.170,
                     "NVIDIA-NeMo/Megatron-Bridge": 0.556, "QwenLM/Qwen2.5": 0.817, "jzhang38/EasyContext": 0.070,

@@ -208,3 +208,30 @@ def test_plausibility_flag(capsys):
             "framework": "HF Trainer", "measured": {"peak_mem_gib": 70.0, "what": "nvidia-smi"}}
     [result] = evaluate([case])
     assert any(n.startswith("plausibility: the estimate") and "a100-sxm4-80gb" in n for n in result.notes)
+
+
+def test_gpu_not_stated_stands_in_and_is_not_judged():
+    from trainplan.cases.accuracy import evaluate
+    base = {"kind": "memory", "model": {"name": "Llama-2-7b", "hf_id": "meta-llama/Llama-2-7b-hf"},
+            "method": "full", "precision": {"weights": "fp32", "compute": "fp32"}, "micro_batch": 4,
+            "seq_len": 2048, "grad_ckpt": False, "framework": "HF Trainer",
+            "measured": {"peak_mem_gib": 70.0, "what": "nvidia-smi"}}
+    stated = {**base, "id": "a", "gpus": {"type": "A100-80GB", "count": 1}}
+    unstated = {**base, "id": "b", "gpus": {"type": "not stated", "count": None}}
+    sharded = {**base, "id": "c", "gpus": {"type": "not stated", "count": None},
+               "framework": "LLaMA-Factory with DeepSpeed (config not given)"}
+    a, b, c = evaluate([stated, unstated, sharded])
+    assert b.predicted == a.predicted                       # bytes per GPU do not depend on the GPU's model
+    assert any("stands in" in n for n in b.notes) and not any(n.startswith("plausibility") for n in b.notes)
+    assert c.predicted is None and "sharding is unknown" in c.skipped
+
+
+@pytest.mark.parametrize("targets, names", [
+    ("all (LLaMA-Factory lora_target: all)", ("all-linear",)), ("all-linear", ("all-linear",)),
+    ("q_proj, v_proj", ("q_proj", "v_proj")), ("q_proj v_proj", ("q_proj", "v_proj")),
+    ("PEFT default for ChatGLM (query_key_value)", ()), ("", ()),
+    (["q_proj", "output_proj"], ("q_proj", "o_proj")),     # torchtune lora_attn_modules
+])
+def test_lora_targets_written_as_text(targets, names):
+    from trainplan.cases.common import lora_targets
+    assert lora_targets({"lora": {"targets": targets}})[0] == names

@@ -45,6 +45,7 @@ class CaseMapping:
     measured: float | None    # in the metric's unit (bytes, s, tokens/s, GPU-hours)
     options: JobOptions | None = None   # memory cases: the flags `trainplan estimate` takes
     notes: tuple[str, ...] = ()
+    gpu_stated: bool = True             # False: a stand-in GPU, its capacity says nothing of the run
 
 
 def load_cases(path: str | Path, *, strict: bool = True) -> list[dict]:
@@ -101,17 +102,18 @@ def _map_memory(case: dict) -> CaseMapping:
     mm = map_memory_case(case)
     return mapping_from_options(mm.options, case_id=case["id"], kind="memory", metric=mm.view,
                                 measured=mm.measured_bytes, source=source_of(case), method=str(case["method"]),
-                                notes=mm.notes)
+                                notes=mm.notes, gpu_stated=mm.gpu_stated)
 
 
 def mapping_from_options(options: JobOptions, *, case_id: str = "", kind: str = "memory",
                          metric: str = "device_bytes", measured: float | None = None, source: str = "",
-                         method: str | None = None, notes: tuple[str, ...] = ()) -> CaseMapping:
+                         method: str | None = None, notes: tuple[str, ...] = (),
+                         gpu_stated: bool = True) -> CaseMapping:
     """JobOptions (the flags `trainplan estimate` takes) as a CaseMapping, resolved the way `estimate`
     resolves them (framework profile, layout, workload, timing options), without price or calibration."""
     job = resolve_job(options, calibration=None, priced=False)
     return CaseMapping(case_id=case_id, kind=kind, source=source, method=method or str(options.method), job=job,
-                       metric=metric, measured=measured, options=options, notes=notes)
+                       metric=metric, measured=measured, options=options, notes=notes, gpu_stated=gpu_stated)
 
 
 def _map_time(case: dict) -> CaseMapping:

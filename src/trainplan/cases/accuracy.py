@@ -87,7 +87,7 @@ def evaluate(cases: Iterable[dict], *, min_runs: int = DEFAULT_MIN_RUNS) -> list
 def plausibility(mapping, values: dict[str, Any]) -> str | None:
     """A memory estimate above the memory of the GPU the run completed on: the run did not need more
     than its GPU has, so the setup is probably misread (a field, a unit, a framework default)."""
-    if mapping.kind != "memory" or not mapping.measured:
+    if mapping.kind != "memory" or not mapping.measured or not mapping.gpu_stated:
         return None
     gpu = mapping.job.gpu
     predicted = values.get("device_bytes") or 0

@@ -147,7 +147,14 @@ def lora_targets(case: dict) -> tuple[tuple[str, ...], str | None]:
     attention and the MLP output): all-linear. torchtune's names translate to HF module names.
     """
     targets = (case.get("lora") or {}).get("targets")
-    if not targets or isinstance(targets, str):
+    if isinstance(targets, str):                 # "all (lora_target: all)", "q_proj,v_proj", "q_proj v_proj"
+        words = re.sub(r"\([^)]*\)", " ", targets).strip().lower()
+        if re.fullmatch(r"all([ _-]linear)?( layers| modules)?", words):
+            return ("all-linear",), "LoRA targets: every linear layer (all)"
+        split = [w for w in re.split(r"[,\s/+]+", words) if w]
+        prose = "default" in split or not all(re.fullmatch(r"[a-z_][a-z0-9_.]*", w) for w in split)
+        targets = [] if prose else split
+    if not targets:
         return (), "LoRA targets: peft's default for the architecture"
     names = tuple(str(t) for t in targets)
     if set(names) == _QWEN1_TARGETS:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from trainplan import catalog
 from trainplan.cases.common import Skip, case_model, lora_dropout, lora_targets, nodes_for, text
 from trainplan.cases.text import (
     attention_of,
@@ -25,6 +26,7 @@ from trainplan.cases.text import (
 from trainplan.enums import Framework, Optimizer
 from trainplan.frozen import frozen
 from trainplan.job.options import JobOptions
+from trainplan.specs import GpuSpec
 from trainplan.units import GIB
 
 ALLOCATED, RESERVED, DEVICE = "peak_allocated_bytes", "peak_reserved_bytes", "device_bytes"
@@ -37,6 +39,7 @@ class MemoryMapping:
     view: str                 # the estimate's view compared with the measurement
     measured_bytes: int | None
     notes: tuple[str, ...]
+    gpu_stated: bool = True   # False: a stand-in GPU (memory per GPU does not depend on its model)
 
 
 def memory_view(what: str | None) -> tuple[str, str]:
@@ -151,7 +154,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
         raise Skip("unpacked dataset: the peak is set by the longest batch, which the case does not give "
                    "(seq_len is only the maximum)")
     spec, how = case_model(case)
-    gpu, gnote = gpu_of(case)
+    gpu, gnote, gpu_stated = _memory_gpu(case)
     if not case.get("seq_len") or not case.get("micro_batch"):
         raise Skip("sequence length or micro-batch not given")
     notes = [f"model: {how}", f"framework: {framework} (named in the case's framework text)"] + said_notes
@@ -204,5 +207,24 @@ def map_memory_case(case: dict) -> MemoryMapping:
                          grad_accum=_grad_accum(case), seq_len=int(case["seq_len"]),
                          grad_ckpt=grad_ckpt, attention=attention_of(case.get("attention")),
                          framework=framework.value, load_fp32=load_fp32, gpu=gpu, **layout, **flags)
-    return MemoryMapping(options=options, view=view, notes=tuple(notes),
+    return MemoryMapping(options=options, view=view, notes=tuple(notes), gpu_stated=gpu_stated,
                          measured_bytes=None if gib_value is None else int(round(float(gib_value) * GIB)))
+
+
+_STAND_IN_GPU = "a100-sxm4-80gb"
+
+
+def _memory_gpu(case: dict) -> tuple[GpuSpec, str | None, bool]:
+    """The case's GPU; where it names none, a stand-in: the bytes a setup allocates per GPU do not
+    depend on the GPU's model (only its capacity, which is then left unchecked). A sharded run that
+    names neither its GPU type nor count leaves the sharding unknown: Skip."""
+    gpus = case.get("gpus") or {}
+    if str(gpus.get("type") or "").strip().lower() not in ("", "not stated", "unknown", "none"):
+        return (*gpu_of(case), True)
+    words = " ".join(text(v) for v in (case.get("framework"), (case.get("parallel") or {}).get("other")))
+    if not gpus.get("count") and case.get("method") in ("full", "pretrain") and \
+            any(w in words for w in ("deepspeed", "fsdp", "zero")):
+        raise Skip("GPU type and count not stated for a sharded (DeepSpeed/FSDP) run: the sharding is unknown")
+    gpu = catalog.resolve_gpu(_STAND_IN_GPU)
+    return gpu, (f"GPU not stated: memory per GPU does not depend on the GPU's model; {gpu.id} stands in "
+                 "(its capacity unchecked)"), False
