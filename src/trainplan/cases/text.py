@@ -126,6 +126,12 @@ def attention_of(value: Any) -> str | None:
     return None
 
 
+# optimizers whose states are not Adam's, SGD's or Adafactor's shapes (low-rank projections, per-block
+# learning rates, orthogonalised momentum, fused updates without states)
+_UNMODELLED_OPTIMIZERS = ("galore", "apollo", "adam-mini", "adam_mini", "adammini", "muon", "lomo", "adalomo",
+                          "sophia")
+
+
 def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
     """The optimizer as it holds memory, with a note where the mapping is approximate. bitsandbytes'
     32-bit PagedAdamW keeps its states in CUDA unified memory like the 8-bit paged variant: outside
@@ -133,6 +139,9 @@ def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
     t = text(value)
     if not t.strip():
         return None, "optimizer not stated: the framework profile's default"
+    unmodelled = [w for w in _UNMODELLED_OPTIMIZERS if re.search(r"(?<![a-z])" + w + r"(?![a-z])", t)]
+    if unmodelled:
+        raise Skip(f"optimizer {value!r}: {unmodelled[0]} keeps states trainplan does not model")
     if "paged" in t and "8bit" not in t and "8-bit" not in t:
         return Optimizer.PAGED_ADAMW_8BIT, ("32-bit paged AdamW counted as paged-adamw-8bit: paged states "
                                             "live outside PyTorch's allocator either way")
