@@ -43,10 +43,11 @@ class Setting:
     raw: Any = None        # the value as the file has it
     file: str = ""
     note: str = ""         # why this mapping, with the framework source where it is a default or a rule
+    version: str = ""      # a framework default: the framework version it was read from
 
     def to_dict(self) -> dict[str, Any]:
         out = {"field": self.field, "value": _plain(self.value), "origin": str(self.origin)}
-        for name in ("key", "file", "note"):
+        for name in ("key", "file", "note", "version"):
             if getattr(self, name):
                 out[name] = getattr(self, name)
         if self.raw is not None:
@@ -132,14 +133,20 @@ class Collector:
         self.includes: list[str] = []
 
     def set(self, field_name: str, value: Any, *, key: str = "", raw: Any = None, origin: Origin = Origin.FILE,
-            note: str = "") -> None:
+            note: str = "", version: str = "") -> None:
         self.settings.append(Setting(field=field_name, value=value, origin=origin, key=key,
                                      raw=raw, file=self.file if origin is not Origin.FRAMEWORK_DEFAULT else "",
-                                     note=note))
+                                     note=note, version=version))
 
-    def default(self, field_name: str, value: Any, *, key: str, note: str) -> None:
-        """The format's default for a key the file leaves out (note: where the default is defined)."""
-        self.set(field_name, value, key=key, origin=Origin.FRAMEWORK_DEFAULT, note=note)
+    def default(self, field_name: str, value: Any, *, key: str, note: str, version: str | None = None) -> None:
+        """The format's default for a key the file leaves out (note: where the default is defined;
+        version: the framework release it was read from, by default the VERSION of the format's
+        job/defaults module)."""
+        if version is None:
+            from trainplan.job import defaults
+
+            version = defaults.version(self.format) if self.format in defaults.FRAMEWORKS else ""
+        self.set(field_name, value, key=key, origin=Origin.FRAMEWORK_DEFAULT, note=note, version=version)
 
     def derived(self, field_name: str, value: Any, *, key: str, note: str) -> None:
         self.set(field_name, value, key=key, origin=Origin.DERIVED, note=note)

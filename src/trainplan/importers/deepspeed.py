@@ -105,6 +105,8 @@ def _batch(c: Collector, data: dict) -> None:
             c.ignore()   # filled from TrainingArguments by the HF integration
             continue
         c.set(field_name, as_int(value, key, c.file, minimum=1), key=key, raw=value)
+    if total is not None and is_auto(total):
+        c.ignore()       # filled from TrainingArguments by the HF integration
     if total is not None and not is_auto(total) and micro is not None and not is_auto(micro):
         per_rank = as_int(micro, "train_micro_batch_size_per_gpu", c.file) * (
             as_int(accum, "gradient_accumulation_steps", c.file) if accum is not None and not is_auto(accum) else 1)
@@ -161,7 +163,10 @@ def _zero(c: Collector, zero: Any) -> None:
                   key=f"zero_optimization.{key}", raw=zero[key])
     for canonical, aliases, field_name in _STAGE3:
         key = next((k for k in (canonical, *aliases) if k in zero), None)
-        if key is None or field_name is None:
+        if key is None:
+            continue
+        if field_name is None:          # a stage-3 knob that changes neither memory nor time here
+            c.ignore()
             continue
         value = zero[key]
         c.set(field_name, "auto" if is_auto(value) and field_name != "max_live_parameters" else
@@ -169,9 +174,10 @@ def _zero(c: Collector, zero: Any) -> None:
     if "overlap_comm" in zero:
         c.set("overlap_comm", as_bool(zero["overlap_comm"], "overlap_comm", c.file),
               key="zero_optimization.overlap_comm", raw=zero["overlap_comm"])
-    for key in ("zero_quantized_weights", "zero_quantized_gradients", "zero_hpz_partition_size"):
+    for key, off in (("zero_quantized_weights", False), ("zero_quantized_gradients", False),
+                     ("zero_hpz_partition_size", 1)):
         value = zero.get(key)
-        if value not in (None, False, 1):
+        if value is not None and (value is not off if isinstance(off, bool) else value != off):
             c.skip(f"zero_optimization.{key}", value, "ZeRO++ (quantized weights/gradients, hpZ) is not modelled")
     if zero.get("mics_shard_size", -1) not in (-1, None):
         c.skip("zero_optimization.mics_shard_size", zero["mics_shard_size"], "MiCS sharding groups are not modelled")

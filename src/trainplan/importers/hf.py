@@ -138,7 +138,7 @@ class _Reader:
         if d is not None:
             version = trl_defaults.VERSION if self.trl.get(field_name) is d else hf_defaults.VERSION
             self.c.default(d.field, d.value, key=d.key, note=f"{d.key} not set: {d.source} ({version})"
-                           + (f"; {d.note}" if d.note else ""))
+                           + (f"; {d.note}" if d.note else ""), version=version)
         return d
 
     def value(self, field_name: str, key: str, convert, *, alias: str = "", note: str = "") -> Any:
@@ -350,7 +350,7 @@ class _Reader:
             d = self.trl.get("precision") or self.hf["precision"]
             version = trl_defaults.VERSION if self.kind else hf_defaults.VERSION
             c.default("precision", value, key=d.key, note=f"{d.key} not set: {d.source} ({version})"
-                      + (f"; {note}" if note else ""))
+                      + (f"; {note}" if note else ""), version=version)
         elif len(keys) == 1:
             c.set("precision", value, key=keys[0], raw={"fp16": fp16, "bf16": bf16}.get(keys[0], draw), note=note)
         else:

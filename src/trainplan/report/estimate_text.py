@@ -127,8 +127,9 @@ def _from_lines(est: Estimate, explain: bool) -> list[str]:
         if s.get("file"):
             where += f" in {_short(s['file'])}"
         value = s["value"]
+        origin = s["origin"] + (f" ({s['version']})" if s.get("version") else "")
         rows.append({"setting": s["field"], "value": ",".join(map(str, value)) if isinstance(value, list) else value,
-                     "from": s["origin"] + (f": {where}" if where else ""), "note": s.get("note", "")})
+                     "from": origin + (f": {where}" if where else ""), "note": s.get("note", "")})
     lines = ["", "Settings and where they came from"
              + (f" ({', '.join(_short(f) for f in report['files'])})" if report else "") + ":"]
     lines.append(render_table(rows, ["setting", "value", "from", "note"]))
