@@ -72,16 +72,45 @@ NOT_TRACEABLE: tuple[tuple[str, str], ...] = (
 FAMILY_SETUPS: tuple[dict, ...] = (
     dict(method="full", precision="bf16"),                            # fp32 weights + bf16 autocast
     dict(method="full", precision="bf16", grad_ckpt="full"),
-    dict(method="lora", precision="bf16", lora_targets="all-linear"),
+    # no adapter dropout: peft's ParamWrapper (LoRA on the MoE experts' 3-D parameters) refuses it
+    dict(method="lora", precision="bf16", lora_targets="all-linear", lora_dropout=0.0),
     dict(method="full", precision="bf16-pure"),
 )
 FAMILY_SHAPE = dict(batch_size=4, seq_len=256)   # longer than the tiny configs' windows and chunks (64)
+# What a family needs changed, and why. BloomForCausalLM has no SDPA path (modeling_bloom.py sets no
+# _supports_sdpa: transformers refuses attn_implementation="sdpa"), and job/resolve.py does not resolve
+# it to eager as it does gemma2 and gpt_oss.
+FAMILY_OPTIONS: dict[str, dict] = {"bloom": dict(attention="eager")}
+# Llama 4's router (Llama4Router) is an nn.Linear whose forward returns a tuple: peft's all-linear
+# wraps it and lora.Linear.forward fails on `result.dtype`. Every other linear is adapted instead.
+_LLAMA4_LINEARS = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
+FAMILY_LORA_TARGETS: dict[str, str] = {"llama4": _LLAMA4_LINEARS, "llama4_text": _LLAMA4_LINEARS}
+# DeepSeek MLA (q/k head dim 192 unlike v's 128) under SDPA: the trace stands in for CUDA's
+# memory-efficient kernel (trace/mem_efficient_sdpa.py) with an output allocated (b, heads, s, d),
+# where CUDA's kernel returns a transposed view of a (b, s, heads, d) buffer (attention.cu
+# _scaled_dot_product_efficient_attention_cuda); `transpose(1, 2).contiguous()` then copies in the
+# trace only: o_proj's input, b * s * heads * v_head_dim 16-bit bytes per layer more in the trace.
+MLA_SDPA_NOTE = ("trace-only copy of o_proj's input: the CPU stand-in for CUDA's memory-efficient SDPA "
+                 "allocates its output (b, heads, s, d), CUDA's kernel a transposed (b, s, heads, d) view")
+MLA_FAMILIES = frozenset({"deepseek_v2", "deepseek_v3", "kimi_k2"})
+
+
+def _family_options(family: str, setup: dict) -> dict:
+    options = {**setup, **FAMILY_OPTIONS.get(family, {}), **FAMILY_SHAPE}
+    if options.get("lora_targets") == "all-linear" and family in FAMILY_LORA_TARGETS:
+        options["lora_targets"] = FAMILY_LORA_TARGETS[family]
+    return options
 
 
 def family_grid() -> list[Case]:
-    return [Case(model=f"{FIXTURES}/{fixture}.json", options={**setup, **FAMILY_SHAPE}, family=family,
-                 trace_as=TRACE_AS.get(family, ""))
-            for family, fixture in FAMILY_FIXTURES for setup in FAMILY_SETUPS]
+    cases = []
+    for family, fixture in FAMILY_FIXTURES:
+        for setup in FAMILY_SETUPS:
+            options = _family_options(family, setup)
+            note = MLA_SDPA_NOTE if family in MLA_FAMILIES and options.get("attention", "sdpa") == "sdpa" else ""
+            cases.append(Case(model=f"{FIXTURES}/{fixture}.json", options=options, family=family,
+                              trace_as=TRACE_AS.get(family, ""), note=note))
+    return cases
 
 
 def not_traceable_reasons() -> list[tuple[str, str, str]]:
@@ -94,8 +123,8 @@ def not_traceable_reasons() -> list[tuple[str, str, str]]:
             run_trace(build_setup(JobOptions(model=model, method="full", precision="bf16", batch_size=1,
                                              seq_len=256)))
             why = "traced (no longer remote code?)"
-        except TraceUnsupported as exc:
-            why = f"not traceable (remote code): {exc}"
+        except TraceUnsupported as exc:   # AutoConfig's message goes on to list every model_type it knows
+            why = f"not traceable (remote code): {str(exc).split('. Should contain')[0]}"
         out.append((family, model, why))
     return out
 

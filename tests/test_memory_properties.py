@@ -67,7 +67,13 @@ def test_checkpointing_never_raises_activations(model, method, precision, opt, a
 def test_lora_never_needs_more_than_full(model, precision, opt, ckpt, attn, batch, seq):
     full = _peak(_setup(model, Method.FULL, precision, opt, ckpt, attn, batch, seq))
     lora = _peak(_setup(model, Method.LORA, precision, opt, ckpt, attn, batch, seq))
-    assert lora <= full
+    # peft's lora_dropout (0.05) saves what full fine-tuning does not: each adapted linear's dropped
+    # input (at most 4 B) and its mask (1 B). While a layer is recomputed and its attention runs its
+    # backward, LoRA holds those of the one layer; full fine-tuning holds that layer's first weight
+    # gradients and the optimizer state instead, which on these tiny models at ~30k tokens can be less.
+    adapted = 2                                 # q_proj, v_proj: peft's default targets for Llama
+    allowance = adapted * batch * seq * model.hidden_size * (4 + 1)
+    assert lora <= full + allowance
 
 
 @settings(max_examples=40, deadline=None)

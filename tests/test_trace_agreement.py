@@ -1,8 +1,9 @@
 """The analytic memory model held to the trace on tiny configs (the fast subset of
-benchmarks/trace_agreement.py, which runs 50+ setups up to 8B and MoE 47B). On models this small
+benchmarks/trace_agreement.py, which runs 50+ setups up to 8B and MoE 47B, and all of its family grid). On models this small
 the per-token vectors, small saved tensors and first-layer effects that vanish at scale decide
 the result, so a wrong entry in the inventory shows here first."""
 
+import importlib.util
 import pathlib
 
 import peft  # noqa: F401  (the dev extra installs it: missing, the tests fail)
@@ -20,6 +21,17 @@ from trainplan.trace import run_trace  # noqa: E402
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "trace"
 GPU = a100_80()
+
+
+def _benchmark():
+    path = pathlib.Path(__file__).parents[1] / "benchmarks" / "trace_agreement.py"
+    spec = importlib.util.spec_from_file_location("trace_agreement_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCH = _benchmark()
 
 CASES = [
     ("tiny_llama", dict(method="full", precision="bf16", batch_size=4, seq_len=256)),
@@ -86,10 +98,42 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name, options", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
-def test_estimate_within_2_percent_of_trace(name, options):
+# The family grid of the benchmark (issue 19), all of it: every architecture family of the catalog on
+# its tiny config x full fine-tune (mixed bf16), checkpointed, LoRA all-linear, pure bf16 (about 30 s)
+# Held to the issue's bound for that grid (max 5%); all but Bloom checkpointed (-2.4%: the forward of
+# a checkpointed layer's eager ALiBi attention) are within 2%, and the benchmark prints the median.
+FAMILY_TOLERANCE = 0.05
+CASES = [(name, options, 0.02) for name, options in CASES]
+CASES += [(pathlib.Path(case.model).stem, case.options, FAMILY_TOLERANCE) for case in BENCH.family_grid()]
+# estimated under the fixture's own model_type, traced under the one transformers builds
+TRACE_AS = {f"tiny_{family}": model_type for family, model_type in BENCH.TRACE_AS.items()}
+
+
+@pytest.mark.parametrize("name, options, tolerance", CASES, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(CASES)])
+def test_estimate_within_tolerance_of_trace(name, options, tolerance):
     spec = load_config_path(FIXTURES / f"{name}.json")
     setup = build_setup(JobOptions(model=spec, **options))
-    traced = run_trace(setup).peak_allocated_bytes
+    traced_setup = setup
+    if name in TRACE_AS:
+        traced_setup = build_setup(JobOptions(model=spec, **options), BENCH._spec(str(FIXTURES / f"{name}.json"),
+                                                                                 TRACE_AS[name]))
+    traced = run_trace(traced_setup).peak_allocated_bytes
     estimated = estimate_memory(setup, Layout(gpu_id=GPU.id), GPU).peak_allocated_bytes
-    assert estimated == pytest.approx(traced, rel=0.02), (estimated, traced)
+    assert estimated == pytest.approx(traced, rel=tolerance), (estimated, traced)
+
+
+def test_family_grid_covers_the_catalog():
+    """Every model_type of the catalog is in the family grid or listed as not traceable."""
+    from trainplan.catalog import load_models
+
+    covered = {family for family, _ in BENCH.FAMILY_FIXTURES} | {family for family, _ in BENCH.NOT_TRACEABLE}
+    assert {spec.model_type for spec in load_models().values()} <= covered
+
+
+@pytest.mark.parametrize("family, model", BENCH.NOT_TRACEABLE)
+def test_remote_code_families_are_reported_not_traceable(family, model):
+    from trainplan.trace import TraceUnsupported
+
+    setup = build_setup(JobOptions(model=model, method="full", precision="bf16", batch_size=1, seq_len=256))
+    with pytest.raises(TraceUnsupported, match=family):
+        run_trace(setup)

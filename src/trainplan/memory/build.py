@@ -12,6 +12,7 @@ from trainplan.memory.activations import (
     _norm_saves,
     layer_activations,
 )
+from trainplan.memory.attention import kept_masks_bytes
 from trainplan.memory.context import LayerContext
 from trainplan.memory.logits import LogitsMemory, held_fp32_logits, logits_memory
 from trainplan.memory.parallel import Stage
@@ -151,7 +152,7 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     return StepInputs(
         persistent=persistent, layers=layers, layer_grads=tuple(grads), head_saved=head_saved,
         batch_bytes=8 * t, shared_saved=(rope_tables_bytes(setup, regime) if head_input_grad else 0)
-        + position_ids_bytes(setup),
+        + position_ids_bytes(setup) + checkpointed_masks_bytes(setup, st, contexts),
         head_weight_copy=head_copy, head_grad=int(head_grad * grad_scale),
         head_grad_transient=head_transient, embedding_grad_transient=emb_transient, embedding_grad=int(emb_grad * grad_scale), logits=logits,
         grad_ckpt=setup.grad_ckpt, grads_persist=setup.grad_accum > 1,
@@ -185,6 +186,15 @@ def position_ids_bytes(setup: TrainingSetup) -> int:
     return 0
 
 
+def checkpointed_masks_bytes(setup: TrainingSetup, st, contexts: list[LayerContext]) -> int:
+    """The attention masks (and ALiBi bias) every checkpointed layer is called with: kept, as the
+    layers' inputs, until the last of them has run its backward (attention.kept_masks_bytes)."""
+    if setup.grad_ckpt not in (GradCkpt.FULL, GradCkpt.OP) or not contexts:
+        return 0
+    kinds = [kind for kind, _ in st.layers]
+    return kept_masks_bytes(contexts[0], setup.model, kinds)
+
+
 def split_layer(layer: LayerActivations, ways: int) -> LayerActivations:
     """A layer's saved tensors split `ways` ways: sequence parallelism splits every tensor of the layer
     over the TP group (Korthikanti et al. 2022, Table 2: sbh(34/t + 5as/ht))."""
@@ -195,7 +205,14 @@ def split_layer(layer: LayerActivations, ways: int) -> LayerActivations:
                             detail={k: v // ways for k, v in layer.detail.items()},
                             input_alias_bytes=layer.input_alias_bytes // ways,
                             cached_copies_bytes=layer.cached_copies_bytes // ways,
-                            op_saved_bytes=layer.op_saved_bytes // ways)
+                            op_saved_bytes=layer.op_saved_bytes // ways,
+                            first_transient_bytes=layer.first_transient_bytes // ways,
+                            first_released_bytes=layer.first_released_bytes // ways,
+                            attention_peak_bytes=layer.attention_peak_bytes // ways,
+                            ckpt_attention_peak_bytes=layer.ckpt_attention_peak_bytes // ways,
+                            attention_saved_bytes=layer.attention_saved_bytes // ways,
+                            attention_backward_bytes=layer.attention_backward_bytes // ways,
+                            recompute_transient_bytes=layer.recompute_transient_bytes // ways)
 
 
 def stage_slice(base: StepInputs, *, layers: tuple[LayerActivations, ...], head_saved: int, stage: Stage,

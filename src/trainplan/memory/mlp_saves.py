@@ -56,7 +56,7 @@ def mlp_saves(ctx: LayerContext, lins: list[LinearSpec], tokens: int, act: str) 
 
 
 def router_saves(ctx: LayerContext, spec: ModelSpec, tokens: int, *, input_grad: bool,
-                 norm_out_bytes: int) -> int:
+                 norm_out_bytes: int, wrapped: bool = False) -> int:
     """A transformers 5 top-k router and its grouped-mm experts (integrations/moe.py).
 
     The router saves its scores (softmax in fp32; DeepSeek-V3's sigmoid in the logits' dtype) and
@@ -71,11 +71,9 @@ def router_saves(ctx: LayerContext, spec: ModelSpec, tokens: int, *, input_grad:
         return _gpt_oss_router_saves(ctx, e, routed)
     v3 = spec.model_type in _V3_ROUTING
     deepseek = spec.model_type.startswith("deepseek") or v3
-    # DeepSeek's router runs F.linear on fp32 copies of input and weight (16-bit again under autocast)
-    logits = 4 if deepseek and not ctx.autocast else c
+    logits = _logits_bytes(ctx, spec)
     scores = logits if v3 else 4
-    # routing weights: Qwen casts them back to the logits' dtype; Mixtral and DeepSeek-V2 keep fp32
-    weights = logits if v3 else {"mixtral": 4, "deepseek_v2": 4}.get(spec.model_type, c)
+    weights = routing_weight_bytes(ctx, spec)
     saved = scores * tokens * e + 8 * routed + weights * routed + 3 * 8 * routed + 4 * e
     if spec.model_type == "mixtral" or v3:
         # in-place top-k renormalisation: the fp32 sum (sum is on CUDA autocast's fp32 list) and a
@@ -84,13 +82,39 @@ def router_saves(ctx: LayerContext, spec: ModelSpec, tokens: int, *, input_grad:
     if deepseek:
         weight = ctx.trained_weight_bytes if ctx.weights_trained else ctx.frozen_weight_bytes
         if not ctx.autocast:
-            if ctx.weights_trained and norm_out_bytes != 4:
+            if (ctx.weights_trained or wrapped) and norm_out_bytes != 4:
                 saved += 4 * tokens * h                    # the input's fp32 copy, for the weight's grad
             if input_grad and weight != 4:
                 saved += 4 * e * h                         # the weight's fp32 copy, for the input's grad
         elif input_grad and not ctx.weights_trained:
             saved += c * e * h                             # autocast's uncached 16-bit copy of it
+        if ctx.autocast and wrapped:
+            saved += c * tokens * h                        # the input's 16-bit copy (via fp32), for W's grad
+    elif wrapped:
+        # `F.linear(hidden_states, self.weight)` on the folded weight: the input, for its gradient (an
+        # autocast copy when the norm output is fp32), and the folded weight for the input's
+        saved += (c if ctx.autocast else norm_out_bytes) * tokens * h
+        if input_grad:
+            saved += c * e * h if ctx.autocast else ctx.frozen_weight_bytes * e * h
+    if wrapped and ctx.autocast and ctx.adapter_bytes != c:
+        # ParamWrapper on the 2-D router weight: W + (B @ A) * scaling (lora.Linear.get_delta_weight);
+        # the matmul runs under autocast and keeps its cached 16-bit copies of A and B
+        saved += c * ctx.lora_rank * (e + h)
     return saved
+
+
+def _logits_bytes(ctx: LayerContext, spec: ModelSpec) -> int:
+    """DeepSeek's router runs F.linear on fp32 copies of input and weight (16-bit again under autocast)."""
+    deepseek = spec.model_type.startswith("deepseek") or spec.model_type in _V3_ROUTING
+    return 4 if deepseek and not ctx.autocast else ctx.compute_bytes
+
+
+def routing_weight_bytes(ctx: LayerContext, spec: ModelSpec) -> int:
+    """dtype bytes of the top-k routing weights: Qwen casts them back to the logits' dtype; Mixtral and
+    DeepSeek-V2 keep fp32; the DeepSeek-V3 sigmoid routing keeps the logits' dtype."""
+    if spec.model_type in _V3_ROUTING:
+        return _logits_bytes(ctx, spec)
+    return {"mixtral": 4, "deepseek_v2": 4}.get(spec.model_type, ctx.compute_bytes)
 
 
 def _gpt_oss_router_saves(ctx: LayerContext, experts: int, routed: int) -> int:

@@ -387,7 +387,7 @@ class MemoryModel:
             constant = sh.persistent + stash
             phases = {m.phase: constant + m.total + sh.extras[g] + (sh.temp if g == OPTIMIZER else 0)
                       for m, g in zip(walk.moments, walk.groups)
-                      if not m.phase.startswith("backward (layer") or m.phase.endswith("(layer 0)")}
+                      if not m.phase.startswith(("backward (layer", "forward (layer")) or m.phase.endswith("(layer 0)")}
             out.append(StageMemory(stage=stage, state=mine, sharded=sh.state, components=components,
                                    allocated=allocated, reserved=reserved, device=device, unified=sh.unified,
                                    phase=moment.phase, phases=phases,

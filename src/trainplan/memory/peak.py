@@ -103,6 +103,8 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
                      + inp.head_weight_copy)
     moments.append(_moment("forward (loss)", base, gradients=grads_fwd, activations=fwd_acts,
                            autocast_weight_copies=cached_copies, logits_loss=inp.logits.forward_peak_bytes))
+    kinds = [(id(layer), s, c, g) for layer, s, c, g in zip(layers, saved, copies, inp.layer_grads)]
+    moments += _attention_moments(inp, saved, ckpts, kinds, base, grads_fwd, cached_copies)
     moments.append(_moment("backward (loss)", base, gradients=grads_fwd, activations=fwd_acts,
                            autocast_weight_copies=fwd_copies, logits_loss=inp.logits.backward_peak_bytes))
     grads = grads_fwd
@@ -119,7 +121,6 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
     # A run of equal consecutive layers (same inventory, saves and gradient) changes the total by the
     # same amount at each layer, so its largest moment is at one end of the run: only the ends are
     # built (walk order and first-of-equals as if every layer were).
-    kinds = [(id(layer), s, c, g) for layer, s, c, g in zip(layers, saved, copies, inp.layer_grads)]
     for i in range(n - 1, -1, -1):
         layer = layers[i]
         layer_grad = inp.layer_grads[i]
@@ -133,6 +134,25 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
                                    activations=acts + recompute,
                                    autocast_weight_copies=live_copies + recompute_copies,
                                    temporaries=layer.transient_bytes))
+            if layer.first_transient_bytes:   # the layer's backward starts, none of its gradients yet
+                moments.append(_moment(f"backward (layer {i} start)", base, gradients=grads,
+                                       activations=acts + recompute - layer.first_released_bytes,
+                                       autocast_weight_copies=live_copies + recompute_copies,
+                                       temporaries=layer.first_transient_bytes))
+            if layer.attention_peak_bytes:
+                recomputed = ckpts[i] in _RECOMPUTED
+                # the attention in the layer's recompute, then its backward once the MLP's is done:
+                # the layer keeps what it saved up to its attention
+                kept = acts + (-layer.input_alias_bytes if recomputed else -saved[i])
+                if recomputed:
+                    moments.append(_moment(f"backward (layer {i} recompute)", base, gradients=grads,
+                                           activations=kept + layer.attention_peak_bytes,
+                                           autocast_weight_copies=live_copies + recompute_copies,
+                                           temporaries=layer.recompute_transient_bytes))
+                moments.append(_moment(f"backward (layer {i} attention)", base, gradients=current,
+                                       activations=kept + layer.attention_saved_bytes,
+                                       autocast_weight_copies=live_copies + recompute_copies,
+                                       temporaries=layer.attention_backward_bytes))
         acts -= saved[i]
         live_copies -= copies[i]
         if keep_grads and not grads_fwd:
@@ -147,3 +167,25 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
         moments.append(_moment("optimizer step", base, gradients=all_grads, temporaries=inp.optimizer_temp))
     peak = max(moments, key=lambda m: m.total)
     return peak, moments
+
+
+def _attention_moments(inp: StepInputs, saved: list[int], ckpts: list[GradCkpt], kinds: list, base: dict[str, int],
+                       grads: int, copies: int) -> list[Peak]:
+    """The forward at a layer's attention, where eager attention (or SDPA's math kernel) holds S x S
+    tensors it does not save (activations.attention_transients), at the last layer of each run of
+    equal layers: the layers below keep what they saved (a checkpointed one its input), the running
+    layer what it made so far. A checkpointed layer saves nothing in its first forward, but holds
+    its norm output, q, k, v and the S x S tensors while its attention runs."""
+    moments = []
+    below = inp.shared_saved
+    n = len(inp.layers)
+    for i, layer in enumerate(inp.layers):
+        if layer.attention_peak_bytes and (i == n - 1 or kinds[i] != kinds[i + 1]):
+            if ckpts[i] in _RECOMPUTED:
+                own = saved[i] + layer.ckpt_attention_peak_bytes
+            else:   # its input, held as the residual, and what it saved up to the attention
+                own = layer.checkpoint_bytes - layer.input_alias_bytes + layer.attention_peak_bytes
+            moments.append(_moment(f"forward (layer {i})", base, gradients=grads, activations=below + own,
+                                   autocast_weight_copies=copies))
+        below += saved[i]
+    return moments

@@ -25,6 +25,7 @@ from trainplan.model.architecture import Group, structure
 from trainplan.model.params import (
     count_params,
     default_lora_targets,
+    lora_rank_factor,
     resolve_lora_targets,
     trained_layers,
 )
@@ -107,7 +108,7 @@ def param_groups(setup: TrainingSetup) -> ParamGroups:
     for lin, n in resolve_lora_targets(spec, targets):
         copies = lin.copies * n
         groups.append(TensorGroup(rows=lora.rank, cols=lin.in_features, count=copies))
-        groups.append(TensorGroup(rows=lin.out_features, cols=lora.rank, count=copies))
+        groups.append(TensorGroup(rows=lin.out_features, cols=lora.rank * lora_rank_factor(spec, lin), count=copies))
         if lora.dora:
             groups.append(TensorGroup(rows=lin.out_features, cols=1, count=copies))
     quantized = quantized_rows = 0

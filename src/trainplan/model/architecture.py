@@ -248,8 +248,11 @@ def _moe_layer(spec: ModelSpec, names: dict[Role, str]) -> LayerSpec:
 
 
 # Models whose decoder layers alternate local (sliding-window / chunked) and full attention, with
-# saved tensors that differ between the two: one layer kind per attention type (LayerSpec.attention)
-LOCAL_ATTENTION_MODEL_TYPES = frozenset({"olmo3", "gpt_oss", "llama4", "llama4_text"})
+# saved tensors that differ between the two: one layer kind per attention type (LayerSpec.attention).
+# Gemma 2 and 3 (Gemma2Config / Gemma3TextConfig layer_types: every 2nd / every
+# sliding_window_pattern-th layer full attention) build a sliding-window mask for the others.
+LOCAL_ATTENTION_MODEL_TYPES = frozenset({"olmo3", "gpt_oss", "llama4", "llama4_text", "gemma2", "gemma3_text",
+                                         "gemma3"})
 
 
 @lru_cache(maxsize=128)
@@ -259,7 +262,7 @@ def _local_flags(config_json: str, model_type: str, num_layers: int) -> tuple[bo
     import json
 
     config = json.loads(config_json) if config_json else {}
-    if model_type == "llama4":
+    if model_type in ("llama4", "gemma3"):
         config = config.get("text_config") or {}
     if model_type.startswith("llama4"):
         flags = config.get("no_rope_layers")
@@ -270,7 +273,9 @@ def _local_flags(config_json: str, model_type: str, num_layers: int) -> tuple[bo
     layer_types = config.get("layer_types")
     if isinstance(layer_types, list) and len(layer_types) == num_layers:
         return tuple(t == "sliding_attention" for t in layer_types)
-    every = 2 if model_type == "gpt_oss" else 4      # GptOssConfig / Olmo3Config defaults
+    # GptOssConfig / Gemma2Config / Gemma3TextConfig (sliding_window_pattern) / Olmo3Config defaults
+    every = {"gpt_oss": 2, "gemma2": 2}.get(model_type) or (
+        (config.get("sliding_window_pattern") or 6) if model_type.startswith("gemma3") else 4)
     return tuple((i + 1) % every != 0 for i in range(num_layers))
 
 

@@ -101,20 +101,78 @@ def default_lora_targets(spec: ModelSpec) -> tuple[str, ...]:
     return DEFAULT_LORA_TARGETS.get(spec.naming, ("q_proj", "v_proj"))
 
 
+# peft 0.21 on transformers 5 rewrites the LoRA targets of the MoE models whose experts transformers
+# 5 fused into 3-D parameters (peft/utils/transformers_weight_conversion.py _convert_peft_config_moe,
+# for the model types transformers/conversion_mapping.py _MODEL_TO_CONVERSION_PATTERN maps to the
+# qwen2_moe pattern, and mixtral): the transformers 4 names of the experts' projections and of the
+# router leave target_modules and become target_parameters (gate_up_proj with rank and alpha
+# doubled, down_proj, gate.weight), adapted by ParamWrapper; "all-linear" is first resolved to the
+# leaf name of every nn.Linear plus those names. So the routed experts and the router are adapted,
+# and no other linear named like them (DeepSeek's and GLM-4.5's dense MLPs and shared experts:
+# gate_proj, up_proj, down_proj). Kimi-K2 (remote code) is estimated as transformers' DeepSeek-V3.
+PEFT_MOE_CONVERSION_MODEL_TYPES = frozenset({"mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe",
+                                             "kimi_k2"})
+_V4_MOE_ROLES = (Role.ROUTER, Role.GATE, Role.UP, Role.DOWN)
+
+
+def _nn_linear(lin: LinearSpec) -> bool:
+    """An nn.Linear module in transformers 5: not the fused 3-D experts, not a router module
+    (TopKRouter classes hold a bare weight; Qwen2-MoE's shared_expert_gate is an nn.Linear)."""
+    return lin.group is not Group.EXPERTS and (lin.group is not Group.ROUTER or lin.role is Role.SHARED_GATE)
+
+
+def param_wrapped(spec: ModelSpec, lin: LinearSpec) -> bool:
+    """Adapted by peft's ParamWrapper (W + B A folded into the weight) rather than lora.Linear."""
+    return spec.model_type in PEFT_MOE_CONVERSION_MODEL_TYPES and lin.role in _V4_MOE_ROLES and not _nn_linear(lin)
+
+
+def _converted_targets(spec: ModelSpec, linears: list[tuple[LinearSpec, int]],
+                       targets: tuple[str, ...]) -> list[tuple[LinearSpec, int]]:
+    names = module_names(spec.naming)
+    v4 = {names[role] for role in _V4_MOE_ROLES if role in names}
+    if any(t.lower() in (ALL_LINEAR, "all") for t in targets):
+        wanted = {lin.name for lin, _ in linears if _nn_linear(lin)} | v4
+    else:
+        wanted = set(targets) | {names[_ROLE_ALIASES[t.lower()]] for t in targets
+                                 if t.lower() in _ROLE_ALIASES and _ROLE_ALIASES[t.lower()] in names}
+    params, modules = wanted & v4, wanted - v4
+    gate, up = names.get(Role.GATE), names.get(Role.UP)
+    if (gate in params) != (up in params):
+        raise TrainplanError(f"LoRA targets of {spec.name}: peft cannot target {gate if gate in params else up} "
+                             f"without {up if gate in params else gate}: transformers 5 fuses them into the "
+                             f"experts' gate_up_proj")
+    return [(lin, n) for lin, n in linears
+            if (lin.name in params and not _nn_linear(lin)) or (lin.name in modules and _nn_linear(lin))]
+
+
+def lora_rank_factor(spec: ModelSpec, lin: LinearSpec) -> int:
+    """peft doubles rank (and alpha) of the fused experts' gate_up_proj it targets for gate and up
+    (_convert_peft_config_moe rank_pattern): each of gate and up holds r x in of lora_A and
+    out x 2r of lora_B."""
+    return 2 if param_wrapped(spec, lin) and lin.role in (Role.GATE, Role.UP) else 1
+
+
 def resolve_lora_targets(spec: ModelSpec, targets: tuple[str, ...]) -> list[tuple[LinearSpec, int]]:
     """The decoder-layer linears (with layer counts) that a peft target list selects.
 
     `all-linear` means every nn.Linear except the output head (peft's definition). In transformers 5
     the routed experts of MoE layers are fused 3-D parameters and the routers are not nn.Linear,
-    so `all-linear` does not reach them (peft 0.21). A name matches the module's last path
-    component (peft suffix matching); role aliases are accepted too.
+    so `all-linear` does not reach them (peft 0.21), except where peft converts the targets
+    (PEFT_MOE_CONVERSION_MODEL_TYPES). A name matches the module's last path component (peft
+    suffix matching); role aliases are accepted too.
     """
     linears = layer_linears(spec)
+    if spec.model_type in PEFT_MOE_CONVERSION_MODEL_TYPES:
+        chosen = _converted_targets(spec, linears, targets)
+        if chosen:
+            return chosen
     if any(t.lower() in (ALL_LINEAR, "all") for t in targets):
-        return [(lin, n) for lin, n in linears if lin.group not in (Group.EXPERTS, Group.ROUTER)]
+        return [(lin, n) for lin, n in linears if _nn_linear(lin)]
     wanted_names = {t for t in targets}
     wanted_roles = {_ROLE_ALIASES[t.lower()] for t in targets if t.lower() in _ROLE_ALIASES}
-    chosen = [(lin, n) for lin, n in linears if lin.name in wanted_names or lin.role in wanted_roles]
+    # peft matches module names: the fused experts (parameters of one module) and router modules
+    # that are not nn.Linear carry no adapter whatever their transformers 4 names
+    chosen = [(lin, n) for lin, n in linears if _nn_linear(lin) and (lin.name in wanted_names or lin.role in wanted_roles)]
     unknown = [t for t in targets if t not in {lin.name for lin, _ in linears}
                and t.lower() not in _ROLE_ALIASES]
     if not chosen:   # peft, too, fails only when no module matches at all
@@ -162,8 +220,8 @@ def lora_params(spec: ModelSpec, targets: tuple[str, ...], rank: int, dora: bool
     """Trainable LoRA parameters: r x (in + out) per adapted linear (+ out for DoRA's magnitude)."""
     total = 0
     for lin, n in resolve_lora_targets(spec, targets):
-        per = rank * (lin.in_features + lin.out_features) + (lin.out_features if dora else 0)
-        total += per * lin.copies * n
+        per = rank * (lin.in_features + lin.out_features * lora_rank_factor(spec, lin))
+        total += (per + (lin.out_features if dora else 0)) * lin.copies * n
     return total
 
 
