@@ -79,9 +79,9 @@ CLAIMS = {
                    "meta-llama/llama3": 0.322, "mosaicml/llm-foundry": 0.045, "pytorch/torchtune": 0.072}},
     DEV2: {"memory": {"predicted": 43, "all": 0.097, "Ledzy/BAdam": 0.081, "QwenLM/Qwen2.5": 0.090,
                       "THUDM/ChatGLM3": 0.157, "ljm565/universal-llm-trainer": 0.082},
-           "time": {"predicted": 63, "all": 0.960, "Dao-AILab/flash-attention": 0.170,
-                    "NVIDIA-NeMo/Megatron-Bridge": 0.556, "QwenLM/Qwen2.5": 0.817, "jzhang38/EasyContext": 0.070,
-                    "ljm565/universal-llm-trainer": 9.129}},
+           "time": {"predicted": 63, "all": 0.925, "Dao-AILab/flash-attention": 0.170,
+                    "NVIDIA-NeMo/Megatron-Bridge": 0.417, "QwenLM/Qwen2.5": 0.817, "jzhang38/EasyContext": 0.070,
+                    "ljm565/universal-llm-trainer": 1.552}},
 }
 
 

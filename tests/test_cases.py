@@ -226,3 +226,23 @@ def test_time_case_predicts_the_metric_it_reports():
     m = map_case(hours)
     assert m.metric == "gpu_hours" and m.job.layout.num_gpus == 8          # the case's own layout, not a model card
     assert predict(m)["gpu_hours"] == pytest.approx(100.0, rel=0.3)
+
+
+def test_time_case_step_is_what_its_own_figures_cover():
+    """A case giving step time and tokens/s per GPU says what its step covers (their product). Equal
+    to the optimizer step (here 8 GPUs x 8 x 2048 tokens x 2 accumulation = 32768 per GPU): the step
+    time is compared; one micro-batch (16384 per GPU): the throughput is, with a note."""
+    optimizer_step = with_(MPT_TIME, grad_accum=2, measured={"step_time_s": 8.0, "tokens_per_s_per_gpu": 4096})
+    m = map_case(optimizer_step)
+    assert m.metric == "step_s" and m.measured == 8.0
+    micro_step = with_(MPT_TIME, grad_accum=2, measured={"step_time_s": 4.0, "tokens_per_s_per_gpu": 4096})
+    m = map_case(micro_step)
+    assert m.metric == "tokens_per_s_per_gpu" and m.measured == 4096
+    assert any("16384 tokens per GPU, the optimizer step 32768" in n for n in m.notes)
+
+
+def test_time_case_accumulation_from_the_global_batch():
+    """No grad_accum given: global batch / (micro-batch x data parallel) = 256 / (1 x 64 / (4 x 8)) = 128."""
+    case = with_(MPT_TIME, micro_batch=1, global_batch=256, gpus={"type": "H100 SXM 80GB", "count": 64},
+                 parallel={"tp": 4, "pp": 8, "dp": 2})
+    assert map_case(case).job.setup.grad_accum == 128

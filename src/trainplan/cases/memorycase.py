@@ -113,7 +113,7 @@ def _layout_flags(case: dict) -> dict:
     return out
 
 
-def _grad_accum(case: dict) -> int:
+def grad_accum(case: dict) -> int:
     """The case's accumulation steps; when not given, global batch / (micro-batch x data-parallel GPUs)."""
     if case.get("grad_accum"):
         return int(case["grad_accum"])
@@ -204,7 +204,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
     options = JobOptions(model=spec, method=method, precision=precision,
                          optimizer=None if optimizer is None else optimizer.value,
                          quant=quant, double_quant=double_quant, batch_size=int(case["micro_batch"]),
-                         grad_accum=_grad_accum(case), seq_len=int(case["seq_len"]),
+                         grad_accum=grad_accum(case), seq_len=int(case["seq_len"]),
                          grad_ckpt=grad_ckpt, attention=attention_of(case.get("attention")),
                          framework=framework.value, load_fp32=load_fp32, gpu=gpu, **layout, **flags)
     return MemoryMapping(options=options, view=view, notes=tuple(notes), gpu_stated=gpu_stated,

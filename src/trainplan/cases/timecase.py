@@ -11,6 +11,7 @@ import json
 import math
 
 from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, lora_dropout, lora_targets, nodes_for
+from trainplan.cases.memorycase import grad_accum
 from trainplan.cases.text import embedded_settings, framework_of, gpu_of, grad_ckpt_of, memory_optimizer
 from trainplan.enums import (
     Attention,
@@ -119,7 +120,7 @@ def map_case(case: dict) -> Mapped:
         workload = Workload(samples=int(measured["tokens_total"] // seq), tokens_per_sample=seq, packing=True)
     setup = TrainingSetup(model=spec, method=method, precision=precision,
                           optimizer=memory_optimizer(case.get("optimizer"))[0] or Optimizer.ADAMW,
-                          batch_size=micro, seq_len=seq, grad_accum=case.get("grad_accum") or 1,
+                          batch_size=micro, seq_len=seq, grad_accum=grad_accum(case),
                           grad_ckpt=GradCkpt(grad_ckpt_of(case.get("grad_ckpt")) or "none"),
                           attention=Attention.SDPA if "sdpa" in (case.get("attention") or "").lower() else Attention.FLASH,
                           lora=_lora(case, framework), quant=quant, framework=framework, impl=impl)
@@ -139,6 +140,19 @@ def map_case(case: dict) -> Mapped:
         options = replace(options, interconnect="roce-200")   # llm-foundry README: 1600 Gbps RoCE per node
     if measured.get("gpu_hours"):
         return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="gpu_hours", measured=measured["gpu_hours"], note=note)
+    if measured.get("step_time_s") and measured.get("tokens_per_s_per_gpu"):
+        # The step a source times covers step_s x tokens/s per GPU tokens. Where that is not the
+        # setup's optimizer step (micro-batch x sequence x accumulation per data-parallel rank, over its
+        # model-parallel GPUs), the
+        # source's "step" is something else (often one micro-batch): the throughput, which does not
+        # depend on what a step is, is compared instead.
+        covered = float(measured["step_time_s"]) * float(measured["tokens_per_s_per_gpu"])
+        per_rank = micro * seq * setup.grad_accum / (layout.cp * layout.tp * layout.pp)   # per GPU
+        if not 0.8 <= covered / per_rank <= 1.25:
+            note = (f"the source's step covers {covered:.0f} tokens per GPU, the optimizer step "
+                    f"{per_rank:.0f}: tokens/s per GPU compared instead of the step time")
+            return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options,
+                          metric="tokens_per_s_per_gpu", measured=measured["tokens_per_s_per_gpu"], note=note)
     if measured.get("step_time_s"):
         return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="step_time_s", measured=measured["step_time_s"], note=note)
     tps = measured.get("tokens_per_s_per_gpu")
