@@ -334,6 +334,6 @@ def test_bad_values_name_file_and_key(tmp_path, text, message):
 
 def test_malformed_file(tmp_path):
     f = write(tmp_path, '{"per_device_train_batch_size": 2,', "bad.json")
-    with pytest.raises(TrainplanError, match="bad.json: malformed JSON"):
+    with pytest.raises(TrainplanError, match="bad.json': malformed JSON"):
         read_config(str(f))
     assert main(["estimate", "--from", str(f), "--json"]) != 0

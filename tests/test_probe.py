@@ -16,7 +16,7 @@ from trainplan.cli import main
 from trainplan.enums import Fsdp, Offload, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.job.options import JobOptions
-from trainplan.job.resolve import build_setup
+from trainplan.job.resolve import build_layout, build_setup, resolve_gpu
 from trainplan.job.training import Layout
 from trainplan.probe import launch
 from trainplan.probe.measure import local_gpu_id
@@ -320,15 +320,23 @@ def test_layouts_the_probe_does_not_launch(tmp_path):
 def test_print_launch_cli(capsys, tmp_path, monkeypatch):
     import tempfile
 
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))   # the job folders land in tmp_path
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))   # the job folders would land in tmp_path
     args = ["probe", "--model", "llama-3.1-8b", "--num-gpus", "2", "--zero", "3", "--batch-size", "1",
             "--seq-len", "2048", "--print-launch", "--json"]
     assert main(args) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["launcher"] == "deepspeed" and plan["command"][1:3] == ["--num_gpus", "2"]
-    assert json.loads(Path(plan["deepspeed_config_file"]).read_text()) == plan["deepspeed_config"]
-    assert json.loads(Path(plan["job_file"]).read_text())["request"]["model"] == "llama-3.1-8b"
-    assert Path(plan["workdir"]).parent == tmp_path
+    assert plan["files_written"] is False and list(tmp_path.iterdir()) == []   # it runs nothing, writes nothing
+    assert plan["job"]["request"]["model"] == "llama-3.1-8b" and plan["job"]["deepspeed_config"] == plan["deepspeed_config"]
+    assert Path(plan["workdir"]).parent == tmp_path and Path(plan["job_file"]).parent == Path(plan["workdir"])
+    # the API writes the files when given a folder, so the printed command can be run as is
+    work = tmp_path / "work"
+    work.mkdir()
+    written = launch.describe_launch(JobOptions(model="llama-3.1-8b", num_gpus=2, zero=3), device="cuda", steps=3,
+                                     launcher="auto", workdir=str(work))
+    assert written["files_written"] is True
+    assert json.loads(Path(written["deepspeed_config_file"]).read_text()) == written["deepspeed_config"]
+    assert json.loads(Path(written["job_file"]).read_text())["request"]["model"] == "llama-3.1-8b"
     assert main(["probe", "--model", "qwen2.5-0.5b", "--num-gpus", "2", "--fsdp", "full", "--print-launch"]) == 0
     text = capsys.readouterr().out
     assert "torch.distributed.run" in text and "--nproc-per-node 2" in text and "trainplan.probe.worker" in text
@@ -491,6 +499,12 @@ def test_a_model_spec_travels_to_the_ranks_as_its_config(tmp_path):
     from trainplan.model.hfconfig import spec_from_hf_config
 
     spec = spec_from_hf_config(json.loads(TINY.read_text()), name="tiny")
-    fields = launch.request_fields(JobOptions(model=spec, num_gpus=2, gpu="h100"), tmp_path)
+    req = JobOptions(model=spec, num_gpus=2, gpu="h100")
+    fields = launch.request_fields(req, tmp_path)
     assert fields["model"] == str(tmp_path / "config.json") and fields["gpu"] == "h100"
+    assert list(tmp_path.iterdir()) == []   # planning writes nothing; write_job does
+    plan = launch.plan_launch(req, build_setup(req), build_layout(req, resolve_gpu("h100")), device="cuda",
+                              steps=3, launcher="auto", workdir=str(tmp_path))
+    assert plan.job["request"]["model"] == str(tmp_path / "config.json") and not plan.written
+    assert launch.write_job(plan).written
     assert json.loads((tmp_path / "config.json").read_text()) == json.loads(TINY.read_text())

@@ -57,23 +57,24 @@ def parse_toml(raw: bytes, what: str, path: str) -> dict:
     """TOML text as a dict; one-line TrainplanError naming the file when it is not valid TOML."""
     import tomllib  # only when such a file is read
 
+    from trainplan.safeio import check_depth
+
     try:
-        return tomllib.loads(raw.decode("utf-8"))
+        return check_depth(tomllib.loads(raw.decode("utf-8")), what=what, path=path)
     except UnicodeDecodeError:
-        raise TrainplanError(f"malformed {what} {path}: not UTF-8 text") from None
+        raise TrainplanError(f"malformed {what} {path!r}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
-        raise TrainplanError(f"malformed {what} {path}: {exc}") from None
+        raise TrainplanError(f"malformed {what} {path!r}: {exc}") from None
+    except RecursionError:      # tomllib recurses per nesting level of arrays and inline tables
+        raise TrainplanError(f"malformed {what} {path!r}: nested too deep") from None
 
 
 def read_bytes(path: str, what: str) -> bytes:
-    """A file's bytes; one-line TrainplanError naming `what` and the file when it cannot be read."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise TrainplanError(f"{what} not found: {path}") from None
-    except OSError as exc:
-        raise TrainplanError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    """A file's bytes; one-line TrainplanError naming `what` and the file when it cannot be read, is
+    not a regular file (a FIFO would block) or is over the config size limit (trainplan.safeio)."""
+    from trainplan.safeio import CONFIG_LIMIT_BYTES, read_user_bytes   # only when such a file is read
+
+    return read_user_bytes(path, what=what, limit_bytes=CONFIG_LIMIT_BYTES)
 
 
 def read_toml(path: str, what: str) -> dict:

@@ -7,7 +7,6 @@ predicts for them. Used by `trainplan accuracy`, `trainplan import` and benchmar
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from trainplan.cases.common import CASE_FIELDS, REQUIRED_FIELDS, Skip, source_of
@@ -48,15 +47,14 @@ class CaseMapping:
     gpu_stated: bool = True             # False: a stand-in GPU, its capacity says nothing of the run
 
 
-def load_cases(path: str | Path, *, strict: bool = True) -> list[dict]:
+def load_cases(path: str | Path, *, strict: bool = True, what: str = "case file") -> list[dict]:
     """The cases of a JSON file (a list, or {"cases": [...]}), validated; TrainplanError otherwise.
-    `strict=False` (accuracy) tolerates fields outside the schema; an import refuses them."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TrainplanError(f"{path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise TrainplanError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    `strict=False` (accuracy) tolerates fields outside the schema; an import refuses them. The file
+    is read through safeio: a regular UTF-8 file of at most CASE_FILE_LIMIT_BYTES, nested at most
+    MAX_DEPTH levels (a FIFO or a device is refused, never read)."""
+    from trainplan.safeio import CASE_FILE_LIMIT_BYTES, parse_json, read_user_text
+
+    data = parse_json(read_user_text(path, what=what, limit_bytes=CASE_FILE_LIMIT_BYTES), what=what, path=path)
     if isinstance(data, dict) and set(data) == {"cases"}:
         data = data["cases"]
     if not isinstance(data, list):

@@ -396,10 +396,11 @@ def hf_cached_config(repo_id: str, cache_dir: str | None = None) -> str | None:
         if not repo or not os.path.isdir(repo):
             return None
     snapshots = os.path.join(repo, "snapshots")
+    from trainplan.safeio import read_user_text   # regular files only: a FIFO here cannot hang the lookup
+
     try:
-        with open(os.path.join(repo, "refs", "main"), encoding="utf-8") as handle:
-            revision = handle.read().strip()
-    except OSError:
+        revision = read_user_text(os.path.join(repo, "refs", "main"), what="HF cache ref", limit_bytes=4096).strip()
+    except TrainplanError:
         revision = ""
     if revision and os.path.isfile(os.path.join(snapshots, revision, "config.json")):
         return os.path.join(snapshots, revision, "config.json")

@@ -29,6 +29,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
+    if args.plot is not None:   # a bad --plot path (missing folder, symlink, FIFO) fails before torch loads
+        from trainplan.trace.plot import check_plot_path
+
+        check_plot_path(args.plot)
     try:   # torch and transformers: the 'trace' extra, loaded only here
         from trainplan.trace import run_trace
     except ImportError as exc:

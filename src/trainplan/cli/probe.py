@@ -61,6 +61,9 @@ def _launch_text(plan: dict) -> str:
     lines = [f"launcher: {plan['launcher']} ({plan['strategy']})", "command:",
              "  " + shlex.join(plan["command"]), f"job file: {plan['job_file']}",
              f"each rank writes its measurement to {plan['rank_results']}/rank<N>.json"]
+    if not plan.get("files_written", True):
+        lines.append("nothing was written: the job file's content is `job` in --json (write it, and the DeepSpeed "
+                     "config, to the paths above to run the command)")
     if plan.get("deepspeed_config") is not None:
         lines += [f"DeepSpeed config ({plan['deepspeed_config_file']}):",
                   json.dumps(plan["deepspeed_config"], indent=2)]

@@ -574,11 +574,9 @@ class _Reader:
         path = self.ctx.resolve_path(name) if self.ctx is not None else None
         if path is None:
             raise TrainplanError(f"{self.path}: {key} file {name!r} not found")
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise TrainplanError(f"{path}: cannot read {key} as JSON: {exc}") from None
+        from trainplan.safeio import CONFIG_LIMIT_BYTES, parse_json, read_user_text
+
+        data = parse_json(read_user_text(path, what=key, limit_bytes=CONFIG_LIMIT_BYTES), what=key, path=path)
         if not isinstance(data, dict):
             raise TrainplanError(f"{path}: {key} must be a JSON mapping")
         self.c.includes.append(path)

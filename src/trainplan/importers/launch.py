@@ -234,19 +234,21 @@ def _deepspeed_counts(c: Collector, opts: dict, env: dict, ctx: ReadContext | No
 
 
 def _hostfile(path: str, where: str) -> list[int]:
-    """Slots per host, in order (deepspeed/launcher/runner.py _parse_hostfile)."""
+    """Slots per host, in order (deepspeed/launcher/runner.py _parse_hostfile). Read through safeio:
+    a regular text file only (a FIFO or a device is refused, never read)."""
+    from trainplan.safeio import CONFIG_LIMIT_BYTES, read_user_text
+
     slots: dict[str, int] = {}
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            m = re.search(r"^(\S+)\s+slots=(\d+)", line)
-            if not m:
-                raise TrainplanError(f"--from {where}: hostfile {path} has a bad entry: {line!r}")
-            if m.group(1) in slots:
-                raise TrainplanError(f"--from {where}: hostfile {path} lists {m.group(1)} twice")
-            slots[m.group(1)] = int(m.group(2))
+    for line in read_user_text(path, what="hostfile", limit_bytes=CONFIG_LIMIT_BYTES).splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = re.search(r"^(\S+)\s+slots=(\d+)", line)
+        if not m:
+            raise TrainplanError(f"--from {where}: hostfile {path} has a bad entry: {line!r}")
+        if m.group(1) in slots:
+            raise TrainplanError(f"--from {where}: hostfile {path} lists {m.group(1)} twice")
+        slots[m.group(1)] = int(m.group(2))
     if not slots:
         raise TrainplanError(f"--from {where}: hostfile {path} is empty")
     return list(slots.values())

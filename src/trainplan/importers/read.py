@@ -21,12 +21,13 @@ from typing import Any
 
 from trainplan.errors import TrainplanError
 from trainplan.importers.base import Imported, ReadContext
+from trainplan.safeio import CONFIG_LIMIT_BYTES, MAX_DEPTH, check_depth, read_user_text
 
 # reader modules, asked in this order when a file's format is detected (the first best score wins)
 READERS = ("launch", "deepspeed", "accelerate", "torchtitan", "torchtune", "axolotl", "swift", "llamafactory", "hf")
 LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "llamafactory-cli", "lmf", "swift", "tune", "python",
              "python3", "megatron", "nproc_per_node", "cuda_visible_devices", "nnodes")
-MAX_CONFIG_BYTES = 4 * 1024 * 1024      # a training config is a few KiB; anything this large is not one
+MAX_CONFIG_BYTES = CONFIG_LIMIT_BYTES    # a training config is a few KiB; anything this large is not one
 
 
 def _reader(name: str):
@@ -45,23 +46,20 @@ def _is_command(text: str) -> bool:
 
 
 def _read_text(path: str) -> str:
-    if not os.path.exists(path):
-        raise TrainplanError(f"--from {path}: no such file (give a config file, or a launch command in quotes)")
-    if not os.path.isfile(path):
-        raise TrainplanError(f"--from {path}: not a regular file")
-    if os.path.getsize(path) > MAX_CONFIG_BYTES:
-        raise TrainplanError(f"--from {path}: {os.path.getsize(path):,} bytes is too large for a training config")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except UnicodeDecodeError:
-        raise TrainplanError(f"--from {path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise TrainplanError(f"--from {path}: {exc.strerror or exc}") from None
+    """A config file's text: a regular UTF-8 file of at most MAX_CONFIG_BYTES (safeio: never a FIFO
+    or a device, never more than the limit read)."""
+    if not os.path.lexists(path):
+        raise TrainplanError(f"--from {path!r}: no such file (give a config file, or a launch command in quotes)")
+    return read_user_text(path, what="--from", limit_bytes=MAX_CONFIG_BYTES)
 
 
 def parse(text: str, path: str) -> Any:
-    """The parsed content of a config: dict for JSON/YAML/TOML, list of words for a command line."""
+    """The parsed content of a config: dict for JSON/YAML/TOML, list of words for a command line.
+    Nesting deeper than safeio.MAX_DEPTH is refused (one line, never a RecursionError)."""
+    return check_depth(_parse(text, path), what="--from", path=path)
+
+
+def _parse(text: str, path: str) -> Any:
     ext = os.path.splitext(path)[1].lower()
     stripped = text.lstrip()
     if ext == ".toml":
@@ -69,14 +67,18 @@ def parse(text: str, path: str) -> Any:
         try:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise TrainplanError(f"--from {path}: malformed TOML: {exc}") from None
+            raise TrainplanError(f"--from {path!r}: malformed TOML: {exc}") from None
+        except RecursionError:
+            raise TrainplanError(f"--from {path!r}: TOML nested more than {MAX_DEPTH} levels deep") from None
     if ext == ".json" or stripped.startswith("{"):
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise TrainplanError(f"--from {path}: malformed JSON: {exc.msg} (line {exc.lineno})") from None
+            raise TrainplanError(f"--from {path!r}: malformed JSON: {exc.msg} (line {exc.lineno})") from None
         except RecursionError:
-            raise TrainplanError(f"--from {path}: JSON nested too deeply") from None
+            raise TrainplanError(f"--from {path!r}: JSON nested more than {MAX_DEPTH} levels deep") from None
+        except ValueError as exc:   # an integer of more digits than Python converts
+            raise TrainplanError(f"--from {path!r}: malformed JSON: {str(exc).splitlines()[0]}") from None
     if ext in (".sh", ".bash", ".txt", ".cmd") or _is_command(_first_command_line(text)):
         return command_words(text, path)
     return _yaml(text, path)
@@ -115,9 +117,11 @@ def _yaml(text: str, path: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise TrainplanError(f"--from {path}: malformed YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+        raise TrainplanError(f"--from {path!r}: malformed YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
     except RecursionError:
-        raise TrainplanError(f"--from {path}: YAML nested too deeply") from None
+        raise TrainplanError(f"--from {path!r}: YAML nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError as exc:   # an integer of more digits than Python converts
+        raise TrainplanError(f"--from {path!r}: malformed YAML: {str(exc).splitlines()[0]}") from None
     return data
 
 

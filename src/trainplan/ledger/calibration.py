@@ -24,7 +24,7 @@ import math
 import os
 
 from trainplan.frozen import field, frozen, replace
-from trainplan.ledger.paths import calibration_path
+from trainplan.ledger.paths import CALIBRATION_ENV, calibration_path
 from trainplan.memory.overhead import RESERVE_FIXED_BYTES
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
@@ -161,15 +161,33 @@ def from_json(data: dict[str, Any]) -> Calibration:
                        provenance=dict(data.get("provenance") or {}))
 
 
+def _target(path: str | None) -> tuple[str, str, bool]:
+    """(the file to write, what names it in errors, whether missing folders may be made): only
+    trainplan's own data directory is created; a path the user gave (--out, $TRAINPLAN_CALIBRATION)
+    must be in an existing directory."""
+    if path:
+        return calibration_path(str(path)), "--out", False
+    if os.environ.get(CALIBRATION_ENV):
+        return calibration_path(None), f"${CALIBRATION_ENV}", False
+    return calibration_path(None), "calibration file", True
+
+
+def check_target(path: str | None = None) -> str:
+    """The calibration file `save` would write, checked before any work (safeio.check_output_path:
+    a regular file or a new name in an existing directory; never a symlink, FIFO or device)."""
+    from trainplan.safeio import check_output_path
+
+    target, what, make_parents = _target(path)
+    return check_output_path(target, what=what, make_parents=make_parents)
+
+
 def save(cal: Calibration, path: str | None = None) -> str:
-    """Write the calibration JSON (atomically) to `path` or the default in the data directory."""
-    target = calibration_path(str(path) if path else None)
-    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
-    tmp = os.path.splitext(target)[0] + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(to_json(cal), indent=2) + "\n")
-    os.replace(tmp, target)
-    return target
+    """Write the calibration JSON atomically (safeio.write_atomic) to `path` or the default in the
+    data directory."""
+    from trainplan.safeio import write_atomic
+
+    target, what, make_parents = _target(path)
+    return write_atomic(target, json.dumps(to_json(cal), indent=2) + "\n", what=what, make_parents=make_parents)
 
 
 _CACHE: dict[str, tuple[float, Calibration | None]] = {}
@@ -186,10 +204,13 @@ def load_active(path: str | None = None) -> Calibration | None:
     cached = _CACHE.get(target)
     if cached and cached[0] == mtime:
         return cached[1]
-    try:
-        with open(target, encoding="utf-8") as handle:
-            cal: Calibration | None = from_json(json.loads(handle.read()))
-    except (OSError, ValueError, KeyError, TypeError):
+    from trainplan.safeio import CONFIG_LIMIT_BYTES, parse_json, read_user_text
+
+    try:   # a regular file only: a FIFO or a device at the path is unreadable, not a hang
+        cal: Calibration | None = from_json(parse_json(read_user_text(target, what="calibration",
+                                                                      limit_bytes=CONFIG_LIMIT_BYTES),
+                                                       what="calibration", path=target))
+    except (ValueError, KeyError, TypeError, AttributeError):   # TrainplanError is a ValueError
         cal = None
     _CACHE[target] = (mtime, cal)
     return cal

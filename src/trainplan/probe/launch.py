@@ -43,10 +43,13 @@ class LaunchPlan:
     job: dict[str, Any]                # what every rank reads
     deepspeed_config: dict[str, Any] | None
     workdir: str
+    model_config_json: str | None = None   # a model given as a config: written beside the job
+    written: bool = False              # the job files are on disk (write_job ran)
 
     def to_dict(self) -> dict[str, Any]:
         return {"launcher": self.launcher, "strategy": self.strategy, "command": list(self.command),
                 "deepspeed_config": self.deepspeed_config, "workdir": self.workdir,
+                "files_written": self.written, "job": self.job,
                 "job_file": str(Path(self.workdir) / JOB_FILE),
                 "deepspeed_config_file": (None if self.deepspeed_config is None
                                           else str(Path(self.workdir) / DS_CONFIG_FILE)),
@@ -132,16 +135,18 @@ def _deepspeed_bin() -> str:
     return str(beside) if beside.exists() else shutil.which("deepspeed") or "deepspeed"
 
 
+MODEL_CONFIG_FILE = "config.json"
+
+
 def request_fields(req: JobOptions, workdir: Path) -> dict[str, Any]:
-    """The request as JSON for the ranks; a ModelSpec travels as its config.json."""
+    """The request as JSON for the ranks; a ModelSpec travels as its config.json (written by
+    write_job into the work folder, named here)."""
     fields = request_json(req)
     if isinstance(req.model, ModelSpec):
         if not req.model.hf_config_json:
             raise TrainplanError(f"{req.model.name} has no config.json attached; give the model as a "
                                  f"config.json path")
-        path = workdir / "config.json"
-        path.write_text(req.model.hf_config_json)
-        fields["model"] = str(path)
+        fields["model"] = str(workdir / MODEL_CONFIG_FILE)
     return fields
 
 
@@ -160,28 +165,39 @@ def plan_launch(req: JobOptions, setup: TrainingSetup, layout: Layout, *, device
     command = (torchrun_command(layout.num_gpus, job_path) if chosen == "torchrun"
                else deepspeed_command(layout.num_gpus, job_path, _deepspeed_bin()))
     return LaunchPlan(launcher=chosen, strategy=strategy, command=tuple(command), job=job,
-                      deepspeed_config=ds_config, workdir=str(work))
+                      deepspeed_config=ds_config, workdir=str(work),
+                      model_config_json=req.model.hf_config_json if isinstance(req.model, ModelSpec) else None)
 
 
-def write_job(plan: LaunchPlan) -> None:
+def write_job(plan: LaunchPlan) -> LaunchPlan:
+    """The job files in the plan's work folder (which must exist): the job, the DeepSpeed config,
+    the model's config.json when the model was given as one, and the ranks' folder."""
     work = Path(plan.workdir)
     (work / "ranks").mkdir(parents=True, exist_ok=True)
     (work / JOB_FILE).write_text(json.dumps(plan.job, indent=2))
+    if plan.model_config_json:
+        (work / MODEL_CONFIG_FILE).write_text(plan.model_config_json)
     if plan.deepspeed_config is not None:
         (work / DS_CONFIG_FILE).write_text(json.dumps(plan.deepspeed_config, indent=2))
+    return replace(plan, written=True)
 
 
 def describe_launch(req: JobOptions, *, device: str, steps: int, launcher: str,
                     workdir: str | None = None) -> dict[str, Any]:
-    """--print-launch: the command and its files, written to `workdir` (a new temporary folder by
-    default) so the printed command can be run as is; nothing is started."""
+    """--print-launch: the command and the content of its files; nothing is started and, unless
+    `workdir` (an existing folder) is given, nothing is written: the files' paths name a folder
+    that does not exist yet (under the temp dir), and their content is in the result (`job`,
+    `deepspeed_config`; files_written False)."""
     if req.num_gpus <= 1:
         raise TrainplanError("--print-launch applies with --num-gpus > 1")
     req = req if req.gpu is not None else replace(req, gpu="a100-80gb")
     setup, layout = build_setup(req), build_layout(req, resolve_gpu(req.gpu))
-    work = workdir or tempfile.mkdtemp(prefix="trainplan-probe-")
+    if workdir is not None and not os.path.isdir(workdir):
+        raise TrainplanError(f"workdir {workdir!r}: not an existing directory")
+    work = workdir or os.path.join(tempfile.gettempdir(), f"trainplan-probe-{os.urandom(4).hex()}")
     plan = plan_launch(req, setup, layout, device=device, steps=steps, launcher=launcher, workdir=work)
-    write_job(plan)
+    if workdir is not None:
+        plan = write_job(plan)
     return plan.to_dict()
 
 
@@ -237,7 +253,7 @@ def run_distributed(req: JobOptions, est, *, device: str, steps: int, launcher: 
     with tempfile.TemporaryDirectory(prefix="trainplan-probe-") as work:
         plan = plan_launch(req, est.setup, est.layout, device=device, steps=steps, launcher=launcher,
                            workdir=work)
-        write_job(plan)
+        plan = write_job(plan)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (_package_root(), os.environ.get("PYTHONPATH", "")) if p)}
         try:

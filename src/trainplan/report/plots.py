@@ -29,16 +29,24 @@ def _figure(width: float = 9.0, height: float = 5.0):
 
 
 def check_path(path: str) -> str:
+    """A --plot path fit to write, checked before any work: .png or .svg, a regular file or a new
+    name in an existing directory (safeio.check_output_path: never a symlink, FIFO or device)."""
+    from trainplan.safeio import check_output_path
+
     if Path(path).suffix.lower() not in SUFFIXES:
-        raise TrainplanError(f"--plot {path}: the file must end in .png or .svg")
-    return path
+        raise TrainplanError(f"--plot {path!r}: the file must end in .png or .svg")
+    return check_output_path(path, what="--plot")
 
 
 def _save(fig, path: str) -> str:
-    try:
-        fig.savefig(check_path(path), dpi=130)
-    except OSError as exc:
-        raise TrainplanError(f"--plot {path}: {exc.strerror or exc}") from None
+    """The figure written atomically (safeio.write_atomic) in the format its suffix names."""
+    import io
+
+    from trainplan.safeio import write_atomic
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=Path(check_path(path)).suffix.lower().lstrip("."), dpi=130)
+    write_atomic(path, buffer.getvalue(), what="--plot")
     return path
 
 

@@ -82,10 +82,13 @@ def write_xlsx(path: str | Path, sheets: Sequence[tuple[str, Sequence[dict[str, 
         for i, c in enumerate(columns, start=1):
             width = max([len(str(c))] + [len(_text(r.get(c))) for r in rows])
             ws.column_dimensions[ws.cell(row=1, column=i).column_letter].width = min(80, width + 2)
-    try:
-        wb.save(str(path))
-    except OSError as exc:
-        raise TrainplanError(f"--output {path}: {exc.strerror or exc}") from None
+    import io
+
+    from trainplan.safeio import write_atomic
+
+    buffer = io.BytesIO()
+    wb.save(buffer)
+    write_atomic(path, buffer.getvalue(), what="--output")   # never through a symlink, onto a FIFO or device
 
 
 def render(fmt: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], *, title: str = "") -> str:
@@ -108,10 +111,14 @@ def check_format(fmt: str, output: str | None) -> None:
         raise TrainplanError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "xlsx" and not output:
         raise TrainplanError("--format xlsx writes a file: give --output FILE.xlsx")
+    if output:   # before the table is computed: a regular file or a new name in an existing folder
+        from trainplan.safeio import check_output_path
+
+        check_output_path(output, what="--output")
 
 
 def write_text(text: str, output: str) -> None:
-    try:
-        Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise TrainplanError(f"--output {output}: {exc.strerror or exc}") from None
+    """The table written atomically (safeio.write_atomic)."""
+    from trainplan.safeio import write_atomic
+
+    write_atomic(output, text if text.endswith("\n") else text + "\n", what="--output")

@@ -51,7 +51,10 @@ def _svg(result: TraceResult) -> str:
         "</svg>"])
 
 
-def _matplotlib(result: TraceResult, path: Path) -> None:
+def _matplotlib(result: TraceResult, suffix: str) -> bytes:
+    """The picture's bytes in the format of `suffix` (.png or .svg)."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -69,22 +72,37 @@ def _matplotlib(result: TraceResult, path: Path) -> None:
     ax.set_xlabel("event (module forward / backward)")
     ax.set_ylabel("allocated (GiB)")
     fig.tight_layout()
-    fig.savefig(path)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=suffix.lstrip("."))
     plt.close(fig)
+    return buffer.getvalue()
+
+
+def check_plot_path(path: str | Path) -> Path:
+    """The --plot path, checked before the trace runs: a .png or .svg name that is a regular file
+    or a new name in an existing directory (safeio.check_output_path: never a symlink, FIFO,
+    device or a missing directory)."""
+    from trainplan.safeio import check_output_path
+
+    target = Path(path)
+    if target.suffix.lower() not in (".png", ".svg"):
+        raise TraceUnsupported(f"--plot {str(path)!r}: use a .png or .svg file name")
+    check_output_path(target, what="--plot")
+    return target
 
 
 def plot_timeline(result: TraceResult, path: str | Path) -> Path | None:
-    """Write the timeline to `path` (.png or .svg). Returns the path, or None when skipped (a PNG
-    without matplotlib)."""
-    target = Path(path)
+    """Write the timeline to `path` (.png or .svg), atomically (safeio.write_atomic). Returns the
+    path, or None when skipped (a PNG without matplotlib)."""
+    from trainplan.safeio import write_atomic
+
+    target = check_plot_path(path)
     suffix = target.suffix.lower()
-    if suffix not in (".png", ".svg"):
-        raise TraceUnsupported(f"--plot {path}: use a .png or .svg file name")
     try:
-        _matplotlib(result, target)
-        return target
+        data: bytes | str = _matplotlib(result, suffix)
     except ImportError:
         if suffix == ".png":
             return None
-    target.write_text(_svg(result), encoding="utf-8")
+        data = _svg(result)
+    write_atomic(target, data, what="--plot")
     return target

@@ -162,6 +162,10 @@ def run_trace(setup: TrainingSetup, *, plot_path: str | None = None, timeline: b
     plot_path writes the timeline as PNG or SVG. real_tensors=True runs the same step on real CPU
     tensors instead (slow: for checking the trace on small models).
     """
+    if plot_path is not None:   # a bad --plot path fails now, not after the trace
+        from trainplan.trace.plot import check_plot_path
+
+        check_plot_path(plot_path)
     started = time.perf_counter()
     clip = bool(getattr(setup.impl, "foreach_grad_clip", False))
     notes = _standard_notes(setup, clip)
