@@ -10,7 +10,6 @@ import argparse
 import csv
 import json
 import sys
-import warnings
 from typing import Any
 
 from trainplan.cases import load_cases
@@ -19,18 +18,18 @@ from trainplan.cli.common import print_json
 from trainplan.cli.flags import add_setup_flags, options_from_args
 from trainplan.errors import TrainplanError
 from trainplan.job.options import OPTION_NAMES, JobOptions
-from trainplan.ledger import calibration, calibration_fit
+from trainplan.ledger import calibration, calibration_fit, spool
 from trainplan.ledger.capture import (
-    LedgerWarning,
     environment,
     open_ledger,
     record_from_case,
     record_from_options,
+    recordable_url,
     save,
 )
 from trainplan.ledger.paths import db_url, redact
 from trainplan.ledger.records import MEASURE_KEYS, measured_from_gib, now_iso, residual
-from trainplan.ledger.store import query_runs
+from trainplan.ledger.store import read_runs
 from trainplan.report.tables import render_table
 
 MEASURE_FLAGS = (("peak_allocated_gib", "peak allocated memory per GPU (torch.cuda.max_memory_allocated), GiB"),
@@ -61,6 +60,8 @@ def add(sub: Any, name: str, helptext: str) -> None:
                        help="environment facts (driver, cuda, ...); repeatable")
         m.add_argument("--file",
                        help="a JSON list of runs: {setup: {flags}, measured: {peak_allocated_gib, ...}, source}")
+        m.add_argument("--force", action="store_true",
+                       help="record memory above the GPU's catalog capacity (a variant with more memory), with a note")
         _db_flag(p)
         p.set_defaults(func=cmd_record)
     elif name == "runs":
@@ -97,20 +98,16 @@ def _env_pairs(pairs: list[str]) -> dict[str, str]:
 
 
 def _file_runs(path: str) -> list[dict[str, Any]]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as exc:
-        raise TrainplanError(f"--file {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise TrainplanError(f"--file {path}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
+    from trainplan.safeio import CASE_FILE_LIMIT_BYTES, parse_json, read_user_text
+
+    data = parse_json(read_user_text(path, what="--file", limit_bytes=CASE_FILE_LIMIT_BYTES), what="--file", path=path)
     data = [data] if isinstance(data, dict) else data
     if not isinstance(data, list) or not data:
         raise TrainplanError(f"--file {path}: expected a JSON list of runs")
     return data
 
 
-def _records_from_file(path: str, default_source: str) -> list[Any]:
+def _records_from_file(path: str, default_source: str, force: bool = False) -> list[Any]:
     records = []
     for i, run in enumerate(_file_runs(path)):
         where = f"--file {path}: run {i}"
@@ -118,39 +115,53 @@ def _records_from_file(path: str, default_source: str) -> list[Any]:
             raise TrainplanError(f"{where}: expected a JSON object")
         unknown = sorted(set(run) - FILE_RUN_FIELDS)
         if unknown:
-            raise TrainplanError(f"{where}: unknown field(s) {', '.join(unknown)}; nothing was written")
+            raise TrainplanError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; nothing was written")
         setup, measured = run.get("setup") or {}, run.get("measured") or {}
+        env = run.get("environment") or {}
+        for name, value in (("setup", setup), ("measured", measured), ("environment", env)):
+            if not isinstance(value, dict):
+                raise TrainplanError(f"{where}: {name} must be a JSON object; nothing was written")
+        for name in ("source", "notes", "external_id", "created_at"):
+            if run.get(name) is not None and not isinstance(run[name], str):
+                raise TrainplanError(f"{where}: {name} must be text, got {run[name]!r}; nothing was written")
         bad = sorted(set(setup) - set(OPTION_NAMES)) + sorted(set(measured) - {n for n, _ in MEASURE_FLAGS})
         if bad:
-            raise TrainplanError(f"{where}: unknown setup/measured field(s) {', '.join(bad)}; nothing was written")
+            raise TrainplanError(f"{where}: unknown setup/measured field(s) {', '.join(map(repr, bad))}; "
+                                 "nothing was written")
         if "model" not in setup:
             raise TrainplanError(f"{where}: setup needs a model; nothing was written")
-        req = JobOptions(**setup)
-        records.append(record_from_options(req, measured_from_gib(**measured), source=run.get("source") or default_source,
-                                           notes=run.get("notes") or "", env=environment(**(run.get("environment") or {})),
-                                           external_id=run.get("external_id"), created_at=run.get("created_at")))
+        try:
+            req = JobOptions(**setup)
+            rec = record_from_options(req, measured_from_gib(**measured), source=run.get("source") or default_source,
+                                      notes=run.get("notes") or "", env=environment(**env),
+                                      external_id=run.get("external_id"), created_at=run.get("created_at"),
+                                      force=force)
+        except TrainplanError as exc:
+            raise TrainplanError(f"{where}: {exc}") from None
+        records.append(rec)
     return records
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    recordable_url(args.db)                    # an in-memory database is refused before any work
     if args.file:
-        records = _records_from_file(args.file, args.source)
+        records = _records_from_file(args.file, args.source, args.force)
     else:
         if not args.model:
             raise TrainplanError("record needs --model (and the other setup flags) or --file")
         measured = measured_from_gib(**{name: getattr(args, name) for name, _ in MEASURE_FLAGS})
         records = [record_from_options(options_from_args(args), measured, source=args.source, notes=args.notes,
-                                       env=environment(**_env_pairs(args.env)))]
-    with warnings.catch_warnings():            # printed below as one line, not as a Python warning
-        warnings.simplefilter("ignore", LedgerWarning)
-        result = save(records, args.db, spool_on_failure=True)
+                                       env=environment(**_env_pairs(args.env)), force=args.force)]
+    result = save(records, args.db, spool_on_failure=True)
     if result.warning:
         print(result.warning, file=sys.stderr)
     if args.json:
-        print_json({"added": result.added, "already_present": result.present, "spooled": result.spooled,
-                     "spool": None if result.spool is None else str(result.spool)})
+        print_json({"added": result.added, "already_present": result.present, "updated": result.updated,
+                    "spooled": result.spooled, "spool": None if result.spool is None else str(result.spool)})
     elif not result.spooled:
-        print(f"recorded {result.added} run(s)" + (f", {result.present} already in the ledger" if result.present else ""))
+        print(f"recorded {result.added} run(s)"
+              + (f", {result.present} already in the ledger" if result.present else "")
+              + (f" ({result.updated} with notes updated)" if result.updated else ""))
     return 0
 
 
@@ -181,53 +192,90 @@ def _write_csv(path: str, rows: list[dict[str, Any]]) -> None:
     flat_cols = [c for c in (rows[0].keys() if rows else []) if c not in ("setup", "environment", "measured",
                                                                            "estimate", "raw")]
     cols = flat_cols + [f"residual_{k}" for k in MEASURE_KEYS] + ["setup", "environment"]
-    try:
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=cols)
-            w.writeheader()
-            for row in rows:
-                out = {c: row.get(c) for c in flat_cols}
-                out.update({f"residual_{k}": residual(row.get(f"est_{k}"), row.get(f"meas_{k}")) for k in MEASURE_KEYS})
-                out.update(setup=json.dumps(row.get("setup"), default=str),
-                           environment=json.dumps(row.get("environment"), default=str))
-                w.writerow(out)
-    except OSError as exc:
-        raise TrainplanError(f"--csv {path}: {exc.strerror or exc}") from None
+    import io
+
+    from trainplan.safeio import write_atomic
+
+    f = io.StringIO(newline="")
+    w = csv.DictWriter(f, fieldnames=cols)
+    w.writeheader()
+    for row in rows:
+        out = {c: row.get(c) for c in flat_cols}
+        out.update({f"residual_{k}": residual(row.get(f"est_{k}"), row.get(f"meas_{k}")) for k in MEASURE_KEYS})
+        out.update(setup=json.dumps(row.get("setup"), default=str),
+                   environment=json.dumps(row.get("environment"), default=str))
+        w.writerow(out)
+    write_atomic(path, f.getvalue(), what="--csv")   # a regular file or a new name; never through a link
+
+
+def _spool_lines(url: str) -> list[str]:
+    """What `runs` says about runs waiting in the spool or set aside (nothing when there are none)."""
+    st = spool.status(url)
+    lines = []
+    if st.spooled or st.spooled_other:
+        lines.append(f"spooled: {st.spooled} run(s) waiting for this database, {st.spooled_other} for others, "
+                     f"in {st.spool} (written on the next successful connection)")
+    if st.set_aside or st.set_aside_other:
+        lines.append(f"set aside: {st.set_aside} spooled run(s) of this database, {st.set_aside_other} of others, "
+                     f"that can never be written as they are, in {st.set_aside_file} (each line has its reason)")
+    return lines
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    engine = open_ledger(args.db)
+    if args.limit < 0:
+        raise TrainplanError(f"--limit must be 0 (all runs) or more, got {args.limit}")
+    url = db_url(args.db)
+    engine = open_ledger(url)
     filters = {k: getattr(args, k) for k in ("model", "method", "framework", "gpu", "source", "precision")}
-    rows = query_runs(engine, limit=args.limit or None, **filters)
+    result = read_runs(engine, limit=args.limit or None, **filters)
+    rows = list(result.rows)
     if args.csv:
         _write_csv(args.csv, rows)
+    notes = [f"unreadable: run id {u['id']!r}: {u['reason']}" for u in result.unreadable] + _spool_lines(url)
     if args.json:
-        print_json([_json_row(r) for r in rows])
+        print_json([_json_row(r) for r in rows] + [{"id": u["id"], "unreadable": u["reason"]}
+                                                    for u in result.unreadable])
+        for note in notes:
+            print(f"trainplan: {note}", file=sys.stderr)
     else:
         shown = [_display(r) for r in rows]
         columns = list(dict.fromkeys(k for row in shown for k in row))
         print(render_table(shown, columns) if rows else "no runs")
+        for note in notes:
+            print(note)
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    recordable_url(args.db)
     cases = load_cases(args.file)
     records = [record_from_case(c) for c in cases]
     result = save(records, args.db)
     not_estimated = [r.external_id for r in records if r.estimate is None]
     if args.json:
         print_json({"cases": len(records), "added": result.added, "already_present": result.present,
-                     "not_estimated": not_estimated})
+                    "updated": result.updated, "not_estimated": not_estimated})
     else:
-        print(f"imported {result.added} new run(s) from {args.file} ({result.present} already in the ledger; "
+        print(f"imported {result.added} new run(s) from {args.file} ({result.present} already in the ledger"
+              + (f", {result.updated} with notes updated" if result.updated else "") + "; "
               f"{len(not_estimated)} kept without an estimate: cases trainplan cannot map)")
     return 0
 
 
+def _check_min_runs(value: int, least: int = 2) -> None:
+    if value < least:
+        raise TrainplanError(f"--min-runs must be at least {least}" + (" (a band needs two runs)" if least == 2 else "")
+                             + f", got {value}")
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    if args.min_runs < 2:
-        raise TrainplanError("--min-runs must be at least 2 (a band needs two runs)")
-    rows = query_runs(open_ledger(args.db))
+    _check_min_runs(args.min_runs)
+    calibration.check_target(args.out)   # a bad --out fails before the ledger is read
+    read = read_runs(open_ledger(args.db))
+    rows = list(read.rows)
+    if read.unreadable:
+        print(f"trainplan: {len(read.unreadable)} unreadable run(s) left out (ids "
+              f"{', '.join(repr(u['id']) for u in read.unreadable[:10])}); `trainplan runs` says why", file=sys.stderr)
     obs = [o for o in (calibration_fit.observation_from_row(r) for r in rows) if o is not None]
     if not obs:
         raise TrainplanError("the ledger holds no run with an estimate to calibrate from (record or import runs first)")
@@ -255,7 +303,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_accuracy(args: argparse.Namespace) -> int:
-    results = evaluate(load_cases(args.cases, strict=False), min_runs=args.min_runs)
+    _check_min_runs(args.min_runs, least=1)
+    results = evaluate(load_cases(args.cases, strict=False, what="--cases"), min_runs=args.min_runs)
     summary = summarize(results)
     if args.json:
         print_json({"cases": [r.to_dict() for r in results], "summary": summary})

@@ -3,8 +3,10 @@ the measurements, the estimate trainplan made at record time, a source and notes
 
 Measurements are validated before anything is written: positive, finite, below absurd bounds
 (10 TiB per GPU, a day per step, ...), reserved not below allocated. The natural key
-(`fingerprint`) hashes what identifies a run (source, external id, setup, environment,
-measurements, raw case), so recording or importing the same run twice adds nothing.
+(`fingerprint`) hashes what identifies a run, never its notes or other free text: for an imported
+case, its source, id and the case as written minus its free-text fields (notes, quotes, ...); for
+any other run, the source, external id, setup, environment and measurements. Recording or
+importing the same run twice adds nothing; a re-import with edited notes updates them.
 """
 
 from __future__ import annotations
@@ -34,12 +36,53 @@ RECORD_FIELDS = frozenset({"source", "setup", "measured", "estimate", "environme
                            "raw", "created_at"})
 
 
+# Fields of a ground-truth case that are prose or judgement, not what identifies the case.
+FREE_TEXT_KEYS = frozenset({"notes", "note", "quote", "where", "confidence", "arch_source", "comment",
+                            "comments", "description"})
+
+
 def _number(key: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TrainplanError(f"measurement {key} must be a number, got {value!r}; nothing was written")
     if not math.isfinite(value) or value <= 0:
-        raise TrainplanError(f"measurement {key} must be positive, got {value!r}; nothing was written")
+        raise TrainplanError(f"measurement {key} must be a finite positive number, got {value!r}; "
+                             "nothing was written")
     return float(value)
+
+
+def check_created_at(value: Any) -> str | None:
+    """An ISO 8601 date-time (the ledger's `created_at`), or TrainplanError saying how to write one."""
+    if value is None:
+        return None
+    try:
+        if not isinstance(value, str):
+            raise TypeError
+        _dt.datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise TrainplanError(f"created_at {value!r} is not an ISO 8601 date-time (e.g. 2026-01-31T12:00:00+00:00); "
+                             "nothing was written") from None
+    return value
+
+
+def identity_of(raw: Any) -> Any:
+    """`raw` without its free-text fields (FREE_TEXT_KEYS, keys ending in _note/_notes), recursively."""
+    if isinstance(raw, dict):
+        return {k: identity_of(v) for k, v in raw.items()
+                if k not in FREE_TEXT_KEYS and not str(k).endswith(("_note", "_notes"))}
+    if isinstance(raw, list):
+        return [identity_of(v) for v in raw]
+    return raw
+
+
+def fingerprint_of(*, source: str, external_id: str | None, setup: Any, environment: Any, measured: Any,
+                   raw: Any) -> str:
+    """The natural key (sha256 hex): see the module docstring."""
+    if raw is not None:
+        key: dict[str, Any] = {"source": source, "external_id": external_id, "case": identity_of(raw)}
+    else:
+        key = {"source": source, "external_id": external_id, "setup": setup, "environment": environment,
+               "measured": measured, "raw": None}
+    return hashlib.sha256(_canonical(key).encode()).hexdigest()
 
 
 def check_measured(measured: dict[str, Any]) -> dict[str, Any]:
@@ -54,6 +97,9 @@ def check_measured(measured: dict[str, Any]) -> dict[str, Any]:
             if v > MAX_BYTES:
                 raise TrainplanError(f"measurement {key} = {v / GIB:,.0f} GiB is above 10 TiB per GPU (a unit "
                                      "mistake?); nothing was written")
+            if v < 1:
+                raise TrainplanError(f"measurement {key} = {v:g} bytes is below one byte (GiB flags take "
+                                     "GiB: 20.5 for 20.5 GiB); nothing was written")
             out[key] = int(v)
         elif key in LIMITS:
             v = _number(key, value)
@@ -97,14 +143,26 @@ class RunRecord:
             raise TrainplanError(f"source must be a non-empty name of at most 200 characters, got {self.source!r}")
         if not isinstance(self.setup, dict) or not self.setup.get("model"):
             raise TrainplanError("a run's setup needs at least a model; nothing was written")
+        if not isinstance(self.measured, dict):
+            raise TrainplanError(f"a run's measured values must be an object, got {type(self.measured).__name__}; "
+                                 "nothing was written")
+        for name in ("environment", "estimate", "raw"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, dict):
+                raise TrainplanError(f"a run's {name} must be an object, got {type(value).__name__}; "
+                                     "nothing was written")
+        if not isinstance(self.notes, str):
+            raise TrainplanError(f"a run's notes must be text, got {type(self.notes).__name__}; nothing was written")
+        if self.external_id is not None and not isinstance(self.external_id, str):
+            raise TrainplanError(f"a run's external_id must be text, got {self.external_id!r}; nothing was written")
+        check_created_at(self.created_at)
         object.__setattr__(self, "measured", check_measured(dict(self.measured)))
 
     @property
     def fingerprint(self) -> str:
         """The natural key: sha256 over what identifies the run (not its notes, time or estimate)."""
-        key = {"source": self.source, "external_id": self.external_id, "setup": self.setup,
-               "environment": self.environment, "measured": self.measured, "raw": self.raw}
-        return hashlib.sha256(_canonical(key).encode()).hexdigest()
+        return fingerprint_of(source=self.source, external_id=self.external_id, setup=self.setup,
+                              environment=self.environment, measured=self.measured, raw=self.raw)
 
     def index(self) -> dict[str, Any]:
         """The indexed columns, read from the resolved setup."""
@@ -143,12 +201,19 @@ def measured_from_gib(*, peak_allocated_gib: float | None = None, peak_reserved_
     for key, value in (("peak_allocated_bytes", peak_allocated_gib), ("peak_reserved_bytes", peak_reserved_gib),
                        ("device_bytes", device_gib)):
         if value is not None:
-            _number(key.replace("_bytes", "_gib"), value)
+            flag = key.replace("_bytes", "_gib")
+            _number(flag, value)
+            if value * GIB > MAX_BYTES:
+                raise TrainplanError(f"measurement {flag} = {value:g} GiB is above 10 TiB per GPU (a unit mistake?); "
+                                     "nothing was written")
+            if value * GIB < 1:
+                raise TrainplanError(f"measurement {flag} = {value:g} GiB is below one byte (the flag takes GiB: "
+                                     "20.5 for 20.5 GiB); nothing was written")
             out[key] = value * GIB
     if step_s is not None:
-        out["step_s"] = step_s
+        out["step_s"] = _number("step_s", step_s)
     if tokens_per_s is not None:
-        out["tokens_per_s_per_gpu"] = tokens_per_s
+        out["tokens_per_s_per_gpu"] = _number("tokens_per_s", tokens_per_s)
     return out
 
 

@@ -17,7 +17,9 @@ estimate trainplan makes for the setup is stored with the run.
 
 Recording never breaks the training it observes: every failure (no CUDA, a bad setup, an
 unreachable database) becomes a warning; an unreachable database spools the run (JSONL in the
-data directory) for the next successful connection. Only the process of rank 0 records.
+data directory) for the next successful connection; a database that refuses the run for good (not
+a database, a schema it cannot take) leaves it in the spool's set-aside file, so the measurement of
+a long run is never lost. Only the process of rank 0 records.
 torch, transformers and lightning are imported lazily; the stats provider is injectable.
 """
 
@@ -31,8 +33,11 @@ import types
 import warnings
 from typing import Any, Callable, Protocol
 
+from trainplan.errors import TrainplanError
 from trainplan.job.options import JobOptions
+from trainplan.ledger import spool
 from trainplan.ledger.capture import environment, record_from_options, save
+from trainplan.ledger.paths import db_url
 from trainplan.ledger.records import RunRecord
 from trainplan.model.hfconfig import spec_from_hf_config
 
@@ -212,7 +217,8 @@ class Tracker:
         record = None
         if self.setup.get("model"):
             try:
-                record = record_from_options(JobOptions(**self.setup), measured, source=self.source, notes=notes, env=env)
+                record = record_from_options(JobOptions(**self.setup), measured, source=self.source, notes=notes, env=env,
+                                            measured_here=True)
             except Exception as exc:
                 _warn("setup not estimated, run recorded without an estimate", exc)
         if record is None:
@@ -220,7 +226,15 @@ class Tracker:
                      for k, v in self.setup.items()}
             setup.setdefault("model", "unspecified")
             record = RunRecord(source=self.source, setup=setup, measured=measured, environment=env, notes=notes)
-        return save([record], self.db, spool_on_failure=True)
+        try:
+            result = save([record], self.db, spool_on_failure=True)
+        except TrainplanError as exc:
+            kept = spool.put_aside(db_url(self.db), [record], str(exc))
+            _warn(f"run not recorded ({exc}); kept in {kept}")
+            return None
+        if result.spooled:
+            _warn(str(result.warning).removeprefix("trainplan: "))
+        return result
 
 
 def track(**kwargs: Any) -> Tracker:

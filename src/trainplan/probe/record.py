@@ -11,7 +11,6 @@ calibration must not learn from a CPU step.
 from __future__ import annotations
 
 import importlib.util
-import warnings
 from typing import Any
 
 from trainplan.errors import TrainplanError
@@ -37,7 +36,7 @@ def run_record(result: ProbeResult):
     env = environment(**{k: v for k, v in result.environment.items() if not isinstance(v, dict)},
                       framework=f"hf ({SOURCE})", steps=result.steps, num_gpus=result.num_gpus)
     return record_from_options(JobOptions(**result.request), measured_for_ledger(result), source=SOURCE,
-                               notes="; ".join(result.notes), env=env)
+                               notes="; ".join(result.notes), env=env, measured_here=True)
 
 
 def record(result: ProbeResult, db: str | None = None) -> ProbeResult:
@@ -50,9 +49,7 @@ def record(result: ProbeResult, db: str | None = None) -> ProbeResult:
 
     try:
         rec = run_record(result)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # a spooled run is said in the note, not as a warning
-            saved = save([rec], db, spool_on_failure=True)
+        saved = save([rec], db, spool_on_failure=True)   # only an unreachable database spools
     except TrainplanError as exc:
         return _noted(result, f"not recorded: {exc}")
     if saved.spooled:
