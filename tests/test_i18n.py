@@ -1,0 +1,64 @@
+"""Translations (trainplan.i18n): gettext catalogs compiled by tools/compile_catalogs.py."""
+
+from __future__ import annotations
+
+import gettext as stdlib_gettext
+import importlib.util
+import pathlib
+
+import pytest
+
+from trainplan import i18n
+from trainplan.errors import TrainplanError
+
+ROOT = pathlib.Path(__file__).parents[1]
+_spec = importlib.util.spec_from_file_location("compile_catalogs", ROOT / "tools" / "compile_catalogs.py")
+compile_catalogs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compile_catalogs)
+
+
+def test_every_catalog_is_compiled_and_current():
+    assert compile_catalogs.catalogs(), "no .po catalogs found"
+    assert compile_catalogs.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("po", compile_catalogs.catalogs(), ids=lambda p: f"{p.parents[1].name}-{p.stem}")
+def test_compiled_catalog_gives_every_translation(po):
+    """The .mo read by Python's own gettext returns each msgstr of the .po (the compiler is ours)."""
+    entries = compile_catalogs.parse_po(po.read_text(encoding="utf-8"))
+    with open(po.with_suffix(".mo"), "rb") as handle:
+        catalog = stdlib_gettext.GNUTranslations(handle)
+    assert catalog.info()["language"] == "zh_CN"
+    for msgid, msgstr in entries.items():
+        if msgid:
+            assert catalog.gettext(msgid) == msgstr
+
+
+def test_po_parser_reads_multiline_escapes_and_skips_fuzzy():
+    text = ('msgid ""\nmsgstr "Language: zh_CN\\n"\n\nmsgid "a\\n"\n"b"\nmsgstr "甲\\n"\n"乙"\n\n'
+            '#, fuzzy\nmsgid "old"\nmsgstr "旧"\n\nmsgid "untranslated"\nmsgstr ""\n')
+    assert compile_catalogs.parse_po(text) == {"": "Language: zh_CN\n", "a\nb": "甲\n乙"}
+
+
+def test_language_from_flag_then_environment(monkeypatch):
+    for name in ("TRAINPLAN_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert i18n.set_language(None) == "zh"
+    monkeypatch.setenv("TRAINPLAN_LANG", "en")
+    assert i18n.set_language(None) == "en"
+    monkeypatch.setenv("LANG", "fr_FR.UTF-8")
+    monkeypatch.delenv("TRAINPLAN_LANG")
+    assert i18n.set_language(None) == "en"           # no French catalog: English
+    assert i18n.set_language("zh-CN") == "zh"
+    assert i18n.gettext("DOES NOT FIT") == "放不下"
+    assert i18n.gettext("a message nobody translated") == "a message nobody translated"
+    assert i18n.gettext("does not fit", domain="web") == "放不下"
+    i18n.set_language("en")
+    assert i18n.gettext("DOES NOT FIT") == "DOES NOT FIT"
+
+
+@pytest.mark.parametrize("bad", ["fr", "", "zh\nen", "klingon"])
+def test_unknown_language_is_one_line(bad):
+    with pytest.raises(TrainplanError, match="--lang must be one of en, zh"):
+        i18n.normalize(bad)
