@@ -21,8 +21,9 @@ from trainplan.estimation import estimate as estimate_job
 from trainplan.estimation.result import Estimate
 from trainplan.frozen import replace
 from trainplan.job.job import Job
-from trainplan.job.options import JobOptions
+from trainplan.job.options import BOOKKEEPING, OPTION_NAMES, JobOptions
 from trainplan.job.resolve import resolve_job
+from trainplan.job.validate import check_int, check_number, validate_options
 from trainplan.planner.fit import FitResult, resolve_fit
 from trainplan.planner.fit import fit as run_fit
 from trainplan.planner.plan import PlanResult
@@ -116,21 +117,55 @@ class Options(TypedDict, total=False):
 def options_of(model: str | ModelSpec | None, options: dict, *, need_model: bool = True) -> JobOptions:
     """JobOptions of the keywords: `configs` (--from) read first, the keywords given over them."""
     values = dict(options)
-    configs = tuple(values.pop("configs", ()) or ())
+    unknown = sorted(k for k in values if k not in _KEYWORDS)
+    if unknown:
+        raise TrainplanError(f"unknown option {unknown[0]!r}: the options are JobOptions' fields "
+                             "(trainplan.api.Options), e.g. method, gpu, num_gpus, batch_size")
+    configs = values.pop("configs", ()) or ()
     if isinstance(configs, str):
         configs = (configs,)
+    if not isinstance(configs, (tuple, list)) or not all(isinstance(c, str) for c in configs):
+        raise TrainplanError(f"configs must be a list of config paths or launch lines, got {configs!r}")
+    configs = tuple(configs)
+    if "price" in values and isinstance(values["price"], list):
+        values["price"] = tuple(values["price"])
     given = dict(values, **({"model": model} if model is not None else {}))
     if not configs:
         if model is None and need_model:
             raise TrainplanError("a model is required (model=..., or configs=[...] naming one)")
-        return JobOptions(model=model, **values, given=tuple(sorted(given)))
+        return validate_options(JobOptions(model=model, **values, given=tuple(sorted(given))))
     from trainplan.importers.merge import check_gpu_count, from_configs
 
+    validate_options(JobOptions(model=model, **values))    # the keywords themselves, before a config is read
     merged = from_configs(configs, JobOptions(model=model or "", **values), given)
     check_gpu_count(merged)
     if not merged.model and need_model:
         raise TrainplanError("a model is required: none of the configs names one (give model=...)")
-    return merged if merged.model else replace(merged, model=None)
+    return validate_options(merged if merged.model else replace(merged, model=None))
+
+
+_KEYWORDS = frozenset(OPTION_NAMES) - BOOKKEEPING - {"model"} | {"configs"}
+
+
+def _names(value: object, what: str) -> tuple:
+    """A tuple of names (a comma list as one string is split); anything else is refused in one line."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    if isinstance(value, (tuple, list)) and all(isinstance(v, (str, GpuSpec, ModelSpec)) for v in value):
+        return tuple(value)
+    raise TrainplanError(f"{what} must be a list of names, got {value!r}")
+
+
+def _limits(**values: object) -> None:
+    """The planner's own keywords: counts as integers, money and hours as finite positive numbers."""
+    for name, value in values.items():
+        if name in ("budget", "deadline_hours"):
+            if value is not None:
+                check_number(name.replace("_hours", ""), value, 0.0, 1e15, False, True)
+        else:
+            check_int(name, value, 1, 1 << 20)
 
 
 def resolve(model: str | ModelSpec | None = None, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Job:
@@ -158,6 +193,13 @@ def plan(model: str | ModelSpec | None = None, *, methods: tuple[str, ...] = (),
     cannot carry the job (`trainplan plan`). `offers`: prices given in code, asked before the price
     files and the catalog (`prices=` is a price file's path, as --prices)."""
 
+    _limits(max_gpus=max_gpus, gpus_per_node=gpus_per_node, global_batch=global_batch, top=top,
+            budget=budget, deadline_hours=deadline_hours)
+    if not isinstance(sort, str):
+        raise TrainplanError(f"--sort must be cost or time, got {sort!r}")
+    methods, gpus = _names(methods, "methods"), (_names(gpus, "gpus") or None) if gpus is not None else None
+    if offers is not None and (not isinstance(offers, (tuple, list)) or not all(isinstance(o, PriceOffer) for o in offers)):
+        raise TrainplanError(f"offers must be a list of PriceOffer, got {offers!r}")
     request = resolve_plan(options_of(model, options), methods=methods, gpus=gpus, offers=offers,
                            max_gpus=max_gpus, gpus_per_node=gpus_per_node, global_batch=global_batch,
                            budget=budget, deadline_hours=deadline_hours, sort=sort, top=top, today=today)
@@ -174,6 +216,9 @@ def table(models: tuple[str | ModelSpec, ...] = (), *, sizes: tuple[str, ...] = 
           gpus: tuple[str, ...] = ("a100-80gb", "h100", "rtx4090"), max_gpus: int = 64, gpus_per_node: int = 8,
           today: datetime.date | None = None, **options: Unpack[Options]) -> TableResult:
     """The resource table: models x methods x precisions -> memory, GPUs needed, time, cost."""
+    _limits(max_gpus=max_gpus, gpus_per_node=gpus_per_node)
+    models, sizes, methods = _names(models, "models"), _names(sizes, "sizes"), _names(methods, "methods")
+    precisions, gpus = _names(precisions, "precisions"), _names(gpus, "gpus")
     first = models[0] if models else None
     request = resolve_table(options_of(first, options, need_model=False), models=tuple(models), sizes=sizes, methods=methods,
                             precisions=precisions, gpus=gpus, max_gpus=max_gpus, gpus_per_node=gpus_per_node,

@@ -72,7 +72,7 @@ def parse_toml(raw: bytes, what: str, path: str) -> dict:
 def read_bytes(path: str, what: str) -> bytes:
     """A file's bytes; one-line TrainplanError naming `what` and the file when it cannot be read, is
     not a regular file (a FIFO would block) or is over the config size limit (trainplan.safeio)."""
-    from trainplan.safeio import CONFIG_LIMIT_BYTES, read_user_bytes   # only when such a file is read
+    from trainplan.safeio import CONFIG_LIMIT_BYTES, read_user_bytes  # only when such a file is read
 
     return read_user_bytes(path, what=what, limit_bytes=CONFIG_LIMIT_BYTES)
 

@@ -396,7 +396,7 @@ def hf_cached_config(repo_id: str, cache_dir: str | None = None) -> str | None:
         if not repo or not os.path.isdir(repo):
             return None
     snapshots = os.path.join(repo, "snapshots")
-    from trainplan.safeio import read_user_text   # regular files only: a FIFO here cannot hang the lookup
+    from trainplan.safeio import read_user_text  # regular files only: a FIFO here cannot hang the lookup
 
     try:
         revision = read_user_text(os.path.join(repo, "refs", "main"), what="HF cache ref", limit_bytes=4096).strip()

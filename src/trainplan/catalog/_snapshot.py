@@ -4360,7 +4360,7 @@ SNAPSHOT = {'derived': {'model_specs': {'data': [{'aliases': ['meta-llama/Llama-
                                                  'billion parameters)',
                                        'tied_embeddings': False,
                                        'vocab_size': 128512}],
-                             'fingerprint': '08a52775-142572'}},
+                             'fingerprint': '7f67195d-146088'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',

@@ -10,7 +10,9 @@ if TYPE_CHECKING:
 
 
 def print_json(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, default=str))
+    """Strict JSON: NaN or Infinity anywhere is a bug upstream (validation lets none through), so it
+    fails here (ValueError) instead of printing what no JSON parser reads."""
+    print(json.dumps(obj, indent=2, default=str, allow_nan=False))
 
 
 def csv_list(value: str | None) -> tuple[str, ...]:

@@ -8,15 +8,23 @@ import argparse
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
 from trainplan.job.options import OPTION_NAMES, JobOptions
+from trainplan.job.validate import validate_options
 
 
 def _int_or_auto(text: str) -> int | str:
     if text.strip().lower() == "auto":
         return "auto"
     try:
-        return int(float(text))
+        return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer or auto, got {text!r}") from None
+        pass
+    try:
+        value = float(text)
+        if value.is_integer():
+            return int(value)
+    except (ValueError, OverflowError):
+        pass
+    raise argparse.ArgumentTypeError(f"expected an integer or auto, got {text!r}")
 
 
 def _track(parser: argparse.ArgumentParser) -> None:
@@ -152,7 +160,7 @@ def options_from_args(args: argparse.Namespace, *, model_required: bool = True) 
     if not configs:
         if model_required and values.get("model") is None and "model" in values:
             raise TrainplanError("--model is required (or --from a config that names the model)")
-        return JobOptions(**values, given=tuple(sorted(given)))
+        return validate_options(JobOptions(**values, given=tuple(sorted(given))))
     from trainplan.importers.merge import check_gpu_count, from_configs  # parsers load only with --from
 
     model = values.pop("model", None)
@@ -162,4 +170,4 @@ def options_from_args(args: argparse.Namespace, *, model_required: bool = True) 
         if model_required:
             raise TrainplanError("--model is required: none of the --from configs names the model")
         options = replace(options, model=None)
-    return options
+    return validate_options(options)

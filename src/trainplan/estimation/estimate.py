@@ -24,6 +24,7 @@ def estimate(job: Job) -> Estimate:
     tips = () if memory.fits else tuple(suggestions(job, memory, memory_model))
     notes = [f"framework profile: {profile(setup.framework).summary}"]
     notes += list(memory.notes)
+    notes += list(job.notes)               # job/validate.check_job: legal combinations worth a word
     notes += _assumption_notes(setup)
     time = estimate_time(setup, layout, gpu, job.workload, job.timing)
     notes += list(time.assumptions)

@@ -49,6 +49,7 @@ class Job:
     gpus: tuple[GpuSpec, ...] = ()              # GPU types a "what would make it fit" suggestion may name
     gpus_note: str = ""                         # which GPU types were left out of the suggestions, and why
     options: JobOptions | None = None           # what the user said: for display and the ledger, never computed from
+    notes: tuple[str, ...] = ()                 # job/validate.check_job: legal combinations worth a word
 
     def memory_model(self) -> MemoryModel:
         """The memory composition with this job's engine knobs (one per estimate: it caches)."""

@@ -5,7 +5,6 @@ I/O happens here; the estimate that follows is pure."""
 from __future__ import annotations
 
 import datetime
-import json
 from enum import Enum
 
 from trainplan import catalog
@@ -38,6 +37,7 @@ from trainplan.job.training import (
     TrainingSetup,
     Workload,
 )
+from trainplan.job.validate import check_job, check_model_size, validate_options
 from trainplan.ledger.calibration import load_active
 from trainplan.memory.parallel import ParallelConfig
 from trainplan.memory.sharding import FsdpConfig, ZeroConfig, fsdp_for
@@ -70,7 +70,11 @@ def _targets(value: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...]
 
 
 def resolve_model(model: str | ModelSpec) -> ModelSpec:
-    return model if isinstance(model, ModelSpec) else catalog.resolve_model(str(model))
+    if model is None:
+        raise TrainplanError("a model is required (--model, or a --from config that names one)")
+    spec = model if isinstance(model, ModelSpec) else catalog.resolve_model(str(model))
+    check_model_size(spec)
+    return spec
 
 
 def resolve_gpu(gpu: str | GpuSpec) -> GpuSpec:
@@ -89,6 +93,7 @@ def supported_attention(spec: ModelSpec, attention: Attention) -> Attention:
 
 
 def build_setup(req: JobOptions, spec: ModelSpec | None = None) -> TrainingSetup:
+    req = validate_options(req)
     spec = spec or resolve_model(req.model)
     framework = parse_enum(Framework, req.framework, "--framework")
     prof = profile(framework)
@@ -221,21 +226,35 @@ def build_workload(req: JobOptions) -> Workload:
 
 
 def read_lengths(path: str | None) -> tuple[int, ...] | None:
-    """Sample lengths in tokens from a file: one integer per line, or a JSON list."""
+    """Sample lengths in tokens from a file: one integer per line (or separated by any white
+    space), or a JSON list. A regular UTF-8 file of at most safeio.LENGTHS_FILE_LIMIT_BYTES: a
+    FIFO, a device, an endless or a binary file is refused in one line, never read forever."""
     if path is None:
         return None
-    from pathlib import Path
+    import re
 
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise TrainplanError(f"--lengths-file {path}: {exc.strerror}") from None
-    try:
-        values = json.loads(text) if text.lstrip().startswith("[") else [int(x) for x in text.split()]
-    except (ValueError, json.JSONDecodeError):
-        raise TrainplanError(f"--lengths-file {path}: expected integers, one per line, or a JSON list") from None
-    if not values or any(not isinstance(v, int) or v <= 0 for v in values):
-        raise TrainplanError(f"--lengths-file {path}: lengths must be positive integers")
+    from trainplan.safeio import LENGTHS_FILE_LIMIT_BYTES, parse_json, read_user_text
+
+    what = "--lengths-file"
+    text = read_user_text(path, what=what, limit_bytes=LENGTHS_FILE_LIMIT_BYTES)
+    if text.lstrip().startswith("["):
+        values = parse_json(text, what=what, path=path)
+        if not isinstance(values, list):
+            raise TrainplanError(f"{what} {path!r}: expected integers, one per line, or a JSON list")
+    else:
+        values = []
+        for match in re.finditer(r"\S+", text):   # one at a time: no list of every word's string
+            word = match.group()
+            if not re.fullmatch(r"[+-]?[0-9]{1,18}", word):
+                raise TrainplanError(f"{what} {path!r}: expected integers, one per line, or a JSON list; "
+                                     f"got {word[:40]!r}")
+            values.append(int(word))
+    if not values:
+        raise TrainplanError(f"{what} {path!r}: no lengths in the file")
+    bad = next((v for v in values if isinstance(v, bool) or not isinstance(v, int) or v <= 0), None)
+    if bad is not None or any(v >= 10**18 for v in values):
+        raise TrainplanError(f"{what} {path!r}: lengths must be positive integers (tokens per sample), "
+                             f"got {repr(bad)[:40] if bad is not None else 'a length of 10^18 or more'}")
     return tuple(values)
 
 
@@ -317,10 +336,12 @@ FROM_FILE: Any = type("FROM_FILE", (), {"__repr__": lambda self: "FROM_FILE"})()
 
 
 def resolve_job(req: JobOptions, *, today: datetime.date | None = None, calibration: Any = FROM_FILE,
-                priced: bool = True) -> Job:
+                priced: bool = True, layout_given: bool = True) -> Job:
     """The Job of `req`. `today` dates the price catalog's offers (default: the local date);
     `calibration`: FROM_FILE loads the one `trainplan calibrate` wrote (when req.calibration is on),
-    None leaves it out, a Calibration is used as given. `priced=False` leaves the price out."""
+    None leaves it out, a Calibration is used as given. `priced=False` leaves the price out.
+    `layout_given=False` (the planner chooses the layout) skips the layout checks of job/validate.py."""
+    req = validate_options(req)
     headroom = check_headroom(req.headroom)
     spec = resolve_model(req.model)
     gpu = resolve_gpu(req.gpu)
@@ -340,7 +361,9 @@ def resolve_job(req: JobOptions, *, today: datetime.date | None = None, calibrat
     if calibration is FROM_FILE:
         calibration = load_active() if req.calibration else None
     gpus, gpus_note = suggestable_gpus(tuple(catalog.load_gpus().values()), setup.precision, book)
-    return Job(setup=setup, layout=layout, gpu=gpu, workload=workload, parallel=parallel, timing=timing,
-               zero=build_zero(req, spec), fsdp=build_fsdp(req, setup.framework),
-               pricing=pricing, price_missing=missing, book=book, headroom=headroom, calibration=calibration,
-               gpus=gpus, gpus_note=gpus_note, options=req)
+    job = Job(setup=setup, layout=layout, gpu=gpu, workload=workload, parallel=parallel, timing=timing,
+              zero=build_zero(req, spec), fsdp=build_fsdp(req, setup.framework),
+              pricing=pricing, price_missing=missing, book=book, headroom=headroom, calibration=calibration,
+              gpus=gpus, gpus_note=gpus_note, options=req)
+    notes = check_job(job, layout_given=layout_given)
+    return replace(job, notes=notes) if notes else job

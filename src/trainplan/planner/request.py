@@ -177,7 +177,8 @@ def resolve_plan(options: JobOptions, *, methods: tuple[str, ...] = (), gpus: tu
     today = today or datetime.date.today()
     headroom = check_headroom(options.headroom)
     chosen = tuple(parse_enum(Method, m, "--methods") for m in (methods or (options.method,)))
-    job = resolve_job(replace(options, method=str(chosen[0])), today=today, calibration=None, priced=False)
+    job = resolve_job(replace(options, method=str(chosen[0])), today=today, calibration=None, priced=False,
+                      layout_given=False)
     searches = []
     for method in dict.fromkeys(chosen):
         setup = job.setup if method is chosen[0] else build_setup(replace(options, method=str(method)), job.setup.model)

@@ -96,6 +96,55 @@ def _softcaps(r: ConfigReader, model_type: str) -> dict[str, float | None]:
     return out
 
 
+# transformers.activations.ACT2CLS (4.5x and 5.x): a hidden_act outside it fails at model build
+ACTIVATIONS = frozenset({"gelu", "gelu_10", "gelu_fast", "gelu_new", "gelu_python", "gelu_pytorch_tanh",
+                         "gelu_accurate", "laplace", "leaky_relu", "linear", "mish", "quick_gelu", "relu",
+                         "relu2", "relu6", "sigmoid", "silu", "swish", "tanh", "prelu", "xielu", "swiglu",
+                         "geglu", "gelu_erf"})
+# the raw keys that size the per-layer structures (checked before a parser builds anything from them)
+_SIZE_KEYS = {"num_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+              "hidden_size": ("hidden_size", "n_embd", "d_model"),
+              "num_heads": ("num_attention_heads", "n_head"), "num_kv_heads": ("num_key_value_heads",),
+              "head_dim": ("head_dim", "kv_channels"),
+              "intermediate_size": ("intermediate_size", "n_inner", "ffn_hidden_size", "moe_intermediate_size"),
+              "vocab_size": ("vocab_size", "padded_vocab_size")}
+_EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
+
+
+def _bounded(config: Mapping[str, Any], name: str) -> None:
+    """Refuse a config whose sizes are beyond any real model (job/validate.MODEL_BOUNDS), before
+    anything is built layer by layer from them."""
+    from trainplan.job.validate import MAX_EXPERTS, check_model_size
+
+    for part in (config, config.get("text_config")):
+        if not isinstance(part, Mapping):
+            continue
+        sizes: dict[str, Any] = {}
+        for field_name, keys in _SIZE_KEYS.items():
+            values = [part.get(k) for k in keys if isinstance(part.get(k), int) and not isinstance(part.get(k), bool)]
+            sizes[field_name] = max(values) if values else None
+        check_model_size(sizes, name)
+        experts = [part.get(k) for k in _EXPERT_KEYS if isinstance(part.get(k), int)]
+        if experts and max(experts) > MAX_EXPERTS:
+            check_model_size({"moe": type("E", (), {"num_experts": max(experts)})()}, name)
+
+
+def _check_fields(r: ConfigReader, fields: dict[str, Any], name: str) -> None:
+    """What transformers would refuse when it builds the model from this config."""
+    act = fields.get("hidden_act")
+    if isinstance(act, str) and act.lower() not in ACTIVATIONS:
+        raise r.fail(f"has hidden_act {act!r}, which transformers does not know (ACT2FN): e.g. silu, gelu, "
+                     "gelu_pytorch_tanh, relu")
+    hidden, heads = fields.get("hidden_size"), fields.get("num_heads")
+    explicit = any(r.config.get(k) is not None for k in ("head_dim", "kv_channels"))
+    if isinstance(hidden, int) and isinstance(heads, int) and hidden % heads and not explicit \
+            and fields.get("mla") is None:
+        raise r.fail(f"has hidden_size {hidden} not divisible by num_attention_heads {heads} (and no head_dim)")
+    window = fields.get("sliding_window")
+    if isinstance(window, int) and window < 0:
+        raise r.fail(f"has sliding_window = {window}; expected a positive integer or null")
+
+
 def spec_from_hf_config(config: Mapping[str, Any], *, name: str, hf_id: str | None = None,
                         aliases: tuple[str, ...] = (), source: str = "",
                         measured_params: int | None = None) -> ModelSpec:
@@ -113,8 +162,10 @@ def spec_from_hf_config(config: Mapping[str, Any], *, name: str, hf_id: str | No
     if parser is None:
         raise TrainplanError(f"{name}: model_type {model_type!r} is not supported; supported: "
                              f"{', '.join(SUPPORTED_MODEL_TYPES)}")
+    _bounded(config, name)
     reader = ConfigReader(config=config, model_type=model_type)
     fields = parser(reader)
+    _check_fields(reader, fields, name)
     fields.setdefault("naming", "llama")
     fields.update(_dropouts(reader, model_type))
     fields.update(_softcaps(reader, model_type))
@@ -141,12 +192,16 @@ def load_config_path(path: str | os.PathLike[str]) -> ModelSpec:
     base = os.path.basename(file)
     stem = os.path.splitext(base)[0]
     name = os.path.basename(os.path.realpath(os.path.dirname(os.path.abspath(file)))) if base == "config.json" else stem
+    from trainplan.safeio import CONFIG_LIMIT_BYTES, MAX_DEPTH, check_depth, read_user_text
+
+    text = read_user_text(file, what="model config", limit_bytes=CONFIG_LIMIT_BYTES)   # never a FIFO or a device
     try:
-        with open(file, encoding="utf-8") as handle:
-            config = json.loads(handle.read())
+        config = check_depth(json.loads(text), what="model config", path=file)
     except json.JSONDecodeError as exc:
         raise TrainplanError(f"{base}: malformed JSON at line {exc.lineno} column {exc.colno}: "
                              f"{exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TrainplanError(f"{file}: cannot read ({exc})") from None
+    except RecursionError:
+        raise TrainplanError(f"{base}: malformed JSON: nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError as exc:   # an integer of more digits than Python converts
+        raise TrainplanError(f"{base}: malformed JSON: {str(exc).splitlines()[0]}") from None
     return spec_from_hf_config(config, name=name or stem, source=file)
