@@ -342,6 +342,8 @@ def resolve_job(req: JobOptions, *, today: datetime.date | None = None, calibrat
     None leaves it out, a Calibration is used as given. `priced=False` leaves the price out.
     `layout_given=False` (the planner chooses the layout) skips the layout checks of job/validate.py."""
     req = validate_options(req)
+    if req.gpu is None:
+        raise TrainplanError("--gpu must be a GPU name, got None")
     headroom = check_headroom(req.headroom)
     spec = resolve_model(req.model)
     gpu = resolve_gpu(req.gpu)

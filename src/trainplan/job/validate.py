@@ -179,7 +179,8 @@ def validate_options(opts: JobOptions) -> JobOptions:
     if model is not None and not isinstance(model, ModelSpec) and not (isinstance(model, str) and model.strip()):
         raise TrainplanError(f"--model must be a catalog name, an HF id or a config path, got {model!r}")
     gpu = v("gpu")
-    if not isinstance(gpu, GpuSpec) and not (isinstance(gpu, str) and gpu.strip()):
+    # None: not given, for a command that chooses it (probe: the local GPU); resolve_job refuses None
+    if gpu is not None and not isinstance(gpu, GpuSpec) and not (isinstance(gpu, str) and gpu.strip()):
         raise TrainplanError(f"--gpu must be a GPU name, got {gpu!r}")
     for name, (low, high) in INTS.items():
         check_int(name, v(name), low, high)
