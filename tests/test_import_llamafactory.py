@@ -57,7 +57,7 @@ EXPECTED = {
         "seq_len": 2048, "samples": 2000, "batch_size": 1, "grad_accum": 8, "epochs": 3.0},
     "qwen3_lora_dpo.yaml": {
         **COMMON, **LORA_DEFAULTS, "model": "Qwen/Qwen3-8B", "method": "lora", "lora_rank": 8, "lora_alpha": 16.0,
-        "stage": "dpo", "ref_model": False, "seq_len": 2048, "samples": 1000, "batch_size": 1, "grad_accum": 8,
+        "stage": "dpo", "ref_model": True, "seq_len": 2048, "samples": 1000, "batch_size": 1, "grad_accum": 8,
         "epochs": 3.0},
     "qwen3_lora_liger_packing.yaml": {
         **COMMON, **LORA_DEFAULTS, "model": "Qwen/Qwen3-8B", "method": "lora", "lora_rank": 32, "lora_alpha": 64.0,
@@ -164,7 +164,7 @@ def test_stage_rules(tmp_path):
     orpo = read("stage: dpo\npref_loss: orpo\nfinetuning_type: full\n")
     assert orpo["stage"] == "orpo" and orpo["ref_model"] is False
     kto = read("stage: kto\nfinetuning_type: lora\n")
-    assert kto["stage"] == "kto" and kto["ref_model"] is False
+    assert kto["stage"] == "kto" and kto["ref_model"] is True     # a forward with the adapters disabled
     dpo_liger = read("stage: dpo\nenable_liger_kernel: true\n")
     assert dpo_liger["liger"] is True and dpo_liger["loss"] == "full"   # logits needed: no fused CE
     neat = read("neat_packing: true\ncutoff_len: 2048\n")
@@ -278,7 +278,7 @@ def test_flags_override_the_file():
 
 def test_dpo_and_deepspeed_fixtures_at_options_level():
     dpo = from_configs([str(HERE / "qwen3_lora_dpo.yaml")], JobOptions(model=""), {})
-    assert (dpo.stage, dpo.ref_model, dpo.method) == ("dpo", False, "lora")
+    assert (dpo.stage, dpo.ref_model, dpo.method) == ("dpo", True, "lora")   # reference = adapters disabled
     z3 = from_configs([str(FULL / "qwen3_full_sft_ds3.yaml")], JobOptions(model=""), {})
     assert (z3.zero, z3.offload, z3.method, z3.framework) == (3, "none", "full", "llamafactory")
     assert len(z3.configs) == 2

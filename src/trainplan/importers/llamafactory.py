@@ -285,7 +285,9 @@ def _stage(c: Collector, get, method: str) -> str:
         if ref is not None:
             c.set("ref_model", True, key="ref_model", raw=ref, note=f"a separate frozen reference model ({src})")
         elif method in ("lora", "qlora"):
-            c.set("ref_model", False, key="ref_model", raw=None,
+            # True = a reference forward per micro-batch; under LoRA it runs the policy with its adapters
+            # disabled and no copy is held (job/resolve.preference)
+            c.set("ref_model", True, key="ref_model", raw=None,
                   note=f"LoRA without ref_model: the reference is the policy with its adapters disabled, no second "
                        f"copy ({src} returns None)")
         else:
