@@ -35,7 +35,9 @@ def load_price_file(path: str, origin: str):
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise TrainplanError(f"price file not found: {path}") from None
+        raise TrainplanError(f"price file not found: {path!r}") from None
+    except ValueError:          # a NUL character in the name
+        raise TrainplanError(f"price file {path!r}: a file name cannot hold a NUL character") from None
     except OSError as exc:
         raise TrainplanError(f"cannot read price file {path}: {exc.strerror or exc}") from None
     return _read(os.path.abspath(path), st.st_mtime_ns, st.st_size, origin)

@@ -56,7 +56,8 @@ def parse_formats(text: str | None, job) -> tuple[str, ...]:
         raise TrainplanError(f"--format names two trainers' configs ({', '.join(trainers)}): one run has one")
     zero, fsdp = job.layout.zero is not ZeroStage.NONE, job.layout.fsdp is not Fsdp.NONE
     for name in names:
-        if name in _NO_ZERO and zero:
+        # Megatron's distributed optimizer shards the optimizer states over data parallel: trainplan's ZeRO-1
+        if name in _NO_ZERO and zero and not (name == "megatron" and job.layout.zero is ZeroStage.OPTIMIZER):
             raise TrainplanError(f"--format {name} cannot run DeepSpeed ZeRO-{int(job.layout.zero)}: export "
                                  f"this job as deepspeed, hf, llamafactory, swift or axolotl, or plan it with "
                                  f"--framework {name}")

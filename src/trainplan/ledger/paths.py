@@ -38,6 +38,10 @@ def db_url(given: str | None = None) -> str:
     postgres:// URLs use psycopg 3 (the driver the 'ledger' extra installs). A plain path (no "://")
     is an SQLite file; SQLite paths are made absolute against the current directory."""
     url = given or os.environ.get(DB_ENV) or default_db_url()
+    if "\0" in url:
+        from trainplan.errors import TrainplanError
+
+        raise TrainplanError(f"--db / ${DB_ENV} {url!r}: a database location cannot hold a NUL character")
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix):]
