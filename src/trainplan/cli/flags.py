@@ -38,11 +38,19 @@ def _track(parser: argparse.ArgumentParser) -> None:
             given = getattr(namespace, "_given", None)
             if given is None:
                 given = set()
-                setattr(namespace, "_given", given)
+                namespace._given = given
             given.add(self.dest)
             _base.__call__(self, parser, namespace, values, option_string)
 
         action.__class__ = type(base.__name__, (base,), {"__call__": call})
+
+
+def add_lang_flag(p: argparse.ArgumentParser) -> None:
+    """--lang en|zh (once per parser): the language of the text for people; --json never changes.
+    cli.main() reads it before parsing (trainplan.i18n.set_language), so argparse only accepts it."""
+    if "--lang" not in p._option_string_actions:
+        p.add_argument("--lang", metavar="{en,zh}",
+                       help="language of the output for people: en | zh (default: $TRAINPLAN_LANG, the locale, en)")
 
 
 def add_setup_flags(p: argparse.ArgumentParser) -> None:
@@ -146,6 +154,7 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     w.add_argument("--lengths-file", help="sample lengths in tokens: one per line, or a JSON list")
     w.add_argument("--calibration", action=argparse.BooleanOptionalAction, default=True,
                    help="apply the calibration `trainplan calibrate` fitted (--no-calibration: the raw model)")
+    add_lang_flag(p)
     _track(p)
 
 

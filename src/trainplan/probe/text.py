@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from trainplan.i18n import _, translate
 from trainplan.probe.result import ProbeResult
 from trainplan.report.tables import render_table
 from trainplan.units import GIB, MIB
@@ -37,7 +38,7 @@ def _fmt_error(value: float | None) -> str:
 def comparison_rows(result: ProbeResult) -> list[dict[str, str]]:
     measured, predicted = result.measured.to_dict(), result.predicted.to_dict()
     errors = result.error_pct
-    return [{"": label, "measured": _fmt(measured[key], kind), "estimated": _fmt(predicted[key], kind),
+    return [{"": _(label), "measured": _fmt(measured[key], kind), "estimated": _fmt(predicted[key], kind),
              "error": _fmt_error(errors[key])} for label, key, kind in _ROWS]
 
 
@@ -45,13 +46,16 @@ def render(result: ProbeResult) -> str:
     s, env = result.setup, result.environment
     where = env.get("gpu_name") or f"CPU ({env.get('cpu', '?')})"
     gpus = f" x {result.num_gpus}" if result.num_gpus > 1 else ""
-    lines = [f"{s['model']}  {s['method']}  {s['precision']}  {s['optimizer']}  micro-batch "
-             f"{s['batch_size']} x seq {s['seq_len']}  grad-ckpt {s['grad_ckpt']}  {s['attention']}",
-             f"Probed on {where}{gpus}: {result.steps} steps (1 warm-up); estimate for {result.predicted.gpu}",
+    lines = [f"{s['model']}  {s['method']}  {s['precision']}  {s['optimizer']}  "
+             + _("micro-batch {batch} x seq {seq}").format(batch=s["batch_size"], seq=s["seq_len"])
+             + "  " + _("grad-ckpt {mode}").format(mode=s["grad_ckpt"]) + f"  {s['attention']}",
+             _("Probed on {where}: {steps} steps (1 warm-up); estimate for {gpu}").format(
+                 where=where + gpus, steps=result.steps, gpu=result.predicted.gpu),
              "",
              render_table(comparison_rows(result), ["", "measured", "estimated", "error"],
-                          right=("measured", "estimated", "error")),
-             "  error = (estimated - measured) / measured"]
+                          right=("measured", "estimated", "error"),
+                          headers=["", _("measured"), _("estimated"), _("error")]),
+             _("  error = (estimated - measured) / measured")]
     versions = ", ".join(f"{k} {env[k]}" for k in ("torch", "transformers", "peft", "bitsandbytes")
                          if env.get(k))
     if env.get("driver"):
@@ -60,6 +64,6 @@ def render(result: ProbeResult) -> str:
     how = result.measured.how
     notes = [f"{key}: {text}" for key, text in how.items()] + list(result.notes)
     lines.append("")
-    lines.append("Notes:")
-    lines += [f"  - {note}" for note in notes]
+    lines.append(_("Notes:"))
+    lines += [f"  - {translate(note)}" for note in notes]
     return "\n".join(lines)

@@ -1,10 +1,15 @@
-"""`trainplan estimate` for people: the breakdown in GiB with shares, fits or not, and why."""
+"""`trainplan estimate` for people: the breakdown in GiB with shares, fits or not, and why.
+
+In the current language (trainplan.i18n): this module's own text through `_()` at the point of
+output, the text made elsewhere (chain labels and formulas, notes, suggestion costs) through
+`translate()`; the numbers, units and flag names stay as they are."""
 
 from __future__ import annotations
 
 from trainplan.estimation.result import Estimate
+from trainplan.i18n import _, translate
 from trainplan.model.params import default_lora_targets
-from trainplan.report.tables import render_table
+from trainplan.report.tables import display_width, render_table
 from trainplan.units import fmt_count, fmt_gib, gib
 
 _LABELS = {
@@ -43,62 +48,72 @@ def _header(est: Estimate) -> str:
     method = str(s.method)
     if s.lora is not None:
         targets = s.lora.targets or default_lora_targets(s.model)
-        method += (f" (rank {s.lora.rank}, alpha {s.lora.alpha:g}" + (", DoRA" if s.lora.dora else "")
-                   + f", targets {','.join(targets)})")
-    return (f"{s.model.name}  {method}  {s.precision}  {s.optimizer}  micro-batch {s.batch_size} x "
-            f"seq {s.seq_len}  grad-ckpt {s.grad_ckpt}  {s.attention}  [{s.framework}]")
+        method += " (" + _("rank {rank}, alpha {alpha}").format(rank=s.lora.rank, alpha=f"{s.lora.alpha:g}") \
+            + (", DoRA" if s.lora.dora else "") + ", " + _("targets {targets}").format(targets=",".join(targets)) + ")"
+    return (f"{s.model.name}  {method}  {s.precision}  {s.optimizer}  "
+            + _("micro-batch {batch} x seq {seq}").format(batch=s.batch_size, seq=s.seq_len)
+            + "  " + _("grad-ckpt {mode}").format(mode=s.grad_ckpt) + f"  {s.attention}  [{s.framework}]")
+
+
+def _aligned(pairs: list[tuple[str, str]], indent: str = "  ") -> list[str]:
+    """label  value lines, the values in one column whatever the labels' language."""
+    width = max(display_width(label) for label, _value in pairs)
+    return [f"{indent}{label}{' ' * (width - display_width(label))}  {value}" for label, value in pairs]
 
 
 def render(est: Estimate, *, explain: bool = False) -> str:
     m = est.memory
-    s = est.setup
     lines = []
     lines.append(_header(est))
-    lines.append(f"GPU: {est.gpu.name} x {est.layout.num_gpus}"
+    lines.append(_("GPU: {gpu} x {n}").format(gpu=est.gpu.name, n=est.layout.num_gpus)
                  + (f" (dp {est.layout.dp}, zero {int(est.layout.zero)}, fsdp {est.layout.fsdp}, "
                     f"offload {est.layout.offload})" if est.layout.num_gpus > 1 else ""))
-    lines.append(f"Parameters: {fmt_count(est.params.total)} total ({est.params.total:,}), "
-                 f"trainable {fmt_count(est.trainable_params)} ({est.trainable_params:,})")
+    lines.append(_("Parameters: {total} total ({total_exact}), trainable {trainable} ({trainable_exact})").format(
+        total=fmt_count(est.params.total), total_exact=f"{est.params.total:,}",
+        trainable=fmt_count(est.trainable_params), trainable_exact=f"{est.trainable_params:,}"))
     lines.append("")
     total = m.peak_allocated_bytes or 1
-    rows = [{"component": _LABELS.get(k, k), "GiB": round(gib(v), 2), "share": f"{100 * v / total:.1f}%"}
+    rows = [{"component": _(_LABELS.get(k, k)), "GiB": round(gib(v), 2), "share": f"{100 * v / total:.1f}%"}
             for k, v in sorted(m.components_bytes.items(), key=lambda kv: -kv[1])]
-    lines.append(f"Memory per GPU at the peak ({m.peak_phase}):")
-    lines.append(render_table(rows, ["component", "GiB", "share"], right=("GiB", "share")))
+    lines.append(_("Memory per GPU at the peak ({phase}):").format(phase=translate(m.peak_phase)))
+    lines.append(render_table(rows, ["component", "GiB", "share"], right=("GiB", "share"),
+                              headers=[_("component"), "GiB", _("share")]))
     lines.append("")
-    lines.append(f"  peak allocated (max_memory_allocated)  {fmt_gib(m.peak_allocated_bytes)}")
-    lines.append(f"  peak reserved  (max_memory_reserved)   {fmt_gib(m.peak_reserved_bytes)}")
-    lines.append(f"  device (nvidia-smi)                    {fmt_gib(m.device_bytes)}")
-    lines.append(f"  GPU capacity {fmt_gib(m.gpu_capacity_bytes)}, usable with {m.headroom:.0%} headroom "
-                 f"{fmt_gib(m.usable_bytes)}")
-    verdict = "FITS" if m.fits else "DOES NOT FIT"
-    lines.append(f"  => {verdict}: margin {fmt_gib(m.margin_bytes)}")
+    lines += _aligned([(_("peak allocated (max_memory_allocated)"), fmt_gib(m.peak_allocated_bytes)),
+                       (_("peak reserved  (max_memory_reserved)"), fmt_gib(m.peak_reserved_bytes)),
+                       (_("device (nvidia-smi)"), fmt_gib(m.device_bytes))])
+    lines.append("  " + _("GPU capacity {capacity}, usable with {headroom} headroom {usable}").format(
+        capacity=fmt_gib(m.gpu_capacity_bytes), headroom=f"{m.headroom:.0%}", usable=fmt_gib(m.usable_bytes)))
+    verdict = _("FITS") if m.fits else _("DOES NOT FIT")
+    lines.append("  => " + _("{verdict}: margin {margin}").format(verdict=verdict, margin=fmt_gib(m.margin_bytes)))
     if m.per_stage_bytes:
         stages = ", ".join(f"{gib(b):.1f}" for b in m.per_stage_bytes)
-        lines.append(f"  pipeline stages (device GiB, first to last): {stages}")
+        lines.append("  " + _("pipeline stages (device GiB, first to last): {stages}").format(stages=stages))
     if m.cpu_ram_bytes:
-        lines.append(f"  CPU RAM per node: {fmt_gib(m.cpu_ram_bytes)}")
+        lines.append("  " + _("CPU RAM per node: {ram}").format(ram=fmt_gib(m.cpu_ram_bytes)))
     if est.suggestions:
         lines.append("")
-        lines.append("Single changes that lower the peak:")
+        lines.append(_("Single changes that lower the peak:"))
         rows = [{"change": t.change, "device GiB": round(gib(t.device_bytes), 2),
-                 "saves GiB": round(gib(t.saves_bytes), 2), "fits": t.fits, "what it costs": t.cost}
+                 "saves GiB": round(gib(t.saves_bytes), 2), "fits": t.fits, "what it costs": translate(t.cost)}
                 for t in est.suggestions]
-        lines.append(render_table(rows, ["change", "device GiB", "saves GiB", "fits", "what it costs"]))
+        columns = ["change", "device GiB", "saves GiB", "fits", "what it costs"]
+        lines.append(render_table(rows, columns, headers=[_(c) for c in columns]))
     if est.time is not None and hasattr(est.time, "chain"):
         lines.append("")
-        lines.append("Time and cost, step by step" + ("" if m.fits else " (does not fit: cost shown for reference)")
-                     + ":")
+        lines.append(_("Time and cost, step by step:") if m.fits
+                     else _("Time and cost, step by step (does not fit: cost shown for reference):"))
         chain = est.time.chain() + (est.cost.chain() if est.cost is not None else [])
-        rows = [{"step": label, "value": _value(value, unit), "formula": formula}
+        rows = [{"step": _(label), "value": _value(value, unit), "formula": translate(formula)}
                 for label, value, unit, formula in chain]
-        lines.append(render_table(rows, ["step", "value", "formula"], right=("value",)))
+        lines.append(render_table(rows, ["step", "value", "formula"], right=("value",),
+                                  headers=[_("step"), _("value"), _("formula")]))
         lines += _cost_lines(est)
     lines += _from_lines(est, explain)
     if est.notes:
         lines.append("")
-        lines.append("Assumptions and notes:")
-        lines += [f"  - {n}" for n in est.notes]
+        lines.append(_("Assumptions and notes:"))
+        lines += [f"  - {translate(n)}" for n in est.notes]
     return "\n".join(lines)
 
 
@@ -106,10 +121,10 @@ def _cost_lines(est: Estimate) -> list[str]:
     """Below the chain: the total, or why there is none, or how to give a price."""
     c = est.cost
     if c is None:
-        return [f"  cost: {est.job.price_missing}"] if est.job.price_missing else []
+        return ["  " + _("cost: {why}").format(why=translate(est.job.price_missing))] if est.job.price_missing else []
     if c.total is None:
-        return [f"  cost: {_value(c.per_hour, c.currency)} per hour, {_value(c.per_step, c.currency)} per step; "
-                "no total without --samples (and --epochs)"]
+        return ["  " + _("cost: {per_hour} per hour, {per_step} per step; no total without --samples (and --epochs)")
+                .format(per_hour=_value(c.per_hour, c.currency), per_step=_value(c.per_step, c.currency))]
     return []
 
 
@@ -129,16 +144,18 @@ def _from_lines(est: Estimate, explain: bool) -> list[str]:
         value = s["value"]
         origin = s["origin"] + (f" ({s['version']})" if s.get("version") else "")
         rows.append({"setting": s["field"], "value": ",".join(map(str, value)) if isinstance(value, list) else value,
-                     "from": origin + (f": {where}" if where else ""), "note": s.get("note", "")})
-    lines = ["", "Settings and where they came from"
-             + (f" ({', '.join(_short(f) for f in report['files'])})" if report else "") + ":"]
-    lines.append(render_table(rows, ["setting", "value", "from", "note"]))
+                     "from": origin + (f": {where}" if where else ""), "note": translate(s.get("note", ""))})
+    lines = ["", (_("Settings and where they came from ({files}):").format(
+        files=", ".join(_short(f) for f in report["files"])) if report else _("Settings and where they came from:"))]
+    columns = ["setting", "value", "from", "note"]
+    lines.append(render_table(rows, columns, headers=[_(c) for c in columns]))
     if report and report["unread"]:
-        lines.append("  keys that matter but were not used:")
-        lines += [f"    {u['key']} = {u['value']!r}: {u['why']}" + (f" ({_short(u['file'])})" if u.get("file") else "")
-                  for u in report["unread"]]
+        lines.append("  " + _("keys that matter but were not used:"))
+        lines += [f"    {u['key']} = {u['value']!r}: {translate(u['why'])}"
+                  + (f" ({_short(u['file'])})" if u.get("file") else "") for u in report["unread"]]
     if report and report["ignored"]:
-        lines.append(f"  {report['ignored']} keys that do not change memory or time (learning rate, logging, paths, ...)")
+        lines.append("  " + _("{n} keys that do not change memory or time (learning rate, logging, paths, ...)")
+                     .format(n=report["ignored"]))
     return lines
 
 
