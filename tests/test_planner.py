@@ -184,16 +184,35 @@ def test_branch_and_bound_equals_exhaustive():
     assert pruned.outcome.bound_violations == 0 and full.outcome.bound_violations == 0
 
 
+@pytest.mark.parametrize("framework, extra", [("megatron", {}), ("torchtitan", {}), ("deepspeed", {"zero": 3}),
+                                               ("llamafactory", {"offload": "all"})])
+def test_branch_and_bound_equals_exhaustive_per_stack(framework, extra):
+    """Per framework (capabilities) and with a fixed knob: the top k, the front and each GPU type's best
+    plan (kept by the pruning, shortcut by the least memory of a family that fitted no GPU) equal the
+    exhaustive walk's."""
+    job = JobOptions(model="llama-3.2-1b", method="full", samples=50000, seq_len=1024, framework=framework, **extra)
+    pr = resolve_plan(job, gpus=("a100-80gb", "h100", "rtx4090", "t4"), max_gpus=16, top=3)
+    pruned, full = plan(pr, details=False), plan(pr, details=False, prune=False)
+    assert [(p.found.rentable.gpu.id, p.found.cost_value) for p in pruned.plans] == \
+        [(p.found.rentable.gpu.id, p.found.cost_value) for p in full.plans]
+    front = sorted((f.cost_value, f.time_s) for f, on in zip(pruned.found, pruned.pareto) if on)
+    assert front == sorted((f.cost_value, f.time_s) for f, on in zip(full.found, full.pareto) if on)
+    assert {r.gpu for r in pruned.rejected} == {r.gpu for r in full.rejected}
+
+
 def test_plan_70b_json_fits_ranked_and_reproduced(capsys):
     code, out, _ = cli(capsys, "plan", "--model", "llama-2-70b", "--method", "full", "--samples", "10000",
                        "--tokens-per-sample", "2048", "--max-gpus", "64", "--json")
     assert code == 0
     data = json.loads(out)
-    assert {"plans", "rejected", "searched"} <= set(data) and data["searched"] > 20000
+    # HF Trainer (the default --framework): DDP/ZeRO/FSDP only, fused AdamW only
+    assert {"plans", "rejected", "searched"} <= set(data) and data["searched"] > 3000
     plans = data["plans"]
-    assert len(plans) == 10
+    top = [p for p in plans if not p["gpu_best"]]
+    assert len(top) == 10 and all(p["sets"]["tp"] == p["sets"]["pp"] == 1 for p in plans)
     totals = [p["cost"]["total"] for p in plans]
     assert totals == sorted(totals)
+    assert len({p["sets"]["gpu"] for p in plans if p["gpu_best"]}) == len([p for p in plans if p["gpu_best"]])
     for p in plans:
         assert {"setup", "memory", "time", "cost", "pareto", "flags"} <= set(p)
         assert p["memory"]["fits"] and p["sets"]["num_gpus"] <= 64

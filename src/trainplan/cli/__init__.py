@@ -1,6 +1,8 @@
 """The `trainplan` command: a thin layer over the library (no formulas here).
 
-Every command takes --json; bad input prints one line and exits with code 2. Each command's module
+Every command takes --json and --lang {en,zh}; bad input prints one line and exits with code 2. The
+error line keeps its ASCII prefix `trainplan: error: ` in every language (scripts match it); the
+message after it is translated where the catalog has it. Each command's module
 is imported only when that command runs (a one-shot `trainplan estimate` loads what an estimate
 needs and nothing else): COMMANDS names the module, which adds the command's parser (`add`) and
 runs it (the `func` default it sets).
@@ -16,6 +18,7 @@ import sys
 
 from trainplan import __version__
 from trainplan.errors import TrainplanError
+from trainplan.i18n import current_state, restore_language, set_language, translate
 
 EXIT_USAGE = 2
 
@@ -33,13 +36,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("trainplan.cli.ledger", "import a case file (shared/ground_truth schema) into the ledger"),
     "calibrate": ("trainplan.cli.ledger", "fit correction terms from the ledger, validated leave-one-source-out"),
     "accuracy": ("trainplan.cli.ledger", "estimate every case of a file and compare with its measurements"),
+    "export": ("trainplan.cli.export", "the configs and launch lines to run a setup: DeepSpeed, accelerate, HF, LLaMA-Factory, ..."),
     "probe": ("trainplan.cli.probe", "a short real trial on the local GPU (or CPU), measured beside the estimate"),
     "prices": ("trainplan.cli.estimate", "the prices known: your price files and the catalog (dated, with sources)"),
     "rates": ("trainplan.cli.estimate", "the exchange rates prices are converted with (dated, with sources)"),
+    "serve": ("trainplan.cli.serve", "the web page and JSON API on 127.0.0.1"),
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _terminal_columns() -> int:
     """shutil.get_terminal_size().columns without importing shutil (and its compression modules),
     which argparse's formatter does for every argument added; asked once per process."""
@@ -87,7 +92,25 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, (module, helptext) in COMMANDS.items():
         if only is None or name == only:
             importlib.import_module(module).add(sub, name, helptext)
+    from trainplan.cli.flags import add_lang_flag
+
+    for command in sub.choices.values():   # every command takes --lang (the setup flags' own included)
+        add_lang_flag(command)
     return parser
+
+
+def _lang_in(argv: list[str]) -> str | None:
+    """The value of --lang on the command line (the last one given), read before argparse runs so
+    that its own errors are shown in that language too."""
+    lang = None
+    for i, word in enumerate(argv):
+        if word == "--":
+            break
+        if word == "--lang" and i + 1 < len(argv):
+            lang = argv[i + 1]
+        elif word.startswith("--lang="):
+            lang = word[len("--lang="):]
+    return lang
 
 
 def _version() -> str:
@@ -96,12 +119,22 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    saved = current_state()
     try:
+        return _main(argv)
+    finally:
+        restore_language(saved)   # a caller of main() in-process keeps its own language
+
+
+def _main(argv: list[str]) -> int:
+    try:
+        set_language(None)   # $TRAINPLAN_LANG, then the locale; a bad --lang is an error in English
+        set_language(_lang_in(argv))
         args = build_parser(_command_in(argv)).parse_args(argv)
         return args.func(args)
     except TrainplanError as exc:
         message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())   # one line, always
-        print(f"trainplan: error: {message}", file=sys.stderr)
+        print(f"trainplan: error: {translate(message)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("trainplan: interrupted", file=sys.stderr)

@@ -54,7 +54,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         check_path(args.plot)
     pr = resolve_plan(options_from_args(args), methods=csv_list(args.methods), gpus=csv_list(args.gpus) or None,
                       max_gpus=args.max_gpus, gpus_per_node=args.gpus_per_node, global_batch=args.global_batch,
-                      budget=args.budget, deadline_hours=args.deadline, sort=args.sort, top=args.top)
+                      budget=args.budget, deadline_hours=args.deadline, sort=args.sort, top=args.top,
+                      optimizers=csv_list(args.optimizers))
     bar = ProgressBar()
     try:
         result = plan(pr, progress=bar, details=args.json)
@@ -151,6 +152,8 @@ def add(sub, name: str, helptext: str) -> None:
     if name == "plan":
         g = p.add_argument_group("what the planner may choose")
         g.add_argument("--methods", help="comma list of methods to consider (default: --method)")
+        g.add_argument("--optimizers", help="comma list of the optimizers allowed, e.g. adamw,adamw-8bit "
+                                            "(default: --optimizer, else the framework's default only)")
         g.add_argument("--gpus", default="all", help="comma list of GPU ids/aliases, or all (default)")
         g.add_argument("--max-gpus", type=int, default=64, help="most GPUs in one plan (default 64)")
         g.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")

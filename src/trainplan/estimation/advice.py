@@ -1,11 +1,17 @@
 """When a setup does not fit: the single changes that would make it fit, what each saves and
-what it costs (time, quality, money)."""
+what it costs (time, quality, money), and, when no single change of the setup fits on the same
+GPUs, the pairs of setup changes that do (checkpointing + QLoRA, checkpointing + chunked loss, ...).
+
+Only changes the job's framework can run are offered (job/frameworks.CAPABILITIES: its loss
+kernels). Each change is what `trainplan estimate` computes with the flags it names added.
+"""
 
 from __future__ import annotations
 
-from trainplan.enums import Fsdp, GradCkpt, Method, Optimizer, Quant, ZeroStage
+from trainplan.enums import Fsdp, GradCkpt, Loss, Method, Optimizer, Quant, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
+from trainplan.job.frameworks import capabilities, profile
 from trainplan.job.job import Job
 from trainplan.job.training import Layout, LoraConfig, QuantConfig, TrainingSetup
 from trainplan.memory import MemoryEstimate, MemoryModel, estimate_memory
@@ -19,10 +25,11 @@ class Suggestion:
     saves_bytes: int
     fits: bool
     cost: str              # what the change costs
+    changes: int = 1       # how many changes (2: a pair, offered when no single setup change fits)
 
     def to_dict(self) -> dict:
         return {"change": self.change, "device_bytes": self.device_bytes, "saves_bytes": self.saves_bytes,
-                "fits": self.fits, "cost": self.cost}
+                "fits": self.fits, "cost": self.cost, "changes": self.changes}
 
 
 def _try(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: float,
@@ -33,30 +40,82 @@ def _try(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: float,
         return None
 
 
-def _setup_changes(setup: TrainingSetup) -> list[tuple[str, TrainingSetup, str]]:
-    out: list[tuple[str, TrainingSetup, str]] = []
+@frozen
+class _Change:
+    flags: str
+    slot: str              # two changes of one slot do not combine (lora and qlora are both the method)
+    apply: object          # TrainingSetup -> TrainingSetup
+    cost: str
+
+
+def _adapter_precision(setup: TrainingSetup) -> dict:
+    """A framework that trains full fine-tunes in their load dtype (ms-swift, axolotl) trains adapters
+    under its mixed precision (build_setup: Profile.full_precision)."""
+    prof = profile(setup.framework)
+    if prof.full_precision is not None and setup.precision is prof.full_precision:
+        return {"precision": prof.precision}
+    return {}
+
+
+def _changes(setup: TrainingSetup) -> list[_Change]:
+    """The setup changes worth trying, least harm first (checkpointing and the loss kernel cost time
+    only; the batch split a little speed; 8-bit states and adapters are quality decisions)."""
+    out: list[_Change] = []
     if setup.grad_ckpt is not GradCkpt.FULL:
-        out.append(("--grad-ckpt full", replace(setup, grad_ckpt=GradCkpt.FULL),
-                    "about 30% more compute per step (one extra forward)"))
+        out.append(_Change(flags="--grad-ckpt full", slot="ckpt", apply=lambda s: replace(s, grad_ckpt=GradCkpt.FULL),
+                           cost="about 30% more compute per step (one extra forward)"))
+    losses = capabilities(setup.framework).losses
+    if setup.impl.loss is Loss.FULL:
+        for loss, cost in ((Loss.CHUNKED, "logits and their fp32 copy in chunks: about the same speed"),
+                           (Loss.FUSED, ("fused linear cross-entropy (Liger / Cut-CE): no full logits; about the "
+                                         "same speed"))):
+            if loss in losses:
+                out.append(_Change(flags=f"--loss {loss}", slot="loss", cost=cost,
+                                   apply=lambda s, loss=loss: replace(s, impl=replace(s.impl, loss=loss))))
     if setup.batch_size > 1:
         b = max(1, setup.batch_size // 2)
-        accum = setup.grad_accum * (setup.batch_size // b)
-        out.append((f"--batch-size {b} --grad-accum {accum}",
-                    replace(setup, batch_size=b, grad_accum=accum),
-                    "same global batch; smaller matmuls run a little slower"))
+        out.append(_Change(flags=f"--batch-size {b} --grad-accum {setup.grad_accum * (setup.batch_size // b)}",
+                           slot="batch", cost="same global batch; smaller matmuls run a little slower",
+                           apply=lambda s, b=b: replace(s, batch_size=b, grad_accum=s.grad_accum * (s.batch_size // b))))
+    if setup.optimizer in (Optimizer.ADAMW, Optimizer.ADAMW_FUSED) and setup.method in (Method.FULL, Method.FREEZE) \
+            and Optimizer.ADAMW_8BIT in capabilities(setup.framework).optimizers:
+        out.append(_Change(flags="--optimizer adamw-8bit", slot="optimizer",
+                           apply=lambda s: replace(s, optimizer=Optimizer.ADAMW_8BIT),
+                           cost="bitsandbytes 8-bit states: 2 B/param instead of 8; usually the same quality"))
     if setup.method in (Method.FULL, Method.FREEZE):
         lora = LoraConfig(rank=16, alpha=32, targets=("all-linear",))
-        out.append(("--method lora --lora-targets all-linear", replace(setup, method=Method.LORA, lora=lora),
-                    "trains ~1% of the weights: usually close to full fine-tuning quality, not always"))
+        out.append(_Change(flags="--method lora --lora-targets all-linear", slot="method",
+                           apply=lambda s, lora=lora: replace(s, method=Method.LORA, lora=lora, **_adapter_precision(s)),
+                           cost="trains ~1% of the weights: usually close to full fine-tuning quality, not always"))
     if setup.method is not Method.QLORA:
         lora = setup.lora or LoraConfig(rank=16, alpha=32, targets=("all-linear",))
-        out.append(("--method qlora --quant nf4", replace(setup, method=Method.QLORA, lora=lora,
-                                                          quant=QuantConfig(kind=Quant.NF4)),
-                    "4-bit base weights: ~0.5 B/param; slower steps (dequantisation), small quality loss"))
-    if setup.optimizer in (Optimizer.ADAMW, Optimizer.ADAMW_FUSED) and setup.method in (Method.FULL, Method.FREEZE):
-        out.append(("--optimizer adamw-8bit", replace(setup, optimizer=Optimizer.ADAMW_8BIT),
-                    "bitsandbytes 8-bit states: 2 B/param instead of 8; usually the same quality"))
+        flags = "--method qlora --quant nf4" + ("" if setup.lora else " --lora-targets all-linear")
+        out.append(_Change(flags=flags, slot="method",
+                           apply=lambda s, lora=lora: replace(s, method=Method.QLORA, lora=lora, quant=QuantConfig(kind=Quant.NF4),
+                                                   **_adapter_precision(s)),
+                           cost="4-bit base weights: ~0.5 B/param; slower steps (dequantisation), small quality loss"))
     return out
+
+
+def _setup_changes(setup: TrainingSetup) -> list[tuple[str, TrainingSetup, str]]:
+    return [(c.flags, c.apply(setup), c.cost) for c in _changes(setup)]
+
+
+def _pairs(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: float, model: MemoryModel,
+           current: MemoryEstimate) -> list[Suggestion]:
+    """Two setup changes together, those that fit, least harm first (the order of _changes)."""
+    changes = _changes(setup)
+    found = []
+    for i, a in enumerate(changes):
+        for b in changes[i + 1:]:
+            if a.slot == b.slot:
+                continue
+            est = _try(b.apply(a.apply(setup)), layout, gpu, headroom, model)
+            if est and est.fits:
+                found.append(Suggestion(change=f"{a.flags} {b.flags}", device_bytes=est.device_bytes,
+                                        saves_bytes=current.device_bytes - est.device_bytes, fits=True,
+                                        cost=f"{a.cost}; {b.cost}", changes=2))
+    return found
 
 
 def suggestions(job: Job, current: MemoryEstimate, model: MemoryModel) -> list[Suggestion]:
@@ -69,6 +128,7 @@ def suggestions(job: Job, current: MemoryEstimate, model: MemoryModel) -> list[S
         if est and est.device_bytes < current.device_bytes:
             found.append(Suggestion(change=change, device_bytes=est.device_bytes,
                                     saves_bytes=current.device_bytes - est.device_bytes, fits=est.fits, cost=cost))
+    pairs = [] if any(s.fits for s in found) else _pairs(setup, layout, gpu, headroom, model, current)
     bigger = [g for g in job.gpus
               if g.capacity_bytes > gpu.capacity_bytes and g.vendor == gpu.vendor]
     for other in sorted(bigger, key=lambda g: g.capacity_bytes):
@@ -90,4 +150,8 @@ def suggestions(job: Job, current: MemoryEstimate, model: MemoryModel) -> list[S
                                         saves_bytes=current.device_bytes - est.device_bytes, fits=True,
                                         cost=f"{n} GPUs: communication overhead, {n}x the hourly price"))
                 break
-    return sorted(found, key=lambda s: (not s.fits, -s.saves_bytes))
+    singles = sorted(found, key=lambda s: (not s.fits, -s.saves_bytes))
+    if not pairs:
+        return singles
+    # no single setup change fits on these GPUs: the hardware changes that fit, then the pairs, then the rest
+    return [s for s in singles if s.fits] + pairs + [s for s in singles if not s.fits]

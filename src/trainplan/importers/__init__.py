@@ -12,11 +12,11 @@ its flags' provenance through importers.merge) pays for no parser.
 """
 
 
-def read_config(source: str):
+def read_config(source: str, *, confined: bool = False):
     """See importers.read.read_config (imported on first use)."""
     from trainplan.importers.read import read_config as read
 
-    return read(source)
+    return read(source, confined=confined)
 
 
 def __getattr__(name: str):

@@ -105,8 +105,17 @@ class ReadContext:
     base_dir: str = "."
     load: Callable[[str], Imported] | None = field(default=None)   # read another config (any format)
     included: bool = False     # this config was named by another (a DeepSpeed JSON inside an HF config)
+    confined: bool = False     # only files inside base_dir (an uploaded config may not name server files)
 
     def resolve_path(self, name: str) -> str | None:
+        if self.confined:
+            root = os.path.realpath(self.base_dir)
+            candidate = os.path.realpath(os.path.join(root, name))
+            if os.path.commonpath([candidate, root]) != root:   # said whether or not such a file exists
+                from trainplan.errors import TrainplanError
+
+                raise TrainplanError(f"names {name!r}, a file outside the upload: upload that file's settings instead")
+            return candidate if os.path.isfile(candidate) else None
         for base in (self.base_dir, os.getcwd()):
             candidate = os.path.normpath(os.path.join(base, os.path.expanduser(name)))
             if os.path.isfile(candidate):

@@ -494,7 +494,7 @@ def _include(ctx: ReadContext | None, name: str) -> Imported | None:
     if ctx is None:
         return None
     found = ctx.include(name)
-    if found is not None or os.path.isabs(name):
+    if found is not None or os.path.isabs(name) or ctx.confined:   # an upload: its own folder only
         return found
     folder = ctx.base_dir
     for _ in range(3):

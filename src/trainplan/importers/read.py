@@ -13,6 +13,8 @@ Parsers (yaml, tomllib) load only here, when a config is read.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
 import json
 import os
@@ -145,8 +147,24 @@ def detect(data: Any, path: str) -> str:
     return best
 
 
-def read_config(source: str, *, _depth: int = 0, included: bool = False) -> Imported:
-    """A config file (or a launch command given as text) read into settings."""
+_CONFINED = contextvars.ContextVar("trainplan_confined_reads", default=False)
+
+
+@contextlib.contextmanager
+def confined_reads():
+    """Inside: every config read looks up the files it names only in its own folder (the web page
+    reads uploads so: an uploaded config may not make the server open its other files)."""
+    token = _CONFINED.set(True)
+    try:
+        yield
+    finally:
+        _CONFINED.reset(token)
+
+
+def read_config(source: str, *, _depth: int = 0, included: bool = False, confined: bool = False) -> Imported:
+    """A config file (or a launch command given as text) read into settings. `confined` (or inside
+    `confined_reads()`): the files it names are looked up only inside its own folder."""
+    confined = confined or _CONFINED.get()
     if _depth > 4:
         raise TrainplanError(f"--from {source}: configs include each other too deeply")
     if not os.path.exists(source) and _is_command(source):
@@ -161,6 +179,6 @@ def read_config(source: str, *, _depth: int = 0, included: bool = False) -> Impo
     if not isinstance(data, (dict, list)) or not data:
         raise TrainplanError(f"--from {path}: empty, or not a mapping of settings")
     name = detect(data, path)
-    ctx = ReadContext(base_dir=base_dir, load=lambda p: read_config(p, _depth=_depth + 1, included=True),
-                      included=included)
+    ctx = ReadContext(base_dir=base_dir, included=included, confined=confined,
+                      load=lambda p: read_config(p, _depth=_depth + 1, included=True, confined=confined))
     return _reader(name).read(data, path, ctx)

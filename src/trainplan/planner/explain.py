@@ -9,7 +9,7 @@ from trainplan.catalog import ATYPICAL_PRICING, is_stale
 from trainplan.cost.prices import STALE_AFTER_DAYS
 from trainplan.estimation import estimate
 from trainplan.planner.request import PlanRequest, Rejection
-from trainplan.planner.result import Plan, plan_job
+from trainplan.planner.result import RISKY_MARGIN, Plan, plan_job
 from trainplan.planner.search import Found, Outcome, Problem, same_plan_key
 from trainplan.planner.space import Knobs
 from trainplan.report.flags import job_flags
@@ -25,33 +25,53 @@ def _order_key(sort: str):
 def plans_shown(pr: PlanRequest, found: tuple[Found, ...], flags: list[bool], *,
                 details: bool = True) -> tuple[list[Plan], list[str]]:
     """The top `pr.top` plans (one of any two that differ only in the optimizer or the attention
-    kernel and estimate the same), each with its flags and, with `details`, its full estimate."""
+    kernel and estimate the same), then the best plan of each GPU type that carries the job but has
+    no row among them (ranked where it stands), each with its flags and, with `details`, its full
+    estimate."""
     key = _order_key(pr.sort)
     order = sorted(range(len(found)), key=lambda i: key(found[i]))
+    gpus = {f.rentable.gpu.id for f in found}
     seen: set = set()
-    chosen: list[int] = []
+    shown_keys: set = set()
+    covered: set = set()
+    chosen: list[tuple[int, int]] = []      # (index in found, rank among distinct plans)
     collapsed = 0
+    distinct = 0
     for i in order:
+        if len(chosen) >= pr.top and covered >= gpus:
+            break
         f = found[i]
         same = same_plan_key(f)
         if same in seen:
-            collapsed += 1
+            collapsed += same in shown_keys
             continue
         seen.add(same)
-        chosen.append(i)
-        if len(chosen) == pr.top:
-            break
+        distinct += 1
+        gid = f.rentable.gpu.id
+        if len(chosen) < pr.top or gid not in covered:
+            chosen.append((i, distinct))
+            shown_keys.add(same)
+            covered.add(gid)
     notes: list[str] = []
     if collapsed:
         notes.append(f"{collapsed} plan(s) equal in cost and time to a shown one, differing only in the "
                      "optimizer or attention kernel, are left out (the first in the searched order is shown)")
-    notes += price_notes([found[i].rentable for i in chosen], pr.today)
+    extra = len(chosen) - min(len(chosen), pr.top)
+    if extra:
+        notes.append(f"{extra} row(s) after the top {pr.top}: the best plan of each GPU type asked for that carries the "
+                     "job, at its rank")
+    notes += price_notes([found[i].rentable for i, _ in chosen], pr.today)
     plans = []
-    for rank, i in enumerate(chosen, start=1):
+    for n, (i, rank) in enumerate(chosen):
         f = found[i]
         job = plan_job(pr, f)
         plans.append(Plan(rank=rank, found=f, job=job, flags=job_flags(job), pareto=flags[i],
-                          estimate=estimate(job) if details else None))
+                          estimate=estimate(job) if details else None, gpu_best=n >= pr.top))
+    risky = [p.rank for p in plans if p.risky]
+    if risky:
+        notes.append(f"risky (!): plan(s) {', '.join(map(str, risky))} leave less than {RISKY_MARGIN:.0%} of the usable "
+                     "memory free (usable = capacity x (1 - headroom)): a longer sample or allocator fragmentation "
+                     "can run them out of memory")
     return plans, notes
 
 

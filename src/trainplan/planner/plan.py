@@ -10,6 +10,7 @@ estimated in full (planner/explain.py), the same answer `trainplan estimate` giv
 
 from __future__ import annotations
 
+from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
 from trainplan.job.resolve import supported_attention
 from trainplan.job.training import TrainingSetup
@@ -30,11 +31,15 @@ __all__ = ["PlanRequest", "PlanResult", "plan"]
 
 
 def _families(pr: PlanRequest) -> list[Family]:
+    """Every (count, split, micro-batch, knobs) group that has at least one engine the framework runs
+    and the fixed knobs allow."""
     spec = pr.job.setup.model
     out = []
     for n in node_counts(pr.max_gpus, pr.gpus_per_node):
         nodes = 1 if n <= pr.gpus_per_node else n // pr.gpus_per_node
-        for tp, pp in splits(spec, n, pr.gpus_per_node, pr.global_batch):
+        for tp, pp in splits(spec, n, pr.gpus_per_node, pr.global_batch, caps=pr.capabilities, fixed=pr.fixed):
+            if not shardings(n, nodes, tp, pp, pr.capabilities, pr.fixed):
+                continue
             per_rank = pr.global_batch // (n // (tp * pp))
             for mb in micro_batches(per_rank):
                 for search_method in pr.methods:
@@ -44,6 +49,13 @@ def _families(pr: PlanRequest) -> list[Family]:
                                               grad_ckpt=ckpt, attention=attention, batch_size=mb,
                                               grad_accum=per_rank // mb))
     return out
+
+
+def _fixed_text(pr: PlanRequest) -> str:
+    f = pr.fixed
+    parts = [f"--{k} {int(v) if k == 'zero' else v}" for k, v in
+             (("zero", f.zero), ("fsdp", f.fsdp), ("offload", f.offload), ("tp", f.tp), ("pp", f.pp)) if v is not None]
+    return " ".join(parts) or "the search"
 
 
 def plan(pr: PlanRequest, *, progress: Progress | None = None, details: bool = True, prune: bool = True) -> PlanResult:
@@ -70,11 +82,18 @@ def plan(pr: PlanRequest, *, progress: Progress | None = None, details: bool = T
         key = (f.num_gpus, f.nodes, f.tp, f.pp)
         if key not in engines:
             engines[key] = tuple(Shape(num_gpus=f.num_gpus, nodes=f.nodes, tp=f.tp, pp=f.pp, zero=z, fsdp=fs,
-                                       offload=o) for z, fs, o in shardings(f.num_gpus, f.nodes, f.tp, f.pp))
+                                       offload=o)
+                                 for z, fs, o in shardings(f.num_gpus, f.nodes, f.tp, f.pp, pr.capabilities, pr.fixed))
         return engines[key]
 
+    families = tuple(_families(pr))
+    if not families:
+        raise TrainplanError(f"no layout of up to {pr.max_gpus} GPUs that --framework {job.setup.framework} runs "
+                             f"keeps {_fixed_text(pr)} (with a data-parallel size dividing --global-batch "
+                             f"{pr.global_batch})")
+
     problem = Problem(
-        rentables=pr.rentables, families=tuple(_families(pr)), engines=engines_for,
+        rentables=pr.rentables, families=families, engines=engines_for,
         optimizers=lambda m: pr.search_for(m).optimizers, setup_for=setup_for, workload=job.workload,
         options=job.timing, memory=job.memory_model(), global_batch=pr.global_batch, sort=pr.sort,
         top=pr.top, budget=pr.budget, deadline_s=None if pr.deadline_hours is None else pr.deadline_hours * 3600.0)

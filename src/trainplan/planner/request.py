@@ -17,11 +17,13 @@ from trainplan.cost.sources import options_book
 from trainplan.enums import Attention, Framework, GradCkpt, Method, Optimizer, Precision
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen, replace
-from trainplan.job.frameworks import profile
+from trainplan.job.frameworks import Capabilities, capabilities, profile
 from trainplan.job.job import Job, check_headroom
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_setup, parse_enum, resolve_job
 from trainplan.job.training import TrainingSetup
+from trainplan.planner.space import ANY, FREE, Fixed
+from trainplan.planner.stack import check_stack, fixed_layout
 from trainplan.specs import GpuSpec, PriceOffer
 
 DEFAULT_GLOBAL_BATCH = 32     # sequences per optimizer step when --global-batch is not given
@@ -101,6 +103,8 @@ class PlanRequest:
     sort: str = "cost"
     top: int = 10
     today: datetime.date = field(default_factory=datetime.date.today)   # dates the offers' staleness
+    capabilities: Capabilities = ANY        # what the framework runs: the layouts searched
+    fixed: Fixed = FREE                     # the layout knobs the user gave
 
     def __post_init__(self) -> None:
         for name in ("max_gpus", "gpus_per_node", "global_batch", "top"):
@@ -131,15 +135,17 @@ def resolve_gpus(names: tuple[str | GpuSpec, ...] | None) -> list[GpuSpec]:
     return list(out.values())
 
 
-def _optimizers(options: JobOptions, method: Method) -> tuple[Optimizer, ...]:
-    """The framework's optimizer, and 8-bit AdamW as a variant for full and freeze (not for adapters,
-    whose optimizer state is small)."""
+def _optimizers(options: JobOptions, allowed: tuple[str, ...]) -> tuple[Optimizer, ...]:
+    """The optimizers searched: --optimizers (an explicit set), else --optimizer, else the framework's
+    default only. Nothing else is switched in: 8-bit states are a quality decision the team makes.
+    --optimizers wins over an optimizer read from a config (--from); with --optimizer it is an error."""
+    if allowed and options.optimizer and "optimizer" in options.given:
+        raise TrainplanError("give --optimizer (one) or --optimizers (the allowed set), not both")
+    if allowed:
+        return tuple(dict.fromkeys(parse_enum(Optimizer, o, "--optimizers") for o in allowed))
     if options.optimizer:
         return (parse_enum(Optimizer, options.optimizer, "--optimizer"),)
-    default = profile(parse_enum(Framework, options.framework, "--framework")).optimizer
-    if method in (Method.FULL, Method.FREEZE) and default in (Optimizer.ADAMW, Optimizer.ADAMW_FUSED):
-        return (default, Optimizer.ADAMW_8BIT)
-    return (default,)
+    return (profile(parse_enum(Framework, options.framework, "--framework")).optimizer,)
 
 
 def _rentables(gpus: list[GpuSpec], headroom: float, book: PriceBook, today: datetime.date,
@@ -170,22 +176,28 @@ def resolve_plan(options: JobOptions, *, methods: tuple[str, ...] = (), gpus: tu
                  offers: tuple[PriceOffer, ...] | None = None, max_gpus: int = DEFAULT_MAX_GPUS,
                  gpus_per_node: int = 8, global_batch: int = DEFAULT_GLOBAL_BATCH, budget: float | None = None,
                  deadline_hours: float | None = None, sort: str = "cost", top: int = 10,
-                 today: datetime.date | None = None) -> PlanRequest:
+                 today: datetime.date | None = None, optimizers: tuple[str, ...] = ()) -> PlanRequest:
     """The PlanRequest of `options` (the job's flags) and the planner's constraints. A knob the
-    options leave unsaid (optimizer, checkpointing, attention) is the planner's to choose; one they
-    give is fixed."""
+    options leave unsaid (checkpointing, attention, the layout) is the planner's to choose within
+    what the framework runs; one they give is fixed. `optimizers`: the allowed set (--optimizers)."""
     today = today or datetime.date.today()
+    framework = parse_enum(Framework, options.framework, "--framework")
+    caps = capabilities(framework)
+    fixed = fixed_layout(options)
+    allowed = _optimizers(options, tuple(optimizers or ()))
+    check_stack(framework, caps, fixed, options, allowed)
     headroom = check_headroom(options.headroom)
     chosen = tuple(parse_enum(Method, m, "--methods") for m in (methods or (options.method,)))
-    job = resolve_job(replace(options, method=str(chosen[0])), today=today, calibration=None, priced=False,
-                      layout_given=False)
+    # the planner chooses the split: the job's own layout is a placeholder (one GPU can hold no --tp 2)
+    job = resolve_job(replace(options, method=str(chosen[0]), tp=1, pp=1), today=today, calibration=None,
+                      priced=False, layout_given=False)
     searches = []
     for method in dict.fromkeys(chosen):
         setup = job.setup if method is chosen[0] else build_setup(replace(options, method=str(method)), job.setup.model)
-        searches.append(MethodSearch(setup=setup, optimizers=_optimizers(options, method)))
+        searches.append(MethodSearch(setup=setup, optimizers=allowed))
     ckpts = (parse_enum(GradCkpt, options.grad_ckpt, "--grad-ckpt"),) if options.grad_ckpt else DEFAULT_GRAD_CKPTS
     attentions = (parse_enum(Attention, options.attention, "--attention"),) if options.attention \
-        else DEFAULT_ATTENTIONS
+        else tuple(a for a in DEFAULT_ATTENTIONS if a in caps.attentions) or (profile(framework).attention,)
     book = options_book(options, offers=offers)
     job = replace(job, book=book)
     rentables, rejected = _rentables(resolve_gpus(gpus), headroom, book, today, job.setup.precision)
@@ -193,4 +205,5 @@ def resolve_plan(options: JobOptions, *, methods: tuple[str, ...] = (), gpus: tu
                        rentables=tuple(rentables), rejected=tuple(rejected), currency=book.currency, book=book,
                        max_gpus=max_gpus,
                        gpus_per_node=gpus_per_node, global_batch=global_batch, budget=budget,
-                       deadline_hours=deadline_hours, sort=sort, top=top, today=today)
+                       deadline_hours=deadline_hours, sort=sort, top=top, today=today, capabilities=caps,
+                       fixed=fixed)

@@ -13,6 +13,10 @@ from trainplan.planner.request import PlanRequest, Rejection
 from trainplan.planner.search import Found, Outcome
 from trainplan.report.flags import job_flags
 
+# A plan is risky when its free memory per GPU, usable - device-view peak, is under this fraction of the
+# usable memory (usable = capacity x (1 - --headroom)): the margin is on top of the headroom.
+RISKY_MARGIN = 0.05
+
 
 def plan_job(pr: PlanRequest, found: Found) -> Job:
     """The Job of one plan: the request's job on the plan's GPU, layout, knobs and price."""
@@ -30,6 +34,12 @@ class Plan:
     flags: str
     pareto: bool
     estimate: Estimate | None = None     # estimation.estimate(job) (plan(..., details=True))
+    gpu_best: bool = False               # shown as its GPU type's best plan, outside the top k
+
+    @property
+    def risky(self) -> bool:
+        """Less than RISKY_MARGIN of the usable memory left free."""
+        return self.found.margin_fraction < RISKY_MARGIN
 
     @property
     def sets(self) -> dict[str, Any]:
@@ -53,6 +63,7 @@ class Plan:
                                    "gpu_capacity_bytes": f.rentable.gpu.capacity_bytes},
                         "time": f.time.to_dict(), "cost": f.cost.to_dict()})
         out.update({"ranking": {"cost": f.cost_value, "time_s": f.time_s}, "pareto": self.pareto,
+                    "margin_fraction": f.margin_fraction, "risky": self.risky, "gpu_best": self.gpu_best,
                     "flags": self.flags})
         return out
 
@@ -99,7 +110,14 @@ class PlanResult:
 
     def to_dict(self) -> dict[str, Any]:
         o = self.outcome
+        pr, fixed = self.request, self.request.fixed
         return {"plans": [p.to_dict() for p in self.plans],
+                "stack": {"framework": str(pr.job.setup.framework), "layouts": pr.capabilities.layouts,
+                          "optimizers": list(dict.fromkeys(str(o) for m in pr.methods for o in m.optimizers)),
+                          "fixed": {k: (None if v is None else int(v) if k == "zero" else v) for k, v in
+                                    (("zero", fixed.zero), ("fsdp", fixed.fsdp), ("offload", fixed.offload),
+                                     ("tp", fixed.tp), ("pp", fixed.pp))},
+                          "risky_margin": RISKY_MARGIN},
                 "prices": self.prices(),
                 "rejected": [r.to_dict() for r in self.rejected],
                 "searched": o.candidates,

@@ -6,13 +6,16 @@
    optimizer step, communication and offload only add to it), times the accumulation steps, plus
    the pipeline bubble. From it, lower bounds on the run's time and bill.
 2. Groups are visited cheapest bound first (fastest with --sort time). A group is skipped when its
-   bound is over the budget or the deadline, or when it can neither enter the top k nor the Pareto
-   front: its bound is worse than the k-th best plan found and an exact plan already dominates
-   the bound. Nothing skipped can beat what is shown, so the top k and the front are exact.
-3. A visited group tries each engine (DDP, ZeRO-1/2/3, FSDP, Megatron; optimizer offload only
+   bound is over the budget or the deadline, or when it can neither enter the top k, nor the Pareto
+   front, nor better its GPU type's best plan: its bound is worse than the k-th best plan found, an
+   exact plan already dominates the bound, and its GPU type has a plan at least as good as the
+   bound. Nothing skipped can beat what is shown, so the top k, the front and the best plan of each
+   GPU type are exact.
+3. A visited group tries each engine the framework runs (DDP, ZeRO-1/2/3, FSDP, Megatron; optimizer offload only
    when the same stage without it does not fit: the CPU step is slower) and optimizer: memory by
    the fast path (planner_memory, equal to estimate_memory), then time (timing.estimate_time) and
-   the bill (cost.estimate_cost) of each that fits.
+   the bill (cost.estimate_cost) of each that fits. A family none of whose variants fits one GPU
+   type is skipped on every type with less usable memory (memory does not depend on the type).
 """
 
 from __future__ import annotations
@@ -68,6 +71,13 @@ class Found:
     cost: CostEstimate
     cost_value: float     # the bill of the run (of one step without --samples)
     time_s: float         # wall-clock of the run with retries (one step without --samples)
+
+    @property
+    def margin_fraction(self) -> float:
+        """Free memory per GPU as a fraction of the usable memory: (usable - device-view peak) / usable,
+        usable = capacity x (1 - headroom)."""
+        usable = self.rentable.usable_bytes
+        return (usable - self.device_bytes) / usable if usable else 0.0
 
 
 @mutable
@@ -260,6 +270,8 @@ def search(p: Problem, *, progress: Progress | None = None, prune: bool = True) 
     out.groups = len(groups)
     front = ParetoFront()
     best_k: list[float] = []          # max-heap (negated) of the k best ranking values of distinct plans
+    best_gpu: dict[int, float] = {}   # rentable index -> its best ranking value found
+    least: dict[int, int] = {}        # family index -> least memory of its variants, when none fitted a GPU
     fits_cache: dict = {}
     seen: set = set()
     for n, (key1, key2, ri, fi) in enumerate(groups):
@@ -274,10 +286,15 @@ def search(p: Problem, *, progress: Progress | None = None, prune: bool = True) 
             if by_time:
                 break
             continue
-        if prune and len(best_k) >= p.top and key1 > -best_k[0] and front.dominated(cost_lb, time_lb):
+        if prune and len(best_k) >= p.top and key1 > -best_k[0] and key1 > best_gpu.get(ri, float("inf")) \
+                and front.dominated(cost_lb, time_lb):
             continue
+        if least.get(fi, -1) > p.rentables[ri].usable_bytes:
+            continue                  # nothing of this family fits a larger GPU already: none fits here
         out.visited += 1
-        _visit(p, out, ri, p.families[fi], fits_cache, front, best_k, seen, cost_lb, time_lb)
+        smallest = _visit(p, out, ri, p.families[fi], fits_cache, front, best_k, seen, cost_lb, time_lb, best_gpu)
+        if smallest is not None:
+            least[fi] = smallest
     if out.bound_violations and prune:
         again = search(p, progress=progress, prune=False)
         again.bound_violations = out.bound_violations
@@ -296,8 +313,12 @@ def same_plan_key(f: Found) -> tuple:
 
 
 def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, front: ParetoFront,
-           best_k: list[float], seen: set, cost_lb: float, time_lb: float) -> None:
+           best_k: list[float], seen: set, cost_lb: float, time_lb: float, best_gpu: dict[int, float]) -> int | None:
+    """Time the group's variants that fit; the least memory of its variants when none fits (all were
+    computed then), else None."""
     r = p.rentables[ri]
+    smallest: int | None = None
+    fitted = False
     by_time = p.sort == "time"
     for opt in p.optimizers(fam.method):
         knobs = _knobs(p, fam, opt, first=False)
@@ -313,7 +334,9 @@ def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, fro
                 fits_cache[key] = device
             out.memory_checks += 1
             if device > r.usable_bytes:
+                smallest = device if smallest is None else min(smallest, device)
                 continue
+            fitted = True
             if shape.offload == "none":
                 fitting_stages.add(shape.zero)
             t, c, cost, time_s = _exact(p, r, shape, setup)
@@ -326,12 +349,15 @@ def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, fro
                           cost_value=cost, time_s=time_s)
             out.found.append(found)
             front.add(cost, time_s)
+            value = time_s if by_time else cost
+            if value < best_gpu.get(ri, float("inf")):
+                best_gpu[ri] = value
             key = same_plan_key(found)
             if key in seen:
                 continue
             seen.add(key)
-            value = time_s if by_time else cost
             if len(best_k) < p.top:
                 heapq.heappush(best_k, -value)
             elif value < -best_k[0]:
                 heapq.heapreplace(best_k, -value)
+    return None if fitted else smallest

@@ -11,7 +11,10 @@ Conventions (stated in `trainplan plan --help` and docs/planner.md):
   data parallel is exactly the global batch; the micro-batch divides the per-rank batch.
 - Engines: without tp/pp, DDP, ZeRO-1/2/3 (optimizer offload to CPU as a variant), FSDP full (and
   hybrid across nodes); one GPU: plain, or ZeRO-Offload. With tp/pp: Megatron with or without the
-  distributed optimizer (ZeRO-1), which DeepSpeed's pipeline engine and Megatron support.
+  distributed optimizer (ZeRO-1), which DeepSpeed's pipeline engine and Megatron support, or FSDP2
+  over the data-parallel copies (torchtitan, torchtune).
+- Each of these is kept only where the framework runs it (job/frameworks.Capabilities), and a layout
+  knob the user gave (`Fixed`: --zero, --fsdp, --offload, --tp, --pp) holds in every shape.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from trainplan.enums import (
     ZeroStage,
 )
 from trainplan.frozen import frozen
+from trainplan.job.frameworks import Capabilities
 from trainplan.job.training import Layout
 from trainplan.specs import ModelSpec
 
@@ -95,6 +99,27 @@ class Knobs:
     grad_accum: int
 
 
+@frozen
+class Fixed:
+    """The layout knobs the user gave (None: the planner's to choose)."""
+
+    zero: ZeroStage | None = None
+    fsdp: Fsdp | None = None
+    offload: Offload | None = None
+    tp: int | None = None
+    pp: int | None = None
+
+    def allows(self, zero: ZeroStage, fsdp: Fsdp, offload: Offload) -> bool:
+        return ((self.zero is None or zero == self.zero) and (self.fsdp is None or fsdp == self.fsdp)
+                and (self.offload is None or offload == self.offload))
+
+
+FREE = Fixed()
+# every engine the planner knows (what shardings() searched before frameworks were asked)
+ANY = Capabilities(layouts="any", source="", zero=(0, 1, 2, 3), fsdp=True, offload=(Offload.OPTIMIZER,), tp=True,
+                   pp=True, mp_zero1=True)
+
+
 def node_counts(max_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
     """1, 2, 4, ... below one node, then whole nodes up to `max_gpus`."""
     below = [n for n in BELOW_NODE if n < gpus_per_node and n <= max_gpus]
@@ -130,37 +155,67 @@ def _zero(stage: int, offload: Offload = Offload.NONE) -> tuple[ZeroStage, Fsdp,
     return ZeroStage(stage), Fsdp.NONE, offload
 
 
-def shardings(num_gpus: int, nodes: int, tp: int, pp: int) -> tuple[tuple[ZeroStage, Fsdp, Offload], ...]:
-    """(zero stage, fsdp, offload) choices for one split; non-offloaded variants come first."""
+def _candidates(num_gpus: int, nodes: int, tp: int, pp: int, caps: Capabilities,
+                offloads: tuple[Offload, ...]) -> list[tuple[ZeroStage, Fsdp, Offload]]:
     if tp * pp > 1:
-        dp = num_gpus // (tp * pp)
-        return (_PLAIN, _zero(1)) if dp > 1 else (_PLAIN,)
+        if num_gpus // (tp * pp) == 1:
+            return [_PLAIN]
+        out = [] if caps.mp_fsdp else [_PLAIN]
+        if caps.mp_zero1:
+            out.append(_zero(1))
+        if caps.mp_fsdp:
+            out.append((ZeroStage.NONE, Fsdp.FULL, Offload.NONE))
+        return out
+    offloads = tuple(o for o in offloads if o in caps.offload)
     if num_gpus == 1:
-        return (_PLAIN, _zero(2, Offload.OPTIMIZER), _zero(3, Offload.OPTIMIZER))
-    out = [_PLAIN, _zero(1), _zero(2), _zero(3), (ZeroStage.NONE, Fsdp.FULL, Offload.NONE)]
-    if nodes > 1:
-        out.append((ZeroStage.NONE, Fsdp.HYBRID, Offload.NONE))
-    out += [_zero(1, Offload.OPTIMIZER), _zero(2, Offload.OPTIMIZER), _zero(3, Offload.OPTIMIZER)]
-    return tuple(out)
+        return [_PLAIN] + [_zero(z, o) for o in offloads for z in (2, 3)
+                           if z in caps.zero and (o is Offload.OPTIMIZER or z == 3)]
+    out = [_PLAIN] + [_zero(z) for z in caps.zero if z]
+    if caps.fsdp:
+        out.append((ZeroStage.NONE, Fsdp.FULL, Offload.NONE))
+        if nodes > 1:
+            out.append((ZeroStage.NONE, Fsdp.HYBRID, Offload.NONE))
+    for o in offloads:
+        out += [_zero(z, o) for z in caps.zero if z and (o is Offload.OPTIMIZER or z == 3)]
+        if caps.fsdp and o is Offload.ALL:
+            out += [(ZeroStage.NONE, f, o) for f in ((Fsdp.FULL, Fsdp.HYBRID) if nodes > 1 else (Fsdp.FULL,))]
+    return out
+
+
+def shardings(num_gpus: int, nodes: int, tp: int, pp: int, caps: Capabilities = ANY,
+              fixed: Fixed = FREE) -> tuple[tuple[ZeroStage, Fsdp, Offload], ...]:
+    """(zero stage, fsdp, offload) choices for one split that the framework runs and the fixed knobs
+    allow; non-offloaded variants come first. Offload searched: to CPU of the optimizer (the cheapest
+    CPU step), or the kind --offload fixes."""
+    offloads = (Offload.OPTIMIZER,) if fixed.offload is None else (fixed.offload,)
+    return tuple(c for c in _candidates(num_gpus, nodes, tp, pp, caps, offloads) if fixed.allows(*c))
 
 
 def splits(spec: ModelSpec, num_gpus: int, gpus_per_node: int, global_batch: int,
-           max_pp: int = MAX_PP) -> tuple[tuple[int, int], ...]:
-    """(tp, pp) pairs for `num_gpus` whose data-parallel size divides the global batch."""
+           max_pp: int = MAX_PP, caps: Capabilities = ANY, fixed: Fixed = FREE) -> tuple[tuple[int, int], ...]:
+    """(tp, pp) pairs for `num_gpus` whose data-parallel size divides the global batch, that the
+    framework runs (tp/pp of 1 where it has none) and --tp / --pp allow."""
     out = []
-    for tp in tp_choices(spec, num_gpus, gpus_per_node):
-        for pp in pp_choices(spec, max_pp):
+    tps = tp_choices(spec, num_gpus, gpus_per_node) if caps.tp else (1,)
+    pps = pp_choices(spec, max_pp) if caps.pp else (1,)
+    if fixed.tp is not None:
+        tps = tuple(t for t in tps if t == fixed.tp)
+    if fixed.pp is not None:
+        pps = tuple(p for p in pps if p == fixed.pp)
+    for tp in tps:
+        for pp in pps:
             if num_gpus % (tp * pp) == 0 and global_batch % (num_gpus // (tp * pp)) == 0:
                 out.append((tp, pp))
     return tuple(out)
 
 
-def shapes(spec: ModelSpec, num_gpus: int, gpus_per_node: int, global_batch: int) -> tuple[Shape, ...]:
+def shapes(spec: ModelSpec, num_gpus: int, gpus_per_node: int, global_batch: int, caps: Capabilities = ANY,
+           fixed: Fixed = FREE) -> tuple[Shape, ...]:
     """Every searched layout of `num_gpus` GPUs."""
     nodes = 1 if num_gpus <= gpus_per_node else num_gpus // gpus_per_node
     return tuple(Shape(num_gpus=num_gpus, nodes=nodes, tp=tp, pp=pp, zero=z, fsdp=f, offload=o)
-                 for tp, pp in splits(spec, num_gpus, gpus_per_node, global_batch)
-                 for z, f, o in shardings(num_gpus, nodes, tp, pp))
+                 for tp, pp in splits(spec, num_gpus, gpus_per_node, global_batch, caps=caps, fixed=fixed)
+                 for z, f, o in shardings(num_gpus, nodes, tp, pp, caps, fixed))
 
 
 def micro_batches(per_rank: int, limit: int = MAX_MICRO_BATCH) -> tuple[int, ...]:

@@ -45,7 +45,12 @@ def render_plan(result: PlanResult) -> str:
     lines.append(f"{setup.model.name}: seq {setup.seq_len:,}, global batch {pr.global_batch}, {data}")
     per = "the run" if w.samples else "one step"
     lines.append(f"ranked by {'cost' if pr.sort == 'cost' else 'time'} of {per} ({result.currency}); "
-                 "* = on the Pareto front of cost against time")
+                 "* = on the Pareto front of cost against time; ! = risky, under 5% of the usable memory free")
+    opts = ", ".join(dict.fromkeys(str(o) for m in pr.methods for o in m.optimizers))
+    fixed = [f"--{k} {int(v) if k == 'zero' else v}" for k, v in (("zero", pr.fixed.zero), ("fsdp", pr.fixed.fsdp),
+             ("offload", pr.fixed.offload), ("tp", pr.fixed.tp), ("pp", pr.fixed.pp)) if v is not None]
+    lines.append(f"--framework {setup.framework}: {pr.capabilities.layouts}; optimizers searched: {opts}"
+                 + (f"; fixed: {' '.join(fixed)}" if fixed else ""))
     lines.append("")
     if not result.plans:
         lines.append("No setup fits within the constraints.")
@@ -53,7 +58,7 @@ def render_plan(result: PlanResult) -> str:
     for p in result.plans:
         f = p.found
         s, k = f.shape, f.knobs
-        rows.append({"#": f"{p.rank}{'*' if p.pareto else ''}", "gpu": f.rentable.gpu.id, "GPUs": s.num_gpus,
+        rows.append({"#": f"{p.rank}{'*' if p.pareto else ''}{'!' if p.risky else ''}", "gpu": f.rentable.gpu.id, "GPUs": s.num_gpus,
                      "layout": s.engine(), "method": k.method, "optimizer": str(f.setup.optimizer),
                      "ckpt": str(f.setup.grad_ckpt), "micro x accum": f"{k.batch_size} x {k.grad_accum}",
                      "GiB/GPU": f"{gib(f.device_bytes):.1f}/{gib(f.rentable.usable_bytes):.1f}",
