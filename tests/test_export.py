@@ -472,3 +472,33 @@ def test_llamafactory_keys_are_its_arguments(case, tmp_path):
     assert lf["stage"] in ("pt", "sft", "rm", "ppo", "dpo", "kto")
     assert not (lf.get("pure_bf16") and int(job.layout.zero) == 3)
     assert lf.get("quantization_bit") is None or lf["finetuning_type"] == "lora"
+
+
+def test_plan_export_writes_the_first_row_and_it_reads_back_to_that_plan(tmp_path, capsys):
+    """issue 14: `plan --export DIR` of the LLaMA-Factory 70B full fine-tune: the first row's files
+    (LLaMA-Factory YAML + its DeepSpeed JSON + the multi-node launch), read back with --from on the
+    plan's GPU, give the plan's own GiB per GPU."""
+    out = tmp_path / "plan1"
+    argv = ["plan", "--model", "llama-3.1-70b", "--method", "full", "--framework", "llamafactory",
+            "--samples", "50000", "--tokens-per-sample", "2048", "--gpus", "h100", "--top", "2",
+            "--export", str(out), "--export-format", "llamafactory,launch", "--json"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    first = result["plans"][0]
+    assert result["export"]["rank"] == 1
+    assert {"llamafactory.yaml", "ds_config.json", "launch.sh", "README.md"} <= {p.name for p in out.iterdir()}
+    launch = (out / "launch.sh").read_text()
+    nodes = first["setup"]["num_gpus"] // 8
+    assert f"NNODES={nodes}" in launch and "NPROC_PER_NODE=8" in launch and "llamafactory-cli train" in launch
+    assert main(["estimate", "--from", str(out / "llamafactory.yaml"), "--from", str(out / "launch.sh"),
+                 "--gpu", "h100", "--json"]) == 0
+    back = json.loads(capsys.readouterr().out)
+    assert back["memory"]["device_bytes"] == first["memory"]["device_bytes"]
+    assert (back["setup"]["zero"], back["setup"]["num_gpus"]) == (first["setup"]["zero"], first["setup"]["num_gpus"])
+
+
+def test_plan_export_rank_not_shown_is_one_line(tmp_path, capsys):
+    code = main(["plan", "--model", "llama-2-7b", "--method", "lora", "--gpus", "h100", "--top", "1",
+                 "--export", str(tmp_path / "x"), "--export-rank", "7"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--export-rank 7: no such plan is shown" in err

@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("trainplan.cli.estimate", "the model catalog"),
     "gpus": ("trainplan.cli.estimate", "the GPU catalog"),
     "plan": ("trainplan.cli.plan", "the cheapest setups that fit, ranked by cost or time, Pareto front"),
-    "table": ("trainplan.cli.plan", "the resource table: models x methods x precisions -> memory, GPUs"),
+    "table": ("trainplan.cli.table", "the resource table: models x methods x precisions -> memory, GPUs"),
     "fit": ("trainplan.cli.plan", "the largest micro-batch and the longest sequence that fit one layout"),
     "record": ("trainplan.cli.ledger", "record a measured run in the ledger (with the estimate made now)"),
     "runs": ("trainplan.cli.ledger", "list recorded runs with estimate, measurement and residual"),

@@ -158,9 +158,12 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     _track(p)
 
 
-def options_from_args(args: argparse.Namespace, *, model_required: bool = True) -> JobOptions:
+def options_from_args(args: argparse.Namespace, *, model_required: bool = True,
+                      counts_chosen: bool = False) -> JobOptions:
     """The JobOptions of the parsed flags (the setup flags a command has; the rest keep their
-    defaults), with the --from configs laid under the flags given on the command line."""
+    defaults), with the --from configs laid under the flags given on the command line.
+    `counts_chosen`: the command chooses the GPU count (plan, table), so a sharded config that names
+    none is not an error."""
     values = {k: getattr(args, k) for k in OPTION_NAMES if hasattr(args, k)}
     if "price" in values:
         values["price"] = tuple(values["price"] or ())
@@ -174,7 +177,8 @@ def options_from_args(args: argparse.Namespace, *, model_required: bool = True) 
 
     model = values.pop("model", None)
     options = from_configs(configs, JobOptions(model=model or "", **values), given)
-    check_gpu_count(options)
+    if not counts_chosen:
+        check_gpu_count(options)
     if not options.model:
         if model_required:
             raise TrainplanError("--model is required: none of the --from configs names the model")

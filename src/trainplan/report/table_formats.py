@@ -7,8 +7,9 @@ import csv
 import html
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from trainplan.errors import TrainplanError
 from trainplan.report.tables import format_cell, render_table
