@@ -196,3 +196,65 @@ def test_calibrate_empty_ledger_is_one_line(tmp_path, monkeypatch, capsys):
     assert main(["calibrate", "--db", f"sqlite:///{tmp_path / 'e.sqlite'}"]) == 2
     assert "no run with an estimate" in capsys.readouterr().err
     store.dispose_all()
+
+
+# --- issue 16: per-ledger files, what calibrate could not fit, the planner's fast path -------------------
+
+def test_each_ledger_has_its_own_calibration_file(tmp_path, monkeypatch):
+    from trainplan.ledger.paths import calibration_path, db_url
+
+    monkeypatch.delenv("TRAINPLAN_CALIBRATION", raising=False)
+    monkeypatch.setenv("TRAINPLAN_DATA_DIR", str(tmp_path / "data"))
+    team, scratch = str(tmp_path / "team.sqlite"), str(tmp_path / "scratch.sqlite")
+    a, b = calibration_path(db=team), calibration_path(db=scratch)
+    assert a != b and Path(a).parent == tmp_path / "data" / "calibrations" and Path(a).name.startswith("team.sqlite-")
+    assert calibration_path(db=team) == calibration_path(db=db_url(team))      # a path and its URL: one ledger
+    monkeypatch.setenv("TRAINPLAN_DB", team)
+    assert calibration_path() == a
+    monkeypatch.setenv("TRAINPLAN_CALIBRATION", str(tmp_path / "one.json"))
+    assert calibration_path(db=scratch) == str(tmp_path / "one.json")      # one named file wins for every ledger
+    monkeypatch.delenv("TRAINPLAN_CALIBRATION")
+    fitted = fit(runs_with_scale(1.1), min_runs=3, provenance={"db": db_url(team)})
+    cal.save(fitted, db=team)
+    assert cal.load_active(db=team) == fitted and cal.load_active() == fitted and cal.load_active(db=scratch) is None
+
+
+def test_coverage_says_what_each_group_lacks():
+    from trainplan.ledger.calibration_fit import coverage
+
+    runs = runs_with_scale(1.1, n=4) + runs_with_scale(1.2, n=2, gpu="rtx4090")
+    fitted = fit(runs, min_runs=3)
+    by_gpu = {c.key[1]: c for c in coverage(runs, fitted)}
+    assert by_gpu["a100-sxm4-80gb"].fitted == ("alloc_scale",) and not by_gpu["a100-sxm4-80gb"].missing
+    small = by_gpu["rtx4090"]
+    assert small.runs == 2 and small.fitted == () and small.missing == {"alloc_scale": (2, 1)}
+    assert small.falls_back_to == {"alloc_scale": "hf x lora"}          # the 6 hf lora runs pooled
+    assert small.to_dict()["missing"]["alloc_scale"] == {"runs": 2, "needs": 1, "falls_back_to": "hf x lora"}
+
+
+def test_calibrated_device_is_the_estimates_and_the_planner_agrees():
+    from trainplan.estimation import estimate
+    from trainplan.job.options import JobOptions
+    from trainplan.job.resolve import resolve_job
+    from trainplan.planner.plan import plan
+    from trainplan.planner.request import resolve_plan
+
+    runs = [obs(s, 10.0, measured(alloc_gib=11.2, reserved_gib=12.6, device_gib=13.4), gpu="rtx4090",
+                method="qlora") for s in "abc"]
+    fitted = fit(runs, min_runs=3)
+    opts = JobOptions(model="llama-2-7b", method="qlora", gpu="4090", batch_size=2, seq_len=2048, grad_ckpt="full",
+                      attention="flash")
+    raw = estimate(resolve_job(opts, calibration=None))
+    est = estimate(resolve_job(opts, calibration=fitted))
+    m = raw.memory
+    views = (m.peak_allocated_bytes, m.peak_reserved_bytes, m.device_bytes)
+    device = cal.calibrated_device(views, fitted, framework="hf", gpu="rtx4090", method="qlora")
+    assert device == est.memory.device_bytes and device > m.device_bytes
+    pr = resolve_plan(opts, gpus=("4090",), max_gpus=1, global_batch=2)
+    from trainplan.frozen import replace
+
+    pr = replace(pr, job=replace(pr.job, calibration=fitted, recorded=None))
+    result = plan(pr, details=True)
+    assert [p.found.knobs.batch_size for p in result.plans] == [2, 1]
+    for p in result.plans:
+        assert p.found.calibrated and p.found.device_bytes == p.estimate.memory.device_bytes

@@ -28,8 +28,8 @@ from trainplan import catalog
 from trainplan.cases import load_cases
 from trainplan.cases.accuracy import evaluate, summarize
 from trainplan.model.hfconfig import SUPPORTED_MODEL_TYPES
-from trainplan.planner.table import pivot_rows
 from trainplan.report.table_formats import render
+from trainplan.report.table_text import to_markdown
 from trainplan.units import GIB, fmt_duration
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,8 +141,7 @@ def seed_chain() -> str:
 
 def resource_table() -> str:
     result = trainplan.table(TABLE_MODELS, methods=("full", "lora", "qlora"), today=FIGURES_DATE, calibration=False)
-    rows, columns = pivot_rows(result)
-    return render("markdown", rows, columns).strip()
+    return to_markdown(result).strip()
 
 
 def trace_agreement() -> str:

@@ -69,6 +69,9 @@ def add(sub: Any, name: str, helptext: str) -> None:
             p.add_argument("--" + key, help=f"filter by {key}")
         p.add_argument("--limit", type=int, default=50, help="newest N runs (0: all)")
         p.add_argument("--csv", metavar="FILE", help="also write every listed run to a CSV file")
+        p.add_argument("--flush-spool", action="store_true",
+                       help="write the runs spooled for this database now and say what was written and what was "
+                            "set aside (any connection that writes does it too)")
         _db_flag(p)
         p.set_defaults(func=cmd_runs)
     elif name == "import":
@@ -221,20 +224,45 @@ def _spool_lines(url: str) -> list[str]:
     return lines
 
 
+def _flushed(url: str, before: Any) -> dict[str, Any]:
+    """What opening the ledger flushed from the spool (store.engine_for flushes on first connection),
+    and every spooled run of this database that can never be written, with its reason and file."""
+    after = spool.status(url)
+    aside = spool.set_aside(url)
+    added_aside = max(0, after.set_aside - before.set_aside)
+    return {"written": max(0, before.spooled - after.spooled - added_aside), "set_aside_now": added_aside,
+            "still_spooled": after.spooled, "spool": after.spool, "set_aside_file": after.set_aside_file,
+            "set_aside": [{"reason": e.get("reason", ""), "set_aside_at": e.get("set_aside_at"),
+                           "source": (e.get("run") or {}).get("source") if isinstance(e.get("run"), dict) else None}
+                          for e in aside]}
+
+
+def _flush_lines(report: dict[str, Any]) -> list[str]:
+    lines = [f"spool: {report['written']} spooled run(s) written now, {report['still_spooled']} still waiting "
+             f"({report['spool']})"]
+    if report["set_aside"]:
+        lines.append(f"set aside, can never be written as they are ({report['set_aside_file']}):")
+        lines += [f"  {e['set_aside_at'] or '-'}  {e['source'] or '-'}: {e['reason']}" for e in report["set_aside"]]
+    return lines
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise TrainplanError(f"--limit must be 0 (all runs) or more, got {args.limit}")
     url = db_url(args.db)
+    before = spool.status(url) if args.flush_spool else None
     engine = open_ledger(url)
+    flushed = _flushed(url, before) if before is not None else None
     filters = {k: getattr(args, k) for k in ("model", "method", "framework", "gpu", "source", "precision")}
     result = read_runs(engine, limit=args.limit or None, **filters)
     rows = list(result.rows)
     if args.csv:
         _write_csv(args.csv, rows)
-    notes = [f"unreadable: run id {u['id']!r}: {u['reason']}" for u in result.unreadable] + _spool_lines(url)
+    notes = [f"unreadable: run id {u['id']!r}: {u['reason']}" for u in result.unreadable]
+    notes += _flush_lines(flushed) if flushed is not None else _spool_lines(url)
     if args.json:
-        print_json([_json_row(r) for r in rows] + [{"id": u["id"], "unreadable": u["reason"]}
-                                                    for u in result.unreadable])
+        listed = [_json_row(r) for r in rows] + [{"id": u["id"], "unreadable": u["reason"]} for u in result.unreadable]
+        print_json({"runs": listed, "spool": flushed} if flushed is not None else listed)
         for note in notes:
             print(f"trainplan: {note}", file=sys.stderr)
     else:
@@ -268,9 +296,30 @@ def _check_min_runs(value: int, least: int = 2) -> None:
                              + f", got {value}")
 
 
+def _term_text(name: str, t: calibration.Term) -> str:
+    if name == "device_overhead_bytes":
+        return f"{name} {t.value / 2**30:+.2f} GiB (sd {t.sigma / 2**30:.2f}, n {t.n})"
+    return f"{name} {t.value:.3f} (sd {t.sigma:.3f}, n {t.n})"
+
+
+def _coverage_lines(cov: list[calibration_fit.Coverage], min_runs: int) -> list[str]:
+    lines = []
+    for c in cov:
+        if not c.missing:
+            continue
+        parts = []
+        for name, (have, need) in c.missing.items():
+            where = c.falls_back_to.get(name)
+            parts.append(f"{name} {have} of {min_runs} run(s)" + (f", needs {need} more" if need else "")
+                         + (f" (uses {where})" if where else " (none: raw)"))
+        lines.append(f"  {c.label:48s} {c.runs} run(s): " + "; ".join(parts))
+    return lines
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     _check_min_runs(args.min_runs)
-    calibration.check_target(args.out)   # a bad --out fails before the ledger is read
+    calibration.check_target(args.out, args.db)   # a bad --out fails before the ledger is read
+    url = db_url(args.db)
     read = read_runs(open_ledger(args.db))
     rows = list(read.rows)
     if read.unreadable:
@@ -281,18 +330,35 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise TrainplanError("the ledger holds no run with an estimate to calibrate from (record or import runs first)")
     validation = leave_one_source_out(obs, min_runs=args.min_runs)
     cal = calibration_fit.fit(obs, min_runs=args.min_runs,
-                          provenance={"created_at": now_iso(), "db": redact(db_url(args.db)),
-                                      "runs_in_ledger": len(rows), "leave_one_source_out": validation})
-    path = calibration.save(cal, args.out)
+                              provenance={"created_at": now_iso(), "db": redact(url),
+                                          "runs_in_ledger": len(rows), "leave_one_source_out": validation})
+    cov = calibration_fit.coverage(obs, cal)
+    path = calibration.save(cal, args.out, args.db) if cal.groups else None
+    kept = None if path or args.out else calibration.load_active(None, args.db)
     if args.json:
-        print_json({"path": str(path), **calibration.to_json(cal)})
+        print_json({"path": None if path is None else str(path), "written": path is not None,
+                    "fitted": [{"level": list(g.level), "group": dict(zip(g.level, g.key)), "terms": list(g.terms)}
+                               for g in cal.groups],
+                    "coverage": [c.to_dict() for c in cov], "min_runs": args.min_runs,
+                    "previous_kept": kept is not None, **calibration.to_json(cal)})
         return 0
-    print(f"calibration from {len(obs)} runs ({len(cal.provenance['sources'])} sources) written to {path}")
-    for g in cal.groups:
-        terms = ", ".join(f"{n} {t.value / 2**30:+.2f} GiB (sd {t.sigma / 2**30:.2f}, n {t.n})"
-                          if n == "device_overhead_bytes" else f"{n} {t.value:.3f} (sd {t.sigma:.3f}, n {t.n})"
-                          for n, t in g.terms.items())
-        print(f"  {g.label:48s} {terms}")
+    if path is None:
+        print(f"nothing fitted: no group of the {len(obs)} run(s) has {args.min_runs} runs measuring a term "
+              f"(--min-runs {args.min_runs}); no calibration written"
+              + ("; the previous calibration of this ledger stays" if kept is not None
+                 else "; estimates stay raw"))
+    else:
+        print(f"calibration from {len(obs)} runs ({len(cal.provenance['sources'])} sources) of {redact(url)} "
+              f"written to {path}")
+        print("fitted:")
+        for g in cal.groups:
+            print(f"  {g.label:48s} " + ", ".join(_term_text(n, t) for n, t in g.terms.items()))
+    short = _coverage_lines(cov, args.min_runs)
+    if short:
+        print(f"not fitted (a group needs {args.min_runs} runs measuring a term for its own value):")
+        print("\n".join(short))
+    if path is None:
+        return 0
     print("leave-one-source-out (fit on the other sources, predict this one): median |error| raw -> calibrated")
     for kind, block in validation.items():
         for label, s in [("all", block["all"])] + list(block["by_source"].items()):

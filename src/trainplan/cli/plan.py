@@ -4,21 +4,19 @@ work is in planner/ and report/ (plots and xlsx load matplotlib / openpyxl only 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
 from trainplan.cli.common import csv_list, print_json
 from trainplan.cli.flags import add_setup_flags, options_from_args
-from trainplan.planner import table
+from trainplan.errors import TrainplanError
 from trainplan.planner.fit import fit, resolve_fit
 from trainplan.planner.plan import plan
 from trainplan.planner.request import resolve_plan
 from trainplan.report import plan_text
-from trainplan.report import table_formats as tf
 from trainplan.report.plots import (
     check_path,
-    memory_breakdown,
-    memory_vs_seq,
     plan_front,
 )
 
@@ -52,7 +50,9 @@ class ProgressBar:
 def cmd_plan(args: argparse.Namespace) -> int:
     if args.plot:
         check_path(args.plot)
-    pr = resolve_plan(options_from_args(args), methods=csv_list(args.methods), gpus=csv_list(args.gpus) or None,
+    if args.export and os.path.exists(args.export) and not os.path.isdir(args.export):
+        raise TrainplanError(f"--export {args.export!r}: not a directory")   # before the search, not after
+    pr = resolve_plan(options_from_args(args, counts_chosen=True), methods=csv_list(args.methods), gpus=csv_list(args.gpus) or None,
                       max_gpus=args.max_gpus, gpus_per_node=args.gpus_per_node, global_batch=args.global_batch,
                       budget=args.budget, deadline_hours=args.deadline, sort=args.sort, top=args.top,
                       optimizers=csv_list(args.optimizers))
@@ -67,13 +67,45 @@ def cmd_plan(args: argparse.Namespace) -> int:
                    "label": f"{f.rentable.gpu.id} x{f.shape.num_gpus}"} for f, on in zip(result.found, result.pareto)]
         plan_front(points, args.plot, currency=result.currency,
                    title=f"{pr.job.setup.model.name}: plans that fit, cost against time")
+    exported = _export_plan(args, pr, result) if args.export else None
     if args.json:
-        print_json(result.to_dict())
+        out = result.to_dict()
+        if exported is not None:
+            out["export"] = exported
+        print_json(out)
     else:
         print(plan_text.render_plan(result))
         if args.plot:
             print(f"wrote {args.plot}")
+        if exported is not None:
+            print(f"\nexported plan {exported['rank']} ({exported['formats']}) to {exported['directory']}:")
+            for path in exported["written"]:
+                print(f"  {path}")
+            for command in exported["commands"]:
+                print(f"launch:\n{command}")
     return 0
+
+
+def _export_plan(args: argparse.Namespace, pr, result) -> dict:
+    """`plan --export DIR [--export-rank N] [--format ...]`: the files and launch lines of the plan
+    ranked N (default the first), written as `trainplan export` writes them (trainplan.export)."""
+    from trainplan.estimation import estimate
+    from trainplan.export.write import build_export, context_for, write_export
+    from trainplan.planner.result import plan_job
+
+    chosen = next((p for p in result.plans if p.rank == args.export_rank), None)
+    if chosen is None:
+        ranks = ", ".join(str(p.rank) for p in result.plans) or "none"
+        raise TrainplanError(f"--export-rank {args.export_rank}: no such plan is shown (shown: {ranks})")
+    job = chosen.job if chosen.job is not None else plan_job(pr, chosen.found)
+    est = chosen.estimate or estimate(job)
+    gpus_per_node = min(job.layout.num_gpus, args.gpus_per_node)
+    ctx = context_for(job, nodes=job.layout.nodes, gpus_per_node=job.layout.num_gpus // job.layout.nodes
+                      if job.layout.nodes else gpus_per_node)
+    export = build_export(job, est, args.export_format, ctx)
+    written = write_export(export, args.export, force=args.force)
+    return {"rank": chosen.rank, "directory": args.export, "formats": ",".join(sorted({f.format for f in export.files})),
+            "written": list(written), "commands": list(export.commands), "notes": list(export.notes)}
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -83,67 +115,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
     else:
         print(plan_text.render_fit(result))
     return 0
-
-
-def _table_request(args: argparse.Namespace) -> table.TableRequest:
-    return table.resolve_table(options_from_args(args, model_required=False), models=csv_list(args.models), sizes=csv_list(args.sizes),
-                               methods=csv_list(args.methods) or table.DEFAULT_METHODS,
-                               precisions=csv_list(args.precisions), gpus=csv_list(args.gpus) or table.DEFAULT_GPUS,
-                               max_gpus=args.max_gpus, gpus_per_node=args.gpus_per_node)
-
-
-def cmd_table(args: argparse.Namespace) -> int:
-    fmt = "json" if args.json else args.format
-    tf.check_format(fmt, args.output)
-    for path in (args.plot, args.plot_seq):
-        if path:
-            check_path(path)
-    tr = _table_request(args)
-    if args.tiers:
-        rows = table.tier_rows(tr)
-        columns = list(rows[0]) if rows else []
-        title = table.tier_title(tr)
-        sheets = [("tiers", rows, columns)]
-        long_rows, long_columns = rows, columns
-    else:
-        result = table.resource_table(tr)
-        rows, columns = table.pivot_rows(result)
-        long_rows = table.long_rows(result.cells)
-        long_columns = list(dict.fromkeys(k for r in long_rows for k in r))
-        title = "Memory per GPU (one GPU, device view); fewest GPUs of each type (ZeRO-3 beyond one)"
-        if tr.dataset:
-            title += f"; cost at {tr.book.kind_label} prices in {tr.book.currency}"
-        sheets = [("table", rows, columns), ("data", long_rows, long_columns)]
-        _pictures(args, result)
-    if fmt == "xlsx":
-        tf.write_xlsx(args.output, sheets)
-        print(f"wrote {args.output}")
-        return 0
-    if fmt in ("csv", "json"):
-        text = tf.render(fmt, long_rows, long_columns)
-    else:
-        text = tf.render(fmt, rows, columns, title=title)
-    if args.output:
-        tf.write_text(text, args.output)
-        print(f"wrote {args.output}")
-    else:
-        print(text)
-    return 0
-
-
-def _pictures(args: argparse.Namespace, result: table.TableResult) -> None:
-    if args.plot:
-        memory_breakdown(table.breakdown_bars(result), args.plot, capacities=table.capacities(result.request))
-    if args.plot_seq:
-        memory_vs_seq(table.seq_series(result), args.plot_seq, capacities=table.capacities(result.request))
-
-
-def _optional_model(p: argparse.ArgumentParser) -> None:
-    for action in p._actions:       # add_setup_flags makes --model required; table rows name their own
-        if action.dest == "model":
-            action.required = False
-            action.default = None
-            action.help = "one model (or use --models / --sizes)"
 
 
 def add(sub, name: str, helptext: str) -> None:
@@ -164,26 +135,13 @@ def add(sub, name: str, helptext: str) -> None:
         g.add_argument("--sort", default="cost", help="cost (default) or time")
         g.add_argument("--top", type=int, default=10, help="plans shown (default 10)")
         g.add_argument("--plot", help="draw cost against time with the Pareto front (PNG or SVG)")
+        x = p.add_argument_group("export a plan (as trainplan export)")
+        x.add_argument("--export", metavar="DIR", help="write the configs and launch lines of a shown plan into DIR")
+        x.add_argument("--export-rank", type=int, default=1, help="the plan to export, by rank (default 1)")
+        x.add_argument("--export-format", dest="export_format",
+                       help="comma list of formats (default: the framework's own, as trainplan export)")
+        x.add_argument("--force", action="store_true", help="with --export: replace files already in DIR")
         p.set_defaults(func=cmd_plan)
-    elif name == "table":
-        _optional_model(p)
-        g = p.add_argument_group("the table")
-        g.add_argument("--models", help="comma list of models (rows)")
-        g.add_argument("--sizes", help="comma list of sizes, e.g. 7b,13b,70b: catalog models of those sizes")
-        g.add_argument("--methods", help="comma list (default full,lora,qlora)")
-        g.add_argument("--precisions", help="comma list (default: --precision or the framework's)")
-        g.add_argument("--gpus", help="comma list of GPU types (default a100-80gb,h100,rtx4090), or all")
-        g.add_argument("--max-gpus", type=int, default=64, help="most GPUs tried per type (default 64)")
-        g.add_argument("--gpus-per-node", type=int, default=8)
-        g.add_argument("--tiers", action="store_true",
-                       help="one job (the first model/method/precision) across GPU types")
-        g.add_argument("--format", default="terminal", help="terminal | markdown | csv | xlsx | html | json")
-        g.add_argument("--output", help="write to FILE (required for xlsx)")
-        g.add_argument("--plot", help="stacked bars of the memory components (PNG or SVG)")
-        g.add_argument("--plot-seq", help="memory against sequence length, GPU capacities as lines (PNG or SVG)")
-        p.add_argument("--json", action="store_true", help="same as --format json")
-        p.set_defaults(func=cmd_table)
-        return
     else:
         p.set_defaults(func=cmd_fit)
     p.add_argument("--json", action="store_true")

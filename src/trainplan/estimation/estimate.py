@@ -10,6 +10,7 @@ from trainplan.job.frameworks import profile
 from trainplan.job.job import Job
 from trainplan.job.training import TrainingSetup
 from trainplan.ledger.calibration import calibrate_estimate
+from trainplan.ledger.recorded import with_measurement
 from trainplan.memory import estimate_memory
 from trainplan.memory.state import param_groups
 from trainplan.model.params import count_params
@@ -35,6 +36,12 @@ def estimate(job: Job) -> Estimate:
             time = calibrated_time
             notes.append(note)
             tips = () if memory.fits else tuple(suggestions(job, memory, memory_model))
+    if job.recorded is not None and not memory.fits:   # a recorded run of this very setup fits (ledger/recorded.py)
+        run = job.recorded.success_for(setup, layout, zero=job.zero, fsdp=job.fsdp, parallel=job.parallel)
+        if run is not None:
+            memory, note = with_measurement(memory, run)
+            notes.append(note)
+            tips = ()
     cost = None if job.pricing is None else cost_of(time, job.pricing, fits=memory.fits)
     notes += list(cost.notes) if cost is not None else []
     if job.gpus_note and any(t.change.startswith("--gpu ") for t in tips):

@@ -46,6 +46,7 @@ class Job:
     book: PriceBook | None = None               # where prices come from, the currency and kind compared
     headroom: float = DEFAULT_HEADROOM
     calibration: Calibration | None = None      # None: the raw model
+    recorded: object = None                     # ledger.recorded.RecordedRuns: runs that prove a setup fits
     gpus: tuple[GpuSpec, ...] = ()              # GPU types a "what would make it fit" suggestion may name
     gpus_note: str = ""                         # which GPU types were left out of the suggestions, and why
     options: JobOptions | None = None           # what the user said: for display and the ledger, never computed from

@@ -39,6 +39,7 @@ from trainplan.job.training import (
 )
 from trainplan.job.validate import check_job, check_model_size, validate_options
 from trainplan.ledger.calibration import load_active
+from trainplan.ledger.recorded import recorded_runs
 from trainplan.memory.parallel import ParallelConfig
 from trainplan.memory.sharding import FsdpConfig, ZeroConfig, fsdp_for
 from trainplan.specs import GpuSpec, ModelSpec
@@ -338,7 +339,8 @@ FROM_FILE: Any = type("FROM_FILE", (), {"__repr__": lambda self: "FROM_FILE"})()
 def resolve_job(req: JobOptions, *, today: datetime.date | None = None, calibration: Any = FROM_FILE,
                 priced: bool = True, layout_given: bool = True) -> Job:
     """The Job of `req`. `today` dates the price catalog's offers (default: the local date);
-    `calibration`: FROM_FILE loads the one `trainplan calibrate` wrote (when req.calibration is on),
+    `calibration`: FROM_FILE loads the one `trainplan calibrate` wrote for the configured ledger and
+    the handle on that ledger's recorded runs (ledger.recorded; both when req.calibration is on),
     None leaves it out, a Calibration is used as given. `priced=False` leaves the price out.
     `layout_given=False` (the planner chooses the layout) skips the layout checks of job/validate.py."""
     req = validate_options(req)
@@ -360,12 +362,15 @@ def resolve_job(req: JobOptions, *, today: datetime.date | None = None, calibrat
             pricing = resolve_pricing(gpu.id, book, today=today or datetime.date.today())
         except NoPriceError as exc:
             missing = str(exc)
+    recorded = None
     if calibration is FROM_FILE:
         calibration = load_active() if req.calibration else None
+        recorded = recorded_runs() if req.calibration else None
     gpus, gpus_note = suggestable_gpus(tuple(catalog.load_gpus().values()), setup.precision, book)
     job = Job(setup=setup, layout=layout, gpu=gpu, workload=workload, parallel=parallel, timing=timing,
               zero=build_zero(req, spec), fsdp=build_fsdp(req, setup.framework),
               pricing=pricing, price_missing=missing, book=book, headroom=headroom, calibration=calibration,
+              recorded=recorded,
               gpus=gpus, gpus_note=gpus_note, options=req)
     notes = check_job(job, layout_given=layout_given)
     return replace(job, notes=notes) if notes else job

@@ -13,4 +13,6 @@ Modules (SQLAlchemy and Alembic are imported only by the ones that need them):
   connection; entries that can never be written are set aside (spool-set-aside.jsonl)
 - plausibility: measurements against the GPU (capacity, device vs reserved, tokens/s vs peak)
 - capture: records from setup flags (estimated as `trainplan estimate` does), cases, saving
+- recorded: runs of the very setup asked about (read-only, stdlib sqlite3), which prove that it fits
+- calibration, calibration_fit: the corrections fitted from the runs, one file per ledger
 """

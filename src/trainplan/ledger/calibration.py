@@ -24,7 +24,15 @@ import math
 import os
 
 from trainplan.frozen import field, frozen, replace
-from trainplan.ledger.paths import CALIBRATION_ENV, calibration_path
+from trainplan.ledger.paths import (
+    CALIBRATION_ENV,
+    calibration_path,
+    db_url,
+    default_db_url,
+    explicit_calibration_path,
+    legacy_calibration_path,
+    redact,
+)
 from trainplan.memory.overhead import RESERVE_FIXED_BYTES
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
@@ -161,42 +169,52 @@ def from_json(data: dict[str, Any]) -> Calibration:
                        provenance=dict(data.get("provenance") or {}))
 
 
-def _target(path: str | None) -> tuple[str, str, bool]:
+def _target(path: str | None, db: str | None = None) -> tuple[str, str, bool]:
     """(the file to write, what names it in errors, whether missing folders may be made): only
     trainplan's own data directory is created; a path the user gave (--out, $TRAINPLAN_CALIBRATION)
-    must be in an existing directory."""
+    must be in an existing directory. Without one, the file is the ledger `db`'s own (paths)."""
     if path:
         return calibration_path(str(path)), "--out", False
     if os.environ.get(CALIBRATION_ENV):
         return calibration_path(None), f"${CALIBRATION_ENV}", False
-    return calibration_path(None), "calibration file", True
+    return calibration_path(None, db), "calibration file", True
 
 
-def check_target(path: str | None = None) -> str:
+def check_target(path: str | None = None, db: str | None = None) -> str:
     """The calibration file `save` would write, checked before any work (safeio.check_output_path:
     a regular file or a new name in an existing directory; never a symlink, FIFO or device)."""
     from trainplan.safeio import check_output_path
 
-    target, what, make_parents = _target(path)
+    target, what, make_parents = _target(path, db)
     return check_output_path(target, what=what, make_parents=make_parents)
 
 
-def save(cal: Calibration, path: str | None = None) -> str:
-    """Write the calibration JSON atomically (safeio.write_atomic) to `path` or the default in the
-    data directory."""
+def save(cal: Calibration, path: str | None = None, db: str | None = None) -> str:
+    """Write the calibration JSON atomically (safeio.write_atomic) to `path`, else the ledger `db`'s
+    own file in the data directory. The single file of older trainplans, when it was fitted from
+    this same ledger, is removed then: this ledger's file replaces it (migrated)."""
     from trainplan.safeio import write_atomic
 
-    target, what, make_parents = _target(path)
-    return write_atomic(target, json.dumps(to_json(cal), indent=2) + "\n", what=what, make_parents=make_parents)
+    target, what, make_parents = _target(path, db)
+    written = write_atomic(target, json.dumps(to_json(cal), indent=2) + "\n", what=what,
+                           make_parents=make_parents)
+    if not path and not os.environ.get(CALIBRATION_ENV):
+        legacy = legacy_calibration_path()
+        old = _read(legacy)
+        if old is not None and _fitted_from(old, db):
+            try:
+                os.remove(legacy)
+            except OSError:
+                pass
+    return written
 
 
 _CACHE: dict[str, tuple[float, Calibration | None]] = {}
 
 
-def load_active(path: str | None = None) -> Calibration | None:
-    """The calibration `trainplan calibrate` wrote (or `path`), None when there is none or it is
-    unreadable. One stat() per call; the file is parsed again only when it changed."""
-    target = calibration_path(str(path) if path else None)
+def _read(target: str) -> Calibration | None:
+    """The calibration in `target`, None when there is none or it is unreadable. One stat() per
+    call; the file is parsed again only when it changed."""
     try:
         mtime = os.stat(target).st_mtime
     except OSError:
@@ -214,6 +232,29 @@ def load_active(path: str | None = None) -> Calibration | None:
         cal = None
     _CACHE[target] = (mtime, cal)
     return cal
+
+
+def _fitted_from(cal: Calibration, db: str | None) -> bool:
+    """Whether `cal` (of the single file older trainplans wrote) was fitted from the ledger `db`: its
+    provenance names the (redacted) URL; one without a name is the default ledger's."""
+    url = redact(db_url(db))
+    named = cal.provenance.get("db")
+    return named == url if named else url == redact(db_url(default_db_url()))
+
+
+def load_active(path: str | None = None, db: str | None = None) -> Calibration | None:
+    """The calibration of the ledger `db` (--db, else $TRAINPLAN_DB, else the default one), or of
+    `path` / $TRAINPLAN_CALIBRATION when given; None when there is none or it is unreadable. Until
+    `calibrate` writes a ledger's own file, the single file of older trainplans stands in for the
+    ledger it was fitted from (and only for that one)."""
+    explicit = explicit_calibration_path(str(path) if path else None)
+    if explicit:
+        return _read(explicit)
+    cal = _read(calibration_path(None, db))
+    if cal is not None:
+        return cal
+    old = _read(legacy_calibration_path())
+    return old if old is not None and _fitted_from(old, db) else None
 
 
 # --- the estimate's side -----------------------------------------------------------------------------
@@ -272,13 +313,47 @@ def calibrate_estimate(memory: Any, time: Any, setup: Any, layout: Any, *,
                      peak_reserved_bytes=mid["peak_reserved_bytes"], device_bytes=mid["device_bytes"],
                      overhead_bytes=overhead)
     if time is not None and mid.get("step_s") and time.step_s:
-        k = mid["step_s"] / time.step_s
-        b = time.breakdown
-        breakdown = replace(b, **{name: getattr(b, name) * k for name in b.as_dict()})
-        train_s, eval_s = time.train_s * k, time.eval_s * k
-        total_s = train_s + eval_s + time.checkpoint_s
-        time = replace(time, step_s=time.step_s * k, breakdown=breakdown, train_s=train_s, eval_s=eval_s,
-                       total_s=total_s, gpu_hours=total_s * time.num_gpus / 3600.0,
-                       tokens_per_s_per_gpu=time.tokens_per_s_per_gpu / k, mfu=time.mfu / k, hfu=time.hfu / k,
-                       tflops_per_gpu=time.tflops_per_gpu / k)
+        time = scale_time(time, mid["step_s"] / time.step_s)
     return memory, time, note
+
+
+def scale_time(time: Any, k: float) -> Any:
+    """A TimeEstimate whose steps take `k` times as long (the calibrated time: k = 1 / time_factor)."""
+    if k == 1.0:
+        return time
+    b = time.breakdown
+    breakdown = replace(b, **{name: getattr(b, name) * k for name in b.as_dict()})
+    train_s, eval_s = time.train_s * k, time.eval_s * k
+    total_s = train_s + eval_s + time.checkpoint_s
+    return replace(time, step_s=time.step_s * k, breakdown=breakdown, train_s=train_s, eval_s=eval_s,
+                   total_s=total_s, gpu_hours=total_s * time.num_gpus / 3600.0,
+                   tokens_per_s_per_gpu=time.tokens_per_s_per_gpu / k, mfu=time.mfu / k, hfu=time.hfu / k,
+                   tflops_per_gpu=time.tflops_per_gpu / k)
+
+
+def matches(calibration: Calibration | None, *, framework: str, gpu: str, method: str) -> bool:
+    """Whether any term of `calibration` applies to this framework x GPU x method."""
+    return calibration is not None and any(calibration.term(name, framework, gpu, method) for name in TERMS)
+
+
+def time_factor(calibration: Calibration | None, *, framework: str, gpu: str, method: str) -> float:
+    """The throughput factor that applies (1.0 without one): calibrated step = raw step / factor."""
+    hit = None if calibration is None else calibration.term("time_factor", framework, gpu, method)
+    return hit[0].value if hit else 1.0
+
+
+def calibrated_device(views: tuple[int, int, int], calibration: Calibration, *, framework: str, gpu: str,
+                      method: str) -> int:
+    """The calibrated device-view peak of (allocated, reserved, device) of the most loaded GPU, as
+    `calibrate_estimate` computes it (the planner's, fit's and the table's fast path)."""
+    values = {"peak_allocated_bytes": views[0], "peak_reserved_bytes": views[1], "device_bytes": views[2]}
+    got = adjust(values, calibration, framework=framework, gpu=gpu, method=method)
+    return views[2] if got is None else int(got[0]["device_bytes"])
+
+
+def short_note(calibration: Calibration, *, framework: str, gpu: str, method: str) -> str:
+    """One line for a plan or a fit: which calibration applied, from how many runs, with which terms."""
+    when = calibration.provenance.get("created_at", "")
+    return (f"calibrated ({gpu}, {framework}, {method}) from {calibration.provenance.get('runs_used', '?')} measured "
+            f"runs{' (' + when[:10] + ')' if when else ''}: {describe(calibration, framework=framework, gpu=gpu, method=method)}; "
+            "--no-calibration for the raw model")

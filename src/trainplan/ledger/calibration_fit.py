@@ -12,6 +12,7 @@ from trainplan.ledger.calibration import (
     DEFAULT_MIN_RUNS,
     DURATION,
     LEVELS,
+    TERMS,
     THROUGHPUT,
     Calibration,
     Group,
@@ -125,6 +126,60 @@ def fit(obs: Iterable[Observation], *, min_runs: int = DEFAULT_MIN_RUNS,
     prov.setdefault("runs_used", len(usable))
     prov.setdefault("sources", sorted({o.source for o in usable}))
     return Calibration(groups=tuple(groups), min_runs=min_runs, provenance=prov)
+
+
+# --- what the runs support ------------------------------------------------------------------------------
+
+@frozen
+class Coverage:
+    """One framework x GPU x method group of the runs (the finest level): the terms it got a value
+    of its own for, and, for each term it did not, how many of its runs measure it and how many more
+    it needs (`min_runs` in all)."""
+
+    key: tuple[str, ...]                   # (framework, gpu, method)
+    runs: int
+    fitted: tuple[str, ...]
+    missing: dict[str, tuple[int, int]]    # term -> (runs that measure it, runs still needed)
+    falls_back_to: dict[str, str]          # term -> the coarser group's label it uses instead, "" when none
+
+    @property
+    def label(self) -> str:
+        return " x ".join(self.key)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"group": dict(zip(LEVELS[0], self.key)), "runs": self.runs, "fitted": list(self.fitted),
+                "missing": {name: {"runs": have, "needs": need, "falls_back_to": self.falls_back_to.get(name) or None}
+                            for name, (have, need) in self.missing.items()}}
+
+
+def _samples(obs: list[Observation]) -> dict[str, int]:
+    """Runs of `obs` that give each term a sample (before any term is fitted)."""
+    return {"alloc_scale": sum(1 for o in obs if _implied_allocated(o, None, 0.0) and o.estimate.get("peak_allocated_bytes")),
+            "reserve_fraction": sum(1 for o in obs if o.measured.get("peak_reserved_bytes")
+                                    and o.measured.get("peak_allocated_bytes")),
+            "device_overhead_bytes": sum(1 for o in obs if o.measured.get("device_bytes")
+                                         and o.measured.get("peak_reserved_bytes") and o.estimate.get("device_bytes")),
+            "time_factor": sum(1 for o in obs if _time_sample(o.estimate, o.measured) is not None)}
+
+
+def coverage(obs: Iterable[Observation], cal: Calibration) -> list[Coverage]:
+    """Per finest group of `obs`: what `cal` fitted for it, what it could not and what that needs."""
+    usable = [o for o in obs if o.estimate]
+    out = []
+    for key in sorted({o.key(LEVELS[0]) for o in usable}):
+        members = [o for o in usable if o.key(LEVELS[0]) == key]
+        mine = next((g for g in cal.groups if g.level == LEVELS[0] and g.key == key), None)
+        fitted = tuple(mine.terms) if mine else ()
+        counts = _samples(members)
+        missing, fallback = {}, {}
+        for name in TERMS:
+            if name in fitted or not counts[name]:
+                continue
+            missing[name] = (counts[name], max(0, cal.min_runs - counts[name]))
+            hit = cal.term(name, *key)
+            fallback[name] = hit[1].label if hit else ""
+        out.append(Coverage(key=key, runs=len(members), fitted=fitted, missing=missing, falls_back_to=fallback))
+    return out
 
 
 # --- observations ------------------------------------------------------------------------------------

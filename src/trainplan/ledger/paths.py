@@ -7,7 +7,11 @@ estimate`, which looks up the calibration file); paths are returned as strings.
 - database: --db, else $TRAINPLAN_DB, else sqlite:///<data dir>/ledger.sqlite; a plain file path
   and a relative SQLite path are made absolute against the working directory (so the URL names one
   database wherever it is used later, e.g. by a spool flush run from another directory)
-- calibration: --calibration / $TRAINPLAN_CALIBRATION, else <data dir>/calibration.json
+- calibration: `calibrate --out` / $TRAINPLAN_CALIBRATION (one file, whatever the ledger), else one
+  file per ledger, keyed by the database's absolute URL: <data dir>/calibrations/<name>-<crc32>.json,
+  so that a calibration fitted from a scratch ledger never replaces the team's. The single
+  <data dir>/calibration.json of older trainplans is read for the ledger it was fitted from (its
+  provenance names it) until `calibrate` writes that ledger's own file
 - spool: <data dir>/spool.jsonl (runs that could not reach their database); entries that can never
   be written are moved to <data dir>/spool-set-aside.jsonl
 """
@@ -73,8 +77,47 @@ def redact(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
-def calibration_path(given: str | None = None) -> str:
-    return os.path.expanduser(given or os.environ.get(CALIBRATION_ENV) or os.path.join(data_dir(), "calibration.json"))
+def explicit_calibration_path(given: str | None = None) -> str | None:
+    """The one calibration file named by `given` (calibrate --out) or $TRAINPLAN_CALIBRATION, else None."""
+    explicit = given or os.environ.get(CALIBRATION_ENV)
+    return os.path.expanduser(explicit) if explicit else None
+
+
+def calibration_file_name(url: str) -> str:
+    """The file name of a ledger's calibration: a readable tail of its (redacted, absolute) URL and the
+    CRC-32 of the whole URL (zlib: already loaded on the estimate path, unlike hashlib)."""
+    import zlib
+
+    key = redact(url)
+    tail = re.sub(r"[^A-Za-z0-9._-]+", "_", key.rsplit("/", 1)[-1] or key)[-40:].strip("._") or "ledger"
+    return f"{tail}-{zlib.crc32(key.encode()):08x}.json"
+
+
+def calibration_path(given: str | None = None, db: str | None = None) -> str:
+    """The calibration file of the ledger `db` (--db, else $TRAINPLAN_DB, else the default database),
+    unless one file is named (`given`, $TRAINPLAN_CALIBRATION)."""
+    return explicit_calibration_path(given) or os.path.join(data_dir(), "calibrations",
+                                                            calibration_file_name(db_url(db)))
+
+
+def legacy_calibration_path() -> str:
+    """The single calibration file older trainplans wrote, whatever ledger it came from."""
+    return os.path.join(data_dir(), "calibration.json")
+
+
+def ledger_configured(given: str | None = None) -> bool:
+    """True when a ledger is named (--db, $TRAINPLAN_DB) or the default SQLite file exists: recorded
+    runs are looked up only then (never creating a database)."""
+    return bool(given or os.environ.get(DB_ENV)) or os.path.exists(os.path.join(data_dir(), "ledger.sqlite"))
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file of an SQLite URL (absolute, as db_url gives it); None for other databases and
+    in-memory ones."""
+    match = _SQLITE_FILE.match(url)
+    if not match or is_in_memory(url) or match.group(2).startswith("file:"):
+        return None
+    return match.group(2)
 
 
 def spool_path() -> str:

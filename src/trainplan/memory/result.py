@@ -21,10 +21,12 @@ class MemoryEstimate:
     overhead_bytes: dict[str, int] = field(default_factory=dict)  # reserve, context, nccl, paged
     per_stage_bytes: tuple[int, ...] = ()  # device view of each pipeline stage's GPU (pp > 1 only)
     notes: tuple[str, ...] = ()
+    measured: object = None              # ledger.recorded.RecordedRun: this setup ran (the verdict follows it)
 
     @property
     def fits(self) -> bool:
-        return self.device_bytes <= self.usable_bytes
+        """The estimate within the usable memory, or the same setup recorded as having run."""
+        return self.device_bytes <= self.usable_bytes or self.measured is not None
 
     @property
     def margin_bytes(self) -> int:
@@ -47,4 +49,5 @@ class MemoryEstimate:
             "overhead_bytes": dict(self.overhead_bytes),
             "phases_bytes": dict(self.phases_bytes),
             "per_stage_bytes": list(self.per_stage_bytes),
+            **({"fits_by": "measured run", "measured_run": self.measured.to_dict()} if self.measured is not None else {}),
         }

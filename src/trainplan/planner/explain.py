@@ -8,6 +8,7 @@ import datetime
 from trainplan.catalog import ATYPICAL_PRICING, is_stale
 from trainplan.cost.prices import STALE_AFTER_DAYS
 from trainplan.estimation import estimate
+from trainplan.ledger.calibration import short_note
 from trainplan.planner.request import PlanRequest, Rejection
 from trainplan.planner.result import RISKY_MARGIN, Plan, plan_job
 from trainplan.planner.search import Found, Outcome, Problem, same_plan_key
@@ -67,12 +68,38 @@ def plans_shown(pr: PlanRequest, found: tuple[Found, ...], flags: list[bool], *,
         job = plan_job(pr, f)
         plans.append(Plan(rank=rank, found=f, job=job, flags=job_flags(job), pareto=flags[i],
                           estimate=estimate(job) if details else None, gpu_best=n >= pr.top))
+    notes += ledger_notes(pr, plans)
     risky = [p.rank for p in plans if p.risky]
     if risky:
         notes.append(f"risky (!): plan(s) {', '.join(map(str, risky))} leave less than {RISKY_MARGIN:.0%} of the usable "
                      "memory free (usable = capacity x (1 - headroom)): a longer sample or allocator fragmentation "
                      "can run them out of memory")
     return plans, notes
+
+
+def ledger_notes(pr: PlanRequest, plans: list[Plan]) -> list[str]:
+    """What the ledger changed in the shown plans: the calibration of each GPU type x method group,
+    and the plans recorded as having run."""
+    notes = []
+    cal = pr.job.calibration
+    groups = dict.fromkeys((p.found.rentable.gpu.id, p.found.setup) for p in plans if p.found.calibrated)
+    said = set()
+    for gid, setup in groups:
+        key = (gid, setup.method)
+        if key in said:
+            continue
+        said.add(key)
+        ranks = [p.rank for p in plans if p.found.calibrated and p.found.rentable.gpu.id == gid
+                 and p.found.setup.method is setup.method]
+        notes.append(f"plan(s) {', '.join(map(str, ranks))}: " + short_note(cal, framework=str(setup.framework), gpu=gid,
+                                                                              method=str(setup.method)))
+    for p in plans:
+        run = p.found.measured
+        if run is not None:
+            notes.append(f"plan {p.rank}: recorded in the ledger: this setup {run.describe()}, so it fits although "
+                         f"the estimate ({gib(p.found.device_bytes):.1f} GiB) is over the usable "
+                         f"{gib(p.found.rentable.usable_bytes):.1f} GiB (the headroom is not applied to a measurement)")
+    return notes
 
 
 def price_notes(rentables, today: datetime.date) -> list[str]:

@@ -6,6 +6,8 @@ the knobs the planner may choose; the planner varies the layout (GPU type and co
 DDP/ZeRO/FSDP, optimizer offload) and those knobs, and keeps the setup otherwise as given. The
 search is planner/search.py (branch and bound, exact top k and front); each plan shown is a Job
 estimated in full (planner/explain.py), the same answer `trainplan estimate` gives for its flags.
+The job's calibration and the ledger's recorded runs (unless --no-calibration) enter the search as
+`trainplan estimate` applies them (planner/search.py, step 4), each plan's notes say which.
 """
 
 from __future__ import annotations
@@ -96,7 +98,9 @@ def plan(pr: PlanRequest, *, progress: Progress | None = None, details: bool = T
         rentables=pr.rentables, families=families, engines=engines_for,
         optimizers=lambda m: pr.search_for(m).optimizers, setup_for=setup_for, workload=job.workload,
         options=job.timing, memory=job.memory_model(), global_batch=pr.global_batch, sort=pr.sort,
-        top=pr.top, budget=pr.budget, deadline_s=None if pr.deadline_hours is None else pr.deadline_hours * 3600.0)
+        top=pr.top, budget=pr.budget, deadline_s=None if pr.deadline_hours is None else pr.deadline_hours * 3600.0,
+        calibration=job.calibration, ran=job.recorded.runs_of(spec.name) if job.recorded is not None else {},
+        engine_knobs=(job.zero, job.fsdp, job.parallel))
     outcome = search(problem, progress=progress, prune=prune)
     found = tuple(outcome.found)
     flags = pareto_flags([(f.cost_value, f.time_s) for f in found])

@@ -189,8 +189,8 @@ def resolve_plan(options: JobOptions, *, methods: tuple[str, ...] = (), gpus: tu
     headroom = check_headroom(options.headroom)
     chosen = tuple(parse_enum(Method, m, "--methods") for m in (methods or (options.method,)))
     # the planner chooses the split: the job's own layout is a placeholder (one GPU can hold no --tp 2)
-    job = resolve_job(replace(options, method=str(chosen[0]), tp=1, pp=1), today=today, calibration=None,
-                      priced=False, layout_given=False)
+    job = resolve_job(replace(options, method=str(chosen[0]), tp=1, pp=1), today=today, priced=False,
+                      layout_given=False)      # the ledger's calibration and recorded runs, unless --no-calibration
     searches = []
     for method in dict.fromkeys(chosen):
         setup = job.setup if method is chosen[0] else build_setup(replace(options, method=str(method)), job.setup.model)

@@ -64,6 +64,7 @@ class Plan:
                         "time": f.time.to_dict(), "cost": f.cost.to_dict()})
         out.update({"ranking": {"cost": f.cost_value, "time_s": f.time_s}, "pareto": self.pareto,
                     "margin_fraction": f.margin_fraction, "risky": self.risky, "gpu_best": self.gpu_best,
+                    "calibrated": f.calibrated, "measured_run": None if f.measured is None else f.measured.to_dict(),
                     "flags": self.flags})
         return out
 

@@ -16,6 +16,12 @@
    the fast path (planner_memory, equal to estimate_memory), then time (timing.estimate_time) and
    the bill (cost.estimate_cost) of each that fits. A family none of whose variants fits one GPU
    type is skipped on every type with less usable memory (memory does not depend on the type).
+4. The ledger's corrections (when the job carries them): the calibration of each GPU type x method
+   group scales the memory (from the most loaded GPU's allocated, reserved and device views) and the
+   step time, as `trainplan estimate` applies it; a setup recorded as having run on that GPU type
+   and layout (ledger/recorded.py) fits whatever the memory model says. Memory then depends on the
+   GPU type, so step 3's skip across types is left out; the time bounds are scaled by each group's
+   time factor, so they stay lower bounds.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from trainplan.enums import Attention, GradCkpt, Method, Optimizer, Precision
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen, mutable
 from trainplan.job.training import TrainingSetup, Workload
+from trainplan.ledger.calibration import Calibration, calibrated_device, matches, scale_time, time_factor
+from trainplan.ledger.recorded import RecordedRun, memory_key
 from trainplan.memory.model import MemoryModel
 from trainplan.planner.request import Rentable
 from trainplan.planner.space import Knobs, Shape
@@ -71,13 +79,17 @@ class Found:
     cost: CostEstimate
     cost_value: float     # the bill of the run (of one step without --samples)
     time_s: float         # wall-clock of the run with retries (one step without --samples)
+    measured: RecordedRun | None = None   # the ledger's run of this setup: it fits by measurement
+    calibrated: bool = False              # device_bytes and time carry the calibration
 
     @property
     def margin_fraction(self) -> float:
         """Free memory per GPU as a fraction of the usable memory: (usable - device-view peak) / usable,
-        usable = capacity x (1 - headroom)."""
+        usable = capacity x (1 - headroom); of the measured peak for a setup recorded as run."""
         usable = self.rentable.usable_bytes
-        return (usable - self.device_bytes) / usable if usable else 0.0
+        used = self.measured.memory_bytes if self.measured is not None and self.measured.memory_bytes \
+            else self.device_bytes
+        return (usable - used) / usable if usable else 0.0
 
 
 @mutable
@@ -97,6 +109,24 @@ class Problem:
     top: int = 10
     budget: float | None = None
     deadline_s: float | None = None
+    calibration: Calibration | None = None      # the ledger's corrections (None: the raw model)
+    ran: dict = field(default_factory=dict)     # ledger.recorded.memory_key -> RecordedRun, of this model
+    engine_knobs: tuple = (None, None, None)    # the job's (zero, fsdp, parallel): part of the memory key
+    _groups: dict = field(default_factory=dict)   # (gpu id, method) -> whether a calibration term matches
+    _views: dict = field(default_factory=dict)    # (knobs, shape) -> (allocated, reserved, device) views
+
+    def calibrated_for(self, gpu_id: str, setup: TrainingSetup) -> bool:
+        key = (gpu_id, setup.method)
+        hit = self._groups.get(key)
+        if hit is None:
+            hit = self._groups[key] = matches(self.calibration, framework=str(setup.framework), gpu=gpu_id,
+                                              method=str(setup.method))
+        return hit
+
+    @property
+    def per_gpu_memory(self) -> bool:
+        """Whether memory depends on the GPU type (a calibration or recorded runs)."""
+        return self.calibration is not None or bool(self.ran)
 
 
 @mutable
@@ -211,6 +241,8 @@ def _bound(p: Problem, fam: Family, ri: int, per_micro: dict, flops_cache: dict,
     if base is None:
         setup = p.setup_for(_knobs(p, fam))
         base = _compute_bound_s(setup, r.gpu, p.workload, p.options, flops_cache)
+        if p.calibration is not None and p.calibrated_for(r.gpu.id, setup):
+            base /= time_factor(p.calibration, framework=str(setup.framework), gpu=r.gpu.id, method=str(setup.method))
         per_micro[key] = base
     compute = base / (fam.tp * fam.pp) * fam.grad_accum
     if fam.pp > 1:
@@ -224,6 +256,9 @@ def _bound(p: Problem, fam: Family, ri: int, per_micro: dict, flops_cache: dict,
 def _exact(p: Problem, r: Rentable, shape: Shape, setup: TrainingSetup) -> tuple[TimeEstimate, CostEstimate, float, float]:
     layout = shape.layout(r.gpu.id)
     t = estimate_time(setup, layout, r.gpu, p.workload, p.options)
+    if p.calibration is not None and p.calibrated_for(r.gpu.id, setup):
+        factor = time_factor(p.calibration, framework=str(setup.framework), gpu=r.gpu.id, method=str(setup.method))
+        t = scale_time(t, 1.0 / factor)
     c = estimate_cost(total_s=t.total_s, num_gpus=shape.num_gpus, pricing=r.pricing, retry_factor=t.retry_factor)
     if t.steps:
         return t, c, c.total, t.total_with_retries_s
@@ -289,7 +324,7 @@ def search(p: Problem, *, progress: Progress | None = None, prune: bool = True) 
         if prune and len(best_k) >= p.top and key1 > -best_k[0] and key1 > best_gpu.get(ri, float("inf")) \
                 and front.dominated(cost_lb, time_lb):
             continue
-        if least.get(fi, -1) > p.rentables[ri].usable_bytes:
+        if not p.per_gpu_memory and least.get(fi, -1) > p.rentables[ri].usable_bytes:
             continue                  # nothing of this family fits a larger GPU already: none fits here
         out.visited += 1
         smallest = _visit(p, out, ri, p.families[fi], fits_cache, front, best_k, seen, cost_lb, time_lb, best_gpu)
@@ -333,7 +368,15 @@ def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, fro
                 device = p.memory.device_bytes(setup, shape.layout("any"))
                 fits_cache[key] = device
             out.memory_checks += 1
-            if device > r.usable_bytes:
+            calibrated = p.calibration is not None and p.calibrated_for(r.gpu.id, setup)
+            if calibrated:
+                device = _calibrated(p, r, knobs, shape, setup)
+            measured = None
+            if device > r.usable_bytes and p.ran:
+                zero, fsdp, parallel = p.engine_knobs
+                measured = p.ran.get(memory_key(setup, shape.layout(r.gpu.id), zero=zero, fsdp=fsdp,
+                                                parallel=parallel))
+            if device > r.usable_bytes and measured is None:
                 smallest = device if smallest is None else min(smallest, device)
                 continue
             fitted = True
@@ -346,7 +389,7 @@ def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, fro
             if (p.budget is not None and cost > p.budget) or (p.deadline_s is not None and time_s > p.deadline_s):
                 continue
             found = Found(rentable=r, shape=shape, knobs=knobs, setup=setup, device_bytes=device, time=t, cost=c,
-                          cost_value=cost, time_s=time_s)
+                          cost_value=cost, time_s=time_s, measured=measured, calibrated=calibrated)
             out.found.append(found)
             front.add(cost, time_s)
             value = time_s if by_time else cost
@@ -361,3 +404,15 @@ def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, fro
             elif value < -best_k[0]:
                 heapq.heapreplace(best_k, -value)
     return None if fitted else smallest
+
+
+def _calibrated(p: Problem, r: Rentable, knobs: Knobs, shape: Shape, setup: TrainingSetup) -> int:
+    """The calibrated device-view peak on `r`'s GPU type (the most loaded GPU's views, as estimate)."""
+    key = (knobs, shape)
+    views = p._views.get(key)
+    if views is None:
+        stages, _ = p.memory.stages(setup, shape.layout("any"))
+        worst = max(stages, key=lambda st: st.device)
+        views = p._views[key] = (worst.allocated, worst.reserved, worst.device)
+    return calibrated_device(views, p.calibration, framework=str(setup.framework), gpu=r.gpu.id,
+                             method=str(setup.method))

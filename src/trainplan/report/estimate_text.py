@@ -86,6 +86,8 @@ def render(est: Estimate, *, explain: bool = False) -> str:
         capacity=fmt_gib(m.gpu_capacity_bytes), headroom=f"{m.headroom:.0%}", usable=fmt_gib(m.usable_bytes)))
     verdict = _("FITS") if m.fits else _("DOES NOT FIT")
     lines.append("  => " + _("{verdict}: margin {margin}").format(verdict=verdict, margin=fmt_gib(m.margin_bytes)))
+    if m.measured is not None:      # ledger/recorded.py: this setup ran; the verdict follows the measurement
+        lines.append("     " + m.measured.describe())
     if m.per_stage_bytes:
         stages = ", ".join(f"{gib(b):.1f}" for b in m.per_stage_bytes)
         lines.append("  " + _("pipeline stages (device GiB, first to last): {stages}").format(stages=stages))

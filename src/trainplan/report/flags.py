@@ -14,7 +14,7 @@ _ALWAYS = frozenset({"model", "method", "precision", "optimizer", "batch_size", 
                      "grad_ckpt", "attention", "gpu", "num_gpus", "nodes", "zero", "fsdp", "offload", "tp", "pp"})
 _STORE_TRUE = frozenset({"dora", "double_quant", "packing", "spot", "uneven_pipeline"})
 _NEGATABLE = frozenset({"optimizer_in_backward", "activation_offload", "liger", "load_fp32", "compile",
-                        "sequence_parallel"})
+                        "sequence_parallel", "calibration"})
 
 
 def options_flags(options: JobOptions) -> str:

@@ -45,7 +45,9 @@ def render_plan(result: PlanResult) -> str:
     lines.append(f"{setup.model.name}: seq {setup.seq_len:,}, global batch {pr.global_batch}, {data}")
     per = "the run" if w.samples else "one step"
     lines.append(f"ranked by {'cost' if pr.sort == 'cost' else 'time'} of {per} ({result.currency}); "
-                 "* = on the Pareto front of cost against time; ! = risky, under 5% of the usable memory free")
+                 "* = on the Pareto front of cost against time; ! = risky, under 5% of the usable memory free"
+                 + ("; c = calibrated from the ledger" if any(p.found.calibrated for p in result.plans) else "")
+                 + ("; ran = measured in the ledger" if any(p.found.measured for p in result.plans) else ""))
     opts = ", ".join(dict.fromkeys(str(o) for m in pr.methods for o in m.optimizers))
     fixed = [f"--{k} {int(v) if k == 'zero' else v}" for k, v in (("zero", pr.fixed.zero), ("fsdp", pr.fixed.fsdp),
              ("offload", pr.fixed.offload), ("tp", pr.fixed.tp), ("pp", pr.fixed.pp)) if v is not None]
@@ -61,7 +63,9 @@ def render_plan(result: PlanResult) -> str:
         rows.append({"#": f"{p.rank}{'*' if p.pareto else ''}{'!' if p.risky else ''}", "gpu": f.rentable.gpu.id, "GPUs": s.num_gpus,
                      "layout": s.engine(), "method": k.method, "optimizer": str(f.setup.optimizer),
                      "ckpt": str(f.setup.grad_ckpt), "micro x accum": f"{k.batch_size} x {k.grad_accum}",
-                     "GiB/GPU": f"{gib(f.device_bytes):.1f}/{gib(f.rentable.usable_bytes):.1f}",
+                     "GiB/GPU": (f"ran {gib(f.measured.memory_bytes):.1f}" if f.measured is not None and
+                                 f.measured.memory_bytes else f"{gib(f.device_bytes):.1f}")
+                     + ("c" if f.calibrated and f.measured is None else "") + f"/{gib(f.rentable.usable_bytes):.1f}",
                      "time": _when(f.time_s), "cost": f"{f.cost_value:,.2f}"})
     if rows:
         lines.append(render_table(rows, right=("GPUs", "cost", "time", "GiB/GPU")))
@@ -111,4 +115,4 @@ def render_fit(r: FitResult) -> str:
         _limit_text(f"largest micro-batch at seq {s.seq_len:,}", r.max_batch, "sequences", r.usable_bytes),
         _limit_text(f"longest sequence at micro-batch {s.batch_size}", r.max_seq, "tokens", r.usable_bytes),
         f"(device view per GPU against capacity x (1 - headroom {r.headroom:g}); memory grows with both, so each "
-        "limit is a bisection)"])
+        "limit is a bisection)"] + [f"note: {n}" for n in r.notes])
