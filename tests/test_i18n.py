@@ -62,3 +62,8 @@ def test_language_from_flag_then_environment(monkeypatch):
 def test_unknown_language_is_one_line(bad):
     with pytest.raises(TrainplanError, match="--lang must be one of en, zh"):
         i18n.normalize(bad)
+
+
+def test_po_parser_refuses_a_duplicate_message():
+    with pytest.raises(ValueError, match="duplicate msgid 'a'"):
+        compile_catalogs.parse_po('msgid "a"\nmsgstr "甲"\n\nmsgid "a"\nmsgstr "乙"\n')

@@ -52,13 +52,13 @@ def test_estimate_text_in_chinese_has_no_english_heading(capsys):
     code, english, _ = run_cli(capsys, *ESTIMATE)
     assert code == 0
     headings = english_headings(english)
-    assert {"Memory per GPU at the peak", "Single changes that lower the peak", "Time and cost, step by step",
+    assert {"Memory per GPU at the peak", "Changes that lower the peak", "Time and cost, step by step",
             "Assumptions and notes", "component", "share", "change", "what it costs", "step", "formula"} <= set(headings)
     code, chinese, _ = run_cli(capsys, *ESTIMATE, "--lang", "zh")
     assert code == 0
     left = [h for h in headings if re.search(rf"(?<![\w-]){re.escape(h)}(?![\w-])", chinese)]   # not in --max-steps
     assert left == []
-    for label in ("每 GPU 显存", "优化器状态", "激活值（为反向传播保存）", "梯度", "权重", "放不下", "可降低峰值的单项改动",
+    for label in ("每 GPU 显存", "优化器状态", "激活值（为反向传播保存）", "梯度", "权重", "放不下", "可降低峰值的改动",
                   "时间与费用", "步长时间", "每步 token 数", "每 GPU 小时价格", "假设与说明", "重试系数 1（默认：没有失败重跑）",
                   "未给出 --samples（或 --max-steps）：只计算每步时间", "GPU 显存容量 79.20 GiB"):
         assert label in chinese, label

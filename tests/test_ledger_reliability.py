@@ -459,7 +459,7 @@ def test_missing_postgres_database_is_exit_2_and_not_spooled(capsys):
 @pytest.mark.parametrize("argv, words", [
     (["accuracy", "--cases", "{cases}", "--min-runs", "0"], "--min-runs must be at least 1, got 0"),
     (["calibrate", "--min-runs", "1"], "--min-runs must be at least 2"),
-    (["runs", "--limit", "-1"], "--limit must be 0 (all runs) or more, got -1"),
+    (["runs", "--limit", "-1"], "--limit must be 0 (all runs) to 4611686018427387904, got -1"),
 ], ids=["accuracy-min-runs-0", "calibrate-min-runs-1", "runs-negative-limit"])
 def test_ledger_command_counts_are_checked(capsys, tmp_path, argv, words):
     cases = tmp_path / "cases.json"

@@ -22,6 +22,7 @@ LOCALE = pathlib.Path(__file__).resolve().parents[1] / "src" / "trainplan" / "lo
 def parse_po(text: str) -> dict[str, str]:
     """msgid -> msgstr of a .po file (the header under the empty msgid)."""
     entries: dict[str, str] = {}
+    seen: set[str] = set()
     msgid = msgstr = None
     target = None
     fuzzy = False
@@ -47,6 +48,9 @@ def parse_po(text: str) -> dict[str, str]:
                 flush()
                 fuzzy = keep
             msgid, target = ast.literal_eval(line[6:]), "id"
+            if line[6:] != '""' and msgid in seen:     # msgfmt refuses duplicates: one translation per message
+                raise ValueError(f"duplicate msgid {msgid!r}")
+            seen.add(msgid)
         elif line.startswith("msgstr "):
             msgstr, target = ast.literal_eval(line[7:]), "str"
         elif line.startswith('"'):

@@ -18,9 +18,7 @@ from trainplan.frozen import frozen
 from trainplan.job.job import Job
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import resolve_job
-from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory import estimate_memory
-from trainplan.specs import GpuSpec
 from trainplan.timing.estimate import estimate_time
 
 __all__ = ["CASE_FIELDS", "PREDICTED_KEYS", "CaseMapping", "Skip", "load_cases", "map_case", "mapping_from_options",

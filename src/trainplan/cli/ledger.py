@@ -247,8 +247,8 @@ def _flush_lines(report: dict[str, Any]) -> list[str]:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    if args.limit < 0:
-        raise TrainplanError(f"--limit must be 0 (all runs) or more, got {args.limit}")
+    if not 0 <= args.limit <= 2**62:      # SQLite and PostgreSQL take 64-bit LIMITs
+        raise TrainplanError(f"--limit must be 0 (all runs) to {2**62}, got {args.limit}")
     url = db_url(args.db)
     before = spool.status(url) if args.flush_spool else None
     engine = open_ledger(url)

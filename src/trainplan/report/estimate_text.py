@@ -95,7 +95,7 @@ def render(est: Estimate, *, explain: bool = False) -> str:
         lines.append("  " + _("CPU RAM per node: {ram}").format(ram=fmt_gib(m.cpu_ram_bytes)))
     if est.suggestions:
         lines.append("")
-        lines.append(_("Single changes that lower the peak:"))
+        lines.append(_("Changes that lower the peak:"))
         rows = [{"change": t.change, "device GiB": round(gib(t.device_bytes), 2),
                  "saves GiB": round(gib(t.saves_bytes), 2), "fits": t.fits, "what it costs": translate(t.cost)}
                 for t in est.suggestions]
