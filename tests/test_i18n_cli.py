@@ -206,3 +206,17 @@ def test_catalogs_compiled_and_english_estimate_loads_none():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}).stdout
     assert out.strip() == "[] []"
+
+
+def test_plan_and_fit_text_in_chinese(capsys):
+    code, zh, _ = run_cli(capsys, "plan", "--model", "llama-2-7b", "--method", "lora", "--gpus", "h100", "--top", "2",
+                          "--lang", "zh")
+    assert code == 0
+    for label in ("全局批大小 32", "按一步的费用排序（USD）", "帕累托前沿上", "微批 x 累积", "每 GPU GiB", "复现：trainplan estimate",
+                  "共搜索"):
+        assert label in zh, label
+    assert "ranked by" not in zh and "To reproduce" not in zh
+    code, en, _ = run_cli(capsys, "plan", "--model", "llama-2-7b", "--method", "lora", "--gpus", "h100", "--top", "2")
+    assert "ranked by cost of one step (USD)" in en and "To reproduce: trainplan estimate <flags>" in en
+    code, fit_zh, _ = run_cli(capsys, "fit", "--model", "llama-2-7b", "--method", "lora", "--gpu", "h100", "--lang", "zh")
+    assert code == 0 and "序列长度 2,048 下最大微批：" in fit_zh

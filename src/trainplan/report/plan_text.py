@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from trainplan.i18n import _, translate
 from trainplan.planner.fit import FitResult, Limit
 from trainplan.planner.result import PlanResult
 from trainplan.report.tables import render_table
@@ -27,7 +28,7 @@ def _price_lines(result: PlanResult) -> list[str]:
                      "kind": p["kind"], "from": f"{p['provider']} {p['instance']}".strip() or p["origin"],
                      "as of": p["as_of"] or "-",
                      "converted from": "" if orig is None else f"{orig['price_per_gpu_hour']:g} {orig['currency']}"})
-    lines.append(render_table(rows, right=("price",)))
+    lines.append(render_table(rows, right=("price",), headers=[_(c) for c in rows[0]]))
     for rate in prices["rates"]:
         lines.append(f"  rate: {rate['per_usd']:g} {rate['currency']} per USD ({rate['basis']}, {rate['as_of']}; "
                      f"{rate['origin']})" + ("; stale: set a current one with a [[rate]] in a price file"
@@ -43,11 +44,12 @@ def render_plan(result: PlanResult) -> str:
     data = (f"{w.samples:,} samples x {w.tokens_per_sample or setup.seq_len:,} tokens x {w.epochs:g} epoch(s)"
             if w.samples else "no --samples: cost and time of one optimizer step")
     lines.append(f"{setup.model.name}: seq {setup.seq_len:,}, global batch {pr.global_batch}, {data}")
-    per = "the run" if w.samples else "one step"
-    lines.append(f"ranked by {'cost' if pr.sort == 'cost' else 'time'} of {per} ({result.currency}); "
-                 "* = on the Pareto front of cost against time; ! = risky, under 5% of the usable memory free"
-                 + ("; c = calibrated from the ledger" if any(p.found.calibrated for p in result.plans) else "")
-                 + ("; ran = measured in the ledger" if any(p.found.measured for p in result.plans) else ""))
+    by = (_("cost of the run") if w.samples else _("cost of one step")) if pr.sort == "cost" else \
+        (_("time of the run") if w.samples else _("time of one step"))
+    lines.append(_("ranked by {by} ({currency})").format(by=by, currency=result.currency)
+                 + _("; * = on the Pareto front of cost against time; ! = risky, under 5% of the usable memory free")
+                 + (_("; c = calibrated from the ledger") if any(p.found.calibrated for p in result.plans) else "")
+                 + (_("; ran = measured in the ledger") if any(p.found.measured for p in result.plans) else ""))
     opts = ", ".join(dict.fromkeys(str(o) for m in pr.methods for o in m.optimizers))
     fixed = [f"--{k} {int(v) if k == 'zero' else v}" for k, v in (("zero", pr.fixed.zero), ("fsdp", pr.fixed.fsdp),
              ("offload", pr.fixed.offload), ("tp", pr.fixed.tp), ("pp", pr.fixed.pp)) if v is not None]
@@ -55,7 +57,7 @@ def render_plan(result: PlanResult) -> str:
                  + (f"; fixed: {' '.join(fixed)}" if fixed else ""))
     lines.append("")
     if not result.plans:
-        lines.append("No setup fits within the constraints.")
+        lines.append(_("No setup fits within the constraints."))
     rows = []
     for p in result.plans:
         f = p.found
@@ -68,9 +70,9 @@ def render_plan(result: PlanResult) -> str:
                      + ("c" if f.calibrated and f.measured is None else "") + f"/{gib(f.rentable.usable_bytes):.1f}",
                      "time": _when(f.time_s), "cost": f"{f.cost_value:,.2f}"})
     if rows:
-        lines.append(render_table(rows, right=("GPUs", "cost", "time", "GiB/GPU")))
+        lines.append(render_table(rows, right=("GPUs", "cost", "time", "GiB/GPU"), headers=[_(c) for c in rows[0]]))
         lines.append("")
-        lines.append("To reproduce: trainplan estimate <flags>")
+        lines.append(_("To reproduce: trainplan estimate <flags>"))
         for p in result.plans:
             lines.append(f"{p.rank:>3}  {p.flags}")
     front = result.front()
@@ -83,14 +85,14 @@ def render_plan(result: PlanResult) -> str:
     lines += _price_lines(result)
     if result.rejected:
         lines.append("")
-        lines.append("Cannot carry the job:")
+        lines.append(_("Cannot carry the job:"))
         width = max(len(r.gpu) for r in result.rejected)
         lines += [f"  {r.gpu:<{width}}  {r.reason}" for r in result.rejected]
     lines.append("")
     lines.append(f"Searched {o.candidates:,} setups ({o.groups:,} groups of GPU type x count x split x knobs, "
                  f"{o.visited:,} visited, {o.memory_checks:,} memory checks, {o.timed:,} timed) in {o.elapsed_s:.2f} s.")
-    lines += [f"note: {n}" for n in result.notes]
-    return "\n".join(lines)
+    lines += [_("note: {text}").format(text=translate(n)) for n in result.notes]
+    return "\n".join(translate(line) for line in lines)     # the lines built in English (no-op in English)
 
 
 def _limit_text(name: str, lim: Limit, unit: str, usable: int) -> str:
@@ -110,9 +112,10 @@ def render_fit(r: FitResult) -> str:
     where = f"{r.gpu.name} x {lay.num_gpus}" + (f" (zero {int(lay.zero)}, fsdp {lay.fsdp}, offload {lay.offload}, "
                                                 f"tp {lay.tp}, pp {lay.pp})" if lay.num_gpus > 1 else "")
     s = r.setup
-    return "\n".join([
+    lines = [
         f"{s.model.name} {s.method} {s.precision}, grad-ckpt {s.grad_ckpt}, {s.attention} on {where}",
         _limit_text(f"largest micro-batch at seq {s.seq_len:,}", r.max_batch, "sequences", r.usable_bytes),
         _limit_text(f"longest sequence at micro-batch {s.batch_size}", r.max_seq, "tokens", r.usable_bytes),
         f"(device view per GPU against capacity x (1 - headroom {r.headroom:g}); memory grows with both, so each "
-        "limit is a bisection)"] + [f"note: {n}" for n in r.notes])
+        "limit is a bisection)"]
+    return "\n".join([translate(line) for line in lines] + [_("note: {text}").format(text=translate(n)) for n in r.notes])
