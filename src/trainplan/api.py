@@ -171,7 +171,7 @@ def _limits(**values: object) -> None:
 def resolve(model: str | ModelSpec | None = None, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Job:
     """The resolved Job of `model` and the setup flags (what `estimate` computes from; change it with
     trainplan.frozen.replace and estimate it with trainplan.estimation.estimate)."""
-    return resolve_job(options_of(model, options), today=today)
+    return resolve_job(options_of(model, options), today=today, validated=True)   # options_of validated them
 
 
 def estimate(model: str | ModelSpec | None = None, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Estimate:

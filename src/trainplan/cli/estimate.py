@@ -16,7 +16,7 @@ from trainplan.report.trace_text import render
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    est = estimate(resolve_job(options_from_args(args)))
+    est = estimate(resolve_job(options_from_args(args), validated=True))   # options_from_args validated them
     if args.json:
         print_json(est.to_dict())
     else:

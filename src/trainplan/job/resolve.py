@@ -93,8 +93,9 @@ def supported_attention(spec: ModelSpec, attention: Attention) -> Attention:
     return attention
 
 
-def build_setup(req: JobOptions, spec: ModelSpec | None = None) -> TrainingSetup:
-    req = validate_options(req)
+def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bool = False) -> TrainingSetup:
+    """The TrainingSetup of `req` (validated first unless the caller just did: resolve_job)."""
+    req = req if validated else validate_options(req)
     spec = spec or resolve_model(req.model)
     framework = parse_enum(Framework, req.framework, "--framework")
     prof = profile(framework)
@@ -337,19 +338,20 @@ FROM_FILE: Any = type("FROM_FILE", (), {"__repr__": lambda self: "FROM_FILE"})()
 
 
 def resolve_job(req: JobOptions, *, today: datetime.date | None = None, calibration: Any = FROM_FILE,
-                priced: bool = True, layout_given: bool = True) -> Job:
+                priced: bool = True, layout_given: bool = True, validated: bool = False) -> Job:
     """The Job of `req`. `today` dates the price catalog's offers (default: the local date);
     `calibration`: FROM_FILE loads the one `trainplan calibrate` wrote for the configured ledger and
     the handle on that ledger's recorded runs (ledger.recorded; both when req.calibration is on),
     None leaves it out, a Calibration is used as given. `priced=False` leaves the price out.
-    `layout_given=False` (the planner chooses the layout) skips the layout checks of job/validate.py."""
-    req = validate_options(req)
+    `layout_given=False` (the planner chooses the layout) skips the layout checks of job/validate.py;
+    `validated`: `req` comes straight from job/validate.validate_options (the API's keywords)."""
+    req = req if validated else validate_options(req)
     if req.gpu is None:
         raise TrainplanError("--gpu must be a GPU name, got None")
     headroom = check_headroom(req.headroom)
     spec = resolve_model(req.model)
     gpu = resolve_gpu(req.gpu)
-    setup = build_setup(req, spec)
+    setup = build_setup(req, spec, validated=True)
     layout = build_layout(req, gpu)
     workload = build_workload(req)
     parallel = build_parallel(req)
