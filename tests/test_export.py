@@ -244,7 +244,8 @@ def test_cli_prints_writes_refuses_overwrite(tmp_path, capsys):
     (["--framework", "torchtune", "--zero", "3", "--num-gpus", "8", "--format", "torchtune"],
      "--format torchtune cannot run DeepSpeed ZeRO-3"),
     (["--num-gpus", "8", "--format", "nemo"], "--format 'nemo' is not one of"),
-    (["--framework", "llamafactory", "--num-gpus", "8", "--tp", "2"], "--format llamafactory: LLaMA-Factory's trainer"),
+    # refused before any exporter runs: the framework's capabilities (job/validate.py)
+    (["--framework", "llamafactory", "--num-gpus", "8", "--tp", "2"], "--framework llamafactory cannot run tensor parallelism"),
     (["--num-gpus", "8", "--format", "hf,llamafactory"], "two trainers' configs"),
     (["--num-gpus", "8", "--format", "deepspeed"], "the job runs no DeepSpeed ZeRO"),
     (["--framework", "llamafactory", "--zero", "3", "--num-gpus", "8", "--precision", "bf16-pure"],

@@ -92,7 +92,14 @@ def test_layout_and_hardware_refusals(argv, message, capsys):
 def test_tensor_parallel_across_nodes_is_a_note():
     job = trainplan.resolve("llama-2-7b", gpu="h100", num_gpus=8, nodes=2, tp=8, today=TODAY)
     assert any("tensor parallel 8 spans nodes of 4 GPUs" in n for n in job.notes)
-    assert trainplan.resolve("llama-2-7b", gpu="h100", num_gpus=8, tp=8, today=TODAY).notes == ()
+    inside = trainplan.resolve("llama-2-7b", gpu="h100", num_gpus=8, tp=8, framework="megatron", today=TODAY)
+    assert inside.notes == ()
+    # the default framework (HF Trainer) runs no tensor parallelism: estimated as given, with a note;
+    # named, it is refused
+    default = trainplan.resolve("llama-2-7b", gpu="h100", num_gpus=8, tp=8, today=TODAY).notes
+    assert len(default) == 1 and "--framework hf cannot run tensor parallelism (--tp 8)" in default[0]
+    with pytest.raises(TrainplanError, match="--framework llamafactory cannot run tensor parallelism"):
+        trainplan.resolve("llama-2-7b", gpu="h100", num_gpus=8, tp=8, framework="llamafactory", today=TODAY)
 
 
 def test_seq_len_beyond_learned_positions_is_refused(capsys):

@@ -277,6 +277,8 @@ def check_job(job: Job, *, layout_given: bool = True) -> tuple[str, ...]:
     if setup.framework is Framework.MEGATRON and layout.zero in (ZeroStage.GRADIENTS, ZeroStage.PARAMETERS):
         raise TrainplanError(f"--framework megatron has no ZeRO-{int(layout.zero)}: its distributed optimizer "
                              "shards the optimizer states (--zero 1); use --framework deepspeed for ZeRO-2/3")
+    notes += _stack(setup.framework, layout, said=opts is not None and (
+        "framework" in opts.given or any(getattr(x, "field", "") == "framework" for x in opts.provenance)))
     per_node = layout.gpus_per_node
     if per_node > MAX_GPUS_PER_NODE:
         raise TrainplanError(f"--num-gpus {layout.num_gpus} on --nodes {layout.nodes} puts {per_node} GPUs in one "
@@ -288,6 +290,24 @@ def check_job(job: Job, *, layout_given: bool = True) -> tuple[str, ...]:
 
 
 MAX_GPUS_PER_NODE = 16
+
+
+def _stack(framework: Framework, layout, *, said: bool) -> list[str]:
+    """Tensor and pipeline parallelism only where the framework runs them (job/frameworks.CAPABILITIES,
+    the table the planner searches by): `--framework llamafactory --tp 2` (the framework said, by a flag
+    or a config) is no setup anyone can run; with the default framework it is a note."""
+    from trainplan.job.frameworks import capabilities
+
+    caps = capabilities(framework)
+    notes = []
+    for value, able, name, flag in ((layout.tp, caps.tp, "tensor", "tp"), (layout.pp, caps.pp, "pipeline", "pp")):
+        if value > 1 and not able:
+            text = (f"--framework {framework} cannot run {name} parallelism (--{flag} {value}): it runs "
+                    f"{caps.layouts}" + (f"; {caps.instead}" if caps.instead else ""))
+            if said:
+                raise TrainplanError(text)
+            notes.append(f"{text}; estimated as the layout given (the default framework was not chosen)")
+    return notes
 
 
 def _positions(spec: ModelSpec, seq_len: int, *, given: bool = True) -> list[str]:
