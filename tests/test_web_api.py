@@ -11,6 +11,7 @@ import datetime
 import io
 import json
 import pathlib
+import re
 
 import pytest
 from fastapi.testclient import TestClient
@@ -79,42 +80,93 @@ def test_fit_equals_the_library(client):
     assert client.get("/api/fit", params={"model": "llama-2-7b", "method": "lora", "gpu": "h100"}).json() == expected
 
 
-def test_table_json_and_downloads_are_the_cli_formats(client):
-    from trainplan.planner import table
-    from trainplan.report import table_formats as tf
+TABLE_QUERY = {"models": "llama-2-7b,llama-2-13b", "methods": "full,lora,qlora", "quants": "nf4,int8",
+               "gpus": "a100-80gb,rtx4090", "global_batch": 64}
+TABLE_FLAGS = ["--models", "llama-2-7b,llama-2-13b", "--methods", "full,lora,qlora", "--quants", "nf4,int8",
+               "--gpus", "a100-80gb,rtx4090", "--global-batch", "64"]
+_STAMP = re.compile(r'<p class="meta">[^<]*\d{4}-\d\d-\d\d \d\d:\d\d UTC[^<]*</p>')   # the generation line
 
-    query = {"models": "llama-2-7b,llama-2-13b", "methods": "full,lora"}
-    result = trainplan.table(("llama-2-7b", "llama-2-13b"), methods=("full", "lora"))
-    rows, columns = table.pivot_rows(result)
-    got = client.get("/api/table", params=query).json()
-    assert got["sheets"][0] == _plain({"name": "table", "columns": columns, "rows": rows})
-    md = client.get("/api/table", params={**query, "format": "markdown"})
-    assert md.text == tf.render("markdown", rows, columns)
-    csv = client.get("/api/table", params={**query, "format": "csv"})
-    long_rows = table.long_rows(result.cells)
-    assert csv.text == tf.render("csv", long_rows, list(dict.fromkeys(k for r in long_rows for k in r)))
-    assert csv.headers["content-disposition"] == 'attachment; filename="trainplan-table.csv"'
-    html = client.get("/api/table", params={**query, "format": "html"})
-    assert html.text.startswith("<!DOCTYPE html>") and "llama-2-13b" in html.text
-    xlsx = client.get("/api/table", params={**query, "format": "xlsx"})
+
+def _cli_table(client, tmp_path, *flags: str) -> bytes:
+    """The file `trainplan table ... --output FILE` writes, over the server's ledger."""
+    from trainplan.cli import main
+
+    out = tmp_path / f"cli-{len(list(tmp_path.iterdir()))}.out"
+    assert main(["table", *TABLE_FLAGS, "--db", client.app.state.ledger_url, *flags, "--output", str(out)]) == 0
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("fmt, lang", [("html", "en"), ("html", "zh"), ("markdown", "en"), ("markdown", "zh"),
+                                       ("csv", "en")])
+def test_table_downloads_are_the_files_the_cli_writes(client, tmp_path, fmt, lang, capsys):
+    got = client.get("/api/table", params={**TABLE_QUERY, "format": fmt, "lang": lang})
+    assert got.status_code == 200, got.text
+    suffix = {"markdown": "md"}.get(fmt, fmt)
+    assert got.headers["content-disposition"] == f'attachment; filename="trainplan-table.{suffix}"'
+    expected = _cli_table(client, tmp_path, "--format", fmt, "--lang", lang).decode()
+    if fmt == "html":      # the generation line differs only by the minute it was written
+        assert _STAMP.search(got.text) and _STAMP.search(expected)
+        assert _STAMP.sub("", got.text) == _STAMP.sub("", expected)
+        assert 'class="assumptions"' in got.text and 'class="prices"' in got.text
+        assert ('lang="zh-CN"' in got.text and "假设" in got.text) if lang == "zh" else 'lang="en"' in got.text
+    else:
+        assert got.text == expected
+    assert "int8" in expected                                    # --quants as columns
+
+
+def test_table_xlsx_download_is_the_cli_workbook(client, tmp_path, capsys):
     from openpyxl import load_workbook
 
-    book = load_workbook(io.BytesIO(xlsx.content))
-    assert book.sheetnames == ["table", "data"] and book["table"]["A2"].value == "llama-2-7b"
+    got = client.get("/api/table", params={**TABLE_QUERY, "format": "xlsx", "paper": "letter"})
+    assert got.status_code == 200 and got.headers["content-type"].startswith("application/vnd.openxmlformats")
+    web = load_workbook(io.BytesIO(got.content))
+    cli = load_workbook(io.BytesIO(_cli_table(client, tmp_path, "--format", "xlsx", "--paper", "letter")))
+    assert web.sheetnames == cli.sheetnames == ["table", "data", "assumptions"]
+    for name in web.sheetnames:
+        mine, theirs = ([[c.value for c in row] for row in book[name].iter_rows()] for book in (web, cli))
+        if name == "table":      # A2: the generation line, to the minute
+            assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", mine[1][0])
+            mine[1] = theirs[1] = None
+        assert mine == theirs
+        assert web[name].freeze_panes == cli[name].freeze_panes
+        assert web[name].merged_cells.ranges == cli[name].merged_cells.ranges
+    assert web["table"].freeze_panes == "D4" and int(web["table"].page_setup.paperSize) == 1     # 1: Letter
+    gib = [r[14].value for r in web["data"].iter_rows(min_row=2)]
+    assert gib and all(isinstance(v, int | float) for v in gib if v is not None)        # typed numbers, not text
 
 
-def test_table_tiers_say_which_gpu_types_fit(client):
-    # the seed's run had no checkpointing: said, it holds in every cell (the table searches it otherwise)
-    got = client.get("/api/table", params={**{k: v for k, v in SEED.items() if k not in ("model", "gpu")},
-                                            "models": "llama-2-7b", "methods": "full", "gpus": "all",
-                                            "grad_ckpt": "none", "tiers": "true"}).json()
-    rows = {r["gpu"]: r for r in got["sheets"][0]["rows"]}
-    assert rows["a100-sxm4-80gb"]["fits_one_gpu"] is False
-    assert len(rows) == len(trainplan.catalog.load_gpus())
-    searched = client.get("/api/table", params={**{k: v for k, v in SEED.items() if k not in ("model", "gpu")},
-                                                 "models": "llama-2-7b", "methods": "full", "gpus": "a100",
-                                                 "tiers": "true"}).json()
-    assert searched["sheets"][0]["rows"][0]["fits_one_gpu"] is True     # with checkpointing and accumulation
+def test_table_json_carries_the_cells_as_the_cli_json(client, capsys):
+    from trainplan.cli import main
+
+    got = client.get("/api/table", params=TABLE_QUERY).json()
+    assert main(["table", *TABLE_FLAGS, "--db", client.app.state.ledger_url, "--json"]) == 0
+    assert got["cells"] == json.loads(capsys.readouterr().out)
+    cell = next(c for c in got["cells"] if c["method"] == "qlora" and c["quant"] == "int8" and c["gpu"] == "rtx4090")
+    assert {"num_gpus", "gib_per_gpu", "time_h", "cost", "engine", "grad_ckpt", "micro_batch", "grad_accum"} <= set(cell)
+    # the page's layout: one sub-row per model and GPU type, a cell per column with its words and colour
+    assert [c["key"] for c in got["columns"]] == ["full bf16", "lora bf16", "qlora nf4 bf16", "qlora int8 bf16"]
+    assert [(r["model"], r["gpu"]) for r in got["rows"]] == [(m, g) for m in ("llama-2-7b", "llama-2-13b")
+                                                            for g in ("a100-80gb", "4090")]
+    first = got["rows"][0]["cells"][1]
+    assert first["kind"] in ("one", "many") and first["parts"][0].startswith("x")
+    assert any("64 sequences per optimizer step" in a for a in got["assumptions"])
+    assert [p["gpu"] for p in got["prices"]] == ["a100-sxm4-80gb", "rtx4090"]
+    zh = client.get("/api/table", params={**TABLE_QUERY, "lang": "zh"}).json()
+    assert zh["cells"] == got["cells"]                       # the records never change with the language
+    assert zh["title"] != got["title"] and "LoRA" in zh["columns"][1]["header"]
+    _one_line_error(client.get("/api/table", params={**TABLE_QUERY, "lang": "fr"}), 400)
+    _one_line_error(client.get("/api/table", params={**TABLE_QUERY, "paper": "a3"}), 422)
+    _one_line_error(client.get("/api/table", params={"models": "llama-2-7b", "methods": "lora", "quants": "int8"}), 400)
+
+
+def test_the_python_table_takes_quants_and_global_batch():
+    result = trainplan.table(("llama-2-7b",), methods=("qlora",), quants=("nf4", "int8"), gpus=("rtx4090",),
+                             global_batch=16)
+    assert [c.quant for c in result.cells] == ["nf4", "int8"] and result.request.global_batch == 16
+    for ch in (c.choices[0] for c in result.cells):
+        assert ch.batch_size * ch.grad_accum * ch.num_gpus == 16
+    with pytest.raises(TrainplanError, match="global.batch"):
+        trainplan.table(("llama-2-7b",), global_batch=0)
 
 
 def test_catalog_listings_equal_the_cli(client):
@@ -149,6 +201,28 @@ def test_estimate_with_an_uploaded_config_equals_from(client, tmp_path):
                                              "configs": [{"name": LF.name, "text": LF.read_text()}]}).json()
     assert got["memory"] == _plain(expected["memory"]) and got["time"] == _plain(expected["time"])
     assert {s["field"]: s["origin"] for s in got["setup"]["sources"]}["seq_len"] == "file"
+
+
+def test_export_of_uploaded_configs_is_their_job(client, tmp_path):
+    """The export panel's POST: the uploaded configs' job (as --from, read confined to the upload)
+    under the fields given, not the form's values."""
+    from trainplan.estimation import estimate as estimate_job
+    from trainplan.export.write import build_export
+
+    alone = tmp_path / LF.name
+    alone.write_text(LF.read_text())
+    job = trainplan.resolve(configs=(str(alone),), gpu="h100", num_gpus=8)
+    expected = _plain(build_export(job, estimate_job(job), None).to_dict())
+    got = client.post("/api/export", json={"gpu": "h100", "num_gpus": 8,
+                                           "configs": [{"name": LF.name, "text": LF.read_text()}]})
+    assert got.status_code == 200, got.text
+    assert got.json() == expected
+    assert "llamafactory.yaml" in [f["name"] for f in expected["files"]] and "ZeRO-3" in expected["header"]
+    assert "/tmp" not in got.text
+    outside = f"model_name_or_path: x\nstage: sft\ndeepspeed: {LF.parent.parent}/deepspeed/ds_z3_config.json\n"
+    assert "outside the upload" in _one_line_error(
+        client.post("/api/export", json={"gpu": "h100", "num_gpus": 8, "configs": [{"name": "x.yaml", "text": outside}]}),
+        400)
 
 
 LLAMA_2_7B_CONFIG = {   # meta-llama/Llama-2-7b-hf config.json (the keys that size the model)

@@ -166,18 +166,41 @@ def test_upload_llamafactory_yaml_then_plan_scatter(server, page, tmp_path):
     if export_available():           # trainplan.export.write in this build: each plan's configs to copy
         page.locator("#plan-table tbody button").first.click()
         page.wait_for_selector("#export-files figure pre")
-        assert page.locator("#export-files figcaption").count() >= 1
+        captions = page.locator("#export-files figcaption").all_inner_texts()
+        assert any(c.startswith("llamafactory.yaml") for c in captions)   # the uploaded config's job, exported
+        assert "(llamafactory)" in page.inner_text("#export-what")
 
 
-def test_table_downloads_and_runs(server, page):
-    page.goto(server + "/?model=llama-2-7b&method=lora&view=table")
+def test_table_one_gpu_per_sub_row_downloads_and_runs(server, page, tmp_path):
+    page.goto(server + "/?model=llama-2-7b&method=lora&view=table&quants=nf4,int8&global_batch=64")
     _ready(page)
     page.wait_for_selector("#resource-table tbody tr")
+    assert page.input_value("#quants") == "nf4,int8" and page.input_value("#global-batch") == "64"
+    heads = page.locator("#resource-table thead th").all_inner_texts()
+    assert heads[:3] == ["model", "params", "GPU"] and "qlora int8 bf16" in heads
+    rows = page.locator("#resource-table tbody tr")
+    assert rows.count() == 3                                     # llama-2-7b on each default GPU type
+    assert page.get_attribute("#resource-table tbody tr.model-start th", "rowspan") == "3"
+    assert page.locator("#resource-table td.gpu").all_inner_texts() == ["a100-80gb", "h100", "4090"]
+    kinds = set(page.eval_on_selector_all("#resource-table td.cell", "els => els.map(e => e.dataset.kind)"))
+    assert kinds and kinds <= {"one", "many", "ran", "none", "na"}
+    first = page.locator("#resource-table td.cell").first.locator("div").all_inner_texts()
+    assert first[0].startswith("x") and "GiB" in first[0] and " h" in first[1]   # GPUs, GiB per GPU; time, cost
+    assert "64 sequences per optimizer step" in page.inner_text("#table-assumptions")
     for fmt in ("csv", "xlsx", "html", "markdown"):
         href = page.get_attribute(f"#dl-{fmt}", "href")
-        assert href and f"format={fmt}" in href
+        assert href and f"format={fmt}" in href and "quants=nf4%2Cint8" in href and "global_batch=64" in href
         response = page.request.get(server + href)
         assert response.ok and response.body()
+        if fmt == "html":
+            assert b'class="assumptions"' in response.body()
+    page.locator("#table").screenshot(path=str(_shots(tmp_path) / "web-table.png"))
+    page.click("#lang-zh")
+    page.wait_for_url("**lang=zh**")
+    _ready(page)
+    page.wait_for_selector("#resource-table tbody tr")
+    assert "LoRA" in page.inner_text("#resource-table thead") and "假设" in page.inner_text("#table")
+    assert "lang=zh" in page.get_attribute("#dl-html", "href")
     body = {"setup": {"model": "llama-2-7b", "method": "lora"}, "measured": {"peak_allocated_gib": 21.0}}
     assert page.request.post(server + "/api/runs", data=body).ok
     page.click("#run-runs")

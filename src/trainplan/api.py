@@ -213,14 +213,22 @@ def fit(model: str | ModelSpec, **options: Unpack[Options]) -> FitResult:
 
 def table(models: tuple[str | ModelSpec, ...] = (), *, sizes: tuple[str, ...] = (),
           methods: tuple[str, ...] = ("full", "lora", "qlora"), precisions: tuple[str, ...] = (),
-          gpus: tuple[str, ...] = ("a100-80gb", "h100", "rtx4090"), max_gpus: int = 64, gpus_per_node: int = 8,
+          quants: tuple[str, ...] = (), gpus: tuple[str, ...] = ("a100-80gb", "h100", "rtx4090"),
+          max_gpus: int = 64, gpus_per_node: int = 8, global_batch: int = 32, db: str | None = None,
           today: datetime.date | None = None, **options: Unpack[Options]) -> TableResult:
-    """The resource table: models x methods x precisions -> memory, GPUs needed, time, cost."""
-    _limits(max_gpus=max_gpus, gpus_per_node=gpus_per_node)
+    """The resource table (`trainplan table`): models x methods x precisions (x `quants`, QLoRA's
+    quantized bases as columns, e.g. ("nf4", "int8")) -> for each GPU type the fewest GPUs that run
+    the cell, memory per GPU at that count, time and cost, at `global_batch` sequences per optimizer
+    step. `db` is the ledger whose calibration and recorded runs correct the cells (--db; default
+    $TRAINPLAN_DB, else the default file when it exists). The printed page (paper size, language) is
+    the writers' choice: trainplan.report.table_page.render_page(result, paper="letter")."""
+    _limits(max_gpus=max_gpus, gpus_per_node=gpus_per_node, global_batch=global_batch)
     models, sizes, methods = _names(models, "models"), _names(sizes, "sizes"), _names(methods, "methods")
-    precisions, gpus = _names(precisions, "precisions"), _names(gpus, "gpus")
+    precisions, quants, gpus = _names(precisions, "precisions"), _names(quants, "quants"), _names(gpus, "gpus")
+    if db is not None and not isinstance(db, str):
+        raise TrainplanError(f"db must be a ledger URL or a file path, got {db!r}")
     first = models[0] if models else None
     request = resolve_table(options_of(first, options, need_model=False), models=tuple(models), sizes=sizes, methods=methods,
-                            precisions=precisions, gpus=gpus, max_gpus=max_gpus, gpus_per_node=gpus_per_node,
-                            today=today)
+                            precisions=precisions, quants=quants, gpus=gpus, max_gpus=max_gpus,
+                            gpus_per_node=gpus_per_node, global_batch=global_batch, today=today, db=db)
     return resource_table(request)

@@ -3,6 +3,7 @@
     app.py      the ASGI app: error handling (one-line JSON errors), body limit, the page, /static
     params.py   the typed, frozen request records (the setup flags as query or JSON fields)
     routes.py   /api/estimate, /api/plan, /api/fit, /api/table, /api/import-config, /api/export
+    tables.py   /api/table's answers: the CLI's table writers (same files), its JSON with the page's layout
     listings.py /api/models, /api/gpus, /api/prices, /api/runs, /api/info
     uploads.py  uploaded configs: a private temp folder, the library's safe readers
     page.py     static/index.html in English or Chinese (gettext domain "web")

@@ -113,8 +113,18 @@ class TableSetup(Setup):
     gpus: str | None = Field(default=None, max_length=MAX_TEXT * 4, description="comma list, or all")
     max_gpus: int = Field(default=64, ge=1, le=MAX_GPUS)
     gpus_per_node: int = Field(default=8, ge=1, le=64)
+    quants: str | None = Field(default=None, max_length=MAX_TEXT,
+                               description="comma list of QLoRA's quantized bases as columns, e.g. nf4,int8 "
+                                           "(default: quant, else nf4)")
+    global_batch: int = Field(default=32, ge=1, le=MAX_GLOBAL_BATCH,
+                              description="sequences per optimizer step in every cell (micro-batch x accumulation "
+                                          "x data parallel)")
     tiers: bool = Field(default=False, description="one job (the first cell) on each GPU type")
     format: Literal["json", "csv", "xlsx", "html", "markdown"] = "json"
+    paper: Literal["a4", "letter"] = Field(default="a4", description="printed page of html and xlsx (landscape)")
+    lang: str | None = Field(default=None, max_length=16, examples=["en", "zh"],
+                             description="language of the downloads and of the JSON's display text (default en); "
+                                         "the JSON's cells stay in English, as `trainplan table --json`")
 
 
 class Upload(_Record):
@@ -165,6 +175,10 @@ class RunBody(_Record):
 class ExportQuery(Setup):
     formats: str | None = Field(default=None, max_length=MAX_TEXT,
                                 description="comma list of export formats (default: the framework's own)")
+
+
+class ExportBody(ExportQuery, Uploads):
+    """The same with uploads: the job of the uploaded configs (as --from), the fields given over them."""
 
 
 PLANNER_FIELDS = frozenset(PlanSetup.model_fields) - frozenset(Setup.model_fields)

@@ -1,21 +1,22 @@
 """The job endpoints: /api/estimate, /api/plan, /api/fit, /api/table, /api/import-config and
 /api/export. Each takes the setup as query parameters (GET: a shareable URL) or as JSON (POST, with
-uploads), calls trainplan.api and answers the result's to_dict(), the CLI's --json. No formulas."""
+uploads), calls trainplan.api and answers the result's to_dict(), the CLI's --json; /api/table also
+answers the files `trainplan table --format X` writes (web/tables.py). /api/export with uploads
+(POST) exports the uploaded configs' job, read as every upload is (confined to its folder). No formulas."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Query, UploadFile
+from fastapi import APIRouter, File, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
 
 import trainplan
 from trainplan.errors import TrainplanError
 from trainplan.safeio import CONFIG_LIMIT_BYTES
 from trainplan.web.params import (
+    ExportBody,
     ExportQuery,
     FitBody,
     PlanBody,
@@ -111,67 +112,37 @@ def fit_post(body: FitBody) -> dict[str, Any]:
     return _with_uploads(body, _fit)
 
 
-@router.get("/table", summary="the resource table: JSON, or a download (csv, xlsx, html, markdown)",
+@router.get("/table", summary="the resource table: JSON (as trainplan table --json, with the page's layout), or "
+                               "the file trainplan table --format csv|xlsx|html|markdown writes",
             responses={200: {"content": {"application/json": {}, "text/csv": {}, "text/html": {}, "text/markdown": {},
                                          "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": {}}}})
-def table_get(q: Annotated[TableSetup, Query()]) -> Response:
-    return _table(q)
+def table_get(request: Request, q: Annotated[TableSetup, Query()]) -> Response:
+    return _table(q, request.app.state.ledger_url)
 
 
 @router.post("/table", summary="the same with a JSON body")
-def table_post(body: TableSetup) -> Response:
-    return _table(body)
+def table_post(request: Request, body: TableSetup) -> Response:
+    return _table(body, request.app.state.ledger_url)
 
 
-_MEDIA = {"csv": "text/csv; charset=utf-8", "html": "text/html; charset=utf-8",
-          "markdown": "text/markdown; charset=utf-8",
-          "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}
-_SUFFIX = {"csv": "csv", "html": "html", "markdown": "md", "xlsx": "xlsx"}
+def _table(q: TableSetup, ledger: str | None) -> Response:
+    from trainplan.planner.table import resource_table
+    from trainplan.web import tables
 
-
-def _table_sheets(q: TableSetup) -> tuple[str, list[tuple[str, list[dict[str, Any]], list[str]]]]:
-    """The title and the sheets of `trainplan table` (cli/plan.py's cmd_table, through the library)."""
-    from trainplan.api import options_of
-    from trainplan.planner import table
-
-    check_model_name(q.model)
-    models = names(q.models) or ((q.model,) if q.model else ())
-    for m in models:
-        check_model_name(m)
-    options = options_of(models[0] if models else None, setup_keywords(q), need_model=False)
-    gpus = names(q.gpus) or table.DEFAULT_GPUS
-    tr = table.resolve_table(options, models=models, sizes=names(q.sizes), methods=names(q.methods) or table.DEFAULT_METHODS,
-                             precisions=names(q.precisions), gpus=gpus, max_gpus=q.max_gpus,
-                             gpus_per_node=q.gpus_per_node)
-    if q.tiers:
-        rows = table.tier_rows(tr)
-        return table.tier_title(tr), [("tiers", rows, list(rows[0]) if rows else [])]
-    result = table.resource_table(tr)
-    rows, columns = table.pivot_rows(result)
-    long_rows = table.long_rows(result.cells)
-    title = "Memory per GPU (one GPU, device view); fewest GPUs of each type (ZeRO-3 beyond one)"
-    if tr.dataset:
-        title += f"; cost at {tr.book.kind_label} prices in {tr.book.currency}"
-    return title, [("table", rows, columns), ("data", long_rows, list(dict.fromkeys(k for r in long_rows for k in r)))]
-
-
-def _table(q: TableSetup) -> Response:
-    from trainplan.report import table_formats as tf
-
-    title, sheets = _table_sheets(q)
-    if q.format == "json":
-        return JSONResponse({"title": title, "sheets": [{"name": n, "columns": c, "rows": r} for n, r, c in sheets]})
-    name = f"trainplan-table.{_SUFFIX[q.format]}"
-    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
-    if q.format == "xlsx":
-        with tempfile.TemporaryDirectory(prefix="trainplan-web-") as folder:
-            path = os.path.join(folder, name)
-            tf.write_xlsx(path, sheets)
-            with open(path, "rb") as handle:
-                data = handle.read()
-        return Response(data, media_type=_MEDIA["xlsx"], headers=headers)
-    _, rows, columns = sheets[-1] if q.format == "csv" else sheets[0]   # csv: one record per cell and GPU, as the CLI
-    return Response(tf.render(q.format, rows, columns, title=title), media_type=_MEDIA[q.format], headers=headers)
+    lang = tables.language_of(q.lang)           # a bad one is refused before anything is computed
+    tr = tables.table_request(q, ledger)
+    if q.tiers:                                 # words of the library's, in English, as the CLI's
+        title, rows, data = tables.tiers_download(tr, q.format)
+        if data is None:
+            return JSONResponse(tables.plain({"title": title, "tiers": rows}))
+    else:
+        result = resource_table(tr)
+        with tables.in_language(lang):
+            if q.format == "json":
+                return JSONResponse(tables.table_view(result))
+            data = tables.download(result, q.format, q.paper)
+    headers = {"Content-Disposition": f'attachment; filename="trainplan-table.{tables.SUFFIX[q.format]}"'}
+    return Response(data, media_type=tables.MEDIA[q.format], headers=headers)
 
 
 @router.post("/import-config", summary="upload training configs (as --from): the setup they say, with sources")
@@ -204,11 +175,22 @@ def export_formats() -> list[str]:
 export_router = APIRouter(prefix="/api", responses=ERRORS)
 
 
+def _exporter(formats: str | None) -> Callable[..., dict[str, Any]]:
+    def call(model: Any, **keywords: Any) -> dict[str, Any]:
+        from trainplan.estimation import estimate as estimate_job
+        from trainplan.export.write import build_export
+
+        job = trainplan.resolve(model, **keywords)
+        return build_export(job, estimate_job(job), formats).to_dict()
+    return call
+
+
 @export_router.get("/export", summary="the configs and launch lines of one setup, per framework format")
 def export_get(q: Annotated[ExportQuery, Query()]) -> dict[str, Any]:
-    from trainplan.estimation import estimate as estimate_job
-    from trainplan.export.write import build_export
+    return _with_uploads(q, _exporter(q.formats))
 
-    check_model_name(q.model)
-    job = trainplan.resolve(q.model, **setup_keywords(q))
-    return build_export(job, estimate_job(job), q.formats).to_dict()
+
+@export_router.post("/export", summary="the same with a JSON body: the job of the uploaded configs (as --from, "
+                                       "the fields given over them) or of an uploaded config.json")
+def export_post(body: ExportBody) -> dict[str, Any]:
+    return _with_uploads(body, _exporter(body.formats))

@@ -40,6 +40,17 @@ function setupParams() {
   return p;
 }
 
+// The plan's and the table's own inputs (no setup flags: the estimate takes none of them), each sent
+// where its data-for says ("plan", "table", "download") and only when it differs from its default.
+function extraInputs() { return Array.from(form.querySelectorAll("[data-param]")); }
+function extraParams(use, p) {
+  for (const e of extraInputs()) {
+    const v = e.value.trim();
+    if (e.dataset.for.split(" ").includes(use) && v !== "" && v !== (e.dataset.default || "")) p.set(e.dataset.param, v);
+  }
+  return p;
+}
+
 function hasUploads() { return state.configs.length > 0 || state.configJson !== null; }
 
 function showError(message) {
@@ -90,6 +101,7 @@ function list(node, items) {
 
 function shareUrl(extra) {
   const p = setupParams();
+  for (const e of extraInputs()) if (e.value.trim() !== "" && e.value.trim() !== (e.dataset.default || "")) p.set(e.dataset.param, e.value.trim());
   for (const [k, v] of Object.entries(extra || {})) p.set(k, v);
   if (LANG !== "en" && !p.has("lang")) p.set("lang", LANG);
   return location.pathname + "?" + p.toString();
@@ -164,13 +176,12 @@ async function runTiers() {
   for (const k of ["gpu", "num_gpus", "nodes", "zero", "fsdp", "offload"]) p.delete(k);
   try {
     const data = await api("/api/table", p);
-    const sheet = data.sheets[0];
     $("tiers").hidden = false;
     const yes = (v) => v ? t("fits") : t("does not fit");
     table($("tiers-table"), [["gpu", "GPU"], ["memory_gib", t("GiB on the GPU")], ["job_gib", t("GiB the job needs on one")],
       [(r) => yes(r.fits_one_gpu), t("one GPU")], [(r) => r.min_gpus === null ? "> " + 64 : r.min_gpus, t("fewest GPUs")],
       ["layout", t("layout")], ["gib_per_gpu", t("GiB per GPU then")], ["time_h", t("hours")],
-      [(r) => r.cost === null ? "" : `${r.cost} ${r.currency}`, t("cost")]], sheet.rows);
+      [(r) => r.cost === null ? "" : `${r.cost} ${r.currency}`, t("cost")]], data.tiers);
   } catch (err) {
     $("tiers").hidden = true;
   }
@@ -185,7 +196,7 @@ async function runPlan() {
   remember("plan");
   let data;
   try {
-    data = await api("/api/plan", setupParams(), {post: true});
+    data = await api("/api/plan", extraParams("plan", setupParams()), {post: true});
   } catch (err) {
     $("plan").hidden = true;
     showError(err.message);
@@ -216,12 +227,14 @@ function exportButton(plan) {
 }
 
 async function runExport(plan) {
-  // GET carries no upload: every field the form shows (those an uploaded config filled included)
-  const p = new URLSearchParams();
-  for (const e of fields()) if (e.value.trim() !== "") p.set(e.name, e.value.trim());
+  // With uploads: their job (POST, as --from) under the fields changed and the plan's layout.
+  // Without: every field the form shows, and the plan's layout over them.
+  const post = hasUploads();
+  const p = post ? setupParams() : new URLSearchParams();
+  if (!post) for (const e of fields()) if (e.value.trim() !== "") p.set(e.name, e.value.trim());
   for (const k of PLAN_KEYS) if (plan.sets[k] !== undefined && plan.sets[k] !== null) p.set(k, plan.sets[k]);
   try {
-    const data = await api("/api/export", p);
+    const data = await api("/api/export", p, {post});
     $("export").hidden = false;
     $("export-what").textContent = data.header;
     const box = $("export-files");
@@ -250,20 +263,58 @@ async function runTable() {
   p.delete("model");
   if (model) p.set("models", model);
   for (const k of ["method", "gpu", "num_gpus", "nodes", "zero", "fsdp", "offload"]) p.delete(k);
+  extraParams("table", p);
+  if (LANG !== "en") p.set("lang", LANG);       // the cells' words and the downloads in the page's language
   try {
     const data = await api("/api/table", p);
-    $("table").hidden = false;
-    $("table-title").textContent = data.title;
-    const sheet = data.sheets[0];
-    table($("resource-table"), sheet.columns.map((c) => [c, c]), sheet.rows);
+    renderTable(data);
     for (const fmt of ["csv", "xlsx", "html", "markdown"]) {
-      const q = new URLSearchParams(p); q.set("format", fmt);
+      const q = extraParams("download", new URLSearchParams(p)); q.set("format", fmt);
       $("dl-" + fmt).href = "/api/table?" + q.toString();
     }
   } catch (err) {
     $("table").hidden = true;
     showError(err.message);
   }
+}
+
+// The table as the printed page lays it out: a model's GPU types as its sub-rows, each cell its
+// words (GPUs and memory per GPU, time and cost, what it chose) coloured by fit.
+function renderTable(data) {
+  $("table").hidden = false;
+  $("table-title").textContent = data.title;
+  const node = $("resource-table");
+  node.textContent = "";
+  const head = node.createTHead().insertRow();
+  for (const h of [t("model"), t("params"), "GPU"].concat(data.columns.map((c) => c.header))) {
+    head.appendChild(Object.assign(document.createElement("th"), {textContent: h}));
+  }
+  const span = {};
+  for (const r of data.rows) span[r.model] = (span[r.model] || 0) + 1;
+  const body = node.createTBody();
+  let last = null;
+  for (const r of data.rows) {
+    const tr = body.insertRow();
+    if (r.model !== last) {
+      tr.className = "model-start";
+      tr.appendChild(Object.assign(document.createElement("th"), {textContent: r.model, rowSpan: span[r.model]}));
+      Object.assign(tr.insertCell(), {textContent: r.params, rowSpan: span[r.model]});
+    }
+    last = r.model;
+    Object.assign(tr.insertCell(), {textContent: r.gpu, className: "gpu"});
+    for (const c of r.cells) {
+      const td = tr.insertCell();
+      td.className = "cell " + c.kind + (c.calibrated ? " calibrated" : "");
+      td.dataset.kind = c.kind;
+      if (c.tip) td.title = c.tip;
+      c.parts.forEach((part, i) => td.appendChild(Object.assign(document.createElement("div"),
+        {className: "nrt"[Math.min(i, 2)], textContent: part})));
+    }
+  }
+  list($("table-assumptions"), data.assumptions.concat(data.notes));
+  table($("table-prices"), [["gpu", "GPU"], [(r) => r.price_per_gpu_hour === null ? "-" : num(r.price_per_gpu_hour, 2),
+    t("price per GPU-hour")], ["currency", t("currency")], ["provider", t("provider")], ["kind", t("pricing")],
+    ["source", t("source")], ["as_of", t("as of")]], data.prices);
 }
 
 async function runRuns() {
@@ -329,6 +380,7 @@ async function loadConfigJson(file) {
 async function start() {
   const params = new URLSearchParams(location.search);
   for (const e of fields()) if (params.has(e.name)) setValue(e, params.get(e.name));
+  for (const e of extraInputs()) if (params.has(e.dataset.param)) setValue(e, params.get(e.dataset.param));
   for (const lang of ["en", "zh"]) {
     $("lang-" + lang).addEventListener("click", (ev) => { ev.preventDefault(); location.href = shareUrl({lang, view: params.get("view") || ""}); });
   }
