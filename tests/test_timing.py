@@ -274,3 +274,22 @@ def test_dev_set_accuracy():
     assert statistics.median(errors) <= 0.20                    # issue 5: median |error| <= 20%
     llama2 = [r for r in rows if r[0].startswith("modelcard-llama2-")]
     assert len(llama2) == 3 and all(abs(r[5]) <= 0.25 for r in llama2)   # Llama 2 GPU-hours within 25%
+
+
+def test_geforce_boxes_are_not_given_infiniband(capsys):
+    """issue 13's must-show: a 7B full fine-tune on 32 x 4090 without --interconnect says what it
+    assumed and does not assume InfiniBand: one 25 GbE NIC per node, shared by its 8 GPUs
+    (25e9 / 8 bytes/s / 8 GPUs = 390.6 MB/s per GPU); an H100 keeps NDR (400 Gb/s per GPU)."""
+    from trainplan.catalog import resolve_gpu
+    from trainplan.cli import main
+
+    rtx, h100 = resolve_gpu("4090"), resolve_gpu("h100")
+    layout = Layout(gpu_id=rtx.id, num_gpus=32, nodes=4, zero=ZeroStage.PARAMETERS)
+    fab = fabric(rtx, layout)
+    assert fab.inter.name.startswith("Ethernet") and fab.inter.per_gpu_bytes_per_s(8) == pytest.approx(25e9 / 8 / 8)
+    assert fabric(h100, Layout(gpu_id=h100.id, num_gpus=32, nodes=4)).inter.bw_bytes_per_s == pytest.approx(400e9 / 8)
+    assert main(["estimate", "--model", "llama-2-7b", "--method", "full", "--gpu", "4090", "--num-gpus", "32",
+                 "--nodes", "4", "--zero", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "inter-node network assumed: Ethernet, 25 Gb/s per node; a guess for GeForce servers" in out
+    assert "InfiniBand" not in out.replace("rarely have InfiniBand", "")

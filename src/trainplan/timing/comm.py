@@ -89,8 +89,17 @@ def intranode_link(gpu: GpuSpec, choice: str | None = None) -> Link:
                 source="catalog gpu_gpu_bw (bidirectional per GPU) / 2")
 
 
+def is_consumer(gpu: GpuSpec) -> bool:
+    """A GeForce card (NVIDIA's consumer line): sold for desktops, rented in PCIe boxes."""
+    return gpu.name.lower().startswith("geforce")
+
+
 def default_interconnect(gpu: GpuSpec) -> str:
-    """Inter-node default: NDR for Hopper/Blackwell-class, HDR otherwise (DGX reference designs)."""
+    """Inter-node default: NDR for Hopper/Blackwell-class, HDR otherwise (DGX reference designs). A
+    GeForce box is no DGX: rented ones come with an Ethernet NIC, not InfiniBand, so one 25 GbE link
+    per node is assumed (a guess, said in the notes; --interconnect to change)."""
+    if is_consumer(gpu):
+        return "ethernet-25"
     return "ib-ndr" if gpu.generation in ("hopper", "blackwell") else "ib-hdr"
 
 

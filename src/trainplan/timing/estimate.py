@@ -29,7 +29,7 @@ from trainplan.frozen import field, frozen, replace
 from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.model.params import count_params, trainable_params
 from trainplan.specs import GpuSpec
-from trainplan.timing.comm import CommInputs, CommTimes, fabric, layout_comm, pcie_link
+from trainplan.timing.comm import CommInputs, CommTimes, fabric, is_consumer, layout_comm, pcie_link
 from trainplan.timing.efficiency import (
     DEFAULT_MODEL,
     Efficiency,
@@ -265,7 +265,12 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
     comm = layout_comm(layout, fab, x)
     notes += [f"{link}" for link in comm.links]
     if layout.nodes > 1 and options.interconnect is None:
-        notes.append(f"inter-node network assumed: {fab.inter.name} (--interconnect to change)")
+        guess = ("; a guess for GeForce servers, which rarely have InfiniBand" if is_consumer(gpu) else
+                 "; the GPU's reference (DGX/HGX) design")
+        notes.append(f"inter-node network assumed: {fab.inter.name}{guess} (--interconnect to change)")
+    if is_consumer(gpu) and layout.gpus_per_node > 1 and options.intranode is None:
+        notes.append("GPU to GPU inside a node over PCIe peer-to-peer assumed; GeForce drivers may disable it, "
+                     "and NCCL then copies through host memory (slower)")
 
     bubble_s = 0.0
     if layout.pp > 1 and options.sequential_pipeline:
