@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from trainplan.cli import main
-from trainplan.enums import Fsdp, Offload, ZeroStage
+from trainplan.enums import ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.job.options import JobOptions
-from trainplan.job.resolve import build_layout, build_setup, resolve_gpu
+from trainplan.job.resolve import build_setup, resolve_job
 from trainplan.job.training import Layout
 from trainplan.probe import launch
 from trainplan.probe.measure import local_gpu_id
@@ -242,12 +242,27 @@ def test_combine_ranks_reports_the_most_loaded():
 
 # -- multi-GPU: the generated launch (content checked, not run) ---------------------------------------
 
-def _plan(tmp_path, **kw):
-    req = JobOptions(model="qwen2.5-0.5b", batch_size=2, seq_len=1024, gpu="h100", **kw)
-    setup = build_setup(req)
-    layout = Layout(gpu_id="h100-sxm", num_gpus=req.num_gpus, zero=ZeroStage(int(req.zero)),
-                    fsdp=Fsdp(req.fsdp), offload=Offload(req.offload))
-    return launch.plan_launch(req, setup, layout, device="cuda", steps=3, launcher="auto", workdir=str(tmp_path))
+def _job(**kw):
+    req = JobOptions(**{"model": "qwen2.5-0.5b", "batch_size": 2, "seq_len": 1024, "gpu": "h100", **kw})
+    return req, resolve_job(req, priced=False, calibration=None)
+
+
+def _plan(tmp_path, launcher="auto", **kw):
+    req, job = _job(**kw)
+    return launch.plan_launch(req, job, device="cuda", steps=3, launcher=launcher, workdir=str(tmp_path))
+
+
+def _exported_for_the_probe(job) -> dict:
+    """What `trainplan export --format deepspeed` writes for the job, with the two keys the probe's
+    worker changes (launch.deepspeed_config says why): no `optimizer` (the worker passes its own),
+    zero_force_ds_cpu_optimizer false under optimizer offload."""
+    from trainplan.export import deepspeed as export_deepspeed
+
+    out = export_deepspeed.config(job, auto=False)
+    out.pop("optimizer", None)
+    if "offload_optimizer" in out["zero_optimization"]:
+        out["zero_force_ds_cpu_optimizer"] = False
+    return out
 
 
 def test_deepspeed_zero3_config_for_two_gpus(tmp_path):
@@ -262,13 +277,11 @@ def test_deepspeed_zero3_config_for_two_gpus(tmp_path):
     assert cfg["bf16"] == {"enabled": True} and cfg["fp16"]["enabled"] is False
     assert cfg["gradient_clipping"] == 1.0
     zero = cfg["zero_optimization"]
-    # DeepSpeed's own defaults, as the estimate assumes them (memory/sharding.ZeroConfig)
-    assert zero["stage"] == 3 and zero["overlap_comm"] is True and zero["contiguous_gradients"] is True
-    assert zero["reduce_bucket_size"] == 500_000_000 and zero["stage3_prefetch_bucket_size"] == 50_000_000
-    assert zero["stage3_param_persistence_threshold"] == 100_000
-    assert zero["stage3_max_live_parameters"] == 1_000_000_000
+    # no knob given: DeepSpeed's own defaults apply (bucket sizes left out), as the estimate assumes them
+    assert zero["stage"] == 3 and not any(key.endswith(("bucket_size", "threshold")) for key in zero)
     assert zero["offload_optimizer"] == {"device": "cpu", "pin_memory": True} and "offload_param" not in zero
-    assert cfg["zero_allow_untested_optimizer"] is True
+    assert cfg["zero_allow_untested_optimizer"] is True and cfg["zero_force_ds_cpu_optimizer"] is False
+    assert "optimizer" not in cfg   # the worker hands DeepSpeed HF Trainer's optimizer
     launch.write_job(plan)
     job = json.loads((tmp_path / "job.json").read_text())
     assert json.loads((tmp_path / "ds_config.json").read_text()) == cfg == job["deepspeed_config"]
@@ -279,16 +292,69 @@ def test_deepspeed_zero3_config_for_two_gpus(tmp_path):
 def test_deepspeed_zero2_fp16_has_no_stage3_keys(tmp_path):
     plan = _plan(tmp_path, num_gpus=2, zero=2, precision="fp16")
     zero = plan.deepspeed_config["zero_optimization"]
-    assert zero["stage"] == 2 and zero["overlap_comm"] is False
-    assert not any(key.startswith("stage3") for key in zero)
+    assert zero["stage"] == 2 and not any(key.startswith("stage3") for key in zero)
     assert plan.deepspeed_config["fp16"]["enabled"] is True and plan.deepspeed_config["bf16"]["enabled"] is False
+    assert "zero_force_ds_cpu_optimizer" not in plan.deepspeed_config   # no offload: DeepSpeed's default
+
+
+_DS_JOBS = {
+    "zero1": {"zero": 1}, "zero2": {"zero": 2}, "zero3": {"zero": 3},
+    "zero2-offload-optimizer": {"zero": 2, "offload": "optimizer"},
+    "zero3-offload-all": {"zero": 3, "offload": "all", "grad_accum": 8},
+    "zero3-offload-params-4gpus": {"zero": 3, "offload": "params", "num_gpus": 4},
+    "zero2-fp16": {"zero": 2, "precision": "fp16"}, "zero1-bf16-pure": {"zero": 1, "precision": "bf16-pure"},
+    "zero2-lion": {"zero": 2, "optimizer": "lion"}, "zero3-nvme": {"zero": 3, "offload": "all", "offload_device": "nvme"},
+    "zero3-buckets": {"zero": 3, "reduce_bucket_size": 10**7, "prefetch_bucket_size": 10**6},
+}
+
+
+@pytest.mark.parametrize("kw", list(_DS_JOBS.values()), ids=list(_DS_JOBS))
+def test_probe_deepspeed_config_is_the_exporters(tmp_path, kw, monkeypatch):
+    """The probe's ds_config is `trainplan export --format deepspeed`'s for the same job (ZeRO-1/2/3,
+    offload, precision, the knobs given), less what the worker changes; DeepSpeed's own config class takes it."""
+    kw = {"num_gpus": 2, **kw}
+    req, job = _job(**kw)
+    plan = launch.plan_launch(req, job, device="cuda", steps=3, launcher="auto", workdir=str(tmp_path))
+    assert plan.deepspeed_config == _exported_for_the_probe(job)
+    assert plan.deepspeed_config["zero_optimization"]["stage"] == kw["zero"]
+    assert plan.deepspeed_config["train_batch_size"] == 2 * job.setup.grad_accum * kw["num_gpus"]
+    ds = pytest.importorskip("deepspeed.runtime.config")
+
+    class Mpu:
+        def get_data_parallel_world_size(self) -> int:
+            return kw["num_gpus"]
+
+    monkeypatch.setattr(ds.dist, "get_rank", lambda *a, **k: 0)
+    parsed = ds.DeepSpeedConfig(json.loads(json.dumps(plan.deepspeed_config)), mpu=Mpu())
+    assert parsed.zero_optimization_stage == kw["zero"] and parsed.train_batch_size == plan.deepspeed_config[
+        "train_batch_size"]
+
+
+def test_probe_commands_are_the_export_launch_lines(tmp_path):
+    """The printed command is export/launch.py's one-node line with the probe's worker as the program
+    (torchrun as `python -m torch.distributed.run`, so the ranks run this interpreter)."""
+    import shlex
+
+    from trainplan.export import launch as export_launch
+    from trainplan.export.base import ExportContext
+
+    ctx = ExportContext(nodes=1, gpus_per_node=4)
+    job_file = str(tmp_path / "job.json")
+    torchrun = _plan(tmp_path, num_gpus=4, fsdp="full")
+    expected = shlex.split(" ".join(export_launch.torchrun(ctx, ["-m", "trainplan.probe.worker", "--job", job_file])))
+    assert list(torchrun.command) == [sys.executable, "-m", "torch.distributed.run", *expected[1:]]
+    assert "--nproc_per_node" in torchrun.command and "--standalone" in torchrun.command
+    zero = _plan(tmp_path, num_gpus=4, zero=2)
+    program = ["--no_local_rank", "--module", "trainplan.probe.worker", "--job", job_file]
+    expected = shlex.split(" ".join(export_launch.deepspeed(ctx, program)))
+    assert list(zero.command[1:]) == expected[1:] and zero.command[0].endswith("deepspeed")
 
 
 def test_torchrun_fsdp2_command_for_two_gpus(tmp_path):
     plan = _plan(tmp_path, num_gpus=2, fsdp="full")
     assert plan.launcher == "torchrun" and plan.strategy == "fsdp2" and plan.deepspeed_config is None
-    assert list(plan.command) == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-                                  "--nproc-per-node", "2", "-m", "trainplan.probe.worker",
+    assert list(plan.command) == [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                  "--nproc_per_node", "2", "-m", "trainplan.probe.worker",
                                   "--job", str(tmp_path / "job.json")]
     assert _plan(tmp_path, num_gpus=2).strategy == "ddp"
 
@@ -297,13 +363,13 @@ def test_torchrun_fsdp2_command_for_two_gpus(tmp_path):
     ({"num_gpus": 2, "zero": 2}, "torchrun", "DeepSpeed launcher"),
     ({"num_gpus": 2}, "deepspeed", "needs --zero"),
     ({"num_gpus": 2}, "mpirun", "not one of"),
+    ({"num_gpus": 2, "zero": 2, "offload": "params"}, "auto", "probe --zero: parameter offload needs ZeRO-3"),
+    ({"num_gpus": 2, "zero": 2, "offload": "optimizer", "precision": "bf16-pure"}, "auto", "DeepSpeedCPUAdam"),
 ])
 def test_launcher_choice_errors(tmp_path, kw, launcher, needle):
-    req = JobOptions(model="qwen2.5-0.5b", gpu="h100", **kw)
-    layout = Layout(num_gpus=req.num_gpus, zero=ZeroStage(int(req.zero)))
     with pytest.raises(TrainplanError, match=needle):
-        launch.plan_launch(req, build_setup(req), layout, device="cuda", steps=3, launcher=launcher,
-                           workdir=str(tmp_path))
+        _plan(tmp_path, launcher=launcher, **kw)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_layouts_the_probe_does_not_launch(tmp_path):
@@ -339,21 +405,58 @@ def test_print_launch_cli(capsys, tmp_path, monkeypatch):
     assert json.loads(Path(written["job_file"]).read_text())["request"]["model"] == "llama-3.1-8b"
     assert main(["probe", "--model", "qwen2.5-0.5b", "--num-gpus", "2", "--fsdp", "full", "--print-launch"]) == 0
     text = capsys.readouterr().out
-    assert "torch.distributed.run" in text and "--nproc-per-node 2" in text and "trainplan.probe.worker" in text
+    assert "torch.distributed.run" in text and "--nproc_per_node 2" in text and "trainplan.probe.worker" in text
     _one_line_error(capsys, ["probe", "--model", "qwen2.5-0.5b", "--print-launch"], "--num-gpus > 1")
 
 
+def _left_in(tmp: Path) -> list[str]:
+    """What a probe left in the temp dir: its work folders, torchelastic's log folders."""
+    return sorted(p.name for p in tmp.iterdir() if p.name.startswith(("trainplan-probe-", "torchelastic_")))
+
+
 @pytest.mark.trace
-def test_two_ranks_on_the_cpu_through_torchrun(capsys):
+def test_two_ranks_on_the_cpu_through_torchrun(capsys, tmp_path, monkeypatch):
     """The whole multi-GPU path (torchrun, the worker, DDP over gloo, the ranks combined) on the
-    CPU: DDP's gradient buckets included, the estimate holds."""
+    CPU: DDP's gradient buckets included, the estimate holds; the temp dir is left as it was."""
     _needs_torch()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     args = CPU_ARGS + ["--num-gpus", "2", "--steps", "2", "--json", "--no-record"]
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["num_gpus"] == 2 and len(data["measured"]["per_rank"]) == 2
     assert abs(data["error_pct"]["peak_allocated_bytes"]) < 2.0
     assert any("torchrun (ddp)" in note for note in data["notes"])
+    assert _left_in(tmp_path) == []   # the work folder and the launcher's logs are gone
+
+
+@pytest.mark.trace
+def test_a_cpu_probe_keeps_its_files_in_the_folder_asked_for(tmp_path, monkeypatch):
+    """run_distributed(workdir=...): the job files and every rank's result stay there; the launcher's
+    temp files go; nothing lands in the temp dir. A launcher past its timeout is stopped, and its
+    temporary work folder removed."""
+    _needs_torch()
+    import tempfile
+
+    from trainplan.estimation import estimate
+
+    tmp, work = tmp_path / "tmp", tmp_path / "kept"
+    tmp.mkdir()
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    req = JobOptions(model=str(TINY), batch_size=2, seq_len=64, num_gpus=2, gpu="a100-80gb")
+    est = estimate(resolve_job(req, priced=False, calibration=None))
+    measured, notes = launch.run_distributed(req, est, device="cpu", steps=2, workdir=str(work))
+    assert sorted(p.name for p in work.iterdir()) == ["job.json", "ranks"]
+    ranks = sorted(p.name for p in (work / "ranks").iterdir())
+    assert ranks == ["rank0.json", "rank1.json"] and len(measured.extra["per_rank"]) == 2
+    assert any(str(work) in note for note in notes) and _left_in(tmp) == []
+    with pytest.raises(TrainplanError, match="did not finish within"):
+        launch.run_distributed(req, est, device="cpu", steps=2, timeout_s=0.5)
+    assert _left_in(tmp) == []
 
 
 # -- the measurement matrix ----------------------------------------------------------------------------
@@ -503,8 +606,8 @@ def test_a_model_spec_travels_to_the_ranks_as_its_config(tmp_path):
     fields = launch.request_fields(req, tmp_path)
     assert fields["model"] == str(tmp_path / "config.json") and fields["gpu"] == "h100"
     assert list(tmp_path.iterdir()) == []   # planning writes nothing; write_job does
-    plan = launch.plan_launch(req, build_setup(req), build_layout(req, resolve_gpu("h100")), device="cuda",
-                              steps=3, launcher="auto", workdir=str(tmp_path))
+    job = resolve_job(req, priced=False, calibration=None)
+    plan = launch.plan_launch(req, job, device="cuda", steps=3, launcher="auto", workdir=str(tmp_path))
     assert plan.job["request"]["model"] == str(tmp_path / "config.json") and not plan.written
     assert launch.write_job(plan).written
     assert json.loads((tmp_path / "config.json").read_text()) == json.loads(TINY.read_text())

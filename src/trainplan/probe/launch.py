@@ -1,17 +1,26 @@
 """Multi-GPU probes through an existing launcher: torchrun (DDP, or FSDP2 with --fsdp) or the
-DeepSpeed launcher with a generated ZeRO config (--zero 1-3). One node, data parallel only.
+DeepSpeed launcher with a ZeRO config (--zero 1-3). One node, data parallel only.
+
+The probe is a user of trainplan's exporters (trainplan.export), so that what it measures is what
+`trainplan export` would have the user run: the DeepSpeed JSON is export/deepspeed.py `config(job,
+auto=False)` (less the two keys `deepspeed_config` says), the launch words are export/launch.py's
+`torchrun` / `deepspeed` on one node (with the probe's worker as the program).
 
 The parent writes a job file (the request, the device, the steps, the strategy, the DeepSpeed
 config), starts the launcher on `python -m trainplan.probe.worker --job FILE`, and each rank writes
 its own measurement; the probe reports the most loaded rank (the estimate's "per GPU" is the most
-loaded GPU) and keeps every rank's peaks.
+loaded GPU) and keeps every rank's peaks (measured.per_rank). The work folder is a temporary one,
+removed after the run with whatever the launcher left in its temp dir (torchelastic's log folders),
+unless the caller names a folder to keep.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,19 +29,22 @@ from typing import Any
 
 from trainplan.enums import Fsdp, Offload, Precision, ZeroStage
 from trainplan.errors import TrainplanError
+from trainplan.export import deepspeed as export_deepspeed
+from trainplan.export import launch as export_launch
+from trainplan.export.base import ExportContext
 from trainplan.frozen import frozen, replace
 from trainplan.job.options import JobOptions
-from trainplan.job.resolve import build_layout, build_setup, resolve_gpu
-from trainplan.job.training import Layout, TrainingSetup
-from trainplan.memory.sharding import ZeroConfig
+from trainplan.job.resolve import resolve_job
+from trainplan.job.training import Layout
 from trainplan.probe.result import MEMORY_VIEWS, Measurement, request_json
 from trainplan.specs import ModelSpec
 
 LAUNCHERS = ("auto", "torchrun", "deepspeed")
 WORKER_MODULE = "trainplan.probe.worker"
 JOB_FILE = "job.json"
-DS_CONFIG_FILE = "ds_config.json"
-GRAD_CLIP = 1.0   # HF Trainer's max_grad_norm; DeepSpeed's gradient_clipping
+DS_CONFIG_FILE = export_deepspeed.FILE   # ds_config.json, the name trainplan export gives it
+LAUNCHER_TMP = "tmp"       # the launched processes' TMPDIR, inside the work folder (removed after the run)
+TERMINATE_GRACE_S = 30     # a launcher past its timeout: SIGTERM, then SIGKILL after this long
 
 
 @frozen
@@ -82,52 +94,55 @@ def choose(layout: Layout, launcher: str) -> tuple[str, str]:
     return "torchrun", "ddp" if layout.fsdp is Fsdp.NONE else "fsdp2"
 
 
-def deepspeed_config(setup: TrainingSetup, layout: Layout) -> dict[str, Any]:
-    """The ZeRO config the estimate assumes: DeepSpeed's own defaults (memory/sharding.ZeroConfig),
-    16-bit weights with fp32 master weights in the optimizer, HF Trainer's clipping."""
-    knobs, stage = ZeroConfig(), int(layout.zero)
-    zero: dict[str, Any] = {"stage": stage, "overlap_comm": knobs.overlap(stage),
-                            "contiguous_gradients": knobs.contiguous_gradients,
-                            "reduce_bucket_size": knobs.reduce_bucket_size,
-                            "allgather_bucket_size": knobs.allgather_bucket_size}
-    if stage == 3:
-        zero.update(stage3_prefetch_bucket_size=knobs.prefetch_bucket_size,
-                    stage3_max_live_parameters=knobs.max_live_parameters,
-                    stage3_max_reuse_distance=knobs.max_reuse_distance,
-                    stage3_param_persistence_threshold=knobs.param_persistence_threshold,
-                    sub_group_size=knobs.sub_group_size)
-    if layout.offload in (Offload.OPTIMIZER, Offload.ALL):
-        zero["offload_optimizer"] = {"device": knobs.offload_device, "pin_memory": True}
-    if layout.offload in (Offload.PARAMS, Offload.ALL):
-        if stage != 3:
-            raise TrainplanError("--offload params needs --zero 3")
-        zero["offload_param"] = {"device": knobs.offload_device, "pin_memory": True}
-    compute = setup.precision.compute_dtype
-    return {
-        "train_micro_batch_size_per_gpu": setup.batch_size,
-        "gradient_accumulation_steps": setup.grad_accum,
-        "train_batch_size": setup.batch_size * setup.grad_accum * layout.dp,
-        "gradient_clipping": GRAD_CLIP,
-        "bf16": {"enabled": compute == "bf16"},
-        "fp16": {"enabled": compute == "fp16", "loss_scale": 0, "initial_scale_power": 16},
-        "zero_optimization": zero,
-        "zero_allow_untested_optimizer": True,   # HF Trainer's torch AdamW, not DeepSpeed's FusedAdam
-        "zero_force_ds_cpu_optimizer": False,
-        "steps_per_print": 10**9,
-        "wall_clock_breakdown": False,
-    }
+def deepspeed_config(job) -> dict[str, Any]:
+    """The probe's ds_config: what `trainplan export --format deepspeed` writes for the same job
+    (export/deepspeed.py `config(job, auto=False)`: concrete batch triple, precision, stage, offload, the
+    bucket knobs only where the job sets them, DeepSpeed's defaults otherwise, as the estimate assumes),
+    with two changes the worker needs, because it hands deepspeed.initialize the optimizer itself (HF
+    Trainer's, probe/run.make_optimizer):
+    - no `optimizer` section: a client optimizer wins over the config's (DeepSpeed runtime/engine.py
+      `_configure_optimizer`), so the file says what runs;
+    - `zero_force_ds_cpu_optimizer: false` under optimizer offload: otherwise DeepSpeed refuses a client
+      optimizer that is not DeepSpeedCPUAdam ("You are using ZeRO-Offload with a client provided
+      optimizer", engine.py). Under the HF Trainer accelerate swaps DeepSpeedCPUAdam in instead
+      (accelerator.py `_prepare_deepspeed`); the states live in CPU memory either way, the GPU's is the same.
+    bf16 master weights (--precision bf16-pure) with offload need DeepSpeedCPUAdam (runtime/base_optimizer.py),
+    which the probe does not build: refused here in one line."""
+    if job.setup.precision is Precision.BF16_PURE and job.layout.offload is not Offload.NONE:
+        raise TrainplanError("probe --zero: --precision bf16-pure with --offload needs DeepSpeedCPUAdam (DeepSpeed's "
+                             "bf16 master weights), which the probe does not build; probe --precision bf16 or "
+                             "without --offload")
+    try:
+        out = export_deepspeed.config(job, auto=False)
+    except TrainplanError as exc:   # the exporter's refusals, in the probe's words
+        raise TrainplanError(str(exc).replace("--format deepspeed: ", "probe --zero: ", 1)) from None
+    out.pop("optimizer", None)
+    if "offload_optimizer" in out["zero_optimization"]:
+        out["zero_force_ds_cpu_optimizer"] = False
+    return out
+
+
+def _context(num_gpus: int) -> ExportContext:
+    return ExportContext(nodes=1, gpus_per_node=num_gpus)
+
+
+def _argv(words: list[str]) -> list[str]:
+    """The export's launch words (an option and its value are one word there, for display) as argv."""
+    return [part for word in words for part in shlex.split(word)]
 
 
 def torchrun_command(num_gpus: int, job_path: str, python: str = sys.executable) -> list[str]:
-    """torchrun (python -m torch.distributed.run) on one node, a free port (--standalone)."""
-    return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-            "--nproc-per-node", str(num_gpus), "-m", WORKER_MODULE, "--job", job_path]
+    """export/launch.py's one-node torchrun (`--standalone --nproc_per_node G`: a free port), started as
+    `python -m torch.distributed.run` so that the ranks run this interpreter."""
+    words = _argv(export_launch.torchrun(_context(num_gpus), []))   # ["torchrun", options...]
+    return [python, "-m", "torch.distributed.run", *words[1:], "-m", WORKER_MODULE, "--job", job_path]
 
 
 def deepspeed_command(num_gpus: int, job_path: str, deepspeed: str = "deepspeed") -> list[str]:
-    """The DeepSpeed launcher on the local node; ranks read LOCAL_RANK (no --local_rank argument)."""
-    return [deepspeed, "--num_gpus", str(num_gpus), "--no_local_rank", "--module", WORKER_MODULE,
-            "--job", job_path]
+    """export/launch.py's one-node DeepSpeed launcher (`--num_gpus G`); the ranks read LOCAL_RANK
+    (--no_local_rank: no --local_rank argument) and run the worker module."""
+    words = _argv(export_launch.deepspeed(_context(num_gpus), []))  # ["deepspeed", options...]
+    return [deepspeed, *words[1:], "--no_local_rank", "--module", WORKER_MODULE, "--job", job_path]
 
 
 def _deepspeed_bin() -> str:
@@ -150,21 +165,22 @@ def request_fields(req: JobOptions, workdir: Path) -> dict[str, Any]:
     return fields
 
 
-def plan_launch(req: JobOptions, setup: TrainingSetup, layout: Layout, *, device: str, steps: int,
-                launcher: str, workdir: str) -> LaunchPlan:
+def plan_launch(req: JobOptions, job, *, device: str, steps: int, launcher: str, workdir: str) -> LaunchPlan:
+    """The launch of `job` (the resolved Job of `req`) from the folder `workdir`; nothing is written."""
+    setup, layout = job.setup, job.layout
     check_layout(layout, device)
     if setup.precision is Precision.FP8:
         raise TrainplanError("--precision fp8 is not probed")
     chosen, strategy = choose(layout, launcher)
     work = Path(workdir)
     job_path = str(work / JOB_FILE)
-    ds_config = deepspeed_config(setup, layout) if chosen == "deepspeed" else None
-    job = {"request": request_fields(req, work), "device": device, "steps": steps, "strategy": strategy,
-           "hybrid": layout.fsdp is Fsdp.HYBRID, "out_dir": str(work / "ranks"),
-           "deepspeed_config": ds_config}
+    ds_config = deepspeed_config(job) if chosen == "deepspeed" else None
+    ranks_job = {"request": request_fields(req, work), "device": device, "steps": steps, "strategy": strategy,
+                 "hybrid": layout.fsdp is Fsdp.HYBRID, "out_dir": str(work / "ranks"),
+                 "deepspeed_config": ds_config}
     command = (torchrun_command(layout.num_gpus, job_path) if chosen == "torchrun"
                else deepspeed_command(layout.num_gpus, job_path, _deepspeed_bin()))
-    return LaunchPlan(launcher=chosen, strategy=strategy, command=tuple(command), job=job,
+    return LaunchPlan(launcher=chosen, strategy=strategy, command=tuple(command), job=ranks_job,
                       deepspeed_config=ds_config, workdir=str(work),
                       model_config_json=req.model.hf_config_json if isinstance(req.model, ModelSpec) else None)
 
@@ -178,8 +194,13 @@ def write_job(plan: LaunchPlan) -> LaunchPlan:
     if plan.model_config_json:
         (work / MODEL_CONFIG_FILE).write_text(plan.model_config_json)
     if plan.deepspeed_config is not None:
-        (work / DS_CONFIG_FILE).write_text(json.dumps(plan.deepspeed_config, indent=2))
+        (work / DS_CONFIG_FILE).write_text(export_deepspeed.dumps(plan.deepspeed_config))
     return replace(plan, written=True)
+
+
+def _existing_dir(workdir: str) -> None:
+    if not os.path.isdir(workdir):
+        raise TrainplanError(f"workdir {workdir!r}: not an existing directory")
 
 
 def describe_launch(req: JobOptions, *, device: str, steps: int, launcher: str,
@@ -191,11 +212,11 @@ def describe_launch(req: JobOptions, *, device: str, steps: int, launcher: str,
     if req.num_gpus <= 1:
         raise TrainplanError("--print-launch applies with --num-gpus > 1")
     req = req if req.gpu is not None else replace(req, gpu="a100-80gb")
-    setup, layout = build_setup(req), build_layout(req, resolve_gpu(req.gpu))
-    if workdir is not None and not os.path.isdir(workdir):
-        raise TrainplanError(f"workdir {workdir!r}: not an existing directory")
+    job = resolve_job(req, priced=False, calibration=None)
+    if workdir is not None:
+        _existing_dir(workdir)
     work = workdir or os.path.join(tempfile.gettempdir(), f"trainplan-probe-{os.urandom(4).hex()}")
-    plan = plan_launch(req, setup, layout, device=device, steps=steps, launcher=launcher, workdir=work)
+    plan = plan_launch(req, job, device=device, steps=steps, launcher=launcher, workdir=work)
     if workdir is not None:
         plan = write_job(plan)
     return plan.to_dict()
@@ -241,30 +262,64 @@ def _read_ranks(out_dir: Path, num_gpus: int, proc: subprocess.CompletedProcess,
     return sorted(ranks, key=lambda r: r["rank"])
 
 
+def _run_launcher(plan: LaunchPlan, env: dict[str, str], timeout_s: float | None) -> subprocess.CompletedProcess:
+    """The launcher, waited for. Past `timeout_s` it gets SIGTERM, which torchrun and the DeepSpeed
+    launcher pass on to the ranks they started (in sessions of their own), and SIGKILL after a grace."""
+    try:
+        proc = subprocess.Popen(plan.command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except FileNotFoundError:
+        raise TrainplanError(f"{plan.launcher} is not installed (pip install deepspeed)") from None
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.communicate(timeout=TERMINATE_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise TrainplanError(f"{plan.launcher} did not finish within {timeout_s:.0f} s") from None
+    return subprocess.CompletedProcess(plan.command, proc.returncode, out, err)
+
+
+def _launch(req: JobOptions, est, work: Path, *, device: str, steps: int, launcher: str,
+            timeout_s: float | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """The ranks' results and the launch notes; the launcher's temp dir (inside `work`) is removed."""
+    plan = write_job(plan_launch(req, est.job, device=device, steps=steps, launcher=launcher, workdir=str(work)))
+    scratch = work / LAUNCHER_TMP
+    scratch.mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": os.pathsep.join(
+        p for p in (_package_root(), os.environ.get("PYTHONPATH", "")) if p)}
+    try:
+        proc = _run_launcher(plan, env, timeout_s)
+        notes = [(f"{est.layout.num_gpus} ranks launched with {plan.launcher} ({plan.strategy}); the most "
+                  f"loaded rank is reported, every rank's peaks under measured.per_rank")]
+        ranks = _read_ranks(Path(plan.job["out_dir"]), est.layout.num_gpus, proc, notes)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return ranks, notes
+
+
 def run_distributed(req: JobOptions, est, *, device: str, steps: int, launcher: str = "auto",
-                    timeout_s: float | None = None) -> tuple[Measurement, list[str]]:
-    """Launch the ranks, wait, and combine what they measured."""
+                    timeout_s: float | None = None, workdir: str | None = None) -> tuple[Measurement, list[str]]:
+    """Launch the ranks, wait, and combine what they measured. The job files and the ranks' results
+    go to a temporary folder that is removed afterwards (what the ranks measured is in the result:
+    measured.per_rank), or, with `workdir` (an existing folder), stay there (job.json, ds_config.json,
+    ranks/rank<N>.json). Either way the launcher's own temp files (torchelastic's logs) go."""
     if device == "cuda":
         import torch
 
         visible = torch.cuda.device_count()
         if visible < est.layout.num_gpus:
             raise TrainplanError(f"--num-gpus {est.layout.num_gpus}: torch sees {visible} CUDA device(s) here")
-    with tempfile.TemporaryDirectory(prefix="trainplan-probe-") as work:
-        plan = plan_launch(req, est.setup, est.layout, device=device, steps=steps, launcher=launcher,
-                           workdir=work)
-        plan = write_job(plan)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (_package_root(), os.environ.get("PYTHONPATH", "")) if p)}
-        try:
-            proc = subprocess.run(plan.command, env=env, capture_output=True, text=True, timeout=timeout_s)
-        except FileNotFoundError:
-            raise TrainplanError(f"{plan.launcher} is not installed (pip install deepspeed)") from None
-        except subprocess.TimeoutExpired:
-            raise TrainplanError(f"{plan.launcher} did not finish within {timeout_s:.0f} s") from None
-        notes = [f"{est.layout.num_gpus} ranks launched with {plan.launcher} ({plan.strategy}); the most "
-                 f"loaded rank is reported, every rank's peaks under measured.per_rank"]
-        ranks = _read_ranks(Path(plan.job["out_dir"]), est.layout.num_gpus, proc, notes)
+    kw = {"device": device, "steps": steps, "launcher": launcher, "timeout_s": timeout_s}
+    if workdir is not None:
+        _existing_dir(workdir)
+        ranks, notes = _launch(req, est, Path(workdir), **kw)
+        notes.append(f"the job files and each rank's result are kept in {workdir}")
+    else:
+        with tempfile.TemporaryDirectory(prefix="trainplan-probe-", ignore_cleanup_errors=True) as work:
+            ranks, notes = _launch(req, est, Path(work), **kw)
     for rank in ranks:
         notes += [n for n in rank.get("notes", []) if n not in notes]
     return combine(ranks), notes
