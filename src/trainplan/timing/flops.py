@@ -39,6 +39,7 @@ recomputation.
 
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
 
 from trainplan.enums import Attention, GradCkpt, Method
@@ -203,8 +204,15 @@ def flops_per_token(setup: TrainingSetup, *, seq_len: int | None = None,
     """Training FLOPs per token for `setup`, layer by layer (see the module docstring).
 
     `seq_len` is the length of the sequences the kernel sees (default setup.seq_len);
-    `attention_convention` defaults to what setup.attention's kernel computes.
+    `attention_convention` defaults to what setup.attention's kernel computes. The result (a frozen
+    record) is kept per (setup, length, conventions): the planner times many layouts of one setup.
     """
+    return _flops_per_token(setup, seq_len, attention_convention, mfu_convention)
+
+
+@functools.lru_cache(maxsize=4096)
+def _flops_per_token(setup: TrainingSetup, seq_len: int | None, attention_convention: AttnConvention | None,
+                     mfu_convention: AttnConvention) -> FlopsPerToken:
     spec = setup.model
     s = seq_len or setup.seq_len
     conv = attention_convention or kernel_convention(setup.attention)
