@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from trainplan.specs import GpuSpec, ModelSpec
@@ -41,3 +43,19 @@ def llama7b() -> ModelSpec:
 @pytest.fixture
 def gpu() -> GpuSpec:
     return a100_80()
+
+
+def estimate_json(capsys, *argv):
+    """`trainplan estimate ARGV --json`, run in process: its parsed output (exit 0 asserted)."""
+    from trainplan.cli import main
+
+    assert main(["estimate", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def options_from(*sources, **given):
+    """The JobOptions `--from SOURCES` gives, with `given` as the flags laid over them."""
+    from trainplan.importers.merge import from_configs
+    from trainplan.job.options import JobOptions
+
+    return from_configs([str(p) for p in sources], JobOptions(model="", **given), given)

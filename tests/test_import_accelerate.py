@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from conftest import estimate_json as est
+from conftest import options_from as options
 from trainplan.cli import main
 from trainplan.errors import TrainplanError
 from trainplan.importers import read_config
 from trainplan.importers.base import Origin
-from trainplan.importers.merge import from_configs
 from trainplan.job.options import JobOptions
 
 DIR = Path(__file__).parent / "fixtures" / "configs" / "accelerate"
@@ -19,15 +19,6 @@ FSDP2 = DIR / "fsdp2.yaml"
 ZERO3 = DIR / "deepspeed_zero3_offload.yaml"
 MULTI = DIR / "multi_node_fsdp1.yaml"
 DSFILE = DIR / "deepspeed_file.yaml"
-
-
-def options(*sources, **given) -> JobOptions:
-    return from_configs([str(p) for p in sources], JobOptions(model="", **given), given)
-
-
-def est(capsys, *argv):
-    assert main(["estimate", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def unread(opts: JobOptions) -> dict:

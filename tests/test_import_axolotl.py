@@ -4,24 +4,19 @@ that say the same job."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from trainplan.cli import main
+from conftest import estimate_json as est
+from conftest import options_from as options
 from trainplan.errors import TrainplanError
 from trainplan.importers import axolotl, read_config
 from trainplan.importers.base import Origin
-from trainplan.importers.merge import from_configs
 from trainplan.job.defaults import axolotl as axolotl_defaults
 from trainplan.job.options import OPTION_NAMES, JobOptions
 
 FIX = Path(__file__).parent / "fixtures" / "configs" / "axolotl"
-
-
-def options(source: str | Path, **given) -> JobOptions:
-    return from_configs([str(source)], JobOptions(model="", **given), given)
 
 
 def values(o: JobOptions, *names: str) -> dict:
@@ -34,11 +29,6 @@ def unread(o: JobOptions) -> set[str]:
 
 def origin(o: JobOptions, field: str) -> Origin:
     return next(s.origin for s in o.provenance if s.field == field)
-
-
-def est(capsys, *argv):
-    assert main(["estimate", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def same_estimate(capsys, fixture: Path, *flags: str, extra: tuple[str, ...] = ()) -> None:

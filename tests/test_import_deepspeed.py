@@ -5,11 +5,11 @@ section of shared/reference/framework_configs.md)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from conftest import estimate_json as est
 from trainplan.cli import main
 from trainplan.errors import TrainplanError
 from trainplan.importers import read_config
@@ -19,11 +19,6 @@ HERE = Path(__file__).parent / "fixtures" / "configs" / "deepspeed"
 Z3_OFFLOAD = HERE / "zero3_offload.json"           # HF's ds_config_zero3.json shape, "auto" values
 Z2 = HERE / "zero2_standalone.json"                # the batch triple, AdamW, bf16, ZeRO-2
 Z3_SP = HERE / "ds_z3_ulysses_zeropp.json"         # Ulysses, NVMe partial offload, ZeRO++, Muon
-
-
-def est(capsys, *argv):
-    assert main(["estimate", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def test_zero3_offload_with_auto_values():

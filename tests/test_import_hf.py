@@ -7,19 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from conftest import estimate_json as est
+from conftest import options_from as options
 from trainplan.cli import main
 from trainplan.errors import TrainplanError
 from trainplan.importers import detect, read_config
 from trainplan.importers import hf as reader
 from trainplan.importers.base import Origin
-from trainplan.importers.merge import from_configs
 from trainplan.job.options import JobOptions
 
 HERE = Path(__file__).parent / "fixtures" / "configs" / "hf"
-
-
-def options(path: Path | str, **given) -> JobOptions:
-    return from_configs([str(path)], JobOptions(model="", **given), given)
 
 
 def unread(opts: JobOptions) -> dict:
@@ -28,11 +25,6 @@ def unread(opts: JobOptions) -> dict:
 
 def origin(opts: JobOptions, field: str) -> Origin:
     return {s.field: s for s in opts.provenance}[field].origin
-
-
-def est(capsys, *argv):
-    assert main(["estimate", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def same_estimate(capsys, from_args: list[str], flag_args: list[str]) -> None:

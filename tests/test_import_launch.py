@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from trainplan.cli import main
+from conftest import estimate_json as est
+from conftest import options_from as options
 from trainplan.errors import TrainplanError
 from trainplan.importers import launch, read_config
 from trainplan.importers.base import Origin
@@ -16,15 +16,6 @@ from trainplan.job.options import JobOptions
 
 DIR = Path(__file__).parent / "fixtures" / "configs" / "launch"
 TUNE = Path(__file__).parent / "fixtures" / "configs" / "torchtune"
-
-
-def options(*sources, **given) -> JobOptions:
-    return from_configs([str(p) for p in sources], JobOptions(model="", **given), given)
-
-
-def est(capsys, *argv):
-    assert main(["estimate", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def unread(opts: JobOptions) -> dict:

@@ -4,12 +4,11 @@ same estimate as the equivalent flags."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from trainplan.cli import main
+from conftest import estimate_json as est
 from trainplan.errors import TrainplanError
 from trainplan.importers import detect, parse, read_config
 from trainplan.importers.base import Origin
@@ -20,11 +19,6 @@ from trainplan.job.options import OPTION_NAMES, JobOptions
 
 HERE = Path(__file__).parent / "fixtures" / "configs" / "llamafactory"
 FULL = HERE / "examples" / "train_full"
-
-
-def est(capsys, *argv):
-    assert main(["estimate", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def values(path) -> dict:

@@ -10,19 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from trainplan.cli import main
+from conftest import estimate_json as est
+from conftest import options_from as options
 from trainplan.errors import TrainplanError
 from trainplan.importers import read_config, swift
 from trainplan.importers.base import Origin
-from trainplan.importers.merge import from_configs
 from trainplan.job.defaults import swift as swift_defaults
 from trainplan.job.options import OPTION_NAMES, JobOptions
 
 FIX = Path(__file__).parent / "fixtures" / "configs" / "swift"
-
-
-def options(source: str | Path, **given) -> JobOptions:
-    return from_configs([str(source)], JobOptions(model="", **given), given)
 
 
 def values(o: JobOptions, *names: str) -> dict:
@@ -35,11 +31,6 @@ def unread(o: JobOptions) -> set[str]:
 
 def origin(o: JobOptions, field: str) -> Origin:
     return next(s.origin for s in o.provenance if s.field == field)
-
-
-def est(capsys, *argv):
-    assert main(["estimate", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def same_estimate(capsys, source: str, *flags: str) -> None:

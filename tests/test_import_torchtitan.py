@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from trainplan.cli import main
+from conftest import estimate_json as est
+from conftest import options_from as options
 from trainplan.errors import TrainplanError
 from trainplan.importers import read_config
 from trainplan.importers.base import Origin
@@ -20,15 +20,6 @@ L70B = DIR / "llama3_70b_tp8_pp2.toml"
 FP8 = DIR / "llama3_8b_float8.toml"
 OLD = DIR / "qwen3_8b_v0_1.toml"
 SINGLE = DIR / "qwen3_0.6b_single_gpu.toml"
-
-
-def options(*sources, **given) -> JobOptions:
-    return from_configs([str(p) for p in sources], JobOptions(model="", **given), given)
-
-
-def est(capsys, *argv):
-    assert main(["estimate", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def unread(opts: JobOptions) -> dict:

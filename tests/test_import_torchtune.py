@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from trainplan.cli import main
+from conftest import estimate_json as est
 from trainplan.errors import TrainplanError
 from trainplan.importers import read_config
 from trainplan.importers.base import Origin
@@ -24,11 +23,6 @@ ATTN_MLP = "q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
 
 def options(*paths, **given) -> JobOptions:
     return from_configs([str(p) for p in paths], JobOptions(model="", **given), given)
-
-
-def est(capsys, *argv):
-    assert main(["estimate", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def same(a: dict, b: dict) -> None:
