@@ -6,6 +6,7 @@ JSON whatever --output and --format write."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from trainplan.cli.common import csv_list, print_json
 from trainplan.cli.flags import add_setup_flags, options_from_args
@@ -47,18 +48,28 @@ def cmd_table(args: argparse.Namespace) -> int:
     result = table.resource_table(tr)
     long_rows = table.long_rows(result.cells)
     _pictures(args, result)
-    if fmt == "xlsx":
+    def xlsx() -> None:
         from trainplan.report.table_xlsx import write_table_xlsx
 
         write_table_xlsx(args.output, result, paper=args.paper)
+
+    return _deliver(args, fmt, xlsx, lambda: _render(fmt, result, long_rows, args.paper), long_rows)
+
+
+def _deliver(args: argparse.Namespace, fmt: str, xlsx: Callable[[], None], text: Callable[[], str],
+             rows: list[dict]) -> int:
+    """The table out: an xlsx file, or the text written to --output or printed; with --json the rows
+    on stdout (and the file still written), else "wrote FILE"."""
+    if fmt == "xlsx":
+        xlsx()
     elif args.output or not args.json:
-        text = _render(fmt, result, long_rows, args.paper)
+        rendered = text()
         if args.output:
-            tf.write_text(text, args.output)
+            tf.write_text(rendered, args.output)
         else:
-            print(text)
+            print(rendered)
     if args.json:
-        print_json(long_rows)
+        print_json(rows)
     elif args.output:
         print(f"wrote {args.output}")
     return 0
@@ -80,19 +91,8 @@ def _render(fmt: str, result: table.TableResult, long_rows: list[dict], paper: s
 def _tiers(args: argparse.Namespace, tr: table.TableRequest, fmt: str) -> int:
     rows = table.tier_rows(tr)
     columns = list(rows[0]) if rows else []
-    if fmt == "xlsx":
-        tf.write_xlsx(args.output, [("tiers", rows, columns)])
-    elif args.output or not args.json:
-        text = tf.render(fmt, rows, columns, title=table.tier_title(tr))
-        if args.output:
-            tf.write_text(text, args.output)
-        else:
-            print(text)
-    if args.json:
-        print_json(rows)
-    elif args.output:
-        print(f"wrote {args.output}")
-    return 0
+    return _deliver(args, fmt, lambda: tf.write_xlsx(args.output, [("tiers", rows, columns)]),
+                    lambda: tf.render(fmt, rows, columns, title=table.tier_title(tr)), rows)
 
 
 def _pictures(args: argparse.Namespace, result: table.TableResult) -> None:
