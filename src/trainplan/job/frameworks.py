@@ -224,6 +224,11 @@ class Capabilities:
     attentions: frozenset[Attention] = _ATTN
     instead: str = ""             # where to go for what it cannot run
 
+    def cannot_run(self, framework: Framework, what: str) -> str:
+        """The one-line refusal of `what` (e.g. "tensor parallelism (--tp 2)") under `framework`."""
+        tail = f"; {self.instead}" if self.instead else ""
+        return f"--framework {framework} cannot run {what}: it runs {self.layouts}{tail}"
+
 
 _HF_STACK = {"zero": (0, 1, 2, 3), "fsdp": True, "offload": _OFF_ZERO, "liger": True,
              "losses": frozenset({Loss.FULL, Loss.FUSED})}

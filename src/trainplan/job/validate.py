@@ -302,8 +302,7 @@ def _stack(framework: Framework, layout, *, said: bool) -> list[str]:
     notes = []
     for value, able, name, flag in ((layout.tp, caps.tp, "tensor", "tp"), (layout.pp, caps.pp, "pipeline", "pp")):
         if value > 1 and not able:
-            text = (f"--framework {framework} cannot run {name} parallelism (--{flag} {value}): it runs "
-                    f"{caps.layouts}" + (f"; {caps.instead}" if caps.instead else ""))
+            text = caps.cannot_run(framework, f"{name} parallelism (--{flag} {value})")
             if said:
                 raise TrainplanError(text)
             notes.append(f"{text}; estimated as the layout given (the default framework was not chosen)")

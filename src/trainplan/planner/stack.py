@@ -34,8 +34,7 @@ def fixed_layout(options: JobOptions) -> Fixed:
 
 
 def _refuse(framework: Framework, caps: Capabilities, what: str) -> TrainplanError:
-    tail = f"; {caps.instead}" if caps.instead else ""
-    return TrainplanError(f"--framework {framework} cannot run {what}: it runs {caps.layouts}{tail}")
+    return TrainplanError(caps.cannot_run(framework, what))
 
 
 def check_stack(framework: Framework, caps: Capabilities, fixed: Fixed, options: JobOptions,
