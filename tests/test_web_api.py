@@ -369,8 +369,8 @@ def test_an_uploaded_config_cannot_make_the_server_read_its_files(tmp_path, monk
         assert read_config(str(upload / "train.yaml")).values().get("zero", 0) == 0
     (upload / "train.yaml").write_text("model_name_or_path: meta-llama/Llama-2-7b-hf\nstage: sft\n"
                                        f"finetuning_type: full\ndeepspeed: {tmp_path / 'server.json'}\n")
-    with pytest.raises(TrainplanError, match="a file outside the upload"):
-        read_config(str(upload / "train.yaml"), confined=True)
+    with pytest.raises(TrainplanError, match="a file outside the upload"), confined_reads():
+        read_config(str(upload / "train.yaml"))
     (upload / "train.yaml").write_text("model_name_or_path: m\ndeepspeed: ../server.json\n")
-    with pytest.raises(TrainplanError, match="a file outside the upload"):
-        read_config(str(upload / "train.yaml"), confined=True)
+    with pytest.raises(TrainplanError, match="a file outside the upload"), confined_reads():
+        read_config(str(upload / "train.yaml"))

@@ -12,11 +12,11 @@ its flags' provenance through importers.merge) pays for no parser.
 """
 
 
-def read_config(source: str, *, confined: bool = False):
+def read_config(source: str):
     """See importers.read.read_config (imported on first use)."""
     from trainplan.importers.read import read_config as read
 
-    return read(source, confined=confined)
+    return read(source)
 
 
 def __getattr__(name: str):

@@ -43,15 +43,13 @@ def apply(imports: list[Imported], options: JobOptions, given: dict[str, Any]) -
                    configs=tuple(dict.fromkeys(f for i in imports for f in (i.file, *i.includes))))
 
 
-def from_configs(paths: list[str] | tuple[str, ...], options: JobOptions, given: dict[str, Any], *,
-                 confined: bool = False) -> JobOptions:
-    """Read each `--from` source and lay them over `options` (flags in `given` win). `confined`: the
-    files a config names are looked up only in its own folder (read_config)."""
+def from_configs(paths: list[str] | tuple[str, ...], options: JobOptions, given: dict[str, Any]) -> JobOptions:
+    """Read each `--from` source and lay them over `options` (flags in `given` win)."""
     if not paths:
         return replace(options, given=tuple(sorted(given)))
     from trainplan.importers.read import read_config  # parsers load only when a config is read
 
-    return apply([read_config(p, confined=confined) for p in paths], options, given)
+    return apply([read_config(p) for p in paths], options, given)
 
 
 def check_gpu_count(options: JobOptions) -> None:

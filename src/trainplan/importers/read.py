@@ -161,10 +161,10 @@ def confined_reads():
         _CONFINED.reset(token)
 
 
-def read_config(source: str, *, _depth: int = 0, included: bool = False, confined: bool = False) -> Imported:
-    """A config file (or a launch command given as text) read into settings. `confined` (or inside
-    `confined_reads()`): the files it names are looked up only inside its own folder."""
-    confined = confined or _CONFINED.get()
+def read_config(source: str, *, _depth: int = 0, included: bool = False) -> Imported:
+    """A config file (or a launch command given as text) read into settings. Inside
+    `confined_reads()` the files it names are looked up only inside its own folder."""
+    confined = _CONFINED.get()
     if _depth > 4:
         raise TrainplanError(f"--from {source}: configs include each other too deeply")
     if not os.path.exists(source) and _is_command(source):
@@ -180,5 +180,5 @@ def read_config(source: str, *, _depth: int = 0, included: bool = False, confine
         raise TrainplanError(f"--from {path}: empty, or not a mapping of settings")
     name = detect(data, path)
     ctx = ReadContext(base_dir=base_dir, included=included, confined=confined,
-                      load=lambda p: read_config(p, _depth=_depth + 1, included=True, confined=confined))
+                      load=lambda p: read_config(p, _depth=_depth + 1, included=True))
     return _reader(name).read(data, path, ctx)

@@ -66,9 +66,11 @@ class UploadDir:
     def check_configs(self) -> None:
         """Read each config once with the library's reader: every file it names must be an upload."""
         from trainplan.importers import read_config
+        from trainplan.importers.read import confined_reads
 
         for path in self.configs:
-            imported = read_config(path, confined=True)     # names outside the upload are not even looked at
+            with confined_reads():                # names outside the upload are not even looked at
+                imported = read_config(path)
             for name in (imported.file, *imported.includes):
                 full = os.path.abspath(name)
                 if os.path.commonpath([full, self.path]) != self.path:
@@ -104,12 +106,14 @@ def import_configs(folder: UploadDir) -> dict[str, Any]:
     """What the uploaded configs say about the job, as `--from` reads them (later files over
     earlier ones): each setting with its value and source, the keys not used and why."""
     from trainplan.importers.merge import check_gpu_count, from_configs
+    from trainplan.importers.read import confined_reads
     from trainplan.job.options import JobOptions
 
     if not folder.configs:
         raise TrainplanError("upload at least one training config (LLaMA-Factory, HF, DeepSpeed, axolotl, ...)")
     folder.check_configs()
-    options = from_configs(folder.configs, JobOptions(model=""), {}, confined=True)
+    with confined_reads():
+        options = from_configs(folder.configs, JobOptions(model=""), {})
     notes = []
     try:
         check_gpu_count(options)
