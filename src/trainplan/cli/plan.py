@@ -99,10 +99,7 @@ def _export_plan(args: argparse.Namespace, pr, result) -> dict:
         raise TrainplanError(f"--export-rank {args.export_rank}: no such plan is shown (shown: {ranks})")
     job = chosen.job if chosen.job is not None else plan_job(pr, chosen.found)
     est = chosen.estimate or estimate(job)
-    gpus_per_node = min(job.layout.num_gpus, args.gpus_per_node)
-    ctx = context_for(job, nodes=job.layout.nodes, gpus_per_node=job.layout.num_gpus // job.layout.nodes
-                      if job.layout.nodes else gpus_per_node)
-    export = build_export(job, est, args.export_format, ctx)
+    export = build_export(job, est, args.export_format, context_for(job))   # the plan's own nodes x GPUs
     written = write_export(export, args.export, force=args.force)
     return {"rank": chosen.rank, "directory": args.export, "formats": ",".join(sorted({f.format for f in export.files})),
             "written": list(written), "commands": list(export.commands), "notes": list(export.notes)}
