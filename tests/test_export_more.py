@@ -255,6 +255,9 @@ TORCHTITAN = {
                                "grad_ckpt": "op", "batch_size": 2, "grad_accum": 4, "seq_len": 8192},
     "70b-pp4-4nodes": {"model": "llama-3.1-70b", "num_gpus": 32, "nodes": 4, "fsdp": "full", "pp": 4, "grad_accum": 8,
                        "grad_ckpt": "full"},
+    "fp8-rowwise-gw-hp": {"num_gpus": 8, "fsdp": "full", "precision": "fp8", "fp8_recipe": "torchao-rowwise-gw-hp"},
+    "70b-pp4-zbv": {"model": "llama-3.1-70b", "num_gpus": 32, "nodes": 4, "fsdp": "full", "pp": 4, "grad_accum": 8,
+                    "grad_ckpt": "full", "pp_schedule": "zbv"},
     "hsdp-every-2-pure": {"num_gpus": 16, "nodes": 2, "fsdp": "hybrid", "grad_ckpt": "full", "grad_ckpt_every": 2,
                           "precision": "bf16-pure"},
     "qwen3-cp-fp32-offload-compile": {"model": "qwen3-8b", "num_gpus": 8, "fsdp": "full", "cp": 2, "offload": "all",
@@ -272,6 +275,7 @@ def test_torchtitan_round_trip_from_torchrun(case, tmp_path, monkeypatch):
     exported = exporter("torchtitan").export(job, None, ExportContext())
     back = read_back(exported.commands[0], monkeypatch, write(tmp_path, exported), gpu="h100")
     assert differences(job, back) == []
+    assert back.timing.pp_schedule == job.timing.pp_schedule      # the schedule travels (70b-pp4-zbv)
 
 
 def test_torchtitan_toml_alone_gives_the_gpu_count(tmp_path, monkeypatch):
@@ -304,6 +308,7 @@ MEGATRON = {
     "70b-vpp-fp8-offload": {"model": "llama-3.1-70b", "num_gpus": 32, "nodes": 4, "tp": 8, "pp": 4, "vpp": 5, "zero": 1,
                             "offload": "optimizer", "precision": "fp8"},
     "lora-tp2": {"method": "lora", "lora_targets": "all-linear", "num_gpus": 8, "tp": 2, "zero": 1},
+    "8b-fp8-current-scaling": {"num_gpus": 8, "zero": 1, "precision": "fp8", "fp8_recipe": "te-current"},
     "moe-ep4-no-sp": {"model": "qwen3-30b-a3b", "num_gpus": 16, "nodes": 2, "tp": 2, "ep": 4, "zero": 1,
                       "sequence_parallel": False},
 }

@@ -246,7 +246,8 @@ API_VALUES = st.one_of(
 API_KEYS = ("method", "gpu", "num_gpus", "batch_size", "seq_len", "grad_accum", "precision", "optimizer",
             "lora_rank", "lora_alpha", "lora_dropout", "lora_targets", "zero", "fsdp", "offload", "tp", "pp",
             "cp", "nodes", "epochs", "samples", "packing", "grad_ckpt", "attention", "headroom", "quant",
-            "efficiency", "framework", "retry_factor", "price_per_gpu_hour", "currency", "vpp", "max_steps")
+            "efficiency", "framework", "retry_factor", "price_per_gpu_hour", "currency", "vpp", "max_steps",
+            "pp_schedule", "fp8_recipe")
 
 
 def _finite_numbers(obj, path="result") -> None:

@@ -58,8 +58,10 @@ def test_float8_compile_selective_layers():
     assert (o.precision, o.compile, o.grad_ckpt, o.grad_ckpt_every) == ("fp8", True, "full", 2)
     assert (o.num_gpus, o.batch_size, o.grad_accum, o.seq_len, o.max_steps) == (8, 2, 2, 4096, 3000)
     assert o.reshard_after_forward is True
-    assert unread(o) == {"quantize.linear.float8": {"enable_fsdp_float8_all_gather": True, "recipe_name": "rowwise",
-                                                    "filter_fqns": ["output"]}}
+    # the recipe is read (its cast traffic and which GEMMs run in FP8: timing/fp8.py); FP8 all-gather
+    # and the modules kept out are not
+    assert o.fp8_recipe == "torchao-rowwise"
+    assert unread(o) == {"quantize.linear.float8": {"enable_fsdp_float8_all_gather": True, "filter_fqns": ["output"]}}
 
 
 def test_older_keys_and_defaults():
@@ -102,9 +104,23 @@ def test_unread_and_memory_budget(tmp_path):
                  'pipeline_parallel_schedule = "Interleaved1F1B"\n'
                  '[activation_checkpoint]\nmode = "memory_budget"\n[optimizer]\nname = "Muon"\n')
     o = options(f)
-    assert set(unread(o)) == {"model.flavor", "parallelism.pipeline_parallel_schedule", "activation_checkpoint.mode",
-                              "optimizer.name"}
+    assert set(unread(o)) == {"model.flavor", "activation_checkpoint.mode", "optimizer.name"}
     assert (o.num_gpus, o.pp, o.reshard_after_forward) == (16, 2, False)
+    # the schedule is read (its bubble is timing/pipeline's); the chunks per rank are not (split points)
+    assert o.pp_schedule == "interleaved-1f1b"
+    assert "give --vpp" in next(s for s in o.provenance if s.field == "pp_schedule").note
+
+
+@pytest.mark.parametrize("name, expected", [("ZBVZeroBubble", "zbv"), ("GPipe", "gpipe"), ("1F1B", "1f1b"),
+                                            ("InterleavedZeroBubble", "zb-h1"), ("DualPipeV", None)])
+def test_pipeline_schedules(tmp_path, name, expected):
+    f = tmp_path / "j.toml"
+    f.write_text('[model]\nname = "llama3"\nflavor = "70B"\n[training]\nlocal_batch_size = 8\n'
+                 '[parallelism]\ndata_parallel_shard_degree = 2\npipeline_parallel_degree = 4\n'
+                 f'pipeline_parallel_schedule = "{name}"\n')
+    o = options(f)
+    assert o.pp_schedule == expected
+    assert ("parallelism.pipeline_parallel_schedule" in unread(o)) is (expected is None)
 
 
 @pytest.mark.parametrize("text, needle", [

@@ -88,6 +88,10 @@ class Options(TypedDict, total=False):
     headroom: float
     sequence_parallel: bool
     vpp: int
+    host_cpus: int | None           # CPU cores per node (offloaded optimizer)
+    host_mem_gb_per_s: float | None  # host DRAM bandwidth per node, GB/s
+    fp8_recipe: str | None          # te-delayed | te-current | te-blockwise | te-mxfp8 | torchao-*
+    pp_schedule: str | None         # gpipe | 1f1b | interleaved-1f1b | zb-h1 | zbv
     uneven_pipeline: bool
     compile: bool | None
     eval_fraction: float

@@ -96,6 +96,26 @@ class Loss(StrEnum):
     FUSED = "fused"      # fused linear + cross-entropy (Liger, Unsloth, Cut-CE)
 
 
+class Fp8Recipe(StrEnum):
+    """FP8 training recipes (trainplan.timing.fp8 has what each runs in FP8 and what it costs)."""
+    TE_DELAYED = "te-delayed"              # TE DelayedScaling: one scale per tensor from the amax history
+    TE_CURRENT = "te-current"              # TE Float8CurrentScaling (Megatron --fp8-recipe tensorwise, "FP8-CS")
+    TE_BLOCKWISE = "te-blockwise"          # TE Float8BlockScaling: 1x128 activation, 128x128 weight blocks
+    TE_MXFP8 = "te-mxfp8"                  # TE MXFP8BlockScaling: 1x32 blocks, E8M0 scales (Blackwell)
+    TORCHAO_TENSORWISE = "torchao-tensorwise"   # torchao Float8Linear, dynamic per-tensor scales
+    TORCHAO_ROWWISE = "torchao-rowwise"         # torchao Float8Linear, per-row scales
+    TORCHAO_ROWWISE_GW_HP = "torchao-rowwise-gw-hp"   # rowwise, weight-gradient GEMM in bf16
+
+
+class PipeSchedule(StrEnum):
+    """Pipeline-parallel schedules (trainplan.timing.pipeline has their bubbles and sources)."""
+    GPIPE = "gpipe"                    # all forwards, then all backwards (torchtitan "GPipe")
+    ONE_F_ONE_B = "1f1b"               # PipeDream-flush 1F1B (Megatron, DeepSpeed TrainSchedule, torchtitan "1F1B")
+    INTERLEAVED = "interleaved-1f1b"   # v model chunks per rank (Megatron --num-layers-per-virtual-pipeline-stage)
+    ZB_H1 = "zb-h1"                    # zero bubble, 1F1B memory (Qi et al. 2024 ZB-H1 / ZB1P)
+    ZBV = "zbv"                        # zero bubble V-shape, 2 chunks per rank (torchtitan "ZBVZeroBubble")
+
+
 class Quant(StrEnum):
     NF4 = "nf4"
     FP4 = "fp4"

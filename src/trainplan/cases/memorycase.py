@@ -19,6 +19,7 @@ from trainplan.cases.text import (
     framework_of,
     gpu_of,
     grad_ckpt_of,
+    kbit_prep_fp32,
     memory_optimizer,
     precision_of,
     quant_of,
@@ -77,7 +78,9 @@ def _named_zero_stage(case: dict) -> tuple[int, str | None]:
     return int(found.group(1)), f"DeepSpeed ZeRO-{found.group(1)}: the config the case's text names"
 
 
-def _layout_flags(case: dict) -> dict:
+def layout_flags(case: dict) -> dict:
+    """The case's layout as JobOptions fields (num_gpus, nodes, zero, fsdp, offload, tp, pp, cp, ep, ...),
+    for the memory and the time readers alike."""
     par = case.get("parallel") or {}
     count = int((case.get("gpus") or {}).get("count") or 1)
     fsdp_text = text(par.get("fsdp")).upper()
@@ -113,6 +116,12 @@ def _layout_flags(case: dict) -> dict:
     return out
 
 
+def fsdp_version(par: dict) -> int | None:
+    """1 or 2 when the case's FSDP text names the version ("FSDP1 full shard", "FSDP2 fully_shard")."""
+    found = re.search(r"\bFSDP\s*([12])\b", text(par.get("fsdp")), re.I)
+    return int(found.group(1)) if found else None
+
+
 def grad_accum(case: dict) -> int:
     """The case's accumulation steps; when not given, global batch / (micro-batch x data-parallel GPUs)."""
     if case.get("grad_accum"):
@@ -136,12 +145,6 @@ def _quant(case: dict) -> tuple[str | None, bool, str | None]:
     return quant, bool(q.get("double_quant")), note
 
 
-# frameworks whose QLoRA recipe calls peft's prepare_model_for_kbit_training, which casts the
-# non-quantized weights (embeddings, head, norms) to fp32 (peft/utils/other.py; GPTQ/AWQ models
-# are left alone): the HF Trainer recipes, axolotl, and plain loops following peft's QLoRA guide
-_KBIT_PREP = frozenset({Framework.HF, Framework.AXOLOTL, Framework.PYTORCH})
-
-
 def map_memory_case(case: dict) -> MemoryMapping:
     """The memory case as a JobOptions and the view to compare; Skip with the reason otherwise."""
     lora = case.get("lora") or {}
@@ -159,7 +162,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
         raise Skip("sequence length or micro-batch not given")
     notes = [f"model: {how}", f"framework: {framework} (named in the case's framework text)"] + said_notes
     notes += [gnote] if gnote else []
-    layout = _layout_flags(case)
+    layout = layout_flags(case)
     par = case.get("parallel") or {}
     zero_named = int(par.get("zero_stage") or 0) or _named_zero_stage(case)[0]    # before the 1-GPU reset
     sharded = zero_named > 0 or layout["fsdp"] != "none"
@@ -172,7 +175,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
     notes += [onote] if onote else []
     quant, double_quant, qnote = quant_of(case)
     notes += [qnote] if qnote else []
-    if quant and framework in _KBIT_PREP and load_fp32 is None and not qnote:
+    if load_fp32 is None and kbit_prep_fp32(case, framework):   # the rule shared with the time reader
         load_fp32 = True
         notes.append("QLoRA recipe (peft prepare_model_for_kbit_training) casts the non-quantized weights to fp32")
     method = "full" if case["method"] == "pretrain" else case["method"]

@@ -201,12 +201,31 @@ def quant_of(case: dict) -> tuple[str | None, bool, str | None]:
     return quant, bool(q.get("double_quant")) or "double" in kind or "dq" in kind.split("-"), note
 
 
+# frameworks whose QLoRA recipe calls peft's prepare_model_for_kbit_training, which casts the
+# non-quantized weights (embeddings, head, norms) to fp32 (peft/utils/other.py; GPTQ/AWQ models
+# are left alone): the HF Trainer recipes, axolotl, and plain loops following peft's QLoRA guide
+KBIT_PREP = frozenset({Framework.HF, Framework.AXOLOTL, Framework.PYTORCH})
+
+
+_KBIT_PREP_SKIPS = ("aqlm", "eetq", "hqq", "torchao")   # peft leaves these (and GPTQ) uncast
+
+
+def kbit_prep_fp32(case: dict, framework: Framework) -> bool:
+    """Whether the case's QLoRA base keeps its non-quantized weights in fp32: a bitsandbytes-style
+    4/8-bit base (not GPTQ/AWQ/int4, quant_of's note, nor a format peft skips) under a framework in
+    KBIT_PREP. The one rule the memory and the time readers share."""
+    quant, _, note = quant_of(case)
+    named = text(case.get("quantization"))
+    return bool(quant) and framework in KBIT_PREP and not note and not any(w in named for w in _KBIT_PREP_SKIPS)
+
+
 _GPU_WORDS = (("4090", "rtx4090"), ("a6000", "rtx-a6000"), ("h100", "h100-sxm"), ("h800", "h800-sxm"),
               ("a800", "a800-sxm4-80gb"), ("h200", "h200-sxm"), ("h20", "h20"), ("l40s", "l40s"),
               ("40gb", "a100-sxm4-40gb"), ("a100", "a100-sxm4-80gb"), ("3090", "rtx3090"), ("v100", "v100"),
               ("a10g", "a10g"), ("a10", "a10"), ("l4", "l4"), ("t4", "t4"), ("910b", "ascend-910b"),
               ("mi300x", "mi300x"), ("b200", "b200"))
 _CLASS = re.compile(r"(\d+)\s*gb\b")
+
 
 
 def gpu_of(case: dict) -> tuple[GpuSpec, str | None]:

@@ -9,10 +9,20 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
-from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, lora_dropout, lora_targets, nodes_for
-from trainplan.cases.memorycase import grad_accum
-from trainplan.cases.text import embedded_settings, framework_of, gpu_of, grad_ckpt_of, memory_optimizer
+from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, lora_dropout, lora_targets
+from trainplan.cases.memorycase import fsdp_version, grad_accum, layout_flags
+from trainplan.cases.text import (
+    attention_of,
+    embedded_settings,
+    framework_of,
+    gpu_of,
+    grad_ckpt_of,
+    kbit_prep_fp32,
+    memory_optimizer,
+    quant_of,
+)
 from trainplan.enums import (
     Attention,
     Framework,
@@ -27,6 +37,8 @@ from trainplan.enums import (
     ZeroStage,
 )
 from trainplan.frozen import frozen, replace
+from trainplan.job.frameworks import profile
+from trainplan.job.resolve import supported_attention
 from trainplan.job.training import (
     Implementation,
     Layout,
@@ -35,8 +47,10 @@ from trainplan.job.training import (
     TrainingSetup,
     Workload,
 )
+from trainplan.memory.sharding import fsdp_for
 from trainplan.specs import GpuSpec
 from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
+from trainplan.timing.fp8 import recipe_from_text
 
 CARD_GPUS = 2048   # Llama 1 paper (Touvron et al. 2023a, section 2.4): 2048 A100-80GB for LLaMA-65B
 CARD_BATCH_TOKENS = 16 * 2**20   # Llama 3 paper (Dubey et al. 2024, section 3.4.1): 16M-token batches
@@ -55,6 +69,19 @@ class Mapped:
     metric: str
     measured: float | None
     note: str = ""
+
+
+_VIRTUAL = re.compile(r"\b(?:vp|vpp|virtual[ _-]pipeline(?:[ _-]model[ _-]parallel)?(?:[ _-]size)?)\s*[=:]?\s*(\d+)", re.I)
+
+
+def virtual_stages(par: dict) -> int:
+    """Virtual pipeline stages per rank (interleaved 1F1B) as the case states them: a `vpp` field or
+    "VP=5" / "virtual pipeline 4" in its parallel notes; 1 when not stated or "n/a"."""
+    stated = par.get("vpp") or par.get("virtual_pipeline")
+    if isinstance(stated, int) and stated > 0:
+        return stated
+    found = _VIRTUAL.search(str(par.get("other") or ""))
+    return int(found.group(1)) if found and int(found.group(1)) > 0 else 1
 
 
 def _lora(case: dict, framework: Framework) -> LoraConfig | None:
@@ -94,13 +121,20 @@ def map_case(case: dict) -> Mapped:
                               grad_dtype_fp32_accum=framework is Framework.MEGATRON or "default" in prec_text)
         if "fp8" in prec_text:
             precision = Precision.FP8
+            impl = replace(impl, fp8_recipe=recipe_from_text(prec_text, framework))   # None: the framework's
     quant = None
     options = TimingOptions(compiled=compiled)
     if method is Method.QLORA:
         qtext = json.dumps(case.get("quantization") or {}).lower()
-        quant = QuantConfig(kind=Quant.NF4)
+        kind, double_quant, _ = quant_of(case)
+        quant = QuantConfig(kind=Quant(kind or "nf4"), double_quant=double_quant)
         if "gptq" in qtext:
             options = replace(options, quant_kernel="gptq")
+        if kbit_prep_fp32(case, framework):
+            # the memory reader's rule (cases.text.kbit_prep_fp32): non-quantized weights in fp32, under
+            # the framework's own precision (autocast for HF Trainer recipes, none for a plain loop)
+            impl = replace(impl, load_fp32=True)
+            precision = profile(framework).precision
     micro = case.get("micro_batch")
     seq = case.get("seq_len")
     if not seq:
@@ -122,20 +156,20 @@ def map_case(case: dict) -> Mapped:
                           optimizer=memory_optimizer(case.get("optimizer"))[0] or Optimizer.ADAMW,
                           batch_size=micro, seq_len=seq, grad_accum=grad_accum(case),
                           grad_ckpt=GradCkpt(grad_ckpt_of(case.get("grad_ckpt")) or "none"),
-                          attention=Attention.SDPA if "sdpa" in (case.get("attention") or "").lower() else Attention.FLASH,
+                          attention=supported_attention(spec, Attention(attention_of(case.get("attention"))
+                                                                    or profile(framework).attention)),
                           lora=_lora(case, framework), quant=quant, framework=framework, impl=impl)
-    fsdp_text = (par.get("fsdp") or "").upper()
-    zero = ZeroStage(par.get("zero_stage") or 0)
-    fsdp = Fsdp.NONE
-    if "SHARD_GRAD_OP" in fsdp_text:
-        zero = ZeroStage.GRADIENTS           # FSDP SHARD_GRAD_OP = ZeRO-2 semantics
-    elif "FULL_SHARD" in fsdp_text:
-        fsdp = Fsdp.FULL
-    offload_text = (par.get("offload") or "").lower()
-    offload = Offload.ALL if "fsdp_cpu_offload" in offload_text else Offload.NONE
-    nodes = nodes_for(count)
-    layout = Layout(gpu_id=gpu.id, num_gpus=count, nodes=nodes, zero=zero, fsdp=fsdp, offload=offload,
-                    tp=par.get("tp") or 1, pp=par.get("pp") or 1, cp=par.get("cp") or 1)
+    flags = layout_flags(case)     # one reading of the layout for memory and time (cases/memorycase.py)
+    layout = Layout(gpu_id=gpu.id, num_gpus=count, nodes=flags["nodes"], zero=ZeroStage(flags["zero"]),
+                    fsdp=Fsdp(flags["fsdp"]), offload=Offload(flags["offload"]), tp=flags["tp"], pp=flags["pp"],
+                    cp=flags["cp"], ep=flags["ep"])
+    nodes = layout.nodes
+    version = fsdp_version(par)
+    if version is not None and layout.fsdp is not Fsdp.NONE:
+        options = replace(options, fsdp=replace(fsdp_for(framework), version=version))
+    stages = virtual_stages(par)
+    if stages > 1 and layout.pp > 1:
+        options = replace(options, pp_interleave=stages)
     if framework is Framework.FSDP and gpu.generation == "ampere" and nodes > 1:
         options = replace(options, interconnect="roce-200")   # llm-foundry README: 1600 Gbps RoCE per node
     if measured.get("gpu_hours"):

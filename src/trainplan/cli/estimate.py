@@ -11,8 +11,6 @@ from trainplan.cli.flags import add_setup_flags, options_from_args
 from trainplan.errors import TrainplanError
 from trainplan.estimation import estimate
 from trainplan.job.resolve import build_setup, resolve_job
-from trainplan.report.tables import render_table
-from trainplan.report.trace_text import render
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -43,6 +41,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_dict())
     else:
+        from trainplan.report.trace_text import render
+
         print(render(setup, result))
     return 0
 
@@ -51,6 +51,8 @@ def _listing(rows: list[dict], args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     else:
+        from trainplan.report.tables import render_table
+
         print(render_table(rows))
     return 0
 

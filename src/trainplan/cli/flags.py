@@ -66,6 +66,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
                                    "(required unless --from names the model)")
     g.add_argument("--method", default="full", help="full | lora | qlora | freeze")
     g.add_argument("--precision", help="bf16 | fp16 | fp32 | bf16-pure | fp16-pure | fp8 (default: framework's)")
+    g.add_argument("--fp8-recipe", help="with --precision fp8: te-delayed | te-current | te-blockwise | te-mxfp8 | "
+                   "torchao-tensorwise | torchao-rowwise | torchao-rowwise-gw-hp (default: the framework's)")
     g.add_argument("--optimizer", help="adamw | adamw-fused | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion | "
                    "badam (block-coordinate Adam, one layer at a time; --method full)")
     g.add_argument("--lora-rank", type=int, default=16)
@@ -110,6 +112,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     h.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=True,
                    help="Megatron sequence parallelism with --tp > 1 (default on)")
     h.add_argument("--vpp", type=int, default=1, help="virtual pipeline stages (interleaved 1F1B)")
+    h.add_argument("--pp-schedule", help="pipeline schedule: gpipe | 1f1b | interleaved-1f1b | zb-h1 | zbv "
+                   "(default: the framework's, interleaved with --vpp > 1, else 1f1b)")
     h.add_argument("--uneven-pipeline", action="store_true", help="allow layers not divisible by --pp")
     h.add_argument("--ulysses", type=int, default=1, help="Ulysses sequence parallelism degree (DeepSpeed, ms-swift)")
     h.add_argument("--device-map", help="auto: one copy of the model split layer by layer over the GPUs (accelerate)")
@@ -117,6 +121,10 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     h.add_argument("--reshard-after-forward", action=argparse.BooleanOptionalAction, default=None,
                    help="FSDP: free gathered parameters after forward (--no-: SHARD_GRAD_OP)")
     h.add_argument("--offload-device", help="cpu (default) | nvme: where ZeRO offloads")
+    h.add_argument("--host-cpus", type=int, help="CPU cores per node that run an offloaded optimizer "
+                   "(default: the GPU's reference server, stated in the notes)")
+    h.add_argument("--host-mem-gb-per-s", type=float, help="host memory bandwidth per node in GB/s for an "
+                   "offloaded optimizer (default: the reference server's DRAM)")
     for flag, text in (("--reduce-bucket-size", "ZeRO reduce bucket, elements or auto (h^2)"),
                        ("--prefetch-bucket-size", "ZeRO-3 prefetch bucket, elements or auto (0.9 h^2)"),
                        ("--param-persistence-threshold", "ZeRO-3 tensors kept whole, elements or auto (10 h)")):

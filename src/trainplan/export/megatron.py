@@ -27,6 +27,7 @@ from typing import Any
 
 from trainplan.enums import (
     Attention,
+    Fp8Recipe,
     Framework,
     Fsdp,
     GradCkpt,
@@ -35,6 +36,7 @@ from trainplan.enums import (
     NormKind,
     Offload,
     Optimizer,
+    PipeSchedule,
     Position,
     Precision,
     ZeroStage,
@@ -51,6 +53,11 @@ SWIFT_FILE = "megatron_swift.sh"
 def check(job) -> None:
     setup, layout = job.setup, job.layout
     pieces.no_freeze(FORMAT, job)
+    schedule = job.timing.pp_schedule
+    if schedule not in (None, PipeSchedule.ONE_F_ONE_B, PipeSchedule.INTERLEAVED):
+        raise pieces.refuse(FORMAT, f"--pp-schedule {schedule}: Megatron runs 1F1B, interleaved with virtual stages "
+                                    "(--vpp); use --format torchtitan for GPipe and the zero-bubble schedules")
+    fp8_recipe_arg(setup, FORMAT)
     if setup.method is Method.QLORA:
         raise pieces.refuse(FORMAT, "Megatron has no bitsandbytes 4-bit base: use --method lora, or --format swift / "
                                     "axolotl for QLoRA")
@@ -133,6 +140,23 @@ def lm_shape_missing(spec) -> str:
     return ""
 
 
+# trainplan's Transformer Engine recipes -> Megatron's --fp8-recipe (megatron/training/arguments.py; ms-swift
+# passes its fp8_recipe through); torchao's recipes have no Megatron form
+FP8_RECIPE_ARGS = {Fp8Recipe.TE_DELAYED: "delayed", Fp8Recipe.TE_CURRENT: "tensorwise",
+                   Fp8Recipe.TE_BLOCKWISE: "blockwise", Fp8Recipe.TE_MXFP8: "mxfp8"}
+
+
+def fp8_recipe_arg(setup, fmt: str) -> str | None:
+    """Megatron's --fp8-recipe for the setup's recipe (None: none stated, Megatron's default)."""
+    recipe = setup.impl.fp8_recipe
+    if setup.precision is not Precision.FP8 or recipe is None:
+        return None
+    if recipe not in FP8_RECIPE_ARGS:
+        raise pieces.refuse(fmt, f"Megatron runs Transformer Engine's FP8: --fp8-recipe {recipe} is torchao's; use "
+                            "te-delayed, te-current, te-blockwise or te-mxfp8")
+    return FP8_RECIPE_ARGS[recipe]
+
+
 def _precision_lm(p: Precision) -> list[str]:
     return {Precision.BF16: ["--bf16"], Precision.FP16: ["--fp16"], Precision.FP8: ["--bf16", "--fp8-format", "hybrid"],
             Precision.FP32: []}[p]
@@ -168,6 +192,8 @@ def lm_arguments(job, estimate, ctx: ExportContext) -> list[str]:
     if layout.offload is Offload.OPTIMIZER:
         args += ["--optimizer-cpu-offload"]
     args += _precision_lm(setup.precision)
+    if (recipe := fp8_recipe_arg(setup, FORMAT)) is not None:
+        args += ["--fp8-recipe", recipe]
     args += ["--attention-backend", "flash" if setup.attention is Attention.FLASH else "unfused"]
     args += ["--optimizer", "sgd" if setup.optimizer is Optimizer.SGD else "adam"]
     steps = _steps(job, estimate)
@@ -215,6 +241,8 @@ def swift_arguments(job, estimate, ctx: ExportContext) -> dict[str, Any]:
                            Precision.FP32: "float32"}[setup.precision]
     if setup.precision is Precision.FP8:
         args["fp8_format"] = "hybrid"
+        if (recipe := fp8_recipe_arg(setup, FORMAT)) is not None:
+            args["fp8_recipe"] = recipe
     args["attention_backend"] = "flash" if setup.attention is Attention.FLASH else "unfused"
     args["optimizer"] = "sgd" if setup.optimizer is Optimizer.SGD else "adam"
     steps = _steps(job, estimate)

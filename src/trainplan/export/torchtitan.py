@@ -26,7 +26,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainplan.enums import Attention, Framework, Fsdp, GradCkpt, Loss, Method, Offload, Optimizer, Precision, ZeroStage
+from trainplan.enums import (
+    Attention,
+    Fp8Recipe,
+    Framework,
+    Fsdp,
+    GradCkpt,
+    Loss,
+    Method,
+    Offload,
+    Optimizer,
+    PipeSchedule,
+    Precision,
+    ZeroStage,
+)
 from trainplan.export import pieces
 from trainplan.export.base import ExportContext, Exported, ExportFile
 from trainplan.memory.sharding import fsdp_for
@@ -42,6 +55,13 @@ MODELS: dict[str, tuple[str, str]] = {
     "qwen3-30b-a3b": ("qwen3", "30B-A3B"), "qwen3-235b-a22b": ("qwen3", "235B-A22B"),
     "deepseek-v2-lite": ("deepseek_v3", "16B"), "deepseek-v3": ("deepseek_v3", "671B"),
 }
+# trainplan's torchao recipes -> torchtitan's recipe_name (the inverse of importers/torchtitan._FP8_RECIPES)
+_FP8_NAMES = {Fp8Recipe.TORCHAO_TENSORWISE: "tensorwise", Fp8Recipe.TORCHAO_ROWWISE: "rowwise",
+              Fp8Recipe.TORCHAO_ROWWISE_GW_HP: "rowwise_with_gw_hp"}
+# trainplan's schedules -> torchtitan's names (the inverse of importers/torchtitan.SCHEDULES)
+_SCHEDULE_NAMES = {PipeSchedule.GPIPE: "GPipe", PipeSchedule.ONE_F_ONE_B: "1F1B",
+                   PipeSchedule.INTERLEAVED: "Interleaved1F1B", PipeSchedule.ZB_H1: "InterleavedZeroBubble",
+                   PipeSchedule.ZBV: "ZBVZeroBubble"}
 
 
 def _degrees(layout) -> dict[str, int]:
@@ -114,6 +134,10 @@ def _precision(job) -> tuple[dict[str, Any], list[str]]:
     if p is Precision.FP32:
         return {"mixed_precision_param": "float32"}, []
     if p is Precision.FP8:
+        recipe = job.setup.impl.fp8_recipe
+        if recipe is not None and recipe not in _FP8_NAMES:
+            raise pieces.refuse(FORMAT, f"torchtitan runs torchao Float8Linear: --fp8-recipe {recipe} is Transformer "
+                                "Engine's; use torchao-tensorwise, torchao-rowwise or torchao-rowwise-gw-hp")
         return {"mixed_precision_param": "bfloat16"}, ["quantize.linear.float8"]
     return {"mixed_precision_param": "bfloat16"}, []
 
@@ -154,7 +178,10 @@ def config(job, estimate, ctx: ExportContext) -> tuple[dict[str, dict[str, Any]]
     if layout.pp > 1:   # one step = the local batch in microbatches; gradient accumulation is the microbatches
         training["local_batch_size"] = setup.batch_size * setup.grad_accum
         parallel["pipeline_parallel_microbatch_size"] = setup.batch_size
-        if job.parallel.virtual_stages > 1:
+        stated = job.timing.pp_schedule
+        if stated is not None and stated is not PipeSchedule.INTERLEAVED:
+            parallel["pipeline_parallel_schedule"] = _SCHEDULE_NAMES[stated]
+        elif job.parallel.virtual_stages > 1:
             parallel["pipeline_parallel_schedule"] = "Interleaved1F1B"
             notes.append(f"Interleaved1F1B with {job.parallel.virtual_stages} stages per rank: torchtitan splits "
                          "the layers itself; the reader does not take virtual stages back (give --vpp with --from)")
@@ -186,6 +213,8 @@ def config(job, estimate, ctx: ExportContext) -> tuple[dict[str, dict[str, Any]]
                 "model": model, "optimizer": optimizer, "training": training, "parallelism": parallel,
                 "activation_checkpoint": _checkpointing(setup),
                 "compile": {"enable": setup.impl.compiled, "components": ["model", "loss"]}}
+    if setup.precision is Precision.FP8 and setup.impl.fp8_recipe is not None:
+        sections["quantize.linear.float8"] = {"recipe_name": _FP8_NAMES[setup.impl.fp8_recipe]}
     return sections, notes
 
 

@@ -29,6 +29,7 @@ import os
 from typing import Any
 
 from trainplan.errors import TrainplanError
+from trainplan.export.megatron import FP8_RECIPE_ARGS
 from trainplan.importers import deepspeed
 from trainplan.importers.axolotl import default, hf_optimizer
 from trainplan.importers.base import Collector, Imported, ReadContext, as_bool, as_float, as_int, names
@@ -492,6 +493,13 @@ def _megatron(c: Collector, args: dict, world: int) -> None:
     note = "16-bit weights, fp32 main grads, fp32 master weights and Adam states in the distributed optimizer"
     if args.get("fp8_format"):
         c.set("precision", "fp8", key="fp8_format", raw=args["fp8_format"], note="Transformer Engine fp8 GEMMs; " + note)
+        recipe = args.get("fp8_recipe")
+        if recipe is not None:
+            known = {v: k for k, v in FP8_RECIPE_ARGS.items()}.get(str(recipe).lower())
+            if known is None:
+                c.skip("fp8_recipe", recipe, "an FP8 recipe trainplan has no cost for")
+            else:
+                c.set("fp8_recipe", known.value, key="fp8_recipe", raw=recipe)
     elif args.get("torch_dtype"):
         c.set("precision", dtype, key="torch_dtype", raw=args["torch_dtype"], note=note)
     else:
@@ -520,4 +528,4 @@ _MEGATRON_READ = _READ | set(_MEGATRON_UNMODELLED) | {
     "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
     "virtual_pipeline_model_parallel_size", "sequence_parallel", "micro_batch_size", "global_batch_size",
     "recompute_granularity", "recompute_method", "recompute_num_layers", "use_distributed_optimizer",
-    "optimizer_cpu_offload", "fp8_format", "train_iters", "attention_backend", "recompute_modules"}
+    "optimizer_cpu_offload", "fp8_format", "fp8_recipe", "train_iters", "attention_backend", "recompute_modules"}

@@ -30,6 +30,7 @@ import os
 import re
 from typing import Any
 
+from trainplan.enums import Fp8Recipe, PipeSchedule
 from trainplan.errors import TrainplanError
 from trainplan.importers.base import Collector, Imported, ReadContext, as_bool, as_int, names
 from trainplan.job.defaults import defaults
@@ -50,10 +51,28 @@ _FLAVOR_NOTES = {("llama3", "8b"): "torchtitan llama3 8B is Llama 3.1 8B (its sh
                  ("deepseek_v3", "16b"): "the 16B flavor has DeepSeek-V2-Lite's shape (27 layers, 64 experts top-6, "
                                          "2 shared, MLA kv_lora_rank 512)"}
 _LOOPED = ("interleaved", "zbv", "dualpipe", "looped")
+# torchao Float8Linear recipe names (torchtitan components/quantization/float8.py Config.recipe_name;
+# older releases also accepted "tensorwise") -> ours; none given: rowwise, the Config default
+_FP8_RECIPES: dict[str, Fp8Recipe] = {
+    "tensorwise": Fp8Recipe.TORCHAO_TENSORWISE, "rowwise": Fp8Recipe.TORCHAO_ROWWISE,
+    "rowwise_with_gw_hp": Fp8Recipe.TORCHAO_ROWWISE_GW_HP,
+}
+# torch.distributed.pipelining schedule names (schedules.py get_schedule_class, lower-cased) -> ours
+SCHEDULES: dict[str, PipeSchedule] = {
+    "gpipe": PipeSchedule.GPIPE, "1f1b": PipeSchedule.ONE_F_ONE_B,
+    "interleaved1f1b": PipeSchedule.INTERLEAVED, "loopedbfs": PipeSchedule.INTERLEAVED,
+    "interleavedzerobubble": PipeSchedule.ZB_H1, "zbvzerobubble": PipeSchedule.ZBV,
+}
 _TRAINING_READ = {"local_batch_size", "batch_size", "global_batch_size", "seq_len", "steps", "dtype",
                   "mixed_precision_param", "enable_cpu_offload", "compile", "data_parallel_replicate_degree",
                   "data_parallel_shard_degree", "tensor_parallel_degree", "pipeline_parallel_degree",
                   "context_parallel_degree", "expert_parallel_degree"}
+
+
+def known_looped(schedule: str) -> bool:
+    """A schedule with several model chunks per rank, other than ZB-V (always two)."""
+    name = schedule.lower()
+    return any(s in name for s in _LOOPED) and name != "zbvzerobubble"
 
 
 def detect(data: Any, path: str) -> int:
@@ -177,9 +196,14 @@ def _parallel(c: Collector, par: dict, training: dict, data: dict, world: int | 
     elif d["dp_replicate"] > 1:
         c.ignore()   # DDP: replicated weights, trainplan's default data parallelism
     schedule = str(par.get("pipeline_parallel_schedule", "1F1B"))
-    if d["pp"] > 1 and any(s in schedule.lower() for s in _LOOPED):
-        c.skip("parallelism.pipeline_parallel_schedule", schedule, "a looped schedule: virtual stages per rank "
-               "come from the split points; give --vpp")
+    if d["pp"] > 1 and "pipeline_parallel_schedule" in par:
+        known = SCHEDULES.get(schedule.lower())
+        if known is None:
+            c.skip("parallelism.pipeline_parallel_schedule", schedule, "a schedule trainplan has no bubble for")
+        else:
+            c.set("pp_schedule", known.value, key="parallelism.pipeline_parallel_schedule", raw=schedule,
+                  note="a looped schedule: its virtual stages per rank come from the split points; give --vpp"
+                  if known_looped(schedule) else "")
     etp = par.get("expert_tensor_parallel_degree", 1)
     if as_int(etp, "parallelism.expert_tensor_parallel_degree", c.file, minimum=1) > 1:
         c.skip("parallelism.expert_tensor_parallel_degree", etp, "expert tensor parallelism is not modelled")
@@ -279,12 +303,19 @@ def _precision(c: Collector, training: dict, model: dict, data: dict, d: dict) -
                   note="torchao Float8Linear/MX matmuls; parameters stay fp32 under FSDP (bf16 compute copies)")
             q = data.get("quantize") if isinstance(data.get("quantize"), dict) else {}
             sub = (q.get("linear") or {}) if isinstance(q.get("linear"), dict) else {}
-            detail = {k: v for k, v in {**(data.get("float8") or {}), **(sub.get("float8") or {}),
-                                        **(sub.get("mx") or {})}.items()
-                      if k in ("recipe_name", "enable_fsdp_float8_all_gather", "filter_fqns")}
+            float8 = {**(data.get("float8") or {}), **(sub.get("float8") or {})}
+            recipe = float8.get("recipe_name")
+            if recipe is not None and not any("mx" in x.lower() for x in converters):
+                known = _FP8_RECIPES.get(str(recipe).lower())
+                if known is None:
+                    c.skip("quantize.linear.float8.recipe_name", recipe, "a float8 recipe trainplan has no cost for")
+                else:
+                    c.set("fp8_recipe", known.value, key="quantize.linear.float8.recipe_name", raw=recipe)
+            detail = {k: v for k, v in {**float8, **(sub.get("mx") or {})}.items()
+                      if k in ("enable_fsdp_float8_all_gather", "filter_fqns") or (k == "recipe_name" and "mx" in str(v))}
             if detail:
-                c.skip("quantize.linear.float8", detail, "float8 recipe, float8 all-gather and skipped modules: "
-                       "trainplan's fp8 is one tensorwise recipe over every linear")
+                c.skip("quantize.linear.float8", detail, "float8 all-gather, skipped modules and MX recipes are "
+                       "not modelled (the LM head is kept in bf16, the recipe's default)")
     else:
         c.ignore(sum(1 for s in ("float8", "mx", "quantize") if s in data))   # settings of a converter not on
 

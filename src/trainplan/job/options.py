@@ -61,6 +61,10 @@ class JobOptions:
     headroom: float = 0.10
     sequence_parallel: bool = True
     vpp: int = 1                      # virtual pipeline stages (interleaved 1F1B)
+    host_cpus: int | None = None      # CPU cores per node for an offloaded optimizer (None: the GPU's reference host)
+    host_mem_gb_per_s: float | None = None   # host DRAM bandwidth per node, GB/s (None: the reference host's)
+    fp8_recipe: str | None = None     # --precision fp8: trainplan.enums.Fp8Recipe (None: the framework's)
+    pp_schedule: str | None = None    # pipeline schedule (trainplan.enums.PipeSchedule; None: the framework's)
     uneven_pipeline: bool = False
     compile: bool | None = None       # torch.compile / fused kernels (time model)
     eval_fraction: float = 0.0        # evaluation tokens as a fraction of training tokens

@@ -12,6 +12,7 @@ from trainplan.cost.prices import NoPriceError, PriceBook, Pricing, resolve_pric
 from trainplan.cost.sources import market_gpus, options_book
 from trainplan.enums import (
     Attention,
+    Fp8Recipe,
     Framework,
     Fsdp,
     GradCkpt,
@@ -20,6 +21,7 @@ from trainplan.enums import (
     Method,
     Offload,
     Optimizer,
+    PipeSchedule,
     Precision,
     Quant,
     ZeroStage,
@@ -111,9 +113,13 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
     attention = parse_enum(Attention, req.attention, "--attention") if req.attention else prof.attention
     attention = supported_attention(spec, attention)
     loss = parse_enum(Loss, req.loss, "--loss") if req.loss else None
+    if req.fp8_recipe is not None and precision is not Precision.FP8:
+        raise TrainplanError(f"--fp8-recipe {req.fp8_recipe} is an FP8 recipe: it needs --precision fp8")
     impl = implementation(framework, loss=loss, optimizer_in_backward=req.optimizer_in_backward,
                           activation_offload=req.activation_offload, liger_kernels=req.liger,
-                          load_fp32=req.load_fp32, compiled=req.compile, padding_free=req.padding_free)
+                          load_fp32=req.load_fp32, compiled=req.compile, padding_free=req.padding_free,
+                          fp8_recipe=None if req.fp8_recipe is None else
+                          parse_enum(Fp8Recipe, req.fp8_recipe, "--fp8-recipe"))
     lora = quant = None
     if method in (Method.LORA, Method.QLORA):
         alpha = req.lora_alpha if req.lora_alpha is not None else 2.0 * req.lora_rank
@@ -314,6 +320,10 @@ def build_timing(req: JobOptions) -> TimingOptions:
     """The time model's options; reads --lengths-file."""
     return TimingOptions(interconnect=req.interconnect, compiled=req.compile, efficiency=check_efficiency(req.efficiency),
                          pp_interleave=req.vpp, sample_lengths=read_lengths(req.lengths_file),
+                         host_cpus=req.host_cpus,
+                         host_mem_bw_bytes_per_s=None if req.host_mem_gb_per_s is None else req.host_mem_gb_per_s * 1e9,
+                         pp_schedule=None if req.pp_schedule is None else
+                         parse_enum(PipeSchedule, req.pp_schedule, "--pp-schedule"),
                          sequential_pipeline=_sequential(req))
 
 
@@ -369,8 +379,11 @@ def resolve_job(req: JobOptions, *, today: datetime.date | None = None, calibrat
         calibration = load_active() if req.calibration else None
         recorded = recorded_runs() if req.calibration else None
     gpus, gpus_note = suggestable_gpus(tuple(catalog.load_gpus().values()), setup.precision, book)
+    fsdp = build_fsdp(req, setup.framework)
+    if fsdp is not None:
+        timing = replace(timing, fsdp=fsdp)       # the FSDP the offload traffic follows (timing.offload)
     job = Job(setup=setup, layout=layout, gpu=gpu, workload=workload, parallel=parallel, timing=timing,
-              zero=build_zero(req, spec), fsdp=build_fsdp(req, setup.framework),
+              zero=build_zero(req, spec), fsdp=fsdp,
               pricing=pricing, price_missing=missing, book=book, headroom=headroom, calibration=calibration,
               recorded=recorded,
               gpus=gpus, gpus_note=gpus_note, options=req)

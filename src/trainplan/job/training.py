@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from trainplan.enums import (
     Attention,
+    Fp8Recipe,
     Framework,
     Fsdp,
     GradCkpt,
@@ -55,6 +56,7 @@ class Implementation:
     grad_dtype_fp32_accum: bool = False   # Megatron main_grad: fp32 gradient accumulation buffer
     liger_kernels: bool = False           # fused RMSNorm/SwiGLU/RoPE: fewer saved tensors
     compiled: bool = False                # torch.compile: fused pointwise ops, min-cut saves (and loss)
+    fp8_recipe: Fp8Recipe | None = None   # precision fp8: None = the framework's (timing.fp8.default_recipe)
     fused_qkv: bool = False               # one q/k/v projection (litgpt): v keeps it alive; LoRA zero-pads
     output_fp32: bool = False             # logits returned in fp32 and held through backward (Fabric bf16-true)
     padding_free: bool = False

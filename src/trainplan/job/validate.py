@@ -11,6 +11,7 @@ import math
 
 from trainplan.enums import (
     Attention,
+    Fp8Recipe,
     Framework,
     Fsdp,
     GradCkpt,
@@ -18,6 +19,7 @@ from trainplan.enums import (
     Method,
     Offload,
     Optimizer,
+    PipeSchedule,
     Position,
     Precision,
     Quant,
@@ -41,7 +43,7 @@ INTS: dict[str, tuple[int, int]] = {
 }
 OPT_INTS: dict[str, tuple[int, int]] = {
     "samples": (1, BIG), "tokens_per_sample": (1, 1 << 25), "max_steps": (1, BIG),
-    "grad_ckpt_every": (1, 1 << 20), "max_live_parameters": (0, BIG),
+    "grad_ckpt_every": (1, 1 << 20), "max_live_parameters": (0, BIG), "host_cpus": (1, 1 << 16),
 }
 # field -> (low, high, low inclusive, high inclusive) for finite numbers
 FLOATS: dict[str, tuple[float, float, bool, bool]] = {
@@ -51,14 +53,15 @@ FLOATS: dict[str, tuple[float, float, bool, bool]] = {
 }
 OPT_FLOATS: dict[str, tuple[float, float, bool, bool]] = {
     "lora_alpha": (0.0, 1e6, False, True), "price_per_gpu_hour": (0.0, 1e6, True, True),
-    "efficiency": (0.0, 1.0, False, True),
+    "efficiency": (0.0, 1.0, False, True), "host_mem_gb_per_s": (0.0, 1e5, False, True),
 }
 BOOLS = ("dora", "double_quant", "packing", "spot", "sequence_parallel", "uneven_pipeline", "calibration")
 OPT_BOOLS = ("optimizer_in_backward", "activation_offload", "liger", "load_fp32", "compile",
              "reshard_after_forward", "ref_model", "padding_free", "overlap_comm")
 # choices parsed later by job/resolve.parse_enum: the same enums, checked here whether used or not
 ENUMS = {"method": Method, "precision": Precision, "optimizer": Optimizer, "quant": Quant, "grad_ckpt": GradCkpt,
-         "attention": Attention, "framework": Framework, "loss": Loss, "fsdp": Fsdp, "offload": Offload}
+         "attention": Attention, "framework": Framework, "loss": Loss, "fsdp": Fsdp, "offload": Offload,
+         "pp_schedule": PipeSchedule, "fp8_recipe": Fp8Recipe}
 CHOICES = {"stage": ("sft", "pt", "dpo", "ipo", "kto", "orpo", "simpo", "cpo", "rm", "grpo", "ppo"),
            "device_map": ("auto", "balanced", "balanced_low_0", "sequential"),
            "offload_device": ("cpu", "nvme"),
@@ -274,6 +277,8 @@ def check_job(job: Job, *, layout_given: bool = True) -> tuple[str, ...]:
         return tuple(notes)
     if opts is not None and opts.vpp > 1 and layout.pp == 1:
         raise TrainplanError(f"--vpp {opts.vpp} interleaves pipeline stages: it needs --pp > 1")
+    if opts is not None and opts.pp_schedule is not None and layout.pp == 1:
+        raise TrainplanError(f"--pp-schedule {opts.pp_schedule} schedules pipeline stages: it needs --pp > 1")
     if setup.framework is Framework.MEGATRON and layout.zero in (ZeroStage.GRADIENTS, ZeroStage.PARAMETERS):
         raise TrainplanError(f"--framework megatron has no ZeRO-{int(layout.zero)}: its distributed optimizer "
                              "shards the optimizer states (--zero 1); use --framework deepspeed for ZeRO-2/3")

@@ -45,6 +45,7 @@ from trainplan.specs import GpuSpec
 from trainplan.timing.efficiency import kernel_stack, matmul_efficiency
 from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
 from trainplan.timing.flops import flops_per_token
+from trainplan.timing.pipeline import bubble_floor
 from trainplan.timing.steps import sequence_shape, steps_per_epoch, total_steps
 from trainplan.units import SECONDS_PER_HOUR
 
@@ -245,8 +246,8 @@ def _bound(p: Problem, fam: Family, ri: int, per_micro: dict, flops_cache: dict,
             base /= time_factor(p.calibration, framework=str(setup.framework), gpu=r.gpu.id, method=str(setup.method))
         per_micro[key] = base
     compute = base / (fam.tp * fam.pp) * fam.grad_accum
-    if fam.pp > 1:
-        compute += compute * (fam.pp - 1) / (max(1, p.options.pp_interleave) * fam.grad_accum)
+    compute += compute * bubble_floor(p.options.pp_schedule, stages=fam.pp, micro_batches=fam.grad_accum,
+                                      virtual_stages=p.options.pp_interleave)
     run_s = compute * steps if steps else compute
     retry = p.workload.retry_factor
     cost = run_s / SECONDS_PER_HOUR * r.billable(fam.num_gpus) * r.price_per_gpu_hour * retry

@@ -302,11 +302,16 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         pp_s = m * 2 * x.activation_bytes / bw
     ep_s = 0.0
     if layout.ep > 1 and x.moe_layers:
-        span = tp * cp * layout.ep
-        bw = fab.bus_bw(span, max(1, fab.gpus_per_node // (tp * cp)))
+        # Megatron-Core MoEAlltoAllTokenDispatcher (moe/token_dispatcher.py): each rank permutes its
+        # own sequence-parallel 1/tp of the tokens to tokens x top_k rows and all-to-alls them over
+        # the EP group (dispatch and combine, forward and backward; again with full recompute);
+        # no dedup of a token's experts on one rank. Expert tensor parallel 1: the EP group is ep
+        # consecutive ranks (expert rank order tp-ep-dp folds TP into EP).
+        span = layout.ep
+        bw = fab.bus_bw(span, max(1, min(span, fab.gpus_per_node)))
         links.append(f"expert parallel over {fab.link_name(span)}")
         passes = 4 + (2 if x.tp_collectives_per_layer > 4 else 0)
-        ep_s = m * x.moe_layers * passes * alltoall_s(x.moe_dispatch_bytes, layout.ep, bw)
+        ep_s = m * x.moe_layers * passes * alltoall_s(x.moe_dispatch_bytes / tp, layout.ep, bw)
     cp_s = 0.0
     if cp > 1:
         bw = fab.bus_bw(tp * cp)

@@ -22,7 +22,9 @@ The model (one formula per factor; every constant below names the measurements i
 * T / (T + T0): tokens per micro-batch per GPU, T, are the M dimension of every matmul (and of the
   weight-gradient reduction); small micro-batches leave tiles and waves idle.
 * Attention (QK^T, softmax, AV) runs in its own kernels with their own efficiency, counted in
-  causal FLOPs (flash kernels skip masked blocks): `attention_efficiency`.
+  causal FLOPs (flash kernels skip masked blocks): the kernel that runs and its published forward
+  and backward efficiency by sequence length (trainplan.timing.attention); where none is published
+  for the kernel on that GPU, the fitted ridge interpolation `attention_efficiency`.
 
 FIT: the constants were fitted once, jointly, by least squares on log throughput, to 41 published
 measurements of the development set (../shared/ground_truth/published_dev.json): the 25 bf16 MosaicML
@@ -42,6 +44,7 @@ from trainplan.enums import Framework
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen
 from trainplan.specs import GpuSpec
+from trainplan.timing.attention import AttentionKernel, kernel_efficiency
 
 
 class KernelStack(StrEnum):
@@ -169,7 +172,8 @@ class Efficiency:
     """The matmul efficiency and each factor it is the product of (for the chain and notes)."""
 
     value: float                 # achieved fraction of dense peak for the linear layers
-    attention: float             # achieved fraction of the 16-bit peak for the attention core
+    attention: float             # achieved fraction of the 16-bit peak for the attention core (forward
+                                 # + backward at 2 forwards: 3 / (1 / fwd + 2 / bwd))
     mamf_fraction: float
     mamf_known: bool
     sustained: float
@@ -181,23 +185,41 @@ class Efficiency:
     peak_dtype: str
     attention_peak_flops_per_s: float
     overridden: bool = False
+    attention_fwd: float = 0.0   # forward (and recomputation) of the attention core; 0: `attention`
+    attention_bwd: float = 0.0   # its backward, FLOPs counted as 2 forwards; 0: `attention`
+    attention_kernel: str = ""   # trainplan.timing.attention.AttentionKernel that runs ("" unknown)
+    attention_source: str = ""   # the published benchmark, or "" for the fitted interpolation
 
 
 def matmul_efficiency(gpu: GpuSpec, dtype: str, *, hidden_size: int, tokens_per_micro_batch: float,
                       stack: KernelStack, m: EfficiencyModel = DEFAULT_MODEL,
-                      override: float | None = None) -> Efficiency:
-    """e = MAMF x sustained(ridge) x width(h) x tokens(T); see the module docstring."""
+                      override: float | None = None, attention_kernel: AttentionKernel | None = None,
+                      seq_len: int = 0, head_dim: int = 0) -> Efficiency:
+    """e = MAMF x sustained(ridge) x width(h) x tokens(T); see the module docstring. With an
+    `attention_kernel` (and the sequence length and head dim it runs at) the attention efficiency is
+    the kernel's published one (trainplan.timing.attention.kernel_efficiency) where there is one."""
     peak, used = peak_for(gpu, dtype)
     attn_peak, _ = peak_for(gpu, "bf16") if dtype in ("fp8", "bf16") else peak_for(gpu, dtype)
     ridge = ridge_point(peak, gpu.memory_bw_bytes_per_s)
     attn_ridge = ridge_point(attn_peak, gpu.memory_bw_bytes_per_s)
     mamf, known = mamf_fraction(gpu, used)
-    sustained = sustained_fraction(ridge, m)
+    # The sustained fraction is a property of the GPU, fitted on 16-bit steps against their ridge:
+    # FP8 takes it at the 16-bit ridge. What FP8's doubled rate adds in memory-bound time is counted
+    # once, by the width factor at the FP8 ridge below and the quantisation traffic (trainplan.timing.fp8);
+    # at the FP8 ridge (591 on H100, outside the fitted 153-295) it would count a second time.
+    sustained = sustained_fraction(attn_ridge if used == "fp8" else ridge, m)
     e_max = mamf * sustained
     width = width_factor(hidden_size, e_max, ridge, stack, m)
     tok = tokens_factor(tokens_per_micro_batch, m)
     value = override if override is not None else e_max * width * tok
-    return Efficiency(value=value, attention=attention_efficiency(attn_ridge, m), mamf_fraction=mamf,
+    fitted = attention_efficiency(attn_ridge, m)
+    published = (kernel_efficiency(attention_kernel, gpu.generation, head_dim, seq_len)
+                 if attention_kernel is not None and attention_kernel is not AttentionKernel.EAGER else None)
+    fwd, bwd = (published.fwd, published.bwd) if published else (fitted, fitted)
+    return Efficiency(value=value, attention=3.0 / (1.0 / fwd + 2.0 / bwd), mamf_fraction=mamf,
                       mamf_known=known, sustained=sustained, width=width, tokens=tok, ridge=ridge,
                       stack=stack, peak_flops_per_s=peak, peak_dtype=used,
-                      attention_peak_flops_per_s=attn_peak, overridden=override is not None)
+                      attention_peak_flops_per_s=attn_peak, overridden=override is not None,
+                      attention_fwd=fwd, attention_bwd=bwd,
+                      attention_kernel=attention_kernel.value if attention_kernel else "",
+                      attention_source=published.source if published else "")

@@ -1,13 +1,13 @@
 """Time of one training step and of the whole run, as a sum of named parts.
 
 step_s = compute (linear FLOPs / (peak x e) + attention FLOPs / (peak x e_attn) + memory-bound
-         LoRA adapter traffic / bandwidth)
+         LoRA adapter traffic / bandwidth + QLoRA's fp32 path, trainplan.timing.quantized)
        + optimizer step (state bytes read and written / bandwidth, or the CPU step when offloaded)
-       + QLoRA dequantisation (bytes / bandwidth)
+       + QLoRA dequantisation (bytes per use x uses / bandwidth, trainplan.timing.quantized)
        + parameter offload traffic not hidden behind compute
        + exposed communication (trainplan.timing.comm)
-       + pipeline bubble: compute x (p - 1) / (v m)  (so that bubble / (compute + bubble) =
-         (p - 1) / (v m + p - 1), Narayanan et al. 2021 section 2.2; v = interleaved chunks)
+       + pipeline bubble: compute x the schedule's bubble fraction (trainplan.timing.pipeline; 1F1B
+         (p - 1) / m, interleaved (p - 1) / (v m), zero-bubble schedules less)
 
 run: total_s = steps x step_s + evaluation + checkpoint saving (one attempt);
 gpu_hours = total_s x GPUs / 3600; the retry factor (default 1.0) multiplies both for the
@@ -22,13 +22,16 @@ from trainplan.enums import (
     GradCkpt,
     Method,
     Offload,
+    PipeSchedule,
     Precision,
     ZeroStage,
 )
 from trainplan.frozen import field, frozen, replace
 from trainplan.job.training import Layout, TrainingSetup, Workload
+from trainplan.memory.sharding import FsdpConfig
 from trainplan.model.params import count_params, trainable_params
 from trainplan.specs import GpuSpec
+from trainplan.timing.attention import attention_kernel
 from trainplan.timing.comm import CommInputs, CommTimes, fabric, is_consumer, layout_comm, pcie_link
 from trainplan.timing.efficiency import (
     DEFAULT_MODEL,
@@ -38,6 +41,11 @@ from trainplan.timing.efficiency import (
     matmul_efficiency,
 )
 from trainplan.timing.flops import AttnConvention, FlopsPerToken, flops_per_token
+from trainplan.timing.fp8 import fp8_step_delta_s
+from trainplan.timing.moe import moe_expert_delta_s
+from trainplan.timing.offload import offload_time, resolve_host
+from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule
+from trainplan.timing.quantized import BNB_KERNELS, dequant_bytes, dequant_uses, fp32_path, fp32_path_s
 from trainplan.timing.steps import (
     SequenceShape,
     global_batch,
@@ -48,7 +56,6 @@ from trainplan.timing.steps import (
 from trainplan.timing.traffic import (
     adapter_bytes_per_token,
     checkpoint_bytes,
-    dequant_bytes_per_use,
     eager_attention_bytes_per_token,
     grad_bytes,
     optimizer_bytes_per_param,
@@ -56,10 +63,6 @@ from trainplan.timing.traffic import (
     weight_bytes_gathered,
 )
 from trainplan.units import SECONDS_PER_HOUR, fmt_count, fmt_duration
-
-CPU_MEMORY_BW_BYTES_PER_S = 200e9   # per node, achieved by a CPU optimizer step: half of a DGX A100's
-                                    # 2 x 8 channels of DDR4-3200 (409.6 GB/s); an assumption, in notes
-CPU_ADAM_BYTES_PER_PARAM = 28.0     # fp32 p, g, m, v read (16 B) and p, m, v written (12 B)
 
 
 @frozen
@@ -72,9 +75,13 @@ class TimingOptions:
     efficiency: float | None = None        # override the matmul efficiency (fraction of peak)
     mfu_convention: AttnConvention = AttnConvention.FULL
     pp_interleave: int = 1                 # virtual pipeline chunks per stage
+    fsdp: FsdpConfig | None = None         # the job's FSDP behaviour (None: the framework's, memory.sharding.fsdp_for)
+    pp_schedule: PipeSchedule | None = None    # None: the framework's (interleaved when pp_interleave > 1, else 1F1B)
     sequential_pipeline: bool = False      # device_map="auto": one GPU works at a time
     quant_kernel: str | None = None        # dequantisation kernel: nf4, fp4, int8, gptq
     checkpoint_bytes: int | None = None    # bytes written per checkpoint save
+    host_cpus: int | None = None           # CPU cores of a node's host (None: catalog/data/hosts.toml)
+    host_mem_bw_bytes_per_s: float | None = None   # its DRAM bandwidth (wire rate; None: hosts.toml)
     sample_lengths: tuple[int, ...] | None = None
     model: EfficiencyModel = field(default_factory=lambda: DEFAULT_MODEL)
 
@@ -135,9 +142,14 @@ def _compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Effic
         attn = ft.attention_hardware * tokens / (eff.attention_peak_flops_per_s * eff.value)
         attn += eager_attention_bytes_per_token(setup, ft.seq_len) * tokens / _bw(gpu, m)
     else:
-        attn = ft.attention_hardware * tokens / (eff.attention_peak_flops_per_s * eff.attention)
+        # forward and recomputation at the kernel's forward efficiency, backward at its backward
+        # efficiency (trainplan.timing.attention); the fitted single value where none is published
+        fwd = ft.attention_fwd + ft.recompute_attention + ft.reference_attention
+        attn = (fwd / (eff.attention_fwd or eff.attention) + ft.attention_bwd / (eff.attention_bwd or eff.attention)
+                ) * tokens / eff.attention_peak_flops_per_s
     adapters = adapter_bytes_per_token(setup) * tokens / _bw(gpu, m)
-    return linear + attn + adapters
+    # QLoRA with fp32 non-quantized weights: 4-byte elementwise traffic, casts, fp32 GEMMs (timing.quantized)
+    return linear + attn + adapters + fp32_path_s(setup, gpu, ft, eff, tokens, m, _bw(gpu, m))
 
 
 def _bw(gpu: GpuSpec, m: EfficiencyModel) -> float:
@@ -154,33 +166,30 @@ def _param_counts(setup: TrainingSetup) -> tuple[int, int]:
 
 
 def _optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: EfficiencyModel,
-                             n_total: int, n_train: int, compute_mb: float, notes: list[str]) -> tuple[float, float]:
+                             n_total: int, n_train: int, compute_mb: float, notes: list[str],
+                             options: TimingOptions | None = None) -> tuple[float, float]:
     """(optimizer step, offload traffic) seconds per step on one GPU.
 
     On the GPU the step streams the optimizer bytes of its shard of the trainable parameters
     (trainplan.timing.traffic.optimizer_bytes_per_param; ZeRO-1+/FSDP shard it over data parallel).
-    Offloaded: a CPU Adam over host memory, gradients down and 16-bit weights up over PCIe;
-    offloaded parameters cross PCIe for every forward and backward, overlapped with compute.
+    Offloaded: the host's CPU optimizer step and the PCIe traffic each framework makes, hidden where
+    its copies run on their own streams (trainplan.timing.offload).
     """
     shard_mp = layout.tp * layout.pp
-    optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER or layout.fsdp is not Fsdp.NONE
-    n_opt = n_train / shard_mp / (layout.dp if optimizer_sharded else 1)
-    pcie = pcie_link(gpu).bw_bytes_per_s
-    offload_s = 0.0
-    if layout.offload in (Offload.OPTIMIZER, Offload.ALL):
-        optimizer_s = n_opt * CPU_ADAM_BYTES_PER_PARAM / (CPU_MEMORY_BW_BYTES_PER_S / layout.gpus_per_node)
-        offload_s += n_opt * (grad_bytes(setup) + 2.0) / pcie
-        notes.append(f"optimizer offloaded to CPU: CPU Adam at {CPU_MEMORY_BW_BYTES_PER_S / 1e9:.0f} GB/s "
-                     "host memory bandwidth per node (assumed), gradients down and weights up over PCIe")
-    else:
-        optimizer_s = n_opt * optimizer_bytes_per_param(setup) / _bw(gpu, m)
-    if layout.offload in (Offload.PARAMS, Offload.ALL):
-        params_gpu = n_total / shard_mp / max(1, layout.dp)
-        per_mb = params_gpu * weight_bytes_gathered(setup) * 2 / pcie
-        offload_s += setup.grad_accum * max(0.0, per_mb - compute_mb) + per_mb / max(1, setup.model.num_layers)
-        notes.append("parameters offloaded to CPU: copied to the GPU for every forward and backward "
-                     "over PCIe, overlapped with compute")
-    return optimizer_s, offload_s
+    if layout.offload is Offload.NONE:
+        optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER or layout.fsdp is not Fsdp.NONE
+        n_opt = n_train / shard_mp / (layout.dp if optimizer_sharded else 1)
+        return n_opt * optimizer_bytes_per_param(setup) / _bw(gpu, m), 0.0
+    opts = options or TimingOptions()
+    host = resolve_host(gpu, cpus=opts.host_cpus, mem_bw_bytes_per_s=opts.host_mem_bw_bytes_per_s)
+    off = offload_time(setup, layout, host, n_total=n_total / shard_mp, n_train=n_train / shard_mp,
+                       compute_mb_s=compute_mb, pcie_bytes_per_s=pcie_link(gpu).bw_bytes_per_s, fsdp_config=opts.fsdp)
+    notes.extend(off.notes)
+    if off.optimizer_s == 0.0:     # parameters offloaded, optimizer on the GPU (DeepSpeed ZeRO-3 offload_param)
+        optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER
+        n_opt = n_train / shard_mp / (layout.dp if optimizer_sharded else 1)
+        return n_opt * optimizer_bytes_per_param(setup) / _bw(gpu, m), off.traffic_s
+    return off.optimizer_s, off.traffic_s
 
 
 def _dequant_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: EfficiencyModel, kernel: str | None,
@@ -190,10 +199,15 @@ def _dequant_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: Efficiency
     if setup.method is not Method.QLORA or setup.quant is None:
         return 0.0
     kernel = kernel or setup.quant.kind.value
-    uses = 2 + (1 if setup.grad_ckpt is GradCkpt.FULL else 0)
-    per_use = dequant_bytes_per_use(kernel)
-    notes.append(f"{kernel} dequantisation: {per_use:g} bytes per weight per use, {uses} uses per "
-                 "micro-batch (forward, input gradient" + (", recompute)" if uses == 3 else ")"))
+    uses = dequant_uses(setup)
+    per_use = dequant_bytes(kernel, setup.quant.double_quant)
+    nested = setup.quant.double_quant and kernel in BNB_KERNELS
+    notes.append(f"{kernel} dequantisation: {per_use:.3g} bytes per weight per use"
+                 + (" (double-quant absmax rebuilt each time)" if nested else "")
+                 + f", {uses} uses per micro-batch (forward, input gradient" + (", recompute)" if uses == 3 else ")"))
+    path = fp32_path(setup)
+    if path is not None:
+        notes.append(path.note())
     weights = quantized_params(setup.model) / (layout.tp * layout.pp)
     return weights * per_use * uses * setup.grad_accum / _bw(gpu, m)
 
@@ -234,17 +248,26 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
     tokens_mb_gpu = setup.micro_sequences * shape.padded_len / layout.cp
     stack = kernel_stack(setup.framework, compiled=options.compiled, liger=setup.impl.liger_kernels)
     dtype = "fp8" if setup.precision is Precision.FP8 else setup.precision.compute_dtype
+    kernel = attention_kernel(setup.framework, setup.attention, gpu.generation,
+                              "fp32" if setup.precision is Precision.FP32 else "bf16", setup.model.head_dim,
+                              position=setup.model.position, consumer=is_consumer(gpu))
     eff = matmul_efficiency(gpu, dtype,
                             hidden_size=setup.model.hidden_size, tokens_per_micro_batch=tokens_mb_gpu,
-                            stack=stack, m=m, override=options.efficiency)
+                            stack=stack, m=m, override=options.efficiency, attention_kernel=kernel,
+                            seq_len=max(1, round(shape.padded_len / layout.cp)), head_dim=setup.model.head_dim)
     # compute per micro-batch on one GPU of the model-parallel group
     mb_tokens = setup.micro_sequences * shape.padded_len
     compute_mb = _compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m)
+    # routed experts at their grouped-GEMM shape plus token-dispatch traffic (trainplan.timing.moe)
+    compute_mb += moe_expert_delta_s(setup, layout, gpu, ft, eff, m, tokens_mb_gpu, grad_bytes(setup), notes)
+    # FP8: the GEMMs left in bf16 and the quantisation traffic of the recipe (trainplan.timing.fp8)
+    compute_mb += fp8_step_delta_s(setup, layout, gpu, ft, eff, m, tokens_per_micro_batch=tokens_mb_gpu,
+                                   tokens=mb_tokens / model_parallel, notes=notes)
     fwd_share = ft.forward / ft.hardware
     compute_s = compute_mb * setup.grad_accum
 
     n_total, n_train = _param_counts(setup)
-    optimizer_s, offload_s = _optimizer_and_offload_s(setup, layout, gpu, m, n_total, n_train, compute_mb, notes)
+    optimizer_s, offload_s = _optimizer_and_offload_s(setup, layout, gpu, m, n_total, n_train, compute_mb, notes, options)
     dequant_s = _dequant_s(setup, layout, gpu, m, options.quant_kernel, notes)
 
     # communication
@@ -278,10 +301,14 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
         notes.append(f"device_map=auto: the {layout.pp} GPUs hold consecutive layers and run one after another "
                      f"(accelerate big-model inference hooks), so the step takes {layout.pp}x one stage's compute")
     elif layout.pp > 1:
-        v, p, mb = max(1, options.pp_interleave), layout.pp, setup.grad_accum
-        bubble_s = compute_s * (p - 1) / (v * mb)
-        notes.append(f"pipeline bubble (p-1)/(v m + p - 1) = {(p - 1) / (v * mb + p - 1):.1%} of the step "
-                     f"(1F1B, p={p}, m={mb}, v={v})")
+        v, mb = max(1, options.pp_interleave), setup.grad_accum
+        schedule = options.pp_schedule or default_schedule(v)
+        passes = PassTimes(forward=ft.forward, backward_input=ft.hardware - ft.forward - ft.linear_bwd_weight,
+                           backward_weight=ft.linear_bwd_weight)
+        fraction = bubble_fraction(schedule, stages=layout.pp, micro_batches=mb, virtual_stages=v, passes=passes)
+        bubble_s = compute_s * fraction
+        notes.append(bubble_note(schedule, fraction, stages=layout.pp, micro_batches=mb, virtual_stages=v,
+                                 stated=options.pp_schedule is not None))
 
     breakdown = StepBreakdown(compute_s=compute_s, optimizer_s=optimizer_s, dequant_s=dequant_s,
                               offload_s=offload_s, communication_s=comm.exposed_s, bubble_s=bubble_s)
@@ -298,7 +325,9 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
     if not eff.mamf_known:
         notes.append(f"no measured matmul ceiling for {gpu.id}: {eff.mamf_fraction:.0%} of peak assumed")
     notes.append(f"matmul efficiency {eff.value:.1%} of {eff.peak_dtype} peak ({stack.value} kernels"
-                 + (", user override" if eff.overridden else "") + f"); attention kernels {eff.attention:.0%}")
+                 + (", user override" if eff.overridden else "") + f"); attention kernel {eff.attention_kernel}: {eff.attention_fwd:.0%} forward, "
+                 f"{eff.attention_bwd:.0%} backward of the 16-bit peak"
+                 + (f" ({eff.attention_source})" if eff.attention_source else " (fitted, no published benchmark)"))
     return StepTime(per_token=ft, shape=shape, global_batch=gb, tokens_per_step=gb * shape.real_tokens,
                     hardware_flops_per_step=gb * shape.padded_len * ft.hardware,
                     model_flops_per_step=gb * shape.real_tokens * model_flops_per_token(ft),

@@ -74,6 +74,10 @@ class Setup(_Record):
     cp: int | None = None
     ep: int | None = None
     vpp: int | None = None
+    pp_schedule: str | None = _text()
+    fp8_recipe: str | None = _text()
+    host_cpus: int | None = None
+    host_mem_gb_per_s: float | None = None
     sequence_parallel: bool | None = None
     headroom: float | None = None
     samples: int | None = None

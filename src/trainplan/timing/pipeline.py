@@ -1,0 +1,88 @@
+"""Pipeline-parallel bubbles, per schedule, as a fraction of a stage's compute per optimizer step.
+
+A stage runs m micro-batches per step, each a forward F, an input-gradient backward B and a
+weight-gradient backward W (times t_f, t_b, t_w; recomputation belongs to B, which it precedes).
+Its compute is m (t_f + t_b + t_w); the bubble is the idle time on top of it:
+
+* GPipe and 1F1B (PipeDream-flush): (p - 1)(t_f + t_b + t_w), i.e. (p - 1) / m of the compute
+  (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+  Megatron-LM", section 2.2.1). GPipe has the same bubble and holds m micro-batches' activations.
+* Interleaved 1F1B with v model chunks per rank: (p - 1) / (v m) (same paper, section 2.2.2).
+* ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", ICLR, section 2.1): W passes delayed
+  into the cool-down fill part of the bubble, which shrinks to (p - 1)(t_f + t_b - t_w); one third
+  of 1F1B's when t_f = t_b = t_w (the authors' table: (p - 1) / 3m). With v chunks (torchtitan's
+  InterleavedZeroBubble) it divides by v as interleaving does. A method without weight gradients
+  of frozen layers (LoRA) has little W to move and keeps most of the 1F1B bubble.
+* ZB-V and ZB-H2: zero bubble in the paper's analysis (ZB-V with two chunks per rank at 1F1B's
+  activation memory, twice the pipeline traffic); taken as 0, which the notes say.
+
+Framework defaults: Megatron runs 1F1B, interleaved when virtual stages are given
+(megatron/core/pipeline_parallel/schedules.py get_forward_backward_func); DeepSpeed's PipelineEngine
+TrainSchedule is 1F1B (deepspeed/runtime/pipe/schedule.py); torchtitan's
+`parallelism.pipeline_parallel_schedule` defaults to "1F1B" (torchtitan/config/job_config.py).
+The number of micro-batches m is the gradient-accumulation count in every one of them (Megatron:
+global batch / (micro-batch x data parallel); DeepSpeed: gradient_accumulation_steps; torchtitan:
+local batch / pipeline_parallel_microbatch_size).
+"""
+
+from __future__ import annotations
+
+from trainplan.enums import PipeSchedule
+from trainplan.frozen import frozen
+
+
+@frozen
+class PassTimes:
+    """Per micro-batch times (or FLOPs: only their ratios matter) of the three passes on one stage."""
+
+    forward: float
+    backward_input: float      # input gradients, with the recomputed forward
+    backward_weight: float     # weight gradients
+
+    @property
+    def total(self) -> float:
+        return self.forward + self.backward_input + self.backward_weight
+
+
+def default_schedule(virtual_stages: int) -> PipeSchedule:
+    """Megatron's rule, which DeepSpeed (no chunks) and torchtitan's default agree with."""
+    return PipeSchedule.INTERLEAVED if virtual_stages > 1 else PipeSchedule.ONE_F_ONE_B
+
+
+def bubble_fraction(schedule: PipeSchedule, *, stages: int, micro_batches: int, virtual_stages: int = 1,
+                    passes: PassTimes | None = None) -> float:
+    """Bubble time / compute time of one stage per step (0 without a pipeline)."""
+    p, m = stages, max(1, micro_batches)
+    if p <= 1:
+        return 0.0
+    v = max(1, virtual_stages)
+    if schedule in (PipeSchedule.GPIPE, PipeSchedule.ONE_F_ONE_B):
+        return (p - 1) / m
+    if schedule is PipeSchedule.INTERLEAVED:
+        return (p - 1) / (v * m)
+    if schedule is PipeSchedule.ZB_H1:
+        t = passes or PassTimes(forward=1.0, backward_input=1.0, backward_weight=1.0)
+        idle = max(0.0, t.forward + t.backward_input - t.backward_weight)
+        return (p - 1) * idle / (v * m * t.total) if t.total > 0 else 0.0
+    return 0.0      # ZB-V (and ZB-H2): zero in the paper's analysis
+
+
+def bubble_note(schedule: PipeSchedule, fraction: float, *, stages: int, micro_batches: int,
+                virtual_stages: int, stated: bool) -> str:
+    share = fraction / (1.0 + fraction)
+    how = "" if stated else " (the framework's default)"
+    if schedule is PipeSchedule.ZBV:
+        return (f"pipeline schedule zbv{how}: no bubble counted (zero bubble in Qi et al. 2024's analysis; "
+                f"p={stages}, m={micro_batches})")
+    return (f"pipeline bubble {share:.1%} of the step ({schedule.value}{how}, p={stages}, m={micro_batches}, "
+            f"v={virtual_stages})")
+
+
+def bubble_floor(schedule: PipeSchedule | None, *, stages: int, micro_batches: int, virtual_stages: int = 1) -> float:
+    """A lower bound of bubble_fraction that needs no pass times (for the planner's bounds): exact for
+    GPipe, 1F1B and interleaved 1F1B, 0 for the zero-bubble schedules."""
+    v = max(1, virtual_stages)
+    schedule = schedule or default_schedule(v)
+    if schedule in (PipeSchedule.ZB_H1, PipeSchedule.ZBV):
+        return 0.0
+    return bubble_fraction(schedule, stages=stages, micro_batches=micro_batches, virtual_stages=v)

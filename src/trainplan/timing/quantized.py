@@ -1,0 +1,149 @@
+"""What a quantised base (QLoRA) adds to a LoRA step: dequantising the 4-bit weights at every use,
+and the fp32 path that opens when the non-quantized weights are kept in fp32.
+
+Dequantisation (bitsandbytes 0.45, autograd/_functions.py `MatMul4Bit`): the forward runs
+`F.linear(A, dequantize_4bit(B, quant_state).to(A.dtype).t())`; the backward computes only the input
+gradient, `grad_output @ dequantize_4bit(B, ctx.state)`, dequantising again (the 4-bit base is
+frozen: no weight gradient); full recomputation runs the forward once more. Each
+`functional.dequantize_4bit` reads the packed weight (0.5 B) and its fp32 absmax (4 B per block of
+64) and writes a 16-bit copy (2 B): trainplan.timing.traffic.DEQUANT_BYTES. With double
+quantisation (`quant_state.nested`) it first rebuilds the absmax: `dequantize_blockwise` reads the
+uint8 absmax (1 B per block) and the fp32 second-level absmax (4 B per 256 blocks) and writes fp32
+(4 B per block), then `absmax += quant_state.offset` reads and writes it (8 B per block):
+NESTED_ABSMAX_BYTES more per weight, in two more kernels. Those kernels' fixed launch cost (three
+per use, some hundred per layer stack and pass) is not timed: at training micro-batches (thousands
+of tokens) the dequantised bytes and the matmuls dominate.
+
+fp32 path. peft's `prepare_model_for_kbit_training` (peft/utils/other.py) casts every fp16/bf16
+parameter, i.e. everything but the 4-bit weights (embeddings, norms, LM head), to fp32 (GPTQ, AWQ,
+torchao and the like excepted); a model loaded without a dtype is fp32 anyway. Followed through the
+layer as the code runs it:
+* the embedding returns fp32; transformers' LlamaRMSNorm returns `weight * hidden.to(input_dtype)`,
+  fp32 with an fp32 weight: the residual stream, norms, RoPE, activations and residual adds all run
+  on 4-byte elements. The non-matmul share of the step (trainplan.timing.efficiency's width factor,
+  bytes in proportion to h per token) doubles: extra time = linear time x (1 - width).
+* bitsandbytes `Linear4bit.forward` (nn/modules.py) casts its input to the compute dtype and its
+  output back to the input dtype: fp32 -> bf16 -> fp32 around every quantised linear, and the same
+  two casts of the gradients in backward: 6 B (read 4, write 2, or read 2, write 4) per element of
+  its input and output, per pass (CAST_BYTES).
+* peft's LoRA layers (tuners/lora/bnb.py) run the adapters in their own dtype, fp32 (peft
+  `cast_adapter_dtype` upcasts adapters to fp32), on the fp32 input: adapter traffic at 4 bytes.
+Without autocast (a plain loop following peft's QLoRA guide; the model's own dtypes), the matmuls
+outside bitsandbytes see fp32 operands:
+* the LM head and the LoRA adapters run fp32 GEMMs on the CUDA cores: PyTorch leaves TF32 off for
+  matmuls (torch.backends.cuda.matmul.allow_tf32 = False): the GPU's fp32 peak.
+* SDPA (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp): FlashAttention accepts only
+  fp16/bf16; the memory-efficient kernel accepts fp32 (`greater_than_or_equal_sm80_mem_efficient_dtypes`
+  = half, float, bfloat16), and its CUTLASS GEMMs for float on sm80+ are
+  `OpMultiplyAddFastF32` (mem_eff_attention/gemm_kernel_utils.h `DefaultGemmType`): 3 TF32 MMAs per
+  product, a third of the TF32 peak (plain FFMA, the fp32 peak, before sm80). Its kernel
+  efficiency is taken as the GPU's attention-kernel fraction (an assumption, stated).
+  transformers' flash_attention_2 casts fp32 q/k/v to 16-bit first (integrations/flash_attention.py
+  `get_target_dtype`): unchanged. Eager attention runs fp32 bmm at the fp32 peak.
+Under autocast (HF Trainer bf16=True, axolotl) F.linear and scaled_dot_product_attention are cast to
+16-bit (aten/src/ATen/autocast_mode.cpp, lower_precision_fp): only the 4-byte elementwise traffic
+and the casts remain.
+"""
+
+from __future__ import annotations
+
+from trainplan.enums import Attention, GradCkpt, Method
+from trainplan.frozen import frozen
+from trainplan.job.training import TrainingSetup
+from trainplan.memory.regime import resolve_regime
+from trainplan.model.architecture import structure
+from trainplan.specs import GpuSpec
+from trainplan.timing.efficiency import Efficiency, EfficiencyModel, matmul_efficiency, peak_for
+from trainplan.timing.flops import FlopsPerToken, active_copies
+from trainplan.timing.traffic import adapter_bytes_per_token, dequant_bytes_per_use
+
+# bitsandbytes double quantisation, per weight (blocks of 64 weights, 256 blocks per second-level
+# absmax): read uint8 absmax 1/64 + read fp32 state2.absmax 4/(64 x 256) + write fp32 absmax 4/64
+# + `absmax += offset` read and write 8/64 (functional.py dequantize_4bit / dequantize_blockwise)
+NESTED_ABSMAX_BYTES = 1.0 / 64 + 4.0 / (64 * 256) + 4.0 / 64 + 8.0 / 64
+BNB_KERNELS = frozenset({"nf4", "fp4"})   # the 4-bit formats with a nested (double-quant) absmax
+CAST_BYTES = 6.0                          # fp32 <-> bf16 copy: read 4 + write 2 (or read 2 + write 4)
+FAST_F32_MMAS = 3.0                       # CUTLASS OpMultiplyAddFastF32: big*big + big*small + small*big
+
+
+def dequant_bytes(kernel: str, double_quant: bool) -> float:
+    """Bytes moved per quantised weight and use: the kernel's (traffic.DEQUANT_BYTES) plus the
+    nested absmax rebuild of double quantisation (bitsandbytes 4-bit only)."""
+    nested = NESTED_ABSMAX_BYTES if double_quant and kernel.lower() in BNB_KERNELS else 0.0
+    return dequant_bytes_per_use(kernel) + nested
+
+
+def dequant_uses(setup: TrainingSetup) -> int:
+    """Dequantisations of each weight per micro-batch: forward, input gradient, and the forward's
+    rerun under full recomputation (MatMul4Bit has no weight gradient)."""
+    return 2 + (1 if setup.grad_ckpt is GradCkpt.FULL else 0)
+
+
+@frozen
+class Fp32Path:
+    """How a QLoRA step runs when its non-quantized weights are fp32 (see the module docstring)."""
+
+    autocast: bool        # matmuls outside bitsandbytes cast to 16-bit per op
+    attention: str        # how the attention core runs: "16-bit", "mem-efficient fp32", "eager fp32"
+
+    def note(self) -> str:
+        head = ("LM head, LoRA adapters and attention cast to 16-bit by autocast" if self.autocast else
+                f"no autocast: LM head and LoRA adapters as fp32 GEMMs at the fp32 peak (TF32 off), attention "
+                f"{self.attention}")
+        return ("non-quantized weights fp32 (peft prepare_model_for_kbit_training): residual stream, norms and "
+                "activations on 4-byte elements, fp32<->bf16 casts around every 4-bit linear (bitsandbytes "
+                f"Linear4bit); {head}")
+
+
+def fp32_path(setup: TrainingSetup) -> Fp32Path | None:
+    """The fp32 path of a QLoRA setup whose frozen non-quantized weights are fp32 (impl.load_fp32),
+    or None. Autocast as the memory model reads it (trainplan.memory.regime)."""
+    if setup.method is not Method.QLORA or setup.quant is None or not setup.impl.load_fp32:
+        return None
+    autocast = resolve_regime(setup).autocast
+    attention = "16-bit"
+    if not autocast and setup.attention is Attention.SDPA:
+        attention = "mem-efficient fp32"
+    elif not autocast and setup.attention is Attention.EAGER:
+        attention = "eager fp32"
+    return Fp32Path(autocast=autocast, attention=attention)
+
+
+def cast_bytes_per_token(setup: TrainingSetup) -> float:
+    """fp32 <-> bf16 casts around the quantised linears per token: input and output of each, in the
+    forward, the backward (their gradients) and the recomputed forward, CAST_BYTES per element."""
+    spec = setup.model
+    elements = sum((lin.in_features + lin.out_features) * active_copies(lin, spec) * n
+                   for kind, n in structure(spec).layers for lin in kind.linears)
+    return CAST_BYTES * elements * dequant_uses(setup)
+
+
+def fp32_attention_peak(gpu: GpuSpec) -> float:
+    """FLOP/s ceiling of the memory-efficient kernel on fp32: TF32 tensor cores / 3 (sm80+, where the
+    catalog lists a TF32 peak), else the fp32 (FFMA) peak."""
+    tf32 = gpu.peak_flops("tf32")
+    return tf32 / FAST_F32_MMAS if tf32 else peak_for(gpu, "fp32")[0]
+
+
+def fp32_path_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
+                m: EfficiencyModel, bw_bytes_per_s: float) -> float:
+    """Seconds the fp32 path adds to the compute of `tokens` tokens on one GPU (0 without it)."""
+    path = fp32_path(setup)
+    if path is None:
+        return 0.0
+    linear_s = (ft.hardware - ft.attention_hardware) * tokens / (eff.peak_flops_per_s * eff.value)
+    extra = linear_s * (1.0 - eff.width)                       # elementwise work at 4 bytes
+    extra += (cast_bytes_per_token(setup) + adapter_bytes_per_token(setup)) * tokens / bw_bytes_per_s
+    if path.autocast:
+        return extra
+    e32 = matmul_efficiency(gpu, "fp32", hidden_size=setup.model.hidden_size, tokens_per_micro_batch=tokens,
+                            stack=eff.stack, m=m, override=eff.value if eff.overridden else None)
+    s16, s32 = 1.0 / (eff.peak_flops_per_s * eff.value), 1.0 / (e32.peak_flops_per_s * e32.value)
+    adapters = ft.adapter_fwd + ft.adapter_bwd + (ft.adapter_fwd if setup.grad_ckpt is GradCkpt.FULL else 0.0)
+    extra += (ft.lm_head_fwd + ft.lm_head_bwd + adapters) * tokens * (s32 - s16)
+    attn = ft.attention_hardware * tokens
+    if path.attention == "mem-efficient fp32":
+        extra += attn / eff.attention * (1.0 / fp32_attention_peak(gpu) - 1.0 / eff.attention_peak_flops_per_s)
+    elif path.attention == "eager fp32":
+        extra += attn * (s32 - 1.0 / (eff.attention_peak_flops_per_s * eff.value))
+    return extra

@@ -1,0 +1,147 @@
+"""FP8 recipes (trainplan.timing.fp8) and the FP8 matmul efficiency (trainplan.timing.efficiency)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainplan.enums import Framework, GradCkpt, MasterWeights, MlpKind, Precision
+from trainplan.frozen import replace
+from trainplan.job.training import Implementation, Layout, TrainingSetup, Workload
+from trainplan.specs import GpuSpec, ModelSpec
+from trainplan.timing.efficiency import KernelStack, matmul_efficiency
+from trainplan.timing.estimate import step_time
+from trainplan.timing.flops import AttnConvention, FlopsPerToken
+from trainplan.timing.fp8 import (
+    TRAITS,
+    Fp8Recipe,
+    bytes_per_element,
+    fp8_cost,
+    quant_elements,
+    recipe_from_text,
+)
+
+H100 = GpuSpec(id="h100-sxm", name="H100 SXM", vendor="NVIDIA", memory_bytes=80 * 10**9,
+               reported_memory_bytes=None, memory_bw_bytes_per_s=3350e9,
+               peak_flops_per_s={"bf16": 989e12, "fp16": 989e12, "fp8": 1979e12},
+               interconnect="NVLink 4", gpu_gpu_bw_bytes_per_s=900e9, pcie="Gen5 x16", generation="hopper")
+B200 = GpuSpec(id="b200", name="B200", vendor="NVIDIA", memory_bytes=180 * 10**9, reported_memory_bytes=None,
+               memory_bw_bytes_per_s=8000e9, peak_flops_per_s={"bf16": 2250e12, "fp8": 4500e12},
+               interconnect="NVLink 5", gpu_gpu_bw_bytes_per_s=1800e9, pcie="Gen5 x16", generation="blackwell")
+LLAMA2_7B = ModelSpec(name="llama-2-7b", model_type="llama", naming="llama", hidden_size=4096, num_layers=32,
+                      num_heads=32, num_kv_heads=32, head_dim=128, intermediate_size=11008, vocab_size=32000,
+                      tied_embeddings=False)
+# TransformerEngine docs/features/low_precision_training/speedups.rst: "5B model (hidden=4096,
+# intermediate=16384, 24 layers)"; 4 GEMM shapes per layer (QKV, proj, fc1, fc2): a plain MLP
+TE_5B = replace(LLAMA2_7B, name="te-5b", intermediate_size=16384, num_layers=24, mlp_kind=MlpKind.PLAIN)
+
+
+def _ft(*, linear: float = 0.0, head: float = 0.0) -> FlopsPerToken:
+    """Per-token FLOPs with linears whose forward is `linear` (backward 2x) and an LM head `head`."""
+    return FlopsPerToken(seq_len=1, attention_convention=AttnConvention.CAUSAL, mfu_convention=AttnConvention.FULL,
+                         linear_fwd=linear, attention_fwd=0.0, lm_head_fwd=head, adapter_fwd=0.0,
+                         linear_bwd_input=linear, linear_bwd_weight=linear, attention_bwd=0.0,
+                         lm_head_bwd=2 * head, adapter_bwd=0.0, recompute=0.0, recompute_attention=0.0,
+                         attention_fwd_mfu=0.0)
+
+
+def test_bytes_per_element_by_recipe_and_generation():
+    # reads x 2 bytes (bf16) + copies x (1 + scale bytes per element)
+    assert bytes_per_element(TRAITS[Fp8Recipe.TE_CURRENT], H100) == 6.0       # 2 x 2 + 2 x 1 (transposed copy)
+    assert bytes_per_element(TRAITS[Fp8Recipe.TE_DELAYED], H100) == 4.0       # 1 x 2 + 2 x 1
+    assert bytes_per_element(TRAITS[Fp8Recipe.TE_DELAYED], B200) == 3.0       # 1 x 2 + 1 x 1 (shared layout)
+    assert bytes_per_element(TRAITS[Fp8Recipe.TE_MXFP8], B200) == pytest.approx(4.0625)   # 2 + 2 x (1 + 1/32)
+    assert bytes_per_element(TRAITS[Fp8Recipe.TE_BLOCKWISE], H100) == pytest.approx(4.0625)   # 2 + 2 x (1 + 4/128)
+    assert bytes_per_element(TRAITS[Fp8Recipe.TORCHAO_ROWWISE], H100) == 10.0  # 2 uses x (amax + cast) x 2 + 2
+
+
+def test_quant_elements_llama2_7b():
+    q = quant_elements(LLAMA2_7B)
+    # inputs per layer: q/k/v share one (4096) + o (4096) + gate/up share one (4096) + down (11008) = 23296
+    assert q.inputs_per_token == 32 * 23296
+    # output gradients: q, k, v, o 4 x 4096 + gate, up 2 x 11008 + down 4096 = 42496
+    assert q.grads_per_token == 32 * 42496
+    # weights: 4 x 4096^2 + 3 x 4096 x 11008 = 202,375,168 per layer
+    assert q.weights == 32 * 202_375_168
+
+
+@pytest.mark.parametrize(("text", "framework", "recipe"), [
+    ("fp8-cs gemms (transformer engine)", Framework.MEGATRON, Fp8Recipe.TE_CURRENT),
+    ("FP8-CS (FP8-MX) GEMMs", Framework.MEGATRON, Fp8Recipe.TE_CURRENT),     # the first one named
+    ("MXFP8 GEMMs (Transformer Engine)", Framework.MEGATRON, Fp8Recipe.TE_MXFP8),
+    ("fp8 current scaling", Framework.FSDP, Fp8Recipe.TE_CURRENT),
+    ("fp8 with delayed scaling", Framework.HF, Fp8Recipe.TE_DELAYED),
+    ("fp8 blockwise (1x128)", Framework.MEGATRON, Fp8Recipe.TE_BLOCKWISE),
+    ("float8 tensorwise", Framework.TORCHTITAN, Fp8Recipe.TORCHAO_TENSORWISE),
+    ("float8 rowwise", Framework.TORCHTITAN, Fp8Recipe.TORCHAO_ROWWISE),
+    ("float8 rowwise_with_gw_hp", Framework.TORCHTITAN, Fp8Recipe.TORCHAO_ROWWISE_GW_HP),
+    ("fp8 (TransformerEngine)", Framework.FSDP, None),
+])
+def test_recipe_from_text(text, framework, recipe):
+    assert recipe_from_text(text, framework) is recipe
+
+
+def test_quantisation_against_te_gemm_benchmark():
+    # TE speedups.rst, 5B on H200: pre-quantised FP8 1.92x bf16; current scaling 1.57x; delayed 1.69x:
+    # quantisation adds 1.92/1.57 - 1 = 22% (current) and 1.92/1.69 - 1 = 14% (delayed) to the FP8 GEMMs.
+    # M = 31 x 512 = 15872 tokens (docs/examples/gemm_profiling/gemm_profiling.rst); H200 NVL 1670.5 TFLOP/s
+    # FP8, 4.8 TB/s x 0.80; FP8 MAMF 0.734.
+    h200 = replace(H100, id="h200-nvl", memory_bw_bytes_per_s=4.8e12,
+                   peak_flops_per_s={"bf16": 835e12, "fp8": 1670.5e12})
+    weights = 24 * (4 * 4096**2 + 2 * 4096 * 16384)          # 4,831,838,208
+    tokens, bw, fp8_rate = 15872, 4.8e12 * 0.8, 0.734 * 1670.5e12
+    gemm_s = 6 * weights * tokens / fp8_rate                  # 0.37529 s
+    ft = _ft(linear=2.0 * weights)
+    current = fp8_cost(Fp8Recipe.TE_CURRENT, h200, TE_5B, ft, tokens=tokens, fp8_flops_per_s=fp8_rate,
+                       bf16_flops_per_s=fp8_rate / 2, bw_bytes_per_s=bw, grad_ckpt=GradCkpt.NONE,
+                       model_parallel=1, weight_casts_per_micro_batch=1.0)
+    # per layer: inputs qkv, proj, fc1 3 x 4096 + fc2 16384 = 28672; output grads qkv 3 x 4096 + proj 4096
+    # + fc1 16384 + fc2 4096 = 36864; 6 bytes each
+    assert current.quant_s == pytest.approx(24 * (28672 + 36864) * 6 * tokens / bw)          # 0.039007 s
+    assert current.weight_quant_s == pytest.approx(weights * 6 / bw)                          # 0.0075497 s
+    assert current.bf16_gemm_s == 0.0
+    ratio = (current.quant_s + current.weight_quant_s) / gemm_s
+    assert ratio == pytest.approx(0.124, abs=0.001)          # (0.039007 + 0.0075497) / 0.37529
+    assert ratio < 1.92 / 1.57 - 1                            # a lower bound of the measured 22%
+    delayed = fp8_cost(Fp8Recipe.TE_DELAYED, h200, TE_5B, ft, tokens=tokens, fp8_flops_per_s=fp8_rate,
+                       bf16_flops_per_s=fp8_rate / 2, bw_bytes_per_s=bw, grad_ckpt=GradCkpt.NONE,
+                       model_parallel=1, weight_casts_per_micro_batch=1.0)
+    assert (delayed.quant_s + delayed.weight_quant_s) / gemm_s == pytest.approx(0.0827, abs=0.001)   # 4/6 of it
+    assert (delayed.quant_s + delayed.weight_quant_s) / gemm_s < 1.92 / 1.69 - 1
+
+
+def test_bf16_gemms_under_fp8():
+    # LM head 1e9 forward + 2e9 backward per token stays bf16: 3e9 x 1000 tokens x (1/500e12 - 1/1000e12) = 3 ms
+    cost = fp8_cost(Fp8Recipe.TE_DELAYED, H100, LLAMA2_7B, _ft(head=1e9), tokens=1000, fp8_flops_per_s=1000e12,
+                    bf16_flops_per_s=500e12, bw_bytes_per_s=1e30, grad_ckpt=GradCkpt.NONE, model_parallel=1,
+                    weight_casts_per_micro_batch=0.0)
+    assert cost.bf16_gemm_s == pytest.approx(3e-3)
+    # torchao rowwise_with_gw_hp: the weight gradient (1e9 per token) too: 1e12 x 1e-15 = 1 ms
+    gw = fp8_cost(Fp8Recipe.TORCHAO_ROWWISE_GW_HP, H100, LLAMA2_7B, _ft(linear=1e9), tokens=1000,
+                  fp8_flops_per_s=1000e12, bf16_flops_per_s=500e12, bw_bytes_per_s=1e30, grad_ckpt=GradCkpt.NONE,
+                  model_parallel=1, weight_casts_per_micro_batch=0.0)
+    assert gw.bf16_gemm_s == pytest.approx(1e-3)
+
+
+def test_fp8_sustained_fraction_at_the_bf16_ridge():
+    eff = matmul_efficiency(H100, "fp8", hidden_size=4096, tokens_per_micro_batch=8192, stack=KernelStack.FUSED)
+    # bf16 ridge 989/3.35 = 295.2 -> sustained 0.76 - 0.18/142 x 0.22 = 0.7597 (not the FP8 ridge's floor 0.55)
+    assert eff.sustained == pytest.approx(0.7597, abs=1e-4)
+    # E = 0.709 x 0.7597 = 0.5386; width at the FP8 ridge 590.7: 1 / (1 + 4.9 x 0.5386 x 590.7 / 4096) = 0.7243;
+    # tokens 8192 / 8582 = 0.9546 -> 0.3724
+    assert eff.value == pytest.approx(0.3724, abs=5e-4)
+    bf16 = matmul_efficiency(H100, "bf16", hidden_size=4096, tokens_per_micro_batch=8192, stack=KernelStack.FUSED)
+    assert eff.sustained == pytest.approx(bf16.sustained)
+
+
+def test_step_time_fp8_recipe_and_weight_cache():
+    base = TrainingSetup(model=LLAMA2_7B, precision=Precision.FP8, batch_size=1, seq_len=4096, grad_accum=8,
+                         framework=Framework.MEGATRON, impl=Implementation(master_weights=MasterWeights.OPTIMIZER))
+    layout = Layout(gpu_id="h100-sxm", num_gpus=8, nodes=1)
+    delayed = step_time(base, layout, H100, workload=Workload())
+    current = step_time(replace(base, impl=replace(base.impl, fp8_recipe=Fp8Recipe.TE_CURRENT)), layout, H100,
+                        workload=Workload())
+    bf16 = step_time(replace(base, precision=Precision.BF16), layout, H100, workload=Workload())
+    assert any("te-delayed, the framework default" in n for n in delayed.notes)
+    assert any("te-current" in n and "6 bytes per element" in n for n in current.notes)
+    # current scaling moves 6 bytes per element instead of 4: slower than delayed, faster than bf16
+    assert delayed.breakdown.compute_s < current.breakdown.compute_s < bf16.breakdown.compute_s

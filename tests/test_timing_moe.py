@@ -1,0 +1,104 @@
+"""MoE routed-expert time: grouped GEMM roofline, dispatch traffic, expert-parallel all-to-all."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainplan.enums import Method, Precision
+from trainplan.frozen import replace
+from trainplan.job.training import Layout, TrainingSetup
+from trainplan.specs import GpuSpec, ModelSpec, MoeSpec
+from trainplan.timing.comm import CommInputs, fabric, layout_comm
+from trainplan.timing.efficiency import DEFAULT_MODEL, KernelStack, matmul_efficiency
+from trainplan.timing.estimate import TimingOptions, step_time
+from trainplan.timing.flops import flops_per_token
+from trainplan.timing.moe import ExpertShape, expert_layer_time, expert_shape, grouped_gemm_s
+
+H100 = GpuSpec(id="h100-sxm", name="H100 SXM", vendor="NVIDIA", memory_bytes=80 * 10**9,
+               reported_memory_bytes=None, memory_bw_bytes_per_s=3350e9,
+               peak_flops_per_s={"bf16": 989e12, "fp16": 989e12, "fp8": 1979e12},
+               interconnect="NVLink 4", gpu_gpu_bw_bytes_per_s=900e9, pcie="Gen5 x16", generation="hopper")
+# Qwen3-30B-A3B's shape (config.json: hidden 2048, 48 layers, 128 experts, top-8, moe_intermediate 768)
+QWEN3_MOE = ModelSpec(name="qwen3-moe-test", model_type="qwen3_moe", naming="llama", hidden_size=2048,
+                      num_layers=4, num_heads=32, num_kv_heads=4, head_dim=128, intermediate_size=6144,
+                      vocab_size=151936, tied_embeddings=False,
+                      moe=MoeSpec(num_experts=128, top_k=8, expert_intermediate_size=768))
+
+
+def test_grouped_gemm_matches_deepgemm_row():
+    # DeepGEMM README (first release, H800 FP8): 8 groups, M 4096, N 7168, K 2048 -> 1093 TFLOPS.
+    # FLOPs 2 x 8 x 4096 x 7168 x 2048 = 9.620e11 at 0.709 x 1979e12 = 1.4031e15 FLOP/s -> 0.6856 ms;
+    # bytes 8 x (1 x (4096 x 2048 + 2048 x 7168) + 2 x 4096 x 7168) = 6.543e8 at 0.8 x 3.35e12 -> 0.2441 ms
+    t = grouped_gemm_s(4096, 7168, 2048, groups=8, in_bytes=1, out_bytes=2,
+                       flops_per_s=0.709 * 1979e12, bytes_per_s=0.8 * 3.35e12)
+    assert t == pytest.approx(0.6856e-3 + 0.2441e-3, rel=2e-3)
+    assert 9.620e11 / t / 1e12 == pytest.approx(1093, rel=0.15)       # 1035 TFLOP/s vs 1093 measured
+
+
+def test_small_k_gemm_is_memory_heavy():
+    # DeepGEMM dense M 4096, N 32768, K 512 -> 590 TFLOPS. FLOPs 2 x 4096 x 32768 x 512 = 1.374e11 -> 97.9 us;
+    # bytes 4096 x 512 + 32768 x 512 + 2 x 4096 x 32768 = 2.873e8 -> 107.2 us; 1.374e11 / 205.1 us = 670 TFLOP/s
+    t = grouped_gemm_s(4096, 32768, 512, groups=1, in_bytes=1, out_bytes=2,
+                       flops_per_s=0.709 * 1979e12, bytes_per_s=0.8 * 3.35e12)
+    assert t == pytest.approx(205.1e-6, rel=3e-3)
+    assert 1.374e11 / t / 1e12 == pytest.approx(590, rel=0.15)
+
+
+def test_tokens_per_expert_with_expert_parallel():
+    # 8192 tokens x top-8 / 128 experts = 512 rows per expert; with EP 8 a rank's 16 experts
+    # receive from 8 ranks: 512 x 8 = 4096
+    shape = ExpertShape(tokens=8192, top_k=8, experts=128, local_experts=16, hidden=2048, intermediate=768,
+                        fc1_out=1536, ep=8)
+    assert shape.tokens_per_expert == 4096
+    assert replace(shape, ep=1, local_experts=128).tokens_per_expert == 512
+
+
+def test_expert_shape_from_the_model():
+    setup = TrainingSetup(model=QWEN3_MOE, method=Method.FULL, batch_size=2, seq_len=4096)
+    shape = expert_shape(setup, Layout(num_gpus=8, ep=8), 8192.0)
+    # gated MLP: fc1 writes gate and up, 2 x 768; 128 / 8 = 16 experts per GPU
+    assert (shape.fc1_out, shape.local_experts, shape.tokens_per_expert) == (1536, 16, 4096)
+    dense = replace(QWEN3_MOE, moe=None)
+    assert expert_shape(replace(setup, model=dense), Layout(), 8192.0) is None
+
+
+def test_alltoall_volume_per_rank():
+    # EP 8 inside one node, TP 1: 2 layers, 1 micro-batch, dispatch 8192 tokens x 8 x 2048 x 2 B = 268.4 MB;
+    # 4 all-to-alls per layer (dispatch + combine, forward + backward) x 7/8 x 268.4 MB / (450 GB/s x 0.8)
+    layout = Layout(num_gpus=8, ep=8)
+    fab = fabric(H100, layout)
+    x = CommInputs(trainable_params=0, gathered_params=0, grad_bytes=4, weight_bytes=2, micro_batches=1,
+                   fwd_s=0, bwd_s=0, layers=2, activation_bytes=0, tp_collectives_per_layer=4, moe_layers=2,
+                   moe_dispatch_bytes=8192 * 8 * 2048 * 2)
+    expected = 2 * 4 * 7 / 8 * (8192 * 8 * 2048 * 2) / (450e9 * 0.8)
+    assert layout_comm(layout, fab, x).ep_s == pytest.approx(expected)
+    # TP 2 (sequence parallel): each rank dispatches its half of the tokens
+    layout2 = Layout(num_gpus=16, tp=2, ep=8)
+    assert layout_comm(layout2, fabric(H100, layout2), x).ep_s == pytest.approx(expected / 2)
+
+
+def test_dispatch_bytes_per_layer():
+    # bf16 full fine-tune (one forward, one backward): T 8192, top-8, h 2048, f 768 (fc1 2 x 768), 128 experts, 16 local
+    # permute + unpermute 2 x 2 x 2048 x 8192 x 9 = 603,979,776; local sort both ways 4 x 2 x 2048 x 65,536
+    # = 1,073,741,824; activation 2 x 65,536 x 768 x 3 = 301,989,888; router 8 x 8192 x 128 = 8,388,608
+    # forward 1,988,100,096; backward + activation input reread 2 x 65,536 x 1536 = 2,189,426,688
+    setup = TrainingSetup(model=QWEN3_MOE, method=Method.FULL, batch_size=2, seq_len=4096, precision=Precision.BF16)
+    ft = flops_per_token(setup)
+    shape = expert_shape(setup, Layout(num_gpus=8, ep=8), 8192.0)
+    eff = matmul_efficiency(H100, "bf16", hidden_size=2048, tokens_per_micro_batch=8192, stack=KernelStack.FUSED)
+    t = expert_layer_time(shape, ft, setup, H100, eff, DEFAULT_MODEL, grad_bytes=4)
+    assert t.dispatch_bytes == 1_988_100_096 + 2_189_426_688
+    assert t.dispatch_s == pytest.approx(t.dispatch_bytes / (3350e9 * 0.8))
+
+
+def test_moe_term_only_for_moe_models():
+    # the routed-expert term is stated for an MoE model, absent for a dense one and under --efficiency
+    setup = TrainingSetup(model=QWEN3_MOE, method=Method.FULL, batch_size=2, seq_len=4096,
+                          precision=Precision.BF16)
+    layout = Layout(num_gpus=8, ep=8)
+    moe = step_time(setup, layout, H100)
+    assert any("routed experts" in n for n in moe.notes)
+    pinned = step_time(setup, layout, H100, options=TimingOptions(efficiency=moe.efficiency.value))
+    assert not any("routed experts" in n for n in pinned.notes)
+    dense = replace(setup, model=replace(QWEN3_MOE, moe=None))
+    assert not any("routed experts" in n for n in step_time(dense, Layout(num_gpus=8), H100).notes)
