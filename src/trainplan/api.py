@@ -88,6 +88,7 @@ class Options(TypedDict, total=False):
     headroom: float
     sequence_parallel: bool
     vpp: int
+    tokens: float | None            # total training tokens (instead of samples)
     host_cpus: int | None           # CPU cores per node (offloaded optimizer)
     host_mem_gb_per_s: float | None  # host DRAM bandwidth per node, GB/s
     fp8_recipe: str | None          # te-delayed | te-current | te-blockwise | te-mxfp8 | torchao-*

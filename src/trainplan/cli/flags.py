@@ -10,6 +10,20 @@ from trainplan.frozen import replace
 from trainplan.job.options import OPTION_NAMES, JobOptions
 from trainplan.job.validate import validate_options
 
+_TOKEN_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def token_count(text: str) -> float:
+    """A token count as people write it: 15T, 300B, 2.5e9, 1_000_000 (k, M, B/G, T suffixes)."""
+    word = text.strip().replace("_", "").replace(",", "")
+    scale = _TOKEN_SUFFIX.get(word[-1:].lower(), 1.0) if word else 1.0
+    number = word[:-1] if scale != 1.0 else word
+    try:
+        value = float(number) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a token count such as 15T, 300B or 2e9, got {text!r}") from None
+    return value
+
 
 def _int_or_auto(text: str) -> int | str:
     if text.strip().lower() == "auto":
@@ -136,6 +150,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     w = p.add_argument_group("data, time and money")
     w.add_argument("--samples", type=int)
     w.add_argument("--max-steps", type=int, help="run length in optimizer steps (instead of --samples)")
+    w.add_argument("--tokens", type=token_count, help="run length in training tokens, e.g. 15T, 300B, 2e9 "
+                   "(instead of --samples: samples = tokens / --tokens-per-sample, else --seq-len)")
     w.add_argument("--tokens-per-sample", type=int)
     w.add_argument("--epochs", type=float, default=1.0)
     w.add_argument("--packing", action="store_true")

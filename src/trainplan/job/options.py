@@ -61,6 +61,7 @@ class JobOptions:
     headroom: float = 0.10
     sequence_parallel: bool = True
     vpp: int = 1                      # virtual pipeline stages (interleaved 1F1B)
+    tokens: float | None = None       # total training tokens (instead of --samples): samples = tokens / tokens per sample
     host_cpus: int | None = None      # CPU cores per node for an offloaded optimizer (None: the GPU's reference host)
     host_mem_gb_per_s: float | None = None   # host DRAM bandwidth per node, GB/s (None: the reference host's)
     fp8_recipe: str | None = None     # --precision fp8: trainplan.enums.Fp8Recipe (None: the framework's)

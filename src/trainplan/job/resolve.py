@@ -5,6 +5,7 @@ I/O happens here; the estimate that follows is pure."""
 from __future__ import annotations
 
 import datetime
+import math
 from enum import Enum
 
 from trainplan import catalog
@@ -228,7 +229,13 @@ def build_layout(req: JobOptions, gpu: GpuSpec) -> Layout:
 def build_workload(req: JobOptions) -> Workload:
     if req.eval_fraction < 0 or req.checkpoint_saves < 0 or req.disk_gb_per_s <= 0:
         raise TrainplanError("--eval-fraction and --checkpoint-saves must be >= 0, --disk-gb-per-s > 0")
-    return Workload(samples=req.samples, steps=req.max_steps, tokens_per_sample=req.tokens_per_sample, epochs=req.epochs,
+    samples = req.samples
+    if req.tokens is not None:
+        if req.samples is not None or req.max_steps is not None:
+            raise TrainplanError("--tokens gives the run length: leave out --samples and --max-steps")
+        samples = max(1, math.ceil(req.tokens / (req.tokens_per_sample or req.seq_len)))
+    return Workload(samples=samples, tokens=req.tokens, steps=req.max_steps, tokens_per_sample=req.tokens_per_sample,
+                    epochs=req.epochs,
                     packing=req.packing, retry_factor=req.retry_factor, eval_fraction=req.eval_fraction,
                     checkpoint_saves=req.checkpoint_saves, disk_bw_bytes_per_s=req.disk_gb_per_s * 1e9)
 

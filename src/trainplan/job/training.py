@@ -175,6 +175,7 @@ class Workload:
     """The data side of a job: how many tokens, how many passes, how often it is retried."""
 
     samples: int | None = None            # None: no dataset given, time per step only
+    tokens: float | None = None           # total training tokens the samples were derived from (--tokens)
     steps: int | None = None              # the run's optimizer steps when given directly (max_steps)
     tokens_per_sample: int | None = None  # mean tokens per sample (default: seq_len)
     epochs: float = 1.0

@@ -54,6 +54,7 @@ FLOATS: dict[str, tuple[float, float, bool, bool]] = {
 OPT_FLOATS: dict[str, tuple[float, float, bool, bool]] = {
     "lora_alpha": (0.0, 1e6, False, True), "price_per_gpu_hour": (0.0, 1e6, True, True),
     "efficiency": (0.0, 1.0, False, True), "host_mem_gb_per_s": (0.0, 1e5, False, True),
+    "tokens": (1.0, 1e18, True, True),
 }
 BOOLS = ("dora", "double_quant", "packing", "spot", "sequence_parallel", "uneven_pipeline", "calibration")
 OPT_BOOLS = ("optimizer_in_backward", "activation_offload", "liger", "load_fp32", "compile",

@@ -77,6 +77,7 @@ class Setup(_Record):
     pp_schedule: str | None = _text()
     fp8_recipe: str | None = _text()
     host_cpus: int | None = None
+    tokens: float | None = None
     host_mem_gb_per_s: float | None = None
     sequence_parallel: bool | None = None
     headroom: float | None = None
