@@ -14,7 +14,7 @@ from trainplan.ledger.recorded import with_measurement
 from trainplan.memory import estimate_memory
 from trainplan.memory.state import param_groups
 from trainplan.model.params import count_params
-from trainplan.timing.estimate import estimate_time
+from trainplan.timing.estimate import TimeEstimate, estimate_time
 
 
 def estimate(job: Job) -> Estimate:
@@ -29,6 +29,7 @@ def estimate(job: Job) -> Estimate:
     notes += _assumption_notes(setup)
     time = estimate_time(setup, layout, gpu, job.workload, job.timing)
     notes += list(time.assumptions)
+    raw_step_s = time.step_s
     if job.calibration is not None:
         memory, calibrated_time, note = calibrate_estimate(memory, time, setup, layout,
                                                            calibration=job.calibration)
@@ -42,12 +43,26 @@ def estimate(job: Job) -> Estimate:
             memory, note = with_measurement(memory, run)
             notes.append(note)
             tips = ()
+    notes += hfu_warning(time, gpu.id, calibrated=job.calibration is not None and time.step_s != raw_step_s)
     cost = None if job.pricing is None else cost_of(time, job.pricing, fits=memory.fits)
     notes += list(cost.notes) if cost is not None else []
     if job.gpus_note and any(t.change.startswith("--gpu ") for t in tips):
         notes.append(job.gpus_note)
     return Estimate(job=job, params=count_params(setup.model), trainable_params=param_groups(setup).trainable_params,
                     memory=memory, time=time, cost=cost, suggestions=tips, notes=tuple(notes))
+
+
+def hfu_warning(time: TimeEstimate, gpu_id: str, *, calibrated: bool = False) -> list[str]:
+    """A warning when the predicted HFU is above the GPU's best measured matmul (MAMF, as a fraction
+    of its dense peak; trainplan.timing.efficiency.MAMF_FRACTION): no whole step runs faster than its
+    fastest single matmul, so an --efficiency override or a calibration has made the step too fast."""
+    ceiling = time.step.efficiency.mamf_fraction
+    if time.hfu <= ceiling:
+        return []
+    why = ("the --efficiency override" if time.step.efficiency.overridden else
+           "the calibration" if calibrated else "the efficiency model")
+    return [f"warning: predicted HFU {time.hfu:.1%} is above {gpu_id}'s best measured matmul ({ceiling:.0%} of "
+            f"its {time.step.efficiency.peak_dtype} peak, MAMF): no step runs that fast; {why} is too optimistic"]
 
 
 def _assumption_notes(setup: TrainingSetup) -> list[str]:

@@ -17,35 +17,25 @@ gpu_hours = total_s x GPUs / 3600; the retry factor (default 1.0) multiplies bot
 from __future__ import annotations
 
 from trainplan.enums import (
-    Attention,
-    Fsdp,
     GradCkpt,
-    Method,
-    Offload,
-    PipeSchedule,
     Precision,
-    ZeroStage,
 )
-from trainplan.frozen import field, frozen, replace
+from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup, Workload
-from trainplan.memory.sharding import FsdpConfig
-from trainplan.model.params import count_params, trainable_params
 from trainplan.specs import GpuSpec
+from trainplan.timing import parts
 from trainplan.timing.attention import attention_kernel
-from trainplan.timing.comm import CommInputs, CommTimes, fabric, is_consumer, layout_comm, pcie_link
+from trainplan.timing.comm import CommInputs, CommTimes, fabric, is_consumer, layout_comm
 from trainplan.timing.efficiency import (
-    DEFAULT_MODEL,
     Efficiency,
-    EfficiencyModel,
     kernel_stack,
     matmul_efficiency,
 )
-from trainplan.timing.flops import AttnConvention, FlopsPerToken, flops_per_token
+from trainplan.timing.flops import FlopsPerToken, flops_per_token
 from trainplan.timing.fp8 import fp8_step_delta_s
 from trainplan.timing.moe import moe_expert_delta_s
-from trainplan.timing.offload import offload_time, resolve_host
+from trainplan.timing.options import TimingOptions
 from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule
-from trainplan.timing.quantized import BNB_KERNELS, dequant_bytes, dequant_uses, fp32_path, fp32_path_s
 from trainplan.timing.steps import (
     SequenceShape,
     global_batch,
@@ -54,36 +44,11 @@ from trainplan.timing.steps import (
     total_steps,
 )
 from trainplan.timing.traffic import (
-    adapter_bytes_per_token,
     checkpoint_bytes,
-    eager_attention_bytes_per_token,
     grad_bytes,
-    optimizer_bytes_per_param,
-    quantized_params,
     weight_bytes_gathered,
 )
 from trainplan.units import SECONDS_PER_HOUR, fmt_count, fmt_duration
-
-
-@frozen
-class TimingOptions:
-    """Every link of the chain a user may override (None: the default, stated in the notes)."""
-
-    interconnect: str | None = None        # inter-node preset (trainplan.timing.comm.INTERCONNECTS)
-    intranode: str | None = None           # "nvlink" or "pcie"
-    compiled: bool | None = None           # torch.compile / fused kernels (None: framework default)
-    efficiency: float | None = None        # override the matmul efficiency (fraction of peak)
-    mfu_convention: AttnConvention = AttnConvention.FULL
-    pp_interleave: int = 1                 # virtual pipeline chunks per stage
-    fsdp: FsdpConfig | None = None         # the job's FSDP behaviour (None: the framework's, memory.sharding.fsdp_for)
-    pp_schedule: PipeSchedule | None = None    # None: the framework's (interleaved when pp_interleave > 1, else 1F1B)
-    sequential_pipeline: bool = False      # device_map="auto": one GPU works at a time
-    quant_kernel: str | None = None        # dequantisation kernel: nf4, fp4, int8, gptq
-    checkpoint_bytes: int | None = None    # bytes written per checkpoint save
-    host_cpus: int | None = None           # CPU cores of a node's host (None: catalog/data/hosts.toml)
-    host_mem_bw_bytes_per_s: float | None = None   # its DRAM bandwidth (wire rate; None: hosts.toml)
-    sample_lengths: tuple[int, ...] | None = None
-    model: EfficiencyModel = field(default_factory=lambda: DEFAULT_MODEL)
 
 
 @frozen
@@ -134,98 +99,6 @@ class StepTime:
         return self.efficiency.peak_flops_per_s
 
 
-def _compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
-               m: EfficiencyModel) -> float:
-    """Seconds of compute for `tokens` padded tokens on one GPU (already divided by model parallel)."""
-    linear = (ft.hardware - ft.attention_hardware) * tokens / (eff.peak_flops_per_s * eff.value)
-    if setup.attention is Attention.EAGER:
-        attn = ft.attention_hardware * tokens / (eff.attention_peak_flops_per_s * eff.value)
-        attn += eager_attention_bytes_per_token(setup, ft.seq_len) * tokens / _bw(gpu, m)
-    else:
-        # forward and recomputation at the kernel's forward efficiency, backward at its backward
-        # efficiency (trainplan.timing.attention); the fitted single value where none is published
-        fwd = ft.attention_fwd + ft.recompute_attention + ft.reference_attention
-        attn = (fwd / (eff.attention_fwd or eff.attention) + ft.attention_bwd / (eff.attention_bwd or eff.attention)
-                ) * tokens / eff.attention_peak_flops_per_s
-    adapters = adapter_bytes_per_token(setup) * tokens / _bw(gpu, m)
-    # QLoRA with fp32 non-quantized weights: 4-byte elementwise traffic, casts, fp32 GEMMs (timing.quantized)
-    return linear + attn + adapters + fp32_path_s(setup, gpu, ft, eff, tokens, m, _bw(gpu, m))
-
-
-def _bw(gpu: GpuSpec, m: EfficiencyModel) -> float:
-    return (gpu.memory_bw_bytes_per_s or 1e12) * m.memory_bw_fraction
-
-
-def _param_counts(setup: TrainingSetup) -> tuple[int, int]:
-    """(total, trainable) parameters of the setup (trainplan.model.params)."""
-    lora = setup.lora
-    trainable = trainable_params(setup.model, setup.method, lora_targets=lora.targets if lora else (),
-                                 lora_rank=lora.rank if lora else 0, dora=lora.dora if lora else False,
-                                 freeze_layers=setup.freeze_trainable_layers, freeze_bottom=setup.freeze_bottom)
-    return count_params(setup.model).total, trainable
-
-
-def _optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: EfficiencyModel,
-                             n_total: int, n_train: int, compute_mb: float, notes: list[str],
-                             options: TimingOptions | None = None) -> tuple[float, float]:
-    """(optimizer step, offload traffic) seconds per step on one GPU.
-
-    On the GPU the step streams the optimizer bytes of its shard of the trainable parameters
-    (trainplan.timing.traffic.optimizer_bytes_per_param; ZeRO-1+/FSDP shard it over data parallel).
-    Offloaded: the host's CPU optimizer step and the PCIe traffic each framework makes, hidden where
-    its copies run on their own streams (trainplan.timing.offload).
-    """
-    shard_mp = layout.tp * layout.pp
-    if layout.offload is Offload.NONE:
-        optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER or layout.fsdp is not Fsdp.NONE
-        n_opt = n_train / shard_mp / (layout.dp if optimizer_sharded else 1)
-        return n_opt * optimizer_bytes_per_param(setup) / _bw(gpu, m), 0.0
-    opts = options or TimingOptions()
-    host = resolve_host(gpu, cpus=opts.host_cpus, mem_bw_bytes_per_s=opts.host_mem_bw_bytes_per_s)
-    off = offload_time(setup, layout, host, n_total=n_total / shard_mp, n_train=n_train / shard_mp,
-                       compute_mb_s=compute_mb, pcie_bytes_per_s=pcie_link(gpu).bw_bytes_per_s, fsdp_config=opts.fsdp)
-    notes.extend(off.notes)
-    if off.optimizer_s == 0.0:     # parameters offloaded, optimizer on the GPU (DeepSpeed ZeRO-3 offload_param)
-        optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER
-        n_opt = n_train / shard_mp / (layout.dp if optimizer_sharded else 1)
-        return n_opt * optimizer_bytes_per_param(setup) / _bw(gpu, m), off.traffic_s
-    return off.optimizer_s, off.traffic_s
-
-
-def _dequant_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: EfficiencyModel, kernel: str | None,
-               notes: list[str]) -> float:
-    """QLoRA: every use of a quantised weight (forward, input gradient, recomputation) writes a
-    16-bit copy: quantised weights x bytes per use x uses x micro-batches / bandwidth."""
-    if setup.method is not Method.QLORA or setup.quant is None:
-        return 0.0
-    kernel = kernel or setup.quant.kind.value
-    uses = dequant_uses(setup)
-    per_use = dequant_bytes(kernel, setup.quant.double_quant)
-    nested = setup.quant.double_quant and kernel in BNB_KERNELS
-    notes.append(f"{kernel} dequantisation: {per_use:.3g} bytes per weight per use"
-                 + (" (double-quant absmax rebuilt each time)" if nested else "")
-                 + f", {uses} uses per micro-batch (forward, input gradient" + (", recompute)" if uses == 3 else ")"))
-    path = fp32_path(setup)
-    if path is not None:
-        notes.append(path.note())
-    weights = quantized_params(setup.model) / (layout.tp * layout.pp)
-    return weights * per_use * uses * setup.grad_accum / _bw(gpu, m)
-
-
-def model_flops_per_token(ft: FlopsPerToken) -> float:
-    """The MFU numerator per token (FLOP): the forward of the dense-equivalent model and the backward
-    the method runs (input gradients of layers with a backward, weight gradients of trained weights),
-    attention under the MFU convention, without recomputation or adapters. A full fine-tune runs the
-    whole backward: 3 x forward, the community's 6N + attention (ft.model). Freeze tuning runs no
-    backward below its lowest trained layer and LoRA no weight gradients of frozen weights: counting
-    6N for them claimed FLOPs that never ran (an MFU of 1.045, 1,034 TFLOP/s on a 989 TFLOP/s H100)."""
-    if ft.linear_bwd_weight == ft.linear_fwd and ft.lm_head_bwd == 2.0 * ft.lm_head_fwd:
-        return ft.model
-    attention_scale = ft.attention_fwd_mfu / ft.attention_fwd if ft.attention_fwd else 0.0
-    return (ft.linear_fwd + ft.lm_head_fwd + ft.attention_fwd_mfu + ft.linear_bwd_input + ft.linear_bwd_weight
-            + ft.lm_head_bwd + ft.attention_bwd * attention_scale)
-
-
 def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: Workload | None = None,
               options: TimingOptions = TimingOptions()) -> StepTime:
     """Time of one optimizer step of `setup` spread as `layout` over `gpu`s."""
@@ -257,7 +130,7 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
                             seq_len=max(1, round(shape.padded_len / layout.cp)), head_dim=setup.model.head_dim)
     # compute per micro-batch on one GPU of the model-parallel group
     mb_tokens = setup.micro_sequences * shape.padded_len
-    compute_mb = _compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m)
+    compute_mb = parts.compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m)
     # routed experts at their grouped-GEMM shape plus token-dispatch traffic (trainplan.timing.moe)
     compute_mb += moe_expert_delta_s(setup, layout, gpu, ft, eff, m, tokens_mb_gpu, grad_bytes(setup), notes)
     # FP8: the GEMMs left in bf16 and the quantisation traffic of the recipe (trainplan.timing.fp8)
@@ -266,9 +139,9 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
     fwd_share = ft.forward / ft.hardware
     compute_s = compute_mb * setup.grad_accum
 
-    n_total, n_train = _param_counts(setup)
-    optimizer_s, offload_s = _optimizer_and_offload_s(setup, layout, gpu, m, n_total, n_train, compute_mb, notes, options)
-    dequant_s = _dequant_s(setup, layout, gpu, m, options.quant_kernel, notes)
+    n_total, n_train = parts.param_counts(setup)
+    optimizer_s, offload_s = parts.optimizer_and_offload_s(setup, layout, gpu, m, n_total, n_train, compute_mb, notes, options)
+    dequant_s = parts.dequant_s(setup, layout, gpu, m, options.quant_kernel, notes)
 
     # communication
     fab = fabric(gpu, layout, interconnect=options.interconnect, intranode=options.intranode,
@@ -330,7 +203,7 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
                  + (f" ({eff.attention_source})" if eff.attention_source else " (fitted, no published benchmark)"))
     return StepTime(per_token=ft, shape=shape, global_batch=gb, tokens_per_step=gb * shape.real_tokens,
                     hardware_flops_per_step=gb * shape.padded_len * ft.hardware,
-                    model_flops_per_step=gb * shape.real_tokens * model_flops_per_token(ft),
+                    model_flops_per_step=gb * shape.real_tokens * parts.model_flops_per_token(ft),
                     forward_flops_per_step=gb * shape.padded_len * ft.forward,
                     efficiency=eff, breakdown=breakdown, comm=comm, num_gpus=layout.num_gpus,
                     notes=tuple(notes))
@@ -387,12 +260,12 @@ class TimeEstimate:
         rows = [
             ("tokens per step", self.tokens_per_step, "tokens",
              f"{st.global_batch} sequences x {st.shape.real_tokens:.0f} tokens"),
-            ("model FLOPs per token", model_flops_per_token(ft), "FLOP",
-             ("3 x forward" if model_flops_per_token(ft) == ft.model else "forward + the backward the method runs")
+            ("model FLOPs per token", parts.model_flops_per_token(ft), "FLOP",
+             ("3 x forward" if parts.model_flops_per_token(ft) == ft.model else "forward + the backward the method runs")
              + f" ({fmt_count(ft.linear_fwd)} linear + {fmt_count(ft.lm_head_fwd)} head + "
              f"{fmt_count(ft.attention_fwd_mfu)} attention, {ft.mfu_convention.value} mask)"),
             ("model FLOPs per step", self.flops_per_step, "FLOP",
-             f"{fmt_count(self.tokens_per_step)} tokens x {fmt_count(model_flops_per_token(ft))} FLOPs"),
+             f"{fmt_count(self.tokens_per_step)} tokens x {fmt_count(parts.model_flops_per_token(ft))} FLOPs"),
             ("hardware FLOPs per step", self.hardware_flops_per_step, "FLOP",
              f"forward {fmt_count(ft.forward)} + backward {fmt_count(ft.backward)} + recompute "
              f"{fmt_count(ft.recompute)} per token x {fmt_count(st.global_batch * st.shape.padded_len)} tokens"),
@@ -456,7 +329,7 @@ def estimate_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, workload: 
     eval_s = workload.eval_fraction * train_s * fwd_share * st.breakdown.compute_s / st.step_s
     if workload.eval_fraction:
         notes.append(f"evaluation: {workload.eval_fraction:.0%} of the training tokens, forward only")
-    n_total, n_train = _param_counts(setup)
+    n_total, n_train = parts.param_counts(setup)
     ckpt_bytes = options.checkpoint_bytes if options.checkpoint_bytes is not None else \
         checkpoint_bytes(setup, n_total, n_train)
     checkpoint_s = workload.checkpoint_saves * ckpt_bytes / workload.disk_bw_bytes_per_s

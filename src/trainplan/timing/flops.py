@@ -32,7 +32,7 @@ Conventions (stated once, as nanoGPT's `transformer_sizing.ipynb` does):
 `FlopsPerToken.model` is 3x the forward of the dense-equivalent model (linears with active
 experts, LM head, attention under the MFU convention; adapters excluded): the community's 6N +
 attention, the MFU numerator of a full fine-tune. For methods that run less backward (LoRA, freeze
-tuning) the MFU numerator is what they run (timing.estimate.model_flops_per_token). Hardware FLOPs
+tuning) the MFU numerator is what they run (timing.parts.model_flops_per_token). Hardware FLOPs
 (for HFU and for time) are what actually runs: forward + backward as needed by the method +
 recomputation.
 """

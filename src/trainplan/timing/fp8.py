@@ -213,7 +213,7 @@ def fp8_cost(recipe: Fp8Recipe, gpu: GpuSpec, spec: ModelSpec, ft, *, tokens: fl
 
 def fp8_step_delta_s(setup, layout, gpu: GpuSpec, ft, eff, m, *, tokens_per_micro_batch: float, tokens: float,
                      notes: list[str]) -> float:
-    """What FP8 adds to one micro-batch on one GPU whose linears `_compute_s` timed at the FP8 rate
+    """What FP8 adds to one micro-batch on one GPU whose linears `timing.parts.compute_s` timed at the FP8 rate
     (0 unless the setup trains in FP8). `eff` is the FP8 matmul efficiency; the bf16 one is taken
     at the same shape. Recipe: setup.impl.fp8_recipe, else the framework's (`default_recipe`)."""
     if setup.precision is not Precision.FP8 or eff.peak_dtype != "fp8":

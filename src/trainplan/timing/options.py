@@ -1,0 +1,31 @@
+"""The time model's options: every link of the chain a user may override (None: the default,
+stated in the notes). Set by job/resolve.build_timing from the user's flags and by the case readers."""
+
+from __future__ import annotations
+
+from trainplan.enums import PipeSchedule
+from trainplan.frozen import field, frozen
+from trainplan.memory.sharding import FsdpConfig
+from trainplan.timing.efficiency import DEFAULT_MODEL, EfficiencyModel
+from trainplan.timing.flops import AttnConvention
+
+
+@frozen
+class TimingOptions:
+    """Every link of the chain a user may override (None: the default, stated in the notes)."""
+
+    interconnect: str | None = None        # inter-node preset (trainplan.timing.comm.INTERCONNECTS)
+    intranode: str | None = None           # "nvlink" or "pcie"
+    compiled: bool | None = None           # torch.compile / fused kernels (None: framework default)
+    efficiency: float | None = None        # override the matmul efficiency (fraction of peak)
+    mfu_convention: AttnConvention = AttnConvention.FULL
+    pp_interleave: int = 1                 # virtual pipeline chunks per stage
+    fsdp: FsdpConfig | None = None         # the job's FSDP behaviour (None: the framework's, memory.sharding.fsdp_for)
+    pp_schedule: PipeSchedule | None = None    # None: the framework's (interleaved when pp_interleave > 1, else 1F1B)
+    sequential_pipeline: bool = False      # device_map="auto": one GPU works at a time
+    quant_kernel: str | None = None        # dequantisation kernel: nf4, fp4, int8, gptq
+    checkpoint_bytes: int | None = None    # bytes written per checkpoint save
+    host_cpus: int | None = None           # CPU cores of a node's host (None: catalog/data/hosts.toml)
+    host_mem_bw_bytes_per_s: float | None = None   # its DRAM bandwidth (wire rate; None: hosts.toml)
+    sample_lengths: tuple[int, ...] | None = None
+    model: EfficiencyModel = field(default_factory=lambda: DEFAULT_MODEL)

@@ -1,0 +1,115 @@
+"""The parts of one step's time that are not communication or the bubble: compute (linear layers,
+attention by kernel, LoRA adapter traffic, the QLoRA fp32 path), the optimizer step (on the GPU, or
+on the host's CPU when offloaded, with its PCIe traffic) and QLoRA dequantisation; and the MFU
+numerator. trainplan.timing.estimate adds them up."""
+
+from __future__ import annotations
+
+from trainplan.enums import Attention, Fsdp, Method, Offload, ZeroStage
+from trainplan.job.training import Layout, TrainingSetup
+from trainplan.model.params import count_params, trainable_params
+from trainplan.specs import GpuSpec
+from trainplan.timing.comm import pcie_link
+from trainplan.timing.efficiency import Efficiency, EfficiencyModel
+from trainplan.timing.flops import FlopsPerToken
+from trainplan.timing.offload import offload_time, resolve_host
+from trainplan.timing.options import TimingOptions
+from trainplan.timing.quantized import BNB_KERNELS, dequant_bytes, dequant_uses, fp32_path, fp32_path_s
+from trainplan.timing.traffic import (
+    adapter_bytes_per_token,
+    eager_attention_bytes_per_token,
+    optimizer_bytes_per_param,
+    quantized_params,
+)
+
+
+def compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
+               m: EfficiencyModel) -> float:
+    """Seconds of compute for `tokens` padded tokens on one GPU (already divided by model parallel)."""
+    linear = (ft.hardware - ft.attention_hardware) * tokens / (eff.peak_flops_per_s * eff.value)
+    if setup.attention is Attention.EAGER:
+        attn = ft.attention_hardware * tokens / (eff.attention_peak_flops_per_s * eff.value)
+        attn += eager_attention_bytes_per_token(setup, ft.seq_len) * tokens / memory_bw(gpu, m)
+    else:
+        # forward and recomputation at the kernel's forward efficiency, backward at its backward
+        # efficiency (trainplan.timing.attention); the fitted single value where none is published
+        fwd = ft.attention_fwd + ft.recompute_attention + ft.reference_attention
+        attn = (fwd / (eff.attention_fwd or eff.attention) + ft.attention_bwd / (eff.attention_bwd or eff.attention)
+                ) * tokens / eff.attention_peak_flops_per_s
+    adapters = adapter_bytes_per_token(setup) * tokens / memory_bw(gpu, m)
+    # QLoRA with fp32 non-quantized weights: 4-byte elementwise traffic, casts, fp32 GEMMs (timing.quantized)
+    return linear + attn + adapters + fp32_path_s(setup, gpu, ft, eff, tokens, m, memory_bw(gpu, m))
+
+
+def memory_bw(gpu: GpuSpec, m: EfficiencyModel) -> float:
+    return (gpu.memory_bw_bytes_per_s or 1e12) * m.memory_bw_fraction
+
+
+def param_counts(setup: TrainingSetup) -> tuple[int, int]:
+    """(total, trainable) parameters of the setup (trainplan.model.params)."""
+    lora = setup.lora
+    trainable = trainable_params(setup.model, setup.method, lora_targets=lora.targets if lora else (),
+                                 lora_rank=lora.rank if lora else 0, dora=lora.dora if lora else False,
+                                 freeze_layers=setup.freeze_trainable_layers, freeze_bottom=setup.freeze_bottom)
+    return count_params(setup.model).total, trainable
+
+
+def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: EfficiencyModel,
+                             n_total: int, n_train: int, compute_mb: float, notes: list[str],
+                             options: TimingOptions | None = None) -> tuple[float, float]:
+    """(optimizer step, offload traffic) seconds per step on one GPU.
+
+    On the GPU the step streams the optimizer bytes of its shard of the trainable parameters
+    (trainplan.timing.traffic.optimizer_bytes_per_param; ZeRO-1+/FSDP shard it over data parallel).
+    Offloaded: the host's CPU optimizer step and the PCIe traffic each framework makes, hidden where
+    its copies run on their own streams (trainplan.timing.offload).
+    """
+    shard_mp = layout.tp * layout.pp
+    if layout.offload is Offload.NONE:
+        optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER or layout.fsdp is not Fsdp.NONE
+        n_opt = n_train / shard_mp / (layout.dp if optimizer_sharded else 1)
+        return n_opt * optimizer_bytes_per_param(setup) / memory_bw(gpu, m), 0.0
+    opts = options or TimingOptions()
+    host = resolve_host(gpu, cpus=opts.host_cpus, mem_bw_bytes_per_s=opts.host_mem_bw_bytes_per_s)
+    off = offload_time(setup, layout, host, n_total=n_total / shard_mp, n_train=n_train / shard_mp,
+                       compute_mb_s=compute_mb, pcie_bytes_per_s=pcie_link(gpu).bw_bytes_per_s, fsdp_config=opts.fsdp)
+    notes.extend(off.notes)
+    if off.optimizer_s == 0.0:     # parameters offloaded, optimizer on the GPU (DeepSpeed ZeRO-3 offload_param)
+        optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER
+        n_opt = n_train / shard_mp / (layout.dp if optimizer_sharded else 1)
+        return n_opt * optimizer_bytes_per_param(setup) / memory_bw(gpu, m), off.traffic_s
+    return off.optimizer_s, off.traffic_s
+
+
+def dequant_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: EfficiencyModel, kernel: str | None,
+               notes: list[str]) -> float:
+    """QLoRA: every use of a quantised weight (forward, input gradient, recomputation) writes a
+    16-bit copy: quantised weights x bytes per use x uses x micro-batches / bandwidth."""
+    if setup.method is not Method.QLORA or setup.quant is None:
+        return 0.0
+    kernel = kernel or setup.quant.kind.value
+    uses = dequant_uses(setup)
+    per_use = dequant_bytes(kernel, setup.quant.double_quant)
+    nested = setup.quant.double_quant and kernel in BNB_KERNELS
+    notes.append(f"{kernel} dequantisation: {per_use:.3g} bytes per weight per use"
+                 + (" (double-quant absmax rebuilt each time)" if nested else "")
+                 + f", {uses} uses per micro-batch (forward, input gradient" + (", recompute)" if uses == 3 else ")"))
+    path = fp32_path(setup)
+    if path is not None:
+        notes.append(path.note())
+    weights = quantized_params(setup.model) / (layout.tp * layout.pp)
+    return weights * per_use * uses * setup.grad_accum / memory_bw(gpu, m)
+
+
+def model_flops_per_token(ft: FlopsPerToken) -> float:
+    """The MFU numerator per token (FLOP): the forward of the dense-equivalent model and the backward
+    the method runs (input gradients of layers with a backward, weight gradients of trained weights),
+    attention under the MFU convention, without recomputation or adapters. A full fine-tune runs the
+    whole backward: 3 x forward, the community's 6N + attention (ft.model). Freeze tuning runs no
+    backward below its lowest trained layer and LoRA no weight gradients of frozen weights: counting
+    6N for them claimed FLOPs that never ran (an MFU of 1.045, 1,034 TFLOP/s on a 989 TFLOP/s H100)."""
+    if ft.linear_bwd_weight == ft.linear_fwd and ft.lm_head_bwd == 2.0 * ft.lm_head_fwd:
+        return ft.model
+    attention_scale = ft.attention_fwd_mfu / ft.attention_fwd if ft.attention_fwd else 0.0
+    return (ft.linear_fwd + ft.lm_head_fwd + ft.attention_fwd_mfu + ft.linear_bwd_input + ft.linear_bwd_weight
+            + ft.lm_head_bwd + ft.attention_bwd * attention_scale)
