@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_DIR = os.path.join(HERE, "data")
 SNAPSHOT_MODULE = "trainplan.catalog._snapshot"
 SNAPSHOT_FILE = os.path.join(HERE, "_snapshot.py")
-CATALOG_FILES = ("gpus.toml", "prices.toml", "rates.toml", "models.toml")
+CATALOG_FILES = ("gpus.toml", "prices.toml", "rates.toml", "models.toml", "hosts.toml")
 FORMAT = "trainplan-catalog-snapshot/1"
 
 
