@@ -19,3 +19,13 @@ def test_an_hfu_above_the_mamf_is_flagged():
     (line,) = hfu_warning(replace(est.time, hfu=0.85), "h100-sxm", calibrated=True)
     assert line.startswith("warning: predicted HFU 85.0% is above h100-sxm's best measured matmul (80% ")
     assert line.endswith("the calibration is too optimistic")
+
+
+def test_an_fp32_full_fine_tune_is_offered_qlora_in_bf16():
+    # Llama-3.1-8B full fine-tune in fp32 on one H100 does not fit (fp32 weights, grads and Adam states
+    # are 16 B/param = 128 GB before activations). The QLoRA suggestion used to build an fp32 QLoRA setup,
+    # which TrainingSetup refuses (bitsandbytes computes in 16 bits), and the whole estimate failed.
+    est = estimate(resolve_job(JobOptions(model="llama-3.1-8b", method="full", gpu="h100", precision="fp32")))
+    assert not est.memory.fits
+    qlora = [s for s in est.suggestions if s.change.startswith("--method qlora")]
+    assert qlora and qlora[0].change.endswith("--precision bf16") and qlora[0].fits

@@ -8,7 +8,7 @@ kernels). Each change is what `trainplan estimate` computes with the flags it na
 
 from __future__ import annotations
 
-from trainplan.enums import Fsdp, GradCkpt, Loss, Method, Optimizer, Quant, ZeroStage
+from trainplan.enums import Fsdp, GradCkpt, Loss, Method, Optimizer, Precision, Quant, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
 from trainplan.job.frameworks import capabilities, profile
@@ -89,16 +89,26 @@ def _changes(setup: TrainingSetup) -> list[_Change]:
                            cost="trains ~1% of the weights: usually close to full fine-tuning quality, not always"))
     if setup.method is not Method.QLORA:
         lora = setup.lora or LoraConfig(rank=16, alpha=32, targets=("all-linear",))
-        flags = "--method qlora --quant nf4" + ("" if setup.lora else " --lora-targets all-linear")
+        # bitsandbytes computes in 16 bits over the 4-bit weights: an fp32 job's QLoRA runs bf16
+        sixteen = {"precision": Precision.BF16} if setup.precision is Precision.FP32 else {}
+        flags = ("--method qlora --quant nf4" + ("" if setup.lora else " --lora-targets all-linear")
+                 + (" --precision bf16" if sixteen else ""))
         out.append(_Change(flags=flags, slot="method",
-                           apply=lambda s, lora=lora: replace(s, method=Method.QLORA, lora=lora, quant=QuantConfig(kind=Quant.NF4),
-                                                   **_adapter_precision(s)),
+                           apply=lambda s, lora=lora, sixteen=sixteen: replace(
+                               s, method=Method.QLORA, lora=lora, quant=QuantConfig(kind=Quant.NF4),
+                               **(sixteen or _adapter_precision(s))),
                            cost="4-bit base weights: ~0.5 B/param; slower steps (dequantisation), small quality loss"))
     return out
 
 
 def _setup_changes(setup: TrainingSetup) -> list[tuple[str, TrainingSetup, str]]:
-    return [(c.flags, c.apply(setup), c.cost) for c in _changes(setup)]
+    out = []
+    for c in _changes(setup):
+        try:     # a change the setup cannot take (TrainingSetup refuses it) is not offered
+            out.append((c.flags, c.apply(setup), c.cost))
+        except TrainplanError:
+            continue
+    return out
 
 
 def _pairs(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: float, model: MemoryModel,
@@ -110,7 +120,11 @@ def _pairs(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: float, 
         for b in changes[i + 1:]:
             if a.slot == b.slot:
                 continue
-            est = _try(b.apply(a.apply(setup)), layout, gpu, headroom, model)
+            try:
+                paired = b.apply(a.apply(setup))
+            except TrainplanError:
+                continue
+            est = _try(paired, layout, gpu, headroom, model)
             if est and est.fits:
                 found.append(Suggestion(change=f"{a.flags} {b.flags}", device_bytes=est.device_bytes,
                                         saves_bytes=current.device_bytes - est.device_bytes, fits=True,
