@@ -201,6 +201,7 @@ class CommInputs:
     moe_layers: int = 0
     moe_dispatch_bytes: float = 0.0  # tokens x top_k x hidden x bytes per all-to-all
     kv_bytes: float = 0.0            # one micro-batch's K and V per layer (context parallel)
+    leaf_params: float = 0.0         # of gathered_params: ZeRO-3 fetches them whole, unprefetched (timing.hf_moe)
 
 
 @frozen
@@ -237,7 +238,8 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
 
     Overlap assumed: DDP/ZeRO-1 gradient all-reduce runs behind the last micro-batch's backward
     except the last 25 MB bucket; ZeRO-2/3 and FSDP reduce-scatter behind every backward; ZeRO-3/FSDP
-    all-gathers are prefetched behind forward and backward except one layer's; the ZeRO-1/2 parameter
+    all-gathers are prefetched behind forward and backward except one layer's (and the MoE blocks
+    ZeRO-3 fetches whole, x.leaf_params, which wait in both); the ZeRO-1/2 parameter
     all-gather after the optimizer step, tensor-parallel all-reduces, pipeline sends and expert
     all-to-alls are exposed; context-parallel K/V exchange is hidden behind attention.
     """
@@ -264,10 +266,13 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
             gather_s = 2 * ag * m
             dp_s = rs * m
             layers = max(1, x.layers)
+            # MoE blocks ZeRO-3 fetches whole (z3 leaf modules) block compute, forward and backward
+            leaf = min(ag, allgather_s(x.leaf_params * x.weight_bytes, shard_n, bw))
+            ag -= leaf
             fwd_exp = _overlapped(ag, x.fwd_s, ag / layers)
             bwd_exp = _overlapped(ag + rs, x.bwd_s, rs / layers)
             share = ag / (ag + rs) if ag + rs > 0 else 0.0
-            gather_exp = m * (fwd_exp + bwd_exp * share)
+            gather_exp = m * (fwd_exp + bwd_exp * share + 2 * leaf)
             dp_exp = m * bwd_exp * (1.0 - share)
             if layout.fsdp is Fsdp.HYBRID and dp > shard_n:
                 inter_bw = fab.bus_bw(dp_span, 1)

@@ -33,7 +33,7 @@ from trainplan.timing.efficiency import (
 )
 from trainplan.timing.flops import FlopsPerToken, flops_per_token
 from trainplan.timing.fp8 import fp8_step_delta_s
-from trainplan.timing.moe import moe_expert_delta_s
+from trainplan.timing.hf_moe import hf_experts_delta_s, z3_leaf_params
 from trainplan.timing.options import TimingOptions
 from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule
 from trainplan.timing.steps import (
@@ -131,8 +131,9 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
     # compute per micro-batch on one GPU of the model-parallel group
     mb_tokens = setup.micro_sequences * shape.padded_len
     compute_mb = parts.compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m)
-    # routed experts at their grouped-GEMM shape plus token-dispatch traffic (trainplan.timing.moe)
-    compute_mb += moe_expert_delta_s(setup, layout, gpu, ft, eff, m, tokens_mb_gpu, grad_bytes(setup), notes)
+    # routed experts as the framework runs them: transformers' MoE block (trainplan.timing.hf_moe) or
+    # grouped GEMMs plus token-dispatch traffic (trainplan.timing.moe)
+    compute_mb += hf_experts_delta_s(setup, layout, gpu, ft, eff, m, tokens_mb_gpu, grad_bytes(setup), notes)
     # FP8: the GEMMs left in bf16 and the quantisation traffic of the recipe (trainplan.timing.fp8)
     compute_mb += fp8_step_delta_s(setup, layout, gpu, ft, eff, m, tokens_per_micro_batch=tokens_mb_gpu,
                                    tokens=mb_tokens / model_parallel, notes=notes)
@@ -157,7 +158,8 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
         layers=layers_stage, activation_bytes=act_bytes,
         tp_collectives_per_layer=6 if setup.grad_ckpt is GradCkpt.FULL else 4,
         moe_layers=moe_layers, moe_dispatch_bytes=act_bytes * (moe.top_k if moe else 0),
-        kv_bytes=mb_tokens / layout.cp * 2 * setup.model.kv_dim * setup.precision.compute_bytes)
+        kv_bytes=mb_tokens / layout.cp * 2 * setup.model.kv_dim * setup.precision.compute_bytes,
+        leaf_params=z3_leaf_params(setup, layout))
     comm = layout_comm(layout, fab, x)
     notes += [f"{link}" for link in comm.links]
     if layout.nodes > 1 and options.interconnect is None:

@@ -1,0 +1,131 @@
+"""MoE as Hugging Face transformers runs it (4.x expert loop) and DeepSpeed ZeRO-3 leaf-module gathers."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainplan.enums import Framework, Method, ZeroStage
+from trainplan.frozen import replace
+from trainplan.job.training import Layout, TrainingSetup
+from trainplan.specs import GpuSpec, ModelSpec, MoeSpec
+from trainplan.timing.comm import CommInputs, Fabric, Link, layout_comm
+from trainplan.timing.estimate import step_time
+from trainplan.timing.hf_moe import (
+    ExpertsImpl,
+    experts_hit,
+    loop_layer_time,
+    runs_hf_moe,
+    z3_leaf_params,
+)
+from trainplan.timing.moe import ExpertShape
+
+# Qwen3-30B-A3B's expert shape (hidden 2048, 128 experts, top-8, moe_intermediate 768), 4 layers
+QWEN3_MOE = ModelSpec(name="qwen3-moe-test", model_type="qwen3_moe", naming="llama", hidden_size=2048,
+                      num_layers=4, num_heads=32, num_kv_heads=4, head_dim=128, intermediate_size=6144,
+                      vocab_size=151936, tied_embeddings=False,
+                      moe=MoeSpec(num_experts=128, top_k=8, expert_intermediate_size=768))
+A100 = GpuSpec(id="a100-sxm4-80gb", name="A100 SXM4 80GB", vendor="NVIDIA", memory_bytes=80 * 10**9,
+               reported_memory_bytes=None, memory_bw_bytes_per_s=2039e9,
+               peak_flops_per_s={"bf16": 312e12, "fp16": 312e12}, interconnect="NVLink 3",
+               gpu_gpu_bw_bytes_per_s=600e9, pcie="Gen4 x16", generation="ampere")
+
+
+def test_framework_decides_the_path():
+    for fw in (Framework.HF, Framework.DEEPSPEED, Framework.LLAMAFACTORY, Framework.SWIFT, Framework.AXOLOTL,
+               Framework.UNSLOTH):
+        assert runs_hf_moe(fw)
+    for fw in (Framework.MEGATRON, Framework.TORCHTITAN):
+        assert not runs_hf_moe(fw)
+
+
+def test_experts_hit_uniform_routing():
+    # 4 experts, top-2: a token misses a given expert with p = 1 - 2/4 = 0.5.
+    # 1 token: 4 x (1 - 0.5) = 2 (it picks exactly two); 2 tokens: 4 x (1 - 0.25) = 3
+    shape = ExpertShape(tokens=1, top_k=2, experts=4, local_experts=4, hidden=8, intermediate=4, fc1_out=8, ep=1)
+    assert experts_hit(shape) == pytest.approx(2.0)
+    assert experts_hit(ExpertShape(tokens=2, top_k=2, experts=4, local_experts=4, hidden=8, intermediate=4,
+                                   fc1_out=8, ep=1)) == pytest.approx(3.0)
+
+
+def test_loop_is_launch_bound_for_tiny_experts():
+    # 2 tokens, top-2 of 4 experts: 3 experts hit (above). All kernels far below the 10 us floor:
+    # forward 3 experts x 12 kernels (9 small + 3 GEMMs) x 10 us + the one-hot mask 10 us = 370 us;
+    # backward 3 x (11 small + 3 dgrad + 3 wgrad = 17 launches) x 10 us = 510 us, plus the input-gradient
+    # sums (3 - 1) x 3 x a T h = 2 x 3 x 2 x 2 x 8 = 192 bytes at 1e12 B/s (not floored)
+    shape = ExpertShape(tokens=2, top_k=2, experts=4, local_experts=4, hidden=8, intermediate=4, fc1_out=8, ep=1)
+    t = loop_layer_time(shape, act_bytes=2, grad_bytes=2, flops_per_s=1e15, bytes_per_s=1e12)
+    assert t.experts_hit == pytest.approx(3.0)
+    assert t.forward_s == pytest.approx(370e-6, rel=1e-6)
+    assert t.backward_s == pytest.approx(510e-6 + 192e-12, rel=1e-6)
+    assert t.kernels_per_expert == 29
+    assert t.total_s(2.0) == pytest.approx(2 * 370e-6 + 510e-6, rel=1e-6)    # with a recompute forward
+
+
+def test_loop_bytes_without_the_floor():
+    # 1000 tokens, one expert (top-1): m = 1000 rows, h = 10, f = 5, 2-byte activations and gradients.
+    # Every GEMM moves 30,100 bytes: fc1 gate/up 2(1000x10 + 10x5) + 2 x 1000x5; down 2(1000x5 + 5x10)
+    # + 2 x 1000x10; the weight gradients 2(10x1000 + 1000x5) + 2 x 10x5 (and the transpose).
+    # Forward small kernels: mask 2x8x1x1000 = 16,000, nonzero 8,000, gather 40,000, SiLU 20,000,
+    # x up 30,000, x weight 40,000, index_add 60,000 = 214,000; + 3 GEMMs 90,300 + the layer's one-hot
+    # 16,000 = 320,300 bytes -> 320.3 us at 1e9 B/s.
+    # Backward: index_select, x weight, its weight grad 3 x 40,000; x up twice and SiLU 3 x 30,000;
+    # gate+up sum 60,000; zeros a T h 20,000; index_put 60,000 = 350,000; + 6 GEMMs 180,600
+    # = 530,600 bytes -> 530.6 us (one expert: no gradient sums across experts)
+    shape = ExpertShape(tokens=1000, top_k=1, experts=1, local_experts=1, hidden=10, intermediate=5,
+                        fc1_out=10, ep=1)
+    t = loop_layer_time(shape, act_bytes=2, grad_bytes=2, flops_per_s=1e30, bytes_per_s=1e9, floor_s=0.0)
+    assert t.rows_per_expert == pytest.approx(1000.0)
+    assert t.forward_s == pytest.approx(320.3e-6, rel=1e-9)
+    assert t.backward_s == pytest.approx(530.6e-6, rel=1e-9)
+    # frozen experts (LoRA elsewhere): no weight-gradient GEMMs, 530,600 - 90,300 = 440,300 bytes
+    frozen = loop_layer_time(shape, act_bytes=2, grad_bytes=2, flops_per_s=1e30, bytes_per_s=1e9,
+                             floor_s=0.0, wgrad=0.0)
+    assert frozen.backward_s == pytest.approx(440.3e-6, rel=1e-9)
+
+
+def test_z3_leaf_params():
+    # per MoE layer: experts 3 x 2048 x 768 x 128 = 603,979,776 + router 2048 x 128 = 262,144
+    # = 604,241,920; less one prefetch bucket 0.9 x 2048^2 = 3,774,873.6 -> 600,467,046.4; x 4 layers
+    zero3 = Layout(num_gpus=16, zero=ZeroStage.PARAMETERS)
+    swift = TrainingSetup(model=QWEN3_MOE, method=Method.FULL, framework=Framework.SWIFT)
+    assert z3_leaf_params(swift, zero3) == pytest.approx(4 * 600_467_046.4)
+    # plain HF Trainer on transformers 4.x: each expert's nn.Linear is gathered and prefetched on its own
+    hf = TrainingSetup(model=QWEN3_MOE, method=Method.FULL, framework=Framework.HF)
+    assert z3_leaf_params(hf, zero3) == 0.0
+    # ... on v5 the experts are one module with 3-D weights, fetched whole whoever sets the leaf
+    assert z3_leaf_params(hf, zero3, ExpertsImpl.GROUPED_MM) == pytest.approx(4 * 600_467_046.4)
+    megatron = TrainingSetup(model=QWEN3_MOE, method=Method.FULL, framework=Framework.MEGATRON)
+    assert z3_leaf_params(megatron, zero3) == 0.0
+    assert z3_leaf_params(swift, Layout(num_gpus=16, zero=ZeroStage.GRADIENTS)) == 0.0
+
+
+def test_leaf_gather_waits_in_forward_and_backward():
+    # dp 2 inside a node at 100 GB/s bus bandwidth. 1e9 gathered params x 2 bytes: all-gather
+    # (1/2) x 2e9 / 1e11 = 10 ms, of which the leaf's 0.5e9 params are 5 ms; reduce-scatter of 1e9 x 2
+    # bytes 10 ms. Windows of 100 s hide the rest but one layer's tail (10 layers):
+    # forward 5 ms / 10 = 0.5 ms; backward min(15 ms, 10 ms / 10) = 1 ms, of which the gather's
+    # share 5 / 15; the leaf 2 x 5 ms -> 0.5 + 1/3 + 10 = 10.8333 ms. Without a leaf: forward 10 / 10 = 1 ms,
+    # backward min(20, 1) = 1 ms at share 10 / 20 -> 1.5 ms
+    fab = Fabric(intra=Link(name="test", bw_bytes_per_s=100e9), inter=Link(name="none", bw_bytes_per_s=1e9),
+                 gpus_per_node=8, collective_fraction=1.0)
+    x = CommInputs(trainable_params=1e9, gathered_params=1e9, grad_bytes=2, weight_bytes=2.0, micro_batches=1,
+                   fwd_s=100.0, bwd_s=100.0, layers=10, activation_bytes=0.0, tp_collectives_per_layer=4,
+                   leaf_params=0.5e9)
+    layout = Layout(num_gpus=2, zero=ZeroStage.PARAMETERS)
+    comm = layout_comm(layout, fab, x)
+    assert comm.gather_s == pytest.approx(0.020)
+    assert comm.gather_exposed_s == pytest.approx(0.0005 + 0.001 / 3 + 0.010)
+    no_leaf = layout_comm(layout, fab, replace(x, leaf_params=0.0))
+    assert no_leaf.gather_exposed_s == pytest.approx(0.001 + 0.0005)
+
+
+def test_step_time_takes_the_framework_path():
+    layout = Layout(num_gpus=16, nodes=2, zero=ZeroStage.PARAMETERS)
+    swift = step_time(TrainingSetup(model=QWEN3_MOE, method=Method.FULL, seq_len=8192,
+                                    framework=Framework.SWIFT), layout, A100)
+    assert any("transformers 4.x" in n for n in swift.notes)
+    assert any("z3 leaf modules" in n for n in swift.notes)
+    megatron = step_time(TrainingSetup(model=QWEN3_MOE, method=Method.FULL, seq_len=8192,
+                                       framework=Framework.MEGATRON), Layout(num_gpus=16, nodes=2), A100)
+    assert any("Megatron alltoall dispatcher" in n for n in megatron.notes)
+    assert not any("transformers 4.x" in n for n in megatron.notes)
