@@ -386,11 +386,10 @@ def resolve_job(req: JobOptions, *, today: datetime.date | None = None, calibrat
         calibration = load_active() if req.calibration else None
         recorded = recorded_runs() if req.calibration else None
     gpus, gpus_note = suggestable_gpus(tuple(catalog.load_gpus().values()), setup.precision, book)
-    fsdp = build_fsdp(req, setup.framework)
-    if fsdp is not None:
-        timing = replace(timing, fsdp=fsdp)       # the FSDP the offload traffic follows (timing.offload)
+    fsdp, zero = build_fsdp(req, setup.framework), build_zero(req, spec)
+    timing = replace(timing, fsdp=fsdp, zero=zero)   # the FSDP and ZeRO knobs the time model follows
     job = Job(setup=setup, layout=layout, gpu=gpu, workload=workload, parallel=parallel, timing=timing,
-              zero=build_zero(req, spec), fsdp=fsdp,
+              zero=zero, fsdp=fsdp,
               pricing=pricing, price_missing=missing, book=book, headroom=headroom, calibration=calibration,
               recorded=recorded,
               gpus=gpus, gpus_note=gpus_note, options=req)

@@ -202,6 +202,7 @@ class CommInputs:
     moe_dispatch_bytes: float = 0.0  # tokens x top_k x hidden x bytes per all-to-all
     kv_bytes: float = 0.0            # one micro-batch's K and V per layer (context parallel)
     leaf_params: float = 0.0         # of gathered_params: ZeRO-3 fetches them whole, unprefetched (timing.hf_moe)
+    overlap_comm: bool = True        # DeepSpeed ZeRO's overlap_comm: False runs its collectives on the compute stream
 
 
 @frozen
@@ -317,6 +318,14 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         links.append(f"expert parallel over {fab.link_name(span)}")
         passes = 4 + (2 if x.tp_collectives_per_layer > 4 else 0)
         ep_s = m * x.moe_layers * passes * alltoall_s(x.moe_dispatch_bytes / tp, layout.ep, bw)
+    if layout.zero > ZeroStage.NONE and layout.fsdp is Fsdp.NONE and not x.overlap_comm:
+        # DeepSpeed without overlap_comm: gradient reduction on the current stream (stage_1_and_2.py
+        # `stream = self.reduction_stream if self.overlap_comm else current_stream()`), ZeRO-3's
+        # reduce-scatter and parameter all-gathers on the default stream (stage3.py, parameter_offload.py
+        # `allgather_stream ... if overlap_comm else default_stream()`): none of it hidden behind compute
+        dp_exp, gather_exp = dp_s, gather_s
+        links.append("DeepSpeed overlap_comm off: gradient reduction and parameter gathers on the compute stream, "
+                     "not overlapped")
     cp_s = 0.0
     if cp > 1:
         bw = fab.bus_bw(tp * cp)

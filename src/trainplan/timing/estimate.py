@@ -16,12 +16,10 @@ gpu_hours = total_s x GPUs / 3600; the retry factor (default 1.0) multiplies bot
 
 from __future__ import annotations
 
-from trainplan.enums import (
-    GradCkpt,
-    Precision,
-)
+from trainplan.enums import Framework, GradCkpt, Precision
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup, Workload
+from trainplan.memory.sharding import ZeroConfig
 from trainplan.specs import GpuSpec
 from trainplan.timing import parts
 from trainplan.timing.attention import attention_kernel
@@ -49,6 +47,11 @@ from trainplan.timing.traffic import (
     weight_bytes_gathered,
 )
 from trainplan.units import SECONDS_PER_HOUR, fmt_count, fmt_duration
+
+# where a ZeRO stage is not DeepSpeed's: Megatron's distributed optimizer (its own overlap flags) and
+# FSDP SHARD_GRAD_OP read as stage 2 (torch FSDP, llm-foundry, litgpt, torchtune, torchtitan)
+_NOT_DEEPSPEED = frozenset({Framework.MEGATRON, Framework.FSDP, Framework.LITGPT, Framework.TORCHTUNE,
+                            Framework.TORCHTITAN})
 
 
 @frozen
@@ -159,7 +162,8 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
         tp_collectives_per_layer=6 if setup.grad_ckpt is GradCkpt.FULL else 4,
         moe_layers=moe_layers, moe_dispatch_bytes=act_bytes * (moe.top_k if moe else 0),
         kv_bytes=mb_tokens / layout.cp * 2 * setup.model.kv_dim * setup.precision.compute_bytes,
-        leaf_params=z3_leaf_params(setup, layout))
+        leaf_params=z3_leaf_params(setup, layout),
+        overlap_comm=setup.framework in _NOT_DEEPSPEED or (options.zero or ZeroConfig()).overlap(int(layout.zero)))
     comm = layout_comm(layout, fab, x)
     notes += [f"{link}" for link in comm.links]
     if layout.nodes > 1 and options.interconnect is None:

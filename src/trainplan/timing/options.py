@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from trainplan.enums import PipeSchedule
 from trainplan.frozen import field, frozen
-from trainplan.memory.sharding import FsdpConfig
+from trainplan.memory.sharding import FsdpConfig, ZeroConfig
 from trainplan.timing.efficiency import DEFAULT_MODEL, EfficiencyModel
 from trainplan.timing.flops import AttnConvention
 
@@ -20,6 +20,7 @@ class TimingOptions:
     efficiency: float | None = None        # override the matmul efficiency (fraction of peak)
     mfu_convention: AttnConvention = AttnConvention.FULL
     pp_interleave: int = 1                 # virtual pipeline chunks per stage
+    zero: ZeroConfig | None = None         # the job's DeepSpeed ZeRO knobs (overlap_comm; None: DeepSpeed's defaults)
     fsdp: FsdpConfig | None = None         # the job's FSDP behaviour (None: the framework's, memory.sharding.fsdp_for)
     pp_schedule: PipeSchedule | None = None    # None: the framework's (interleaved when pp_interleave > 1, else 1F1B)
     sequential_pipeline: bool = False      # device_map="auto": one GPU works at a time
