@@ -32,7 +32,7 @@ import time as clock
 from typing import Callable
 
 from trainplan.cost.bill import CostEstimate, estimate_cost
-from trainplan.enums import Attention, GradCkpt, Method, Optimizer, Precision
+from trainplan.enums import Attention, GradCkpt, Method, Optimizer
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen, mutable
 from trainplan.job.training import TrainingSetup, Workload
@@ -42,9 +42,9 @@ from trainplan.memory.model import MemoryModel
 from trainplan.planner.request import Rentable
 from trainplan.planner.space import Knobs, Shape
 from trainplan.specs import GpuSpec
-from trainplan.timing.efficiency import kernel_stack, matmul_efficiency
 from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
 from trainplan.timing.flops import flops_per_token
+from trainplan.timing.parts import core_compute_s, step_efficiency
 from trainplan.timing.pipeline import bubble_floor
 from trainplan.timing.steps import sequence_shape, steps_per_epoch, total_steps
 from trainplan.units import SECONDS_PER_HOUR
@@ -208,14 +208,9 @@ def _compute_bound_s(setup: TrainingSetup, gpu: GpuSpec, workload: Workload, opt
     if ft is None:
         ft = flops_per_token(setup, seq_len=padded, mfu_convention=options.mfu_convention)
         flops_cache[key] = ft
-    dtype = "fp8" if setup.precision is Precision.FP8 else setup.precision.compute_dtype
-    stack = kernel_stack(setup.framework, compiled=options.compiled, liger=setup.impl.liger_kernels)
     tokens = setup.batch_size * shape.padded_len
-    eff = matmul_efficiency(gpu, dtype, hidden_size=setup.model.hidden_size, tokens_per_micro_batch=tokens,
-                            stack=stack, m=options.model, override=options.efficiency)
-    linear = (ft.hardware - ft.attention_hardware) * tokens / (eff.peak_flops_per_s * eff.value)
-    attn_eff = eff.value if setup.attention is Attention.EAGER else eff.attention
-    return linear + ft.attention_hardware * tokens / (eff.attention_peak_flops_per_s * attn_eff)
+    eff = step_efficiency(setup, gpu, tokens_per_micro_batch=tokens, seq_len=padded, options=options)
+    return core_compute_s(setup, gpu, ft, eff, tokens, options.model)    # what step_time's compute starts from
 
 
 def _knobs(p: Problem, fam: Family, optimizer: Optimizer | None = None, first: bool = True) -> Knobs:

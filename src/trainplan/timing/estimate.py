@@ -22,12 +22,9 @@ from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.memory.sharding import ZeroConfig
 from trainplan.specs import GpuSpec
 from trainplan.timing import parts
-from trainplan.timing.attention import attention_kernel
 from trainplan.timing.comm import CommInputs, CommTimes, fabric, is_consumer, layout_comm
 from trainplan.timing.efficiency import (
     Efficiency,
-    kernel_stack,
-    matmul_efficiency,
 )
 from trainplan.timing.flops import FlopsPerToken, flops_per_token
 from trainplan.timing.fp8 import fp8_step_delta_s
@@ -122,15 +119,9 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
     gb = global_batch(setup.micro_sequences, setup.grad_accum, layout.dp)
     model_parallel = layout.tp * layout.pp * layout.cp
     tokens_mb_gpu = setup.micro_sequences * shape.padded_len / layout.cp
-    stack = kernel_stack(setup.framework, compiled=options.compiled, liger=setup.impl.liger_kernels)
-    dtype = "fp8" if setup.precision is Precision.FP8 else setup.precision.compute_dtype
-    kernel = attention_kernel(setup.framework, setup.attention, gpu.generation,
-                              "fp32" if setup.precision is Precision.FP32 else "bf16", setup.model.head_dim,
-                              position=setup.model.position, consumer=is_consumer(gpu))
-    eff = matmul_efficiency(gpu, dtype,
-                            hidden_size=setup.model.hidden_size, tokens_per_micro_batch=tokens_mb_gpu,
-                            stack=stack, m=m, override=options.efficiency, attention_kernel=kernel,
-                            seq_len=max(1, round(shape.padded_len / layout.cp)), head_dim=setup.model.head_dim)
+    eff = parts.step_efficiency(setup, gpu, tokens_per_micro_batch=tokens_mb_gpu,
+                                seq_len=max(1, round(shape.padded_len / layout.cp)), options=options)
+    stack, dtype = eff.stack, "fp8" if setup.precision is Precision.FP8 else setup.precision.compute_dtype
     # compute per micro-batch on one GPU of the model-parallel group
     mb_tokens = setup.micro_sequences * shape.padded_len
     compute_mb = parts.compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m)

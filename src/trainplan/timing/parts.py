@@ -5,12 +5,13 @@ numerator. trainplan.timing.estimate adds them up."""
 
 from __future__ import annotations
 
-from trainplan.enums import Attention, Fsdp, Method, Offload, ZeroStage
+from trainplan.enums import Attention, Fsdp, Method, Offload, Precision, ZeroStage
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.model.params import count_params, trainable_params
 from trainplan.specs import GpuSpec
-from trainplan.timing.comm import pcie_link
-from trainplan.timing.efficiency import Efficiency, EfficiencyModel
+from trainplan.timing.attention import attention_kernel
+from trainplan.timing.comm import is_consumer, pcie_link
+from trainplan.timing.efficiency import Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency
 from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.offload import offload_time, resolve_host
 from trainplan.timing.options import TimingOptions
@@ -23,9 +24,25 @@ from trainplan.timing.traffic import (
 )
 
 
-def compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
-               m: EfficiencyModel) -> float:
-    """Seconds of compute for `tokens` padded tokens on one GPU (already divided by model parallel)."""
+def step_efficiency(setup: TrainingSetup, gpu: GpuSpec, *, tokens_per_micro_batch: float, seq_len: int,
+                    options: TimingOptions) -> Efficiency:
+    """The matmul and attention efficiency of the setup's step on `gpu` (one home for step_time and the
+    planner's bounds): the kernel stack, the attention kernel the framework runs (timing.attention)."""
+    stack = kernel_stack(setup.framework, compiled=options.compiled, liger=setup.impl.liger_kernels)
+    dtype = "fp8" if setup.precision is Precision.FP8 else setup.precision.compute_dtype
+    kernel = attention_kernel(setup.framework, setup.attention, gpu.generation,
+                              "fp32" if setup.precision is Precision.FP32 else "bf16", setup.model.head_dim,
+                              position=setup.model.position, consumer=is_consumer(gpu))
+    return matmul_efficiency(gpu, dtype, hidden_size=setup.model.hidden_size,
+                             tokens_per_micro_batch=tokens_per_micro_batch, stack=stack, m=options.model,
+                             override=options.efficiency, attention_kernel=kernel, seq_len=seq_len,
+                             head_dim=setup.model.head_dim)
+
+
+def core_compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
+                   m: EfficiencyModel) -> float:
+    """Seconds of the linear layers and the attention core for `tokens` padded tokens on one GPU: the
+    part of compute_s the planner bounds a step by (never more than compute_s)."""
     linear = (ft.hardware - ft.attention_hardware) * tokens / (eff.peak_flops_per_s * eff.value)
     if setup.attention is Attention.EAGER:
         attn = ft.attention_hardware * tokens / (eff.attention_peak_flops_per_s * eff.value)
@@ -36,9 +53,16 @@ def compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Effici
         fwd = ft.attention_fwd + ft.recompute_attention + ft.reference_attention
         attn = (fwd / (eff.attention_fwd or eff.attention) + ft.attention_bwd / (eff.attention_bwd or eff.attention)
                 ) * tokens / eff.attention_peak_flops_per_s
+    return linear + attn
+
+
+def compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
+              m: EfficiencyModel) -> float:
+    """Seconds of compute for `tokens` padded tokens on one GPU (already divided by model parallel)."""
     adapters = adapter_bytes_per_token(setup) * tokens / memory_bw(gpu, m)
     # QLoRA with fp32 non-quantized weights: 4-byte elementwise traffic, casts, fp32 GEMMs (timing.quantized)
-    return linear + attn + adapters + fp32_path_s(setup, gpu, ft, eff, tokens, m, memory_bw(gpu, m))
+    return (core_compute_s(setup, gpu, ft, eff, tokens, m) + adapters
+            + fp32_path_s(setup, gpu, ft, eff, tokens, m, memory_bw(gpu, m)))
 
 
 def memory_bw(gpu: GpuSpec, m: EfficiencyModel) -> float:
