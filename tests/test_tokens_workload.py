@@ -46,3 +46,12 @@ def test_samples_and_steps_from_tokens():
 def test_tokens_with_samples_is_refused():
     with pytest.raises(TrainplanError, match="--tokens gives the run length"):
         build_workload(JobOptions(model="llama-2-7b", tokens=1e9, samples=5))
+
+
+def test_the_table_takes_a_token_budget():
+    # --tokens stands for the run: the table's 10,000-sample default is not added to it (which
+    # --tokens would refuse); 1e9 / 2048 = 488,282 samples
+    import trainplan
+
+    result = trainplan.table(("llama-2-7b",), gpus=("h100",), methods=("lora",), tokens=1e9)
+    assert result.request.samples_given and result.request.workload.samples == 488_282

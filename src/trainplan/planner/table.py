@@ -225,7 +225,7 @@ def resolve_table(options: JobOptions, *, models: tuple[str | ModelSpec, ...] = 
         for method in method_names:
             cells += _cell_specs(options, spec, method, _precisions(options, tuple(precisions)), quant_names)
     book = options_book(options)
-    samples_given = options.samples is not None or options.max_steps is not None
+    samples_given = options.samples is not None or options.max_steps is not None or options.tokens is not None
     workload_options = options if samples_given else replace(options, samples=DEFAULT_SAMPLES)
     ckpts = (parse_enum(GradCkpt, options.grad_ckpt, "--grad-ckpt"),) if options.grad_ckpt \
         else (GradCkpt.NONE, GradCkpt.FULL)
