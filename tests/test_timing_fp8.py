@@ -145,3 +145,30 @@ def test_step_time_fp8_recipe_and_weight_cache():
     assert any("te-current" in n and "6 bytes per element" in n for n in current.notes)
     # current scaling moves 6 bytes per element instead of 4: slower than delayed, faster than bf16
     assert delayed.breakdown.compute_s < current.breakdown.compute_s < bf16.breakdown.compute_s
+
+
+def test_mxfp8_is_refused_before_blackwell():
+    # Transformer Engine runs MXFP8BlockScaling on sm100+ only: an H100 job is an error, a B200 one runs
+    import pytest as _pytest
+
+    from trainplan.errors import TrainplanError
+    from trainplan.job.options import JobOptions
+    from trainplan.job.resolve import resolve_job
+
+    base = dict(model="llama-3.1-8b", method="full", num_gpus=8, precision="fp8", fp8_recipe="te-mxfp8",
+                framework="megatron", zero=1)
+    with _pytest.raises(TrainplanError, match="te-mxfp8 needs Blackwell"):
+        resolve_job(JobOptions(gpu="h100", **base))
+    assert resolve_job(JobOptions(gpu="b200", **base)).setup.impl.fp8_recipe.value == "te-mxfp8"
+
+
+def test_the_planner_plans_mxfp8_on_blackwell_only():
+    from trainplan.job.options import JobOptions
+    from trainplan.planner.plan import plan
+    from trainplan.planner.request import resolve_plan
+
+    pr = resolve_plan(JobOptions(model="llama-3.1-8b", method="full", precision="fp8", fp8_recipe="te-mxfp8",
+                                 framework="megatron"), gpus=("h100", "b200"), max_gpus=8)
+    result = plan(pr, details=False)
+    assert {p.found.rentable.gpu.id for p in result.plans} == {"b200"}
+    assert any(r.gpu == "h100-sxm" and "te-mxfp8 needs Blackwell" in r.reason for r in pr.rejected)

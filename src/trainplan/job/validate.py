@@ -272,6 +272,11 @@ def check_job(job: Job, *, layout_given: bool = True) -> tuple[str, ...]:
     notes: list[str] = []
     notes += _positions(spec, setup.seq_len, given=opts is None or "seq_len" in opts.given)
     _kernels(setup.attention, setup.precision, gpu, planner=not layout_given)
+    if setup.impl.fp8_recipe is Fp8Recipe.TE_MXFP8 and gpu.generation.lower() != "blackwell" and layout_given:
+        # Transformer Engine checks MXFP8 support by compute capability (transformer_engine/pytorch/
+        # quantization.py check_mxfp8_support: "MXFP8 ... Blackwell", sm100+)
+        raise TrainplanError(f"--fp8-recipe te-mxfp8 needs Blackwell tensor cores; {gpu.id!r} is "
+                             f"{gpu.generation or 'not Blackwell'}: use te-current, te-delayed or te-blockwise")
     if opts is not None and opts.dora and setup.method not in (Method.LORA, Method.QLORA):
         raise TrainplanError(f"--dora applies to --method lora or qlora, not {str(setup.method)!r}")
     if not layout_given:

@@ -14,7 +14,7 @@ from trainplan import catalog
 from trainplan.cost.bill import billable_gpus
 from trainplan.cost.prices import DEFAULT_CURRENCY, NoPriceError, PriceBook, Pricing, resolve_pricing
 from trainplan.cost.sources import options_book
-from trainplan.enums import Attention, Framework, GradCkpt, Method, Optimizer, Precision
+from trainplan.enums import Attention, Fp8Recipe, Framework, GradCkpt, Method, Optimizer, Precision
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen, replace
 from trainplan.job.frameworks import Capabilities, capabilities, profile
@@ -149,7 +149,7 @@ def _optimizers(options: JobOptions, allowed: tuple[str, ...]) -> tuple[Optimize
 
 
 def _rentables(gpus: list[GpuSpec], headroom: float, book: PriceBook, today: datetime.date,
-               precision: Precision) -> tuple[list[Rentable], list[Rejection]]:
+               precision: Precision, blackwell_only: bool = False) -> tuple[list[Rentable], list[Rejection]]:
     """Each GPU with its usable memory and its price of the kind compared (converted to the plan's
     currency); GPU types without one, or without tensor cores for the job's dtype, are rejected,
     saying what would change that."""
@@ -162,6 +162,10 @@ def _rentables(gpus: list[GpuSpec], headroom: float, book: PriceBook, today: dat
             other = "--precision fp16" if dtype == "bf16" and gpu.supports("fp16") else "another --precision"
             rejected.append(Rejection(gpu=gpu.id, reason=f"no {dtype} tensor cores ({precision} would run emulated "
                                                           f"or not at all): plan it with {other}"))
+            continue
+        if blackwell_only and gpu.generation.lower() != "blackwell":
+            rejected.append(Rejection(gpu=gpu.id, reason="--fp8-recipe te-mxfp8 needs Blackwell tensor cores: "
+                                                          "plan it with te-current or te-blockwise"))
             continue
         try:
             pricing = resolve_pricing(gpu.id, book, today=today, strict=True)
@@ -200,7 +204,8 @@ def resolve_plan(options: JobOptions, *, methods: tuple[str, ...] = (), gpus: tu
         else tuple(a for a in DEFAULT_ATTENTIONS if a in caps.attentions) or (profile(framework).attention,)
     book = options_book(options, offers=offers)
     job = replace(job, book=book)
-    rentables, rejected = _rentables(resolve_gpus(gpus), headroom, book, today, job.setup.precision)
+    rentables, rejected = _rentables(resolve_gpus(gpus), headroom, book, today, job.setup.precision,
+                                     blackwell_only=job.setup.impl.fp8_recipe is Fp8Recipe.TE_MXFP8)
     return PlanRequest(job=job, methods=tuple(searches), grad_ckpts=ckpts, attentions=attentions,
                        rentables=tuple(rentables), rejected=tuple(rejected), currency=book.currency, book=book,
                        max_gpus=max_gpus,
