@@ -93,3 +93,17 @@ def test_virtual_stages_read_from_the_case_text():
     assert virtual_stages({"vpp": 3}) == 3
     assert virtual_stages({"other": "virtual pipeline 4"}) == 4
     assert virtual_stages({}) == 1
+
+
+def test_schedules_that_need_their_chunks_are_checked():
+    base = dict(model="llama-3.1-70b", method="full", gpu="h100", num_gpus=16, nodes=2, framework="megatron",
+                tp=4, pp=4, zero=1)
+    with pytest.raises(TrainplanError, match="give --vpp 2 or more"):
+        resolve_job(JobOptions(**base, pp_schedule="interleaved-1f1b"))
+    with pytest.raises(TrainplanError, match="two model chunks per rank"):
+        resolve_job(JobOptions(**base, pp_schedule="zbv", vpp=4))
+    # interleaved with 2 chunks, 8 micro-batches: (4 - 1) / (2 x 8) = 0.1875 of the compute
+    from trainplan.estimation import estimate
+
+    step = estimate(resolve_job(JobOptions(**base, grad_accum=8, vpp=2, pp_schedule="interleaved-1f1b"))).time.step
+    assert step.breakdown.bubble_s / step.breakdown.compute_s == pytest.approx(0.1875)

@@ -200,6 +200,9 @@ def _parallel(c: Collector, par: dict, training: dict, data: dict, world: int | 
         known = SCHEDULES.get(schedule.lower())
         if known is None:
             c.skip("parallelism.pipeline_parallel_schedule", schedule, "a schedule trainplan has no bubble for")
+        elif known is PipeSchedule.INTERLEAVED:
+            c.skip("parallelism.pipeline_parallel_schedule", schedule, "interleaved: its virtual stages per rank "
+                   "come from the split points; give --vpp (and --pp-schedule interleaved-1f1b)")
         else:
             c.set("pp_schedule", known.value, key="parallelism.pipeline_parallel_schedule", raw=schedule,
                   note="a looped schedule: its virtual stages per rank come from the split points; give --vpp"

@@ -285,6 +285,11 @@ def check_job(job: Job, *, layout_given: bool = True) -> tuple[str, ...]:
         raise TrainplanError(f"--vpp {opts.vpp} interleaves pipeline stages: it needs --pp > 1")
     if opts is not None and opts.pp_schedule is not None and layout.pp == 1:
         raise TrainplanError(f"--pp-schedule {opts.pp_schedule} schedules pipeline stages: it needs --pp > 1")
+    schedule = str(opts.pp_schedule).lower() if opts is not None and opts.pp_schedule is not None else ""
+    if schedule == "interleaved-1f1b" and opts.vpp < 2:
+        raise TrainplanError("--pp-schedule interleaved-1f1b runs several model chunks per rank: give --vpp 2 or more")
+    if schedule == "zbv" and opts.vpp not in (1, 2):
+        raise TrainplanError(f"--pp-schedule zbv runs two model chunks per rank (a V shape), not --vpp {opts.vpp}")
     if setup.framework is Framework.MEGATRON and layout.zero in (ZeroStage.GRADIENTS, ZeroStage.PARAMETERS):
         raise TrainplanError(f"--framework megatron has no ZeRO-{int(layout.zero)}: its distributed optimizer "
                              "shards the optimizer states (--zero 1); use --framework deepspeed for ZeRO-2/3")
