@@ -305,6 +305,9 @@ def test_memory_grows_with_batch_and_sequence():
     (["plan", "--model", "llama-2-7b", "--deadline", "0"], "--deadline must be a positive number"),
     (["plan", "--model", "llama-2-7b", "--sort", "speed"], "--sort must be one of"),
     (["plan", "--model", "llama-2-7b", "--max-gpus", "0"], "--max-gpus must be a positive integer"),
+    # a 32-digit GPU count once searched node counts up to it (a hang): refused above 2^20
+    (["plan", "--model", "llama-2-7b", "--max-gpus", "9" * 32], "(at most 1,048,576)"),
+    (["table", "--models", "llama-2-7b", "--max-gpus", "9" * 20], "(at most 1,048,576)"),
     (["plan", "--model", "llama-2-7b", "--methods", "full,dpo"], "--methods 'dpo'"),
     (["plan", "--model", "llama-2-7b", "--plot", "front.jpg"], ".png or .svg"),
     (["fit", "--model", "llama-2-7b", "--gpu", "h100", "--num-gpus", "8", "--tp", "3"], "does not divide"),

@@ -23,7 +23,7 @@ from trainplan.frozen import replace
 from trainplan.job.job import Job
 from trainplan.job.options import BOOKKEEPING, OPTION_NAMES, JobOptions
 from trainplan.job.resolve import resolve_job
-from trainplan.job.validate import check_int, check_number, validate_options
+from trainplan.job.validate import PLANNER_COUNT_LIMIT, check_int, check_number, validate_options
 from trainplan.planner.fit import FitResult, resolve_fit
 from trainplan.planner.fit import fit as run_fit
 from trainplan.planner.plan import PlanResult
@@ -170,7 +170,7 @@ def _limits(**values: object) -> None:
             if value is not None:
                 check_number(name.replace("_hours", ""), value, 0.0, 1e15, False, True)
         else:
-            check_int(name, value, 1, 1 << 20)
+            check_int(name, value, 1, PLANNER_COUNT_LIMIT)
 
 
 def resolve(model: str | ModelSpec | None = None, *, today: datetime.date | None = None, **options: Unpack[Options]) -> Job:

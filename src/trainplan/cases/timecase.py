@@ -21,6 +21,7 @@ from trainplan.cases.text import (
     grad_ckpt_of,
     kbit_prep_fp32,
     memory_optimizer,
+    precision_of,
     quant_of,
 )
 from trainplan.enums import (
@@ -110,7 +111,10 @@ def map_case(case: dict) -> Mapped:
     gpu, _ = gpu_of(case)
     method = Method.FULL if case["method"] == "pretrain" else Method(case["method"])
     prec_text = json.dumps(case.get("precision") or {}).lower()
-    precision = Precision.BF16
+    # the memory reader's precision (cases.text.precision_of), else the framework's own
+    flags = layout_flags(case)
+    stated, _, _ = precision_of(case, framework, flags["zero"] > 0 or flags["fsdp"] != "none")
+    precision = Precision(stated) if stated and stated != "fp8" else profile(framework).precision
     impl = Implementation()
     if framework is Framework.TORCHTUNE:
         precision = Precision.BF16_PURE
@@ -159,7 +163,7 @@ def map_case(case: dict) -> Mapped:
                           attention=supported_attention(spec, Attention(attention_of(case.get("attention"))
                                                                     or profile(framework).attention)),
                           lora=_lora(case, framework), quant=quant, framework=framework, impl=impl)
-    flags = layout_flags(case)     # one reading of the layout for memory and time (cases/memorycase.py)
+    # one reading of the layout for memory and time (cases/memorycase.py layout_flags, read above)
     layout = Layout(gpu_id=gpu.id, num_gpus=count, nodes=flags["nodes"], zero=ZeroStage(flags["zero"]),
                     fsdp=Fsdp(flags["fsdp"]), offload=Offload(flags["offload"]), tp=flags["tp"], pp=flags["pp"],
                     cp=flags["cp"], ep=flags["ep"])

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from trainplan.job.options import JobOptions
     from trainplan.specs import GpuSpec, ModelSpec
 
+PLANNER_COUNT_LIMIT = 1 << 20   # --max-gpus, --gpus-per-node, --global-batch, --top: far beyond any cluster
 BIG = 10 ** 12          # counts with no natural bound (samples, steps): far beyond any run, finite in float
 
 # field -> (low, high) for integers (inclusive)

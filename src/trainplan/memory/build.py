@@ -63,6 +63,7 @@ def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
                 input_requires_grad=flags[1],
                 trained_weight_bytes=regime.trainable_weight_bytes,
                 frozen_weight_bytes=regime.frozen_weight_bytes, adapter_bytes=regime.adapter_bytes,
+                fp32_adapter_chain=regime.fp32_adapter_chain,
                 liger=setup.impl.liger_kernels, compiled=setup.impl.compiled,
                 quant_saves_input=setup.method is Method.QLORA and setup.framework is not Framework.TORCHTUNE,
                 fused_qkv=setup.impl.fused_qkv)

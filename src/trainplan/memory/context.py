@@ -28,6 +28,7 @@ class LayerContext:
     trained_weight_bytes: int = 2
     frozen_weight_bytes: int = 2
     adapter_bytes: int = 2
+    fp32_adapter_chain: bool = False   # the adapter chain runs in fp32 over a 16-bit input (memory.regime)
     liger: bool = False
     compiled: bool = False            # torch.compile: pointwise chains fused, recomputed in backward
     quant_saves_input: bool = False   # bitsandbytes 4-bit base weights: MatMul4Bit saves its input

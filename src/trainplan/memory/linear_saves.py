@@ -98,15 +98,20 @@ def linears_saves(ctx: LayerContext, spec: ModelSpec, lins: list[LinearSpec], to
             # peft casts the input to the adapter's dtype (`_cast_input_dtype`); under autocast with
             # fp32 adapters, lora_A then casts it back to 16-bit: a fresh copy per adapted module.
             lora_cast = cast or (ctx.autocast and ctx.adapter_bytes != in_bytes)
+            # without autocast, fp32 adapters over a 16-bit input: the fp32 cast is what dropout and
+            # lora_A see, and lora_A's output (lora_B's input) is fp32 too
+            chain = ctx.adapter_bytes if ctx.fp32_adapter_chain and ctx.adapter_bytes != in_bytes else 0
             if ctx.lora_dropout > 0:
                 if needs_grad:
                     lora += width                           # bool dropout mask (for the input's gradient)
-                lora += (c if lora_cast else in_bytes) * width  # lora_A input (dropout output / cast)
+                lora += (c if lora_cast else chain or in_bytes) * width  # lora_A input (dropout output / cast)
             elif lora_cast:
                 lora += c * width
+            elif chain:
+                lora += chain * width                       # the fp32 copy lora_A keeps
             else:
                 shared[key] = in_bytes * width
-            lora += c * tokens * r * lin.copies             # lora_B input
+            lora += (chain or c) * tokens * r * lin.copies  # lora_B input
             if ctx.autocast and ctx.adapter_bytes != c:
                 # lora_B's copy is saved (lora_A's output needs grad); lora_A's only when its input
                 # needs grad, though autocast caches it (a leaf requiring grad) through the forward.

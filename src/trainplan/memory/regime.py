@@ -14,7 +14,7 @@ Sources for the conventions:
 
 from __future__ import annotations
 
-from trainplan.enums import MasterWeights, Method, Precision
+from trainplan.enums import Framework, MasterWeights, Method, Precision
 from trainplan.frozen import frozen
 from trainplan.job.training import TrainingSetup
 
@@ -31,6 +31,7 @@ class Regime:
     residual_bytes: int           # dtype of the residual stream between layers
     compute_bytes: int            # dtype of matmul inputs/outputs (2 for bf16/fp16, 4 for fp32)
     fp8_weight_cache_bytes: int = 0  # Transformer Engine fp8 copies (weight + transpose)
+    fp32_adapter_chain: bool = False   # peft's fp32 adapters run in fp32 over a 16-bit model (PEFT_FP32_ADAPTERS)
 
     @property
     def description(self) -> str:
@@ -41,6 +42,19 @@ class Regime:
             parts.append(f"16-bit weights with an fp32 master copy in the optimizer ({self.master_bytes} B/param)")
         parts.append(f"gradients {self.grad_bytes} B/param, optimizer states {self.state_bytes} B/element")
         return "; ".join(parts)
+
+
+# Frameworks whose LoRA adapters stay fp32 over a 16-bit model without autocast: peft's
+# get_peft_model(autocast_adapter_dtype=True), its default since peft 0.12.0 (peft/mapping_func.py;
+# "upcasts LoRA adapter params to fp32 even when the base model is bf16", trl/experimental/bco/
+# bco_trainer.py), which Hugging Face Trainer / TRL scripts, plain PyTorch loops, ms-swift (unless
+# lora_dtype is set: swift/tuners/peft.py _cast_adapter_dtype_hook) and axolotl (unless
+# peft_autocast_adapter_dtype: axolotl/loaders/adapter.py) keep. LLaMA-Factory passes
+# autocast_adapter_dtype=cast_trainable_params_to_fp32, False under pure_bf16 (llamafactory/model/
+# adapter.py); torchtune, litgpt and Megatron build their own 16-bit adapters; a DeepSpeed engine casts
+# every parameter to its 16-bit dtype (deepspeed/runtime/engine.py _configure_distributed_model).
+PEFT_FP32_ADAPTERS = frozenset({Framework.HF, Framework.PYTORCH, Framework.TRL, Framework.SWIFT,
+                                Framework.AXOLOTL})
 
 
 def resolve_regime(setup: TrainingSetup) -> Regime:
@@ -56,8 +70,10 @@ def resolve_regime(setup: TrainingSetup) -> Regime:
         # stream leaves the embedding in fp32 (the quantized linears still compute in bnb's 16-bit
         # compute dtype)
         frozen = 4 if impl.load_fp32 else 2
-        return Regime(autocast=False, trainable_weight_bytes=2, frozen_weight_bytes=frozen, adapter_bytes=2,
-                      grad_bytes=2, master_bytes=0, state_bytes=2, residual_bytes=frozen, compute_bytes=2)
+        fp32_adapters = peft and setup.framework in PEFT_FP32_ADAPTERS
+        return Regime(autocast=False, trainable_weight_bytes=2, frozen_weight_bytes=frozen,
+                      adapter_bytes=4 if fp32_adapters else 2, grad_bytes=2, master_bytes=0, state_bytes=2,
+                      residual_bytes=frozen, compute_bytes=2, fp32_adapter_chain=fp32_adapters and frozen == 2)
     fp8_cache = 2 if p is Precision.FP8 else 0
     if impl.master_weights is MasterWeights.OPTIMIZER or p is Precision.FP8:
         grad = 4 if impl.grad_dtype_fp32_accum else 2

@@ -22,6 +22,7 @@ from trainplan.job.job import Job, check_headroom
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_setup, parse_enum, resolve_job
 from trainplan.job.training import TrainingSetup
+from trainplan.job.validate import PLANNER_COUNT_LIMIT, check_int
 from trainplan.planner.space import ANY, FREE, Fixed
 from trainplan.planner.stack import check_stack, fixed_layout
 from trainplan.specs import GpuSpec, PriceOffer
@@ -108,9 +109,7 @@ class PlanRequest:
 
     def __post_init__(self) -> None:
         for name in ("max_gpus", "gpus_per_node", "global_batch", "top"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise TrainplanError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+            check_int(name, getattr(self, name), 1, PLANNER_COUNT_LIMIT)
         for name, flag in (("budget", "--budget"), ("deadline_hours", "--deadline")):
             value = getattr(self, name)
             if value is not None and (not math.isfinite(value) or value <= 0):

@@ -43,6 +43,7 @@ from trainplan.job.resolve import (
     resolve_model,
 )
 from trainplan.job.training import Layout, TrainingSetup, Workload
+from trainplan.job.validate import PLANNER_COUNT_LIMIT, check_int
 from trainplan.memory import MemoryModel, ParallelConfig
 from trainplan.planner.request import resolve_gpus
 from trainplan.planner.space import FREE, Fixed
@@ -124,9 +125,7 @@ class TableRequest:
 
     def __post_init__(self) -> None:
         for name in ("max_gpus", "gpus_per_node", "global_batch"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise TrainplanError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+            check_int(name, getattr(self, name), 1, PLANNER_COUNT_LIMIT)
         if len(self.pricings) != len(self.gpus):
             raise TrainplanError("one pricing per GPU type")
 

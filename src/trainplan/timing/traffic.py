@@ -10,6 +10,7 @@ from __future__ import annotations
 from trainplan.enums import GradCkpt, MasterWeights, Method, Optimizer, Precision
 from trainplan.errors import TrainplanError
 from trainplan.job.training import TrainingSetup
+from trainplan.memory.regime import resolve_regime
 from trainplan.model.architecture import structure
 from trainplan.model.params import lora_key
 from trainplan.specs import ModelSpec
@@ -101,10 +102,16 @@ def dequant_bytes_per_use(kernel: str) -> float:
 def adapter_bytes_per_token(setup: TrainingSetup) -> float:
     """Memory traffic of the LoRA adapters per token (they are memory-bound: r << width).
 
-    Per adapted linear and pass, in elements: dropout (when > 0) reads and writes the input (2 in),
-    A reads its input (in), B writes the update, scaling and the add to the base output read and
-    write it (4 out). Backward is counted as twice the forward, full recomputation once more;
-    16-bit elements.
+    Per adapted linear and pass, in 16-bit elements: dropout (when > 0) reads and writes the input
+    (2 in), A reads its input (in), B writes the update, scaling and the add to the base output read
+    and write it (4 out): 2 (1 + 2 dropout) bytes per input and 8 per output element.
+    fp32 adapters without autocast (memory.regime.PEFT_FP32_ADAPTERS over a pure 16-bit model): peft
+    casts the input to fp32 (`_cast_input_dtype`: read 2, write 4), dropout runs in fp32 (read and
+    write 4, a 1-byte mask), A reads 4; B writes 4, the scaling reads and writes 4, the add promotes
+    the 16-bit base output to fp32 (read 2 + 4, write 4) and `result.to(torch_result_dtype)` casts it
+    back (read 4, write 2) (peft/tuners/lora/layer.py Linear.forward): 2 + 4 + 9 dropout + 4 = 19
+    bytes per input and 28 per output element (10 and 28 without dropout).
+    Backward is counted as twice the forward, full recomputation once more.
     """
     names = lora_target_names(setup)
     if not names or setup.lora is None:
@@ -112,14 +119,18 @@ def adapter_bytes_per_token(setup: TrainingSetup) -> float:
     spec = setup.model
     dropout = 1.0 if setup.lora.dropout > 0 else 0.0
     passes = 3.0 + (1.0 if setup.grad_ckpt is GradCkpt.FULL else 0.0)
+    regime = resolve_regime(setup)
+    if regime.fp32_adapter_chain:
+        per_in, per_out = 10.0 + 9.0 * dropout, 28.0
+    else:
+        per_in, per_out = 2.0 * (1.0 + 2.0 * dropout), 8.0
     st = structure(spec)
     total = 0.0
     for kind, n in st.layers:
         for lin in kind.linears:
             if lora_key(lin) in names:
-                per = (1.0 + 2.0 * dropout) * lin.in_features + 4.0 * lin.out_features
-                total += per * active_copies(lin, spec) * n
-    return total * passes * 2.0
+                total += (per_in * lin.in_features + per_out * lin.out_features) * active_copies(lin, spec) * n
+    return total * passes
 
 
 def eager_attention_bytes_per_token(setup: TrainingSetup, seq_len: int) -> float:

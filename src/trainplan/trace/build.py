@@ -22,6 +22,7 @@ from trainplan.enums import Attention, GradCkpt, Method, Precision
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen
 from trainplan.job.training import TrainingSetup
+from trainplan.memory.regime import resolve_regime
 from trainplan.model.params import (
     ALL_LINEAR,
     default_lora_targets,
@@ -129,7 +130,9 @@ def build_model(setup: TrainingSetup, *, device: str, notes: list[str],
         model = _apply_lora(model, setup)
     elif setup.method is Method.FREEZE:
         _train_only(model, trained_layers(setup))
-    _cast_trainable(model, plan.trainable)
+    if not (setup.method in (Method.LORA, Method.QLORA) and resolve_regime(setup).adapter_bytes == 4
+            and plan.autocast is None):
+        _cast_trainable(model, plan.trainable)      # peft's fp32 adapters stay fp32 (memory.regime.PEFT_FP32_ADAPTERS)
     if setup.grad_ckpt is GradCkpt.FULL:
         _enable_checkpointing(model)
     model.train()
