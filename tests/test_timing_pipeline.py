@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from trainplan.cases.timecase import virtual_stages
 from trainplan.enums import PipeSchedule
 from trainplan.errors import TrainplanError
-from trainplan.importers.torchtitan import SCHEDULES as TORCHTITAN_SCHEDULES
+from trainplan.job.defaults.torchtitan import schedule_named
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_timing, resolve_job
 from trainplan.timing.pipeline import PassTimes, bubble_floor, bubble_fraction, default_schedule
@@ -53,7 +53,7 @@ def test_zbv_and_no_pipeline_have_no_bubble():
 def test_default_schedule_follows_megatron():
     assert default_schedule(1) is PipeSchedule.ONE_F_ONE_B
     assert default_schedule(4) is PipeSchedule.INTERLEAVED
-    assert TORCHTITAN_SCHEDULES["zbvzerobubble"] is PipeSchedule.ZBV
+    assert schedule_named("zbvzerobubble") is schedule_named("ZBVZeroBubble") is PipeSchedule.ZBV
 
 
 @given(st.sampled_from(list(PipeSchedule)), st.integers(1, 64), st.integers(1, 512), st.integers(1, 8),

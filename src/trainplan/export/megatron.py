@@ -27,7 +27,6 @@ from typing import Any
 
 from trainplan.enums import (
     Attention,
-    Fp8Recipe,
     Framework,
     Fsdp,
     GradCkpt,
@@ -43,6 +42,7 @@ from trainplan.enums import (
 )
 from trainplan.export import pieces
 from trainplan.export.base import ExportContext, Exported, ExportFile
+from trainplan.timing.fp8 import MEGATRON_RECIPE_NAMES
 
 FORMAT = "megatron"
 FRAMEWORKS = (Framework.MEGATRON,)
@@ -140,21 +140,15 @@ def lm_shape_missing(spec) -> str:
     return ""
 
 
-# trainplan's Transformer Engine recipes -> Megatron's --fp8-recipe (megatron/training/arguments.py; ms-swift
-# passes its fp8_recipe through); torchao's recipes have no Megatron form
-FP8_RECIPE_ARGS = {Fp8Recipe.TE_DELAYED: "delayed", Fp8Recipe.TE_CURRENT: "tensorwise",
-                   Fp8Recipe.TE_BLOCKWISE: "blockwise", Fp8Recipe.TE_MXFP8: "mxfp8"}
-
-
 def fp8_recipe_arg(setup, fmt: str) -> str | None:
     """Megatron's --fp8-recipe for the setup's recipe (None: none stated, Megatron's default)."""
     recipe = setup.impl.fp8_recipe
     if setup.precision is not Precision.FP8 or recipe is None:
         return None
-    if recipe not in FP8_RECIPE_ARGS:
+    if recipe not in MEGATRON_RECIPE_NAMES:
         raise pieces.refuse(fmt, f"Megatron runs Transformer Engine's FP8: --fp8-recipe {recipe} is torchao's; use "
                             "te-delayed, te-current, te-blockwise or te-mxfp8")
-    return FP8_RECIPE_ARGS[recipe]
+    return MEGATRON_RECIPE_NAMES[recipe]
 
 
 def _precision_lm(p: Precision) -> list[str]:

@@ -28,7 +28,6 @@ from typing import Any
 
 from trainplan.enums import (
     Attention,
-    Fp8Recipe,
     Framework,
     Fsdp,
     GradCkpt,
@@ -42,6 +41,7 @@ from trainplan.enums import (
 )
 from trainplan.export import pieces
 from trainplan.export.base import ExportContext, Exported, ExportFile
+from trainplan.job.defaults import torchtitan as titan
 from trainplan.memory.sharding import fsdp_for
 
 FORMAT = "torchtitan"
@@ -55,13 +55,6 @@ MODELS: dict[str, tuple[str, str]] = {
     "qwen3-30b-a3b": ("qwen3", "30B-A3B"), "qwen3-235b-a22b": ("qwen3", "235B-A22B"),
     "deepseek-v2-lite": ("deepseek_v3", "16B"), "deepseek-v3": ("deepseek_v3", "671B"),
 }
-# trainplan's torchao recipes -> torchtitan's recipe_name (the inverse of importers/torchtitan._FP8_RECIPES)
-_FP8_NAMES = {Fp8Recipe.TORCHAO_TENSORWISE: "tensorwise", Fp8Recipe.TORCHAO_ROWWISE: "rowwise",
-              Fp8Recipe.TORCHAO_ROWWISE_GW_HP: "rowwise_with_gw_hp"}
-# trainplan's schedules -> torchtitan's names (the inverse of importers/torchtitan.SCHEDULES)
-_SCHEDULE_NAMES = {PipeSchedule.GPIPE: "GPipe", PipeSchedule.ONE_F_ONE_B: "1F1B",
-                   PipeSchedule.INTERLEAVED: "Interleaved1F1B", PipeSchedule.ZB_H1: "InterleavedZeroBubble",
-                   PipeSchedule.ZBV: "ZBVZeroBubble"}
 
 
 def _degrees(layout) -> dict[str, int]:
@@ -135,7 +128,7 @@ def _precision(job) -> tuple[dict[str, Any], list[str]]:
         return {"mixed_precision_param": "float32"}, []
     if p is Precision.FP8:
         recipe = job.setup.impl.fp8_recipe
-        if recipe is not None and recipe not in _FP8_NAMES:
+        if recipe is not None and titan.float8_recipe_name(recipe) is None:
             raise pieces.refuse(FORMAT, f"torchtitan runs torchao Float8Linear: --fp8-recipe {recipe} is Transformer "
                                 "Engine's; use torchao-tensorwise, torchao-rowwise or torchao-rowwise-gw-hp")
         return {"mixed_precision_param": "bfloat16"}, ["quantize.linear.float8"]
@@ -180,7 +173,7 @@ def config(job, estimate, ctx: ExportContext) -> tuple[dict[str, dict[str, Any]]
         parallel["pipeline_parallel_microbatch_size"] = setup.batch_size
         stated = job.timing.pp_schedule
         if stated is not None and stated is not PipeSchedule.INTERLEAVED:
-            parallel["pipeline_parallel_schedule"] = _SCHEDULE_NAMES[stated]
+            parallel["pipeline_parallel_schedule"] = titan.schedule_name(stated)
         elif job.parallel.virtual_stages > 1:
             parallel["pipeline_parallel_schedule"] = "Interleaved1F1B"
             notes.append(f"Interleaved1F1B with {job.parallel.virtual_stages} stages per rank: torchtitan splits "
@@ -214,7 +207,7 @@ def config(job, estimate, ctx: ExportContext) -> tuple[dict[str, dict[str, Any]]
                 "activation_checkpoint": _checkpointing(setup),
                 "compile": {"enable": setup.impl.compiled, "components": ["model", "loss"]}}
     if setup.precision is Precision.FP8 and setup.impl.fp8_recipe is not None:
-        sections["quantize.linear.float8"] = {"recipe_name": _FP8_NAMES[setup.impl.fp8_recipe]}
+        sections["quantize.linear.float8"] = {"recipe_name": titan.float8_recipe_name(setup.impl.fp8_recipe)}
     return sections, notes
 
 

@@ -29,11 +29,11 @@ import os
 from typing import Any
 
 from trainplan.errors import TrainplanError
-from trainplan.export.megatron import FP8_RECIPE_ARGS
 from trainplan.importers import deepspeed
 from trainplan.importers.axolotl import default, hf_optimizer
 from trainplan.importers.base import Collector, Imported, ReadContext, as_bool, as_float, as_int, names
 from trainplan.job.defaults import swift as defaults
+from trainplan.timing.fp8 import MEGATRON_RECIPE_NAMES
 
 FORMAT = "swift"
 _DEFAULTS = {d.field: d for d in defaults.DEFAULTS}
@@ -495,7 +495,7 @@ def _megatron(c: Collector, args: dict, world: int) -> None:
         c.set("precision", "fp8", key="fp8_format", raw=args["fp8_format"], note="Transformer Engine fp8 GEMMs; " + note)
         recipe = args.get("fp8_recipe")
         if recipe is not None:
-            known = {v: k for k, v in FP8_RECIPE_ARGS.items()}.get(str(recipe).lower())
+            known = {v: k for k, v in MEGATRON_RECIPE_NAMES.items()}.get(str(recipe).lower())
             if known is None:
                 c.skip("fp8_recipe", recipe, "an FP8 recipe trainplan has no cost for")
             else:

@@ -30,10 +30,11 @@ import os
 import re
 from typing import Any
 
-from trainplan.enums import Fp8Recipe, PipeSchedule
+from trainplan.enums import PipeSchedule
 from trainplan.errors import TrainplanError
 from trainplan.importers.base import Collector, Imported, ReadContext, as_bool, as_int, names
 from trainplan.job.defaults import defaults
+from trainplan.job.defaults import torchtitan as titan
 
 FORMAT = "torchtitan"
 _D = defaults("torchtitan")
@@ -51,18 +52,6 @@ _FLAVOR_NOTES = {("llama3", "8b"): "torchtitan llama3 8B is Llama 3.1 8B (its sh
                  ("deepseek_v3", "16b"): "the 16B flavor has DeepSeek-V2-Lite's shape (27 layers, 64 experts top-6, "
                                          "2 shared, MLA kv_lora_rank 512)"}
 _LOOPED = ("interleaved", "zbv", "dualpipe", "looped")
-# torchao Float8Linear recipe names (torchtitan components/quantization/float8.py Config.recipe_name;
-# older releases also accepted "tensorwise") -> ours; none given: rowwise, the Config default
-_FP8_RECIPES: dict[str, Fp8Recipe] = {
-    "tensorwise": Fp8Recipe.TORCHAO_TENSORWISE, "rowwise": Fp8Recipe.TORCHAO_ROWWISE,
-    "rowwise_with_gw_hp": Fp8Recipe.TORCHAO_ROWWISE_GW_HP,
-}
-# torch.distributed.pipelining schedule names (schedules.py get_schedule_class, lower-cased) -> ours
-SCHEDULES: dict[str, PipeSchedule] = {
-    "gpipe": PipeSchedule.GPIPE, "1f1b": PipeSchedule.ONE_F_ONE_B,
-    "interleaved1f1b": PipeSchedule.INTERLEAVED, "loopedbfs": PipeSchedule.INTERLEAVED,
-    "interleavedzerobubble": PipeSchedule.ZB_H1, "zbvzerobubble": PipeSchedule.ZBV,
-}
 _TRAINING_READ = {"local_batch_size", "batch_size", "global_batch_size", "seq_len", "steps", "dtype",
                   "mixed_precision_param", "enable_cpu_offload", "compile", "data_parallel_replicate_degree",
                   "data_parallel_shard_degree", "tensor_parallel_degree", "pipeline_parallel_degree",
@@ -197,7 +186,7 @@ def _parallel(c: Collector, par: dict, training: dict, data: dict, world: int | 
         c.ignore()   # DDP: replicated weights, trainplan's default data parallelism
     schedule = str(par.get("pipeline_parallel_schedule", "1F1B"))
     if d["pp"] > 1 and "pipeline_parallel_schedule" in par:
-        known = SCHEDULES.get(schedule.lower())
+        known = titan.schedule_named(schedule)
         if known is None:
             c.skip("parallelism.pipeline_parallel_schedule", schedule, "a schedule trainplan has no bubble for")
         elif known is PipeSchedule.INTERLEAVED:
@@ -309,7 +298,7 @@ def _precision(c: Collector, training: dict, model: dict, data: dict, d: dict) -
             float8 = {**(data.get("float8") or {}), **(sub.get("float8") or {})}
             recipe = float8.get("recipe_name")
             if recipe is not None and not any("mx" in x.lower() for x in converters):
-                known = _FP8_RECIPES.get(str(recipe).lower())
+                known = titan.FLOAT8_RECIPES.get(str(recipe).lower())
                 if known is None:
                     c.skip("quantize.linear.float8.recipe_name", recipe, "a float8 recipe trainplan has no cost for")
                 else:

@@ -287,7 +287,12 @@ def local_attention_layers(spec: ModelSpec) -> tuple[bool, ...] | None:
 
 
 @lru_cache(maxsize=512)
-@lru_cache(maxsize=128)
+def moe_layer_count(spec: ModelSpec) -> int:
+    """Decoder layers of `spec` whose MLP is routed experts (0 for a dense model)."""
+    return 0 if spec.moe is None else sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i))
+
+
+@lru_cache(maxsize=512)
 def structure(spec: ModelSpec) -> ModelStructure:
     """The module inventory of `spec` as transformers builds it (cached per spec: a pure function of it)."""
     names = module_names(spec.naming)

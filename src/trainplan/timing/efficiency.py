@@ -134,6 +134,12 @@ def mamf_fraction(gpu: GpuSpec, dtype: str) -> tuple[float, bool]:
     return DEFAULT_MAMF_FRACTION, False
 
 
+def memory_bw(gpu: GpuSpec, m: EfficiencyModel = DEFAULT_MODEL) -> float:
+    """Achieved HBM bandwidth (bytes/s) of memory-bound kernels: the catalog's bandwidth (1 TB/s where
+    unknown) x the model's memory_bw_fraction."""
+    return (gpu.memory_bw_bytes_per_s or 1e12) * m.memory_bw_fraction
+
+
 def ridge_point(peak_flops_per_s: float, memory_bw_bytes_per_s: float | None) -> float:
     """Peak FLOP/s per byte/s of HBM bandwidth (FLOP/byte). Unknown bandwidth: the A100 anchor."""
     if not memory_bw_bytes_per_s:

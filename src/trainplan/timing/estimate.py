@@ -20,6 +20,7 @@ from trainplan.enums import Framework, GradCkpt, Precision
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.memory.sharding import ZeroConfig
+from trainplan.model.architecture import moe_layer_count
 from trainplan.specs import GpuSpec
 from trainplan.timing import parts
 from trainplan.timing.comm import CommInputs, CommTimes, fabric, is_consumer, layout_comm
@@ -144,7 +145,7 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
     layers_stage = max(1, setup.model.num_layers // layout.pp)
     act_bytes = mb_tokens / layout.cp * setup.model.hidden_size * setup.precision.compute_bytes
     moe = setup.model.moe
-    moe_layers = sum(1 for i in range(setup.model.num_layers) if moe and moe.is_moe_layer(i)) // layout.pp
+    moe_layers = moe_layer_count(setup.model) // layout.pp
     x = CommInputs(
         trainable_params=n_train / (layout.tp * layout.pp), gathered_params=n_total / (layout.tp * layout.pp),
         grad_bytes=grad_bytes(setup), weight_bytes=weight_bytes_gathered(setup),

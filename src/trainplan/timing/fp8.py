@@ -62,7 +62,7 @@ from trainplan.enums import Fp8Recipe, Framework, GradCkpt, Precision
 from trainplan.frozen import frozen
 from trainplan.model.architecture import Group, Role, structure
 from trainplan.specs import GpuSpec, ModelSpec
-from trainplan.timing.efficiency import matmul_efficiency
+from trainplan.timing.efficiency import matmul_efficiency, memory_bw
 
 
 @frozen
@@ -92,6 +92,12 @@ TRAITS: dict[Fp8Recipe, RecipeTraits] = {
 }
 
 BF16_BYTES = 2
+
+
+# trainplan's Transformer Engine recipes -> Megatron's --fp8-recipe (megatron/training/arguments.py; ms-swift
+# passes its fp8_recipe through); torchao's recipes have no Megatron form
+MEGATRON_RECIPE_NAMES: dict[Fp8Recipe, str] = {Fp8Recipe.TE_DELAYED: "delayed", Fp8Recipe.TE_CURRENT: "tensorwise",
+                                               Fp8Recipe.TE_BLOCKWISE: "blockwise", Fp8Recipe.TE_MXFP8: "mxfp8"}
 
 
 def default_recipe(framework: Framework) -> Fp8Recipe:
@@ -229,7 +235,7 @@ def fp8_step_delta_s(setup, layout, gpu: GpuSpec, ft, eff, m, *, tokens_per_micr
     cost = fp8_cost(recipe, gpu, setup.model, ft, tokens=tokens,
                     fp8_flops_per_s=eff.peak_flops_per_s * eff.value,
                     bf16_flops_per_s=bf16.peak_flops_per_s * bf16.value,
-                    bw_bytes_per_s=(gpu.memory_bw_bytes_per_s or 1e12) * m.memory_bw_fraction,
+                    bw_bytes_per_s=memory_bw(gpu, m),
                     grad_ckpt=setup.grad_ckpt, model_parallel=layout.tp * layout.pp,
                     weight_casts_per_micro_batch=1.0 / max(1, setup.grad_accum) if cached else 1.0)
     notes.append(f"FP8 ({recipe.value}{'' if stated else ', the framework default'}): decoder linears "

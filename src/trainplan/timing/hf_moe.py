@@ -55,17 +55,17 @@ from enum import StrEnum
 from trainplan.enums import Framework, Fsdp, ZeroStage
 from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup
-from trainplan.model.architecture import Group, structure
+from trainplan.model.architecture import Group, moe_layer_count, structure
 from trainplan.specs import GpuSpec
-from trainplan.timing.efficiency import Efficiency, EfficiencyModel
+from trainplan.timing.efficiency import Efficiency, EfficiencyModel, memory_bw
 from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.moe import (
     ExpertShape,
     _passes,
-    expert_flops_per_token,
-    expert_shape,
+    dense_charge_s,
     grouped_gemm_s,
     moe_expert_delta_s,
+    routed_layers,
 )
 
 LAUNCH_FLOOR_S = 10e-6      # per kernel, PyTorch eager (see the module docstring)
@@ -182,20 +182,16 @@ def hf_experts_delta_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, ft: F
         if delta:
             notes.append("transformers v5 grouped_mm experts (its default): timed as grouped GEMMs above")
         return delta
-    shape = expert_shape(setup, layout, tokens_mb_gpu)
-    if shape is None or eff.overridden:
+    routed = routed_layers(setup, layout, eff, tokens_mb_gpu)
+    if routed is None:
         return 0.0
-    moe = setup.model.moe
-    moe_layers = sum(1 for i in range(setup.model.num_layers) if moe.is_moe_layer(i)) / layout.pp
-    if moe_layers <= 0:
-        return 0.0
+    shape, moe_layers = routed
     fwd, dgrad, wgrad = _passes(ft)
     loop = loop_layer_time(shape, act_bytes=setup.precision.compute_bytes, grad_bytes=grad_bytes,
                            flops_per_s=eff.peak_flops_per_s * eff.mamf_fraction * eff.sustained,
-                           bytes_per_s=(gpu.memory_bw_bytes_per_s or 1e12) * m.memory_bw_fraction,
+                           bytes_per_s=memory_bw(gpu, m),
                            dgrad=dgrad, wgrad=wgrad)
-    expert_hw_flops = expert_flops_per_token(setup) * (fwd + dgrad + wgrad)
-    charged = expert_hw_flops * tokens_mb_gpu / (layout.tp * layout.pp) / (eff.peak_flops_per_s * eff.value)
+    charged = dense_charge_s(setup, layout, ft, eff, tokens_mb_gpu)
     per_layer = loop.total_s(fwd)
     notes.append(f"routed experts as transformers 4.x runs them (a Python loop over the {loop.experts_hit:.0f} "
                  f"experts hit, {loop.rows_per_expert:.0f} tokens each, {loop.kernels_per_expert} kernels an "
@@ -224,5 +220,4 @@ def z3_leaf_params(setup: TrainingSetup, layout: Layout, experts: ExpertsImpl | 
     block = sum(lin.params for lin in kind.linears
                 if lin.group in (Group.EXPERTS, Group.SHARED_EXPERTS, Group.ROUTER))
     bucket = HF_PREFETCH_BUCKET_PER_H2 * setup.model.hidden_size ** 2
-    moe_layers = sum(1 for i in range(setup.model.num_layers) if moe.is_moe_layer(i))
-    return moe_layers * max(0.0, block - bucket) / (layout.tp * layout.pp)
+    return moe_layer_count(setup.model) * max(0.0, block - bucket) / (layout.tp * layout.pp)

@@ -38,9 +38,9 @@ from __future__ import annotations
 from trainplan.enums import Precision
 from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup
-from trainplan.model.architecture import Group, structure
+from trainplan.model.architecture import Group, moe_layer_count, structure
 from trainplan.specs import GpuSpec
-from trainplan.timing.efficiency import Efficiency, EfficiencyModel
+from trainplan.timing.efficiency import Efficiency, EfficiencyModel, memory_bw
 from trainplan.timing.flops import FlopsPerToken, linear_flops
 
 ROUTER_LOGIT_BYTES = 4      # Megatron router logits in fp32 (moe_router_dtype / TopKRouter)
@@ -139,7 +139,7 @@ def expert_layer_time(shape: ExpertShape, ft: FlopsPerToken, setup: TrainingSetu
     """Grouped GEMMs (forward, input and weight gradients) and dispatch traffic of one MoE layer."""
     fwd, dgrad, wgrad = _passes(ft)
     flops_per_s = eff.peak_flops_per_s * eff.mamf_fraction * eff.sustained
-    bw = (gpu.memory_bw_bytes_per_s or 1e12) * m.memory_bw_fraction
+    bw = memory_bw(gpu, m)
     fp8 = setup.precision is Precision.FP8
     a = setup.precision.compute_bytes
     in_b = 1 if fp8 else a
@@ -169,23 +169,38 @@ def expert_layer_time(shape: ExpertShape, ft: FlopsPerToken, setup: TrainingSetu
     return ExpertTime(gemm_s=gemm_s, dispatch_s=moved / bw, tokens_per_expert=mm, dispatch_bytes=moved)
 
 
+def routed_layers(setup: TrainingSetup, layout: Layout, eff: Efficiency,
+                  tokens_mb_gpu: float) -> tuple[ExpertShape, float] | None:
+    """(expert shape, MoE layers per pipeline stage) of a setup whose routed experts are timed at
+    their own shape; None for a dense model, under an --efficiency override, or with no MoE layer."""
+    shape = expert_shape(setup, layout, tokens_mb_gpu)
+    layers = moe_layer_count(setup.model) / layout.pp
+    if shape is None or eff.overridden or layers <= 0:
+        return None
+    return shape, layers
+
+
+def dense_charge_s(setup: TrainingSetup, layout: Layout, ft: FlopsPerToken, eff: Efficiency,
+                   tokens_mb_gpu: float) -> float:
+    """What the dense matmul efficiency charged for the routed experts' FLOPs of one micro-batch on one
+    GPU (the expert timings replace it)."""
+    fwd, dgrad, wgrad = _passes(ft)
+    expert_hw_flops = expert_flops_per_token(setup) * (fwd + dgrad + wgrad)
+    return expert_hw_flops * tokens_mb_gpu / (layout.tp * layout.pp) / (eff.peak_flops_per_s * eff.value)
+
+
 def moe_expert_delta_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency,
                        m: EfficiencyModel, tokens_mb_gpu: float, grad_bytes: int,
                        notes: list[str]) -> float:
     """Seconds per micro-batch to add to the dense compute time on one GPU: the routed experts timed
     here minus what the dense efficiency charged for their FLOPs (0 for dense models or when the
     matmul efficiency is overridden)."""
-    shape = expert_shape(setup, layout, tokens_mb_gpu)
-    if shape is None or eff.overridden:
+    routed = routed_layers(setup, layout, eff, tokens_mb_gpu)
+    if routed is None:
         return 0.0
-    moe = setup.model.moe
-    moe_layers = sum(1 for i in range(setup.model.num_layers) if moe.is_moe_layer(i)) / layout.pp
-    if moe_layers <= 0:
-        return 0.0
+    shape, moe_layers = routed
     per_layer = expert_layer_time(shape, ft, setup, gpu, eff, m, grad_bytes)
-    fwd, dgrad, wgrad = _passes(ft)
-    expert_hw_flops = expert_flops_per_token(setup) * (fwd + dgrad + wgrad)
-    charged = expert_hw_flops * tokens_mb_gpu / (layout.tp * layout.pp) / (eff.peak_flops_per_s * eff.value)
+    charged = dense_charge_s(setup, layout, ft, eff, tokens_mb_gpu)
     notes.append(f"routed experts: {shape.local_experts:g} per GPU, {per_layer.tokens_per_expert:.0f} tokens "
                  f"each per micro-batch (balanced, dropless); grouped GEMMs {per_layer.gemm_s * 1e3:.2f} ms + "
                  f"dispatch traffic {per_layer.dispatch_bytes / 1e9:.2f} GB ({per_layer.dispatch_s * 1e3:.2f} ms) "

@@ -11,7 +11,7 @@ from trainplan.model.params import count_params, trainable_params
 from trainplan.specs import GpuSpec
 from trainplan.timing.attention import attention_kernel
 from trainplan.timing.comm import is_consumer, pcie_link
-from trainplan.timing.efficiency import Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency
+from trainplan.timing.efficiency import Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency, memory_bw
 from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.offload import offload_time, resolve_host
 from trainplan.timing.options import TimingOptions
@@ -63,10 +63,6 @@ def compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Effici
     # QLoRA with fp32 non-quantized weights: 4-byte elementwise traffic, casts, fp32 GEMMs (timing.quantized)
     return (core_compute_s(setup, gpu, ft, eff, tokens, m) + adapters
             + fp32_path_s(setup, gpu, ft, eff, tokens, m, memory_bw(gpu, m)))
-
-
-def memory_bw(gpu: GpuSpec, m: EfficiencyModel) -> float:
-    return (gpu.memory_bw_bytes_per_s or 1e12) * m.memory_bw_fraction
 
 
 def param_counts(setup: TrainingSetup) -> tuple[int, int]:

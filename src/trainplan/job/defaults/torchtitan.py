@@ -9,6 +9,7 @@ torchtitan/config_manager.py) spell a few keys differently ([float8], training.c
 
 from __future__ import annotations
 
+from trainplan.enums import Fp8Recipe, PipeSchedule
 from trainplan.job.defaults import Default
 
 VERSION = "pytorch/torchtitan v0.2.2 (73a0e69, 2026-02-20)"
@@ -46,3 +47,31 @@ DEFAULTS: tuple[Default, ...] = (
     Default(field="offload", value="none", key="training.enable_cpu_offload", raw=False,
             source=f"{_JC} Training.enable_cpu_offload"),
 )
+
+
+# parallelism.pipeline_parallel_schedule: torch.distributed.pipelining's schedule names (schedules.py
+# get_schedule_class, matched case-insensitively) -> trainplan's; the first name of a schedule is the
+# one an export writes
+PIPELINE_SCHEDULES: dict[str, PipeSchedule] = {
+    "GPipe": PipeSchedule.GPIPE, "1F1B": PipeSchedule.ONE_F_ONE_B, "Interleaved1F1B": PipeSchedule.INTERLEAVED,
+    "LoopedBFS": PipeSchedule.INTERLEAVED, "InterleavedZeroBubble": PipeSchedule.ZB_H1,
+    "ZBVZeroBubble": PipeSchedule.ZBV,
+}
+# quantize.linear.float8.recipe_name: torchao Float8Linear recipes (components/quantization/float8.py
+# Config.recipe_name, default rowwise; older releases also accepted "tensorwise") -> trainplan's
+FLOAT8_RECIPES: dict[str, Fp8Recipe] = {
+    "tensorwise": Fp8Recipe.TORCHAO_TENSORWISE, "rowwise": Fp8Recipe.TORCHAO_ROWWISE,
+    "rowwise_with_gw_hp": Fp8Recipe.TORCHAO_ROWWISE_GW_HP,
+}
+
+
+def schedule_named(name: str) -> PipeSchedule | None:
+    return {k.lower(): v for k, v in PIPELINE_SCHEDULES.items()}.get(name.lower())
+
+
+def schedule_name(schedule: PipeSchedule) -> str:
+    return next(k for k, v in PIPELINE_SCHEDULES.items() if v is schedule)
+
+
+def float8_recipe_name(recipe: Fp8Recipe) -> str | None:
+    return next((k for k, v in FLOAT8_RECIPES.items() if v is recipe), None)
