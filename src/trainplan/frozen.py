@@ -1,6 +1,5 @@
 """Frozen, keyword-only records: what `@dataclass(frozen=True, kw_only=True)` gives, at a cost a
-
-one-shot `trainplan estimate` can pay.
+one-shot `trainplan estimate` can pay; and `by_identity`, a memo over records (end of the module).
 
 Why not `dataclasses` itself: on Python 3.11 `import dataclasses` imports `inspect` (~7 ms), and
 every decorated class compiles six methods when its module is imported (~0.4 ms a class, measured
@@ -19,13 +18,15 @@ behave as their dataclasses namesakes.
 
 from __future__ import annotations
 
+import functools
 from operator import attrgetter
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Field", "FrozenInstanceError", "asdict", "field", "fields", "frozen", "is_record", "mutable", "replace"]
+__all__ = ["Field", "FrozenInstanceError", "asdict", "by_identity", "field", "fields", "frozen", "is_record", "mutable",
+           "replace"]
 
 MISSING: Any = type("MISSING", (), {"__repr__": lambda self: "MISSING"})()
 
@@ -258,3 +259,34 @@ def asdict(obj: Any) -> dict[str, Any]:
     if not is_record(obj):
         raise TypeError(f"asdict() needs a record, got {type(obj).__name__}")
     return _plain(obj)
+
+
+# --- memoising functions of records ---------------------------------------------------------------
+# GpuSpec and TimingOptions hold dicts (peak FLOP/s per dtype, the efficiency model's kappa), so they do
+# not hash, and hashing a TrainingSetup rebuilds its field tuple, the model's ~40 fields included (~1.7 us,
+# a fortieth of an estimate). The planner passes the same record objects to many estimates, so
+# `by_identity` caches key the records on their identity: each entry keeps the records it was computed
+# from alive, so while it exists no other object can have their ids, and a key that matches names the
+# same objects. Records are frozen: the same objects give the same result. Equal but distinct records
+# (a case reader building its own) only miss the cache.
+
+def by_identity(records: int, limit: int = 1024) -> Any:
+    """Decorator: memoise fn(r_1, ..., r_records, *values) on the identity of its first `records`
+    arguments and the value of the rest (hashable), positional arguments only. At `limit` entries the
+    cache starts again (a plan fills a few hundred)."""
+    def wrap(fn: Any) -> Any:
+        entries: dict[tuple, tuple[Any, tuple]] = {}
+
+        @functools.wraps(fn)
+        def cached(*args: Any) -> Any:
+            key = (id(args[0]), id(args[1]), *args[2:]) if records == 2 else (*map(id, args[:records]), *args[records:])
+            hit = entries.get(key)
+            if hit is None:
+                if len(entries) >= limit:
+                    entries.clear()
+                hit = entries[key] = (fn(*args), args[:records])   # the records stay alive with the entry
+            return hit[0]
+
+        cached.cache_clear = entries.clear   # type: ignore[attr-defined]
+        return cached
+    return wrap

@@ -5,6 +5,11 @@ Memory is held in bytes and printed in GiB (2**30). FLOPs and money are decimal.
 
 from __future__ import annotations
 
+try:   # the C dates: on CPython 3.11/3.12 `import datetime` first runs its whole pure-Python twin (0.6 ms
+    from _datetime import date  # noqa: F401 - of a one-shot estimate), then replaces it with these classes
+except ImportError:   # pragma: no cover - an interpreter without the C module
+    from datetime import date  # noqa: F401
+
 KIB = 1024
 MIB = 1024**2
 GIB = 1024**3

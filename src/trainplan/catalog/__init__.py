@@ -12,7 +12,6 @@ Names are matched case-insensitively, with spaces and underscores read as hyphen
 
 from __future__ import annotations
 
-import datetime
 import functools
 import json
 import os
@@ -25,7 +24,7 @@ from trainplan.errors import TrainplanError, UnknownNameError
 from trainplan.frozen import asdict
 from trainplan.model.params import count_params
 from trainplan.specs import CurrencySpec, GpuSpec, ModelSpec, PriceOffer, Rate, model_spec_from_dict
-from trainplan.units import GB, GIB, tflops_to_flops
+from trainplan.units import GB, GIB, date, tflops_to_flops
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
 if TYPE_CHECKING:
@@ -251,23 +250,23 @@ def cheapest_price(gpu_id: str, provider: str | None = None, spot: bool = False,
     return (typical or same_currency)[0]
 
 
-def iso_date(text: str) -> datetime.date | None:
+def iso_date(text: str) -> date | None:
     """The date `text` names when it is an ISO date (YYYY-MM-DD); None for vague or unknown dates."""
     text = text.strip()
     if not _ISO_DATE.fullmatch(text):
         return None
     try:
-        return datetime.date.fromisoformat(text)
+        return date.fromisoformat(text)
     except ValueError:
         return None
 
 
-def offer_date(offer: PriceOffer) -> datetime.date | None:
+def offer_date(offer: PriceOffer) -> date | None:
     """The offer's date when `as_of` is an ISO date (YYYY-MM-DD); None for vague or unknown dates."""
     return iso_date(offer.as_of)
 
 
-def is_stale(offer: PriceOffer, today: datetime.date, max_age_days: int = 365) -> bool:
+def is_stale(offer: PriceOffer, today: date, max_age_days: int = 365) -> bool:
     """True when the offer is older than max_age_days, or its date is vague/unknown ('late 2024').
 
     Callers tell the two apart with offer_date(offer) is None ("date unknown").
@@ -508,9 +507,9 @@ def gpu_rows(filter: str | None = None) -> list[dict[str, Any]]:
 
 
 def price_rows(gpu: str | None = None, provider: str | None = None, currency: str | None = None,
-               spot: bool | None = None, today: datetime.date | None = None) -> list[dict[str, Any]]:
+               spot: bool | None = None, today: date | None = None) -> list[dict[str, Any]]:
     """One row per offer from find_prices; `stale` per is_stale (today defaults to the local date)."""
-    today = today or datetime.date.today()
+    today = today or date.today()
     return [{"provider": o.provider, "gpu": o.gpu_id, "instance": o.instance, "region": o.region,
              "pricing": o.pricing, "price_per_gpu_hour": o.price_per_gpu_hour, "currency": o.currency,
              "as_of": o.as_of, "date_known": offer_date(o) is not None, "stale": is_stale(o, today)}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime
 
 from trainplan.catalog import gpu_rows, model_rows
 from trainplan.cli.common import print_json
@@ -11,6 +10,7 @@ from trainplan.cli.flags import add_setup_flags, options_from_args
 from trainplan.errors import TrainplanError
 from trainplan.estimation import estimate
 from trainplan.job.resolve import build_setup, resolve_job
+from trainplan.units import date
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -77,13 +77,13 @@ def cmd_prices(args: argparse.Namespace) -> int:
 
     book = _book(args)
     return _listing(price_rows(book, gpu=args.gpu, convert=book.currency_origin != "default",
-                               today=datetime.date.today()), args)
+                               today=date.today()), args)
 
 
 def cmd_rates(args: argparse.Namespace) -> int:
     from trainplan.cost.listing import rate_rows
 
-    rows = rate_rows(_book(args), today=datetime.date.today())
+    rows = rate_rows(_book(args), today=date.today())
     if not args.json:
         rows = [{**{k: v for k, v in r.items() if k != "source"}, "per_usd": f"{r['per_usd']:g}"} for r in rows]
     return _listing(rows, args)

@@ -8,12 +8,11 @@ Conversion: the rates used, their dates and sources, so the output can say "at 6
 
 from __future__ import annotations
 
-import datetime
-
 from trainplan.catalog import iso_date
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen
 from trainplan.specs import CurrencySpec, Rate
+from trainplan.units import date
 
 BASE = "USD"
 DEFAULT_CURRENCY = BASE
@@ -83,7 +82,7 @@ class Conversion:
                  + ("" if r.origin == "catalog" else f", from {r.origin}") + ")" for r in self.rates]
         return " and ".join(parts)
 
-    def stale_rates(self, today: datetime.date) -> tuple[Rate, ...]:
+    def stale_rates(self, today: date) -> tuple[Rate, ...]:
         return tuple(r for r in self.rates if rate_is_stale(r, today))
 
     def to_dict(self) -> dict:
@@ -92,7 +91,7 @@ class Conversion:
                            "source": r.source, "origin": r.origin} for r in self.rates]}
 
 
-def rate_is_stale(rate: Rate, today: datetime.date) -> bool:
+def rate_is_stale(rate: Rate, today: date) -> bool:
     when = iso_date(rate.as_of)
     return when is None or (today - when).days > RATE_STALE_AFTER_DAYS
 
@@ -115,7 +114,7 @@ def conversion(from_currency: str, to_currency: str, rates: Rates) -> Conversion
     return Conversion(from_currency=from_currency, to_currency=to_currency, factor=factor, rates=tuple(used))
 
 
-def stale_note(conv: Conversion, today: datetime.date) -> str | None:
+def stale_note(conv: Conversion, today: date) -> str | None:
     old = conv.stale_rates(today)
     if not old:
         return None

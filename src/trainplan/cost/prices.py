@@ -12,7 +12,6 @@ the catalog source reads the catalog's offers of one GPU, cached.
 
 from __future__ import annotations
 
-import datetime
 import math
 
 from trainplan import catalog
@@ -21,6 +20,7 @@ from trainplan.enums import PriceKind
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
 from trainplan.specs import PriceOffer
+from trainplan.units import date
 
 STALE_AFTER_DAYS = 365
 __all__ = ["DEFAULT_CURRENCY", "NoPriceError", "PriceBook", "PriceSource", "Pricing", "check_price",
@@ -144,7 +144,7 @@ def given_pricing(price_per_gpu_hour: float, currency: str | None = None, *, gpu
 
 
 def offer_pricing(offer: PriceOffer, notes: tuple[str, ...] = (), *, currency: str | None = None,
-                  rates: Rates | None = None, today: datetime.date | None = None) -> Pricing:
+                  rates: Rates | None = None, today: date | None = None) -> Pricing:
     """The bill's price for `offer`, converted to `currency` (default: the offer's) with `rates`."""
     code = currency or offer.currency
     conv = conversion(offer.currency, code, rates or catalog_rates())
@@ -175,7 +175,7 @@ def _converted(o: PriceOffer, book: PriceBook, rates: Rates) -> float:
     return o.price_per_gpu_hour * (1.0 if conv is None else conv.factor)
 
 
-def _best(offers: list[PriceOffer], book: PriceBook, rates: Rates, today: datetime.date) -> PriceOffer:
+def _best(offers: list[PriceOffer], book: PriceBook, rates: Rates, today: date) -> PriceOffer:
     """Typical listings before a crawler's lowest listing, dated offers before stale or undated
     ones, offers in the bill's currency before converted ones, then the cheapest after conversion."""
     return min(offers, key=lambda o: (o.pricing in catalog.ATYPICAL_PRICING,
@@ -184,7 +184,7 @@ def _best(offers: list[PriceOffer], book: PriceBook, rates: Rates, today: dateti
 
 
 def _choice_note(o: PriceOffer, offers: list[PriceOffer], source: PriceSource, book: PriceBook, rates: Rates,
-                 today: datetime.date) -> list[str]:
+                 today: date) -> list[str]:
     where = o.region or "region n/a"
     who = f"{o.provider} {o.instance}".strip() or source.origin
     cheaper = sum(_converted(x, book, rates) < _converted(o, book, rates) for x in offers)
@@ -208,7 +208,7 @@ def _choice_note(o: PriceOffer, offers: list[PriceOffer], source: PriceSource, b
     return notes
 
 
-def resolve_pricing(gpu_id: str, book: PriceBook, *, today: datetime.date, strict: bool = False) -> Pricing:
+def resolve_pricing(gpu_id: str, book: PriceBook, *, today: date, strict: bool = False) -> Pricing:
     """The price of `gpu_id` from the first source that has one of the kind asked. Not strict (one
     estimate): when no source has that kind, the first source's other kinds, with a note. Strict
     (rankings): NoPriceError, so that one kind is compared. NoPriceError says how to give a price."""

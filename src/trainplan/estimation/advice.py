@@ -14,7 +14,8 @@ from trainplan.frozen import frozen, replace
 from trainplan.job.frameworks import capabilities, profile
 from trainplan.job.job import Job
 from trainplan.job.training import Layout, LoraConfig, QuantConfig, TrainingSetup
-from trainplan.memory import MemoryEstimate, MemoryModel, estimate_memory
+from trainplan.memory import MemoryEstimate, MemoryModel
+from trainplan.memory.result import usable_bytes
 from trainplan.specs import GpuSpec
 
 
@@ -32,12 +33,20 @@ class Suggestion:
                 "fits": self.fits, "cost": self.cost, "changes": self.changes}
 
 
-def _try(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: float,
-         model: MemoryModel) -> MemoryEstimate | None:
+@frozen
+class _Tried:
+    device_bytes: int      # the most loaded GPU's device-view peak
+    fits: bool
+
+
+def _try(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: float, model: MemoryModel) -> _Tried | None:
+    """The peak of a changed setup or layout: the memory model's numbers-only answer (the same peaks
+    as estimate_memory's, without their breakdown), None where the change is not a legal setup."""
     try:
-        return estimate_memory(setup, layout, gpu, headroom=headroom, model=model)
+        device = model.device_bytes(setup, layout)
     except TrainplanError:
         return None
+    return _Tried(device_bytes=device, fits=device <= usable_bytes(gpu.capacity_bytes, headroom))
 
 
 @frozen

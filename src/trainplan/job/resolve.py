@@ -4,7 +4,6 @@ I/O happens here; the estimate that follows is pure."""
 
 from __future__ import annotations
 
-import datetime
 import math
 from enum import Enum
 
@@ -47,6 +46,7 @@ from trainplan.memory.parallel import ParallelConfig
 from trainplan.memory.sharding import FsdpConfig, ZeroConfig, fsdp_for
 from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.timing.estimate import TimingOptions
+from trainplan.units import date
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
 if TYPE_CHECKING:
@@ -354,7 +354,7 @@ def suggestable_gpus(gpus: tuple[GpuSpec, ...], precision: Precision,
 FROM_FILE: Any = type("FROM_FILE", (), {"__repr__": lambda self: "FROM_FILE"})()
 
 
-def resolve_job(req: JobOptions, *, today: datetime.date | None = None, calibration: Any = FROM_FILE,
+def resolve_job(req: JobOptions, *, today: date | None = None, calibration: Any = FROM_FILE,
                 priced: bool = True, layout_given: bool = True, validated: bool = False) -> Job:
     """The Job of `req`. `today` dates the price catalog's offers (default: the local date);
     `calibration`: FROM_FILE loads the one `trainplan calibrate` wrote for the configured ledger and
@@ -378,7 +378,7 @@ def resolve_job(req: JobOptions, *, today: datetime.date | None = None, calibrat
     book = options_book(req) if priced else None
     if book is not None:
         try:
-            pricing = resolve_pricing(gpu.id, book, today=today or datetime.date.today())
+            pricing = resolve_pricing(gpu.id, book, today=today or date.today())
         except NoPriceError as exc:
             missing = str(exc)
     recorded = None

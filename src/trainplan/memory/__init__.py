@@ -13,7 +13,7 @@ from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.model import MemoryModel, StageMemory
 from trainplan.memory.overhead import Overhead
 from trainplan.memory.parallel import ParallelConfig
-from trainplan.memory.result import MemoryEstimate
+from trainplan.memory.result import MemoryEstimate, usable_bytes
 from trainplan.memory.sharding import (
     FsdpConfig,
     ZeroConfig,
@@ -75,7 +75,7 @@ def estimate_memory(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, headr
         peak_reserved_bytes=worst.reserved,
         device_bytes=worst.device,
         gpu_capacity_bytes=capacity,
-        usable_bytes=int(capacity * (1 - headroom)),
+        usable_bytes=usable_bytes(capacity, headroom),
         headroom=headroom,
         peak_phase=worst.phase if len(stages) == 1 else f"{worst.phase}, pipeline stage {worst.stage.index}",
         cpu_ram_bytes=cpu,

@@ -40,6 +40,12 @@ def embedding_output_requires_grad(setup: TrainingSetup) -> bool:
 
 
 def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
+    """Each decoder layer's context, in order."""
+    return [ctx for lo, hi, ctx in context_runs(setup, regime) for _ in range(lo, hi)]
+
+
+def context_runs(setup: TrainingSetup, regime: Regime) -> list[tuple[int, int, LayerContext]]:
+    """The decoder layers' contexts as (first, end, context) runs of consecutive layers."""
     spec = setup.model
     names = lora_target_keys(setup)
     first, trained_span = first_trained_layer(setup), trained_layers(setup)
@@ -47,18 +53,20 @@ def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
     dropout = setup.lora.dropout if setup.lora else 0.0
     embed_grad = embedding_output_requires_grad(setup)
     lora_from = 0 if names else spec.num_layers      # LoRA adapts every decoder layer
-    made: dict[tuple[bool, bool], LayerContext] = {}    # layers differ only in these two flags
-    out = []
-    for i in range(spec.num_layers):
-        trained = i in trained_span
-        below = i > first if setup.method is Method.FREEZE else i > lora_from   # a trainable layer below
-        flags = (trained, embed_grad or below)
+    threshold = first if setup.method is Method.FREEZE else lora_from   # layers above it have a trainable one below
+    n = spec.num_layers
+    # layers differ only in (trained, a trainable layer below), constant between these cuts
+    cuts = sorted({0, n, *(min(n, max(0, c)) for c in (trained_span.start, trained_span.stop, threshold + 1))})
+    made: dict[tuple[bool, bool], LayerContext] = {}
+    out: list[tuple[int, int, LayerContext]] = []
+    for lo, hi in zip(cuts, cuts[1:]):
+        flags = (lo in trained_span, embed_grad or lo > threshold)
         ctx = made.get(flags)
         if ctx is None:
             ctx = made[flags] = LayerContext(
                 tokens=setup.tokens_per_micro_batch, batch=setup.micro_sequences, seq=setup.seq_len,
                 residual_bytes=regime.residual_bytes, compute_bytes=regime.compute_bytes,
-                autocast=regime.autocast, attention=setup.attention, weights_trained=trained,
+                autocast=regime.autocast, attention=setup.attention, weights_trained=flags[0],
                 lora_names=names, lora_rank=rank, lora_dropout=dropout,
                 input_requires_grad=flags[1],
                 trained_weight_bytes=regime.trainable_weight_bytes,
@@ -67,7 +75,7 @@ def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
                 liger=setup.impl.liger_kernels, compiled=setup.impl.compiled,
                 quant_saves_input=setup.method is Method.QLORA and setup.framework is not Framework.TORCHTUNE,
                 fused_qkv=setup.impl.fused_qkv)
-        out.append(ctx)
+        out.append((lo, hi, ctx))
     return out
 
 
@@ -85,23 +93,25 @@ def _layer_grad_bytes(setup: TrainingSetup, regime: Regime, state: ModelState) -
     return [per_layer] * n
 
 
-def _layers(spec, st, contexts: list[LayerContext], cache: dict | None) -> tuple[LayerActivations, ...]:
+def _layers(spec, st, runs: list[tuple[int, int, LayerContext]], cache: dict | None) -> tuple[LayerActivations, ...]:
     """Each decoder layer's saved tensors, computed once per (layer kind, context): a uniform model's
     layers share one inventory; `cache` carries them across the setups of one MemoryModel."""
     cache = {} if cache is None else cache
-    here: dict[tuple[int, int], LayerActivations] = {}     # this call: contexts are shared objects
-    out = []
-    for i, ctx in enumerate(contexts):
-        kind = st.layer_kinds_in_order[i]
-        layer = here.get((kind, id(ctx)))
-        if layer is None:
+    out: list[LayerActivations] = []
+    kinds = iter(st.kind_runs)
+    k_lo, k_hi, kind = next(kinds, (0, 0, 0))
+    for lo, hi, ctx in runs:           # the two run lists cut each other into (kind, context) stretches
+        while lo < hi:
+            while k_hi <= lo:
+                k_lo, k_hi, kind = next(kinds)
             key = (id(spec), kind, ctx)
             hit = cache.get(key)
             if hit is None or hit[0] is not spec:
-                hit = (spec, layer_activations(spec, st.layer(i), ctx))
+                hit = (spec, layer_activations(spec, st.layers[kind][0], ctx))
                 cache[key] = hit
-            layer = here[(kind, id(ctx))] = hit[1]
-        out.append(layer)
+            stop = min(hi, k_hi)
+            out += [hit[1]] * (stop - lo)
+            lo = stop
     return tuple(out)
 
 
@@ -111,15 +121,15 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     """`persistent` and `grad_scale` carry sharding decided by the caller (1.0 = unsharded)."""
     spec = setup.model
     st = structure(spec)
-    contexts = layer_contexts(setup, regime)
-    layers = _layers(spec, st, contexts, layer_cache)
+    runs = context_runs(setup, regime)
+    layers = _layers(spec, st, runs, layer_cache)
     t, h, v = setup.tokens_per_micro_batch, spec.hidden_size, spec.vocab_size
     full = setup.method is Method.FULL
     c = regime.compute_bytes
-    last = contexts[-1]
+    last = runs[-1][2]
     # The final norm's input needs a gradient once any layer trains; its weight trains with full.
     head_input_grad = full or any(ctx.input_requires_grad or ctx.weights_trained or ctx.lora_names
-                                  for ctx in contexts)
+                                  for _, _, ctx in runs)
     head_saved = sum(_norm_saves(replace(last, weights_trained=full), spec, h, input_grad=head_input_grad,
                                  weight_grad=full))
     if full:
@@ -140,7 +150,9 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
         emb_transient = 2 * v * h * regime.grad_bytes
     elif full and setup.grad_accum > 1:
         emb_transient = v * h * regime.grad_bytes
-    grads = [int(g * grad_scale) for g in _layer_grad_bytes(setup, regime, state)]
+    grads = _layer_grad_bytes(setup, regime, state)
+    if grad_scale != 1.0:
+        grads = [int(g * grad_scale) for g in grads]
     chunks = setup.impl.loss_chunks or max(1, -(-setup.seq_len // 128))
     # without autocast the head computes in its weight's dtype: an fp32 head (prepare_model_for_kbit_training
     # casts it, or an fp32 model) returns fp32 logits
@@ -153,7 +165,7 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     return StepInputs(
         persistent=persistent, layers=layers, layer_grads=tuple(grads), head_saved=head_saved,
         batch_bytes=8 * t, shared_saved=(rope_tables_bytes(setup, regime) if head_input_grad else 0)
-        + position_ids_bytes(setup) + checkpointed_masks_bytes(setup, st, contexts),
+        + position_ids_bytes(setup) + checkpointed_masks_bytes(setup, st, runs[0][2]),
         head_weight_copy=head_copy, head_grad=int(head_grad * grad_scale),
         head_grad_transient=head_transient, embedding_grad_transient=emb_transient, embedding_grad=int(emb_grad * grad_scale), logits=logits,
         grad_ckpt=setup.grad_ckpt, grads_persist=setup.grad_accum > 1,
@@ -187,13 +199,14 @@ def position_ids_bytes(setup: TrainingSetup) -> int:
     return 0
 
 
-def checkpointed_masks_bytes(setup: TrainingSetup, st, contexts: list[LayerContext]) -> int:
+def checkpointed_masks_bytes(setup: TrainingSetup, st, first: LayerContext) -> int:
     """The attention masks (and ALiBi bias) every checkpointed layer is called with: kept, as the
-    layers' inputs, until the last of them has run its backward (attention.kept_masks_bytes)."""
-    if setup.grad_ckpt not in (GradCkpt.FULL, GradCkpt.OP) or not contexts:
+    layers' inputs, until the last of them has run its backward (attention.kept_masks_bytes).
+    `first`: the first decoder layer's context."""
+    if setup.grad_ckpt not in (GradCkpt.FULL, GradCkpt.OP):
         return 0
     kinds = [kind for kind, _ in st.layers]
-    return kept_masks_bytes(contexts[0], setup.model, kinds)
+    return kept_masks_bytes(first, setup.model, kinds)
 
 
 def split_layer(layer: LayerActivations, ways: int) -> LayerActivations:

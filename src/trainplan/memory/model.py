@@ -144,7 +144,12 @@ def _scaled(inputs: StepInputs, grad_scale: float) -> StepInputs:
     """The gradients one GPU keeps: int(bytes x share), as memory/build scales them."""
     if grad_scale == 1.0:
         return inputs
-    return replace(inputs, layer_grads=tuple(int(g * grad_scale) for g in inputs.layer_grads),
+    grads = inputs.layer_grads
+    if grads and grads.count(grads[0]) == len(grads):      # equal layers (most models): one product
+        scaled = (int(grads[0] * grad_scale),) * len(grads)
+    else:
+        scaled = tuple(int(g * grad_scale) for g in grads)
+    return replace(inputs, layer_grads=scaled,
                    head_grad=int(inputs.head_grad * grad_scale),
                    embedding_grad=int(inputs.embedding_grad * grad_scale))
 

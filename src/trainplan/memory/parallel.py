@@ -229,6 +229,25 @@ def _kind_on_gpu(layer: LayerSpec, tp: int, ep: int, small_threshold: int, lora_
                      if lora_key(lin) in lora_names) if lora_names else 0)
 
 
+def _stretches(layers: tuple[int, ...], runs: tuple[tuple[int, int, int], ...],
+               trained: range) -> list[tuple[int, int, int]]:
+    """(first, end, kind) stretches of a stage's consecutive `layers` where the layer kind and
+    whether the layer trains stay the same (a uniform model's stage: one to three stretches)."""
+    if not layers:
+        return []
+    lo, hi = layers[0], layers[-1] + 1
+    if hi - lo != len(layers):      # not consecutive: layer by layer
+        return [(i, i + 1, next(k for a, b, k in runs if a <= i < b)) for i in layers]
+    out = []
+    for a, b, kind in runs:
+        a, b = max(a, lo), min(b, hi)
+        if a >= b:                  # a run outside the stage
+            continue
+        cuts = sorted({a, b, *(c for c in (trained.start, trained.stop) if a < c < b)})
+        out += [(x, y, kind) for x, y in zip(cuts, cuts[1:]) if y > x]
+    return out
+
+
 def gpu_params(setup: TrainingSetup, layout: Layout, stage: Stage, *, small_threshold: int = 0) -> GpuParams:
     """What one GPU of `stage` holds, by kind, for `setup` split by layout.tp and layout.ep (each
     decoder-layer kind is split once; the stage's layers add up their kinds)."""
@@ -241,26 +260,25 @@ def gpu_params(setup: TrainingSetup, layout: Layout, stage: Stage, *, small_thre
     kinds = [_kind_on_gpu(layer, tp, ep, small_threshold, lora_names, rank, dora) for layer, _ in st.layers]
     trained = trained_layers(setup)
     trainable = frozen = quantized = layers_total = small = largest_layer = largest_tensor = experts = 0
-    per_layer = []
-    order = st.layer_kinds_in_order
-    for i in stage.layers:
-        k = kinds[order[i]]
-        layers_total += k.params
+    per_layer: list[int] = []
+    for lo, hi, kind in _stretches(stage.layers, st.kind_runs, trained):
+        k, count = kinds[kind], hi - lo
+        layers_total += count * k.params
         largest_layer = max(largest_layer, k.params)
         largest_tensor = max(largest_tensor, k.largest_tensor)
-        small += k.small
-        if i in trained:
-            trainable += k.params
-            experts += k.expert_params
-            per_layer.append(k.params)
+        small += count * k.small
+        if lo in trained:
+            trainable += count * k.params
+            experts += count * k.expert_params
+            per_layer += [k.params] * count
             continue
         if method is Method.QLORA:
-            quantized += k.weights
-            frozen += k.params - k.weights
+            quantized += count * k.weights
+            frozen += count * (k.params - k.weights)
         else:
-            frozen += k.params
-        trainable += k.adapters
-        per_layer.append(k.adapters)
+            frozen += count * k.params
+        trainable += count * k.adapters
+        per_layer += [k.adapters] * count
     vocab = _ceil_div(spec.vocab_size, tp)
     embedding = vocab * spec.hidden_size + st.position_params + st.embedding_norm_params
     root = 0

@@ -78,33 +78,72 @@ def _moment(phase: str, base: dict[str, int], **extra: int) -> Peak:
     return Peak(phase=phase, components={k: v for k, v in comps.items() if v})
 
 
+def _runs(inp: StepInputs) -> list[list]:
+    """The decoder layers as runs of equal consecutive layers: [first index, count, layer, saved,
+    copies, gradient, checkpointing of the first, of the last]. Equal: the same inventory, saves,
+    weight copies and gradient (what the walk adds and removes per layer), so totals move by the same
+    amount at each layer of a run and only its ends are built."""
+    layers, grads, mask = inp.layers, inp.layer_grads, inp.ckpt_mask
+    n = len(layers)
+    if not mask and not inp.activation_offload:
+        # one checkpointing for all: saves and copies follow the layer object, so a run is a stretch
+        # of the same object with the same gradient (the planner's walks: one pass in C where uniform)
+        ckpt = inp.grad_ckpt
+        if n and grads.count(grads[0]) == n and len(set(map(id, layers))) == 1:
+            starts = [0]
+        else:
+            starts = [0] + [i for i in range(1, n) if layers[i] is not layers[i - 1] or grads[i] != grads[i - 1]]
+        out = []
+        for k, first in enumerate(starts):
+            layer = layers[first]
+            count = (starts[k + 1] if k + 1 < len(starts) else n) - first
+            copies = 0 if ckpt in _RECOMPUTED else layer.weight_copies_bytes
+            out.append([first, count, layer, _saved(layer, ckpt), copies, grads[first], ckpt, ckpt])
+        return out
+    kept_from = n - 2 if inp.activation_offload else 0   # activation offload: only the layers in flight stay
+    per: dict[tuple[int, GradCkpt], tuple[int, int]] = {}
+    runs: list[list] = []
+    last = None
+    for i in range(n):
+        layer = layers[i]
+        ckpt = GradCkpt.NONE if mask and not mask[i] else inp.grad_ckpt
+        sc = per.get((id(layer), ckpt))
+        if sc is None:
+            sc = per[(id(layer), ckpt)] = (_saved(layer, ckpt),
+                                           0 if ckpt in _RECOMPUTED else layer.weight_copies_bytes)
+        saved = sc[0] if i >= kept_from else 0
+        key = (id(layer), saved, sc[1], grads[i])
+        if key == last:
+            run = runs[-1]
+            run[1] += 1
+            run[7] = ckpt
+        else:
+            runs.append([i, 1, layer, saved, sc[1], grads[i], ckpt, ckpt])
+            last = key
+    return runs
+
+
 def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
     """Return (the peak moment, every moment considered: the forward and the loss, the head, each
     decoder layer's backward (one per end of a run of equal layers), the embedding, the optimizer)."""
-    layers = inp.layers
-    n = len(layers)
     all_grads = sum(inp.layer_grads) + inp.head_grad + inp.embedding_grad
     grads_fwd = all_grads if inp.grads_persist and not inp.optimizer_in_backward else 0
-    ckpts = [inp.layer_ckpt(i) for i in range(n)]
-    saved = [_saved(layer, k) for layer, k in zip(layers, ckpts)]
-    copies = [0 if k in _RECOMPUTED else layer.weight_copies_bytes for layer, k in zip(layers, ckpts)]
-    if inp.activation_offload:   # only the layers in flight stay on the GPU
-        keep = 2
-        saved = [s if i >= n - keep else 0 for i, s in enumerate(saved)]
+    runs = _runs(inp)
+    saved_total = sum(r[1] * r[3] for r in runs)
+    copies_total = sum(r[1] * r[4] for r in runs)
     moments: list[Peak] = []
     base = dict(inp.persistent)
     if inp.batch_bytes:
         base["activations"] = base.get("activations", 0) + inp.batch_bytes
-    fwd_acts = sum(saved) + inp.head_saved + inp.shared_saved
-    fwd_copies = sum(copies) + inp.head_weight_copy
+    fwd_acts = saved_total + inp.head_saved + inp.shared_saved
+    fwd_copies = copies_total + inp.head_weight_copy
     # autocast caches the 16-bit copies of trainable weights until the forward's autocast region
     # exits, so the forward holds all of them even when checkpointing does not save them.
-    cached_copies = (sum(layer.weight_copies_bytes + layer.cached_copies_bytes for layer in layers)
+    cached_copies = (sum(r[1] * (r[2].weight_copies_bytes + r[2].cached_copies_bytes) for r in runs)
                      + inp.head_weight_copy)
     moments.append(_moment("forward (loss)", base, gradients=grads_fwd, activations=fwd_acts,
                            autocast_weight_copies=cached_copies, logits_loss=inp.logits.forward_peak_bytes))
-    kinds = [(id(layer), s, c, g) for layer, s, c, g in zip(layers, saved, copies, inp.layer_grads)]
-    moments += _attention_moments(inp, saved, ckpts, kinds, base, grads_fwd, cached_copies)
+    moments += _attention_moments(inp, runs, base, grads_fwd, cached_copies)
     moments.append(_moment("backward (loss)", base, gradients=grads_fwd, activations=fwd_acts,
                            autocast_weight_copies=fwd_copies, logits_loss=inp.logits.backward_peak_bytes))
     grads = grads_fwd
@@ -114,51 +153,26 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
     moments.append(_moment("backward (lm_head)", base, gradients=grads, activations=fwd_acts,
                            autocast_weight_copies=fwd_copies, logits_loss=inp.logits.after_bytes,
                            temporaries=inp.head_grad_transient))
-    acts = sum(saved) + inp.shared_saved
-    live_copies = sum(copies)
+    acts = saved_total + inp.shared_saved
+    live_copies = copies_total
     if not keep_grads:
         grads = 0
-    # A run of equal consecutive layers (same inventory, saves and gradient) changes the total by the
-    # same amount at each layer, so its largest moment is at one end of the run: only the ends are
-    # built (walk order and first-of-equals as if every layer were).
-    for i in range(n - 1, -1, -1):
-        layer = layers[i]
-        layer_grad = inp.layer_grads[i]
-        if i in (0, n - 1) or kinds[i] != kinds[i + 1] or kinds[i] != kinds[i - 1]:
-            recompute = _recompute(layer, ckpts[i], saved[i])
-            recompute_copies = layer.weight_copies_bytes if ckpts[i] in _RECOMPUTED else 0
-            if inp.activation_offload and ckpts[i] not in _RECOMPUTED:
-                recompute = layer.saved_bytes - saved[i]
-            current = grads + (layer_grad if not grads_fwd else 0)
-            moments.append(_moment(f"backward (layer {i})", base, gradients=current,
-                                   activations=acts + recompute,
-                                   autocast_weight_copies=live_copies + recompute_copies,
-                                   temporaries=layer.transient_bytes))
-            if layer.first_transient_bytes:   # the layer's backward starts, none of its gradients yet
-                moments.append(_moment(f"backward (layer {i} start)", base, gradients=grads,
-                                       activations=acts + recompute - layer.first_released_bytes,
-                                       autocast_weight_copies=live_copies + recompute_copies,
-                                       temporaries=layer.first_transient_bytes))
-            if layer.attention_peak_bytes:
-                recomputed = ckpts[i] in _RECOMPUTED
-                # the attention in the layer's recompute, then its backward once the MLP's is done:
-                # the layer keeps what it saved up to its attention
-                kept = acts + (-layer.input_alias_bytes if recomputed else -saved[i])
-                if recomputed:
-                    moments.append(_moment(f"backward (layer {i} recompute)", base, gradients=grads,
-                                           activations=kept + layer.attention_peak_bytes,
-                                           autocast_weight_copies=live_copies + recompute_copies,
-                                           temporaries=layer.recompute_transient_bytes))
-                moments.append(_moment(f"backward (layer {i} attention)", base, gradients=current,
-                                       activations=kept + layer.attention_saved_bytes,
-                                       autocast_weight_copies=live_copies + recompute_copies,
-                                       temporaries=layer.attention_backward_bytes))
-        acts -= saved[i]
-        live_copies -= copies[i]
-        if keep_grads and not grads_fwd:
-            grads += layer_grad
-        elif not keep_grads:
-            grads = 0
+    grows = keep_grads and not grads_fwd      # each layer's backward adds its gradient to those kept
+    # Backward from the last layer: within a run of equal layers the totals change by the same amount
+    # at each layer, so its largest moment is at one end: only the ends are built (walk order and
+    # first-of-equals as if every layer were).
+    for first, count, layer, saved, copies, layer_grad, first_ckpt, last_ckpt in reversed(runs):
+        end = first + count - 1
+        for i, ckpt in ((end, last_ckpt), (first, first_ckpt)) if count > 1 else ((end, last_ckpt),):
+            behind = end - i               # layers of this run whose backward has run
+            _layer_backward(moments, base, i, layer, ckpt, saved, inp.activation_offload,
+                            acts=acts - behind * saved, live_copies=live_copies - behind * copies,
+                            grads=grads + behind * layer_grad if grows else grads,
+                            current_grad=0 if grads_fwd else layer_grad)
+        acts -= count * saved
+        live_copies -= count * copies
+        if grows:
+            grads += count * layer_grad
     if inp.embedding_grad or inp.embedding_grad_transient:
         emb = grads + (inp.embedding_grad if not grads_fwd and keep_grads else 0)
         moments.append(_moment("backward (embedding)", base, gradients=emb,
@@ -169,8 +183,43 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
     return peak, moments
 
 
-def _attention_moments(inp: StepInputs, saved: list[int], ckpts: list[GradCkpt], kinds: list, base: dict[str, int],
-                       grads: int, copies: int) -> list[Peak]:
+def _layer_backward(moments: list[Peak], base: dict[str, int], i: int, layer: LayerActivations, ckpt: GradCkpt,
+                    saved: int, offloaded: bool, *, acts: int, live_copies: int, grads: int,
+                    current_grad: int) -> None:
+    """The moments of decoder layer i's backward: acts, live_copies and grads as they stand when it
+    starts (everything below it still saved; its gradient not yet made)."""
+    recomputed = ckpt in _RECOMPUTED
+    recompute = _recompute(layer, ckpt, saved)
+    recompute_copies = layer.weight_copies_bytes if recomputed else 0
+    if offloaded and not recomputed:
+        recompute = layer.saved_bytes - saved
+    current = grads + current_grad
+    moments.append(_moment(f"backward (layer {i})", base, gradients=current,
+                           activations=acts + recompute,
+                           autocast_weight_copies=live_copies + recompute_copies,
+                           temporaries=layer.transient_bytes))
+    if layer.first_transient_bytes:   # the layer's backward starts, none of its gradients yet
+        moments.append(_moment(f"backward (layer {i} start)", base, gradients=grads,
+                               activations=acts + recompute - layer.first_released_bytes,
+                               autocast_weight_copies=live_copies + recompute_copies,
+                               temporaries=layer.first_transient_bytes))
+    if layer.attention_peak_bytes:
+        # the attention in the layer's recompute, then its backward once the MLP's is done:
+        # the layer keeps what it saved up to its attention
+        kept = acts + (-layer.input_alias_bytes if recomputed else -saved)
+        if recomputed:
+            moments.append(_moment(f"backward (layer {i} recompute)", base, gradients=grads,
+                                   activations=kept + layer.attention_peak_bytes,
+                                   autocast_weight_copies=live_copies + recompute_copies,
+                                   temporaries=layer.recompute_transient_bytes))
+        moments.append(_moment(f"backward (layer {i} attention)", base, gradients=current,
+                               activations=kept + layer.attention_saved_bytes,
+                               autocast_weight_copies=live_copies + recompute_copies,
+                               temporaries=layer.attention_backward_bytes))
+
+
+def _attention_moments(inp: StepInputs, runs: list[list], base: dict[str, int], grads: int,
+                       copies: int) -> list[Peak]:
     """The forward at a layer's attention, where eager attention (or SDPA's math kernel) holds S x S
     tensors it does not save (activations.attention_transients), at the last layer of each run of
     equal layers: the layers below keep what they saved (a checkpointed one its input), the running
@@ -178,14 +227,15 @@ def _attention_moments(inp: StepInputs, saved: list[int], ckpts: list[GradCkpt],
     its norm output, q, k, v and the S x S tensors while its attention runs."""
     moments = []
     below = inp.shared_saved
-    n = len(inp.layers)
-    for i, layer in enumerate(inp.layers):
-        if layer.attention_peak_bytes and (i == n - 1 or kinds[i] != kinds[i + 1]):
-            if ckpts[i] in _RECOMPUTED:
-                own = saved[i] + layer.ckpt_attention_peak_bytes
+    for first, count, layer, saved, _, _, _, ckpt in runs:
+        end = first + count - 1
+        below += (count - 1) * saved          # the run's layers before its last
+        if layer.attention_peak_bytes:
+            if ckpt in _RECOMPUTED:
+                own = saved + layer.ckpt_attention_peak_bytes
             else:   # its input, held as the residual, and what it saved up to the attention
                 own = layer.checkpoint_bytes - layer.input_alias_bytes + layer.attention_peak_bytes
-            moments.append(_moment(f"forward (layer {i})", base, gradients=grads, activations=below + own,
+            moments.append(_moment(f"forward (layer {end})", base, gradients=grads, activations=below + own,
                                    autocast_weight_copies=copies))
-        below += saved[i]
+        below += saved
     return moments

@@ -5,6 +5,11 @@ from __future__ import annotations
 from trainplan.frozen import field, frozen
 
 
+def usable_bytes(capacity_bytes: int, headroom: float) -> int:
+    """What a setup may take of a GPU's capacity: capacity x (1 - headroom), to the byte below."""
+    return int(capacity_bytes * (1 - headroom))
+
+
 @frozen
 class MemoryEstimate:
     components_bytes: dict[str, int]     # at the peak; sums to peak_allocated_bytes

@@ -11,13 +11,14 @@ from __future__ import annotations
 from enum import StrEnum
 from functools import lru_cache
 
-from trainplan.enums import MlpKind, NormKind, Position
+from trainplan.enums import MlpKind, NormKind, Position, simple_enum
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
 from trainplan.specs import ModelSpec
 
 
-class Role(StrEnum):
+@simple_enum(StrEnum)
+class Role:
     Q = "q"
     K = "k"
     V = "v"
@@ -35,7 +36,8 @@ class Role(StrEnum):
     KV_B = "kv_b"
 
 
-class Group(StrEnum):
+@simple_enum(StrEnum)
+class Group:
     ATTENTION = "attention"
     MLP = "mlp"
     EXPERTS = "experts"
@@ -103,6 +105,18 @@ class ModelStructure:
 
     def layer(self, index: int) -> LayerSpec:
         return self.layers[self.layer_kinds_in_order[index]][0]
+
+    @property
+    def kind_runs(self) -> tuple[tuple[int, int, int], ...]:
+        """(first, end, kind) runs of consecutive decoder layers of one kind (one run for a uniform model)."""
+        return kind_runs(self.layer_kinds_in_order)
+
+
+@lru_cache(maxsize=256)
+def kind_runs(kinds: tuple[int, ...]) -> tuple[tuple[int, int, int], ...]:
+    """(first, end, kind) runs of equal consecutive entries of `kinds`."""
+    cuts = [0] + [i for i in range(1, len(kinds)) if kinds[i] != kinds[i - 1]] + [len(kinds)]
+    return tuple((lo, hi, kinds[lo]) for lo, hi in zip(cuts, cuts[1:]) if hi > lo)
 
 
 # Module names per implementation family: role -> name in the HF module tree.

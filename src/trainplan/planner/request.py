@@ -23,6 +23,7 @@ from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_setup, parse_enum, resolve_job
 from trainplan.job.training import TrainingSetup
 from trainplan.job.validate import PLANNER_COUNT_LIMIT, check_int
+from trainplan.memory.result import usable_bytes
 from trainplan.planner.space import ANY, FREE, Fixed
 from trainplan.planner.stack import check_stack, fixed_layout
 from trainplan.specs import GpuSpec, PriceOffer
@@ -156,7 +157,7 @@ def _rentables(gpus: list[GpuSpec], headroom: float, book: PriceBook, today: dat
     out: list[Rentable] = []
     dtype = precision.needs_tensor_dtype
     for gpu in gpus:
-        usable = int(gpu.capacity_bytes * (1 - headroom))
+        usable = usable_bytes(gpu.capacity_bytes, headroom)
         if dtype is not None and not gpu.supports(dtype):
             other = "--precision fp16" if dtype == "bf16" and gpu.supports("fp16") else "another --precision"
             rejected.append(Rejection(gpu=gpu.id, reason=f"no {dtype} tensor cores ({precision} would run emulated "

@@ -38,11 +38,12 @@ import bisect
 import math
 from enum import StrEnum
 
-from trainplan.enums import Attention, Framework, Position
+from trainplan.enums import Attention, Framework, Position, simple_enum
 from trainplan.frozen import frozen
 
 
-class AttentionKernel(StrEnum):
+@simple_enum(StrEnum)
+class AttentionKernel:
     FA2 = "flash-attn-2"            # Dao 2023; SDPA flash backend, HF flash_attention_2, TE on Ampere
     FA3 = "flash-attn-3"            # Shah et al. 2024, Hopper (flash_attn_interface)
     FA4 = "flash-attn-4"            # Blackwell sm100 (flash_attn/cute, CuTe DSL)

@@ -40,14 +40,15 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from trainplan.enums import Framework
+from trainplan.enums import Framework, simple_enum
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen
 from trainplan.specs import GpuSpec
 from trainplan.timing.attention import AttentionKernel, kernel_efficiency
 
 
-class KernelStack(StrEnum):
+@simple_enum(StrEnum)
+class KernelStack:
     FUSED = "fused"   # fused norm/activation/residual kernels (Megatron, llm-foundry, compile, Liger)
     EAGER = "eager"   # one PyTorch kernel per op (HF Trainer, PEFT, eager torchtune/litgpt)
 

@@ -16,40 +16,23 @@ gpu_hours = total_s x GPUs / 3600; the retry factor (default 1.0) multiplies bot
 
 from __future__ import annotations
 
-from trainplan.enums import Framework, GradCkpt, Precision
-from trainplan.frozen import frozen, replace
+from trainplan.enums import GradCkpt, Offload
+from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup, Workload
-from trainplan.memory.sharding import ZeroConfig
-from trainplan.model.architecture import moe_layer_count
 from trainplan.specs import GpuSpec
 from trainplan.timing import parts
-from trainplan.timing.comm import CommInputs, CommTimes, fabric, is_consumer, layout_comm
-from trainplan.timing.efficiency import (
-    Efficiency,
-)
-from trainplan.timing.flops import FlopsPerToken, flops_per_token
+from trainplan.timing.comm import CommInputs, CommTimes, layout_comm
+from trainplan.timing.context import SetupFacts, setup_facts
+from trainplan.timing.efficiency import Efficiency
+from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.fp8 import fp8_step_delta_s
 from trainplan.timing.hf_moe import hf_experts_delta_s, z3_leaf_params
 from trainplan.timing.options import TimingOptions
 from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule
-from trainplan.timing.steps import (
-    SequenceShape,
-    global_batch,
-    sequence_shape,
-    steps_per_epoch,
-    total_steps,
-)
-from trainplan.timing.traffic import (
-    checkpoint_bytes,
-    grad_bytes,
-    weight_bytes_gathered,
-)
+from trainplan.timing.steps import SequenceShape, global_batch, steps_per_epoch, total_steps
 from trainplan.units import SECONDS_PER_HOUR, fmt_count, fmt_duration
 
-# where a ZeRO stage is not DeepSpeed's: Megatron's distributed optimizer (its own overlap flags) and
-# FSDP SHARD_GRAD_OP read as stage 2 (torch FSDP, llm-foundry, litgpt, torchtune, torchtitan)
-_NOT_DEEPSPEED = frozenset({Framework.MEGATRON, Framework.FSDP, Framework.LITGPT, Framework.TORCHTUNE,
-                            Framework.TORCHTITAN})
+_NO_WORKLOAD = Workload()     # step_time without a workload: one sample per sequence of seq_len tokens
 
 
 @frozen
@@ -103,68 +86,60 @@ class StepTime:
 def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: Workload | None = None,
               options: TimingOptions = TimingOptions()) -> StepTime:
     """Time of one optimizer step of `setup` spread as `layout` over `gpu`s."""
+    return _step_time(setup, layout, gpu, options, setup_facts(setup, workload or _NO_WORKLOAD, options))
+
+
+def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: TimingOptions,
+               ctx: SetupFacts) -> StepTime:
+    """step_time with the layout-independent facts of its setup, `ctx`, and of its GPU (timing.context)."""
+    on = ctx.on(gpu, layout.cp)
+    eff = on.efficiency
     m = options.model
-    notes: list[str] = []
-    wl = workload or Workload()
-    shape = sequence_shape(seq_len=setup.seq_len, micro_batch=setup.micro_sequences,
-                           tokens_per_sample=wl.tokens_per_sample, packing=wl.packing,
-                           padding_free=setup.impl.padding_free, lengths=options.sample_lengths)
-    if setup.sequences_per_sample > 1:       # a preference pair: two sequences per sample
-        shape = replace(shape, samples_per_sequence=shape.samples_per_sequence / setup.sequences_per_sample)
-        notes.append(f"preference pairs: {setup.sequences_per_sample} sequences (chosen, rejected) per sample")
-    notes.append(shape.note)
-    if setup.reference_forward:
-        notes.append("a reference forward (no grad) per micro-batch" + (
-            ": a frozen copy of the model" if setup.reference_model else ": the model with its adapters disabled"))
-    ft = flops_per_token(setup, seq_len=max(1, round(shape.padded_len)), mfu_convention=options.mfu_convention)
-    gb = global_batch(setup.micro_sequences, setup.grad_accum, layout.dp)
+    notes = list(ctx.head_notes)
+    shape, ft = ctx.shape, ctx.per_token
+    gb = global_batch(ctx.micro_sequences, setup.grad_accum, layout.dp)
     model_parallel = layout.tp * layout.pp * layout.cp
-    tokens_mb_gpu = setup.micro_sequences * shape.padded_len / layout.cp
-    eff = parts.step_efficiency(setup, gpu, tokens_per_micro_batch=tokens_mb_gpu,
-                                seq_len=max(1, round(shape.padded_len / layout.cp)), options=options)
-    stack, dtype = eff.stack, "fp8" if setup.precision is Precision.FP8 else setup.precision.compute_dtype
+    mb_tokens = ctx.mb_tokens                    # micro_sequences x padded_len
+    tokens_mb_gpu = mb_tokens / layout.cp
     # compute per micro-batch on one GPU of the model-parallel group
-    mb_tokens = setup.micro_sequences * shape.padded_len
     compute_mb = parts.compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m)
     # routed experts as the framework runs them: transformers' MoE block (trainplan.timing.hf_moe) or
     # grouped GEMMs plus token-dispatch traffic (trainplan.timing.moe)
-    compute_mb += hf_experts_delta_s(setup, layout, gpu, ft, eff, m, tokens_mb_gpu, grad_bytes(setup), notes)
+    compute_mb += hf_experts_delta_s(setup, layout, gpu, ft, eff, m, tokens_mb_gpu, ctx.grad_bytes, notes)
     # FP8: the GEMMs left in bf16 and the quantisation traffic of the recipe (trainplan.timing.fp8)
     compute_mb += fp8_step_delta_s(setup, layout, gpu, ft, eff, m, tokens_per_micro_batch=tokens_mb_gpu,
                                    tokens=mb_tokens / model_parallel, notes=notes)
-    fwd_share = ft.forward / ft.hardware
+    fwd_share = ctx.fwd_share
     compute_s = compute_mb * setup.grad_accum
 
-    n_total, n_train = parts.param_counts(setup)
-    optimizer_s, offload_s = parts.optimizer_and_offload_s(setup, layout, gpu, m, n_total, n_train, compute_mb, notes, options)
+    n_total, n_train = ctx.n_total, ctx.n_train
+    optimizer_s, offload_s = parts.optimizer_and_offload_s(
+        setup, layout, gpu, m, n_total, n_train, compute_mb, notes, options,
+        host=on.gpu_facts.host() if layout.offload is not Offload.NONE else None)
     dequant_s = parts.dequant_s(setup, layout, gpu, m, options.quant_kernel, notes)
 
     # communication
-    fab = fabric(gpu, layout, interconnect=options.interconnect, intranode=options.intranode,
-                 collective_fraction=m.collective_fraction)
+    fab, internode_note, p2p_note = on.gpu_facts.fabric(layout)
     layers_stage = max(1, setup.model.num_layers // layout.pp)
-    act_bytes = mb_tokens / layout.cp * setup.model.hidden_size * setup.precision.compute_bytes
+    act_bytes = mb_tokens / layout.cp * ctx.hidden_size * ctx.compute_bytes
     moe = setup.model.moe
-    moe_layers = moe_layer_count(setup.model) // layout.pp
+    moe_layers = ctx.moe_layers // layout.pp
     x = CommInputs(
         trainable_params=n_train / (layout.tp * layout.pp), gathered_params=n_total / (layout.tp * layout.pp),
-        grad_bytes=grad_bytes(setup), weight_bytes=weight_bytes_gathered(setup),
+        grad_bytes=ctx.grad_bytes, weight_bytes=ctx.weight_bytes,
         micro_batches=setup.grad_accum, fwd_s=compute_mb * fwd_share, bwd_s=compute_mb * (1 - fwd_share),
         layers=layers_stage, activation_bytes=act_bytes,
         tp_collectives_per_layer=6 if setup.grad_ckpt is GradCkpt.FULL else 4,
         moe_layers=moe_layers, moe_dispatch_bytes=act_bytes * (moe.top_k if moe else 0),
-        kv_bytes=mb_tokens / layout.cp * 2 * setup.model.kv_dim * setup.precision.compute_bytes,
+        kv_bytes=mb_tokens / layout.cp * 2 * ctx.kv_dim * ctx.compute_bytes,
         leaf_params=z3_leaf_params(setup, layout),
-        overlap_comm=setup.framework in _NOT_DEEPSPEED or (options.zero or ZeroConfig()).overlap(int(layout.zero)))
+        overlap_comm=ctx.overlap_always or ctx.zero.overlap(int(layout.zero)))
     comm = layout_comm(layout, fab, x)
-    notes += [f"{link}" for link in comm.links]
-    if layout.nodes > 1 and options.interconnect is None:
-        guess = ("; a guess for GeForce servers, which rarely have InfiniBand" if is_consumer(gpu) else
-                 "; the GPU's reference (DGX/HGX) design")
-        notes.append(f"inter-node network assumed: {fab.inter.name}{guess} (--interconnect to change)")
-    if is_consumer(gpu) and layout.gpus_per_node > 1 and options.intranode is None:
-        notes.append("GPU to GPU inside a node over PCIe peer-to-peer assumed; GeForce drivers may disable it, "
-                     "and NCCL then copies through host memory (slower)")
+    notes += comm.links
+    if layout.nodes > 1 and internode_note:
+        notes.append(internode_note)
+    if p2p_note:
+        notes.append(p2p_note)
 
     bubble_s = 0.0
     if layout.pp > 1 and options.sequential_pipeline:
@@ -174,7 +149,8 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
     elif layout.pp > 1:
         v, mb = max(1, options.pp_interleave), setup.grad_accum
         schedule = options.pp_schedule or default_schedule(v)
-        passes = PassTimes(forward=ft.forward, backward_input=ft.hardware - ft.forward - ft.linear_bwd_weight,
+        passes = PassTimes(forward=ctx.forward_flops,
+                           backward_input=ctx.hardware_flops - ctx.forward_flops - ft.linear_bwd_weight,
                            backward_weight=ft.linear_bwd_weight)
         fraction = bubble_fraction(schedule, stages=layout.pp, micro_batches=mb, virtual_stages=v, passes=passes)
         bubble_s = compute_s * fraction
@@ -186,23 +162,11 @@ def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: W
     if layout.tp > 1:
         notes.append(f"tensor parallel {layout.tp}: efficiency taken at the full hidden size (sequence "
                      "parallelism assumed; narrower per-GPU matmuls may run slower)")
-    if eff.peak_dtype != dtype:
-        notes.append(f"{gpu.id} has no {dtype} tensor cores in the catalog: {dtype} matmuls timed at its "
-                     f"{eff.peak_dtype} peak ({eff.peak_flops_per_s / 1e12:.1f} TFLOP/s)"
-                     + ("; bf16 without tensor cores is emulated: --precision fp16 uses the fp16 tensor cores"
-                        if dtype == "bf16" and gpu.supports("fp16") else ""))
-    elif eff.peak_dtype == "fp32":
-        notes.append("fp32 matmuls at the FP32 peak (PyTorch leaves TF32 off for matmuls by default)")
-    if not eff.mamf_known:
-        notes.append(f"no measured matmul ceiling for {gpu.id}: {eff.mamf_fraction:.0%} of peak assumed")
-    notes.append(f"matmul efficiency {eff.value:.1%} of {eff.peak_dtype} peak ({stack.value} kernels"
-                 + (", user override" if eff.overridden else "") + f"); attention kernel {eff.attention_kernel}: {eff.attention_fwd:.0%} forward, "
-                 f"{eff.attention_bwd:.0%} backward of the 16-bit peak"
-                 + (f" ({eff.attention_source})" if eff.attention_source else " (fitted, no published benchmark)"))
+    notes += on.efficiency_notes
     return StepTime(per_token=ft, shape=shape, global_batch=gb, tokens_per_step=gb * shape.real_tokens,
-                    hardware_flops_per_step=gb * shape.padded_len * ft.hardware,
-                    model_flops_per_step=gb * shape.real_tokens * parts.model_flops_per_token(ft),
-                    forward_flops_per_step=gb * shape.padded_len * ft.forward,
+                    hardware_flops_per_step=gb * shape.padded_len * ctx.hardware_flops,
+                    model_flops_per_step=gb * shape.real_tokens * ctx.model_flops,
+                    forward_flops_per_step=gb * shape.padded_len * ctx.forward_flops,
                     efficiency=eff, breakdown=breakdown, comm=comm, num_gpus=layout.num_gpus,
                     notes=tuple(notes))
 
@@ -304,7 +268,9 @@ class TimeEstimate:
 def estimate_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, workload: Workload,
                   options: TimingOptions = TimingOptions()) -> TimeEstimate:
     """Step time, steps and wall-clock of `setup` on `layout` for `workload` (see module docstring)."""
-    st = step_time(setup, layout, gpu, workload=workload, options=options)
+    ctx = setup_facts(setup, workload, options)
+    st = _step_time(setup, layout, gpu, options, ctx)
+    step_s = st.step_s
     notes = list(st.notes)
     steps = 0
     if workload.steps is not None:
@@ -322,30 +288,21 @@ def estimate_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, workload: 
                      f"epochs = {steps}")
     else:
         notes.append("no --samples (or --max-steps) given: time per step only")
-    train_s = steps * st.step_s
+    train_s = steps * step_s
     fwd_share = st.forward_flops_per_step / st.hardware_flops_per_step
-    eval_s = workload.eval_fraction * train_s * fwd_share * st.breakdown.compute_s / st.step_s
-    if workload.eval_fraction:
-        notes.append(f"evaluation: {workload.eval_fraction:.0%} of the training tokens, forward only")
-    n_total, n_train = parts.param_counts(setup)
-    ckpt_bytes = options.checkpoint_bytes if options.checkpoint_bytes is not None else \
-        checkpoint_bytes(setup, n_total, n_train)
-    checkpoint_s = workload.checkpoint_saves * ckpt_bytes / workload.disk_bw_bytes_per_s
-    if workload.checkpoint_saves:
-        notes.append(f"{workload.checkpoint_saves} checkpoint saves of {ckpt_bytes / 1e9:.1f} GB at "
-                     f"{workload.disk_bw_bytes_per_s / 1e9:.2g} GB/s")
+    eval_s = workload.eval_fraction * train_s * fwd_share * st.breakdown.compute_s / step_s
+    checkpoint_s = workload.checkpoint_saves * ctx.checkpoint_bytes / workload.disk_bw_bytes_per_s
     total_s = train_s + eval_s + checkpoint_s
-    notes.append(f"retry factor {workload.retry_factor:g}" + (" (default: no failed attempts)"
-                                                               if workload.retry_factor == 1.0 else ""))
+    notes += ctx.run_notes     # evaluation, checkpoints, retries (timing.context)
     n = layout.num_gpus
     peak = st.efficiency.peak_flops_per_s
     return TimeEstimate(
         flops_per_step=st.model_flops_per_step, hardware_flops_per_step=st.hardware_flops_per_step,
-        step_s=st.step_s, steps=steps, train_s=train_s, eval_s=eval_s, checkpoint_s=checkpoint_s,
+        step_s=step_s, steps=steps, train_s=train_s, eval_s=eval_s, checkpoint_s=checkpoint_s,
         total_s=total_s, gpu_hours=total_s * n / SECONDS_PER_HOUR, retry_factor=workload.retry_factor,
         num_gpus=n, tokens_per_step=st.tokens_per_step,
-        tokens_per_s_per_gpu=st.tokens_per_step / st.step_s / n,
-        mfu=st.model_flops_per_step / st.step_s / n / peak,
-        hfu=st.hardware_flops_per_step / st.step_s / n / peak,
-        tflops_per_gpu=st.model_flops_per_step / st.step_s / n / 1e12,
+        tokens_per_s_per_gpu=st.tokens_per_step / step_s / n,
+        mfu=st.model_flops_per_step / step_s / n / peak,
+        hfu=st.hardware_flops_per_step / step_s / n / peak,
+        tflops_per_gpu=st.model_flops_per_step / step_s / n / 1e12,
         efficiency=st.efficiency.value, breakdown=st.breakdown, step=st, assumptions=tuple(notes))

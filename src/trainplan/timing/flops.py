@@ -42,7 +42,7 @@ from __future__ import annotations
 import functools
 from enum import StrEnum
 
-from trainplan.enums import Attention, GradCkpt, Method
+from trainplan.enums import Attention, GradCkpt, Method, simple_enum
 from trainplan.frozen import frozen
 from trainplan.job.training import TrainingSetup
 from trainplan.model.architecture import Group, LayerSpec, LinearSpec, structure
@@ -50,7 +50,8 @@ from trainplan.model.params import first_trained_layer, lora_key, lora_target_ke
 from trainplan.specs import ModelSpec
 
 
-class AttnConvention(StrEnum):
+@simple_enum(StrEnum)
+class AttnConvention:
     FULL = "full"      # every query attends to all s keys (MFU convention of Megatron/PaLM/MosaicML)
     CAUSAL = "causal"  # mean (s + 1) / 2 keys per query (what flash/SDPA kernels compute)
 
@@ -166,26 +167,28 @@ class FlopsPerToken:
     reference: float = 0.0                    # the reference model's no-grad forward (DPO/KTO)
     reference_attention: float = 0.0          # of which the attention core
 
-    @property
+    # The sums below are read several times per estimate and a record is kept per setup and length
+    # (flops_per_token): computed once, kept in the instance dict (fields, eq, hash, repr unaffected).
+    @functools.cached_property
     def forward(self) -> float:
         return self.linear_fwd + self.attention_fwd + self.lm_head_fwd + self.adapter_fwd
 
-    @property
+    @functools.cached_property
     def backward(self) -> float:
         return (self.linear_bwd_input + self.linear_bwd_weight + self.attention_bwd
                 + self.lm_head_bwd + self.adapter_bwd)
 
-    @property
+    @functools.cached_property
     def hardware(self) -> float:
         """What runs: forward + backward + recomputation (for HFU and time)."""
         return self.forward + self.backward + self.recompute + self.reference
 
-    @property
+    @functools.cached_property
     def attention_hardware(self) -> float:
         """The attention-core share of `hardware` (forward, backward and its recomputation)."""
         return self.attention_fwd + self.attention_bwd + self.recompute_attention + self.reference_attention
 
-    @property
+    @functools.cached_property
     def model(self) -> float:
         """MFU numerator: 3 x forward of the dense-equivalent model (6N + attention)."""
         return 3.0 * (self.linear_fwd + self.lm_head_fwd + self.attention_fwd_mfu)

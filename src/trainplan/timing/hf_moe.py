@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from trainplan.enums import Framework, Fsdp, ZeroStage
+from trainplan.enums import Framework, Fsdp, ZeroStage, simple_enum
 from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.model.architecture import Group, moe_layer_count, structure
@@ -73,7 +73,8 @@ MASK_BYTES = 8              # one_hot(selected_experts) is int64 (modeling_qwen3
 HF_PREFETCH_BUCKET_PER_H2 = 0.9   # stage3_prefetch_bucket_size "auto" = 0.9 h^2 (transformers deepspeed.py)
 
 
-class ExpertsImpl(StrEnum):
+@simple_enum(StrEnum)
+class ExpertsImpl:
     """How transformers runs the experts of one MoE layer."""
 
     LOOP = "loop"              # 4.x: Python loop over the experts hit, nn.Linear each
@@ -168,6 +169,8 @@ def hf_experts_delta_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, ft: F
                        experts: ExpertsImpl | None = None) -> float:
     """Seconds per micro-batch to add to the dense compute on one GPU for the routed experts: the
     framework's path (runs_hf_moe) timed, minus what the dense efficiency charged for their FLOPs."""
+    if setup.model.moe is None:      # a dense model: no routed experts on either path, nothing to add
+        return 0.0
     if not runs_hf_moe(setup.framework):
         return moe_expert_delta_s(setup, layout, gpu, ft, eff, m, tokens_mb_gpu, grad_bytes, notes)
     impl = experts or DEFAULT_EXPERTS

@@ -106,6 +106,13 @@ class HostSpec:
     guess: bool = False
     source: str = ""
 
+    @functools.cached_property
+    def described(self) -> str:
+        """Its name, cores and the DRAM bandwidth the CPU optimizer gets (for the notes; formatted once
+        per host, not per estimate)."""
+        return (f"{self.name} ({self.cpu_cores} cores, {self.mem_bw_bytes_per_s / 1e9:.0f} GB/s DRAM x "
+                f"{HOST_BW_FRACTION:.0%})")
+
 
 @frozen
 class OffloadTime:
@@ -234,9 +241,10 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
     ga = setup.grad_accum
     fsdp = layout.fsdp is not Fsdp.NONE
     deepspeed = not fsdp
-    dp_shard = max(1, min(layout.dp, layout.gpus_per_node) if layout.fsdp is Fsdp.HYBRID else layout.dp)
+    dp, per_node = layout.dp, layout.gpus_per_node
+    dp_shard = max(1, min(dp, per_node) if layout.fsdp is Fsdp.HYBRID else dp)
     sharded_opt = fsdp or layout.zero >= ZeroStage.OPTIMIZER
-    n_opt = n_train / (dp_shard if fsdp else (layout.dp if sharded_opt else 1))
+    n_opt = n_train / (dp_shard if fsdp else (dp if sharded_opt else 1))
     stage3 = layout.zero is ZeroStage.PARAMETERS
     # FSDP offloads parameters and optimizer together; DeepSpeed's offload_param exists only in ZeRO-3
     params_offloaded = fsdp or (stage3 and layout.offload in (Offload.PARAMS, Offload.ALL))
@@ -245,7 +253,7 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
     fetches = 2 + (1 if setup.grad_ckpt is GradCkpt.FULL and deepspeed else 0)
     up_mb = down_mb = up_step = down_step = 0.0
     exposed_s = 0.0
-    ranks = max(1, min(layout.gpus_per_node, host.gpus))   # ranks sharing one host's cores and DRAM
+    ranks = max(1, min(per_node, host.gpus))   # ranks sharing one host's cores and DRAM
     if fsdp:
         e = state_elem_bytes(setup)                        # the CPU shard's dtype, copied as stored
         # frozen weights stay in the dtype they were loaded in (16-bit; 4-bit under QLoRA), trained ones in e
@@ -289,7 +297,7 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
             down_step = acc_down + 4.0 * n_opt
             up_step = acc_up + w16 * n_opt
         if params_offloaded:
-            fetch = fetches * n_total / max(1, layout.dp) * w16
+            fetch = fetches * n_total / max(1, dp) * w16
             up_mb += fetch
             exposed_s += fetch / fetches / max(1, setup.model.num_layers) / bw
         if stage3:   # the last micro-batch's backward also sends the fp32 gradient down
@@ -311,9 +319,8 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
         threads = threads_per_rank(setup.framework, ranks, host.cpu_cores)
         optimizer_s = cpu_step_s(n_opt, ranks, host, bytes_per_param=nbytes, per_core_params_per_s=per_core,
                                  threads=threads)
-        notes.append(f"CPU optimizer: {what}; {ranks} rank(s) x {n_opt / 1e9:.3g}B params on {host.name} "
-                     f"({host.cpu_cores} cores, {host.mem_bw_bytes_per_s / 1e9:.0f} GB/s DRAM x "
-                     f"{HOST_BW_FRACTION:.0%}), {min(host.cpu_cores, ranks * threads)} threads"
+        notes.append(f"CPU optimizer: {what}; {ranks} rank(s) x {n_opt / 1e9:.3g}B params on {host.described}, "
+                     f"{min(host.cpu_cores, ranks * threads)} threads"
                      + (" (OMP_NUM_THREADS=1 per rank under torchrun/accelerate)" if threads == 1 and ranks > 1 else "")
                      + (f"; host assumed ({host.source})" if host.guess else ""))
     return OffloadTime(optimizer_s=optimizer_s, traffic_s=exposed_s, bytes_per_micro_batch=up_mb + down_mb,

@@ -5,15 +5,16 @@ numerator. trainplan.timing.estimate adds them up."""
 
 from __future__ import annotations
 
-from trainplan.enums import Attention, Fsdp, Method, Offload, Precision, ZeroStage
-from trainplan.job.training import Layout, TrainingSetup
+from trainplan.enums import Attention, Framework, Fsdp, Method, Offload, Position, Precision, ZeroStage
+from trainplan.frozen import by_identity
+from trainplan.job.training import Layout, LoraConfig, TrainingSetup
 from trainplan.model.params import count_params, trainable_params
-from trainplan.specs import GpuSpec
+from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.timing.attention import attention_kernel
 from trainplan.timing.comm import is_consumer, pcie_link
 from trainplan.timing.efficiency import Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency, memory_bw
 from trainplan.timing.flops import FlopsPerToken
-from trainplan.timing.offload import offload_time, resolve_host
+from trainplan.timing.offload import HostSpec, offload_time, resolve_host
 from trainplan.timing.options import TimingOptions
 from trainplan.timing.quantized import BNB_KERNELS, dequant_bytes, dequant_uses, fp32_path, fp32_path_s
 from trainplan.timing.traffic import (
@@ -28,15 +29,30 @@ def step_efficiency(setup: TrainingSetup, gpu: GpuSpec, *, tokens_per_micro_batc
                     options: TimingOptions) -> Efficiency:
     """The matmul and attention efficiency of the setup's step on `gpu` (one home for step_time and the
     planner's bounds): the kernel stack, the attention kernel the framework runs (timing.attention)."""
-    stack = kernel_stack(setup.framework, compiled=options.compiled, liger=setup.impl.liger_kernels)
-    dtype = "fp8" if setup.precision is Precision.FP8 else setup.precision.compute_dtype
-    kernel = attention_kernel(setup.framework, setup.attention, gpu.generation,
-                              "fp32" if setup.precision is Precision.FP32 else "bf16", setup.model.head_dim,
-                              position=setup.model.position, consumer=is_consumer(gpu))
-    return matmul_efficiency(gpu, dtype, hidden_size=setup.model.hidden_size,
-                             tokens_per_micro_batch=tokens_per_micro_batch, stack=stack, m=options.model,
-                             override=options.efficiency, attention_kernel=kernel, seq_len=seq_len,
-                             head_dim=setup.model.head_dim)
+    return _step_efficiency(gpu, options, *efficiency_inputs(setup), tokens_per_micro_batch, seq_len)
+
+
+def efficiency_inputs(setup: TrainingSetup) -> tuple:
+    """The fields of the setup step_efficiency reads (in _step_efficiency's order): setups equal in them
+    have the same efficiency at the same tokens per micro-batch and sequence length (a cache key)."""
+    model = setup.model
+    return (setup.framework, setup.impl.liger_kernels, setup.precision, setup.attention, model.hidden_size,
+            model.head_dim, model.position)
+
+
+@by_identity(2)
+def _step_efficiency(gpu: GpuSpec, options: TimingOptions, framework: Framework, liger: bool,
+                     precision: Precision, attention: Attention, hidden_size: int, head_dim: int,
+                     position: Position, tokens_per_micro_batch: float, seq_len: int) -> Efficiency:
+    # the setup's fields it reads are arguments, so the cache key is what the result depends on: the
+    # planner asks for it per layout, and layouts of one micro-batch on one GPU share it
+    stack = kernel_stack(framework, compiled=options.compiled, liger=liger)
+    dtype = "fp8" if precision is Precision.FP8 else precision.compute_dtype
+    kernel = attention_kernel(framework, attention, gpu.generation, "fp32" if precision is Precision.FP32 else "bf16",
+                              head_dim, position=position, consumer=is_consumer(gpu))
+    return matmul_efficiency(gpu, dtype, hidden_size=hidden_size, tokens_per_micro_batch=tokens_per_micro_batch,
+                             stack=stack, m=options.model, override=options.efficiency, attention_kernel=kernel,
+                             seq_len=seq_len, head_dim=head_dim)
 
 
 def core_compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
@@ -67,22 +83,31 @@ def compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Effici
 
 def param_counts(setup: TrainingSetup) -> tuple[int, int]:
     """(total, trainable) parameters of the setup (trainplan.model.params)."""
-    lora = setup.lora
-    trainable = trainable_params(setup.model, setup.method, lora_targets=lora.targets if lora else (),
+    return _param_counts(setup.model, setup.lora, setup.method, setup.freeze_trainable_layers, setup.freeze_bottom)
+
+
+@by_identity(2)
+def _param_counts(model: ModelSpec, lora: LoraConfig | None, method: Method, freeze_trainable_layers: int,
+                  freeze_bottom: bool) -> tuple[int, int]:
+    # the planner's setups of one job share their model and LoRA records: kept per those objects and
+    # the fields read, not per setup (model.params caches per value, hashing the model's ~40 fields)
+    trainable = trainable_params(model, method, lora_targets=lora.targets if lora else (),
                                  lora_rank=lora.rank if lora else 0, dora=lora.dora if lora else False,
-                                 freeze_layers=setup.freeze_trainable_layers, freeze_bottom=setup.freeze_bottom)
-    return count_params(setup.model).total, trainable
+                                 freeze_layers=freeze_trainable_layers, freeze_bottom=freeze_bottom)
+    return count_params(model).total, trainable
 
 
 def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: EfficiencyModel,
                              n_total: int, n_train: int, compute_mb: float, notes: list[str],
-                             options: TimingOptions | None = None) -> tuple[float, float]:
+                             options: TimingOptions | None = None,
+                             host: tuple[HostSpec, float] | None = None) -> tuple[float, float]:
     """(optimizer step, offload traffic) seconds per step on one GPU.
 
     On the GPU the step streams the optimizer bytes of its shard of the trainable parameters
     (trainplan.timing.traffic.optimizer_bytes_per_param; ZeRO-1+/FSDP shard it over data parallel).
     Offloaded: the host's CPU optimizer step and the PCIe traffic each framework makes, hidden where
-    its copies run on their own streams (trainplan.timing.offload).
+    its copies run on their own streams (trainplan.timing.offload). `host`: the node's host and the
+    GPU's PCIe bandwidth where the caller has them (timing.context keeps them per GPU and options).
     """
     shard_mp = layout.tp * layout.pp
     if layout.offload is Offload.NONE:
@@ -90,9 +115,11 @@ def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, 
         n_opt = n_train / shard_mp / (layout.dp if optimizer_sharded else 1)
         return n_opt * optimizer_bytes_per_param(setup) / memory_bw(gpu, m), 0.0
     opts = options or TimingOptions()
-    host = resolve_host(gpu, cpus=opts.host_cpus, mem_bw_bytes_per_s=opts.host_mem_bw_bytes_per_s)
-    off = offload_time(setup, layout, host, n_total=n_total / shard_mp, n_train=n_train / shard_mp,
-                       compute_mb_s=compute_mb, pcie_bytes_per_s=pcie_link(gpu).bw_bytes_per_s, fsdp_config=opts.fsdp)
+    if host is None:
+        host = (resolve_host(gpu, cpus=opts.host_cpus, mem_bw_bytes_per_s=opts.host_mem_bw_bytes_per_s),
+                pcie_link(gpu).bw_bytes_per_s)
+    off = offload_time(setup, layout, host[0], n_total=n_total / shard_mp, n_train=n_train / shard_mp,
+                       compute_mb_s=compute_mb, pcie_bytes_per_s=host[1], fsdp_config=opts.fsdp)
     notes.extend(off.notes)
     if off.optimizer_s == 0.0:     # parameters offloaded, optimizer on the GPU (DeepSpeed ZeRO-3 offload_param)
         optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER
