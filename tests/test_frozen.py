@@ -65,10 +65,7 @@ def test_same_semantics_as_a_frozen_dataclass(name, size, tags):
     assert fz.replace(ours, size=size + 1) == Part(name=name, size=size + 1, tags=tags)
 
 
-@pytest.mark.parametrize("hot", [False, True], ids=["interpreted", "compiled"])
-def test_init_defaults_factories_and_refusals(hot, monkeypatch):
-    if hot:
-        monkeypatch.setattr(fz, "COMPILE_AFTER", 0)    # every class compiles its __init__ at once
+def test_init_defaults_factories_and_refusals():
     w = Whole(part=Part(name="a"))
     assert w.parts == () and w.extra == {} and w.ratio == 0.5
     assert Whole(part=Part(name="a")).extra is not w.extra          # a fresh dict per instance
@@ -93,14 +90,14 @@ def test_init_defaults_factories_and_refusals(hot, monkeypatch):
          "extra": {"k": 1}, "ratio": 0.5}
 
 
-def test_compiled_init_takes_over_after_a_few_instances():
+def test_every_record_shares_one_init_and_builds_no_code():
     @fz.frozen
     class Hot:
         x: int = 0
 
-    for i in range(fz.COMPILE_AFTER + 2):
+    for i in range(100):
         assert Hot(x=i).x == i
-    assert Hot.__init__ is not fz._lazy_init
+    assert Hot.__init__ is fz._init and Whole.__init__ is fz._init and Tally.__init__ is fz._init
 
 
 def test_mutable_records_and_refused_defaults():
@@ -114,3 +111,16 @@ def test_mutable_records_and_refused_defaults():
         @fz.frozen
         class Bad:
             items: list = []
+
+
+def test_hash_is_kept_but_never_pickled_or_copied():
+    import copy
+    import pickle
+
+    p = Part(name="a", size=3, tags=("x",))
+    assert hash(p) == hash(("a", 3, ("x",))) == hash(p)          # computed once, then read back
+    assert "__record_hash__" in p.__dict__
+    for twin in (pickle.loads(pickle.dumps(p)), copy.copy(p), copy.deepcopy(p)):
+        assert twin == p and "__record_hash__" not in twin.__dict__ and hash(twin) == hash(p)
+    assert fz.asdict(p) == {"name": "a", "size": 3, "tags": ("x",)}
+    assert fz.replace(p, size=4) == Part(name="a", size=4, tags=("x",))

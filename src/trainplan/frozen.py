@@ -5,9 +5,10 @@ Why not `dataclasses` itself: on Python 3.11 `import dataclasses` imports `inspe
 every decorated class compiles six methods when its module is imported (~0.4 ms a class, measured
 in benchmarks/estimate_speed.py's notes): the ~50 records of an estimate would cost 25 ms of a
 ~30 ms budget. Here a class costs ~15 us: `__eq__`, `__hash__`, `__repr__`, `__setattr__` and
-`__delattr__` are shared functions over the class's field names, and `__init__` (keyword-only,
-defaults, default factories, then `__post_init__`) is compiled the first time the class is
-instantiated, so records a run never builds never pay for it.
+`__delattr__` are shared functions over the class's field names, and so is `__init__` (keyword-only,
+defaults, default factories, then `__post_init__`): it stores into the instance dict, faster than a
+compiled per-class `__init__` (an earlier version compiled one after 32 instances: 31 compiles, 3 ms of
+a plan's first 30 ms, for slower inits).
 
 Semantics follow dataclasses (tests/test_frozen.py compares the two): fields are the annotated
 class attributes in definition order (bases first); equality compares field tuples of the same
@@ -70,8 +71,24 @@ def _eq(self: Any, other: Any) -> Any:
     return NotImplemented
 
 
+_HASH = "__record_hash__"     # where a frozen record keeps its hash once computed (never pickled)
+
+
 def _hash(self: Any) -> int:
-    return hash(self.__record_values__(self))
+    """The hash of the field tuple, computed once per record (its fields never change): the planner
+    looks records up in dicts thousands of times a plan, and each hash of the tuple calls every enum
+    field's Python-level __hash__."""
+    values = self.__dict__
+    cached = values.get(_HASH)
+    if cached is None:
+        cached = values[_HASH] = hash(self.__record_values__(self))
+    return cached
+
+
+def _getstate(self: Any) -> dict[str, Any]:
+    """The fields for pickle and copy, without the cached hash (str hashes differ between processes)."""
+    state = self.__dict__
+    return {k: v for k, v in state.items() if k != _HASH} if _HASH in state else state
 
 
 def _repr(self: Any) -> str:
@@ -79,71 +96,40 @@ def _repr(self: Any) -> str:
     return f"{type(self).__qualname__}({inner})"
 
 
-def _compile_init(cls: type) -> Any:
-    """The __init__ dataclasses would write for this class (keyword-only)."""
-    namespace: dict[str, Any] = {"__setattr": object.__setattr__, "__MISSING": MISSING}
-    params, body = [], []
-    for f in cls.__record_fields__:
-        n = f.name
-        if f.default_factory is not MISSING:
-            namespace[f"__factory_{n}"] = f.default_factory
-            params.append(f"{n}=__MISSING")
-            value = f"__factory_{n}() if {n} is __MISSING else {n}"
-        elif f.default is not MISSING:
-            namespace[f"__default_{n}"] = f.default
-            params.append(f"{n}=__default_{n}")
-            value = n
-        else:
-            params.append(n)
-            value = n
-        body.append(f"    __setattr(self, {n!r}, {value})" if cls.__record_frozen__ else f"    self.{n} = {value}")
-    if hasattr(cls, "__post_init__"):
-        body.append("    self.__post_init__()")
-    star = "*, " if params else ""
-    source = f"def __init__(self, {star}{', '.join(params)}):\n" + ("\n".join(body) or "    pass")
-    local: dict[str, Any] = {}
-    exec(source, namespace, local)   # noqa: S102 - generated from the class's own field names
-    init = local["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    return init
-
-
-COMPILE_AFTER = 32     # instances built by the generic __init__ before the class gets a compiled one
-_BUILT: dict[type, int] = {}
-
-
-def _generic_init(self: Any, cls: type, kwargs: dict[str, Any]) -> None:
-    """What the compiled __init__ does, interpreted: no compile for a class built a few times."""
-    values = self.__dict__        # records have no __slots__: fields live in the instance dict
-    used = 0
-    for f in cls.__record_fields__:
-        name = f.name
-        if name in kwargs:
-            values[name] = kwargs[name]
-            used += 1
-        elif f.default_factory is not MISSING:
-            values[name] = f.default_factory()
-        elif f.default is not MISSING:
-            values[name] = f.default
-        else:
-            raise TypeError(f"{cls.__qualname__}.__init__() missing 1 required keyword-only argument: {name!r}")
-    if used != len(kwargs):
-        unknown = next(k for k in kwargs if k not in values)
-        raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument {unknown!r}")
-    if hasattr(self, "__post_init__"):
-        self.__post_init__()
-
-
-def _lazy_init(self: Any, **kwargs: Any) -> None:
+def _init(self: Any, **kwargs: Any) -> None:
+    """Every record's __init__ (keyword-only): the plain defaults, then the keywords, then the default
+    factories of fields not given, then __post_init__; checked by count (a missing or unknown keyword
+    leaves the instance dict at the wrong size or with a name that is no field). One shared function
+    over tables made at decoration: dict.update stores are faster than the per-class __init__
+    dataclasses compiles (object.__setattr__ per field), and nothing is compiled at run time."""
     cls = type(self)
-    declared = next(k for k in cls.__mro__ if k.__dict__.get("__init__") is _lazy_init)
-    built = _BUILT.get(declared, 0) + 1
-    if built < COMPILE_AFTER:      # a one-shot command builds most records a handful of times
-        _BUILT[declared] = built
-        _generic_init(self, declared, kwargs)
-        return
-    declared.__init__ = _compile_init(declared)
-    type(self).__init__(self, **kwargs)
+    values = self.__dict__        # records have no __slots__: fields live in the instance dict
+    values.update(cls.__record_defaults__)
+    values.update(kwargs)
+    for name, factory in cls.__record_factories__:
+        if name not in kwargs:
+            values[name] = factory()
+    if len(values) != cls.__record_size__ or not kwargs.keys() <= cls.__record_names__:
+        values.clear()
+        _refuse(cls, kwargs)
+    post = cls.__dict__.get("__record_post__", _UNSET)
+    if post is _UNSET:            # a subclass that is not itself a record: look its __post_init__ up
+        post = getattr(cls, "__post_init__", None)
+    if post is not None:
+        post(self)
+
+
+_UNSET = object()
+
+
+def _refuse(cls: type, kwargs: dict[str, Any]) -> None:
+    """The TypeError dataclasses' __init__ raises for these keywords (the first missing field, else
+    the first unknown keyword)."""
+    for f in cls.__record_fields__:
+        if f.name not in kwargs and f.default is MISSING and f.default_factory is MISSING:
+            raise TypeError(f"{cls.__qualname__}.__init__() missing 1 required keyword-only argument: {f.name!r}")
+    unknown = next(k for k in kwargs if k not in cls.__record_names__)
+    raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument {unknown!r}")
 
 
 def _is_classvar(annotation: Any) -> bool:
@@ -184,13 +170,20 @@ def _record(cls: type, *, frozen: bool) -> type:
         cls.__record_values__ = staticmethod(lambda obj: (one(obj),))
     else:
         cls.__record_values__ = staticmethod(lambda obj: ())
-    cls.__init__ = _lazy_init
+    cls.__record_defaults__ = {f.name: f.default for f in fields_
+                               if f.default is not MISSING and f.default_factory is MISSING}
+    cls.__record_factories__ = tuple((f.name, f.default_factory) for f in fields_ if f.default_factory is not MISSING)
+    cls.__record_size__ = len(fields_)
+    cls.__record_names__ = frozenset(names)
+    cls.__record_post__ = getattr(cls, "__post_init__", None)
+    cls.__init__ = _init
     cls.__repr__ = _repr
     cls.__eq__ = _eq
     if frozen:
         cls.__setattr__ = _frozen_setattr
         cls.__delattr__ = _frozen_delattr
         cls.__hash__ = _hash
+        cls.__getstate__ = _getstate
     else:
         cls.__hash__ = None
     return cls

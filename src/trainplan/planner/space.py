@@ -19,6 +19,8 @@ Conventions (stated in `trainplan plan --help` and docs/planner.md):
 
 from __future__ import annotations
 
+import functools
+
 from trainplan.enums import (
     Attention,
     Fsdp,
@@ -55,8 +57,7 @@ class Shape:
         return self.num_gpus // (self.tp * self.pp)
 
     def layout(self, gpu_id: str) -> Layout:
-        return Layout(gpu_id=gpu_id, num_gpus=self.num_gpus, nodes=self.nodes, zero=self.zero, fsdp=self.fsdp,
-                      offload=self.offload, tp=self.tp, pp=self.pp)
+        return _layout(self, gpu_id)
 
     def engine(self) -> str:
         """'ZeRO-3 + CPU optimizer offload', 'FSDP full', 'DDP', 'TP 8 x PP 2 + ZeRO-1', ..."""
@@ -85,6 +86,14 @@ class Shape:
         if self.nodes > 1:
             where += f" ({self.nodes} nodes)"
         return f"{where}, {self.engine()}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _layout(shape: Shape, gpu_id: str) -> Layout:
+    """A shape's Layout on one GPU type, built (and validated) once: the search asks for the same
+    (shape, GPU) pairs for every setup and optimizer of a family."""
+    return Layout(gpu_id=gpu_id, num_gpus=shape.num_gpus, nodes=shape.nodes, zero=shape.zero, fsdp=shape.fsdp,
+                  offload=shape.offload, tp=shape.tp, pp=shape.pp)
 
 
 @frozen
