@@ -130,3 +130,23 @@ def test_trace_command_json(capsys):
     assert code == 0 and data["peak_allocated_bytes"] == sum(data["breakdown_bytes"].values())
     code, out, _ = run_cli(capsys, "trace", "--model", str(config), "--batch-size", "2", "--seq-len", "32")
     assert code == 0 and "Peak allocated" in out
+
+
+@pytest.mark.parametrize("command, collector", [("estimate", False), ("plan", False), ("runs", True),
+                                                ("serve", True), ("calibrate", True)])
+def test_executable_runs_one_shot_commands_without_the_cyclic_collector(command, collector):
+    """trainplan/__main__.py (the executable) turns the cyclic GC off before importing anything;
+    cli.run turns it back on for commands that are not one-shot (FAST_EXIT)."""
+    script = ("import gc, sys\nimport trainplan.__main__ as entry\nimport trainplan.cli as cli\n"
+              "def fake(argv):\n    print('gc', gc.isenabled(), argv)\n    return 0\n"
+              f"cli.main = fake\nsys.argv = ['trainplan', {command!r}, '--json']\nentry.run()\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"gc {collector} [{command!r}, '--json']"
+
+
+def test_python_m_trainplan_is_the_executable():
+    out = subprocess.run([sys.executable, "-m", "trainplan", "gpus", "--json"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert any(row["id"] == "h100-sxm" for row in json.loads(out.stdout))

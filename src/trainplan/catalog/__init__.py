@@ -34,18 +34,26 @@ DATA_DIR = _DATA_DIR
 
 # Offers that are not a price one can count on: the lowest listing a crawler saw on a marketplace.
 ATYPICAL_PRICING = frozenset({"cheapest-listing"})
-_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 # --- shared helpers ------------------------------------------------------------------------------
 
-_SEPARATORS = re.compile(r"[\s_]+")
 
 
 def _key(name: str) -> str:
     """Lookup key: lower case, runs of spaces/underscores -> '-'."""
     key = name.strip().lower()
-    return _SEPARATORS.sub("-", key) if ("_" in key or not key.isprintable() or " " in key) else key
+    if "_" not in key and key.isprintable() and " " not in key:
+        return key
+    out, in_run = [], False   # re.sub(r"[\s_]+", "-", key); whitespace is what str.isspace says, as \s
+    for c in key:
+        sep = c == "_" or c.isspace()
+        if not sep:
+            out.append(c)
+        elif not in_run:
+            out.append("-")
+        in_run = sep
+    return "".join(out)
 
 
 def _unknown(what: str, name: str, index: dict[str, Any], command: str) -> UnknownNameError:
@@ -253,7 +261,8 @@ def cheapest_price(gpu_id: str, provider: str | None = None, spot: bool = False,
 def iso_date(text: str) -> date | None:
     """The date `text` names when it is an ISO date (YYYY-MM-DD); None for vague or unknown dates."""
     text = text.strip()
-    if not _ISO_DATE.fullmatch(text):
+    digits = text[:4] + text[5:7] + text[8:]       # YYYY-MM-DD: \d{4}-\d{2}-\d{2}
+    if len(text) != 10 or text[4] != "-" or text[7] != "-" or not digits.isdecimal():
         return None
     try:
         return date.fromisoformat(text)
@@ -373,9 +382,6 @@ def _is_config_path(text: str) -> bool:
     return os.path.isfile(candidate) or os.path.isfile(os.path.join(candidate, "config.json"))
 
 
-_HF_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
-
-
 def hf_hub_cache_dir() -> str:
     """The Hugging Face hub cache folder, as huggingface_hub resolves it (without importing it):
     $HF_HUB_CACHE (legacy $HUGGINGFACE_HUB_CACHE), else $HF_HOME/hub, else
@@ -396,7 +402,7 @@ def hf_cached_config(repo_id: str, cache_dir: str | None = None) -> str | None:
     revision; without refs/main (or when it names no snapshot holding a config.json), the most
     recently written snapshot that holds one. The repository folder is matched case-insensitively
     when the exact spelling is absent (Hub ids are). Reads nothing over the network."""
-    if not _HF_REPO_ID.fullmatch(repo_id.strip()):
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", repo_id.strip()):
         return None
     root = cache_dir or hf_hub_cache_dir()
     folder_name = "models--" + repo_id.strip().replace("/", "--")

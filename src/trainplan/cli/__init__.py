@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import importlib
 import os
 import sys
@@ -167,10 +168,15 @@ FAST_EXIT = frozenset({"estimate", "models", "gpus", "prices", "plan", "table", 
 
 
 def run() -> None:
-    """The `trainplan` executable: main(), then a fast exit for the FAST_EXIT commands."""
+    """The `trainplan` executable (trainplan/__main__.py, which starts it with the cyclic garbage
+    collector off): main(), then a fast exit for the FAST_EXIT commands, which keep the collector
+    off; every other command turns it back on first."""
     argv = sys.argv[1:]
+    fast = _command_in(argv) in FAST_EXIT
+    if not fast:
+        gc.enable()
     code = main(argv)
-    if _command_in(argv) in FAST_EXIT:
+    if fast:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
