@@ -279,4366 +279,1265 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'yi-6b': 44,
                                       'zai-org/glm-4.5': 76,
                                       'zai-org/glm-4.5-air': 77},
-                             'fingerprint': '69b8b5b4-108517'},
-             'model_specs': {'data': [{'aliases': ['meta-llama/Llama-2-7b-chat-hf', 'llama2-7b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["LlamaForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '4096, "intermediate_size": 11008, "max_position_embeddings": '
-                                                         '4096, "mlp_bias": false, "model_type": "llama", '
-                                                         '"num_attention_heads": 32, "num_hidden_layers": 32, '
-                                                         '"num_key_value_heads": 32, "rms_norm_eps": 1e-05, '
-                                                         '"tie_word_embeddings": false, "vocab_size": 32000}',
-                                       'hf_id': 'meta-llama/Llama-2-7b-hf',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 11008,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 4096,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama',
-                                       'moe': None,
-                                       'name': 'llama-2-7b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 32,
-                                       'num_layers': 32,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'scaleapi/llm-engine, '
-                                                 'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
-                                                 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[llama2_7b]; pytorch/torchtune, '
-                                                 'torchtune/models/llama2/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 32000},
-                                      {'aliases': ['meta-llama/Llama-2-13b-chat-hf', 'llama2-13b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["LlamaForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '5120, "intermediate_size": 13824, "max_position_embeddings": '
-                                                         '4096, "mlp_bias": false, "model_type": "llama", '
-                                                         '"num_attention_heads": 40, "num_hidden_layers": 40, '
-                                                         '"num_key_value_heads": 40, "rms_norm_eps": 1e-05, '
-                                                         '"tie_word_embeddings": false, "vocab_size": 32000}',
-                                       'hf_id': 'meta-llama/Llama-2-13b-hf',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 13824,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 4096,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama',
-                                       'moe': None,
-                                       'name': 'llama-2-13b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 40,
-                                       'num_kv_heads': 40,
-                                       'num_layers': 40,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'scaleapi/llm-engine, '
-                                                 'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
-                                                 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[llama2_13b]; pytorch/torchtune, '
-                                                 'torchtune/models/llama2/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 32000},
-                                      {'aliases': ['meta-llama/Llama-2-70b-chat-hf', 'llama2-70b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["LlamaForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '8192, "intermediate_size": 28672, "max_position_embeddings": '
-                                                         '4096, "mlp_bias": false, "model_type": "llama", '
-                                                         '"num_attention_heads": 64, "num_hidden_layers": 80, '
-                                                         '"num_key_value_heads": 8, "rms_norm_eps": 1e-05, '
-                                                         '"tie_word_embeddings": false, "vocab_size": 32000}',
-                                       'hf_id': 'meta-llama/Llama-2-70b-hf',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 8192,
-                                       'intermediate_size': 28672,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 4096,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama',
-                                       'moe': None,
-                                       'name': 'llama-2-70b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 64,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 80,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'scaleapi/llm-engine, '
-                                                 'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
-                                                 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[llama2_70b]; pytorch/torchtune, '
-                                                 'torchtune/models/llama2/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 32000},
-                                      {'aliases': ['meta-llama/Meta-Llama-3-8B-Instruct', 'llama3-8b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["LlamaForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '4096, "intermediate_size": 14336, "max_position_embeddings": '
-                                                         '8192, "mlp_bias": false, "model_type": "llama", '
-                                                         '"num_attention_heads": 32, "num_hidden_layers": 32, '
-                                                         '"num_key_value_heads": 8, "rms_norm_eps": 1e-05, '
-                                                         '"rope_theta": 500000.0, "tie_word_embeddings": false, '
-                                                         '"vocab_size": 128256}',
-                                       'hf_id': 'meta-llama/Meta-Llama-3-8B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 14336,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 8192,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama',
-                                       'moe': None,
-                                       'name': 'llama-3-8b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 32,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'scaleapi/llm-engine, '
-                                                 'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
-                                                 'pytorch/torchtune, '
-                                                 'torchtune/models/llama3/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; code-index file '
-                                                 '38727392009',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 128256},
-                                      {'aliases': ['meta-llama/Meta-Llama-3-70B-Instruct', 'llama3-70b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["LlamaForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '8192, "intermediate_size": 28672, "max_position_embeddings": '
-                                                         '8192, "mlp_bias": false, "model_type": "llama", '
-                                                         '"num_attention_heads": 64, "num_hidden_layers": 80, '
-                                                         '"num_key_value_heads": 8, "rms_norm_eps": 1e-05, '
-                                                         '"rope_theta": 500000.0, "tie_word_embeddings": false, '
-                                                         '"vocab_size": 128256}',
-                                       'hf_id': 'meta-llama/Meta-Llama-3-70B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 8192,
-                                       'intermediate_size': 28672,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 8192,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama',
-                                       'moe': None,
-                                       'name': 'llama-3-70b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 64,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 80,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'scaleapi/llm-engine, '
-                                                 'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
-                                                 'pytorch/torchtune, '
-                                                 'torchtune/models/llama3/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; code-index file '
-                                                 '38727392009',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 128256},
-                                      {'aliases': ['meta-llama/Llama-3.1-8B-Instruct',
-                                                   'meta-llama/Meta-Llama-3.1-8B',
-                                                   'meta-llama/Meta-Llama-3.1-8B-Instruct',
-                                                   'llama3.1-8b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["LlamaForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '4096, "intermediate_size": 14336, "max_position_embeddings": '
-                                                         '131072, "mlp_bias": false, "model_type": "llama", '
-                                                         '"num_attention_heads": 32, "num_hidden_layers": 32, '
-                                                         '"num_key_value_heads": 8, "rms_norm_eps": 1e-05, '
-                                                         '"rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, '
-                                                         '"low_freq_factor": 1.0, "original_max_position_embeddings": '
-                                                         '8192, "rope_type": "llama3"}, "rope_theta": 500000.0, '
-                                                         '"tie_word_embeddings": false, "vocab_size": 128256}',
-                                       'hf_id': 'meta-llama/Llama-3.1-8B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 14336,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama',
-                                       'moe': None,
-                                       'name': 'llama-3.1-8b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 32,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[llama3_1_8b]; pytorch/torchtune, '
-                                                 'torchtune/models/llama3_1/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 128256},
-                                      {'aliases': ['meta-llama/Llama-3.1-70B-Instruct',
-                                                   'meta-llama/Meta-Llama-3.1-70B',
-                                                   'meta-llama/Meta-Llama-3.1-70B-Instruct',
-                                                   'llama3.1-70b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["LlamaForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '8192, "intermediate_size": 28672, "max_position_embeddings": '
-                                                         '131072, "mlp_bias": false, "model_type": "llama", '
-                                                         '"num_attention_heads": 64, "num_hidden_layers": 80, '
-                                                         '"num_key_value_heads": 8, "rms_norm_eps": 1e-05, '
-                                                         '"rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, '
-                                                         '"low_freq_factor": 1.0, "original_max_position_embeddings": '
-                                                         '8192, "rope_type": "llama3"}, "rope_theta": 500000.0, '
-                                                         '"tie_word_embeddings": false, "vocab_size": 128256}',
-                                       'hf_id': 'meta-llama/Llama-3.1-70B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 8192,
-                                       'intermediate_size': 28672,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama',
-                                       'moe': None,
-                                       'name': 'llama-3.1-70b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 64,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 80,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[llama3_1_70b]; pytorch/torchtune, '
-                                                 'torchtune/models/llama3_1/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; code-index file '
-                                                 '1570491832',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 128256},
-                                      {'aliases': ['meta-llama/Llama-3.1-405B-Instruct',
-                                                   'meta-llama/Meta-Llama-3.1-405B',
-                                                   'llama3.1-405b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["LlamaForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '16384, "intermediate_size": 53248, '
-                                                         '"max_position_embeddings": 131072, "mlp_bias": false, '
-                                                         '"model_type": "llama", "num_attention_heads": 128, '
-                                                         '"num_hidden_layers": 126, "num_key_value_heads": 8, '
-                                                         '"rms_norm_eps": 1e-05, "rope_scaling": {"factor": 8.0, '
-                                                         '"high_freq_factor": 4.0, "low_freq_factor": 1.0, '
-                                                         '"original_max_position_embeddings": 8192, "rope_type": '
-                                                         '"llama3"}, "rope_theta": 500000.0, "tie_word_embeddings": '
-                                                         'false, "vocab_size": 128256}',
-                                       'hf_id': 'meta-llama/Llama-3.1-405B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 16384,
-                                       'intermediate_size': 53248,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama',
-                                       'moe': None,
-                                       'name': 'llama-3.1-405b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 128,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 126,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'pytorch/torchtune, '
-                                                 'torchtune/models/llama3_1/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 128256},
-                                      {'aliases': ['meta-llama/Llama-3.2-1B-Instruct', 'llama3.2-1b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"architectures": ["LlamaForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 64, "hidden_act": "silu", "hidden_size": '
-                                                         '2048, "intermediate_size": 8192, "max_position_embeddings": '
-                                                         '131072, "mlp_bias": false, "model_type": "llama", '
-                                                         '"num_attention_heads": 32, "num_hidden_layers": 16, '
-                                                         '"num_key_value_heads": 8, "rms_norm_eps": 1e-05, '
-                                                         '"rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, '
-                                                         '"low_freq_factor": 1.0, "original_max_position_embeddings": '
-                                                         '8192, "rope_type": "llama3"}, "rope_theta": 500000.0, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 128256}',
-                                       'hf_id': 'meta-llama/Llama-3.2-1B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2048,
-                                       'intermediate_size': 8192,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': 1235814400,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama',
-                                       'moe': None,
-                                       'name': 'llama-3.2-1b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 16,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[llama3_2_1b]; pytorch/torchtune, '
-                                                 'torchtune/models/llama3_2/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 128256},
-                                      {'aliases': ['meta-llama/Llama-3.2-3B-Instruct', 'llama3.2-3b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["LlamaForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '3072, "intermediate_size": 8192, "max_position_embeddings": '
-                                                         '131072, "mlp_bias": false, "model_type": "llama", '
-                                                         '"num_attention_heads": 24, "num_hidden_layers": 28, '
-                                                         '"num_key_value_heads": 8, "rms_norm_eps": 1e-05, '
-                                                         '"rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, '
-                                                         '"low_freq_factor": 1.0, "original_max_position_embeddings": '
-                                                         '8192, "rope_type": "llama3"}, "rope_theta": 500000.0, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 128256}',
-                                       'hf_id': 'meta-llama/Llama-3.2-3B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 3072,
-                                       'intermediate_size': 8192,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': 3212749824,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama',
-                                       'moe': None,
-                                       'name': 'llama-3.2-3b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 24,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 28,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[llama3_2_3b]; pytorch/torchtune, '
-                                                 'torchtune/models/llama3_2/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 128256},
-                                      {'aliases': ['Qwen/Qwen2.5-0.5B-Instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"architectures": ["Qwen2ForCausalLM"], "hidden_act": '
-                                                         '"silu", "hidden_size": 896, "intermediate_size": 4864, '
-                                                         '"max_position_embeddings": 32768, "model_type": "qwen2", '
-                                                         '"num_attention_heads": 14, "num_hidden_layers": 24, '
-                                                         '"num_key_value_heads": 2, "rms_norm_eps": 1e-06, '
-                                                         '"rope_theta": 1000000.0, "tie_word_embeddings": true, '
-                                                         '"use_sliding_window": false, "vocab_size": 151936}',
-                                       'hf_id': 'Qwen/Qwen2.5-0.5B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 896,
-                                       'intermediate_size': 4864,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 32768,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen2',
-                                       'moe': None,
-                                       'name': 'qwen2.5-0.5b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 14,
-                                       'num_kv_heads': 2,
-                                       'num_layers': 24,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'pytorch/torchtune, '
-                                                 'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
-                                                 'scripts/models/qwen2.5-0.5B.sh@624b824a898a; mlc-ai/mlc-llm, '
-                                                 'python/mlc_llm/model/model_preset.py@79d603f085f5 [qwen2_0_5b]',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 151936},
-                                      {'aliases': ['Qwen/Qwen2.5-1.5B-Instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen2ForCausalLM"], "hidden_act": '
-                                                         '"silu", "hidden_size": 1536, "intermediate_size": 8960, '
-                                                         '"max_position_embeddings": 131072, "model_type": "qwen2", '
-                                                         '"num_attention_heads": 12, "num_hidden_layers": 28, '
-                                                         '"num_key_value_heads": 2, "rms_norm_eps": 1e-06, '
-                                                         '"rope_theta": 1000000.0, "tie_word_embeddings": true, '
-                                                         '"use_sliding_window": false, "vocab_size": 151936}',
-                                       'hf_id': 'Qwen/Qwen2.5-1.5B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 1536,
-                                       'intermediate_size': 8960,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': 1543714304,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen2',
-                                       'moe': None,
-                                       'name': 'qwen2.5-1.5b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 12,
-                                       'num_kv_heads': 2,
-                                       'num_layers': 28,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'pytorch/torchtune, '
-                                                 'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
-                                                 'scripts/models/qwen2.5-1.5B.sh@624b824a898a; mlc-ai/mlc-llm, '
-                                                 'python/mlc_llm/model/model_preset.py@79d603f085f5 [qwen2_1_5b]',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 151936},
-                                      {'aliases': ['Qwen/Qwen2.5-3B-Instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen2ForCausalLM"], "hidden_act": '
-                                                         '"silu", "hidden_size": 2048, "intermediate_size": 11008, '
-                                                         '"max_position_embeddings": 32768, "model_type": "qwen2", '
-                                                         '"num_attention_heads": 16, "num_hidden_layers": 36, '
-                                                         '"num_key_value_heads": 2, "rms_norm_eps": 1e-06, '
-                                                         '"rope_theta": 1000000.0, "tie_word_embeddings": true, '
-                                                         '"use_sliding_window": false, "vocab_size": 151936}',
-                                       'hf_id': 'Qwen/Qwen2.5-3B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2048,
-                                       'intermediate_size': 11008,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 32768,
-                                       'measured_params': 3085938688,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen2',
-                                       'moe': None,
-                                       'name': 'qwen2.5-3b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 16,
-                                       'num_kv_heads': 2,
-                                       'num_layers': 36,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[qwen2.5_3b]; pytorch/torchtune, '
-                                                 'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
-                                                 'scripts/models/qwen2.5-3B.sh@624b824a898a',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 151936},
-                                      {'aliases': ['Qwen/Qwen2.5-7B-Instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen2ForCausalLM"], "hidden_act": '
-                                                         '"silu", "hidden_size": 3584, "intermediate_size": 18944, '
-                                                         '"max_position_embeddings": 131072, "model_type": "qwen2", '
-                                                         '"num_attention_heads": 28, "num_hidden_layers": 28, '
-                                                         '"num_key_value_heads": 4, "rms_norm_eps": 1e-06, '
-                                                         '"rope_theta": 1000000.0, "tie_word_embeddings": false, '
-                                                         '"use_sliding_window": false, "vocab_size": 152064}',
-                                       'hf_id': 'Qwen/Qwen2.5-7B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 3584,
-                                       'intermediate_size': 18944,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': 7615616512,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen2',
-                                       'moe': None,
-                                       'name': 'qwen2.5-7b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 28,
-                                       'num_kv_heads': 4,
-                                       'num_layers': 28,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'pytorch/torchtune, '
-                                                 'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
-                                                 'scripts/models/qwen2.5-7B.sh@624b824a898a',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 152064},
-                                      {'aliases': ['Qwen/Qwen2.5-14B-Instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen2ForCausalLM"], "hidden_act": '
-                                                         '"silu", "hidden_size": 5120, "intermediate_size": 13824, '
-                                                         '"max_position_embeddings": 131072, "model_type": "qwen2", '
-                                                         '"num_attention_heads": 40, "num_hidden_layers": 48, '
-                                                         '"num_key_value_heads": 8, "rms_norm_eps": 1e-05, '
-                                                         '"rope_theta": 1000000.0, "tie_word_embeddings": false, '
-                                                         '"use_sliding_window": false, "vocab_size": 152064}',
-                                       'hf_id': 'Qwen/Qwen2.5-14B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 13824,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen2',
-                                       'moe': None,
-                                       'name': 'qwen2.5-14b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 40,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 48,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'pytorch/torchtune, '
-                                                 'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 152064},
-                                      {'aliases': ['Qwen/Qwen2.5-32B-Instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen2ForCausalLM"], "hidden_act": '
-                                                         '"silu", "hidden_size": 5120, "intermediate_size": 27648, '
-                                                         '"max_position_embeddings": 131072, "model_type": "qwen2", '
-                                                         '"num_attention_heads": 40, "num_hidden_layers": 64, '
-                                                         '"num_key_value_heads": 8, "rms_norm_eps": 1e-05, '
-                                                         '"rope_theta": 1000000.0, "tie_word_embeddings": false, '
-                                                         '"use_sliding_window": false, "vocab_size": 152064}',
-                                       'hf_id': 'Qwen/Qwen2.5-32B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 27648,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen2',
-                                       'moe': None,
-                                       'name': 'qwen2.5-32b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 40,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 64,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'pytorch/torchtune, '
-                                                 'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
-                                                 'scripts/models/qwen2.5-32B.sh@624b824a898a',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 152064},
-                                      {'aliases': ['Qwen/Qwen2.5-72B-Instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen2ForCausalLM"], "hidden_act": '
-                                                         '"silu", "hidden_size": 8192, "intermediate_size": 29568, '
-                                                         '"max_position_embeddings": 131072, "model_type": "qwen2", '
-                                                         '"num_attention_heads": 64, "num_hidden_layers": 80, '
-                                                         '"num_key_value_heads": 8, "rms_norm_eps": 1e-05, '
-                                                         '"rope_theta": 1000000.0, "tie_word_embeddings": false, '
-                                                         '"use_sliding_window": false, "vocab_size": 152064}',
-                                       'hf_id': 'Qwen/Qwen2.5-72B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 8192,
-                                       'intermediate_size': 29568,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': 72706203648,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen2',
-                                       'moe': None,
-                                       'name': 'qwen2.5-72b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 64,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 80,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'code-index file 62544871882; pytorch/torchtune, '
-                                                 'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 152064},
-                                      {'aliases': ['Qwen/Qwen3-0.6B-Base'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen3ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '1024, "intermediate_size": 3072, "max_position_embeddings": '
-                                                         '40960, "model_type": "qwen3", "num_attention_heads": 16, '
-                                                         '"num_hidden_layers": 28, "num_key_value_heads": 8, '
-                                                         '"rms_norm_eps": 1e-06, "rope_theta": 1000000.0, '
-                                                         '"tie_word_embeddings": true, "use_sliding_window": false, '
-                                                         '"vocab_size": 151936}',
-                                       'hf_id': 'Qwen/Qwen3-0.6B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 1024,
-                                       'intermediate_size': 3072,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 40960,
-                                       'measured_params': 751632384,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen3',
-                                       'moe': None,
-                                       'name': 'qwen3-0.6b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 16,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 28,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[qwen3_0.6b]; pytorch/torchtune, '
-                                                 'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
-                                                 'scripts/models/qwen3-0.6B.sh@624b824a898a',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 151936},
-                                      {'aliases': ['Qwen/Qwen3-1.7B-Base'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen3ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '2048, "intermediate_size": 6144, "max_position_embeddings": '
-                                                         '40960, "model_type": "qwen3", "num_attention_heads": 16, '
-                                                         '"num_hidden_layers": 28, "num_key_value_heads": 8, '
-                                                         '"rms_norm_eps": 1e-06, "rope_theta": 1000000.0, '
-                                                         '"tie_word_embeddings": true, "use_sliding_window": false, '
-                                                         '"vocab_size": 151936}',
-                                       'hf_id': 'Qwen/Qwen3-1.7B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2048,
-                                       'intermediate_size': 6144,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 40960,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen3',
-                                       'moe': None,
-                                       'name': 'qwen3-1.7b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 16,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 28,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[qwen3_1.7b]; pytorch/torchtune, '
-                                                 'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
-                                                 'scripts/models/qwen3-1.7B.sh@624b824a898a',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 151936},
-                                      {'aliases': ['Qwen/Qwen3-4B-Base'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen3ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '2560, "intermediate_size": 9728, "max_position_embeddings": '
-                                                         '40960, "model_type": "qwen3", "num_attention_heads": 32, '
-                                                         '"num_hidden_layers": 36, "num_key_value_heads": 8, '
-                                                         '"rms_norm_eps": 1e-06, "rope_theta": 1000000.0, '
-                                                         '"tie_word_embeddings": true, "use_sliding_window": false, '
-                                                         '"vocab_size": 151936}',
-                                       'hf_id': 'Qwen/Qwen3-4B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2560,
-                                       'intermediate_size': 9728,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 40960,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen3',
-                                       'moe': None,
-                                       'name': 'qwen3-4b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 36,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'pytorch/torchtune, '
-                                                 'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
-                                                 'scripts/models/qwen3-4B.sh@624b824a898a',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 151936},
-                                      {'aliases': ['Qwen/Qwen3-8B-Base'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen3ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '4096, "intermediate_size": 12288, "max_position_embeddings": '
-                                                         '40960, "model_type": "qwen3", "num_attention_heads": 32, '
-                                                         '"num_hidden_layers": 36, "num_key_value_heads": 8, '
-                                                         '"rms_norm_eps": 1e-06, "rope_theta": 1000000.0, '
-                                                         '"tie_word_embeddings": false, "use_sliding_window": false, '
-                                                         '"vocab_size": 151936}',
-                                       'hf_id': 'Qwen/Qwen3-8B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 12288,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 40960,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen3',
-                                       'moe': None,
-                                       'name': 'qwen3-8b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 36,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'alibaba/InferSim, hf_configs/qwen3-8B_config.json@f2293dab6d23; '
-                                                 'pytorch/torchtune, '
-                                                 'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
-                                                 'scripts/models/qwen3-8B.sh@624b824a898a',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 151936},
-                                      {'aliases': ['Qwen/Qwen3-14B-Base'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen3ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '5120, "intermediate_size": 17408, "max_position_embeddings": '
-                                                         '40960, "model_type": "qwen3", "num_attention_heads": 40, '
-                                                         '"num_hidden_layers": 40, "num_key_value_heads": 8, '
-                                                         '"rms_norm_eps": 1e-06, "rope_theta": 1000000.0, '
-                                                         '"tie_word_embeddings": false, "use_sliding_window": false, '
-                                                         '"vocab_size": 151936}',
-                                       'hf_id': 'Qwen/Qwen3-14B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 17408,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 40960,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen3',
-                                       'moe': None,
-                                       'name': 'qwen3-14b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 40,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 40,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'pytorch/torchtune, '
-                                                 'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
-                                                 'scripts/models/qwen3-14B.sh@624b824a898a',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 151936},
-                                      {'aliases': ['Qwen/Qwen3-32B-Base'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen3ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '5120, "intermediate_size": 25600, "max_position_embeddings": '
-                                                         '40960, "model_type": "qwen3", "num_attention_heads": 64, '
-                                                         '"num_hidden_layers": 64, "num_key_value_heads": 8, '
-                                                         '"rms_norm_eps": 1e-06, "rope_theta": 1000000.0, '
-                                                         '"tie_word_embeddings": false, "use_sliding_window": false, '
-                                                         '"vocab_size": 151936}',
-                                       'hf_id': 'Qwen/Qwen3-32B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 25600,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 40960,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen3',
-                                       'moe': None,
-                                       'name': 'qwen3-32b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 64,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 64,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'pytorch/torchtune, '
-                                                 'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
-                                                 'scripts/models/qwen3-32B.sh@624b824a898a',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 151936},
-                                      {'aliases': ['Qwen/Qwen3-30B-A3B-Base'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": '
-                                                         'false, "decoder_sparse_step": 1, "head_dim": 128, '
-                                                         '"hidden_act": "silu", "hidden_size": 2048, '
-                                                         '"intermediate_size": 6144, "max_position_embeddings": 40960, '
-                                                         '"mlp_only_layers": [], "model_type": "qwen3_moe", '
-                                                         '"moe_intermediate_size": 768, "norm_topk_prob": true, '
-                                                         '"num_attention_heads": 32, "num_experts": 128, '
-                                                         '"num_experts_per_tok": 8, "num_hidden_layers": 48, '
-                                                         '"num_key_value_heads": 4, "rms_norm_eps": 1e-06, '
-                                                         '"rope_theta": 1000000.0, "tie_word_embeddings": false, '
-                                                         '"use_sliding_window": false, "vocab_size": 151936}',
-                                       'hf_id': 'Qwen/Qwen3-30B-A3B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2048,
-                                       'intermediate_size': 6144,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 40960,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen3_moe',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 768,
-                                               'first_dense_layers': 0,
-                                               'layer_freq': 1,
-                                               'num_experts': 128,
-                                               'num_shared_experts': 0,
-                                               'router_bias': False,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 0,
-                                               'top_k': 8},
-                                       'name': 'qwen3-30b-a3b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 4,
-                                       'num_layers': 48,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'alibaba/InferSim, hf_configs/qwen3-30B-A3B_config.json@f2293dab6d23; '
-                                                 'THUDM/slime, scripts/models/qwen3-30B-A3B.sh@624b824a898a; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 151936},
-                                      {'aliases': ['Qwen/Qwen3-235B-A22B-Instruct-2507'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": '
-                                                         'false, "decoder_sparse_step": 1, "head_dim": 128, '
-                                                         '"hidden_act": "silu", "hidden_size": 4096, '
-                                                         '"intermediate_size": 12288, "max_position_embeddings": '
-                                                         '40960, "mlp_only_layers": [], "model_type": "qwen3_moe", '
-                                                         '"moe_intermediate_size": 1536, "norm_topk_prob": true, '
-                                                         '"num_attention_heads": 64, "num_experts": 128, '
-                                                         '"num_experts_per_tok": 8, "num_hidden_layers": 94, '
-                                                         '"num_key_value_heads": 4, "rms_norm_eps": 1e-06, '
-                                                         '"rope_theta": 1000000.0, "tie_word_embeddings": false, '
-                                                         '"use_sliding_window": false, "vocab_size": 151936}',
-                                       'hf_id': 'Qwen/Qwen3-235B-A22B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 12288,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 40960,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen3_moe',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 1536,
-                                               'first_dense_layers': 0,
-                                               'layer_freq': 1,
-                                               'num_experts': 128,
-                                               'num_shared_experts': 0,
-                                               'router_bias': False,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 0,
-                                               'top_k': 8},
-                                       'name': 'qwen3-235b-a22b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 64,
-                                       'num_kv_heads': 4,
-                                       'num_layers': 94,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
-                                                 'scripts/models/qwen3-235B-A22B.sh@624b824a898a; alibaba/InferSim, '
-                                                 'hf_configs/qwen3-235B-A22B_config.json@f2293dab6d23',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 151936},
-                                      {'aliases': ['mistralai/Mistral-7B-Instruct-v0.1', 'mistral-7b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["MistralForCausalLM"], "head_dim": 128, '
-                                                         '"hidden_act": "silu", "hidden_size": 4096, '
-                                                         '"intermediate_size": 14336, "max_position_embeddings": '
-                                                         '32768, "model_type": "mistral", "num_attention_heads": 32, '
-                                                         '"num_hidden_layers": 32, "num_key_value_heads": 8, '
-                                                         '"rms_norm_eps": 1e-05, "rope_theta": 10000.0, '
-                                                         '"sliding_window": 4096, "tie_word_embeddings": false, '
-                                                         '"vocab_size": 32000}',
-                                       'hf_id': 'mistralai/Mistral-7B-v0.1',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 14336,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 32768,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'mistral',
-                                       'moe': None,
-                                       'name': 'mistral-7b-v0.1',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 32,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': 4096,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[mistral_7b]; pytorch/torchtune, '
-                                                 'torchtune/models/mistral/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
-                                                 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[mistralai/Mistral-7B-v0.1]',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 32000},
-                                      {'aliases': ['mistralai/Mixtral-8x7B-Instruct-v0.1', 'mixtral-8x7b-v0.1'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["MixtralForCausalLM"], "head_dim": 128, '
-                                                         '"hidden_act": "silu", "hidden_size": 4096, '
-                                                         '"intermediate_size": 14336, "max_position_embeddings": '
-                                                         '32768, "model_type": "mixtral", "num_attention_heads": 32, '
-                                                         '"num_experts_per_tok": 2, "num_hidden_layers": 32, '
-                                                         '"num_key_value_heads": 8, "num_local_experts": 8, '
-                                                         '"rms_norm_eps": 1e-05, "rope_theta": 1000000.0, '
-                                                         '"router_aux_loss_coef": 0.02, "tie_word_embeddings": false, '
-                                                         '"vocab_size": 32000}',
-                                       'hf_id': 'mistralai/Mixtral-8x7B-v0.1',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 14336,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 32768,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'mixtral',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 14336,
-                                               'first_dense_layers': 0,
-                                               'layer_freq': 1,
-                                               'num_experts': 8,
-                                               'num_shared_experts': 0,
-                                               'router_bias': False,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 0,
-                                               'top_k': 2},
-                                       'name': 'mixtral-8x7b',
-                                       'naming': 'mixtral',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 32,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[Mixtral-8x7B-v0.1]; scaleapi/llm-engine, '
-                                                 'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 32000},
-                                      {'aliases': ['mixtral-8x22b-v0.1'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["MixtralForCausalLM"], "head_dim": 128, '
-                                                         '"hidden_act": "silu", "hidden_size": 6144, '
-                                                         '"intermediate_size": 16384, "max_position_embeddings": '
-                                                         '65536, "model_type": "mixtral", "num_attention_heads": 48, '
-                                                         '"num_experts_per_tok": 2, "num_hidden_layers": 56, '
-                                                         '"num_key_value_heads": 8, "num_local_experts": 8, '
-                                                         '"rms_norm_eps": 1e-05, "rope_theta": 1000000, '
-                                                         '"router_aux_loss_coef": 0.001, "tie_word_embeddings": false, '
-                                                         '"vocab_size": 32000}',
-                                       'hf_id': 'mistralai/Mixtral-8x22B-v0.1',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 6144,
-                                       'intermediate_size': 16384,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 65536,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'mixtral',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 16384,
-                                               'first_dense_layers': 0,
-                                               'layer_freq': 1,
-                                               'num_experts': 8,
-                                               'num_shared_experts': 0,
-                                               'router_bias': False,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 0,
-                                               'top_k': 2},
-                                       'name': 'mixtral-8x22b',
-                                       'naming': 'mixtral',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 48,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 56,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'scaleapi/llm-engine, '
-                                                 'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
-                                                 'mistralai/mistral-inference, README.md@2557e12d0e18; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 32000},
-                                      {'aliases': ['google/gemma-2-2b-it'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': 50.0,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': 30.0,
-                                       'head_dim': 256,
-                                       'hf_config_json': '{"architectures": ["Gemma2ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 256, "hidden_activation": '
-                                                         '"gelu_pytorch_tanh", "hidden_size": 2304, '
-                                                         '"intermediate_size": 9216, "max_position_embeddings": 8192, '
-                                                         '"model_type": "gemma2", "num_attention_heads": 8, '
-                                                         '"num_hidden_layers": 26, "num_key_value_heads": 4, '
-                                                         '"query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, '
-                                                         '"rope_theta": 10000.0, "sliding_window": 4096, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 256000}',
-                                       'hf_id': 'google/gemma-2-2b',
-                                       'hidden_act': 'gelu_pytorch_tanh',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2304,
-                                       'intermediate_size': 9216,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 8192,
-                                       'measured_params': 2614341888,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'gemma2',
-                                       'moe': None,
-                                       'name': 'gemma-2-2b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 4,
-                                       'notes': ['sliding-window attention on every other layer', 'logit soft-capping'],
-                                       'num_heads': 8,
-                                       'num_kv_heads': 4,
-                                       'num_layers': 26,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': 4096,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[gemma2_2b]; pytorch/torchtune, '
-                                                 'torchtune/models/gemma2/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
-                                                 'google-deepmind/gemma, gemma/gm/nn/_gemma.py@7691fd4e7f26',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 256000},
-                                      {'aliases': ['google/gemma-2-9b-it'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': 50.0,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': 30.0,
-                                       'head_dim': 256,
-                                       'hf_config_json': '{"architectures": ["Gemma2ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 256, "hidden_activation": '
-                                                         '"gelu_pytorch_tanh", "hidden_size": 3584, '
-                                                         '"intermediate_size": 14336, "max_position_embeddings": 8192, '
-                                                         '"model_type": "gemma2", "num_attention_heads": 16, '
-                                                         '"num_hidden_layers": 42, "num_key_value_heads": 8, '
-                                                         '"query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, '
-                                                         '"rope_theta": 10000.0, "sliding_window": 4096, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 256000}',
-                                       'hf_id': 'google/gemma-2-9b',
-                                       'hidden_act': 'gelu_pytorch_tanh',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 3584,
-                                       'intermediate_size': 14336,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 8192,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'gemma2',
-                                       'moe': None,
-                                       'name': 'gemma-2-9b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 4,
-                                       'notes': ['sliding-window attention on every other layer', 'logit soft-capping'],
-                                       'num_heads': 16,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 42,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': 4096,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[gemma2_9b]; pytorch/torchtune, '
-                                                 'torchtune/models/gemma2/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
-                                                 'google-deepmind/gemma, gemma/gm/nn/_gemma.py@7691fd4e7f26',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 256000},
-                                      {'aliases': ['google/gemma-2-27b-it'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': 50.0,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': 30.0,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Gemma2ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_activation": '
-                                                         '"gelu_pytorch_tanh", "hidden_size": 4608, '
-                                                         '"intermediate_size": 36864, "max_position_embeddings": 8192, '
-                                                         '"model_type": "gemma2", "num_attention_heads": 32, '
-                                                         '"num_hidden_layers": 46, "num_key_value_heads": 16, '
-                                                         '"query_pre_attn_scalar": 144, "rms_norm_eps": 1e-06, '
-                                                         '"rope_theta": 10000.0, "sliding_window": 4096, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 256000}',
-                                       'hf_id': 'google/gemma-2-27b',
-                                       'hidden_act': 'gelu_pytorch_tanh',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4608,
-                                       'intermediate_size': 36864,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 8192,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'gemma2',
-                                       'moe': None,
-                                       'name': 'gemma-2-27b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 4,
-                                       'notes': ['sliding-window attention on every other layer', 'logit soft-capping'],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 16,
-                                       'num_layers': 46,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': 4096,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[gemma2_27b]; pytorch/torchtune, '
-                                                 'torchtune/models/gemma2/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
-                                                 'google-deepmind/gemma, gemma/gm/nn/_gemma.py@7691fd4e7f26',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 256000},
-                                      {'aliases': ['google/gemma-3-1b-pt'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 256,
-                                       'hf_config_json': '{"architectures": ["Gemma3ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 256, "hidden_activation": '
-                                                         '"gelu_pytorch_tanh", "hidden_size": 1152, '
-                                                         '"intermediate_size": 6912, "max_position_embeddings": 32768, '
-                                                         '"model_type": "gemma3_text", "num_attention_heads": 4, '
-                                                         '"num_hidden_layers": 26, "num_key_value_heads": 1, '
-                                                         '"query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, '
-                                                         '"rope_theta": 1000000, "sliding_window": 512, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 262144}',
-                                       'hf_id': 'google/gemma-3-1b-it',
-                                       'hidden_act': 'gelu_pytorch_tanh',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 1152,
-                                       'intermediate_size': 6912,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 32768,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'gemma3_text',
-                                       'moe': None,
-                                       'name': 'gemma-3-1b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 4,
-                                       'notes': ['sliding-window attention on 5 of every 6 layers'],
-                                       'num_heads': 4,
-                                       'num_kv_heads': 1,
-                                       'num_layers': 26,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': 512,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[gemma3_1b_it]; google-deepmind/gemma, '
-                                                 'gemma/gm/nn/_gemma.py@7691fd4e7f26; Lightning-AI/litgpt, '
-                                                 'litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 262144},
-                                      {'aliases': ['google/gemma-3-4b-it'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 256,
-                                       'hf_config_json': '{"architectures": ["Gemma3ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 256, "hidden_activation": '
-                                                         '"gelu_pytorch_tanh", "hidden_size": 2560, '
-                                                         '"intermediate_size": 10240, "max_position_embeddings": '
-                                                         '131072, "model_type": "gemma3_text", "num_attention_heads": '
-                                                         '8, "num_hidden_layers": 34, "num_key_value_heads": 4, '
-                                                         '"query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, '
-                                                         '"rope_scaling": {"factor": 8.0, "rope_type": "linear"}, '
-                                                         '"rope_theta": 1000000, "sliding_window": 1024, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 262208}',
-                                       'hf_id': 'google/gemma-3-4b-pt',
-                                       'hidden_act': 'gelu_pytorch_tanh',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2560,
-                                       'intermediate_size': 10240,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'gemma3_text',
-                                       'moe': None,
-                                       'name': 'gemma-3-4b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 4,
-                                       'notes': ['sliding-window attention on 5 of every 6 layers'],
-                                       'num_heads': 8,
-                                       'num_kv_heads': 4,
-                                       'num_layers': 34,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': 1024,
-                                       'source': 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
-                                                 'google-deepmind/gemma, gemma/gm/nn/_gemma.py@7691fd4e7f26; '
-                                                 'code-index file 53217067213',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 262208},
-                                      {'aliases': ['google/gemma-3-12b-it'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 256,
-                                       'hf_config_json': '{"architectures": ["Gemma3ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 256, "hidden_activation": '
-                                                         '"gelu_pytorch_tanh", "hidden_size": 3840, '
-                                                         '"intermediate_size": 15360, "max_position_embeddings": '
-                                                         '131072, "model_type": "gemma3_text", "num_attention_heads": '
-                                                         '16, "num_hidden_layers": 48, "num_key_value_heads": 8, '
-                                                         '"query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, '
-                                                         '"rope_scaling": {"factor": 8.0, "rope_type": "linear"}, '
-                                                         '"rope_theta": 1000000, "sliding_window": 1024, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 262208}',
-                                       'hf_id': 'google/gemma-3-12b-pt',
-                                       'hidden_act': 'gelu_pytorch_tanh',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 3840,
-                                       'intermediate_size': 15360,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'gemma3_text',
-                                       'moe': None,
-                                       'name': 'gemma-3-12b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 4,
-                                       'notes': ['sliding-window attention on 5 of every 6 layers'],
-                                       'num_heads': 16,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 48,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': 1024,
-                                       'source': 'code-index file 53842405528; Lightning-AI/litgpt, '
-                                                 'litgpt/config.py@26857050fe3f; google-deepmind/gemma, '
-                                                 'gemma/gm/nn/_gemma.py@7691fd4e7f26; code-index file 52694973519',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 262208},
-                                      {'aliases': ['google/gemma-3-27b-it'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Gemma3ForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_activation": '
-                                                         '"gelu_pytorch_tanh", "hidden_size": 5376, '
-                                                         '"intermediate_size": 21504, "max_position_embeddings": '
-                                                         '131072, "model_type": "gemma3_text", "num_attention_heads": '
-                                                         '32, "num_hidden_layers": 62, "num_key_value_heads": 16, '
-                                                         '"query_pre_attn_scalar": 168, "rms_norm_eps": 1e-06, '
-                                                         '"rope_scaling": {"factor": 8.0, "rope_type": "linear"}, '
-                                                         '"rope_theta": 1000000, "sliding_window": 1024, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 262208}',
-                                       'hf_id': 'google/gemma-3-27b-pt',
-                                       'hidden_act': 'gelu_pytorch_tanh',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5376,
-                                       'intermediate_size': 21504,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'gemma3_text',
-                                       'moe': None,
-                                       'name': 'gemma-3-27b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 4,
-                                       'notes': ['sliding-window attention on 5 of every 6 layers'],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 16,
-                                       'num_layers': 62,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': 1024,
-                                       'source': 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
-                                                 'google-deepmind/gemma, gemma/gm/nn/_gemma.py@7691fd4e7f26',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 262208},
-                                      {'aliases': ['phi-3-mini', 'phi3-mini'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 96,
-                                       'hf_config_json': '{"architectures": ["Phi3ForCausalLM"], "hidden_act": "silu", '
-                                                         '"hidden_size": 3072, "intermediate_size": 8192, '
-                                                         '"max_position_embeddings": 4096, "model_type": "phi3", '
-                                                         '"num_attention_heads": 32, "num_hidden_layers": 32, '
-                                                         '"num_key_value_heads": 32, "rms_norm_eps": 1e-05, '
-                                                         '"rope_theta": 10000.0, "sliding_window": 2047, '
-                                                         '"tie_word_embeddings": false, "vocab_size": 32064}',
-                                       'hf_id': 'microsoft/Phi-3-mini-4k-instruct',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 3072,
-                                       'intermediate_size': 8192,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 4096,
-                                       'measured_params': 3821079552,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'phi3',
-                                       'moe': None,
-                                       'name': 'phi-3-mini-4k',
-                                       'naming': 'phi3',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 32,
-                                       'num_layers': 32,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': 2047,
-                                       'source': 'scaleapi/llm-engine, '
-                                                 'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
-                                                 'code-index file 408306437; pytorch/torchtune, '
-                                                 'torchtune/models/phi3/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 32064},
-                                      {'aliases': ['phi-3-medium', 'phi3-medium'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Phi3ForCausalLM"], "hidden_act": "silu", '
-                                                         '"hidden_size": 5120, "intermediate_size": 17920, '
-                                                         '"max_position_embeddings": 4096, "model_type": "phi3", '
-                                                         '"num_attention_heads": 40, "num_hidden_layers": 40, '
-                                                         '"num_key_value_heads": 10, "rms_norm_eps": 1e-05, '
-                                                         '"rope_theta": 10000.0, "sliding_window": 2047, '
-                                                         '"tie_word_embeddings": false, "vocab_size": 32064}',
-                                       'hf_id': 'microsoft/Phi-3-medium-4k-instruct',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 17920,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 4096,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'phi3',
-                                       'moe': None,
-                                       'name': 'phi-3-medium-4k',
-                                       'naming': 'phi3',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 40,
-                                       'num_kv_heads': 10,
-                                       'num_layers': 40,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': 2047,
-                                       'source': 'scaleapi/llm-engine, '
-                                                 'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 32064},
-                                      {'aliases': [],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Phi3ForCausalLM"], "hidden_act": "silu", '
-                                                         '"hidden_size": 5120, "intermediate_size": 17920, '
-                                                         '"max_position_embeddings": 16384, "model_type": "phi3", '
-                                                         '"num_attention_heads": 40, "num_hidden_layers": 40, '
-                                                         '"num_key_value_heads": 10, "rms_norm_eps": 1e-05, '
-                                                         '"rope_theta": 250000.0, "tie_word_embeddings": false, '
-                                                         '"vocab_size": 100352}',
-                                       'hf_id': 'microsoft/phi-4',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 17920,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 16384,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'phi3',
-                                       'moe': None,
-                                       'name': 'phi-4',
-                                       'naming': 'phi3',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 40,
-                                       'num_kv_heads': 10,
-                                       'num_layers': 40,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'pytorch/torchtune, '
-                                                 'torchtune/models/phi4/_model_builders.py@bd2a0fc7c314; '
-                                                 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 100352},
-                                      {'aliases': ['deepseek-ai/DeepSeek-V2-Lite-Chat'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 192,
-                                       'hf_config_json': '{"architectures": ["DeepseekV2ForCausalLM"], '
-                                                         '"attention_bias": false, "first_k_dense_replace": 1, '
-                                                         '"hidden_act": "silu", "hidden_size": 2048, '
-                                                         '"intermediate_size": 10944, "kv_lora_rank": 512, '
-                                                         '"max_position_embeddings": 163840, "model_type": '
-                                                         '"deepseek_v2", "moe_intermediate_size": 1408, '
-                                                         '"moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 64, '
-                                                         '"n_shared_experts": 2, "norm_topk_prob": false, '
-                                                         '"num_attention_heads": 16, "num_experts_per_tok": 6, '
-                                                         '"num_hidden_layers": 27, "num_key_value_heads": 16, '
-                                                         '"q_lora_rank": null, "qk_nope_head_dim": 128, '
-                                                         '"qk_rope_head_dim": 64, "rms_norm_eps": 1e-06, '
-                                                         '"rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": '
-                                                         '40, "mscale": 0.707, "mscale_all_dim": 0.707, '
-                                                         '"original_max_position_embeddings": 4096, "type": "yarn"}, '
-                                                         '"rope_theta": 10000, "routed_scaling_factor": 1.0, '
-                                                         '"scoring_func": "softmax", "tie_word_embeddings": false, '
-                                                         '"topk_group": 1, "topk_method": "greedy", "v_head_dim": 128, '
-                                                         '"vocab_size": 102400}',
-                                       'hf_id': 'deepseek-ai/DeepSeek-V2-Lite',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2048,
-                                       'intermediate_size': 10944,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 163840,
-                                       'measured_params': None,
-                                       'mla': {'kv_lora_rank': 512,
-                                               'q_lora_rank': None,
-                                               'qk_nope_head_dim': 128,
-                                               'qk_rope_head_dim': 64,
-                                               'v_head_dim': 128},
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'deepseek_v2',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 1408,
-                                               'first_dense_layers': 1,
-                                               'layer_freq': 1,
-                                               'num_experts': 64,
-                                               'num_shared_experts': 2,
-                                               'router_bias': False,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 2816,
-                                               'top_k': 6},
-                                       'name': 'deepseek-v2-lite',
-                                       'naming': 'deepseek',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 16,
-                                       'num_kv_heads': 16,
-                                       'num_layers': 27,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[deepseek_v2_lite]; deepseek-ai/DeepSeek-V2, README.md@ec98ee3cbffc; '
-                                                 'deepseek-ai/DeepSeek-V3, inference/configs/config_16B.json; '
-                                                 'scaleapi/llm-engine, '
-                                                 'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 102400},
-                                      {'aliases': ['deepseek-ai/DeepSeek-V3-Base',
-                                                   'deepseek-ai/DeepSeek-R1',
-                                                   'deepseek-r1'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 192,
-                                       'hf_config_json': '{"architectures": ["DeepseekV3ForCausalLM"], '
-                                                         '"attention_bias": false, "first_k_dense_replace": 3, '
-                                                         '"hidden_act": "silu", "hidden_size": 7168, '
-                                                         '"intermediate_size": 18432, "kv_lora_rank": 512, '
-                                                         '"max_position_embeddings": 163840, "model_type": '
-                                                         '"deepseek_v3", "moe_intermediate_size": 2048, '
-                                                         '"moe_layer_freq": 1, "n_group": 8, "n_routed_experts": 256, '
-                                                         '"n_shared_experts": 1, "norm_topk_prob": true, '
-                                                         '"num_attention_heads": 128, "num_experts_per_tok": 8, '
-                                                         '"num_hidden_layers": 61, "num_key_value_heads": 128, '
-                                                         '"num_nextn_predict_layers": 1, "q_lora_rank": 1536, '
-                                                         '"qk_nope_head_dim": 128, "qk_rope_head_dim": 64, '
-                                                         '"rms_norm_eps": 1e-06, "rope_scaling": {"beta_fast": 32, '
-                                                         '"beta_slow": 1, "factor": 40, "mscale": 1.0, '
-                                                         '"mscale_all_dim": 1.0, "original_max_position_embeddings": '
-                                                         '4096, "type": "yarn"}, "rope_theta": 10000, '
-                                                         '"routed_scaling_factor": 2.5, "scoring_func": "sigmoid", '
-                                                         '"tie_word_embeddings": false, "topk_group": 4, '
-                                                         '"topk_method": "noaux_tc", "v_head_dim": 128, "vocab_size": '
-                                                         '129280}',
-                                       'hf_id': 'deepseek-ai/DeepSeek-V3',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 7168,
-                                       'intermediate_size': 18432,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 163840,
-                                       'measured_params': None,
-                                       'mla': {'kv_lora_rank': 512,
-                                               'q_lora_rank': 1536,
-                                               'qk_nope_head_dim': 128,
-                                               'qk_rope_head_dim': 64,
-                                               'v_head_dim': 128},
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'deepseek_v3',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 2048,
-                                               'first_dense_layers': 3,
-                                               'layer_freq': 1,
-                                               'num_experts': 256,
-                                               'num_shared_experts': 1,
-                                               'router_bias': True,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 2048,
-                                               'top_k': 8},
-                                       'name': 'deepseek-v3',
-                                       'naming': 'deepseek',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['multi-token-prediction (MTP) layers are not counted'],
-                                       'num_heads': 128,
-                                       'num_kv_heads': 128,
-                                       'num_layers': 61,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'deepseek-ai/DeepSeek-V3@9b4e9788e4a3: '
-                                                 'inference/configs/config_671B.json, README.md, README_WEIGHTS.md; '
-                                                 'alibaba/InferSim, hf_configs/deepseek_v3_config.json@f2293dab6d23; '
-                                                 'code-index file 1570491832; THUDM/slime, '
-                                                 'scripts/models/deepseek-v3.sh@624b824a898a',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 129280},
-                                      {'aliases': ['chatglm3'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"add_bias_linear": false, "add_qkv_bias": true, '
-                                                         '"architectures": ["ChatGLMModel"], "ffn_hidden_size": 13696, '
-                                                         '"hidden_size": 4096, "kv_channels": 128, '
-                                                         '"layernorm_epsilon": 1e-05, "model_type": "chatglm", '
-                                                         '"multi_query_attention": true, "multi_query_group_num": 2, '
-                                                         '"num_attention_heads": 32, "num_layers": 28, '
-                                                         '"original_rope": true, "padded_vocab_size": 65024, '
-                                                         '"post_layer_norm": true, "rmsnorm": true, "seq_length": '
-                                                         '8192, "tie_word_embeddings": false}',
-                                       'hf_id': 'THUDM/chatglm3-6b',
-                                       'hidden_act': 'swiglu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 13696,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 8192,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'chatglm',
-                                       'moe': None,
-                                       'name': 'chatglm3-6b',
-                                       'naming': 'chatglm',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on half of each head'],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 2,
-                                       'num_layers': 28,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[chatglm]; code-index file 54323009006',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 65024},
-                                      {'aliases': ['THUDM/glm-4-9b', 'glm-4-9b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"add_bias_linear": false, "add_qkv_bias": true, '
-                                                         '"architectures": ["ChatGLMModel"], "ffn_hidden_size": 13696, '
-                                                         '"hidden_size": 4096, "kv_channels": 128, '
-                                                         '"layernorm_epsilon": 1.5625e-07, "model_type": "chatglm", '
-                                                         '"multi_query_attention": true, "multi_query_group_num": 2, '
-                                                         '"num_attention_heads": 32, "num_layers": 40, '
-                                                         '"padded_vocab_size": 151552, "post_layer_norm": true, '
-                                                         '"rmsnorm": true, "rope_ratio": 500, "seq_length": 131072, '
-                                                         '"tie_word_embeddings": false}',
-                                       'hf_id': 'THUDM/glm-4-9b-chat',
-                                       'hidden_act': 'swiglu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 13696,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'chatglm',
-                                       'moe': None,
-                                       'name': 'glm-4-9b-chat',
-                                       'naming': 'chatglm',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on half of each head'],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 2,
-                                       'num_layers': 40,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'code-index file 38727392009; code-index file 8873357857; code-index '
-                                                 'file 68859437993',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 151552},
-                                      {'aliases': ['baichuan-inc/Baichuan2-7B-Chat'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["BaichuanForCausalLM"], "hidden_act": '
-                                                         '"silu", "hidden_size": 4096, "intermediate_size": 11008, '
-                                                         '"max_position_embeddings": 4096, "model_type": "baichuan", '
-                                                         '"num_attention_heads": 32, "num_hidden_layers": 32, '
-                                                         '"num_key_value_heads": 32, "rms_norm_eps": 1e-06, '
-                                                         '"tie_word_embeddings": false, "vocab_size": 125696}',
-                                       'hf_id': 'baichuan-inc/Baichuan2-7B-Base',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 11008,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 4096,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'baichuan',
-                                       'moe': None,
-                                       'name': 'baichuan2-7b',
-                                       'naming': 'baichuan',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 32,
-                                       'num_layers': 32,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[baichuan]; InternLM/InternEvo-HFModels, '
-                                                 'huggingface_model/baichuan_inc/Baichuan2_7B_Base/configuration_baichuan.py@d335092bbfa6; '
-                                                 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[baichuan-inc/Baichuan2-7B-Chat]',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 125696},
-                                      {'aliases': ['01-ai/Yi-34B-Chat'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["LlamaForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '7168, "intermediate_size": 20480, "max_position_embeddings": '
-                                                         '4096, "mlp_bias": false, "model_type": "llama", '
-                                                         '"num_attention_heads": 56, "num_hidden_layers": 60, '
-                                                         '"num_key_value_heads": 8, "rope_theta": 5000000.0, '
-                                                         '"tie_word_embeddings": false, "vocab_size": 64000}',
-                                       'hf_id': '01-ai/Yi-34B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 7168,
-                                       'intermediate_size': 20480,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 4096,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama',
-                                       'moe': None,
-                                       'name': 'yi-34b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 56,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 60,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'code-index file 57174331611; code-index file 55595785890; '
-                                                 'https://apxml.com/models/yi-34b',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 64000},
-                                      {'aliases': ['01-ai/Yi-6B-Chat'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["LlamaForCausalLM"], "attention_bias": '
-                                                         'false, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '4096, "intermediate_size": 11008, "max_position_embeddings": '
-                                                         '4096, "mlp_bias": false, "model_type": "llama", '
-                                                         '"num_attention_heads": 32, "num_hidden_layers": 32, '
-                                                         '"num_key_value_heads": 4, "rms_norm_eps": 1e-05, '
-                                                         '"rope_theta": 5000000.0, "tie_word_embeddings": false, '
-                                                         '"vocab_size": 64000}',
-                                       'hf_id': '01-ai/Yi-6B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 11008,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 4096,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama',
-                                       'moe': None,
-                                       'name': 'yi-6b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 4,
-                                       'num_layers': 32,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'InternLM/InternEvo-HFModels, '
-                                                 'huggingface_model/Yi/Yi_6B/configuration_yi.py@d335092bbfa6; an '
-                                                 'earlier version of the same file also carries architectures '
-                                                 'LlamaForCausalLM and transformers_version 4.34.0 as in config.json; '
-                                                 'https://apxml.com/models/yi-6b',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 64000},
-                                      {'aliases': ['internlm/internlm2_5-7b-chat', 'internlm2_5-7b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["InternLM2ForCausalLM"], "bias": false, '
-                                                         '"hidden_act": "silu", "hidden_size": 4096, '
-                                                         '"intermediate_size": 14336, "max_position_embeddings": '
-                                                         '32768, "model_type": "internlm2", "num_attention_heads": 32, '
-                                                         '"num_hidden_layers": 32, "num_key_value_heads": 8, '
-                                                         '"rms_norm_eps": 1e-05, "rope_scaling": {"factor": 2.0, '
-                                                         '"type": "dynamic"}, "rope_theta": 1000000, '
-                                                         '"tie_word_embeddings": false, "vocab_size": 92544}',
-                                       'hf_id': 'internlm/internlm2_5-7b',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 14336,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 32768,
-                                       'measured_params': 7737708544,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'internlm2',
-                                       'moe': None,
-                                       'name': 'internlm2.5-7b',
-                                       'naming': 'internlm2',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 32,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[internlm2_5_7b]; code-index file 65773672951',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 92544},
-                                      {'aliases': ['gpt2-small'],
-                                       'attention_dropout': 0.1,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.1,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"activation_function": "gelu_new", "architectures": '
-                                                         '["GPT2LMHeadModel"], "layer_norm_epsilon": 1e-05, '
-                                                         '"model_type": "gpt2", "n_embd": 768, "n_head": 12, '
-                                                         '"n_layer": 12, "n_positions": 1024, "tie_word_embeddings": '
-                                                         'true, "vocab_size": 50257}',
-                                       'hf_id': 'openai-community/gpt2',
-                                       'hidden_act': 'gelu_new',
-                                       'hidden_dropout': 0.1,
-                                       'hidden_size': 768,
-                                       'intermediate_size': 3072,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 1024,
-                                       'measured_params': 124439808,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt2',
-                                       'moe': None,
-                                       'name': 'gpt2',
-                                       'naming': 'gpt2',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 12,
-                                       'num_kv_heads': 12,
-                                       'num_layers': 12,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'learned',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[gpt2]; RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[gpt2]; cli99/llm-analysis, '
-                                                 'llm_analysis/model_configs/gpt2.json@d841e40aec8c',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 50257},
-                                      {'aliases': [],
-                                       'attention_dropout': 0.1,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.1,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"activation_function": "gelu_new", "architectures": '
-                                                         '["GPT2LMHeadModel"], "layer_norm_epsilon": 1e-05, '
-                                                         '"model_type": "gpt2", "n_embd": 1024, "n_head": 16, '
-                                                         '"n_layer": 24, "n_positions": 1024, "tie_word_embeddings": '
-                                                         'true, "vocab_size": 50257}',
-                                       'hf_id': 'openai-community/gpt2-medium',
-                                       'hidden_act': 'gelu_new',
-                                       'hidden_dropout': 0.1,
-                                       'hidden_size': 1024,
-                                       'intermediate_size': 4096,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 1024,
-                                       'measured_params': 354823168,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt2',
-                                       'moe': None,
-                                       'name': 'gpt2-medium',
-                                       'naming': 'gpt2',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 16,
-                                       'num_kv_heads': 16,
-                                       'num_layers': 24,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'learned',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
-                                                 '[gpt2_medium]; RahulSChand/gpu_poor, '
-                                                 'public/all_configs.json@ad2fc0ef0e6c [gpt2-medium]; '
-                                                 'cli99/llm-analysis, '
-                                                 'llm_analysis/model_configs/gpt2-medium.json@d841e40aec8c',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 50257},
-                                      {'aliases': [],
-                                       'attention_dropout': 0.1,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.1,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"activation_function": "gelu_new", "architectures": '
-                                                         '["GPT2LMHeadModel"], "layer_norm_epsilon": 1e-05, '
-                                                         '"model_type": "gpt2", "n_embd": 1280, "n_head": 20, '
-                                                         '"n_layer": 36, "n_positions": 1024, "tie_word_embeddings": '
-                                                         'true, "vocab_size": 50257}',
-                                       'hf_id': 'openai-community/gpt2-large',
-                                       'hidden_act': 'gelu_new',
-                                       'hidden_dropout': 0.1,
-                                       'hidden_size': 1280,
-                                       'intermediate_size': 5120,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 1024,
-                                       'measured_params': 774030080,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt2',
-                                       'moe': None,
-                                       'name': 'gpt2-large',
-                                       'naming': 'gpt2',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 20,
-                                       'num_kv_heads': 20,
-                                       'num_layers': 36,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'learned',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[gpt2-large]; cli99/llm-analysis, '
-                                                 'llm_analysis/model_configs/gpt2-large.json@d841e40aec8c',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 50257},
-                                      {'aliases': [],
-                                       'attention_dropout': 0.1,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.1,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"activation_function": "gelu_new", "architectures": '
-                                                         '["GPT2LMHeadModel"], "layer_norm_epsilon": 1e-05, '
-                                                         '"model_type": "gpt2", "n_embd": 1600, "n_head": 25, '
-                                                         '"n_layer": 48, "n_positions": 1024, "tie_word_embeddings": '
-                                                         'true, "vocab_size": 50257}',
-                                       'hf_id': 'openai-community/gpt2-xl',
-                                       'hidden_act': 'gelu_new',
-                                       'hidden_dropout': 0.1,
-                                       'hidden_size': 1600,
-                                       'intermediate_size': 6400,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 1024,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt2',
-                                       'moe': None,
-                                       'name': 'gpt2-xl',
-                                       'naming': 'gpt2',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 25,
-                                       'num_kv_heads': 25,
-                                       'num_layers': 48,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'learned',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[gpt2-xl]; cli99/llm-analysis, '
-                                                 'llm_analysis/model_configs/gpt2-xl.json@d841e40aec8c',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 50257},
-                                      {'aliases': [],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"activation_function": "relu", "architectures": '
-                                                         '["OPTForCausalLM"], "do_layer_norm_before": true, '
-                                                         '"enable_bias": true, "ffn_dim": 8192, "hidden_size": 2048, '
-                                                         '"max_position_embeddings": 2048, "model_type": "opt", '
-                                                         '"num_attention_heads": 32, "num_hidden_layers": 24, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 50272, '
-                                                         '"word_embed_proj_dim": 2048}',
-                                       'hf_id': 'facebook/opt-1.3b',
-                                       'hidden_act': 'relu',
-                                       'hidden_dropout': 0.1,
-                                       'hidden_size': 2048,
-                                       'intermediate_size': 8192,
-                                       'learned_position_offset': 2,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'opt',
-                                       'moe': None,
-                                       'name': 'opt-1.3b',
-                                       'naming': 'opt',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 32,
-                                       'num_layers': 24,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'learned',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'facebookresearch/metaseq, '
-                                                 'metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf; '
-                                                 'cli99/llm-analysis, '
-                                                 'llm_analysis/model_configs/facebook_opt-1.3b.json@d841e40aec8c',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 50272},
-                                      {'aliases': [],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"activation_function": "relu", "architectures": '
-                                                         '["OPTForCausalLM"], "do_layer_norm_before": true, '
-                                                         '"enable_bias": true, "ffn_dim": 16384, "hidden_size": 4096, '
-                                                         '"max_position_embeddings": 2048, "model_type": "opt", '
-                                                         '"num_attention_heads": 32, "num_hidden_layers": 32, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 50272, '
-                                                         '"word_embed_proj_dim": 4096}',
-                                       'hf_id': 'facebook/opt-6.7b',
-                                       'hidden_act': 'relu',
-                                       'hidden_dropout': 0.1,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 16384,
-                                       'learned_position_offset': 2,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'opt',
-                                       'moe': None,
-                                       'name': 'opt-6.7b',
-                                       'naming': 'opt',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 32,
-                                       'num_layers': 32,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'learned',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'facebookresearch/metaseq, '
-                                                 'metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf; '
-                                                 'cli99/llm-analysis, '
-                                                 'llm_analysis/model_configs/facebook_opt-6.7b.json@d841e40aec8c',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 50272},
-                                      {'aliases': [],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"activation_function": "relu", "architectures": '
-                                                         '["OPTForCausalLM"], "do_layer_norm_before": true, '
-                                                         '"enable_bias": true, "ffn_dim": 20480, "hidden_size": 5120, '
-                                                         '"max_position_embeddings": 2048, "model_type": "opt", '
-                                                         '"num_attention_heads": 40, "num_hidden_layers": 40, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 50272, '
-                                                         '"word_embed_proj_dim": 5120}',
-                                       'hf_id': 'facebook/opt-13b',
-                                       'hidden_act': 'relu',
-                                       'hidden_dropout': 0.1,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 20480,
-                                       'learned_position_offset': 2,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'opt',
-                                       'moe': None,
-                                       'name': 'opt-13b',
-                                       'naming': 'opt',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 40,
-                                       'num_kv_heads': 40,
-                                       'num_layers': 40,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'learned',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'facebookresearch/metaseq, '
-                                                 'metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf; '
-                                                 'cli99/llm-analysis, '
-                                                 'llm_analysis/model_configs/facebook_opt-13b.json@d841e40aec8c',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 50272},
-                                      {'aliases': [],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"activation_function": "relu", "architectures": '
-                                                         '["OPTForCausalLM"], "do_layer_norm_before": true, '
-                                                         '"enable_bias": true, "ffn_dim": 36864, "hidden_size": 9216, '
-                                                         '"max_position_embeddings": 2048, "model_type": "opt", '
-                                                         '"num_attention_heads": 72, "num_hidden_layers": 64, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 50272, '
-                                                         '"word_embed_proj_dim": 9216}',
-                                       'hf_id': 'facebook/opt-66b',
-                                       'hidden_act': 'relu',
-                                       'hidden_dropout': 0.1,
-                                       'hidden_size': 9216,
-                                       'intermediate_size': 36864,
-                                       'learned_position_offset': 2,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'opt',
-                                       'moe': None,
-                                       'name': 'opt-66b',
-                                       'naming': 'opt',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 72,
-                                       'num_kv_heads': 72,
-                                       'num_layers': 64,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'learned',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'facebookresearch/metaseq, '
-                                                 'metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf; '
-                                                 'cli99/llm-analysis, '
-                                                 'llm_analysis/model_configs/facebook_opt-66b.json@d841e40aec8c',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 50272},
-                                      {'aliases': ['bigscience/bloomz-7b1'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': True,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["BloomForCausalLM"], '
-                                                         '"layer_norm_epsilon": 1e-05, "model_type": "bloom", '
-                                                         '"n_embed": 4096, "n_head": 32, "n_layer": 30, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 250880}',
-                                       'hf_id': 'bigscience/bloom-7b1',
-                                       'hidden_act': 'gelu_pytorch_tanh',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 16384,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': None,
-                                       'measured_params': 7069016064,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'bloom',
-                                       'moe': None,
-                                       'name': 'bloom-7b1',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 32,
-                                       'num_layers': 30,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'alibi',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[bigscience/bloom-7b1]; cli99/llm-analysis, '
-                                                 'llm_analysis/model_configs/bigscience_bloom-7b1.json@d841e40aec8c',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 250880},
-                                      {'aliases': ['bigscience/bloomz', 'bloom'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': True,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["BloomForCausalLM"], '
-                                                         '"layer_norm_epsilon": 1e-05, "model_type": "bloom", '
-                                                         '"n_embed": 14336, "n_head": 112, "n_layer": 70, '
-                                                         '"tie_word_embeddings": true, "vocab_size": 250880}',
-                                       'hf_id': 'bigscience/bloom',
-                                       'hidden_act': 'gelu_pytorch_tanh',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 14336,
-                                       'intermediate_size': 57344,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': None,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'bloom',
-                                       'moe': None,
-                                       'name': 'bloom-176b',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 112,
-                                       'num_kv_heads': 112,
-                                       'num_layers': 70,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'alibi',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[bigscience/bloom]; code-index file 15030741178',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 250880},
-                                      {'aliases': ['tiiuae/falcon-7b-instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"activation": "gelu", "alibi": false, "architectures": '
-                                                         '["FalconForCausalLM"], "bias": false, "hidden_size": 4544, '
-                                                         '"layer_norm_epsilon": 1e-05, "model_type": "falcon", '
-                                                         '"multi_query": true, "new_decoder_architecture": false, '
-                                                         '"num_attention_heads": 71, "num_hidden_layers": 32, '
-                                                         '"parallel_attn": true, "vocab_size": 65024}',
-                                       'hf_id': 'tiiuae/falcon-7b',
-                                       'hidden_act': 'gelu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4544,
-                                       'intermediate_size': 18176,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'falcon',
-                                       'moe': None,
-                                       'name': 'falcon-7b',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 1,
-                                       'notes': ['tie_word_embeddings absent: FalconConfig default true'],
-                                       'num_heads': 71,
-                                       'num_kv_heads': 1,
-                                       'num_layers': 32,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': True,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[tiiuae/falcon-7b]; Lightning-AI/litgpt, '
-                                                 'litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 65024},
-                                      {'aliases': ['tiiuae/falcon-40b-instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"activation": "gelu", "alibi": false, "architectures": '
-                                                         '["FalconForCausalLM"], "bias": false, "hidden_size": 8192, '
-                                                         '"layer_norm_epsilon": 1e-05, "model_type": "falcon", '
-                                                         '"multi_query": false, "new_decoder_architecture": true, '
-                                                         '"num_attention_heads": 128, "num_hidden_layers": 60, '
-                                                         '"num_kv_heads": 8, "parallel_attn": true, "vocab_size": '
-                                                         '65024}',
-                                       'hf_id': 'tiiuae/falcon-40b',
-                                       'hidden_act': 'gelu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 8192,
-                                       'intermediate_size': 32768,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'falcon',
-                                       'moe': None,
-                                       'name': 'falcon-40b',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['tie_word_embeddings absent: FalconConfig default true'],
-                                       'num_heads': 128,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 60,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': True,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'code-index file 3510365701; code-index file 5862211615; '
-                                                 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[tiiuae/falcon-40b]; Lightning-AI/litgpt, '
-                                                 'litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 65024},
-                                      {'aliases': [],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 96,
-                                       'hf_config_json': '{"architectures": ["GPTNeoXForCausalLM"], "hidden_act": '
-                                                         '"gelu", "hidden_size": 6144, "intermediate_size": 24576, '
-                                                         '"layer_norm_eps": 1e-05, "max_position_embeddings": 2048, '
-                                                         '"model_type": "gpt_neox", "num_attention_heads": 64, '
-                                                         '"num_hidden_layers": 44, "rotary_emb_base": 10000, '
-                                                         '"rotary_pct": 0.25, "tie_word_embeddings": false, '
-                                                         '"use_parallel_residual": true, "vocab_size": 50432}',
-                                       'hf_id': 'EleutherAI/gpt-neox-20b',
-                                       'hidden_act': 'gelu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 6144,
-                                       'intermediate_size': 24576,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': 20554568704,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt_neox',
-                                       'moe': None,
-                                       'name': 'gpt-neox-20b',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on 25% of each head'],
-                                       'num_heads': 64,
-                                       'num_kv_heads': 64,
-                                       'num_layers': 44,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': True,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[EleutherAI/gpt-neox-20b]; EleutherAI/gpt-neox, '
-                                                 'configs/20B.yml@ea7aefd8f8e1',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 50432},
-                                      {'aliases': ['EleutherAI/pythia-70m-deduped'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"architectures": ["GPTNeoXForCausalLM"], "hidden_act": '
-                                                         '"gelu", "hidden_size": 512, "intermediate_size": 2048, '
-                                                         '"layer_norm_eps": 1e-05, "max_position_embeddings": 2048, '
-                                                         '"model_type": "gpt_neox", "num_attention_heads": 8, '
-                                                         '"num_hidden_layers": 6, "rotary_emb_base": 10000, '
-                                                         '"rotary_pct": 0.25, "tie_word_embeddings": false, '
-                                                         '"use_parallel_residual": true, "vocab_size": 50304}',
-                                       'hf_id': 'EleutherAI/pythia-70m',
-                                       'hidden_act': 'gelu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 512,
-                                       'intermediate_size': 2048,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': 70426624,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt_neox',
-                                       'moe': None,
-                                       'name': 'pythia-70m',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on 25% of each head'],
-                                       'num_heads': 8,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 6,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': True,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[EleutherAI/pythia-70m]; EleutherAI/pythia@a19eecb807ec: README.md '
-                                                 'table + models/70M/pythia-70m.yml; Lightning-AI/litgpt, '
-                                                 'litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 50304},
-                                      {'aliases': ['EleutherAI/pythia-160m-deduped'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"architectures": ["GPTNeoXForCausalLM"], "hidden_act": '
-                                                         '"gelu", "hidden_size": 768, "intermediate_size": 3072, '
-                                                         '"layer_norm_eps": 1e-05, "max_position_embeddings": 2048, '
-                                                         '"model_type": "gpt_neox", "num_attention_heads": 12, '
-                                                         '"num_hidden_layers": 12, "rotary_emb_base": 10000, '
-                                                         '"rotary_pct": 0.25, "tie_word_embeddings": false, '
-                                                         '"use_parallel_residual": true, "vocab_size": 50304}',
-                                       'hf_id': 'EleutherAI/pythia-160m',
-                                       'hidden_act': 'gelu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 768,
-                                       'intermediate_size': 3072,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': 162322944,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt_neox',
-                                       'moe': None,
-                                       'name': 'pythia-160m',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on 25% of each head'],
-                                       'num_heads': 12,
-                                       'num_kv_heads': 12,
-                                       'num_layers': 12,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': True,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[EleutherAI/pythia-160m]; EleutherAI/pythia@a19eecb807ec: README.md '
-                                                 'table + models/160M/pythia-160m.yml; Lightning-AI/litgpt, '
-                                                 'litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 50304},
-                                      {'aliases': ['EleutherAI/pythia-410m-deduped'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"architectures": ["GPTNeoXForCausalLM"], "hidden_act": '
-                                                         '"gelu", "hidden_size": 1024, "intermediate_size": 4096, '
-                                                         '"layer_norm_eps": 1e-05, "max_position_embeddings": 2048, '
-                                                         '"model_type": "gpt_neox", "num_attention_heads": 16, '
-                                                         '"num_hidden_layers": 24, "rotary_emb_base": 10000, '
-                                                         '"rotary_pct": 0.25, "tie_word_embeddings": false, '
-                                                         '"use_parallel_residual": true, "vocab_size": 50304}',
-                                       'hf_id': 'EleutherAI/pythia-410m',
-                                       'hidden_act': 'gelu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 1024,
-                                       'intermediate_size': 4096,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': 405334016,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt_neox',
-                                       'moe': None,
-                                       'name': 'pythia-410m',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on 25% of each head'],
-                                       'num_heads': 16,
-                                       'num_kv_heads': 16,
-                                       'num_layers': 24,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': True,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[EleutherAI/pythia-410m]; EleutherAI/pythia@a19eecb807ec: README.md '
-                                                 'table + models/410M/pythia-410m.yml; Lightning-AI/litgpt, '
-                                                 'litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 50304},
-                                      {'aliases': ['EleutherAI/pythia-1b-deduped'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 256,
-                                       'hf_config_json': '{"architectures": ["GPTNeoXForCausalLM"], "hidden_act": '
-                                                         '"gelu", "hidden_size": 2048, "intermediate_size": 8192, '
-                                                         '"layer_norm_eps": 1e-05, "max_position_embeddings": 2048, '
-                                                         '"model_type": "gpt_neox", "num_attention_heads": 8, '
-                                                         '"num_hidden_layers": 16, "rotary_emb_base": 10000, '
-                                                         '"rotary_pct": 0.25, "tie_word_embeddings": false, '
-                                                         '"use_parallel_residual": true, "vocab_size": 50304}',
-                                       'hf_id': 'EleutherAI/pythia-1b',
-                                       'hidden_act': 'gelu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2048,
-                                       'intermediate_size': 8192,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': 1011781632,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt_neox',
-                                       'moe': None,
-                                       'name': 'pythia-1b',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on 25% of each head'],
-                                       'num_heads': 8,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 16,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': True,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[EleutherAI/pythia-1b]; EleutherAI/pythia@a19eecb807ec: README.md '
-                                                 'table + models/1B/pythia-1b.yml; Lightning-AI/litgpt, '
-                                                 'litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 50304},
-                                      {'aliases': ['EleutherAI/pythia-1.4b-deduped'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["GPTNeoXForCausalLM"], "hidden_act": '
-                                                         '"gelu", "hidden_size": 2048, "intermediate_size": 8192, '
-                                                         '"layer_norm_eps": 1e-05, "max_position_embeddings": 2048, '
-                                                         '"model_type": "gpt_neox", "num_attention_heads": 16, '
-                                                         '"num_hidden_layers": 24, "rotary_emb_base": 10000, '
-                                                         '"rotary_pct": 0.25, "tie_word_embeddings": false, '
-                                                         '"use_parallel_residual": true, "vocab_size": 50304}',
-                                       'hf_id': 'EleutherAI/pythia-1.4b',
-                                       'hidden_act': 'gelu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2048,
-                                       'intermediate_size': 8192,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt_neox',
-                                       'moe': None,
-                                       'name': 'pythia-1.4b',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on 25% of each head'],
-                                       'num_heads': 16,
-                                       'num_kv_heads': 16,
-                                       'num_layers': 24,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': True,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[EleutherAI/pythia-1.4b]; EleutherAI/pythia@a19eecb807ec: README.md '
-                                                 'table + models/1.4B/pythia-1.4b.yml; Lightning-AI/litgpt, '
-                                                 'litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 50304},
-                                      {'aliases': ['EleutherAI/pythia-2.8b-deduped'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 80,
-                                       'hf_config_json': '{"architectures": ["GPTNeoXForCausalLM"], "hidden_act": '
-                                                         '"gelu", "hidden_size": 2560, "intermediate_size": 10240, '
-                                                         '"layer_norm_eps": 1e-05, "max_position_embeddings": 2048, '
-                                                         '"model_type": "gpt_neox", "num_attention_heads": 32, '
-                                                         '"num_hidden_layers": 32, "rotary_emb_base": 10000, '
-                                                         '"rotary_pct": 0.25, "tie_word_embeddings": false, '
-                                                         '"use_parallel_residual": true, "vocab_size": 50304}',
-                                       'hf_id': 'EleutherAI/pythia-2.8b',
-                                       'hidden_act': 'gelu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2560,
-                                       'intermediate_size': 10240,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt_neox',
-                                       'moe': None,
-                                       'name': 'pythia-2.8b',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on 25% of each head'],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 32,
-                                       'num_layers': 32,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': True,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[EleutherAI/pythia-2.8b]; EleutherAI/pythia@a19eecb807ec: README.md '
-                                                 'table + models/2.8B/pythia-2.8b.yml; Lightning-AI/litgpt, '
-                                                 'litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 50304},
-                                      {'aliases': ['EleutherAI/pythia-6.9b-deduped'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["GPTNeoXForCausalLM"], "hidden_act": '
-                                                         '"gelu", "hidden_size": 4096, "intermediate_size": 16384, '
-                                                         '"layer_norm_eps": 1e-05, "max_position_embeddings": 2048, '
-                                                         '"model_type": "gpt_neox", "num_attention_heads": 32, '
-                                                         '"num_hidden_layers": 32, "rotary_emb_base": 10000, '
-                                                         '"rotary_pct": 0.25, "tie_word_embeddings": false, '
-                                                         '"use_parallel_residual": true, "vocab_size": 50432}',
-                                       'hf_id': 'EleutherAI/pythia-6.9b',
-                                       'hidden_act': 'gelu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 16384,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt_neox',
-                                       'moe': None,
-                                       'name': 'pythia-6.9b',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on 25% of each head'],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 32,
-                                       'num_layers': 32,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': True,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[EleutherAI/pythia-6.9b]; EleutherAI/pythia@a19eecb807ec: README.md '
-                                                 'table + models/6.9B/pythia-6.9b.yml; Lightning-AI/litgpt, '
-                                                 'litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 50432},
-                                      {'aliases': ['EleutherAI/pythia-12b-deduped'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["GPTNeoXForCausalLM"], "hidden_act": '
-                                                         '"gelu", "hidden_size": 5120, "intermediate_size": 20480, '
-                                                         '"layer_norm_eps": 1e-05, "max_position_embeddings": 2048, '
-                                                         '"model_type": "gpt_neox", "num_attention_heads": 40, '
-                                                         '"num_hidden_layers": 36, "rotary_emb_base": 10000, '
-                                                         '"rotary_pct": 0.25, "tie_word_embeddings": false, '
-                                                         '"use_parallel_residual": true, "vocab_size": 50688}',
-                                       'hf_id': 'EleutherAI/pythia-12b',
-                                       'hidden_act': 'gelu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 20480,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'plain',
-                                       'model_type': 'gpt_neox',
-                                       'moe': None,
-                                       'name': 'pythia-12b',
-                                       'naming': 'neox',
-                                       'norm_kind': 'layernorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on 25% of each head'],
-                                       'num_heads': 40,
-                                       'num_kv_heads': 40,
-                                       'num_layers': 36,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': True,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
-                                                 '[EleutherAI/pythia-12b]; EleutherAI/pythia@a19eecb807ec: README.md '
-                                                 'table + models/12B/pythia-12b.yml; Lightning-AI/litgpt, '
-                                                 'litgpt/config.py@26857050fe3f',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 50688},
-                                      {'aliases': ['google/gemma-2b-it'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 256,
-                                       'hf_config_json': '{"architectures": ["GemmaForCausalLM"], "attention_bias": '
-                                                         'false, "attention_dropout": 0.0, "bos_token_id": 2, '
-                                                         '"eos_token_id": 1, "head_dim": 256, "hidden_act": "gelu", '
-                                                         '"hidden_size": 2048, "initializer_range": 0.02, '
-                                                         '"intermediate_size": 16384, "max_position_embeddings": 8192, '
-                                                         '"model_type": "gemma", "num_attention_heads": 8, '
-                                                         '"num_hidden_layers": 18, "num_key_value_heads": 1, '
-                                                         '"pad_token_id": 0, "rms_norm_eps": 1e-06, "rope_theta": '
-                                                         '10000.0, "vocab_size": 256000}',
-                                       'hf_id': 'google/gemma-2b',
-                                       'hidden_act': 'gelu_pytorch_tanh',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2048,
-                                       'intermediate_size': 16384,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 8192,
-                                       'measured_params': 2506172416,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'gemma',
-                                       'moe': None,
-                                       'name': 'gemma-2b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 8,
-                                       'num_kv_heads': 1,
-                                       'num_layers': 18,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'salberdi-nvidia/Megatron-Bridge, '
-                                                 'tests/unit_tests/models/gemma/test_gemma_bridge.py@6476ea0fa68d '
-                                                 '[gemma_2b_config_dict]; keras-team/keras-hub@71453d08f59e, '
-                                                 'keras_hub/src/models/gemma/gemma_presets.py [gemma_2b_en]',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 256000},
-                                      {'aliases': ['google/gemma-7b-it'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 256,
-                                       'hf_config_json': '{"architectures": ["GemmaForCausalLM"], "attention_bias": '
-                                                         'false, "attention_dropout": 0.0, "bos_token_id": 2, '
-                                                         '"eos_token_id": 1, "head_dim": 256, "hidden_act": "gelu", '
-                                                         '"hidden_size": 3072, "initializer_range": 0.02, '
-                                                         '"intermediate_size": 24576, "max_position_embeddings": 8192, '
-                                                         '"model_type": "gemma", "num_attention_heads": 16, '
-                                                         '"num_hidden_layers": 28, "num_key_value_heads": 16, '
-                                                         '"pad_token_id": 0, "rms_norm_eps": 1e-06, "rope_theta": '
-                                                         '10000.0, "vocab_size": 256000}',
-                                       'hf_id': 'google/gemma-7b',
-                                       'hidden_act': 'gelu_pytorch_tanh',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 3072,
-                                       'intermediate_size': 24576,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 8192,
-                                       'measured_params': 8537680896,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'gemma',
-                                       'moe': None,
-                                       'name': 'gemma-7b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 16,
-                                       'num_kv_heads': 16,
-                                       'num_layers': 28,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'salberdi-nvidia/Megatron-Bridge, '
-                                                 'tests/unit_tests/models/gemma/test_gemma_bridge.py@6476ea0fa68d '
-                                                 '[gemma_7b_config_dict]; keras-team/keras-hub@71453d08f59e, '
-                                                 'keras_hub/src/models/gemma/gemma_presets.py [gemma_7b_en]',
-                                       'tied_embeddings': True,
-                                       'vocab_size': 256000},
-                                      {'aliases': ['Qwen/Qwen2-7B-Instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen2ForCausalLM"], "attention_dropout": '
-                                                         '0.0, "bos_token_id": 151643, "eos_token_id": 151643, '
-                                                         '"hidden_act": "silu", "hidden_size": 3584, '
-                                                         '"initializer_range": 0.02, "intermediate_size": 18944, '
-                                                         '"max_position_embeddings": 131072, "max_window_layers": 28, '
-                                                         '"model_type": "qwen2", "num_attention_heads": 28, '
-                                                         '"num_hidden_layers": 28, "num_key_value_heads": 4, '
-                                                         '"rms_norm_eps": 1e-06, "rope_theta": 1000000.0, '
-                                                         '"sliding_window": 131072, "tie_word_embeddings": false, '
-                                                         '"use_cache": true, "use_sliding_window": false, '
-                                                         '"vocab_size": 152064}',
-                                       'hf_id': 'Qwen/Qwen2-7B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 3584,
-                                       'intermediate_size': 18944,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen2',
-                                       'moe': None,
-                                       'name': 'qwen2-7b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 28,
-                                       'num_kv_heads': 4,
-                                       'num_layers': 28,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'code-index file 7768956847 [Qwen2_7B: the base config.json]; '
-                                                 'Retruth/deontic, nlp_models/qwen2/README.md@a77cf87a7777 '
-                                                 '(Qwen2-7B-Instruct as loaded: same shapes); '
-                                                 'keras-team/keras-hub@71453d08f59e, '
-                                                 'keras_hub/src/models/qwen/qwen_presets.py [qwen2.5_math_7b_en: same '
-                                                 'shapes, 7,615,616,512]',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 152064},
-                                      {'aliases': ['Qwen/Qwen2-72B-Instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Qwen2ForCausalLM"], "attention_dropout": '
-                                                         '0.0, "bos_token_id": 151643, "eos_token_id": 151643, '
-                                                         '"hidden_act": "silu", "hidden_size": 8192, '
-                                                         '"initializer_range": 0.02, "intermediate_size": 29568, '
-                                                         '"max_position_embeddings": 131072, "max_window_layers": 80, '
-                                                         '"model_type": "qwen2", "num_attention_heads": 64, '
-                                                         '"num_hidden_layers": 80, "num_key_value_heads": 8, '
-                                                         '"rms_norm_eps": 1e-05, "rope_theta": 1000000.0, '
-                                                         '"sliding_window": 131072, "tie_word_embeddings": false, '
-                                                         '"use_cache": true, "use_sliding_window": false, '
-                                                         '"vocab_size": 152064}',
-                                       'hf_id': 'Qwen/Qwen2-72B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 8192,
-                                       'intermediate_size': 29568,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'qwen2',
-                                       'moe': None,
-                                       'name': 'qwen2-72b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 64,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 80,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'code-index file 7768956847 [Qwen2_72B: the base config.json]; '
-                                                 'code-index file 57174331611 [Qwen2_72B_Instruct]; '
-                                                 'keras-team/keras-hub@71453d08f59e, '
-                                                 'keras_hub/src/models/qwen/qwen_presets.py [qwen2.5_instruct_72b_en: '
-                                                 'same shapes, 72,706,203,648]',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 152064},
-                                      {'aliases': ['phi-3-mini-128k-instruct', 'phi3-mini-128k'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 96,
-                                       'hf_config_json': '{"architectures": ["Phi3ForCausalLM"], "attention_bias": '
-                                                         'false, "attention_dropout": 0.0, "bos_token_id": 1, '
-                                                         '"embd_pdrop": 0.0, "eos_token_id": 32000, "hidden_act": '
-                                                         '"silu", "hidden_size": 3072, "initializer_range": 0.02, '
-                                                         '"intermediate_size": 8192, "max_position_embeddings": '
-                                                         '131072, "model_type": "phi3", "num_attention_heads": 32, '
-                                                         '"num_hidden_layers": 32, "num_key_value_heads": 32, '
-                                                         '"original_max_position_embeddings": 4096, "pad_token_id": '
-                                                         '32000, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, '
-                                                         '"rope_scaling": {"long_factor": [1.0800000429153442, '
-                                                         '1.1100000143051147, 1.1399999856948853, 1.340000033378601, '
-                                                         '1.5899999141693115, 1.600000023841858, 1.6200000047683716, '
-                                                         '2.620000123977661, 3.2300000190734863, 3.2300000190734863, '
-                                                         '4.789999961853027, 7.400000095367432, 7.700000286102295, '
-                                                         '9.09000015258789, 12.199999809265137, 17.670000076293945, '
-                                                         '24.46000099182129, 28.57000160217285, 30.420001983642578, '
-                                                         '30.840002059936523, 32.590003967285156, 32.93000411987305, '
-                                                         '42.320003509521484, 44.96000289916992, 50.340003967285156, '
-                                                         '50.45000457763672, 57.55000305175781, 57.93000411987305, '
-                                                         '58.21000289916992, 60.1400032043457, 62.61000442504883, '
-                                                         '62.62000274658203, 62.71000289916992, 63.1400032043457, '
-                                                         '63.1400032043457, 63.77000427246094, 63.93000411987305, '
-                                                         '63.96000289916992, 63.970001220703125, 64.02999877929688, '
-                                                         '64.06999969482422, 64.08000183105469, 64.12000274658203, '
-                                                         '64.41000366210938, 64.4800033569336, 64.51000213623047, '
-                                                         '64.52999877929688, 64.83999633789062], "short_factor": [1.0, '
-                                                         '1.0199999809265137, 1.0299999713897705, 1.0299999713897705, '
-                                                         '1.0499999523162842, 1.0499999523162842, 1.0499999523162842, '
-                                                         '1.0499999523162842, 1.0499999523162842, 1.0699999332427979, '
-                                                         '1.0999999046325684, 1.1099998950958252, 1.1599998474121094, '
-                                                         '1.1599998474121094, 1.1699998378753662, 1.2899998426437378, '
-                                                         '1.339999794960022, 1.679999828338623, 1.7899998426437378, '
-                                                         '1.8199998140335083, 1.8499997854232788, 1.8799997568130493, '
-                                                         '1.9099997282028198, 1.9399996995925903, 1.9899996519088745, '
-                                                         '2.0199997425079346, 2.0199997425079346, 2.0199997425079346, '
-                                                         '2.0199997425079346, 2.0199997425079346, 2.0199997425079346, '
-                                                         '2.0299997329711914, 2.0299997329711914, 2.0299997329711914, '
-                                                         '2.0299997329711914, 2.0299997329711914, 2.0299997329711914, '
-                                                         '2.0299997329711914, 2.0299997329711914, 2.0299997329711914, '
-                                                         '2.0799996852874756, 2.0899996757507324, 2.189999580383301, '
-                                                         '2.2199995517730713, 2.5899994373321533, 2.729999542236328, '
-                                                         '2.749999523162842, 2.8399994373321533], "type": "longrope"}, '
-                                                         '"rope_theta": 10000.0, "sliding_window": 262144, '
-                                                         '"tie_word_embeddings": false, "use_cache": true, '
-                                                         '"vocab_size": 32064}',
-                                       'hf_id': 'microsoft/Phi-3-mini-128k-instruct',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 3072,
-                                       'intermediate_size': 8192,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': 3821079552,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'phi3',
-                                       'moe': None,
-                                       'name': 'phi-3-mini-128k',
-                                       'naming': 'phi3',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 32,
-                                       'num_layers': 32,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': 262144,
-                                       'source': 'keras-team/keras-hub@71453d08f59e, '
-                                                 'keras_hub/src/models/phi3/phi3_presets.py '
-                                                 '[phi3_mini_128k_instruct_en: 3,821,079,552]; code-index file '
-                                                 '23232855458 (the LongRoPE factor lists, as in '
-                                                 'microsoft/Phi-3.5-mini-instruct); Azure/azureml-assets, '
-                                                 'assets/models/system/phi-3-mini-128k-instruct/description.md (3.8B)',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 32064},
-                                      {'aliases': ['gpt-oss:20b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"architectures": ["GptOssForCausalLM"], "attention_bias": '
-                                                         'true, "attention_dropout": 0.0, "eos_token_id": 200002, '
-                                                         '"experts_per_token": 4, "head_dim": 64, "hidden_act": '
-                                                         '"silu", "hidden_size": 2880, "initial_context_length": 4096, '
-                                                         '"initializer_range": 0.02, "intermediate_size": 2880, '
-                                                         '"layer_types": ["sliding_attention", "full_attention", '
-                                                         '"sliding_attention", "full_attention", "sliding_attention", '
-                                                         '"full_attention", "sliding_attention", "full_attention", '
-                                                         '"sliding_attention", "full_attention", "sliding_attention", '
-                                                         '"full_attention", "sliding_attention", "full_attention", '
-                                                         '"sliding_attention", "full_attention", "sliding_attention", '
-                                                         '"full_attention", "sliding_attention", "full_attention", '
-                                                         '"sliding_attention", "full_attention", "sliding_attention", '
-                                                         '"full_attention"], "max_position_embeddings": 131072, '
-                                                         '"model_type": "gpt_oss", "num_attention_heads": 64, '
-                                                         '"num_experts_per_tok": 4, "num_hidden_layers": 24, '
-                                                         '"num_key_value_heads": 8, "num_local_experts": 32, '
-                                                         '"output_router_logits": false, "pad_token_id": 199999, '
-                                                         '"quantization_config": {"modules_to_not_convert": '
-                                                         '["model.layers.*.self_attn", "model.layers.*.mlp.router", '
-                                                         '"model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}, '
-                                                         '"rms_norm_eps": 1e-05, "rope_scaling": {"beta_fast": 32.0, '
-                                                         '"beta_slow": 1.0, "factor": 32.0, '
-                                                         '"original_max_position_embeddings": 4096, "rope_type": '
-                                                         '"yarn", "truncate": false}, "rope_theta": 150000, '
-                                                         '"router_aux_loss_coef": 0.9, "sliding_window": 128, '
-                                                         '"swiglu_limit": 7.0, "tie_word_embeddings": false, '
-                                                         '"use_cache": true, "vocab_size": 201088}',
-                                       'hf_id': 'openai/gpt-oss-20b',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2880,
-                                       'intermediate_size': 2880,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': 20914757184,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'gpt_oss',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 2880,
-                                               'first_dense_layers': 0,
-                                               'layer_freq': 1,
-                                               'num_experts': 32,
-                                               'num_shared_experts': 0,
-                                               'router_bias': False,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 0,
-                                               'top_k': 4},
-                                       'name': 'gpt-oss-20b',
-                                       'naming': 'gpt_oss',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['expert weights dequantized from MXFP4 to 16-bit (as training loads '
-                                                 'them)',
-                                                 'attention sinks: one logit per head, softmax over keys + sink (eager '
-                                                 'attention)',
-                                                 'sliding-window attention (128) on 12 of 24 layers (memory and FLOPs '
-                                                 'per layer type)'],
-                                       'num_heads': 64,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 24,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': 128,
-                                       'source': 'EchoCog/gpt-oss-20b, config.json@52971a17bf2f (a copy of '
-                                                 "openai/gpt-oss-20b's; its quantization_config says gptq, the release "
-                                                 'says mxfp4); keras-team/keras-hub@71453d08f59e, '
-                                                 'keras_hub/src/models/gpt_oss/gpt_oss_presets.py [gpt_oss_20b_en: '
-                                                 '20,914,757,184]',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 201088},
-                                      {'aliases': ['gpt-oss:120b'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 64,
-                                       'hf_config_json': '{"architectures": ["GptOssForCausalLM"], "attention_bias": '
-                                                         'true, "attention_dropout": 0.0, "eos_token_id": 200002, '
-                                                         '"experts_per_token": 4, "head_dim": 64, "hidden_act": '
-                                                         '"silu", "hidden_size": 2880, "initial_context_length": 4096, '
-                                                         '"initializer_range": 0.02, "intermediate_size": 2880, '
-                                                         '"layer_types": ["sliding_attention", "full_attention", '
-                                                         '"sliding_attention", "full_attention", "sliding_attention", '
-                                                         '"full_attention", "sliding_attention", "full_attention", '
-                                                         '"sliding_attention", "full_attention", "sliding_attention", '
-                                                         '"full_attention", "sliding_attention", "full_attention", '
-                                                         '"sliding_attention", "full_attention", "sliding_attention", '
-                                                         '"full_attention", "sliding_attention", "full_attention", '
-                                                         '"sliding_attention", "full_attention", "sliding_attention", '
-                                                         '"full_attention", "sliding_attention", "full_attention", '
-                                                         '"sliding_attention", "full_attention", "sliding_attention", '
-                                                         '"full_attention", "sliding_attention", "full_attention", '
-                                                         '"sliding_attention", "full_attention", "sliding_attention", '
-                                                         '"full_attention"], "max_position_embeddings": 131072, '
-                                                         '"model_type": "gpt_oss", "num_attention_heads": 64, '
-                                                         '"num_experts_per_tok": 4, "num_hidden_layers": 36, '
-                                                         '"num_key_value_heads": 8, "num_local_experts": 128, '
-                                                         '"output_router_logits": false, "pad_token_id": 199999, '
-                                                         '"quantization_config": {"modules_to_not_convert": '
-                                                         '["model.layers.*.self_attn", "model.layers.*.mlp.router", '
-                                                         '"model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}, '
-                                                         '"rms_norm_eps": 1e-05, "rope_scaling": {"beta_fast": 32.0, '
-                                                         '"beta_slow": 1.0, "factor": 32.0, '
-                                                         '"original_max_position_embeddings": 4096, "rope_type": '
-                                                         '"yarn", "truncate": false}, "rope_theta": 150000, '
-                                                         '"router_aux_loss_coef": 0.9, "sliding_window": 128, '
-                                                         '"swiglu_limit": 7.0, "tie_word_embeddings": false, '
-                                                         '"use_cache": true, "vocab_size": 201088}',
-                                       'hf_id': 'openai/gpt-oss-120b',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2880,
-                                       'intermediate_size': 2880,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': 116829156672,
-                                       'mla': None,
-                                       'mlp_bias': True,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'gpt_oss',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 2880,
-                                               'first_dense_layers': 0,
-                                               'layer_freq': 1,
-                                               'num_experts': 128,
-                                               'num_shared_experts': 0,
-                                               'router_bias': False,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 0,
-                                               'top_k': 4},
-                                       'name': 'gpt-oss-120b',
-                                       'naming': 'gpt_oss',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['expert weights dequantized from MXFP4 to 16-bit (as training loads '
-                                                 'them)',
-                                                 'attention sinks: one logit per head, softmax over keys + sink (eager '
-                                                 'attention)',
-                                                 'sliding-window attention (128) on 18 of 36 layers (memory and FLOPs '
-                                                 'per layer type)'],
-                                       'num_heads': 64,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 36,
-                                       'out_bias': True,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': 128,
-                                       'source': 'transformers 5.24 GptOssConfig defaults (the 120b configuration: 36 '
-                                                 'layers, 128 experts); the 20b config.json for the shared keys; '
-                                                 'keras-team/keras-hub@71453d08f59e, '
-                                                 'keras_hub/src/models/gpt_oss/gpt_oss_presets.py [gpt_oss_120b_en: '
-                                                 '116,829,156,672]',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 201088},
-                                      {'aliases': ['meta-llama/Llama-4-Scout-17B-16E-Instruct', 'llama4-scout'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Llama4ForConditionalGeneration"], '
-                                                         '"model_type": "llama4", "text_config": {"attention_bias": '
-                                                         'false, "attention_chunk_size": 8192, "attention_dropout": '
-                                                         '0.0, "attn_scale": 0.1, "attn_temperature_tuning": true, '
-                                                         '"bos_token_id": 200000, "eos_token_id": [200001, 200007, '
-                                                         '200008], "floor_scale": 8192, "head_dim": 128, "hidden_act": '
-                                                         '"silu", "hidden_size": 5120, "initializer_range": 0.02, '
-                                                         '"interleave_moe_layer_step": 1, "intermediate_size": 8192, '
-                                                         '"intermediate_size_mlp": 16384, "max_position_embeddings": '
-                                                         '262144, "model_type": "llama4_text", "num_attention_heads": '
-                                                         '40, "num_experts_per_tok": 1, "num_hidden_layers": 48, '
-                                                         '"num_key_value_heads": 8, "num_local_experts": 16, '
-                                                         '"output_router_logits": false, "pad_token_id": 200018, '
-                                                         '"rms_norm_eps": 1e-05, "rope_scaling": {"factor": 8.0, '
-                                                         '"high_freq_factor": 4.0, "low_freq_factor": 1.0, '
-                                                         '"original_max_position_embeddings": 8192, "rope_type": '
-                                                         '"llama3"}, "rope_theta": 500000.0, "router_aux_loss_coef": '
-                                                         '0.001, "router_jitter_noise": 0.0, "use_qk_norm": true, '
-                                                         '"vocab_size": 202048}, "tie_word_embeddings": false}',
-                                       'hf_id': 'meta-llama/Llama-4-Scout-17B-16E',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 16384,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 262144,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama4',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 8192,
-                                               'first_dense_layers': 0,
-                                               'layer_freq': 1,
-                                               'num_experts': 16,
-                                               'num_shared_experts': 1,
-                                               'router_bias': False,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 8192,
-                                               'top_k': 1},
-                                       'name': 'llama-4-scout',
-                                       'naming': 'llama4',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['RoPE on 3 of every 4 layers (NoPE with temperature tuning on the '
-                                                 'rest), parameter-free L2 q/k norm on the RoPE layers',
-                                                 'chunked attention (8192 tokens) on the RoPE layers (FLOPs count a '
-                                                 'window of that size)',
-                                                 'transformers computes every routed expert for every token (scores '
-                                                 'zero the unselected): memory follows that implementation',
-                                                 'text decoder only: the vision encoder and projector are not counted'],
-                                       'num_heads': 40,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 48,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'code-index file 41112263523 (Llama4Config of Llama-4-Scout-17B-16E '
-                                                 'as loaded); code-index file 56810493199 (the text config.json of a '
-                                                 'Scout fine-tune); transformers 5.24 Llama4TextConfig defaults '
-                                                 '(Scout)',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 202048},
-                                      {'aliases': ['meta-llama/Llama-4-Maverick-17B-128E-Instruct', 'llama4-maverick'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Llama4ForConditionalGeneration"], '
-                                                         '"model_type": "llama4", "text_config": {"attention_bias": '
-                                                         'false, "attention_chunk_size": 8192, "attention_dropout": '
-                                                         '0.0, "attn_scale": 0.1, "attn_temperature_tuning": true, '
-                                                         '"bos_token_id": 200000, "eos_token_id": [200001, 200007, '
-                                                         '200008], "floor_scale": 8192, "head_dim": 128, "hidden_act": '
-                                                         '"silu", "hidden_size": 5120, "initializer_range": 0.02, '
-                                                         '"interleave_moe_layer_step": 2, "intermediate_size": 8192, '
-                                                         '"intermediate_size_mlp": 16384, "max_position_embeddings": '
-                                                         '1048576, "model_type": "llama4_text", "num_attention_heads": '
-                                                         '40, "num_experts_per_tok": 1, "num_hidden_layers": 48, '
-                                                         '"num_key_value_heads": 8, "num_local_experts": 128, '
-                                                         '"output_router_logits": false, "pad_token_id": 200018, '
-                                                         '"rms_norm_eps": 1e-05, "rope_theta": 500000.0, '
-                                                         '"router_aux_loss_coef": 0.001, "router_jitter_noise": 0.0, '
-                                                         '"use_qk_norm": false, "vocab_size": 202048}, '
-                                                         '"tie_word_embeddings": false}',
-                                       'hf_id': 'meta-llama/Llama-4-Maverick-17B-128E',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 16384,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 1048576,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'llama4',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 8192,
-                                               'first_dense_layers': 0,
-                                               'layer_freq': 2,
-                                               'num_experts': 128,
-                                               'num_shared_experts': 1,
-                                               'router_bias': False,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 8192,
-                                               'top_k': 1},
-                                       'name': 'llama-4-maverick',
-                                       'naming': 'llama4',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['RoPE on 3 of every 4 layers (NoPE with temperature tuning on the '
-                                                 'rest), parameter-free L2 q/k norm on the RoPE layers',
-                                                 'chunked attention (8192 tokens) on the RoPE layers (FLOPs count a '
-                                                 'window of that size)',
-                                                 'transformers computes every routed expert for every token (scores '
-                                                 'zero the unselected): memory follows that implementation',
-                                                 'text decoder only: the vision encoder and projector are not counted'],
-                                       'num_heads': 40,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 48,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': "code-index file 115210306 (TensorRT-LLM test: Maverick's config with "
-                                                 'num_hidden_layers cut from 48 to 2); transformers 5.24 '
-                                                 "modeling_llama4.py ('the 128E model interleaves dense / sparse', "
-                                                 "'does not use qk_norm')",
-                                       'tied_embeddings': False,
-                                       'vocab_size': 202048},
-                                      {'aliases': ['THUDM/GLM-4.5'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Glm4MoeForCausalLM"], "attention_bias": '
-                                                         'true, "attention_dropout": 0.0, "bos_token_id": 151329, '
-                                                         '"eos_token_id": 151336, "first_k_dense_replace": 3, '
-                                                         '"head_dim": 128, "hidden_act": "silu", "hidden_size": 5120, '
-                                                         '"initializer_range": 0.02, "intermediate_size": 12288, '
-                                                         '"max_position_embeddings": 131072, "model_type": "glm4_moe", '
-                                                         '"moe_intermediate_size": 1536, "n_group": 1, '
-                                                         '"n_routed_experts": 160, "n_shared_experts": 1, '
-                                                         '"norm_topk_prob": true, "num_attention_heads": 96, '
-                                                         '"num_experts_per_tok": 8, "num_hidden_layers": 92, '
-                                                         '"num_key_value_heads": 8, "num_nextn_predict_layers": 1, '
-                                                         '"pad_token_id": 151329, "partial_rotary_factor": 0.5, '
-                                                         '"rms_norm_eps": 1e-06, "rope_theta": 1000000.0, '
-                                                         '"routed_scaling_factor": 2.5, "tie_word_embeddings": false, '
-                                                         '"topk_group": 1, "use_cache": true, "use_qk_norm": true, '
-                                                         '"vocab_size": 151552}',
-                                       'hf_id': 'zai-org/GLM-4.5',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 12288,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'glm4_moe',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 1536,
-                                               'first_dense_layers': 3,
-                                               'layer_freq': 1,
-                                               'num_experts': 160,
-                                               'num_shared_experts': 1,
-                                               'router_bias': True,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 1536,
-                                               'top_k': 8},
-                                       'name': 'glm-4.5',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on half of each head',
-                                                 'multi-token-prediction (MTP) layer not counted (transformers does '
-                                                 'not build it)'],
-                                       'num_heads': 96,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 92,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'NVIDIA-NeMo/Megatron-Bridge, '
-                                                 'tests/unit_tests/models/glm/test_glm45_bridge.py@067f987df03b '
-                                                 '[glm45_355b_config, glm45_air_106b_config]; code-index file '
-                                                 '4289690615 (GLM-4.5 with model_type glm4_moe, '
-                                                 'num_nextn_predict_layers 1); zai-org/GLM-4.5, README.md@170f20b2c106 '
-                                                 '(355B / 106B total, 32B / 12B active)',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 151552},
-                                      {'aliases': ['THUDM/GLM-4.5-Air'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Glm4MoeForCausalLM"], "attention_bias": '
-                                                         'true, "attention_dropout": 0.0, "bos_token_id": 151329, '
-                                                         '"eos_token_id": 151336, "first_k_dense_replace": 1, '
-                                                         '"head_dim": 128, "hidden_act": "silu", "hidden_size": 4096, '
-                                                         '"initializer_range": 0.02, "intermediate_size": 10944, '
-                                                         '"max_position_embeddings": 131072, "model_type": "glm4_moe", '
-                                                         '"moe_intermediate_size": 1408, "n_group": 1, '
-                                                         '"n_routed_experts": 128, "n_shared_experts": 1, '
-                                                         '"norm_topk_prob": true, "num_attention_heads": 96, '
-                                                         '"num_experts_per_tok": 8, "num_hidden_layers": 46, '
-                                                         '"num_key_value_heads": 8, "num_nextn_predict_layers": 1, '
-                                                         '"pad_token_id": 151329, "partial_rotary_factor": 0.5, '
-                                                         '"rms_norm_eps": 1e-06, "rope_theta": 1000000.0, '
-                                                         '"routed_scaling_factor": 2.5, "tie_word_embeddings": false, '
-                                                         '"topk_group": 1, "use_cache": true, "use_qk_norm": false, '
-                                                         '"vocab_size": 151552}',
-                                       'hf_id': 'zai-org/GLM-4.5-Air',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 10944,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'glm4_moe',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 1408,
-                                               'first_dense_layers': 1,
-                                               'layer_freq': 1,
-                                               'num_experts': 128,
-                                               'num_shared_experts': 1,
-                                               'router_bias': True,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 1408,
-                                               'top_k': 8},
-                                       'name': 'glm-4.5-air',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['rotary on half of each head',
-                                                 'multi-token-prediction (MTP) layer not counted (transformers does '
-                                                 'not build it)'],
-                                       'num_heads': 96,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 46,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'NVIDIA-NeMo/Megatron-Bridge, '
-                                                 'tests/unit_tests/models/glm/test_glm45_bridge.py@067f987df03b '
-                                                 '[glm45_355b_config, glm45_air_106b_config]; code-index file '
-                                                 '4289690615 (GLM-4.5 with model_type glm4_moe, '
-                                                 'num_nextn_predict_layers 1); zai-org/GLM-4.5, README.md@170f20b2c106 '
-                                                 '(355B / 106B total, 32B / 12B active)',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 151552},
-                                      {'aliases': ['allenai/OLMo-2-0425-1B-Instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["Olmo2ForCausalLM"], "attention_bias": '
-                                                         'false, "eos_token_id": 100257, "hidden_act": "silu", '
-                                                         '"hidden_size": 2048, "intermediate_size": 8192, '
-                                                         '"model_type": "olmo2", "num_attention_heads": 16, '
-                                                         '"num_hidden_layers": 16, "num_key_value_heads": 16, '
-                                                         '"pad_token_id": 100277, "rms_norm_eps": 1e-06, "rope_theta": '
-                                                         '500000, "tie_word_embeddings": false, "vocab_size": 100352}',
-                                       'hf_id': 'allenai/OLMo-2-0425-1B',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 2048,
-                                       'intermediate_size': 8192,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 2048,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'olmo2',
-                                       'moe': None,
-                                       'name': 'olmo-2-0425-1b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': ['post-norm layers; q/k RMSNorm over the full projection width'],
-                                       'num_heads': 16,
-                                       'num_kv_heads': 16,
-                                       'num_layers': 16,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': True,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'code-index file 58554976702 ("the real config.json from '
-                                                 'allenai/OLMo-2-0425-1B, verbatim")',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 100352},
-                                      {'aliases': ['ministral-8b-instruct-2410'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["MistralForCausalLM"], '
-                                                         '"attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": '
-                                                         '2, "head_dim": 128, "hidden_act": "silu", "hidden_size": '
-                                                         '4096, "initializer_range": 0.02, "intermediate_size": 12288, '
-                                                         '"max_position_embeddings": 32768, "model_type": "mistral", '
-                                                         '"num_attention_heads": 32, "num_hidden_layers": 36, '
-                                                         '"num_key_value_heads": 8, "rms_norm_eps": 1e-05, '
-                                                         '"rope_theta": 100000000.0, "sliding_window": 32768, '
-                                                         '"tie_word_embeddings": false, "use_cache": true, '
-                                                         '"vocab_size": 131072}',
-                                       'hf_id': 'mistralai/Ministral-8B-Instruct-2410',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 12288,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 32768,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'mistral',
-                                       'moe': None,
-                                       'name': 'ministral-8b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 36,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': 32768,
-                                       'source': 'code-index file 20337672980 [ministral8b_config: the config.json]',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 131072},
-                                      {'aliases': ['magistral-small'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["MistralForCausalLM"], "head_dim": 128, '
-                                                         '"hidden_act": "silu", "hidden_size": 5120, '
-                                                         '"intermediate_size": 32768, "max_position_embeddings": '
-                                                         '32768, "model_type": "mistral", "num_attention_heads": 32, '
-                                                         '"num_hidden_layers": 40, "num_key_value_heads": 8, '
-                                                         '"rms_norm_eps": 1e-05, "rope_theta": 100000000.0, '
-                                                         '"sliding_window": null, "tie_word_embeddings": false, '
-                                                         '"vocab_size": 131072}',
-                                       'hf_id': 'mistralai/Magistral-Small-2506',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 32768,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 32768,
-                                       'measured_params': 23572403200,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'mistral',
-                                       'moe': None,
-                                       'name': 'magistral-small-2506',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 40,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'keras-team/keras-hub@71453d08f59e, '
-                                                 'keras_hub/src/models/mistral/mistral_presets.py '
-                                                 '[magistral_small_2506_en: 23,572,403,200]; code-index file '
-                                                 '59090948446 (the Mistral-Small 24B config.json fields Magistral '
-                                                 'shares); code-index file 65742008784 (Magistral-Small-24B: 40 '
-                                                 'layers, 5120, 32 heads, 8 kv, 32768, 131072)',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 131072},
-                                      {'aliases': ['ByteDance-Seed/Seed-OSS-36B-Base', 'seed-oss-36b-instruct'],
-                                       'attention_dropout': 0.1,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["SeedOssForCausalLM"], "attention_bias": '
-                                                         'true, "attention_dropout": 0.1, "attention_out_bias": false, '
-                                                         '"bos_token_id": 0, "eos_token_id": 2, "head_dim": 128, '
-                                                         '"hidden_act": "silu", "hidden_size": 5120, '
-                                                         '"initializer_range": 0.02, "intermediate_size": 27648, '
-                                                         '"max_position_embeddings": 524288, "mlp_bias": false, '
-                                                         '"model_type": "seed_oss", "num_attention_heads": 80, '
-                                                         '"num_hidden_layers": 64, "num_key_value_heads": 8, '
-                                                         '"pad_token_id": 1, "residual_dropout": 0.1, "rms_norm_eps": '
-                                                         '1e-06, "rope_scaling": {"rope_type": "default"}, '
-                                                         '"rope_theta": 10000000.0, "tie_word_embeddings": false, '
-                                                         '"vocab_size": 155136}',
-                                       'hf_id': 'ByteDance-Seed/Seed-OSS-36B-Instruct',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.1,
-                                       'hidden_size': 5120,
-                                       'intermediate_size': 27648,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 524288,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'seed_oss',
-                                       'moe': None,
-                                       'name': 'seed-oss-36b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 80,
-                                       'num_kv_heads': 8,
-                                       'num_layers': 64,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': True,
-                                       'sliding_window': None,
-                                       'source': 'code-index file 54501653118 (a trimmed copy of '
-                                                 "Seed-OSS-36B-Instruct's config.json); code-index file 65742008784 "
-                                                 '[Seed-OSS-36B]; transformers 5.24 SeedOssConfig (dropout defaults '
-                                                 '0.1); ByteDance-Seed/seed-oss, README.md (36B)',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 155136},
-                                      {'aliases': ['moonshotai/Kimi-K2-Base', 'kimi-k2-instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 192,
-                                       'hf_config_json': '{"architectures": ["DeepseekV3ForCausalLM"], "auto_map": '
-                                                         '{"AutoConfig": "configuration_deepseek.DeepseekV3Config", '
-                                                         '"AutoModel": "modeling_deepseek.DeepseekV3Model", '
-                                                         '"AutoModelForCausalLM": '
-                                                         '"modeling_deepseek.DeepseekV3ForCausalLM"}, '
-                                                         '"aux_loss_alpha": 0.001, "bos_token_id": 163584, '
-                                                         '"eos_token_id": 163585, "first_k_dense_replace": 1, '
-                                                         '"hidden_act": "silu", "hidden_size": 7168, '
-                                                         '"initializer_range": 0.02, "intermediate_size": 18432, '
-                                                         '"kv_lora_rank": 512, "max_position_embeddings": 131072, '
-                                                         '"model_type": "kimi_k2", "moe_intermediate_size": 2048, '
-                                                         '"moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 384, '
-                                                         '"n_shared_experts": 1, "norm_topk_prob": true, '
-                                                         '"num_attention_heads": 64, "num_experts_per_tok": 8, '
-                                                         '"num_hidden_layers": 61, "num_key_value_heads": 64, '
-                                                         '"num_nextn_predict_layers": 0, "q_lora_rank": 1536, '
-                                                         '"qk_nope_head_dim": 128, "qk_rope_head_dim": 64, '
-                                                         '"rms_norm_eps": 1e-06, "rope_scaling": {"beta_fast": 1.0, '
-                                                         '"beta_slow": 1.0, "factor": 32.0, "mscale": 1.0, '
-                                                         '"mscale_all_dim": 1.0, "original_max_position_embeddings": '
-                                                         '4096, "type": "yarn"}, "rope_theta": 50000.0, '
-                                                         '"routed_scaling_factor": 2.827, "scoring_func": "sigmoid", '
-                                                         '"tie_word_embeddings": false, "topk_group": 1, '
-                                                         '"topk_method": "noaux_tc", "use_cache": true, "v_head_dim": '
-                                                         '128, "vocab_size": 163840}',
-                                       'hf_id': 'moonshotai/Kimi-K2-Instruct',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 7168,
-                                       'intermediate_size': 18432,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 131072,
-                                       'measured_params': None,
-                                       'mla': {'kv_lora_rank': 512,
-                                               'q_lora_rank': 1536,
-                                               'qk_nope_head_dim': 128,
-                                               'qk_rope_head_dim': 64,
-                                               'v_head_dim': 128},
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'kimi_k2',
-                                       'moe': {'dense_layers': [],
-                                               'expert_intermediate_size': 2048,
-                                               'first_dense_layers': 1,
-                                               'layer_freq': 1,
-                                               'num_experts': 384,
-                                               'num_shared_experts': 1,
-                                               'router_bias': True,
-                                               'shared_expert_gate': False,
-                                               'shared_intermediate_size': 2048,
-                                               'top_k': 8},
-                                       'name': 'kimi-k2',
-                                       'naming': 'deepseek',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 64,
-                                       'num_kv_heads': 64,
-                                       'num_layers': 61,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': 'MoonshotAI/Kimi-K2, README.md@c6157be8531e (architecture table: 61 '
-                                                 'layers, 1 dense, 7168, 2048 per expert, 64 heads, 384 experts, 8 '
-                                                 'selected, 1 shared, 160K vocabulary; 1T total, 32B active); '
-                                                 'ParagEkbote/hf-model-inspector, '
-                                                 'model_inspection_report.md@92931b2da4eb (model_type kimi_k2, '
-                                                 'shapes); code-index files 4289690615, 55329353243 (the Kimi K2 text '
-                                                 'config keys)',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 163840},
-                                      {'aliases': ['internlm3-8b-instruct'],
-                                       'attention_dropout': 0.0,
-                                       'attn_logit_softcapping': None,
-                                       'embedding_dropout': 0.0,
-                                       'embedding_norm': False,
-                                       'final_logit_softcapping': None,
-                                       'head_dim': 128,
-                                       'hf_config_json': '{"architectures": ["InternLM3ForCausalLM"], "bias": false, '
-                                                         '"head_dim": 128, "hidden_act": "silu", "hidden_size": 4096, '
-                                                         '"intermediate_size": 10240, "max_position_embeddings": '
-                                                         '32768, "model_type": "internlm3", "num_attention_heads": 32, '
-                                                         '"num_hidden_layers": 48, "num_key_value_heads": 2, '
-                                                         '"qkv_bias": false, "rms_norm_eps": 1e-05, "rope_scaling": '
-                                                         '{"factor": 6.0, "rope_type": "dynamic"}, "rope_theta": '
-                                                         '50000000, "tie_word_embeddings": false, "vocab_size": '
-                                                         '128512}',
-                                       'hf_id': 'internlm/internlm3-8b-instruct',
-                                       'hidden_act': 'silu',
-                                       'hidden_dropout': 0.0,
-                                       'hidden_size': 4096,
-                                       'intermediate_size': 10240,
-                                       'learned_position_offset': 0,
-                                       'max_position_embeddings': 32768,
-                                       'measured_params': None,
-                                       'mla': None,
-                                       'mlp_bias': False,
-                                       'mlp_kind': 'gated',
-                                       'model_type': 'internlm3',
-                                       'moe': None,
-                                       'name': 'internlm3-8b',
-                                       'naming': 'llama',
-                                       'norm_kind': 'rmsnorm',
-                                       'norms_per_layer': 2,
-                                       'notes': [],
-                                       'num_heads': 32,
-                                       'num_kv_heads': 2,
-                                       'num_layers': 48,
-                                       'out_bias': False,
-                                       'parallel_attn_mlp': False,
-                                       'position': 'rope',
-                                       'qk_norm': False,
-                                       'qkv_bias': False,
-                                       'sliding_window': None,
-                                       'source': "code-index file 55463440875 (realConfigJSON: internlm3-8b-instruct's "
-                                                 'config.json); code-index file 61273165626 (rope_scaling, rope_theta, '
-                                                 'max_position_embeddings verbatim); InternLM/InternLM, README.md (8 '
-                                                 'billion parameters)',
-                                       'tied_embeddings': False,
-                                       'vocab_size': 128512}],
+                             'fingerprint': '8fb5fb0a-108725'},
+             'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
+                                      '11008, \\"max_position_embeddings\\": 4096, \\"mlp_bias\\": false, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 32, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32000}","hf_id":"meta-llama/Llama-2-7b-hf","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-2-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"scaleapi/llm-engine, '
+                                      'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
+                                      'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 [llama2_7b]; '
+                                      'pytorch/torchtune, torchtune/models/llama2/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["meta-llama/Llama-2-13b-chat-hf","llama2-13b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, \\"intermediate_size\\": '
+                                      '13824, \\"max_position_embeddings\\": 4096, \\"mlp_bias\\": false, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 40, '
+                                      '\\"num_hidden_layers\\": 40, \\"num_key_value_heads\\": 40, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32000}","hf_id":"meta-llama/Llama-2-13b-hf","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":13824,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-2-13b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":40,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"scaleapi/llm-engine, '
+                                      'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
+                                      'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 [llama2_13b]; '
+                                      'pytorch/torchtune, torchtune/models/llama2/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["meta-llama/Llama-2-70b-chat-hf","llama2-70b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 8192, \\"intermediate_size\\": '
+                                      '28672, \\"max_position_embeddings\\": 4096, \\"mlp_bias\\": false, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 64, '
+                                      '\\"num_hidden_layers\\": 80, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32000}","hf_id":"meta-llama/Llama-2-70b-hf","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":28672,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-2-70b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":8,"num_layers":80,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"scaleapi/llm-engine, '
+                                      'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
+                                      'mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 [llama2_70b]; '
+                                      'pytorch/torchtune, torchtune/models/llama2/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["meta-llama/Meta-Llama-3-8B-Instruct","llama3-8b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
+                                      '14336, \\"max_position_embeddings\\": 8192, \\"mlp_bias\\": false, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 500000.0, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '128256}","hf_id":"meta-llama/Meta-Llama-3-8B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":14336,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-3-8b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"scaleapi/llm-engine, '
+                                      'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
+                                      'pytorch/torchtune, torchtune/models/llama3/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; code-index file '
+                                      '38727392009","tied_embeddings":false,"vocab_size":128256}',
+                                      '{"aliases":["meta-llama/Meta-Llama-3-70B-Instruct","llama3-70b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 8192, \\"intermediate_size\\": '
+                                      '28672, \\"max_position_embeddings\\": 8192, \\"mlp_bias\\": false, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 64, '
+                                      '\\"num_hidden_layers\\": 80, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 500000.0, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '128256}","hf_id":"meta-llama/Meta-Llama-3-70B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":28672,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-3-70b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":8,"num_layers":80,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"scaleapi/llm-engine, '
+                                      'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
+                                      'pytorch/torchtune, torchtune/models/llama3/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; code-index file '
+                                      '38727392009","tied_embeddings":false,"vocab_size":128256}',
+                                      '{"aliases":["meta-llama/Llama-3.1-8B-Instruct","meta-llama/Meta-Llama-3.1-8B","meta-llama/Meta-Llama-3.1-8B-Instruct","llama3.1-8b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
+                                      '14336, \\"max_position_embeddings\\": 131072, \\"mlp_bias\\": false, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_scaling\\": {\\"factor\\": 8.0, \\"high_freq_factor\\": 4.0, '
+                                      '\\"low_freq_factor\\": 1.0, \\"original_max_position_embeddings\\": 8192, '
+                                      '\\"rope_type\\": \\"llama3\\"}, \\"rope_theta\\": 500000.0, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '128256}","hf_id":"meta-llama/Llama-3.1-8B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":14336,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-3.1-8b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [llama3_1_8b]; '
+                                      'pytorch/torchtune, torchtune/models/llama3_1/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":128256}',
+                                      '{"aliases":["meta-llama/Llama-3.1-70B-Instruct","meta-llama/Meta-Llama-3.1-70B","meta-llama/Meta-Llama-3.1-70B-Instruct","llama3.1-70b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 8192, \\"intermediate_size\\": '
+                                      '28672, \\"max_position_embeddings\\": 131072, \\"mlp_bias\\": false, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 64, '
+                                      '\\"num_hidden_layers\\": 80, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_scaling\\": {\\"factor\\": 8.0, \\"high_freq_factor\\": 4.0, '
+                                      '\\"low_freq_factor\\": 1.0, \\"original_max_position_embeddings\\": 8192, '
+                                      '\\"rope_type\\": \\"llama3\\"}, \\"rope_theta\\": 500000.0, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '128256}","hf_id":"meta-llama/Llama-3.1-70B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":28672,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-3.1-70b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":8,"num_layers":80,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [llama3_1_70b]; '
+                                      'pytorch/torchtune, torchtune/models/llama3_1/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; code-index file '
+                                      '1570491832","tied_embeddings":false,"vocab_size":128256}',
+                                      '{"aliases":["meta-llama/Llama-3.1-405B-Instruct","meta-llama/Meta-Llama-3.1-405B","llama3.1-405b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 16384, '
+                                      '\\"intermediate_size\\": 53248, \\"max_position_embeddings\\": 131072, '
+                                      '\\"mlp_bias\\": false, \\"model_type\\": \\"llama\\", '
+                                      '\\"num_attention_heads\\": 128, \\"num_hidden_layers\\": 126, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-05, \\"rope_scaling\\": '
+                                      '{\\"factor\\": 8.0, \\"high_freq_factor\\": 4.0, \\"low_freq_factor\\": 1.0, '
+                                      '\\"original_max_position_embeddings\\": 8192, \\"rope_type\\": \\"llama3\\"}, '
+                                      '\\"rope_theta\\": 500000.0, \\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '128256}","hf_id":"meta-llama/Llama-3.1-405B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":16384,"intermediate_size":53248,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-3.1-405b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":128,"num_kv_heads":8,"num_layers":126,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"pytorch/torchtune, '
+                                      'torchtune/models/llama3_1/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":128256}',
+                                      '{"aliases":["meta-llama/Llama-3.2-1B-Instruct","llama3.2-1b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 64, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 2048, \\"intermediate_size\\": '
+                                      '8192, \\"max_position_embeddings\\": 131072, \\"mlp_bias\\": false, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 16, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_scaling\\": {\\"factor\\": 32.0, \\"high_freq_factor\\": 4.0, '
+                                      '\\"low_freq_factor\\": 1.0, \\"original_max_position_embeddings\\": 8192, '
+                                      '\\"rope_type\\": \\"llama3\\"}, \\"rope_theta\\": 500000.0, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '128256}","hf_id":"meta-llama/Llama-3.2-1B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":1235814400,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-3.2-1b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":16,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [llama3_2_1b]; '
+                                      'pytorch/torchtune, torchtune/models/llama3_2/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":true,"vocab_size":128256}',
+                                      '{"aliases":["meta-llama/Llama-3.2-3B-Instruct","llama3.2-3b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 3072, \\"intermediate_size\\": '
+                                      '8192, \\"max_position_embeddings\\": 131072, \\"mlp_bias\\": false, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 24, '
+                                      '\\"num_hidden_layers\\": 28, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_scaling\\": {\\"factor\\": 32.0, \\"high_freq_factor\\": 4.0, '
+                                      '\\"low_freq_factor\\": 1.0, \\"original_max_position_embeddings\\": 8192, '
+                                      '\\"rope_type\\": \\"llama3\\"}, \\"rope_theta\\": 500000.0, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '128256}","hf_id":"meta-llama/Llama-3.2-3B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":3072,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":3212749824,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-3.2-3b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":24,"num_kv_heads":8,"num_layers":28,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [llama3_2_3b]; '
+                                      'pytorch/torchtune, torchtune/models/llama3_2/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":true,"vocab_size":128256}',
+                                      '{"aliases":["Qwen/Qwen2.5-0.5B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 896, '
+                                      '\\"intermediate_size\\": 4864, \\"max_position_embeddings\\": 32768, '
+                                      '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 14, '
+                                      '\\"num_hidden_layers\\": 24, \\"num_key_value_heads\\": 2, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_theta\\": 1000000.0, \\"tie_word_embeddings\\": true, '
+                                      '\\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen2.5-0.5B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":896,"intermediate_size":4864,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2.5-0.5b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":14,"num_kv_heads":2,"num_layers":24,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"pytorch/torchtune, '
+                                      'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f; THUDM/slime, '
+                                      'scripts/models/qwen2.5-0.5B.sh@624b824a898a; mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                      '[qwen2_0_5b]","tied_embeddings":true,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen2.5-1.5B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '1536, \\"intermediate_size\\": 8960, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 12, '
+                                      '\\"num_hidden_layers\\": 28, \\"num_key_value_heads\\": 2, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_theta\\": 1000000.0, \\"tie_word_embeddings\\": true, '
+                                      '\\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen2.5-1.5B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":1536,"intermediate_size":8960,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":1543714304,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2.5-1.5b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":12,"num_kv_heads":2,"num_layers":28,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"pytorch/torchtune, '
+                                      'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f; THUDM/slime, '
+                                      'scripts/models/qwen2.5-1.5B.sh@624b824a898a; mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                      '[qwen2_1_5b]","tied_embeddings":true,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen2.5-3B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '2048, \\"intermediate_size\\": 11008, \\"max_position_embeddings\\": 32768, '
+                                      '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 16, '
+                                      '\\"num_hidden_layers\\": 36, \\"num_key_value_heads\\": 2, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_theta\\": 1000000.0, \\"tie_word_embeddings\\": true, '
+                                      '\\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen2.5-3B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":3085938688,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2.5-3b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":2,"num_layers":36,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [qwen2.5_3b]; '
+                                      'pytorch/torchtune, torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
+                                      'scripts/models/qwen2.5-3B.sh@624b824a898a","tied_embeddings":true,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen2.5-7B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '3584, \\"intermediate_size\\": 18944, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 28, '
+                                      '\\"num_hidden_layers\\": 28, \\"num_key_value_heads\\": 4, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_theta\\": 1000000.0, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '152064}","hf_id":"Qwen/Qwen2.5-7B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":3584,"intermediate_size":18944,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":7615616512,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2.5-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":28,"num_kv_heads":4,"num_layers":28,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"pytorch/torchtune, '
+                                      'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f; THUDM/slime, '
+                                      'scripts/models/qwen2.5-7B.sh@624b824a898a","tied_embeddings":false,"vocab_size":152064}',
+                                      '{"aliases":["Qwen/Qwen2.5-14B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '5120, \\"intermediate_size\\": 13824, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 40, '
+                                      '\\"num_hidden_layers\\": 48, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 1000000.0, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '152064}","hf_id":"Qwen/Qwen2.5-14B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":13824,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2.5-14b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":8,"num_layers":48,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"pytorch/torchtune, '
+                                      'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":152064}',
+                                      '{"aliases":["Qwen/Qwen2.5-32B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '5120, \\"intermediate_size\\": 27648, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 40, '
+                                      '\\"num_hidden_layers\\": 64, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 1000000.0, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '152064}","hf_id":"Qwen/Qwen2.5-32B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":27648,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2.5-32b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":8,"num_layers":64,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"pytorch/torchtune, '
+                                      'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f; THUDM/slime, '
+                                      'scripts/models/qwen2.5-32B.sh@624b824a898a","tied_embeddings":false,"vocab_size":152064}',
+                                      '{"aliases":["Qwen/Qwen2.5-72B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '8192, \\"intermediate_size\\": 29568, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 64, '
+                                      '\\"num_hidden_layers\\": 80, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 1000000.0, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '152064}","hf_id":"Qwen/Qwen2.5-72B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":29568,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":72706203648,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2.5-72b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":8,"num_layers":80,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      'file 62544871882; pytorch/torchtune, '
+                                      'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":152064}',
+                                      '{"aliases":["Qwen/Qwen3-0.6B-Base"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen3ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 1024, \\"intermediate_size\\": '
+                                      '3072, \\"max_position_embeddings\\": 40960, \\"model_type\\": \\"qwen3\\", '
+                                      '\\"num_attention_heads\\": 16, \\"num_hidden_layers\\": 28, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000.0, \\"tie_word_embeddings\\": true, \\"use_sliding_window\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen3-0.6B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":1024,"intermediate_size":3072,"learned_position_offset":0,"max_position_embeddings":40960,"measured_params":751632384,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen3","moe":null,"name":"qwen3-0.6b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":8,"num_layers":28,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [qwen3_0.6b]; '
+                                      'pytorch/torchtune, torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
+                                      'scripts/models/qwen3-0.6B.sh@624b824a898a","tied_embeddings":true,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen3-1.7B-Base"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen3ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 2048, \\"intermediate_size\\": '
+                                      '6144, \\"max_position_embeddings\\": 40960, \\"model_type\\": \\"qwen3\\", '
+                                      '\\"num_attention_heads\\": 16, \\"num_hidden_layers\\": 28, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000.0, \\"tie_word_embeddings\\": true, \\"use_sliding_window\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen3-1.7B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":6144,"learned_position_offset":0,"max_position_embeddings":40960,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen3","moe":null,"name":"qwen3-1.7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":8,"num_layers":28,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [qwen3_1.7b]; '
+                                      'pytorch/torchtune, torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
+                                      'scripts/models/qwen3-1.7B.sh@624b824a898a","tied_embeddings":true,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen3-4B-Base"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen3ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 2560, \\"intermediate_size\\": '
+                                      '9728, \\"max_position_embeddings\\": 40960, \\"model_type\\": \\"qwen3\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 36, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000.0, \\"tie_word_embeddings\\": true, \\"use_sliding_window\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen3-4B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2560,"intermediate_size":9728,"learned_position_offset":0,"max_position_embeddings":40960,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen3","moe":null,"name":"qwen3-4b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":36,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"pytorch/torchtune, '
+                                      'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f; THUDM/slime, '
+                                      'scripts/models/qwen3-4B.sh@624b824a898a","tied_embeddings":true,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen3-8B-Base"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen3ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
+                                      '12288, \\"max_position_embeddings\\": 40960, \\"model_type\\": \\"qwen3\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 36, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000.0, \\"tie_word_embeddings\\": false, \\"use_sliding_window\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen3-8B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":12288,"learned_position_offset":0,"max_position_embeddings":40960,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen3","moe":null,"name":"qwen3-8b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":36,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"alibaba/InferSim, '
+                                      'hf_configs/qwen3-8B_config.json@f2293dab6d23; pytorch/torchtune, '
+                                      'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f; THUDM/slime, '
+                                      'scripts/models/qwen3-8B.sh@624b824a898a","tied_embeddings":false,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen3-14B-Base"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen3ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, \\"intermediate_size\\": '
+                                      '17408, \\"max_position_embeddings\\": 40960, \\"model_type\\": \\"qwen3\\", '
+                                      '\\"num_attention_heads\\": 40, \\"num_hidden_layers\\": 40, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000.0, \\"tie_word_embeddings\\": false, \\"use_sliding_window\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen3-14B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":17408,"learned_position_offset":0,"max_position_embeddings":40960,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen3","moe":null,"name":"qwen3-14b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":8,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"pytorch/torchtune, '
+                                      'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f; THUDM/slime, '
+                                      'scripts/models/qwen3-14B.sh@624b824a898a","tied_embeddings":false,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen3-32B-Base"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen3ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, \\"intermediate_size\\": '
+                                      '25600, \\"max_position_embeddings\\": 40960, \\"model_type\\": \\"qwen3\\", '
+                                      '\\"num_attention_heads\\": 64, \\"num_hidden_layers\\": 64, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000.0, \\"tie_word_embeddings\\": false, \\"use_sliding_window\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen3-32B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":25600,"learned_position_offset":0,"max_position_embeddings":40960,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen3","moe":null,"name":"qwen3-32b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":8,"num_layers":64,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"pytorch/torchtune, '
+                                      'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f; THUDM/slime, '
+                                      'scripts/models/qwen3-32B.sh@624b824a898a","tied_embeddings":false,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen3-30B-A3B-Base"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen3MoeForCausalLM\\"], \\"attention_bias\\": false, '
+                                      '\\"decoder_sparse_step\\": 1, \\"head_dim\\": 128, \\"hidden_act\\": '
+                                      '\\"silu\\", \\"hidden_size\\": 2048, \\"intermediate_size\\": 6144, '
+                                      '\\"max_position_embeddings\\": 40960, \\"mlp_only_layers\\": [], '
+                                      '\\"model_type\\": \\"qwen3_moe\\", \\"moe_intermediate_size\\": 768, '
+                                      '\\"norm_topk_prob\\": true, \\"num_attention_heads\\": 32, \\"num_experts\\": '
+                                      '128, \\"num_experts_per_tok\\": 8, \\"num_hidden_layers\\": 48, '
+                                      '\\"num_key_value_heads\\": 4, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000.0, \\"tie_word_embeddings\\": false, \\"use_sliding_window\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen3-30B-A3B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":6144,"learned_position_offset":0,"max_position_embeddings":40960,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen3_moe","moe":{"dense_layers":[],"expert_intermediate_size":768,"first_dense_layers":0,"layer_freq":1,"num_experts":128,"num_shared_experts":0,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":0,"top_k":8},"name":"qwen3-30b-a3b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":4,"num_layers":48,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"alibaba/InferSim, '
+                                      'hf_configs/qwen3-30B-A3B_config.json@f2293dab6d23; THUDM/slime, '
+                                      'scripts/models/qwen3-30B-A3B.sh@624b824a898a; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen3-235B-A22B-Instruct-2507"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen3MoeForCausalLM\\"], \\"attention_bias\\": false, '
+                                      '\\"decoder_sparse_step\\": 1, \\"head_dim\\": 128, \\"hidden_act\\": '
+                                      '\\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": 12288, '
+                                      '\\"max_position_embeddings\\": 40960, \\"mlp_only_layers\\": [], '
+                                      '\\"model_type\\": \\"qwen3_moe\\", \\"moe_intermediate_size\\": 1536, '
+                                      '\\"norm_topk_prob\\": true, \\"num_attention_heads\\": 64, \\"num_experts\\": '
+                                      '128, \\"num_experts_per_tok\\": 8, \\"num_hidden_layers\\": 94, '
+                                      '\\"num_key_value_heads\\": 4, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000.0, \\"tie_word_embeddings\\": false, \\"use_sliding_window\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen3-235B-A22B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":12288,"learned_position_offset":0,"max_position_embeddings":40960,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen3_moe","moe":{"dense_layers":[],"expert_intermediate_size":1536,"first_dense_layers":0,"layer_freq":1,"num_experts":128,"num_shared_experts":0,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":0,"top_k":8},"name":"qwen3-235b-a22b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":4,"num_layers":94,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f; THUDM/slime, '
+                                      'scripts/models/qwen3-235B-A22B.sh@624b824a898a; alibaba/InferSim, '
+                                      'hf_configs/qwen3-235B-A22B_config.json@f2293dab6d23","tied_embeddings":false,"vocab_size":151936}',
+                                      '{"aliases":["mistralai/Mistral-7B-Instruct-v0.1","mistral-7b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MistralForCausalLM\\"], \\"head_dim\\": 128, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 4096, \\"intermediate_size\\": 14336, '
+                                      '\\"max_position_embeddings\\": 32768, \\"model_type\\": \\"mistral\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-05, \\"rope_theta\\": '
+                                      '10000.0, \\"sliding_window\\": 4096, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '32000}","hf_id":"mistralai/Mistral-7B-v0.1","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":14336,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mistral","moe":null,"name":"mistral-7b-v0.1","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":4096,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [mistral_7b]; '
+                                      'pytorch/torchtune, torchtune/models/mistral/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c '
+                                      '[mistralai/Mistral-7B-v0.1]","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["mistralai/Mixtral-8x7B-Instruct-v0.1","mixtral-8x7b-v0.1"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MixtralForCausalLM\\"], \\"head_dim\\": 128, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 4096, \\"intermediate_size\\": 14336, '
+                                      '\\"max_position_embeddings\\": 32768, \\"model_type\\": \\"mixtral\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_experts_per_tok\\": 2, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 8, '
+                                      '\\"num_local_experts\\": 8, \\"rms_norm_eps\\": 1e-05, \\"rope_theta\\": '
+                                      '1000000.0, \\"router_aux_loss_coef\\": 0.02, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '32000}","hf_id":"mistralai/Mixtral-8x7B-v0.1","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":14336,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mixtral","moe":{"dense_layers":[],"expert_intermediate_size":14336,"first_dense_layers":0,"layer_freq":1,"num_experts":8,"num_shared_experts":0,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":0,"top_k":2},"name":"mixtral-8x7b","naming":"mixtral","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [Mixtral-8x7B-v0.1]; '
+                                      'scaleapi/llm-engine, '
+                                      'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["mixtral-8x22b-v0.1"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MixtralForCausalLM\\"], \\"head_dim\\": 128, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 6144, \\"intermediate_size\\": 16384, '
+                                      '\\"max_position_embeddings\\": 65536, \\"model_type\\": \\"mixtral\\", '
+                                      '\\"num_attention_heads\\": 48, \\"num_experts_per_tok\\": 2, '
+                                      '\\"num_hidden_layers\\": 56, \\"num_key_value_heads\\": 8, '
+                                      '\\"num_local_experts\\": 8, \\"rms_norm_eps\\": 1e-05, \\"rope_theta\\": '
+                                      '1000000, \\"router_aux_loss_coef\\": 0.001, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '32000}","hf_id":"mistralai/Mixtral-8x22B-v0.1","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":6144,"intermediate_size":16384,"learned_position_offset":0,"max_position_embeddings":65536,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mixtral","moe":{"dense_layers":[],"expert_intermediate_size":16384,"first_dense_layers":0,"layer_freq":1,"num_experts":8,"num_shared_experts":0,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":0,"top_k":2},"name":"mixtral-8x22b","naming":"mixtral","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":48,"num_kv_heads":8,"num_layers":56,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"scaleapi/llm-engine, '
+                                      'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; '
+                                      'mistralai/mistral-inference, README.md@2557e12d0e18; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["google/gemma-2-2b-it"],"attention_dropout":0.0,"attn_logit_softcapping":50.0,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":30.0,"head_dim":256,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Gemma2ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 256, '
+                                      '\\"hidden_activation\\": \\"gelu_pytorch_tanh\\", \\"hidden_size\\": 2304, '
+                                      '\\"intermediate_size\\": 9216, \\"max_position_embeddings\\": 8192, '
+                                      '\\"model_type\\": \\"gemma2\\", \\"num_attention_heads\\": 8, '
+                                      '\\"num_hidden_layers\\": 26, \\"num_key_value_heads\\": 4, '
+                                      '\\"query_pre_attn_scalar\\": 256, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '10000.0, \\"sliding_window\\": 4096, \\"tie_word_embeddings\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '256000}","hf_id":"google/gemma-2-2b","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.0,"hidden_size":2304,"intermediate_size":9216,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":2614341888,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"gemma2","moe":null,"name":"gemma-2-2b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":4,"notes":["sliding-window '
+                                      'attention on every other layer","logit '
+                                      'soft-capping"],"num_heads":8,"num_kv_heads":4,"num_layers":26,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":4096,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [gemma2_2b]; '
+                                      'pytorch/torchtune, torchtune/models/gemma2/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; google-deepmind/gemma, '
+                                      'gemma/gm/nn/_gemma.py@7691fd4e7f26","tied_embeddings":true,"vocab_size":256000}',
+                                      '{"aliases":["google/gemma-2-9b-it"],"attention_dropout":0.0,"attn_logit_softcapping":50.0,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":30.0,"head_dim":256,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Gemma2ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 256, '
+                                      '\\"hidden_activation\\": \\"gelu_pytorch_tanh\\", \\"hidden_size\\": 3584, '
+                                      '\\"intermediate_size\\": 14336, \\"max_position_embeddings\\": 8192, '
+                                      '\\"model_type\\": \\"gemma2\\", \\"num_attention_heads\\": 16, '
+                                      '\\"num_hidden_layers\\": 42, \\"num_key_value_heads\\": 8, '
+                                      '\\"query_pre_attn_scalar\\": 256, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '10000.0, \\"sliding_window\\": 4096, \\"tie_word_embeddings\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '256000}","hf_id":"google/gemma-2-9b","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.0,"hidden_size":3584,"intermediate_size":14336,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"gemma2","moe":null,"name":"gemma-2-9b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":4,"notes":["sliding-window '
+                                      'attention on every other layer","logit '
+                                      'soft-capping"],"num_heads":16,"num_kv_heads":8,"num_layers":42,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":4096,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [gemma2_9b]; '
+                                      'pytorch/torchtune, torchtune/models/gemma2/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; google-deepmind/gemma, '
+                                      'gemma/gm/nn/_gemma.py@7691fd4e7f26","tied_embeddings":true,"vocab_size":256000}',
+                                      '{"aliases":["google/gemma-2-27b-it"],"attention_dropout":0.0,"attn_logit_softcapping":50.0,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":30.0,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Gemma2ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_activation\\": \\"gelu_pytorch_tanh\\", \\"hidden_size\\": 4608, '
+                                      '\\"intermediate_size\\": 36864, \\"max_position_embeddings\\": 8192, '
+                                      '\\"model_type\\": \\"gemma2\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 46, \\"num_key_value_heads\\": 16, '
+                                      '\\"query_pre_attn_scalar\\": 144, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '10000.0, \\"sliding_window\\": 4096, \\"tie_word_embeddings\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '256000}","hf_id":"google/gemma-2-27b","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.0,"hidden_size":4608,"intermediate_size":36864,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"gemma2","moe":null,"name":"gemma-2-27b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":4,"notes":["sliding-window '
+                                      'attention on every other layer","logit '
+                                      'soft-capping"],"num_heads":32,"num_kv_heads":16,"num_layers":46,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":4096,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [gemma2_27b]; '
+                                      'pytorch/torchtune, torchtune/models/gemma2/_model_builders.py@bd2a0fc7c314; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; google-deepmind/gemma, '
+                                      'gemma/gm/nn/_gemma.py@7691fd4e7f26","tied_embeddings":true,"vocab_size":256000}',
+                                      '{"aliases":["google/gemma-3-1b-pt"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":256,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Gemma3ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 256, '
+                                      '\\"hidden_activation\\": \\"gelu_pytorch_tanh\\", \\"hidden_size\\": 1152, '
+                                      '\\"intermediate_size\\": 6912, \\"max_position_embeddings\\": 32768, '
+                                      '\\"model_type\\": \\"gemma3_text\\", \\"num_attention_heads\\": 4, '
+                                      '\\"num_hidden_layers\\": 26, \\"num_key_value_heads\\": 1, '
+                                      '\\"query_pre_attn_scalar\\": 256, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000, \\"sliding_window\\": 512, \\"tie_word_embeddings\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '262144}","hf_id":"google/gemma-3-1b-it","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.0,"hidden_size":1152,"intermediate_size":6912,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"gemma3_text","moe":null,"name":"gemma-3-1b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":4,"notes":["sliding-window '
+                                      'attention on 5 of every 6 '
+                                      'layers"],"num_heads":4,"num_kv_heads":1,"num_layers":26,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":512,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [gemma3_1b_it]; '
+                                      'google-deepmind/gemma, gemma/gm/nn/_gemma.py@7691fd4e7f26; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":true,"vocab_size":262144}',
+                                      '{"aliases":["google/gemma-3-4b-it"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":256,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Gemma3ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 256, '
+                                      '\\"hidden_activation\\": \\"gelu_pytorch_tanh\\", \\"hidden_size\\": 2560, '
+                                      '\\"intermediate_size\\": 10240, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"gemma3_text\\", \\"num_attention_heads\\": 8, '
+                                      '\\"num_hidden_layers\\": 34, \\"num_key_value_heads\\": 4, '
+                                      '\\"query_pre_attn_scalar\\": 256, \\"rms_norm_eps\\": 1e-06, '
+                                      '\\"rope_scaling\\": {\\"factor\\": 8.0, \\"rope_type\\": \\"linear\\"}, '
+                                      '\\"rope_theta\\": 1000000, \\"sliding_window\\": 1024, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '262208}","hf_id":"google/gemma-3-4b-pt","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.0,"hidden_size":2560,"intermediate_size":10240,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"gemma3_text","moe":null,"name":"gemma-3-4b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":4,"notes":["sliding-window '
+                                      'attention on 5 of every 6 '
+                                      'layers"],"num_heads":8,"num_kv_heads":4,"num_layers":34,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":1024,"source":"Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f; google-deepmind/gemma, '
+                                      'gemma/gm/nn/_gemma.py@7691fd4e7f26; code-index file '
+                                      '53217067213","tied_embeddings":true,"vocab_size":262208}',
+                                      '{"aliases":["google/gemma-3-12b-it"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":256,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Gemma3ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 256, '
+                                      '\\"hidden_activation\\": \\"gelu_pytorch_tanh\\", \\"hidden_size\\": 3840, '
+                                      '\\"intermediate_size\\": 15360, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"gemma3_text\\", \\"num_attention_heads\\": 16, '
+                                      '\\"num_hidden_layers\\": 48, \\"num_key_value_heads\\": 8, '
+                                      '\\"query_pre_attn_scalar\\": 256, \\"rms_norm_eps\\": 1e-06, '
+                                      '\\"rope_scaling\\": {\\"factor\\": 8.0, \\"rope_type\\": \\"linear\\"}, '
+                                      '\\"rope_theta\\": 1000000, \\"sliding_window\\": 1024, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '262208}","hf_id":"google/gemma-3-12b-pt","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.0,"hidden_size":3840,"intermediate_size":15360,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"gemma3_text","moe":null,"name":"gemma-3-12b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":4,"notes":["sliding-window '
+                                      'attention on 5 of every 6 '
+                                      'layers"],"num_heads":16,"num_kv_heads":8,"num_layers":48,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":1024,"source":"code-index '
+                                      'file 53842405528; Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
+                                      'google-deepmind/gemma, gemma/gm/nn/_gemma.py@7691fd4e7f26; code-index file '
+                                      '52694973519","tied_embeddings":true,"vocab_size":262208}',
+                                      '{"aliases":["google/gemma-3-27b-it"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Gemma3ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_activation\\": \\"gelu_pytorch_tanh\\", \\"hidden_size\\": 5376, '
+                                      '\\"intermediate_size\\": 21504, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"gemma3_text\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 62, \\"num_key_value_heads\\": 16, '
+                                      '\\"query_pre_attn_scalar\\": 168, \\"rms_norm_eps\\": 1e-06, '
+                                      '\\"rope_scaling\\": {\\"factor\\": 8.0, \\"rope_type\\": \\"linear\\"}, '
+                                      '\\"rope_theta\\": 1000000, \\"sliding_window\\": 1024, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '262208}","hf_id":"google/gemma-3-27b-pt","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.0,"hidden_size":5376,"intermediate_size":21504,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"gemma3_text","moe":null,"name":"gemma-3-27b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":4,"notes":["sliding-window '
+                                      'attention on 5 of every 6 '
+                                      'layers"],"num_heads":32,"num_kv_heads":16,"num_layers":62,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":1024,"source":"Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f; google-deepmind/gemma, '
+                                      'gemma/gm/nn/_gemma.py@7691fd4e7f26","tied_embeddings":true,"vocab_size":262208}',
+                                      '{"aliases":["phi-3-mini","phi3-mini"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":96,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Phi3ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 3072, '
+                                      '\\"intermediate_size\\": 8192, \\"max_position_embeddings\\": 4096, '
+                                      '\\"model_type\\": \\"phi3\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 32, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 10000.0, \\"sliding_window\\": 2047, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32064}","hf_id":"microsoft/Phi-3-mini-4k-instruct","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":3072,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":3821079552,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"phi3","moe":null,"name":"phi-3-mini-4k","naming":"phi3","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":2047,"source":"scaleapi/llm-engine, '
+                                      'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36; code-index '
+                                      'file 408306437; pytorch/torchtune, '
+                                      'torchtune/models/phi3/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":32064}',
+                                      '{"aliases":["phi-3-medium","phi3-medium"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Phi3ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, '
+                                      '\\"intermediate_size\\": 17920, \\"max_position_embeddings\\": 4096, '
+                                      '\\"model_type\\": \\"phi3\\", \\"num_attention_heads\\": 40, '
+                                      '\\"num_hidden_layers\\": 40, \\"num_key_value_heads\\": 10, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 10000.0, \\"sliding_window\\": 2047, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32064}","hf_id":"microsoft/Phi-3-medium-4k-instruct","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":17920,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"phi3","moe":null,"name":"phi-3-medium-4k","naming":"phi3","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":10,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":2047,"source":"scaleapi/llm-engine, '
+                                      'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36","tied_embeddings":false,"vocab_size":32064}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Phi3ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, '
+                                      '\\"intermediate_size\\": 17920, \\"max_position_embeddings\\": 16384, '
+                                      '\\"model_type\\": \\"phi3\\", \\"num_attention_heads\\": 40, '
+                                      '\\"num_hidden_layers\\": 40, \\"num_key_value_heads\\": 10, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 250000.0, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '100352}","hf_id":"microsoft/phi-4","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":17920,"learned_position_offset":0,"max_position_embeddings":16384,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"phi3","moe":null,"name":"phi-4","naming":"phi3","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":10,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"pytorch/torchtune, '
+                                      'torchtune/models/phi4/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":100352}',
+                                      '{"aliases":["deepseek-ai/DeepSeek-V2-Lite-Chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":192,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"DeepseekV2ForCausalLM\\"], \\"attention_bias\\": false, '
+                                      '\\"first_k_dense_replace\\": 1, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 2048, \\"intermediate_size\\": 10944, \\"kv_lora_rank\\": '
+                                      '512, \\"max_position_embeddings\\": 163840, \\"model_type\\": '
+                                      '\\"deepseek_v2\\", \\"moe_intermediate_size\\": 1408, \\"moe_layer_freq\\": 1, '
+                                      '\\"n_group\\": 1, \\"n_routed_experts\\": 64, \\"n_shared_experts\\": 2, '
+                                      '\\"norm_topk_prob\\": false, \\"num_attention_heads\\": 16, '
+                                      '\\"num_experts_per_tok\\": 6, \\"num_hidden_layers\\": 27, '
+                                      '\\"num_key_value_heads\\": 16, \\"q_lora_rank\\": null, \\"qk_nope_head_dim\\": '
+                                      '128, \\"qk_rope_head_dim\\": 64, \\"rms_norm_eps\\": 1e-06, \\"rope_scaling\\": '
+                                      '{\\"beta_fast\\": 32, \\"beta_slow\\": 1, \\"factor\\": 40, \\"mscale\\": '
+                                      '0.707, \\"mscale_all_dim\\": 0.707, \\"original_max_position_embeddings\\": '
+                                      '4096, \\"type\\": \\"yarn\\"}, \\"rope_theta\\": 10000, '
+                                      '\\"routed_scaling_factor\\": 1.0, \\"scoring_func\\": \\"softmax\\", '
+                                      '\\"tie_word_embeddings\\": false, \\"topk_group\\": 1, \\"topk_method\\": '
+                                      '\\"greedy\\", \\"v_head_dim\\": 128, \\"vocab_size\\": '
+                                      '102400}","hf_id":"deepseek-ai/DeepSeek-V2-Lite","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":10944,"learned_position_offset":0,"max_position_embeddings":163840,"measured_params":null,"mla":{"kv_lora_rank":512,"q_lora_rank":null,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128},"mlp_bias":false,"mlp_kind":"gated","model_type":"deepseek_v2","moe":{"dense_layers":[],"expert_intermediate_size":1408,"first_dense_layers":1,"layer_freq":1,"num_experts":64,"num_shared_experts":2,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":2816,"top_k":6},"name":"deepseek-v2-lite","naming":"deepseek","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":16,"num_layers":27,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [deepseek_v2_lite]; '
+                                      'deepseek-ai/DeepSeek-V2, README.md@ec98ee3cbffc; deepseek-ai/DeepSeek-V3, '
+                                      'inference/configs/config_16B.json; scaleapi/llm-engine, '
+                                      'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36","tied_embeddings":false,"vocab_size":102400}',
+                                      '{"aliases":["deepseek-ai/DeepSeek-V3-Base","deepseek-ai/DeepSeek-R1","deepseek-r1"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":192,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"DeepseekV3ForCausalLM\\"], \\"attention_bias\\": false, '
+                                      '\\"first_k_dense_replace\\": 3, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 7168, \\"intermediate_size\\": 18432, \\"kv_lora_rank\\": '
+                                      '512, \\"max_position_embeddings\\": 163840, \\"model_type\\": '
+                                      '\\"deepseek_v3\\", \\"moe_intermediate_size\\": 2048, \\"moe_layer_freq\\": 1, '
+                                      '\\"n_group\\": 8, \\"n_routed_experts\\": 256, \\"n_shared_experts\\": 1, '
+                                      '\\"norm_topk_prob\\": true, \\"num_attention_heads\\": 128, '
+                                      '\\"num_experts_per_tok\\": 8, \\"num_hidden_layers\\": 61, '
+                                      '\\"num_key_value_heads\\": 128, \\"num_nextn_predict_layers\\": 1, '
+                                      '\\"q_lora_rank\\": 1536, \\"qk_nope_head_dim\\": 128, \\"qk_rope_head_dim\\": '
+                                      '64, \\"rms_norm_eps\\": 1e-06, \\"rope_scaling\\": {\\"beta_fast\\": 32, '
+                                      '\\"beta_slow\\": 1, \\"factor\\": 40, \\"mscale\\": 1.0, \\"mscale_all_dim\\": '
+                                      '1.0, \\"original_max_position_embeddings\\": 4096, \\"type\\": \\"yarn\\"}, '
+                                      '\\"rope_theta\\": 10000, \\"routed_scaling_factor\\": 2.5, \\"scoring_func\\": '
+                                      '\\"sigmoid\\", \\"tie_word_embeddings\\": false, \\"topk_group\\": 4, '
+                                      '\\"topk_method\\": \\"noaux_tc\\", \\"v_head_dim\\": 128, \\"vocab_size\\": '
+                                      '129280}","hf_id":"deepseek-ai/DeepSeek-V3","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":7168,"intermediate_size":18432,"learned_position_offset":0,"max_position_embeddings":163840,"measured_params":null,"mla":{"kv_lora_rank":512,"q_lora_rank":1536,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128},"mlp_bias":false,"mlp_kind":"gated","model_type":"deepseek_v3","moe":{"dense_layers":[],"expert_intermediate_size":2048,"first_dense_layers":3,"layer_freq":1,"num_experts":256,"num_shared_experts":1,"router_bias":true,"shared_expert_gate":false,"shared_intermediate_size":2048,"top_k":8},"name":"deepseek-v3","naming":"deepseek","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["multi-token-prediction '
+                                      '(MTP) layers are not '
+                                      'counted"],"num_heads":128,"num_kv_heads":128,"num_layers":61,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"deepseek-ai/DeepSeek-V3@9b4e9788e4a3: '
+                                      'inference/configs/config_671B.json, README.md, README_WEIGHTS.md; '
+                                      'alibaba/InferSim, hf_configs/deepseek_v3_config.json@f2293dab6d23; code-index '
+                                      'file 1570491832; THUDM/slime, '
+                                      'scripts/models/deepseek-v3.sh@624b824a898a","tied_embeddings":false,"vocab_size":129280}',
+                                      '{"aliases":["chatglm3"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"add_bias_linear\\": '
+                                      'false, \\"add_qkv_bias\\": true, \\"architectures\\": [\\"ChatGLMModel\\"], '
+                                      '\\"ffn_hidden_size\\": 13696, \\"hidden_size\\": 4096, \\"kv_channels\\": 128, '
+                                      '\\"layernorm_epsilon\\": 1e-05, \\"model_type\\": \\"chatglm\\", '
+                                      '\\"multi_query_attention\\": true, \\"multi_query_group_num\\": 2, '
+                                      '\\"num_attention_heads\\": 32, \\"num_layers\\": 28, \\"original_rope\\": true, '
+                                      '\\"padded_vocab_size\\": 65024, \\"post_layer_norm\\": true, \\"rmsnorm\\": '
+                                      'true, \\"seq_length\\": 8192, \\"tie_word_embeddings\\": '
+                                      'false}","hf_id":"THUDM/chatglm3-6b","hidden_act":"swiglu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":13696,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"chatglm","moe":null,"name":"chatglm3-6b","naming":"chatglm","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["rotary '
+                                      'on half of each '
+                                      'head"],"num_heads":32,"num_kv_heads":2,"num_layers":28,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [chatglm]; code-index file '
+                                      '54323009006","tied_embeddings":false,"vocab_size":65024}',
+                                      '{"aliases":["THUDM/glm-4-9b","glm-4-9b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"add_bias_linear\\": '
+                                      'false, \\"add_qkv_bias\\": true, \\"architectures\\": [\\"ChatGLMModel\\"], '
+                                      '\\"ffn_hidden_size\\": 13696, \\"hidden_size\\": 4096, \\"kv_channels\\": 128, '
+                                      '\\"layernorm_epsilon\\": 1.5625e-07, \\"model_type\\": \\"chatglm\\", '
+                                      '\\"multi_query_attention\\": true, \\"multi_query_group_num\\": 2, '
+                                      '\\"num_attention_heads\\": 32, \\"num_layers\\": 40, \\"padded_vocab_size\\": '
+                                      '151552, \\"post_layer_norm\\": true, \\"rmsnorm\\": true, \\"rope_ratio\\": '
+                                      '500, \\"seq_length\\": 131072, \\"tie_word_embeddings\\": '
+                                      'false}","hf_id":"THUDM/glm-4-9b-chat","hidden_act":"swiglu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":13696,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"chatglm","moe":null,"name":"glm-4-9b-chat","naming":"chatglm","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["rotary '
+                                      'on half of each '
+                                      'head"],"num_heads":32,"num_kv_heads":2,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      'file 38727392009; code-index file 8873357857; code-index file '
+                                      '68859437993","tied_embeddings":false,"vocab_size":151552}',
+                                      '{"aliases":["baichuan-inc/Baichuan2-7B-Chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"BaichuanForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '4096, \\"intermediate_size\\": 11008, \\"max_position_embeddings\\": 4096, '
+                                      '\\"model_type\\": \\"baichuan\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 32, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '125696}","hf_id":"baichuan-inc/Baichuan2-7B-Base","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"baichuan","moe":null,"name":"baichuan2-7b","naming":"baichuan","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [baichuan]; '
+                                      'InternLM/InternEvo-HFModels, '
+                                      'huggingface_model/baichuan_inc/Baichuan2_7B_Base/configuration_baichuan.py@d335092bbfa6; '
+                                      'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
+                                      '[baichuan-inc/Baichuan2-7B-Chat]","tied_embeddings":false,"vocab_size":125696}',
+                                      '{"aliases":["01-ai/Yi-34B-Chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 7168, \\"intermediate_size\\": '
+                                      '20480, \\"max_position_embeddings\\": 4096, \\"mlp_bias\\": false, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 56, '
+                                      '\\"num_hidden_layers\\": 60, \\"num_key_value_heads\\": 8, \\"rope_theta\\": '
+                                      '5000000.0, \\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '64000}","hf_id":"01-ai/Yi-34B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":7168,"intermediate_size":20480,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"yi-34b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":56,"num_kv_heads":8,"num_layers":60,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 57174331611; code-index file 55595785890; '
+                                      'https://apxml.com/models/yi-34b","tied_embeddings":false,"vocab_size":64000}',
+                                      '{"aliases":["01-ai/Yi-6B-Chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
+                                      '11008, \\"max_position_embeddings\\": 4096, \\"mlp_bias\\": false, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 4, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 5000000.0, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '64000}","hf_id":"01-ai/Yi-6B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"yi-6b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":4,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"InternLM/InternEvo-HFModels, '
+                                      'huggingface_model/Yi/Yi_6B/configuration_yi.py@d335092bbfa6; an earlier version '
+                                      'of the same file also carries architectures LlamaForCausalLM and '
+                                      'transformers_version 4.34.0 as in config.json; '
+                                      'https://apxml.com/models/yi-6b","tied_embeddings":false,"vocab_size":64000}',
+                                      '{"aliases":["internlm/internlm2_5-7b-chat","internlm2_5-7b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"InternLM2ForCausalLM\\"], \\"bias\\": false, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 4096, \\"intermediate_size\\": 14336, '
+                                      '\\"max_position_embeddings\\": 32768, \\"model_type\\": \\"internlm2\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-05, \\"rope_scaling\\": '
+                                      '{\\"factor\\": 2.0, \\"type\\": \\"dynamic\\"}, \\"rope_theta\\": 1000000, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '92544}","hf_id":"internlm/internlm2_5-7b","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":14336,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":7737708544,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"internlm2","moe":null,"name":"internlm2.5-7b","naming":"internlm2","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [internlm2_5_7b]; code-index '
+                                      'file 65773672951","tied_embeddings":false,"vocab_size":92544}',
+                                      '{"aliases":["gpt2-small"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPT2LMHeadModel\\"], '
+                                      '\\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": \\"gpt2\\", \\"n_embd\\": '
+                                      '768, \\"n_head\\": 12, \\"n_layer\\": 12, \\"n_positions\\": 1024, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50257}","hf_id":"openai-community/gpt2","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":768,"intermediate_size":3072,"learned_position_offset":0,"max_position_embeddings":1024,"measured_params":124439808,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt2","moe":null,"name":"gpt2","naming":"gpt2","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":12,"num_kv_heads":12,"num_layers":12,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2]; RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [gpt2]; cli99/llm-analysis, '
+                                      'llm_analysis/model_configs/gpt2.json@d841e40aec8c","tied_embeddings":true,"vocab_size":50257}',
+                                      '{"aliases":[],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPT2LMHeadModel\\"], '
+                                      '\\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": \\"gpt2\\", \\"n_embd\\": '
+                                      '1024, \\"n_head\\": 16, \\"n_layer\\": 24, \\"n_positions\\": 1024, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50257}","hf_id":"openai-community/gpt2-medium","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":1024,"intermediate_size":4096,"learned_position_offset":0,"max_position_embeddings":1024,"measured_params":354823168,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt2","moe":null,"name":"gpt2-medium","naming":"gpt2","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":16,"num_layers":24,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2_medium]; '
+                                      'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c [gpt2-medium]; '
+                                      'cli99/llm-analysis, '
+                                      'llm_analysis/model_configs/gpt2-medium.json@d841e40aec8c","tied_embeddings":true,"vocab_size":50257}',
+                                      '{"aliases":[],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPT2LMHeadModel\\"], '
+                                      '\\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": \\"gpt2\\", \\"n_embd\\": '
+                                      '1280, \\"n_head\\": 20, \\"n_layer\\": 36, \\"n_positions\\": 1024, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50257}","hf_id":"openai-community/gpt2-large","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":1280,"intermediate_size":5120,"learned_position_offset":0,"max_position_embeddings":1024,"measured_params":774030080,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt2","moe":null,"name":"gpt2-large","naming":"gpt2","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":20,"num_kv_heads":20,"num_layers":36,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [gpt2-large]; cli99/llm-analysis, '
+                                      'llm_analysis/model_configs/gpt2-large.json@d841e40aec8c","tied_embeddings":true,"vocab_size":50257}',
+                                      '{"aliases":[],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPT2LMHeadModel\\"], '
+                                      '\\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": \\"gpt2\\", \\"n_embd\\": '
+                                      '1600, \\"n_head\\": 25, \\"n_layer\\": 48, \\"n_positions\\": 1024, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50257}","hf_id":"openai-community/gpt2-xl","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":1600,"intermediate_size":6400,"learned_position_offset":0,"max_position_embeddings":1024,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt2","moe":null,"name":"gpt2-xl","naming":"gpt2","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":25,"num_kv_heads":25,"num_layers":48,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [gpt2-xl]; cli99/llm-analysis, '
+                                      'llm_analysis/model_configs/gpt2-xl.json@d841e40aec8c","tied_embeddings":true,"vocab_size":50257}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"relu\\", \\"architectures\\": [\\"OPTForCausalLM\\"], '
+                                      '\\"do_layer_norm_before\\": true, \\"enable_bias\\": true, \\"ffn_dim\\": 8192, '
+                                      '\\"hidden_size\\": 2048, \\"max_position_embeddings\\": 2048, \\"model_type\\": '
+                                      '\\"opt\\", \\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 24, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": 50272, '
+                                      '\\"word_embed_proj_dim\\": '
+                                      '2048}","hf_id":"facebook/opt-1.3b","hidden_act":"relu","hidden_dropout":0.1,"hidden_size":2048,"intermediate_size":8192,"learned_position_offset":2,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"opt","moe":null,"name":"opt-1.3b","naming":"opt","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":24,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"facebookresearch/metaseq, '
+                                      'metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf; cli99/llm-analysis, '
+                                      'llm_analysis/model_configs/facebook_opt-1.3b.json@d841e40aec8c","tied_embeddings":true,"vocab_size":50272}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"relu\\", \\"architectures\\": [\\"OPTForCausalLM\\"], '
+                                      '\\"do_layer_norm_before\\": true, \\"enable_bias\\": true, \\"ffn_dim\\": '
+                                      '16384, \\"hidden_size\\": 4096, \\"max_position_embeddings\\": 2048, '
+                                      '\\"model_type\\": \\"opt\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50272, \\"word_embed_proj_dim\\": '
+                                      '4096}","hf_id":"facebook/opt-6.7b","hidden_act":"relu","hidden_dropout":0.1,"hidden_size":4096,"intermediate_size":16384,"learned_position_offset":2,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"opt","moe":null,"name":"opt-6.7b","naming":"opt","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"facebookresearch/metaseq, '
+                                      'metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf; cli99/llm-analysis, '
+                                      'llm_analysis/model_configs/facebook_opt-6.7b.json@d841e40aec8c","tied_embeddings":true,"vocab_size":50272}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"relu\\", \\"architectures\\": [\\"OPTForCausalLM\\"], '
+                                      '\\"do_layer_norm_before\\": true, \\"enable_bias\\": true, \\"ffn_dim\\": '
+                                      '20480, \\"hidden_size\\": 5120, \\"max_position_embeddings\\": 2048, '
+                                      '\\"model_type\\": \\"opt\\", \\"num_attention_heads\\": 40, '
+                                      '\\"num_hidden_layers\\": 40, \\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50272, \\"word_embed_proj_dim\\": '
+                                      '5120}","hf_id":"facebook/opt-13b","hidden_act":"relu","hidden_dropout":0.1,"hidden_size":5120,"intermediate_size":20480,"learned_position_offset":2,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"opt","moe":null,"name":"opt-13b","naming":"opt","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":40,"num_layers":40,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"facebookresearch/metaseq, '
+                                      'metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf; cli99/llm-analysis, '
+                                      'llm_analysis/model_configs/facebook_opt-13b.json@d841e40aec8c","tied_embeddings":true,"vocab_size":50272}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"relu\\", \\"architectures\\": [\\"OPTForCausalLM\\"], '
+                                      '\\"do_layer_norm_before\\": true, \\"enable_bias\\": true, \\"ffn_dim\\": '
+                                      '36864, \\"hidden_size\\": 9216, \\"max_position_embeddings\\": 2048, '
+                                      '\\"model_type\\": \\"opt\\", \\"num_attention_heads\\": 72, '
+                                      '\\"num_hidden_layers\\": 64, \\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50272, \\"word_embed_proj_dim\\": '
+                                      '9216}","hf_id":"facebook/opt-66b","hidden_act":"relu","hidden_dropout":0.1,"hidden_size":9216,"intermediate_size":36864,"learned_position_offset":2,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"opt","moe":null,"name":"opt-66b","naming":"opt","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":72,"num_kv_heads":72,"num_layers":64,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"facebookresearch/metaseq, '
+                                      'metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf; cli99/llm-analysis, '
+                                      'llm_analysis/model_configs/facebook_opt-66b.json@d841e40aec8c","tied_embeddings":true,"vocab_size":50272}',
+                                      '{"aliases":["bigscience/bloomz-7b1"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":true,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"BloomForCausalLM\\"], \\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": '
+                                      '\\"bloom\\", \\"n_embed\\": 4096, \\"n_head\\": 32, \\"n_layer\\": 30, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '250880}","hf_id":"bigscience/bloom-7b1","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":16384,"learned_position_offset":0,"max_position_embeddings":null,"measured_params":7069016064,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"bloom","moe":null,"name":"bloom-7b1","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":30,"out_bias":true,"parallel_attn_mlp":false,"position":"alibi","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [bigscience/bloom-7b1]; '
+                                      'cli99/llm-analysis, '
+                                      'llm_analysis/model_configs/bigscience_bloom-7b1.json@d841e40aec8c","tied_embeddings":true,"vocab_size":250880}',
+                                      '{"aliases":["bigscience/bloomz","bloom"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":true,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"BloomForCausalLM\\"], \\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": '
+                                      '\\"bloom\\", \\"n_embed\\": 14336, \\"n_head\\": 112, \\"n_layer\\": 70, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '250880}","hf_id":"bigscience/bloom","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.0,"hidden_size":14336,"intermediate_size":57344,"learned_position_offset":0,"max_position_embeddings":null,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"bloom","moe":null,"name":"bloom-176b","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":112,"num_kv_heads":112,"num_layers":70,"out_bias":true,"parallel_attn_mlp":false,"position":"alibi","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [bigscience/bloom]; code-index file '
+                                      '15030741178","tied_embeddings":true,"vocab_size":250880}',
+                                      '{"aliases":["tiiuae/falcon-7b-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"activation\\": '
+                                      '\\"gelu\\", \\"alibi\\": false, \\"architectures\\": [\\"FalconForCausalLM\\"], '
+                                      '\\"bias\\": false, \\"hidden_size\\": 4544, \\"layer_norm_epsilon\\": 1e-05, '
+                                      '\\"model_type\\": \\"falcon\\", \\"multi_query\\": true, '
+                                      '\\"new_decoder_architecture\\": false, \\"num_attention_heads\\": 71, '
+                                      '\\"num_hidden_layers\\": 32, \\"parallel_attn\\": true, \\"vocab_size\\": '
+                                      '65024}","hf_id":"tiiuae/falcon-7b","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":4544,"intermediate_size":18176,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"plain","model_type":"falcon","moe":null,"name":"falcon-7b","naming":"neox","norm_kind":"layernorm","norms_per_layer":1,"notes":["tie_word_embeddings '
+                                      'absent: FalconConfig default '
+                                      'true"],"num_heads":71,"num_kv_heads":1,"num_layers":32,"out_bias":false,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [tiiuae/falcon-7b]; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":true,"vocab_size":65024}',
+                                      '{"aliases":["tiiuae/falcon-40b-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"activation\\": '
+                                      '\\"gelu\\", \\"alibi\\": false, \\"architectures\\": [\\"FalconForCausalLM\\"], '
+                                      '\\"bias\\": false, \\"hidden_size\\": 8192, \\"layer_norm_epsilon\\": 1e-05, '
+                                      '\\"model_type\\": \\"falcon\\", \\"multi_query\\": false, '
+                                      '\\"new_decoder_architecture\\": true, \\"num_attention_heads\\": 128, '
+                                      '\\"num_hidden_layers\\": 60, \\"num_kv_heads\\": 8, \\"parallel_attn\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '65024}","hf_id":"tiiuae/falcon-40b","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":32768,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"plain","model_type":"falcon","moe":null,"name":"falcon-40b","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":["tie_word_embeddings '
+                                      'absent: FalconConfig default '
+                                      'true"],"num_heads":128,"num_kv_heads":8,"num_layers":60,"out_bias":false,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 3510365701; code-index file 5862211615; RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [tiiuae/falcon-40b]; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":true,"vocab_size":65024}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":96,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GPTNeoXForCausalLM\\"], \\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": '
+                                      '6144, \\"intermediate_size\\": 24576, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"gpt_neox\\", '
+                                      '\\"num_attention_heads\\": 64, \\"num_hidden_layers\\": 44, '
+                                      '\\"rotary_emb_base\\": 10000, \\"rotary_pct\\": 0.25, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_parallel_residual\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '50432}","hf_id":"EleutherAI/gpt-neox-20b","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":6144,"intermediate_size":24576,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":20554568704,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt_neox","moe":null,"name":"gpt-neox-20b","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 25% of each '
+                                      'head"],"num_heads":64,"num_kv_heads":64,"num_layers":44,"out_bias":true,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [EleutherAI/gpt-neox-20b]; '
+                                      'EleutherAI/gpt-neox, '
+                                      'configs/20B.yml@ea7aefd8f8e1","tied_embeddings":false,"vocab_size":50432}',
+                                      '{"aliases":["EleutherAI/pythia-70m-deduped"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GPTNeoXForCausalLM\\"], \\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": '
+                                      '512, \\"intermediate_size\\": 2048, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"gpt_neox\\", '
+                                      '\\"num_attention_heads\\": 8, \\"num_hidden_layers\\": 6, '
+                                      '\\"rotary_emb_base\\": 10000, \\"rotary_pct\\": 0.25, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_parallel_residual\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '50304}","hf_id":"EleutherAI/pythia-70m","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":512,"intermediate_size":2048,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":70426624,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt_neox","moe":null,"name":"pythia-70m","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 25% of each '
+                                      'head"],"num_heads":8,"num_kv_heads":8,"num_layers":6,"out_bias":true,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [EleutherAI/pythia-70m]; '
+                                      'EleutherAI/pythia@a19eecb807ec: README.md table + models/70M/pythia-70m.yml; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":50304}',
+                                      '{"aliases":["EleutherAI/pythia-160m-deduped"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GPTNeoXForCausalLM\\"], \\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": '
+                                      '768, \\"intermediate_size\\": 3072, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"gpt_neox\\", '
+                                      '\\"num_attention_heads\\": 12, \\"num_hidden_layers\\": 12, '
+                                      '\\"rotary_emb_base\\": 10000, \\"rotary_pct\\": 0.25, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_parallel_residual\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '50304}","hf_id":"EleutherAI/pythia-160m","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":768,"intermediate_size":3072,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":162322944,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt_neox","moe":null,"name":"pythia-160m","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 25% of each '
+                                      'head"],"num_heads":12,"num_kv_heads":12,"num_layers":12,"out_bias":true,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [EleutherAI/pythia-160m]; '
+                                      'EleutherAI/pythia@a19eecb807ec: README.md table + models/160M/pythia-160m.yml; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":50304}',
+                                      '{"aliases":["EleutherAI/pythia-410m-deduped"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GPTNeoXForCausalLM\\"], \\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": '
+                                      '1024, \\"intermediate_size\\": 4096, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"gpt_neox\\", '
+                                      '\\"num_attention_heads\\": 16, \\"num_hidden_layers\\": 24, '
+                                      '\\"rotary_emb_base\\": 10000, \\"rotary_pct\\": 0.25, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_parallel_residual\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '50304}","hf_id":"EleutherAI/pythia-410m","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":1024,"intermediate_size":4096,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":405334016,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt_neox","moe":null,"name":"pythia-410m","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 25% of each '
+                                      'head"],"num_heads":16,"num_kv_heads":16,"num_layers":24,"out_bias":true,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [EleutherAI/pythia-410m]; '
+                                      'EleutherAI/pythia@a19eecb807ec: README.md table + models/410M/pythia-410m.yml; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":50304}',
+                                      '{"aliases":["EleutherAI/pythia-1b-deduped"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":256,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GPTNeoXForCausalLM\\"], \\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": '
+                                      '2048, \\"intermediate_size\\": 8192, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"gpt_neox\\", '
+                                      '\\"num_attention_heads\\": 8, \\"num_hidden_layers\\": 16, '
+                                      '\\"rotary_emb_base\\": 10000, \\"rotary_pct\\": 0.25, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_parallel_residual\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '50304}","hf_id":"EleutherAI/pythia-1b","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":1011781632,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt_neox","moe":null,"name":"pythia-1b","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 25% of each '
+                                      'head"],"num_heads":8,"num_kv_heads":8,"num_layers":16,"out_bias":true,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [EleutherAI/pythia-1b]; '
+                                      'EleutherAI/pythia@a19eecb807ec: README.md table + models/1B/pythia-1b.yml; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":50304}',
+                                      '{"aliases":["EleutherAI/pythia-1.4b-deduped"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GPTNeoXForCausalLM\\"], \\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": '
+                                      '2048, \\"intermediate_size\\": 8192, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"gpt_neox\\", '
+                                      '\\"num_attention_heads\\": 16, \\"num_hidden_layers\\": 24, '
+                                      '\\"rotary_emb_base\\": 10000, \\"rotary_pct\\": 0.25, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_parallel_residual\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '50304}","hf_id":"EleutherAI/pythia-1.4b","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt_neox","moe":null,"name":"pythia-1.4b","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 25% of each '
+                                      'head"],"num_heads":16,"num_kv_heads":16,"num_layers":24,"out_bias":true,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [EleutherAI/pythia-1.4b]; '
+                                      'EleutherAI/pythia@a19eecb807ec: README.md table + models/1.4B/pythia-1.4b.yml; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":50304}',
+                                      '{"aliases":["EleutherAI/pythia-2.8b-deduped"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":80,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GPTNeoXForCausalLM\\"], \\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": '
+                                      '2560, \\"intermediate_size\\": 10240, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"gpt_neox\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, '
+                                      '\\"rotary_emb_base\\": 10000, \\"rotary_pct\\": 0.25, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_parallel_residual\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '50304}","hf_id":"EleutherAI/pythia-2.8b","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":2560,"intermediate_size":10240,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt_neox","moe":null,"name":"pythia-2.8b","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 25% of each '
+                                      'head"],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":true,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [EleutherAI/pythia-2.8b]; '
+                                      'EleutherAI/pythia@a19eecb807ec: README.md table + models/2.8B/pythia-2.8b.yml; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":50304}',
+                                      '{"aliases":["EleutherAI/pythia-6.9b-deduped"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GPTNeoXForCausalLM\\"], \\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": '
+                                      '4096, \\"intermediate_size\\": 16384, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"gpt_neox\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, '
+                                      '\\"rotary_emb_base\\": 10000, \\"rotary_pct\\": 0.25, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_parallel_residual\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '50432}","hf_id":"EleutherAI/pythia-6.9b","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":16384,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt_neox","moe":null,"name":"pythia-6.9b","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 25% of each '
+                                      'head"],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":true,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [EleutherAI/pythia-6.9b]; '
+                                      'EleutherAI/pythia@a19eecb807ec: README.md table + models/6.9B/pythia-6.9b.yml; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":50432}',
+                                      '{"aliases":["EleutherAI/pythia-12b-deduped"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GPTNeoXForCausalLM\\"], \\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": '
+                                      '5120, \\"intermediate_size\\": 20480, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"gpt_neox\\", '
+                                      '\\"num_attention_heads\\": 40, \\"num_hidden_layers\\": 36, '
+                                      '\\"rotary_emb_base\\": 10000, \\"rotary_pct\\": 0.25, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_parallel_residual\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '50688}","hf_id":"EleutherAI/pythia-12b","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":20480,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt_neox","moe":null,"name":"pythia-12b","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 25% of each '
+                                      'head"],"num_heads":40,"num_kv_heads":40,"num_layers":36,"out_bias":true,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [EleutherAI/pythia-12b]; '
+                                      'EleutherAI/pythia@a19eecb807ec: README.md table + models/12B/pythia-12b.yml; '
+                                      'Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":50688}',
+                                      '{"aliases":["google/gemma-2b-it"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":256,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GemmaForCausalLM\\"], \\"attention_bias\\": false, \\"attention_dropout\\": '
+                                      '0.0, \\"bos_token_id\\": 2, \\"eos_token_id\\": 1, \\"head_dim\\": 256, '
+                                      '\\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": 2048, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 16384, \\"max_position_embeddings\\": 8192, '
+                                      '\\"model_type\\": \\"gemma\\", \\"num_attention_heads\\": 8, '
+                                      '\\"num_hidden_layers\\": 18, \\"num_key_value_heads\\": 1, \\"pad_token_id\\": '
+                                      '0, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": 10000.0, \\"vocab_size\\": '
+                                      '256000}","hf_id":"google/gemma-2b","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":16384,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":2506172416,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"gemma","moe":null,"name":"gemma-2b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":8,"num_kv_heads":1,"num_layers":18,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"salberdi-nvidia/Megatron-Bridge, '
+                                      'tests/unit_tests/models/gemma/test_gemma_bridge.py@6476ea0fa68d '
+                                      '[gemma_2b_config_dict]; keras-team/keras-hub@71453d08f59e, '
+                                      'keras_hub/src/models/gemma/gemma_presets.py '
+                                      '[gemma_2b_en]","tied_embeddings":true,"vocab_size":256000}',
+                                      '{"aliases":["google/gemma-7b-it"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":256,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GemmaForCausalLM\\"], \\"attention_bias\\": false, \\"attention_dropout\\": '
+                                      '0.0, \\"bos_token_id\\": 2, \\"eos_token_id\\": 1, \\"head_dim\\": 256, '
+                                      '\\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": 3072, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 24576, \\"max_position_embeddings\\": 8192, '
+                                      '\\"model_type\\": \\"gemma\\", \\"num_attention_heads\\": 16, '
+                                      '\\"num_hidden_layers\\": 28, \\"num_key_value_heads\\": 16, \\"pad_token_id\\": '
+                                      '0, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": 10000.0, \\"vocab_size\\": '
+                                      '256000}","hf_id":"google/gemma-7b","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.0,"hidden_size":3072,"intermediate_size":24576,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":8537680896,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"gemma","moe":null,"name":"gemma-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":16,"num_layers":28,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"salberdi-nvidia/Megatron-Bridge, '
+                                      'tests/unit_tests/models/gemma/test_gemma_bridge.py@6476ea0fa68d '
+                                      '[gemma_7b_config_dict]; keras-team/keras-hub@71453d08f59e, '
+                                      'keras_hub/src/models/gemma/gemma_presets.py '
+                                      '[gemma_7b_en]","tied_embeddings":true,"vocab_size":256000}',
+                                      '{"aliases":["Qwen/Qwen2-7B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '151643, \\"eos_token_id\\": 151643, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 3584, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 18944, \\"max_position_embeddings\\": 131072, '
+                                      '\\"max_window_layers\\": 28, \\"model_type\\": \\"qwen2\\", '
+                                      '\\"num_attention_heads\\": 28, \\"num_hidden_layers\\": 28, '
+                                      '\\"num_key_value_heads\\": 4, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000.0, \\"sliding_window\\": 131072, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_cache\\": true, \\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '152064}","hf_id":"Qwen/Qwen2-7B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":3584,"intermediate_size":18944,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":28,"num_kv_heads":4,"num_layers":28,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      'file 7768956847 [Qwen2_7B: the base config.json]; Retruth/deontic, '
+                                      'nlp_models/qwen2/README.md@a77cf87a7777 (Qwen2-7B-Instruct as loaded: same '
+                                      'shapes); keras-team/keras-hub@71453d08f59e, '
+                                      'keras_hub/src/models/qwen/qwen_presets.py [qwen2.5_math_7b_en: same shapes, '
+                                      '7,615,616,512]","tied_embeddings":false,"vocab_size":152064}',
+                                      '{"aliases":["Qwen/Qwen2-72B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '151643, \\"eos_token_id\\": 151643, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 8192, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 29568, \\"max_position_embeddings\\": 131072, '
+                                      '\\"max_window_layers\\": 80, \\"model_type\\": \\"qwen2\\", '
+                                      '\\"num_attention_heads\\": 64, \\"num_hidden_layers\\": 80, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-05, \\"rope_theta\\": '
+                                      '1000000.0, \\"sliding_window\\": 131072, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_cache\\": true, \\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '152064}","hf_id":"Qwen/Qwen2-72B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":29568,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2-72b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":8,"num_layers":80,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      'file 7768956847 [Qwen2_72B: the base config.json]; code-index file 57174331611 '
+                                      '[Qwen2_72B_Instruct]; keras-team/keras-hub@71453d08f59e, '
+                                      'keras_hub/src/models/qwen/qwen_presets.py [qwen2.5_instruct_72b_en: same '
+                                      'shapes, 72,706,203,648]","tied_embeddings":false,"vocab_size":152064}',
+                                      '{"aliases":["phi-3-mini-128k-instruct","phi3-mini-128k"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":96,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Phi3ForCausalLM\\"], \\"attention_bias\\": false, \\"attention_dropout\\": '
+                                      '0.0, \\"bos_token_id\\": 1, \\"embd_pdrop\\": 0.0, \\"eos_token_id\\": 32000, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 3072, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 8192, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"phi3\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 32, '
+                                      '\\"original_max_position_embeddings\\": 4096, \\"pad_token_id\\": 32000, '
+                                      '\\"resid_pdrop\\": 0.0, \\"rms_norm_eps\\": 1e-05, \\"rope_scaling\\": '
+                                      '{\\"long_factor\\": [1.0800000429153442, 1.1100000143051147, '
+                                      '1.1399999856948853, 1.340000033378601, 1.5899999141693115, 1.600000023841858, '
+                                      '1.6200000047683716, 2.620000123977661, 3.2300000190734863, 3.2300000190734863, '
+                                      '4.789999961853027, 7.400000095367432, 7.700000286102295, 9.09000015258789, '
+                                      '12.199999809265137, 17.670000076293945, 24.46000099182129, 28.57000160217285, '
+                                      '30.420001983642578, 30.840002059936523, 32.590003967285156, 32.93000411987305, '
+                                      '42.320003509521484, 44.96000289916992, 50.340003967285156, 50.45000457763672, '
+                                      '57.55000305175781, 57.93000411987305, 58.21000289916992, 60.1400032043457, '
+                                      '62.61000442504883, 62.62000274658203, 62.71000289916992, 63.1400032043457, '
+                                      '63.1400032043457, 63.77000427246094, 63.93000411987305, 63.96000289916992, '
+                                      '63.970001220703125, 64.02999877929688, 64.06999969482422, 64.08000183105469, '
+                                      '64.12000274658203, 64.41000366210938, 64.4800033569336, 64.51000213623047, '
+                                      '64.52999877929688, 64.83999633789062], \\"short_factor\\": [1.0, '
+                                      '1.0199999809265137, 1.0299999713897705, 1.0299999713897705, 1.0499999523162842, '
+                                      '1.0499999523162842, 1.0499999523162842, 1.0499999523162842, 1.0499999523162842, '
+                                      '1.0699999332427979, 1.0999999046325684, 1.1099998950958252, 1.1599998474121094, '
+                                      '1.1599998474121094, 1.1699998378753662, 1.2899998426437378, 1.339999794960022, '
+                                      '1.679999828338623, 1.7899998426437378, 1.8199998140335083, 1.8499997854232788, '
+                                      '1.8799997568130493, 1.9099997282028198, 1.9399996995925903, 1.9899996519088745, '
+                                      '2.0199997425079346, 2.0199997425079346, 2.0199997425079346, 2.0199997425079346, '
+                                      '2.0199997425079346, 2.0199997425079346, 2.0299997329711914, 2.0299997329711914, '
+                                      '2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914, '
+                                      '2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0799996852874756, '
+                                      '2.0899996757507324, 2.189999580383301, 2.2199995517730713, 2.5899994373321533, '
+                                      '2.729999542236328, 2.749999523162842, 2.8399994373321533], \\"type\\": '
+                                      '\\"longrope\\"}, \\"rope_theta\\": 10000.0, \\"sliding_window\\": 262144, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '32064}","hf_id":"microsoft/Phi-3-mini-128k-instruct","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":3072,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":3821079552,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"phi3","moe":null,"name":"phi-3-mini-128k","naming":"phi3","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":262144,"source":"keras-team/keras-hub@71453d08f59e, '
+                                      'keras_hub/src/models/phi3/phi3_presets.py [phi3_mini_128k_instruct_en: '
+                                      '3,821,079,552]; code-index file 23232855458 (the LongRoPE factor lists, as in '
+                                      'microsoft/Phi-3.5-mini-instruct); Azure/azureml-assets, '
+                                      'assets/models/system/phi-3-mini-128k-instruct/description.md '
+                                      '(3.8B)","tied_embeddings":false,"vocab_size":32064}',
+                                      '{"aliases":["gpt-oss:20b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GptOssForCausalLM\\"], \\"attention_bias\\": true, \\"attention_dropout\\": '
+                                      '0.0, \\"eos_token_id\\": 200002, \\"experts_per_token\\": 4, \\"head_dim\\": '
+                                      '64, \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 2880, '
+                                      '\\"initial_context_length\\": 4096, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 2880, \\"layer_types\\": [\\"sliding_attention\\", '
+                                      '\\"full_attention\\", \\"sliding_attention\\", \\"full_attention\\", '
+                                      '\\"sliding_attention\\", \\"full_attention\\", \\"sliding_attention\\", '
+                                      '\\"full_attention\\", \\"sliding_attention\\", \\"full_attention\\", '
+                                      '\\"sliding_attention\\", \\"full_attention\\", \\"sliding_attention\\", '
+                                      '\\"full_attention\\", \\"sliding_attention\\", \\"full_attention\\", '
+                                      '\\"sliding_attention\\", \\"full_attention\\", \\"sliding_attention\\", '
+                                      '\\"full_attention\\", \\"sliding_attention\\", \\"full_attention\\", '
+                                      '\\"sliding_attention\\", \\"full_attention\\"], \\"max_position_embeddings\\": '
+                                      '131072, \\"model_type\\": \\"gpt_oss\\", \\"num_attention_heads\\": 64, '
+                                      '\\"num_experts_per_tok\\": 4, \\"num_hidden_layers\\": 24, '
+                                      '\\"num_key_value_heads\\": 8, \\"num_local_experts\\": 32, '
+                                      '\\"output_router_logits\\": false, \\"pad_token_id\\": 199999, '
+                                      '\\"quantization_config\\": {\\"modules_to_not_convert\\": '
+                                      '[\\"model.layers.*.self_attn\\", \\"model.layers.*.mlp.router\\", '
+                                      '\\"model.embed_tokens\\", \\"lm_head\\"], \\"quant_method\\": \\"mxfp4\\"}, '
+                                      '\\"rms_norm_eps\\": 1e-05, \\"rope_scaling\\": {\\"beta_fast\\": 32.0, '
+                                      '\\"beta_slow\\": 1.0, \\"factor\\": 32.0, '
+                                      '\\"original_max_position_embeddings\\": 4096, \\"rope_type\\": \\"yarn\\", '
+                                      '\\"truncate\\": false}, \\"rope_theta\\": 150000, \\"router_aux_loss_coef\\": '
+                                      '0.9, \\"sliding_window\\": 128, \\"swiglu_limit\\": 7.0, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '201088}","hf_id":"openai/gpt-oss-20b","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2880,"intermediate_size":2880,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":20914757184,"mla":null,"mlp_bias":true,"mlp_kind":"gated","model_type":"gpt_oss","moe":{"dense_layers":[],"expert_intermediate_size":2880,"first_dense_layers":0,"layer_freq":1,"num_experts":32,"num_shared_experts":0,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":0,"top_k":4},"name":"gpt-oss-20b","naming":"gpt_oss","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["expert '
+                                      'weights dequantized from MXFP4 to 16-bit (as training loads them)","attention '
+                                      'sinks: one logit per head, softmax over keys + sink (eager '
+                                      'attention)","sliding-window attention (128) on 12 of 24 layers (memory and '
+                                      'FLOPs per layer '
+                                      'type)"],"num_heads":64,"num_kv_heads":8,"num_layers":24,"out_bias":true,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":128,"source":"EchoCog/gpt-oss-20b, '
+                                      "config.json@52971a17bf2f (a copy of openai/gpt-oss-20b's; its "
+                                      'quantization_config says gptq, the release says mxfp4); '
+                                      'keras-team/keras-hub@71453d08f59e, '
+                                      'keras_hub/src/models/gpt_oss/gpt_oss_presets.py [gpt_oss_20b_en: '
+                                      '20,914,757,184]","tied_embeddings":false,"vocab_size":201088}',
+                                      '{"aliases":["gpt-oss:120b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GptOssForCausalLM\\"], \\"attention_bias\\": true, \\"attention_dropout\\": '
+                                      '0.0, \\"eos_token_id\\": 200002, \\"experts_per_token\\": 4, \\"head_dim\\": '
+                                      '64, \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 2880, '
+                                      '\\"initial_context_length\\": 4096, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 2880, \\"layer_types\\": [\\"sliding_attention\\", '
+                                      '\\"full_attention\\", \\"sliding_attention\\", \\"full_attention\\", '
+                                      '\\"sliding_attention\\", \\"full_attention\\", \\"sliding_attention\\", '
+                                      '\\"full_attention\\", \\"sliding_attention\\", \\"full_attention\\", '
+                                      '\\"sliding_attention\\", \\"full_attention\\", \\"sliding_attention\\", '
+                                      '\\"full_attention\\", \\"sliding_attention\\", \\"full_attention\\", '
+                                      '\\"sliding_attention\\", \\"full_attention\\", \\"sliding_attention\\", '
+                                      '\\"full_attention\\", \\"sliding_attention\\", \\"full_attention\\", '
+                                      '\\"sliding_attention\\", \\"full_attention\\", \\"sliding_attention\\", '
+                                      '\\"full_attention\\", \\"sliding_attention\\", \\"full_attention\\", '
+                                      '\\"sliding_attention\\", \\"full_attention\\", \\"sliding_attention\\", '
+                                      '\\"full_attention\\", \\"sliding_attention\\", \\"full_attention\\", '
+                                      '\\"sliding_attention\\", \\"full_attention\\"], \\"max_position_embeddings\\": '
+                                      '131072, \\"model_type\\": \\"gpt_oss\\", \\"num_attention_heads\\": 64, '
+                                      '\\"num_experts_per_tok\\": 4, \\"num_hidden_layers\\": 36, '
+                                      '\\"num_key_value_heads\\": 8, \\"num_local_experts\\": 128, '
+                                      '\\"output_router_logits\\": false, \\"pad_token_id\\": 199999, '
+                                      '\\"quantization_config\\": {\\"modules_to_not_convert\\": '
+                                      '[\\"model.layers.*.self_attn\\", \\"model.layers.*.mlp.router\\", '
+                                      '\\"model.embed_tokens\\", \\"lm_head\\"], \\"quant_method\\": \\"mxfp4\\"}, '
+                                      '\\"rms_norm_eps\\": 1e-05, \\"rope_scaling\\": {\\"beta_fast\\": 32.0, '
+                                      '\\"beta_slow\\": 1.0, \\"factor\\": 32.0, '
+                                      '\\"original_max_position_embeddings\\": 4096, \\"rope_type\\": \\"yarn\\", '
+                                      '\\"truncate\\": false}, \\"rope_theta\\": 150000, \\"router_aux_loss_coef\\": '
+                                      '0.9, \\"sliding_window\\": 128, \\"swiglu_limit\\": 7.0, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '201088}","hf_id":"openai/gpt-oss-120b","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2880,"intermediate_size":2880,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":116829156672,"mla":null,"mlp_bias":true,"mlp_kind":"gated","model_type":"gpt_oss","moe":{"dense_layers":[],"expert_intermediate_size":2880,"first_dense_layers":0,"layer_freq":1,"num_experts":128,"num_shared_experts":0,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":0,"top_k":4},"name":"gpt-oss-120b","naming":"gpt_oss","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["expert '
+                                      'weights dequantized from MXFP4 to 16-bit (as training loads them)","attention '
+                                      'sinks: one logit per head, softmax over keys + sink (eager '
+                                      'attention)","sliding-window attention (128) on 18 of 36 layers (memory and '
+                                      'FLOPs per layer '
+                                      'type)"],"num_heads":64,"num_kv_heads":8,"num_layers":36,"out_bias":true,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":128,"source":"transformers '
+                                      '5.24 GptOssConfig defaults (the 120b configuration: 36 layers, 128 experts); '
+                                      'the 20b config.json for the shared keys; keras-team/keras-hub@71453d08f59e, '
+                                      'keras_hub/src/models/gpt_oss/gpt_oss_presets.py [gpt_oss_120b_en: '
+                                      '116,829,156,672]","tied_embeddings":false,"vocab_size":201088}',
+                                      '{"aliases":["meta-llama/Llama-4-Scout-17B-16E-Instruct","llama4-scout"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Llama4ForConditionalGeneration\\"], \\"model_type\\": \\"llama4\\", '
+                                      '\\"text_config\\": {\\"attention_bias\\": false, \\"attention_chunk_size\\": '
+                                      '8192, \\"attention_dropout\\": 0.0, \\"attn_scale\\": 0.1, '
+                                      '\\"attn_temperature_tuning\\": true, \\"bos_token_id\\": 200000, '
+                                      '\\"eos_token_id\\": [200001, 200007, 200008], \\"floor_scale\\": 8192, '
+                                      '\\"head_dim\\": 128, \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, '
+                                      '\\"initializer_range\\": 0.02, \\"interleave_moe_layer_step\\": 1, '
+                                      '\\"intermediate_size\\": 8192, \\"intermediate_size_mlp\\": 16384, '
+                                      '\\"max_position_embeddings\\": 262144, \\"model_type\\": \\"llama4_text\\", '
+                                      '\\"num_attention_heads\\": 40, \\"num_experts_per_tok\\": 1, '
+                                      '\\"num_hidden_layers\\": 48, \\"num_key_value_heads\\": 8, '
+                                      '\\"num_local_experts\\": 16, \\"output_router_logits\\": false, '
+                                      '\\"pad_token_id\\": 200018, \\"rms_norm_eps\\": 1e-05, \\"rope_scaling\\": '
+                                      '{\\"factor\\": 8.0, \\"high_freq_factor\\": 4.0, \\"low_freq_factor\\": 1.0, '
+                                      '\\"original_max_position_embeddings\\": 8192, \\"rope_type\\": \\"llama3\\"}, '
+                                      '\\"rope_theta\\": 500000.0, \\"router_aux_loss_coef\\": 0.001, '
+                                      '\\"router_jitter_noise\\": 0.0, \\"use_qk_norm\\": true, \\"vocab_size\\": '
+                                      '202048}, \\"tie_word_embeddings\\": '
+                                      'false}","hf_id":"meta-llama/Llama-4-Scout-17B-16E","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":16384,"learned_position_offset":0,"max_position_embeddings":262144,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama4","moe":{"dense_layers":[],"expert_intermediate_size":8192,"first_dense_layers":0,"layer_freq":1,"num_experts":16,"num_shared_experts":1,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":8192,"top_k":1},"name":"llama-4-scout","naming":"llama4","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["RoPE '
+                                      'on 3 of every 4 layers (NoPE with temperature tuning on the rest), '
+                                      'parameter-free L2 q/k norm on the RoPE layers","chunked attention (8192 tokens) '
+                                      'on the RoPE layers (FLOPs count a window of that size)","transformers computes '
+                                      'every routed expert for every token (scores zero the unselected): memory '
+                                      'follows that implementation","text decoder only: the vision encoder and '
+                                      'projector are not '
+                                      'counted"],"num_heads":40,"num_kv_heads":8,"num_layers":48,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 41112263523 (Llama4Config of Llama-4-Scout-17B-16E as loaded); code-index '
+                                      'file 56810493199 (the text config.json of a Scout fine-tune); transformers 5.24 '
+                                      'Llama4TextConfig defaults (Scout)","tied_embeddings":false,"vocab_size":202048}',
+                                      '{"aliases":["meta-llama/Llama-4-Maverick-17B-128E-Instruct","llama4-maverick"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Llama4ForConditionalGeneration\\"], \\"model_type\\": \\"llama4\\", '
+                                      '\\"text_config\\": {\\"attention_bias\\": false, \\"attention_chunk_size\\": '
+                                      '8192, \\"attention_dropout\\": 0.0, \\"attn_scale\\": 0.1, '
+                                      '\\"attn_temperature_tuning\\": true, \\"bos_token_id\\": 200000, '
+                                      '\\"eos_token_id\\": [200001, 200007, 200008], \\"floor_scale\\": 8192, '
+                                      '\\"head_dim\\": 128, \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, '
+                                      '\\"initializer_range\\": 0.02, \\"interleave_moe_layer_step\\": 2, '
+                                      '\\"intermediate_size\\": 8192, \\"intermediate_size_mlp\\": 16384, '
+                                      '\\"max_position_embeddings\\": 1048576, \\"model_type\\": \\"llama4_text\\", '
+                                      '\\"num_attention_heads\\": 40, \\"num_experts_per_tok\\": 1, '
+                                      '\\"num_hidden_layers\\": 48, \\"num_key_value_heads\\": 8, '
+                                      '\\"num_local_experts\\": 128, \\"output_router_logits\\": false, '
+                                      '\\"pad_token_id\\": 200018, \\"rms_norm_eps\\": 1e-05, \\"rope_theta\\": '
+                                      '500000.0, \\"router_aux_loss_coef\\": 0.001, \\"router_jitter_noise\\": 0.0, '
+                                      '\\"use_qk_norm\\": false, \\"vocab_size\\": 202048}, \\"tie_word_embeddings\\": '
+                                      'false}","hf_id":"meta-llama/Llama-4-Maverick-17B-128E","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":16384,"learned_position_offset":0,"max_position_embeddings":1048576,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama4","moe":{"dense_layers":[],"expert_intermediate_size":8192,"first_dense_layers":0,"layer_freq":2,"num_experts":128,"num_shared_experts":1,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":8192,"top_k":1},"name":"llama-4-maverick","naming":"llama4","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["RoPE '
+                                      'on 3 of every 4 layers (NoPE with temperature tuning on the rest), '
+                                      'parameter-free L2 q/k norm on the RoPE layers","chunked attention (8192 tokens) '
+                                      'on the RoPE layers (FLOPs count a window of that size)","transformers computes '
+                                      'every routed expert for every token (scores zero the unselected): memory '
+                                      'follows that implementation","text decoder only: the vision encoder and '
+                                      'projector are not '
+                                      'counted"],"num_heads":40,"num_kv_heads":8,"num_layers":48,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      "file 115210306 (TensorRT-LLM test: Maverick's config with num_hidden_layers cut "
+                                      "from 48 to 2); transformers 5.24 modeling_llama4.py ('the 128E model "
+                                      "interleaves dense / sparse', 'does not use "
+                                      'qk_norm\')","tied_embeddings":false,"vocab_size":202048}',
+                                      '{"aliases":["THUDM/GLM-4.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Glm4MoeForCausalLM\\"], \\"attention_bias\\": true, '
+                                      '\\"attention_dropout\\": 0.0, \\"bos_token_id\\": 151329, \\"eos_token_id\\": '
+                                      '151336, \\"first_k_dense_replace\\": 3, \\"head_dim\\": 128, \\"hidden_act\\": '
+                                      '\\"silu\\", \\"hidden_size\\": 5120, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 12288, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"glm4_moe\\", \\"moe_intermediate_size\\": 1536, '
+                                      '\\"n_group\\": 1, \\"n_routed_experts\\": 160, \\"n_shared_experts\\": 1, '
+                                      '\\"norm_topk_prob\\": true, \\"num_attention_heads\\": 96, '
+                                      '\\"num_experts_per_tok\\": 8, \\"num_hidden_layers\\": 92, '
+                                      '\\"num_key_value_heads\\": 8, \\"num_nextn_predict_layers\\": 1, '
+                                      '\\"pad_token_id\\": 151329, \\"partial_rotary_factor\\": 0.5, '
+                                      '\\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": 1000000.0, '
+                                      '\\"routed_scaling_factor\\": 2.5, \\"tie_word_embeddings\\": false, '
+                                      '\\"topk_group\\": 1, \\"use_cache\\": true, \\"use_qk_norm\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '151552}","hf_id":"zai-org/GLM-4.5","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":12288,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"glm4_moe","moe":{"dense_layers":[],"expert_intermediate_size":1536,"first_dense_layers":3,"layer_freq":1,"num_experts":160,"num_shared_experts":1,"router_bias":true,"shared_expert_gate":false,"shared_intermediate_size":1536,"top_k":8},"name":"glm-4.5","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["rotary '
+                                      'on half of each head","multi-token-prediction (MTP) layer not counted '
+                                      '(transformers does not build '
+                                      'it)"],"num_heads":96,"num_kv_heads":8,"num_layers":92,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":true,"sliding_window":null,"source":"NVIDIA-NeMo/Megatron-Bridge, '
+                                      'tests/unit_tests/models/glm/test_glm45_bridge.py@067f987df03b '
+                                      '[glm45_355b_config, glm45_air_106b_config]; code-index file 4289690615 (GLM-4.5 '
+                                      'with model_type glm4_moe, num_nextn_predict_layers 1); zai-org/GLM-4.5, '
+                                      'README.md@170f20b2c106 (355B / 106B total, 32B / 12B '
+                                      'active)","tied_embeddings":false,"vocab_size":151552}',
+                                      '{"aliases":["THUDM/GLM-4.5-Air"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Glm4MoeForCausalLM\\"], \\"attention_bias\\": true, '
+                                      '\\"attention_dropout\\": 0.0, \\"bos_token_id\\": 151329, \\"eos_token_id\\": '
+                                      '151336, \\"first_k_dense_replace\\": 1, \\"head_dim\\": 128, \\"hidden_act\\": '
+                                      '\\"silu\\", \\"hidden_size\\": 4096, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 10944, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"glm4_moe\\", \\"moe_intermediate_size\\": 1408, '
+                                      '\\"n_group\\": 1, \\"n_routed_experts\\": 128, \\"n_shared_experts\\": 1, '
+                                      '\\"norm_topk_prob\\": true, \\"num_attention_heads\\": 96, '
+                                      '\\"num_experts_per_tok\\": 8, \\"num_hidden_layers\\": 46, '
+                                      '\\"num_key_value_heads\\": 8, \\"num_nextn_predict_layers\\": 1, '
+                                      '\\"pad_token_id\\": 151329, \\"partial_rotary_factor\\": 0.5, '
+                                      '\\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": 1000000.0, '
+                                      '\\"routed_scaling_factor\\": 2.5, \\"tie_word_embeddings\\": false, '
+                                      '\\"topk_group\\": 1, \\"use_cache\\": true, \\"use_qk_norm\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '151552}","hf_id":"zai-org/GLM-4.5-Air","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":10944,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"glm4_moe","moe":{"dense_layers":[],"expert_intermediate_size":1408,"first_dense_layers":1,"layer_freq":1,"num_experts":128,"num_shared_experts":1,"router_bias":true,"shared_expert_gate":false,"shared_intermediate_size":1408,"top_k":8},"name":"glm-4.5-air","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["rotary '
+                                      'on half of each head","multi-token-prediction (MTP) layer not counted '
+                                      '(transformers does not build '
+                                      'it)"],"num_heads":96,"num_kv_heads":8,"num_layers":46,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"NVIDIA-NeMo/Megatron-Bridge, '
+                                      'tests/unit_tests/models/glm/test_glm45_bridge.py@067f987df03b '
+                                      '[glm45_355b_config, glm45_air_106b_config]; code-index file 4289690615 (GLM-4.5 '
+                                      'with model_type glm4_moe, num_nextn_predict_layers 1); zai-org/GLM-4.5, '
+                                      'README.md@170f20b2c106 (355B / 106B total, 32B / 12B '
+                                      'active)","tied_embeddings":false,"vocab_size":151552}',
+                                      '{"aliases":["allenai/OLMo-2-0425-1B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Olmo2ForCausalLM\\"], \\"attention_bias\\": false, \\"eos_token_id\\": '
+                                      '100257, \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 2048, '
+                                      '\\"intermediate_size\\": 8192, \\"model_type\\": \\"olmo2\\", '
+                                      '\\"num_attention_heads\\": 16, \\"num_hidden_layers\\": 16, '
+                                      '\\"num_key_value_heads\\": 16, \\"pad_token_id\\": 100277, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_theta\\": 500000, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '100352}","hf_id":"allenai/OLMo-2-0425-1B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"olmo2","moe":null,"name":"olmo-2-0425-1b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["post-norm '
+                                      'layers; q/k RMSNorm over the full projection '
+                                      'width"],"num_heads":16,"num_kv_heads":16,"num_layers":16,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 58554976702 (\\"the real config.json from allenai/OLMo-2-0425-1B, '
+                                      'verbatim\\")","tied_embeddings":false,"vocab_size":100352}',
+                                      '{"aliases":["ministral-8b-instruct-2410"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MistralForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '1, \\"eos_token_id\\": 2, \\"head_dim\\": 128, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 4096, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 12288, \\"max_position_embeddings\\": 32768, '
+                                      '\\"model_type\\": \\"mistral\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 36, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 100000000.0, \\"sliding_window\\": 32768, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '131072}","hf_id":"mistralai/Ministral-8B-Instruct-2410","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":12288,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mistral","moe":null,"name":"ministral-8b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":36,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":32768,"source":"code-index '
+                                      'file 20337672980 [ministral8b_config: the '
+                                      'config.json]","tied_embeddings":false,"vocab_size":131072}',
+                                      '{"aliases":["magistral-small"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MistralForCausalLM\\"], \\"head_dim\\": 128, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 5120, \\"intermediate_size\\": 32768, '
+                                      '\\"max_position_embeddings\\": 32768, \\"model_type\\": \\"mistral\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 40, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-05, \\"rope_theta\\": '
+                                      '100000000.0, \\"sliding_window\\": null, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '131072}","hf_id":"mistralai/Magistral-Small-2506","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":32768,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":23572403200,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mistral","moe":null,"name":"magistral-small-2506","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"keras-team/keras-hub@71453d08f59e, '
+                                      'keras_hub/src/models/mistral/mistral_presets.py [magistral_small_2506_en: '
+                                      '23,572,403,200]; code-index file 59090948446 (the Mistral-Small 24B config.json '
+                                      'fields Magistral shares); code-index file 65742008784 (Magistral-Small-24B: 40 '
+                                      'layers, 5120, 32 heads, 8 kv, 32768, '
+                                      '131072)","tied_embeddings":false,"vocab_size":131072}',
+                                      '{"aliases":["ByteDance-Seed/Seed-OSS-36B-Base","seed-oss-36b-instruct"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"SeedOssForCausalLM\\"], \\"attention_bias\\": true, '
+                                      '\\"attention_dropout\\": 0.1, \\"attention_out_bias\\": false, '
+                                      '\\"bos_token_id\\": 0, \\"eos_token_id\\": 2, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 27648, \\"max_position_embeddings\\": 524288, '
+                                      '\\"mlp_bias\\": false, \\"model_type\\": \\"seed_oss\\", '
+                                      '\\"num_attention_heads\\": 80, \\"num_hidden_layers\\": 64, '
+                                      '\\"num_key_value_heads\\": 8, \\"pad_token_id\\": 1, \\"residual_dropout\\": '
+                                      '0.1, \\"rms_norm_eps\\": 1e-06, \\"rope_scaling\\": {\\"rope_type\\": '
+                                      '\\"default\\"}, \\"rope_theta\\": 10000000.0, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '155136}","hf_id":"ByteDance-Seed/Seed-OSS-36B-Instruct","hidden_act":"silu","hidden_dropout":0.1,"hidden_size":5120,"intermediate_size":27648,"learned_position_offset":0,"max_position_embeddings":524288,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"seed_oss","moe":null,"name":"seed-oss-36b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":80,"num_kv_heads":8,"num_layers":64,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      "file 54501653118 (a trimmed copy of Seed-OSS-36B-Instruct's config.json); "
+                                      'code-index file 65742008784 [Seed-OSS-36B]; transformers 5.24 SeedOssConfig '
+                                      '(dropout defaults 0.1); ByteDance-Seed/seed-oss, README.md '
+                                      '(36B)","tied_embeddings":false,"vocab_size":155136}',
+                                      '{"aliases":["moonshotai/Kimi-K2-Base","kimi-k2-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":192,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"DeepseekV3ForCausalLM\\"], \\"auto_map\\": {\\"AutoConfig\\": '
+                                      '\\"configuration_deepseek.DeepseekV3Config\\", \\"AutoModel\\": '
+                                      '\\"modeling_deepseek.DeepseekV3Model\\", \\"AutoModelForCausalLM\\": '
+                                      '\\"modeling_deepseek.DeepseekV3ForCausalLM\\"}, \\"aux_loss_alpha\\": 0.001, '
+                                      '\\"bos_token_id\\": 163584, \\"eos_token_id\\": 163585, '
+                                      '\\"first_k_dense_replace\\": 1, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 7168, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 18432, \\"kv_lora_rank\\": 512, '
+                                      '\\"max_position_embeddings\\": 131072, \\"model_type\\": \\"kimi_k2\\", '
+                                      '\\"moe_intermediate_size\\": 2048, \\"moe_layer_freq\\": 1, \\"n_group\\": 1, '
+                                      '\\"n_routed_experts\\": 384, \\"n_shared_experts\\": 1, \\"norm_topk_prob\\": '
+                                      'true, \\"num_attention_heads\\": 64, \\"num_experts_per_tok\\": 8, '
+                                      '\\"num_hidden_layers\\": 61, \\"num_key_value_heads\\": 64, '
+                                      '\\"num_nextn_predict_layers\\": 0, \\"q_lora_rank\\": 1536, '
+                                      '\\"qk_nope_head_dim\\": 128, \\"qk_rope_head_dim\\": 64, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_scaling\\": {\\"beta_fast\\": 1.0, \\"beta_slow\\": 1.0, '
+                                      '\\"factor\\": 32.0, \\"mscale\\": 1.0, \\"mscale_all_dim\\": 1.0, '
+                                      '\\"original_max_position_embeddings\\": 4096, \\"type\\": \\"yarn\\"}, '
+                                      '\\"rope_theta\\": 50000.0, \\"routed_scaling_factor\\": 2.827, '
+                                      '\\"scoring_func\\": \\"sigmoid\\", \\"tie_word_embeddings\\": false, '
+                                      '\\"topk_group\\": 1, \\"topk_method\\": \\"noaux_tc\\", \\"use_cache\\": true, '
+                                      '\\"v_head_dim\\": 128, \\"vocab_size\\": '
+                                      '163840}","hf_id":"moonshotai/Kimi-K2-Instruct","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":7168,"intermediate_size":18432,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":{"kv_lora_rank":512,"q_lora_rank":1536,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128},"mlp_bias":false,"mlp_kind":"gated","model_type":"kimi_k2","moe":{"dense_layers":[],"expert_intermediate_size":2048,"first_dense_layers":1,"layer_freq":1,"num_experts":384,"num_shared_experts":1,"router_bias":true,"shared_expert_gate":false,"shared_intermediate_size":2048,"top_k":8},"name":"kimi-k2","naming":"deepseek","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":64,"num_layers":61,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"MoonshotAI/Kimi-K2, '
+                                      'README.md@c6157be8531e (architecture table: 61 layers, 1 dense, 7168, 2048 per '
+                                      'expert, 64 heads, 384 experts, 8 selected, 1 shared, 160K vocabulary; 1T total, '
+                                      '32B active); ParagEkbote/hf-model-inspector, '
+                                      'model_inspection_report.md@92931b2da4eb (model_type kimi_k2, shapes); '
+                                      'code-index files 4289690615, 55329353243 (the Kimi K2 text config '
+                                      'keys)","tied_embeddings":false,"vocab_size":163840}',
+                                      '{"aliases":["internlm3-8b-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"InternLM3ForCausalLM\\"], \\"bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
+                                      '10240, \\"max_position_embeddings\\": 32768, \\"model_type\\": \\"internlm3\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 48, '
+                                      '\\"num_key_value_heads\\": 2, \\"qkv_bias\\": false, \\"rms_norm_eps\\": 1e-05, '
+                                      '\\"rope_scaling\\": {\\"factor\\": 6.0, \\"rope_type\\": \\"dynamic\\"}, '
+                                      '\\"rope_theta\\": 50000000, \\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '128512}","hf_id":"internlm/internlm3-8b-instruct","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":10240,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"internlm3","moe":null,"name":"internlm3-8b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":2,"num_layers":48,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      "file 55463440875 (realConfigJSON: internlm3-8b-instruct's config.json); "
+                                      'code-index file 61273165626 (rope_scaling, rope_theta, max_position_embeddings '
+                                      'verbatim); InternLM/InternLM, README.md (8 billion '
+                                      'parameters)","tied_embeddings":false,"vocab_size":128512}'],
                              'fingerprint': '9fb34d37-149238'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
