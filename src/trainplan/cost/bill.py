@@ -92,6 +92,22 @@ class CostEstimate:
         return rows
 
 
+def billed_gpu_hours(total_s: float, billable: int) -> float:
+    """GPU-hours paid for `total_s` seconds of `billable` GPUs (one attempt)."""
+    return total_s / SECONDS_PER_HOUR * billable
+
+
+def billed_total(gpu_hours: float, price_per_gpu_hour: float, retry_factor: float) -> float:
+    """The bill: GPU-hours x price x retry factor."""
+    return gpu_hours * price_per_gpu_hour * retry_factor
+
+
+def bill_of(total_s: float, num_gpus: int, pricing: Pricing, retry_factor: float = 1.0) -> float:
+    """estimate_cost(...).total alone (no notes, no record): what the planner ranks by."""
+    return billed_total(billed_gpu_hours(total_s, billable_gpus(num_gpus, pricing.gpus_per_instance)),
+                        pricing.price_per_gpu_hour, retry_factor)
+
+
 def estimate_cost(*, total_s: float, num_gpus: int, pricing: Pricing, retry_factor: float = 1.0,
                   step_s: float | None = None, tokens_per_step: float | None = None, has_total: bool = True,
                   for_reference: bool = False) -> CostEstimate:
@@ -109,7 +125,7 @@ def estimate_cost(*, total_s: float, num_gpus: int, pricing: Pricing, retry_fact
     per_hour = billable * pricing.price_per_gpu_hour
     per_step = None if step_s is None else step_s / SECONDS_PER_HOUR * per_hour
     per_mtok = None if per_step is None or not tokens_per_step else per_step / tokens_per_step * 1e6
-    gpu_hours = total_s / SECONDS_PER_HOUR * billable if has_total else 0.0
+    gpu_hours = billed_gpu_hours(total_s, billable) if has_total else 0.0
     if has_total and retry_factor != 1.0:
         notes.append(f"cost includes the retry factor {retry_factor:g}")
     if not has_total:
@@ -118,7 +134,7 @@ def estimate_cost(*, total_s: float, num_gpus: int, pricing: Pricing, retry_fact
     if for_reference:
         notes.append("does not fit: cost shown for reference")
     return CostEstimate(currency=pricing.currency, price_per_gpu_hour=pricing.price_per_gpu_hour,
-                        total=gpu_hours * pricing.price_per_gpu_hour * retry_factor if has_total else None,
+                        total=billed_total(gpu_hours, pricing.price_per_gpu_hour, retry_factor) if has_total else None,
                         provider=pricing.provider, instance=pricing.instance, pricing=pricing.pricing,
                         as_of=pricing.as_of, billable_gpus=billable, gpu_hours=gpu_hours, retry_factor=retry_factor,
                         source=pricing.source, notes=tuple(notes), kind=pricing.kind_label, origin=pricing.origin,

@@ -79,6 +79,7 @@ class Walk:
     """The step walk without persistent state or layout buffers."""
 
     moments: tuple[Peak, ...]
+    totals: tuple[int, ...]              # each moment's total (Peak.total, summed once)
     groups: tuple[int, ...]              # phase group of each moment
     peaks: tuple[int | None, ...]        # per group: index of its largest moment (first of equals), or None
     per_micro_activations: int           # saved activations at the start of backward (the pipeline stash unit)
@@ -90,13 +91,13 @@ def walk_of(inputs: StepInputs) -> Walk:
     peaks: list[int | None] = [None, None, None]
     best = [0, 0, 0]
     per_micro = 0
-    for i, (m, g) in enumerate(zip(moments, groups)):
-        total = m.total
+    totals = tuple(m.total for m in moments)
+    for i, (m, g, total) in enumerate(zip(moments, groups, totals)):
         if peaks[g] is None or total > best[g]:
             peaks[g], best[g] = i, total
         if m.phase == "backward (loss)":
             per_micro = m.components.get("activations", 0)
-    return Walk(moments=tuple(moments), groups=groups, peaks=tuple(peaks), per_micro_activations=per_micro)
+    return Walk(moments=tuple(moments), totals=totals, groups=groups, peaks=tuple(peaks), per_micro_activations=per_micro)
 
 
 @frozen
@@ -134,7 +135,7 @@ def _peak(walk: Walk, sh: Sharded) -> tuple[int, int]:
     for g, index in enumerate(walk.peaks):
         if index is None:
             continue
-        total = walk.moments[index].total + sh.extras[g] + (sh.temp if g == OPTIMIZER else 0)
+        total = walk.totals[index] + sh.extras[g] + (sh.temp if g == OPTIMIZER else 0)
         if total > best_total:
             best_total, best_index = total, index
     return best_total, best_index
@@ -390,8 +391,8 @@ class MemoryModel:
             reserved = reserved_from_allocated(allocated, reserve)
             device = device_from_reserved(reserved, layout.num_gpus, self.overhead, unified_bytes=sh.unified)
             constant = sh.persistent + stash
-            phases = {m.phase: constant + m.total + sh.extras[g] + (sh.temp if g == OPTIMIZER else 0)
-                      for m, g in zip(walk.moments, walk.groups)
+            phases = {m.phase: constant + total + sh.extras[g] + (sh.temp if g == OPTIMIZER else 0)
+                      for m, total, g in zip(walk.moments, walk.totals, walk.groups)
                       if not m.phase.startswith(("backward (layer", "forward (layer")) or m.phase.endswith("(layer 0)")}
             out.append(StageMemory(stage=stage, state=mine, sharded=sh.state, components=components,
                                    allocated=allocated, reserved=reserved, device=device, unified=sh.unified,

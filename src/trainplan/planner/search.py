@@ -31,7 +31,7 @@ import heapq
 import time as clock
 from typing import Callable
 
-from trainplan.cost.bill import CostEstimate, estimate_cost
+from trainplan.cost.bill import CostEstimate, bill_of, estimate_cost
 from trainplan.enums import Attention, GradCkpt, Method, Optimizer
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen, mutable
@@ -258,9 +258,7 @@ def _exact(p: Problem, r: Rentable, shape: Shape, setup: TrainingSetup) -> tuple
     c = estimate_cost(total_s=t.total_s, num_gpus=shape.num_gpus, pricing=r.pricing, retry_factor=t.retry_factor)
     if t.steps:
         return t, c, c.total, t.total_with_retries_s
-    per_step = estimate_cost(total_s=t.step_s, num_gpus=shape.num_gpus, pricing=r.pricing,
-                             retry_factor=t.retry_factor)
-    return t, c, per_step.total, t.step_s * t.retry_factor
+    return t, c, bill_of(t.step_s, shape.num_gpus, r.pricing, t.retry_factor), t.step_s * t.retry_factor
 
 
 def _time_capable(p: Problem, out: Outcome) -> list[int]:
