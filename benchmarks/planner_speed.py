@@ -78,7 +78,18 @@ def child_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def machine_probe_ms() -> float:
+    """CPU time of a fixed pure-Python loop (3M additions): this VM's speed drifts by 10-20% over
+    minutes, and every figure below drifts with it; printed to put them in context."""
+    start = time.process_time()
+    total = 0
+    for i in range(3_000_000):
+        total += i
+    return (time.process_time() - start) * 1000
+
+
 def main() -> None:
+    probe = machine_probe_ms()
     gpus = len(catalog.load_gpus())
     # the plans first, in a process that has done nothing else (as `trainplan plan` is)
     plan_cpus = []
@@ -122,6 +133,7 @@ def main() -> None:
     print(f"    first plan of the process : {first * 1000:6.1f} ms CPU = {o.candidates / first:10,.0f} candidates/s")
     print(f"    median of the next {PLANS - 1}     : {typical * 1000:6.1f} ms CPU = {o.candidates / typical:10,.0f} "
           "candidates/s (target >= 150,000)")
+    print(f"machine speed probe: {probe:.0f} ms before, {machine_probe_ms():.0f} ms after (a fixed 3M-step loop)")
 
 
 if __name__ == "__main__":

@@ -319,7 +319,10 @@ class MemoryModel:
             whole = self._whole_inputs(v, engine, act_key, layout, split_heads=False) if sp else None
             split = self._split(whole, layout.tp) if whole is not None and layout.tp > 1 else None
             ids = self._layer_ids(split if split is not None else base.layers)
-            content = (layout.tp, layout.cp, layout.ep, sp, tuple(ids[i] for i in stage.layers),
+            layers = stage.layers     # consecutive (pipeline_stages): a slice of the ids
+            mine = ids[layers[0]:layers[-1] + 1] if layers and layers[-1] - layers[0] + 1 == len(layers) \
+                else tuple(ids[i] for i in layers)
+            content = (layout.tp, layout.cp, layout.ep, sp, mine,
                        params.layer_trainable, stage.has_embedding, stage.has_head)
         key = (act_key, engine, v.state.gradients, grad_scale, content)
         hit = self._walks.get(key)
