@@ -241,8 +241,9 @@ def _bound(p: Problem, fam: Family, ri: int, per_micro: dict, flops_cache: dict,
             base /= time_factor(p.calibration, framework=str(setup.framework), gpu=r.gpu.id, method=str(setup.method))
         per_micro[key] = base
     compute = base / (fam.tp * fam.pp) * fam.grad_accum
-    compute += compute * bubble_floor(p.options.pp_schedule, stages=fam.pp, micro_batches=fam.grad_accum,
-                                      virtual_stages=p.options.pp_interleave)
+    if fam.pp > 1:          # no pipeline, no bubble (bubble_floor is 0)
+        compute += compute * bubble_floor(p.options.pp_schedule, stages=fam.pp, micro_batches=fam.grad_accum,
+                                          virtual_stages=p.options.pp_interleave)
     run_s = compute * steps if steps else compute
     retry = p.workload.retry_factor
     cost = run_s / SECONDS_PER_HOUR * r.billable(fam.num_gpus) * r.price_per_gpu_hour * retry
