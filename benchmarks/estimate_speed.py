@@ -2,7 +2,7 @@
 
 1. a one-shot `trainplan estimate --model llama-3.1-70b --method lora --gpu h100 --json` (the
    installed `trainplan` executable) against a bare `python -c pass`: median wall time of each over
-   N runs and the ratio (target: at most 4x);
+   N runs, the two taken in turn, and the ratio (target: at most 4x);
 2. in-process `trainplan.estimate(...)` of the Llama-2-7B full fine-tune on one A100, which does not
    fit and so computes its suggestions too: calls per second (target: at least 500).
 
@@ -30,14 +30,19 @@ def _executable() -> str:
     return str(beside) if beside.exists() else shutil.which("trainplan") or "trainplan"
 
 
-def _median_s(cmd: list[str]) -> float:
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)      # warm the file cache (and the .pyc)
-    times = []
-    for _ in range(RUNS):
-        start = time.perf_counter()
+def _medians_s(*cmds: list[str]) -> list[float]:
+    """Median wall time of each command over RUNS runs, the commands taken in turn (one run of each,
+    then again), so that the machine's drift (this VM's speed moves by 10-20% over minutes) falls on
+    all of them alike and their ratio holds."""
+    for cmd in cmds:             # warm the file cache (and the .pyc)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    times: list[list[float]] = [[] for _ in cmds]
+    for _ in range(RUNS):
+        for cmd, out in zip(cmds, times):
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            out.append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
 
 
 def calls_per_s(seconds: float = 3.0) -> float:
@@ -52,8 +57,7 @@ def calls_per_s(seconds: float = 3.0) -> float:
 
 
 def main() -> None:
-    bare = _median_s([sys.executable, "-c", "pass"])
-    est = _median_s([_executable(), *ARGS])
+    bare, est = _medians_s([sys.executable, "-c", "pass"], [_executable(), *ARGS])
     print(f"runs per command: {RUNS}")
     print(f"python -c pass                      {bare * 1000:7.1f} ms")
     print(f"trainplan {' '.join(ARGS)}  {est * 1000:7.1f} ms  ({est / bare:.2f}x bare; target <= 4x)")
