@@ -1,7 +1,7 @@
 """The one memory composition: per pipeline stage, persistent state + the step walk + the buffers the
 layout adds, each part computed once and reused across layouts, stages and setups.
 
-A GPU's allocated memory at a moment of the step (memory/peak.simulate_step) is
+A GPU's allocated memory at a moment of the step (memory/peak.step_moments) is
 
     persistent state (sharding.shard_state)  +  the walk's moment (activations, gradients, logits,
     temporaries)  +  the layout's buffers alive in that phase (forward / backward / optimizer)
@@ -48,7 +48,7 @@ from trainplan.memory.parallel import (
     is_model_parallel,
     pipeline_stages,
 )
-from trainplan.memory.peak import Peak, StepInputs, simulate_step
+from trainplan.memory.peak import Peak, StepInputs, step_moments
 from trainplan.memory.regime import Regime, resolve_regime
 from trainplan.memory.sharding import (
     FsdpConfig,
@@ -86,7 +86,7 @@ class Walk:
 
 
 def walk_of(inputs: StepInputs) -> Walk:
-    _, moments = simulate_step(inputs)
+    moments = step_moments(inputs)
     groups = tuple(phase_group(m.phase) for m in moments)
     peaks: list[int | None] = [None, None, None]
     best = [0, 0, 0]

@@ -72,10 +72,14 @@ def _recompute(layer: LayerActivations, ckpt: GradCkpt, saved: int) -> int:
 
 
 def _moment(phase: str, base: dict[str, int], **extra: int) -> Peak:
+    """The moment's components: `base` plus `extra`, none of them zero."""
     comps = dict(base)
     for key, value in extra.items():
-        comps[key] = comps.get(key, 0) + value
-    return Peak(phase=phase, components={k: v for k, v in comps.items() if v})
+        if value:
+            comps[key] = comps.get(key, 0) + value
+    if 0 in comps.values():            # a base component cancelled (or given as zero)
+        comps = {k: v for k, v in comps.items() if v}
+    return Peak(phase=phase, components=comps)
 
 
 def _runs(inp: StepInputs) -> list[list]:
@@ -126,6 +130,12 @@ def _runs(inp: StepInputs) -> list[list]:
 def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
     """Return (the peak moment, every moment considered: the forward and the loss, the head, each
     decoder layer's backward (one per end of a run of equal layers), the embedding, the optimizer)."""
+    moments = step_moments(inp)
+    return max(moments, key=lambda m: m.total), moments
+
+
+def step_moments(inp: StepInputs) -> list[Peak]:
+    """Every moment simulate_step considers, in walk order."""
     all_grads = sum(inp.layer_grads) + inp.head_grad + inp.embedding_grad
     grads_fwd = all_grads if inp.grads_persist and not inp.optimizer_in_backward else 0
     runs = _runs(inp)
@@ -179,8 +189,7 @@ def simulate_step(inp: StepInputs) -> tuple[Peak, list[Peak]]:
                                temporaries=inp.embedding_grad_transient))
     if keep_grads:
         moments.append(_moment("optimizer step", base, gradients=all_grads, temporaries=inp.optimizer_temp))
-    peak = max(moments, key=lambda m: m.total)
-    return peak, moments
+    return moments
 
 
 def _layer_backward(moments: list[Peak], base: dict[str, int], i: int, layer: LayerActivations, ckpt: GradCkpt,
