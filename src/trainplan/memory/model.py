@@ -48,7 +48,7 @@ from trainplan.memory.parallel import (
     is_model_parallel,
     pipeline_stages,
 )
-from trainplan.memory.peak import Peak, StepInputs, step_moments
+from trainplan.memory.peak import FORWARD, OPTIMIZER, StepInputs, Walk, walk_of
 from trainplan.memory.regime import Regime, resolve_regime
 from trainplan.memory.sharding import (
     FsdpConfig,
@@ -61,43 +61,7 @@ from trainplan.memory.sharding import (
 from trainplan.memory.state import ModelState, model_state
 
 IN_FLIGHT_KEY = "activations_in_flight"   # other micro-batches' activations stashed by the pipeline
-FORWARD, BACKWARD, OPTIMIZER = 0, 1, 2     # phase groups, in step order
-_GROUP_NAMES = ("forward", "backward", "optimizer")
-
-
-def phase_group(phase: str) -> int:
-    """The group of a walk moment (as sharding.PhaseExtras.at groups them)."""
-    if phase.startswith("forward"):
-        return FORWARD
-    if phase.startswith("optimizer"):
-        return OPTIMIZER
-    return BACKWARD
-
-
-@frozen
-class Walk:
-    """The step walk without persistent state or layout buffers."""
-
-    moments: tuple[Peak, ...]
-    totals: tuple[int, ...]              # each moment's total (Peak.total, summed once)
-    groups: tuple[int, ...]              # phase group of each moment
-    peaks: tuple[int | None, ...]        # per group: index of its largest moment (first of equals), or None
-    per_micro_activations: int           # saved activations at the start of backward (the pipeline stash unit)
-
-
-def walk_of(inputs: StepInputs) -> Walk:
-    moments = step_moments(inputs)
-    groups = tuple(phase_group(m.phase) for m in moments)
-    peaks: list[int | None] = [None, None, None]
-    best = [0, 0, 0]
-    per_micro = 0
-    totals = tuple(m.total for m in moments)
-    for i, (m, g, total) in enumerate(zip(moments, groups, totals)):
-        if peaks[g] is None or total > best[g]:
-            peaks[g], best[g] = i, total
-        if m.phase == "backward (loss)":
-            per_micro = m.components.get("activations", 0)
-    return Walk(moments=tuple(moments), totals=totals, groups=groups, peaks=tuple(peaks), per_micro_activations=per_micro)
+_GROUP_NAMES = ("forward", "backward", "optimizer")   # memory/peak phase groups, in step order
 
 
 @frozen
@@ -193,6 +157,7 @@ class MemoryModel:
         self._splits: dict[tuple, tuple] = {}
         self._ids: dict[int, tuple] = {}
         self._stages: dict[tuple, tuple[Stage, ...]] = {}
+        self._floors: dict[tuple, int] = {}
         self.layer_cache: dict = {}          # memory/build.step_inputs: one inventory per layer kind
         self.walks_computed = 0
 
@@ -341,8 +306,8 @@ class MemoryModel:
             self._walks[key] = hit
         return hit
 
-    def _parts(self, setup: TrainingSetup, layout: Layout):
-        """(variant, [(stage, params, state, sharded, walk)]) for each pipeline stage of `layout`."""
+    def _states(self, setup: TrainingSetup, layout: Layout):
+        """(variant, engine, activation key, [(stage, params, state, sharded)]) for each pipeline stage."""
         check_sharding(layout, self.zero)
         check_layout(setup, layout, self.parallel)
         state_key, act_key = self._keys(setup)
@@ -351,9 +316,14 @@ class MemoryModel:
         out = []
         for stage in self._stage_list(v.setup, layout):
             params, mine = self._gpu_params(v, vkey, layout, stage)
-            sh = self._shard(v, vkey, layout, stage, params, mine)
-            out.append((stage, mine, sh, self._walk(v, engine, act_key, layout, stage, params, sh.state.grad_scale)))
-        return v, out
+            out.append((stage, params, mine, self._shard(v, vkey, layout, stage, params, mine)))
+        return v, engine, act_key, out
+
+    def _parts(self, setup: TrainingSetup, layout: Layout):
+        """(variant, [(stage, state, sharded, walk)]) for each pipeline stage of `layout`."""
+        v, engine, act_key, states = self._states(setup, layout)
+        return v, [(stage, mine, sh, self._walk(v, engine, act_key, layout, stage, params, sh.state.grad_scale))
+                   for stage, params, mine, sh in states]
 
     # -- the answers -----------------------------------------------------------------------------
     def stage_device_bytes(self, setup: TrainingSetup, layout: Layout) -> tuple[int, ...]:
@@ -367,6 +337,23 @@ class MemoryModel:
             reserved = reserved_from_allocated(allocated, reserve)
             out.append(device_from_reserved(reserved, layout.num_gpus, self.overhead, unified_bytes=sh.unified))
         return tuple(out)
+
+    def device_floor(self, setup: TrainingSetup, layout: Layout) -> int:
+        """A lower bound on `device_bytes` without the step walk: the most loaded GPU's persistent
+        state and forward buffers, with no activations, gradients or pipeline stash. Every step has
+        a forward moment and every moment's walk total is >= 0, so `_peak` is at least the forward
+        buffers; reserved and device views grow with allocated. The planner rejects a layout on this
+        bound alone when even it exceeds the GPU (most of a large model's small layouts)."""
+        key = (self._keys(setup)[0], layout, setup.grad_accum > 1)    # what _shard's key holds of the setup
+        hit = self._floors.get(key)
+        if hit is None:
+            v, _, _, states = self._states(setup, layout)
+            reserve = self._reserve[1 if v.setup.impl.empty_cache_per_step else 0]
+            hit = self._floors[key] = max(
+                device_from_reserved(reserved_from_allocated(sh.persistent + sh.extras[FORWARD], reserve),
+                                     layout.num_gpus, self.overhead, unified_bytes=sh.unified)
+                for _, _, _, sh in states)
+        return hit
 
     def device_bytes(self, setup: TrainingSetup, layout: Layout) -> int:
         """The most loaded GPU's device-view peak, for any GPU type."""

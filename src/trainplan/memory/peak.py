@@ -248,3 +248,41 @@ def _attention_moments(inp: StepInputs, runs: list[list], base: dict[str, int], 
                                    autocast_weight_copies=copies))
         below += saved
     return moments
+
+
+FORWARD, BACKWARD, OPTIMIZER = 0, 1, 2     # phase groups, in step order
+
+
+def phase_group(phase: str) -> int:
+    """The group of a walk moment (as sharding.PhaseExtras.at groups them)."""
+    if phase.startswith("forward"):
+        return FORWARD
+    if phase.startswith("optimizer"):
+        return OPTIMIZER
+    return BACKWARD
+
+
+@frozen
+class Walk:
+    """The step walk without persistent state or layout buffers."""
+
+    moments: tuple[Peak, ...]
+    totals: tuple[int, ...]              # each moment's total (Peak.total, summed once)
+    groups: tuple[int, ...]              # phase group of each moment
+    peaks: tuple[int | None, ...]        # per group: index of its largest moment (first of equals), or None
+    per_micro_activations: int           # saved activations at the start of backward (the pipeline stash unit)
+
+
+def walk_of(inputs: StepInputs) -> Walk:
+    moments = step_moments(inputs)
+    groups = tuple(phase_group(m.phase) for m in moments)
+    peaks: list[int | None] = [None, None, None]
+    best = [0, 0, 0]
+    per_micro = 0
+    totals = tuple(m.total for m in moments)
+    for i, (m, g, total) in enumerate(zip(moments, groups, totals)):
+        if peaks[g] is None or total > best[g]:
+            peaks[g], best[g] = i, total
+        if m.phase == "backward (loss)":
+            per_micro = m.components.get("activations", 0)
+    return Walk(moments=tuple(moments), totals=totals, groups=groups, peaks=tuple(peaks), per_micro_activations=per_micro)

@@ -77,11 +77,16 @@ class Found:
     setup: TrainingSetup
     device_bytes: int
     time: TimeEstimate
-    cost: CostEstimate
     cost_value: float     # the bill of the run (of one step without --samples)
     time_s: float         # wall-clock of the run with retries (one step without --samples)
     measured: RecordedRun | None = None   # the ledger's run of this setup: it fits by measurement
     calibrated: bool = False              # device_bytes and time carry the calibration
+
+    @property
+    def cost(self) -> CostEstimate:
+        """The bill with its notes, built for the plans shown (the search ranks by cost_value, its total)."""
+        return estimate_cost(total_s=self.time.total_s, num_gpus=self.shape.num_gpus, pricing=self.rentable.pricing,
+                             retry_factor=self.time.retry_factor)
 
     @property
     def margin_fraction(self) -> float:
@@ -250,16 +255,17 @@ def _bound(p: Problem, fam: Family, ri: int, per_micro: dict, flops_cache: dict,
     return cost, run_s * retry
 
 
-def _exact(p: Problem, r: Rentable, shape: Shape, setup: TrainingSetup) -> tuple[TimeEstimate, CostEstimate, float, float]:
+def _exact(p: Problem, r: Rentable, shape: Shape, setup: TrainingSetup) -> tuple[TimeEstimate, float, float]:
+    """The time, the bill (Found.cost's total: bill_of is estimate_cost's total without the record)
+    and the wall-clock with retries, of the run, or of one step without --samples."""
     layout = shape.layout(r.gpu.id)
     t = estimate_time(setup, layout, r.gpu, p.workload, p.options)
     if p.calibration is not None and p.calibrated_for(r.gpu.id, setup):
         factor = time_factor(p.calibration, framework=str(setup.framework), gpu=r.gpu.id, method=str(setup.method))
         t = scale_time(t, 1.0 / factor)
-    c = estimate_cost(total_s=t.total_s, num_gpus=shape.num_gpus, pricing=r.pricing, retry_factor=t.retry_factor)
     if t.steps:
-        return t, c, c.total, t.total_with_retries_s
-    return t, c, bill_of(t.step_s, shape.num_gpus, r.pricing, t.retry_factor), t.step_s * t.retry_factor
+        return t, bill_of(t.total_s, shape.num_gpus, r.pricing, t.retry_factor), t.total_with_retries_s
+    return t, bill_of(t.step_s, shape.num_gpus, r.pricing, t.retry_factor), t.step_s * t.retry_factor
 
 
 def _time_capable(p: Problem, out: Outcome) -> list[int]:
@@ -301,8 +307,10 @@ def search(p: Problem, *, progress: Progress | None = None, prune: bool = True) 
     front = ParetoFront()
     best_k: list[float] = []          # max-heap (negated) of the k best ranking values of distinct plans
     best_gpu: dict[int, float] = {}   # rentable index -> its best ranking value found
-    least: dict[int, int] = {}        # family index -> least memory of its variants, when none fitted a GPU
+    least: dict[int, int] = {}        # family index -> a lower bound on its variants' memory, when none fitted a GPU
     fits_cache: dict = {}
+    floors: dict = {}                 # (knobs, shape) -> MemoryModel.device_floor
+    variants: dict = {}               # family -> its (knobs, setup) per optimizer
     seen: set = set()
     for n, (key1, key2, ri, fi) in enumerate(groups):
         if progress is not None and n % 512 == 0:
@@ -322,7 +330,8 @@ def search(p: Problem, *, progress: Progress | None = None, prune: bool = True) 
         if not p.per_gpu_memory and least.get(fi, -1) > p.rentables[ri].usable_bytes:
             continue                  # nothing of this family fits a larger GPU already: none fits here
         out.visited += 1
-        smallest = _visit(p, out, ri, p.families[fi], fits_cache, front, best_k, seen, cost_lb, time_lb, best_gpu)
+        smallest = _visit(p, out, ri, p.families[fi], fits_cache, floors, variants, front, best_k, seen, cost_lb,
+                          time_lb, best_gpu)
         if smallest is not None:
             least[fi] = smallest
     if out.bound_violations and prune:
@@ -342,48 +351,64 @@ def same_plan_key(f: Found) -> tuple:
             f.cost_value, f.time_s)
 
 
-def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, front: ParetoFront,
-           best_k: list[float], seen: set, cost_lb: float, time_lb: float, best_gpu: dict[int, float]) -> int | None:
-    """Time the group's variants that fit; the least memory of its variants when none fits (all were
-    computed then), else None."""
+def _variants(p: Problem, fam: Family, variants: dict) -> tuple[tuple[Knobs, TrainingSetup], ...]:
+    """The family's (knobs, setup) for each optimizer, built once per search (`variants` keeps them)."""
+    hit = variants.get(fam)
+    if hit is None:
+        hit = variants[fam] = tuple((k, p.setup_for(k)) for k in (_knobs(p, fam, opt, first=False)
+                                                                  for opt in p.optimizers(fam.method)))
+    return hit
+
+
+def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, floors: dict, variants: dict,
+           front: ParetoFront, best_k: list[float], seen: set, cost_lb: float, time_lb: float,
+           best_gpu: dict[int, float]) -> int | None:
+    """Time the group's variants that fit; when none fits, a lower bound on the least memory of its
+    variants (the exact peak where it was computed, else MemoryModel.device_floor), else None."""
     r = p.rentables[ri]
+    usable = r.usable_bytes
     smallest: int | None = None
     fitted = False
     by_time = p.sort == "time"
-    for opt in p.optimizers(fam.method):
-        knobs = _knobs(p, fam, opt, first=False)
-        setup = p.setup_for(knobs)
+    engines = p.engines(fam)
+    for knobs, setup in _variants(p, fam, variants):
         fitting_stages: set[int] = set()
-        for shape in p.engines(fam):
+        calibrated = p.calibration is not None and p.calibrated_for(r.gpu.id, setup)
+        for shape in engines:
             if shape.offload != "none" and (shape.zero if shape.num_gpus > 1 else 0) in fitting_stages:
                 continue
             key = (knobs, shape)
+            out.memory_checks += 1
             device = fits_cache.get(key)
             if device is None:
-                device = p.memory.device_bytes(setup, shape.layout("any"))
-                fits_cache[key] = device
-            out.memory_checks += 1
-            calibrated = p.calibration is not None and p.calibrated_for(r.gpu.id, setup)
+                if not calibrated:
+                    floor = floors.get(key)
+                    if floor is None:
+                        floor = floors[key] = p.memory.device_floor(setup, shape.layout("any"))
+                    if floor > usable and not p.ran:    # cannot fit: the exact peak is not needed
+                        smallest = floor if smallest is None else min(smallest, floor)
+                        continue
+                device = fits_cache[key] = p.memory.device_bytes(setup, shape.layout("any"))
             if calibrated:
                 device = _calibrated(p, r, knobs, shape, setup)
             measured = None
-            if device > r.usable_bytes and p.ran:
+            if device > usable and p.ran:
                 zero, fsdp, parallel = p.engine_knobs
                 measured = p.ran.get(memory_key(setup, shape.layout(r.gpu.id), zero=zero, fsdp=fsdp,
                                                 parallel=parallel))
-            if device > r.usable_bytes and measured is None:
+            if device > usable and measured is None:
                 smallest = device if smallest is None else min(smallest, device)
                 continue
             fitted = True
             if shape.offload == "none":
                 fitting_stages.add(shape.zero)
-            t, c, cost, time_s = _exact(p, r, shape, setup)
+            t, cost, time_s = _exact(p, r, shape, setup)
             out.timed += 1
             if cost < cost_lb * (1 - 1e-9) or time_s < time_lb * (1 - 1e-9):
                 out.bound_violations += 1
             if (p.budget is not None and cost > p.budget) or (p.deadline_s is not None and time_s > p.deadline_s):
                 continue
-            found = Found(rentable=r, shape=shape, knobs=knobs, setup=setup, device_bytes=device, time=t, cost=c,
+            found = Found(rentable=r, shape=shape, knobs=knobs, setup=setup, device_bytes=device, time=t,
                           cost_value=cost, time_s=time_s, measured=measured, calibrated=calibrated)
             out.found.append(found)
             front.add(cost, time_s)
