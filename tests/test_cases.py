@@ -246,3 +246,14 @@ def test_time_case_accumulation_from_the_global_batch():
     case = with_(MPT_TIME, micro_batch=1, global_batch=256, gpus={"type": "H100 SXM 80GB", "count": 64},
                  parallel={"tp": 4, "pp": 8, "dp": 2})
     assert map_case(case).job.setup.grad_accum == 128
+
+
+def test_megatron_runs_the_micro_batches_its_global_batch_gives():
+    """Megatron takes no accumulation setting: global batch // (micro-batch x data parallel) micro-batches
+    run (megatron/core/num_microbatches_calculator.py). 512 // (4 x 64 / (1 x 4)) = 512 // 64 = 8, not
+    the 2 a table states; other frameworks keep the stated figure."""
+    megatron = with_(MPT_TIME, micro_batch=4, global_batch=512, grad_accum=2, framework="Megatron-LM",
+                     gpus={"type": "H100 SXM 80GB", "count": 64}, parallel={"tp": 1, "pp": 4, "dp": 16})
+    assert map_case(megatron).job.setup.grad_accum == 8
+    hf = with_(megatron, framework="HF Trainer", parallel={"zero_stage": 2, "dp": 16})
+    assert map_case(hf).job.setup.grad_accum == 2

@@ -122,12 +122,20 @@ def fsdp_version(par: dict) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def grad_accum(case: dict) -> int:
-    """The case's accumulation steps; when not given, global batch / (micro-batch x data-parallel GPUs)."""
+def grad_accum(case: dict, framework: Framework | None = None) -> int:
+    """The case's accumulation steps; when not given, global batch / (micro-batch x data-parallel GPUs).
+
+    Megatron takes no accumulation setting: it runs global batch // (micro-batch x data-parallel size)
+    micro-batches per step (megatron/core/num_microbatches_calculator.py,
+    ConstantNumMicroBatchesCalculator.__init__), so for Megatron a stated global batch, micro-batch and
+    data-parallel size decide it, and a grad-accumulation figure that disagrees with them is not what ran."""
+    par = case.get("parallel") or {}
+    global_batch, micro = case.get("global_batch"), int(case.get("micro_batch") or 1)
+    if framework is Framework.MEGATRON and global_batch and case.get("micro_batch") and par.get("dp"):
+        return max(1, int(global_batch) // (micro * int(par["dp"])))
     if case.get("grad_accum"):
         return int(case["grad_accum"])
-    dp = int((case.get("parallel") or {}).get("dp") or (case.get("gpus") or {}).get("count") or 1)
-    global_batch, micro = case.get("global_batch"), int(case.get("micro_batch") or 1)
+    dp = int(par.get("dp") or (case.get("gpus") or {}).get("count") or 1)
     if not global_batch:
         return 1
     return max(1, int(global_batch) // (micro * max(1, dp)))
@@ -207,7 +215,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
     options = JobOptions(model=spec, method=method, precision=precision,
                          optimizer=None if optimizer is None else optimizer.value,
                          quant=quant, double_quant=double_quant, batch_size=int(case["micro_batch"]),
-                         grad_accum=grad_accum(case), seq_len=int(case["seq_len"]),
+                         grad_accum=grad_accum(case, framework), seq_len=int(case["seq_len"]),
                          grad_ckpt=grad_ckpt, attention=attention_of(case.get("attention")),
                          framework=framework.value, load_fp32=load_fp32, gpu=gpu, **layout, **flags)
     return MemoryMapping(options=options, view=view, notes=tuple(notes), gpu_stated=gpu_stated,

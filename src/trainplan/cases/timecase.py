@@ -158,7 +158,7 @@ def map_case(case: dict) -> Mapped:
         workload = Workload(samples=int(measured["tokens_total"] // seq), tokens_per_sample=seq, packing=True)
     setup = TrainingSetup(model=spec, method=method, precision=precision,
                           optimizer=memory_optimizer(case.get("optimizer"))[0] or Optimizer.ADAMW,
-                          batch_size=micro, seq_len=seq, grad_accum=grad_accum(case),
+                          batch_size=micro, seq_len=seq, grad_accum=grad_accum(case, framework),
                           grad_ckpt=GradCkpt(grad_ckpt_of(case.get("grad_ckpt")) or "none"),
                           attention=supported_attention(spec, Attention(attention_of(case.get("attention"))
                                                                     or profile(framework).attention)),

@@ -158,6 +158,7 @@ class MemoryModel:
         self._ids: dict[int, tuple] = {}
         self._stages: dict[tuple, tuple[Stage, ...]] = {}
         self._floors: dict[tuple, int] = {}
+        self._state_parts: dict[tuple, tuple] = {}
         self.layer_cache: dict = {}          # memory/build.step_inputs: one inventory per layer kind
         self.walks_computed = 0
 
@@ -307,7 +308,12 @@ class MemoryModel:
         return hit
 
     def _states(self, setup: TrainingSetup, layout: Layout):
-        """(variant, engine, activation key, [(stage, params, state, sharded)]) for each pipeline stage."""
+        """(variant, engine, activation key, [(stage, params, state, sharded)]) for each pipeline stage;
+        kept per (setup object, layout): the planner asks the floor, then the exact peak, of one pair."""
+        key = (id(setup), layout)
+        hit = self._state_parts.get(key)
+        if hit is not None and hit[0] is setup:
+            return hit[1]
         check_sharding(layout, self.zero)
         check_layout(setup, layout, self.parallel)
         state_key, act_key = self._keys(setup)
@@ -317,7 +323,9 @@ class MemoryModel:
         for stage in self._stage_list(v.setup, layout):
             params, mine = self._gpu_params(v, vkey, layout, stage)
             out.append((stage, params, mine, self._shard(v, vkey, layout, stage, params, mine)))
-        return v, engine, act_key, out
+        result = (v, engine, act_key, out)
+        self._state_parts[key] = (setup, result)
+        return result
 
     def _parts(self, setup: TrainingSetup, layout: Layout):
         """(variant, [(stage, state, sharded, walk)]) for each pipeline stage of `layout`."""
