@@ -308,8 +308,8 @@ def search(p: Problem, *, progress: Progress | None = None, prune: bool = True) 
     best_k: list[float] = []          # max-heap (negated) of the k best ranking values of distinct plans
     best_gpu: dict[int, float] = {}   # rentable index -> its best ranking value found
     least: dict[int, int] = {}        # family index -> a lower bound on its variants' memory, when none fitted a GPU
-    fits_cache: dict = {}
-    floors: dict = {}                 # (knobs, shape) -> MemoryModel.device_floor
+    fits_cache: dict = {}             # (id(knobs), id(shape)) -> (MemoryModel.device_bytes, shape)
+    floors: dict = {}                 # (id(knobs), id(shape)) -> (MemoryModel.device_floor, shape)
     variants: dict = {}               # family -> its (knobs, setup) per optimizer
     seen: set = set()
     for n, (key1, key2, ri, fi) in enumerate(groups):
@@ -377,18 +377,19 @@ def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, flo
         for shape in engines:
             if shape.offload != "none" and (shape.zero if shape.num_gpus > 1 else 0) in fitting_stages:
                 continue
-            key = (knobs, shape)
+            key = (id(knobs), id(shape))      # `variants` keeps the knobs alive, each entry its shape
             out.memory_checks += 1
-            device = fits_cache.get(key)
-            if device is None:
+            hit = fits_cache.get(key)
+            if hit is None:
                 if not calibrated:
-                    floor = floors.get(key)
-                    if floor is None:
-                        floor = floors[key] = p.memory.device_floor(setup, shape.layout("any"))
-                    if floor > usable and not p.ran:    # cannot fit: the exact peak is not needed
-                        smallest = floor if smallest is None else min(smallest, floor)
+                    hit = floors.get(key)
+                    if hit is None:
+                        hit = floors[key] = (p.memory.device_floor(setup, shape.layout("any")), shape)
+                    if hit[0] > usable and not p.ran:    # cannot fit: the exact peak is not needed
+                        smallest = hit[0] if smallest is None else min(smallest, hit[0])
                         continue
-                device = fits_cache[key] = p.memory.device_bytes(setup, shape.layout("any"))
+                hit = fits_cache[key] = (p.memory.device_bytes(setup, shape.layout("any")), shape)
+            device = hit[0]
             if calibrated:
                 device = _calibrated(p, r, knobs, shape, setup)
             measured = None
