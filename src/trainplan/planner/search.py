@@ -263,9 +263,8 @@ def _exact(p: Problem, r: Rentable, shape: Shape, setup: TrainingSetup) -> tuple
     if p.calibration is not None and p.calibrated_for(r.gpu.id, setup):
         factor = time_factor(p.calibration, framework=str(setup.framework), gpu=r.gpu.id, method=str(setup.method))
         t = scale_time(t, 1.0 / factor)
-    if t.steps:
-        return t, bill_of(t.total_s, shape.num_gpus, r.pricing, t.retry_factor), t.total_with_retries_s
-    return t, bill_of(t.step_s, shape.num_gpus, r.pricing, t.retry_factor), t.step_s * t.retry_factor
+    seconds = t.total_s if t.steps else t.step_s
+    return t, bill_of(seconds, shape.num_gpus, r.pricing, t.retry_factor), seconds * t.retry_factor
 
 
 def _time_capable(p: Problem, out: Outcome) -> list[int]:
