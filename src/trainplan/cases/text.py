@@ -251,3 +251,27 @@ def gpu_of(case: dict) -> tuple[GpuSpec, str | None]:
             gpu = min(same, key=lambda g: (g.launch_year or 0, g.id))
             return gpu, f"GPU type not stated; a {gb} GB GPU ({gpu.id}) assumed for its capacity"
     raise Skip(f"GPU {raw!r} not mapped")
+
+
+# Trainers without a profile of their own (they run on a profiled framework: a plain PyTorch loop, HF
+# Trainer) whose code fixes a behaviour the step's time depends on, read from that code: (the
+# trainer's name as a framework text writes it, Implementation fields, where the code says so).
+TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
+    ("universal-llm-trainer", {"padding_mask": True},
+     "ljm565/universal-llm-trainer 9efd14b src/data_collection/qa_dataset.py `_pad`/`__getitem__`: every "
+     "sample is padded to max_length and its attention_mask ends in zeros; src/trainer/trainer.py "
+     "`epoch_train` with --gpu_test replaces only the token ids with random ones; src/models/*.py pass "
+     "the mask to the model: the batches carry a padding mask"),
+)
+
+
+def trainer_facts(case: dict) -> tuple[dict[str, Any], list[str]]:
+    """Implementation fields the case's trainer fixes in its code (TRAINER_FACTS), with notes."""
+    low = text(case.get("framework"))
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    for name, fields, source in TRAINER_FACTS:
+        if re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", low):
+            out.update(fields)
+            notes.append(f"{name}: {source}")
+    return out, notes

@@ -23,6 +23,7 @@ from trainplan.cases.text import (
     memory_optimizer,
     precision_of,
     quant_of,
+    trainer_facts,
 )
 from trainplan.enums import (
     Attention,
@@ -126,6 +127,9 @@ def map_case(case: dict) -> Mapped:
         if "fp8" in prec_text:
             precision = Precision.FP8
             impl = replace(impl, fp8_recipe=recipe_from_text(prec_text, framework))   # None: the framework's
+    facts, fact_notes = trainer_facts(case)
+    if facts:
+        impl = replace(impl, **facts)
     quant = None
     options = TimingOptions(compiled=compiled)
     if method is Method.QLORA:
@@ -147,7 +151,7 @@ def map_case(case: dict) -> Mapped:
     count = (case.get("gpus") or {}).get("count")
     measured = case.get("measured") or {}
     workload = Workload(tokens_per_sample=seq, packing=True)
-    note = ""
+    note = "; ".join(fact_notes)
     if measured.get("gpu_hours") and not (micro and count):
         return _model_card(case, spec, gpu, method, precision, impl, options)
     if not micro or not count:
@@ -187,8 +191,8 @@ def map_case(case: dict) -> Mapped:
         covered = float(measured["step_time_s"]) * float(measured["tokens_per_s_per_gpu"])
         per_rank = micro * seq * setup.grad_accum / (layout.cp * layout.tp * layout.pp)   # per GPU
         if not 0.8 <= covered / per_rank <= 1.25:
-            note = (f"the source's step covers {covered:.0f} tokens per GPU, the optimizer step "
-                    f"{per_rank:.0f}: tokens/s per GPU compared instead of the step time")
+            note = "; ".join([*fact_notes, f"the source's step covers {covered:.0f} tokens per GPU, the optimizer "
+                              f"step {per_rank:.0f}: tokens/s per GPU compared instead of the step time"])
             return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options,
                           metric="tokens_per_s_per_gpu", measured=measured["tokens_per_s_per_gpu"], note=note)
     if measured.get("step_time_s"):

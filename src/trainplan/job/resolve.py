@@ -354,6 +354,21 @@ def suggestable_gpus(gpus: tuple[GpuSpec, ...], precision: Precision,
 FROM_FILE: Any = type("FROM_FILE", (), {"__repr__": lambda self: "FROM_FILE"})()
 
 
+# frameworks that run the model's own transformers attention with the batch's attention mask
+_TRANSFORMERS_MASK = frozenset({Framework.HF, Framework.TRL, Framework.LLAMAFACTORY, Framework.SWIFT,
+                                Framework.AXOLOTL, Framework.PYTORCH, Framework.DEEPSPEED})
+
+
+def padding_in_mask(setup: TrainingSetup, workload: Workload, timing: TimingOptions) -> bool:
+    """Whether the micro-batches carry padding in their attention mask: unpacked samples of the
+    lengths given (--lengths-file), more than one per micro-batch, padded to the longest (not
+    padding-free), under a framework that hands the mask to transformers (trainplan.timing.attention
+    says what SDPA then runs)."""
+    return (setup.framework in _TRANSFORMERS_MASK and not workload.packing and not setup.impl.padding_free
+            and setup.micro_sequences > 1 and bool(timing.sample_lengths)
+            and len(set(timing.sample_lengths)) > 1)
+
+
 def resolve_job(req: JobOptions, *, today: date | None = None, calibration: Any = FROM_FILE,
                 priced: bool = True, layout_given: bool = True, validated: bool = False) -> Job:
     """The Job of `req`. `today` dates the price catalog's offers (default: the local date);
@@ -386,6 +401,8 @@ def resolve_job(req: JobOptions, *, today: date | None = None, calibration: Any 
         calibration = load_active() if req.calibration else None
         recorded = recorded_runs() if req.calibration else None
     gpus, gpus_note = suggestable_gpus(tuple(catalog.load_gpus().values()), setup.precision, book)
+    if padding_in_mask(setup, workload, timing):
+        setup = replace(setup, impl=replace(setup.impl, padding_mask=True))
     fsdp, zero = build_fsdp(req, setup.framework), build_zero(req, spec)
     timing = replace(timing, fsdp=fsdp, zero=zero)   # the FSDP and ZeRO knobs the time model follows
     job = Job(setup=setup, layout=layout, gpu=gpu, workload=workload, parallel=parallel, timing=timing,

@@ -60,6 +60,7 @@ class Implementation:
     fused_qkv: bool = False               # one q/k/v projection (litgpt): v keeps it alive; LoRA zero-pads
     output_fp32: bool = False             # logits returned in fp32 and held through backward (Fabric bf16-true)
     padding_free: bool = False
+    padding_mask: bool = False            # the model gets an attention mask with padding zeros (timing.attention)
     empty_cache_per_step: bool = False    # reserve falls back to allocated between steps
     loss_chunks: int = 8                  # chunks for Loss.CHUNKED (0: one per 128 tokens, litgpt)
     loss_upcast: bool = True              # cross-entropy on fp32 logits (HF, torchtune) or 16-bit (litgpt)

@@ -14,6 +14,16 @@ from the frameworks:
   (cuDNN) is chosen over FlashAttention on compute capability >= 9.0 ("Disabling FlashAttention to
   give FusedAttention preference on Hopper+", transformer_engine/pytorch/attention/
   dot_product_attention/utils.py `get_attention_backend`); FlashAttention-2 below that.
+* A padding mask under SDPA: transformers passes SDPA no mask (`is_causal=True`) only when the 2D
+  attention mask has no zero (modeling_attn_mask_utils.py `AttentionMaskConverter._ignore_causal_mask_sdpa`
+  in 4.x, masking_utils.py `_ignore_causal_mask_sdpa` from 4.53: "allowing to dispatch to the flash
+  attention kernel (that can otherwise not be used if a custom `attn_mask` is passed)"). With padding in
+  the mask it builds the 4D causal-and-padding mask and calls SDPA with `attn_mask` and
+  `is_causal=False` (integrations/sdpa_attention.py); the flash backend takes no `attn_mask`
+  (sdp_utils.cpp `check_for_attn_mask` in the flash constraints), so the memory-efficient kernel runs,
+  over every (query, key) block: the full s x s FLOPs (trainplan.timing.flops.kernel_convention).
+  `padded_sdpa` is that rule; frameworks that do not run transformers' attention (Megatron/TE) are not
+  affected.
 * Hugging Face `flash_attention_2` is the flash-attn 2 package on every GPU; FlashAttention-3
   (flash_attn_interface) runs on Hopper only, FlashAttention-4 (flash_attn/cute) on sm100.
 * llm-foundry MPT (ALiBi) runs attn_impl='triton' by default in its benchmark sweep
@@ -81,7 +91,7 @@ def _row(seq: tuple[int, ...], fwd: tuple[float, ...], bwd: tuple[float, ...], p
 
 
 # (kernel, generation, head_dim) -> published row. Kernels without a row on a generation (FA2 and the
-# Triton ALiBi kernel on Ampere, anything on Ada/Volta/Turing/AMD/Gaudi, SDPA memory-efficient) take
+# Triton ALiBi kernel on Ampere, anything on Ada/Volta/Turing/AMD/Gaudi, SDPA memory-efficient off Ampere) take
 # the fitted ridge interpolation (timing.efficiency.attention_efficiency: 0.49 A100, 0.17 H100).
 ATTENTION_TFLOPS: dict[tuple[AttentionKernel, str, int], KernelRow] = {
     # --- Hopper (FA3 paper; fwd causal = Fig. 5 d-f, fwd non-causal = Fig. 5 a-c, bwd non-causal = Fig. 6)
@@ -129,6 +139,19 @@ ATTENTION_TFLOPS: dict[tuple[AttentionKernel, str, int], KernelRow] = {
         _SEQ, (308.40, 359.30, 380.99, 306.94, 343.07, 379.44), (243.05, 280.64, 301.61, 314.71, 329.09, 333.95),
         _B200_PEAK, "Dao-AILab/flash-attention issue #1589 (B200, flash_attn 2.7.4.post1, non-causal hd64; "
         "used for causal and every head dim)", bwd_causal=True),
+    # --- SDPA memory-efficient (xformers' CUTLASS kernels, which PyTorch ships since its copy at
+    # xformers 1d635e19, pytorch PR #101847) on A100, non-causal, no bias, 16-bit, hd128. It runs
+    # non-causal under transformers' padding mask, where trainplan counts the full s x s FLOPs
+    # (flops.kernel_convention), so no causal scaling; used as is where it runs causal (fp32, head dim
+    # > 256: an optimistic reading there). Forward: facebookresearch/xformers issue #712 "fMHA FW -
+    # A100", nv1106 column: b16 1-4096-8-128 708.0 us, b16 2-8192-8-128 5086.0 us. Backward:
+    # NVIDIA/cutlass PR #992 "Update fMHA kernels" (the same kernel, `attention backward`, v3 column,
+    # the author's A100): f16 2-4096-8-128 4016.8 us, f16 2-8192-8-128 15580.3 us. TFLOP/s = 4 B H S^2 D
+    # (x 2.5 backward) / time. No H100 figure is published: Hopper keeps the fitted interpolation.
+    (AttentionKernel.MEM_EFFICIENT, "ampere", 128): _row(
+        (4096, 8192), (97.0, 108.1), (85.5, 88.2), 312e12,
+        "xformers issue #712 (A100 fMHA forward) and NVIDIA/cutlass PR #992 (fMHA backward), non-causal hd128",
+        bwd_causal=True),
 }
 # Blackwell cuDNN: FA4 is "up to 1.3x over cuDNN 9.13" on B200 bf16 (Zadouri, Shah, Dao et al. 2026,
 # FlashAttention-4, as summarised by ai-primer.com "FlashAttention-4 benchmarks 1613 TFLOPs/s on B200"):
@@ -203,14 +226,21 @@ _DATACENTER = ("hopper", "blackwell")   # sm90 / sm100; GeForce Blackwell (sm120
 _TE_FRAMEWORKS = frozenset({Framework.MEGATRON})
 
 
+def padded_sdpa(framework: Framework, attention: Attention, padding_mask: bool) -> bool:
+    """SDPA called with transformers' 4D padding-and-causal mask (module docstring): the
+    memory-efficient kernel over the whole s x s."""
+    return padding_mask and attention is Attention.SDPA and framework not in _TE_FRAMEWORKS
+
+
 def attention_kernel(framework: Framework, attention: Attention, generation: str, dtype: str, head_dim: int,
                      *, position: Position = Position.ROPE, consumer: bool = False,
-                     sdpa_cudnn_first: bool = False, flash_version: int = 2) -> AttentionKernel:
+                     sdpa_cudnn_first: bool = False, flash_version: int = 2,
+                     padding_mask: bool = False) -> AttentionKernel:
     """The kernel that runs for the user's `attention` choice (module docstring has the sources).
 
     generation: the catalog's GpuSpec.generation; consumer: a GeForce card (sm120 Blackwell, sm89 Ada
     get neither FA3/FA4 nor TE's Hopper+ preference). dtype: the attention's compute dtype ('fp32'
-    disables every flash kernel)."""
+    disables every flash kernel); padding_mask: the model gets a mask with padding (padded_sdpa)."""
     if attention is Attention.EAGER:
         return AttentionKernel.EAGER
     gen = generation if not consumer else "consumer-" + generation
@@ -220,6 +250,8 @@ def attention_kernel(framework: Framework, attention: Attention, generation: str
         return AttentionKernel.MEM_EFFICIENT
     if framework in _TE_FRAMEWORKS:
         return AttentionKernel.CUDNN if gen in _DATACENTER else AttentionKernel.FA2
+    if padded_sdpa(framework, attention, padding_mask):
+        return AttentionKernel.MEM_EFFICIENT
     if position is Position.ALIBI and framework is Framework.FSDP:
         return AttentionKernel.TRITON_BIAS
     if attention is Attention.SDPA:

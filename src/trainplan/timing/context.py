@@ -18,6 +18,7 @@ from trainplan.memory.sharding import ZeroConfig
 from trainplan.model.architecture import moe_layer_count
 from trainplan.specs import GpuSpec
 from trainplan.timing import parts
+from trainplan.timing.attention import padded_sdpa
 from trainplan.timing.comm import Fabric, fabric, is_consumer, pcie_link
 from trainplan.timing.efficiency import Efficiency
 from trainplan.timing.flops import flops_per_token
@@ -55,6 +56,9 @@ class SetupFacts:
             shape = replace(shape, samples_per_sequence=shape.samples_per_sequence / setup.sequences_per_sample)
             notes.append(f"preference pairs: {setup.sequences_per_sample} sequences (chosen, rejected) per sample")
         notes.append(shape.note)
+        if padded_sdpa(setup.framework, setup.attention, setup.impl.padding_mask):
+            notes.append("padding in the attention mask: transformers gives SDPA its 4D mask, so the memory-efficient "
+                         "kernel runs over every s x s block (no causal skipping, no FlashAttention)")
         if setup.reference_forward:
             notes.append("a reference forward (no grad) per micro-batch" + (
                 ": a frozen copy of the model" if setup.reference_model else ": the model with its adapters disabled"))

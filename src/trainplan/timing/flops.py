@@ -48,6 +48,7 @@ from trainplan.job.training import TrainingSetup
 from trainplan.model.architecture import Group, LayerSpec, LinearSpec, structure
 from trainplan.model.params import first_trained_layer, lora_key, lora_target_keys, trained_layers
 from trainplan.specs import ModelSpec
+from trainplan.timing.attention import padded_sdpa
 
 
 @simple_enum(StrEnum)
@@ -56,10 +57,12 @@ class AttnConvention:
     CAUSAL = "causal"  # mean (s + 1) / 2 keys per query (what flash/SDPA kernels compute)
 
 
-def kernel_convention(attention: Attention) -> AttnConvention:
+def kernel_convention(attention: Attention, padded_sdpa: bool = False) -> AttnConvention:
     """Flash and SDPA (flash / memory-efficient backends with is_causal) skip masked blocks; eager
-    attention materialises the full s x s scores and masks them afterwards."""
-    return AttnConvention.FULL if attention is Attention.EAGER else AttnConvention.CAUSAL
+    attention materialises the full s x s scores and masks them afterwards, and so does SDPA given
+    transformers' 4D padding mask (`padded_sdpa`, trainplan.timing.attention.padded_sdpa): the
+    memory-efficient kernel with an additive mask visits every block."""
+    return AttnConvention.FULL if attention is Attention.EAGER or padded_sdpa else AttnConvention.CAUSAL
 
 
 def attention_context(seq_len: int, convention: AttnConvention, window: int | None = None) -> float:
@@ -218,7 +221,8 @@ def _flops_per_token(setup: TrainingSetup, seq_len: int | None, attention_conven
                      mfu_convention: AttnConvention) -> FlopsPerToken:
     spec = setup.model
     s = seq_len or setup.seq_len
-    conv = attention_convention or kernel_convention(setup.attention)
+    conv = attention_convention or kernel_convention(
+        setup.attention, padded_sdpa(setup.framework, setup.attention, setup.impl.padding_mask))
     st = structure(spec)
     lora_names = lora_target_names(setup)
     rank = setup.lora.rank if setup.lora else 0

@@ -37,19 +37,20 @@ def efficiency_inputs(setup: TrainingSetup) -> tuple:
     have the same efficiency at the same tokens per micro-batch and sequence length (a cache key)."""
     model = setup.model
     return (setup.framework, setup.impl.liger_kernels, setup.precision, setup.attention, model.hidden_size,
-            model.head_dim, model.position)
+            model.head_dim, model.position, setup.impl.padding_mask)
 
 
 @by_identity(2)
 def _step_efficiency(gpu: GpuSpec, options: TimingOptions, framework: Framework, liger: bool,
                      precision: Precision, attention: Attention, hidden_size: int, head_dim: int,
-                     position: Position, tokens_per_micro_batch: float, seq_len: int) -> Efficiency:
+                     position: Position, padding_mask: bool, tokens_per_micro_batch: float,
+                     seq_len: int) -> Efficiency:
     # the setup's fields it reads are arguments, so the cache key is what the result depends on: the
     # planner asks for it per layout, and layouts of one micro-batch on one GPU share it
     stack = kernel_stack(framework, compiled=options.compiled, liger=liger)
     dtype = "fp8" if precision is Precision.FP8 else precision.compute_dtype
     kernel = attention_kernel(framework, attention, gpu.generation, "fp32" if precision is Precision.FP32 else "bf16",
-                              head_dim, position=position, consumer=is_consumer(gpu))
+                              head_dim, position=position, consumer=is_consumer(gpu), padding_mask=padding_mask)
     return matmul_efficiency(gpu, dtype, hidden_size=hidden_size, tokens_per_micro_batch=tokens_per_micro_batch,
                              stack=stack, m=options.model, override=options.efficiency, attention_kernel=kernel,
                              seq_len=seq_len, head_dim=head_dim)

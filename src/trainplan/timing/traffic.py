@@ -133,15 +133,43 @@ def adapter_bytes_per_token(setup: TrainingSetup) -> float:
     return total * passes
 
 
+# transformers' eager attention (models/llama/modeling_llama.py `eager_attention_forward`, the same in
+# 4.49 and 5.x; models/gemma2/modeling_gemma2.py adds the logit softcap), per score element of the
+# heads x s x s tensor, in elements of the query's dtype (e bytes) and of fp32 (4 bytes). Eager always
+# gets a 4D mask (the causal mask, padding merged in), so the mask add always runs. dropout(p=0.0)
+# returns its input (aten/src/ATen/native/Dropout.cpp: p == 0 is no-op outside the fused kernel).
+# Forward: QK^T writes S (e); `* scaling` reads and writes (2e); `+ attention_mask` reads S and the
+# mask, writes (3e); softmax(dtype=float32) reads e, writes 4; `.to(query.dtype)` reads 4, writes e;
+# P @ V reads P (e): 9e + 8. Softcap (`/ softcap`, tanh, `* softcap`): three read-write passes (6e).
+EAGER_FWD = (9.0, 8.0)          # (elements of e, fp32 bytes) per score, forward
+# Backward (autograd of the same ops): P @ V writes dP (e) and reads the saved P for dV (e); the cast
+# back reads dP and writes fp32 (e + 4); softmax backward reads its grad and its saved fp32 output
+# and writes the 16-bit input grad (8 + e); `* scaling` reads and writes (2e); QK^T's backward reads
+# dS for dQ and for dK (2e): 8e + 12. Softcap: `* softcap` (2e), tanh's grad reads grad and the saved
+# output and writes (3e), `/ softcap` (2e): 7e.
+EAGER_BWD = (8.0, 12.0)
+SOFTCAP_FWD, SOFTCAP_BWD = 6.0, 7.0
+
+
+def eager_score_bytes(setup: TrainingSetup) -> tuple[float, float]:
+    """(forward, backward) bytes moved per attention score by transformers' eager attention."""
+    e = float(setup.precision.compute_bytes)
+    soft = 1.0 if setup.model.attn_logit_softcapping else 0.0
+    return (EAGER_FWD[0] * e + EAGER_FWD[1] + soft * SOFTCAP_FWD * e,
+            EAGER_BWD[0] * e + EAGER_BWD[1] + soft * SOFTCAP_BWD * e)
+
+
 def eager_attention_bytes_per_token(setup: TrainingSetup, seq_len: int) -> float:
-    """Eager attention materialises heads x s scores per token and layer: ~16 B per score forward
-    (bf16 write, fp32 softmax read/write, bf16 cast, read by AV), twice that backward, once more
-    with full recomputation. Flash/SDPA kernels keep scores on chip: 0."""
+    """Eager attention materialises heads x s scores per token and layer and runs each of the ops
+    above over them (eager_score_bytes): the forward in every layer, the backward and (under full
+    recomputation) the forward again in layers with a backward. Flash/SDPA kernels keep scores on
+    chip: 0."""
     spec = setup.model
     layers = spec.num_layers - first_backward_layer(setup)
-    per_layer_fwd = 16.0 * spec.num_heads * seq_len
-    recompute = 1.0 if setup.grad_ckpt is GradCkpt.FULL else 0.0
-    return per_layer_fwd * (spec.num_layers + layers * (2.0 + recompute))
+    scores = spec.num_heads * seq_len
+    fwd, bwd = eager_score_bytes(setup)
+    recompute = fwd if setup.grad_ckpt is GradCkpt.FULL else 0.0
+    return scores * (fwd * spec.num_layers + (bwd + recompute) * layers)
 
 
 def checkpoint_bytes(setup: TrainingSetup, total_params: int, trainable: int) -> float:

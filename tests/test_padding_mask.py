@@ -1,0 +1,132 @@
+"""Attention under a padding mask and transformers' eager attention traffic (trainplan.timing.attention,
+timing.flops, timing.traffic), with the arithmetic written out from the cited code and benchmarks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trainplan.cases.text import trainer_facts
+from trainplan.cases.timecase import map_case
+from trainplan.catalog import resolve_model
+from trainplan.enums import Attention, Framework, GradCkpt, Precision
+from trainplan.frozen import replace
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import resolve_job
+from trainplan.job.training import Implementation, TrainingSetup
+from trainplan.timing.attention import AttentionKernel as K
+from trainplan.timing.attention import attention_kernel, kernel_efficiency, padded_sdpa
+from trainplan.timing.flops import flops_per_token
+from trainplan.timing.traffic import eager_attention_bytes_per_token, eager_score_bytes
+
+DEV2 = Path(__file__).parent / "data" / "published_dev2.json"
+A100_PEAK_T = 312.0
+
+
+@pytest.mark.parametrize("framework, attention, generation, expected", [
+    # transformers hands SDPA its 4D mask when the 2D mask has a zero: no flash backend takes attn_mask
+    (Framework.HF, Attention.SDPA, "hopper", K.MEM_EFFICIENT),
+    (Framework.PYTORCH, Attention.SDPA, "ampere", K.MEM_EFFICIENT),
+    # flash_attention_2 unpads the batch (varlen): the mask changes nothing
+    (Framework.HF, Attention.FLASH, "ampere", K.FA2),
+    # Megatron runs Transformer Engine's attention, not transformers': cuDNN on Hopper
+    (Framework.MEGATRON, Attention.SDPA, "hopper", K.CUDNN),
+])
+def test_padding_mask_kernel(framework, attention, generation, expected):
+    assert attention_kernel(framework, attention, generation, "bf16", 128, padding_mask=True) is expected
+
+
+def test_without_a_mask_sdpa_runs_flash():
+    assert attention_kernel(Framework.HF, Attention.SDPA, "ampere", "bf16", 128) is K.FA2
+    assert not padded_sdpa(Framework.HF, Attention.SDPA, False)
+
+
+def test_padded_sdpa_counts_every_block():
+    # causal kernels visit (s + 1) / 2 keys per query, the masked memory-efficient kernel all s:
+    # attention forward per token doubles by 2 s / (s + 1) = 16384 / 8193 at s = 8192
+    spec = resolve_model("llama-3.1-8b")
+    base = TrainingSetup(model=spec, seq_len=8192, attention=Attention.SDPA, precision=Precision.BF16_PURE)
+    masked = replace(base, impl=Implementation(padding_mask=True))
+    causal, full = flops_per_token(base), flops_per_token(masked)
+    assert full.attention_fwd / causal.attention_fwd == pytest.approx(16384 / 8193, rel=1e-9)
+    assert full.linear_fwd == causal.linear_fwd
+
+
+def test_a100_memory_efficient_rows_are_the_published_times():
+    # xformers #712 (A100 forward): b16 2-8192-8-128 in 5086.0 us: 4 x 2 x 8 x 8192^2 x 128 = 5.4976e11
+    # FLOP -> 108.1 TFLOP/s; cutlass PR #992 backward f16 2-8192-8-128 15580.3 us: 2.5 x 5.4976e11 /
+    # 15.5803 ms = 88.2 TFLOP/s, used as 0.8 x 88.2 against trainplan's 2-forward backward
+    flops = 4 * 2 * 8 * 8192 ** 2 * 128
+    assert flops / 5086.0e-6 / 1e12 == pytest.approx(108.1, abs=0.05)
+    assert 2.5 * flops / 15580.3e-6 / 1e12 == pytest.approx(88.2, abs=0.05)
+    e = kernel_efficiency(K.MEM_EFFICIENT, "ampere", 128, 8192)
+    assert e.fwd == pytest.approx(108.1 / A100_PEAK_T, abs=1e-6)           # 0.34647
+    assert e.bwd == pytest.approx(88.2 * 0.8 / A100_PEAK_T, abs=1e-6)      # 0.22615
+    assert kernel_efficiency(K.MEM_EFFICIENT, "hopper", 128, 8192) is None  # nothing published: fitted
+
+
+def test_eager_score_bytes_follow_transformers_eager_attention():
+    # bf16 (e = 2): forward 9e + 8 = 26, backward 8e + 12 = 28; Gemma-2's softcap adds 6e and 7e
+    llama = TrainingSetup(model=resolve_model("llama-3.1-8b"), attention=Attention.EAGER)
+    assert eager_score_bytes(llama) == (26.0, 28.0)
+    gemma2 = TrainingSetup(model=resolve_model("gemma-2-9b"), attention=Attention.EAGER)
+    assert gemma2.model.attn_logit_softcapping
+    assert eager_score_bytes(gemma2) == (38.0, 42.0)
+    fp32 = replace(llama, precision=Precision.FP32)          # e = 4: 9 x 4 + 8, 8 x 4 + 12
+    assert eager_score_bytes(fp32) == (44.0, 44.0)
+
+
+def test_eager_bytes_per_token_by_hand():
+    # llama-3.1-8b: 32 heads, 32 layers, full fine-tune (every layer has a backward), s = 1024,
+    # full recomputation: heads x s x (26 x 32 + (28 + 26) x 32) = 32 x 1024 x 2560 = 83,886,080
+    setup = TrainingSetup(model=resolve_model("llama-3.1-8b"), attention=Attention.EAGER, seq_len=1024,
+                          grad_ckpt=GradCkpt.FULL)
+    assert eager_attention_bytes_per_token(setup, 1024) == 83_886_080.0
+    # without recomputation: 32 x 1024 x (26 x 32 + 28 x 32) = 56,623,104
+    plain = replace(setup, grad_ckpt=GradCkpt.NONE)
+    assert eager_attention_bytes_per_token(plain, 1024) == 56_623_104.0
+
+
+def test_trainer_facts_are_read_from_the_trainer_name():
+    facts, notes = trainer_facts({"framework": "universal-llm-trainer (custom PyTorch trainer), torch 2.5.1"})
+    assert facts == {"padding_mask": True} and "qa_dataset.py" in notes[0]
+    assert trainer_facts({"framework": "HF Trainer + PEFT"}) == ({}, [])
+
+
+def test_the_trainer_that_pads_every_sample_maps_to_a_padding_mask():
+    case = next(c for c in json.loads(DEV2.read_text())
+                if c["kind"] == "time" and c["source"]["repo"] == "ljm565/universal-llm-trainer"
+                and c["method"] == "full")
+    m = map_case(case)
+    assert m.setup.impl.padding_mask and m.setup.attention is Attention.SDPA
+    assert "qa_dataset.py" in m.note
+
+
+def _job(tmp_path, lengths: str, **kw):
+    path = tmp_path / "lengths.txt"
+    path.write_text(lengths)
+    given = {"batch_size": 4, **kw}
+    return resolve_job(JobOptions(model="llama-3.1-8b", method="lora", gpu="a100-80gb", seq_len=2048,
+                                  attention="sdpa", samples=100, lengths_file=str(path), **given),
+                       calibration=None, priced=False)
+
+
+def test_unpacked_batches_of_mixed_lengths_carry_a_padding_mask(tmp_path):
+    assert _job(tmp_path, "300\n1200\n2000\n700\n").setup.impl.padding_mask
+    assert not _job(tmp_path, "300\n1200\n2000\n700\n", packing=True).setup.impl.padding_mask
+    assert not _job(tmp_path, "300\n1200\n2000\n700\n", batch_size=1).setup.impl.padding_mask
+    assert not _job(tmp_path, "1000\n1000\n").setup.impl.padding_mask      # equal lengths: no padding
+
+
+def test_the_padding_mask_slows_the_step_and_says_so(tmp_path):
+    from trainplan.timing.estimate import estimate_time
+
+    job = _job(tmp_path, "300\n1200\n2000\n700\n")
+    masked = estimate_time(job.setup, job.layout, job.gpu, job.workload, job.timing)
+    plain_setup = replace(job.setup, impl=replace(job.setup.impl, padding_mask=False))
+    plain = estimate_time(plain_setup, job.layout, job.gpu, job.workload, job.timing)
+    assert masked.step_s > plain.step_s
+    assert masked.step.efficiency.attention_kernel == K.MEM_EFFICIENT.value
+    assert any("memory-efficient kernel runs over every s x s block" in n for n in masked.assumptions)
