@@ -130,3 +130,14 @@ def test_the_padding_mask_slows_the_step_and_says_so(tmp_path):
     assert masked.step_s > plain.step_s
     assert masked.step.efficiency.attention_kernel == K.MEM_EFFICIENT.value
     assert any("memory-efficient kernel runs over every s x s block" in n for n in masked.assumptions)
+
+
+def test_the_padding_mask_note_reads_in_chinese(tmp_path):
+    from trainplan.i18n import translate
+    from trainplan.timing.estimate import estimate_time
+
+    job = _job(tmp_path, "300\n1200\n2000\n700\n")
+    est = estimate_time(job.setup, job.layout, job.gpu, job.workload, job.timing)
+    note = next(n for n in est.assumptions if n.startswith("padding in the attention mask"))
+    assert translate(note, lang="zh") == ("注意力掩码中有填充：transformers 把 4D 掩码交给 SDPA，于是运行 memory-efficient "
+                                          "内核，计算全部 s x s 块（不跳过因果遮蔽的一半，也不用 FlashAttention）")
