@@ -141,3 +141,28 @@ def test_the_padding_mask_note_reads_in_chinese(tmp_path):
     note = next(n for n in est.assumptions if n.startswith("padding in the attention mask"))
     assert translate(note, lang="zh") == ("注意力掩码中有填充：transformers 把 4D 掩码交给 SDPA，于是运行 memory-efficient "
                                           "内核，计算全部 s x s 块（不跳过因果遮蔽的一半，也不用 FlashAttention）")
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(model=st.sampled_from(["qwen2.5-0.5b", "llama-3.1-8b", "phi-3-mini-4k", "gemma-7b"]),
+       method=st.sampled_from(["full", "lora"]), gpu=st.sampled_from(["a100-80gb", "h100", "l40s"]),
+       seq=st.sampled_from([512, 2048, 8192]), batch=st.integers(2, 8),
+       ckpt=st.sampled_from([GradCkpt.NONE, GradCkpt.FULL]))
+def test_a_padding_mask_never_makes_the_step_faster(model, method, gpu, seq, batch, ckpt):
+    from trainplan.catalog import resolve_gpu
+    from trainplan.enums import Method
+    from trainplan.job.training import Layout, LoraConfig
+    from trainplan.timing.estimate import step_time
+
+    spec, g = resolve_model(model), resolve_gpu(gpu)
+    setup = TrainingSetup(model=spec, method=Method(method), seq_len=seq, batch_size=batch, grad_ckpt=ckpt,
+                          attention=Attention.SDPA, precision=Precision.BF16,
+                          lora=LoraConfig(rank=16, alpha=32, dropout=0.0, targets=("all-linear",))
+                          if method == "lora" else None)
+    masked = replace(setup, impl=replace(setup.impl, padding_mask=True))
+    layout = Layout(gpu_id=g.id)
+    assert step_time(masked, layout, g).step_s >= step_time(setup, layout, g).step_s
