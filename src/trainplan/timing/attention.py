@@ -147,12 +147,24 @@ ATTENTION_TFLOPS: dict[tuple[AttentionKernel, str, int], KernelRow] = {
     # A100", nv1106 column: b16 1-4096-8-128 708.0 us, b16 2-8192-8-128 5086.0 us. Backward:
     # NVIDIA/cutlass PR #992 "Update fMHA kernels" (the same kernel, `attention backward`, v3 column,
     # the author's A100): f16 2-4096-8-128 4016.8 us, f16 2-8192-8-128 15580.3 us. TFLOP/s = 4 B H S^2 D
-    # (x 2.5 backward) / time. No H100 figure is published: Hopper keeps the fitted interpolation.
+    # (x 2.5 backward) / time. No H100 figure is published: Hopper's row is derived below.
     (AttentionKernel.MEM_EFFICIENT, "ampere", 128): _row(
         (4096, 8192), (97.0, 108.1), (85.5, 88.2), 312e12,
         "xformers issue #712 (A100 fMHA forward) and NVIDIA/cutlass PR #992 (fMHA backward), non-causal hd128",
         bwd_causal=True),
 }
+# SDPA memory-efficient on Hopper: nothing published. Its kernels are sm80 CUTLASS code (mma.sync, no
+# wgmma/TMA), as FlashAttention-2's are; on H100 they take the A100 row scaled by FA2's own H100 / A100
+# ratio at the same shape (non-causal hd128, seq 8k): forward 370 (FA3 paper Fig. 5b, FA2 series) /
+# 222 (FA2 paper, Dao 2023, Fig. 5b, A100 80GB SXM4) = 1.667, backward 318 (FA3 paper Fig. 6) / 196 (FA2
+# paper Fig. 6b) = 1.622. A derived row, stated as such.
+_SM80_ON_HOPPER_FWD, _SM80_ON_HOPPER_BWD = 370.0 / 222.0, 318.0 / 196.0
+_me = ATTENTION_TFLOPS[(AttentionKernel.MEM_EFFICIENT, "ampere", 128)]
+ATTENTION_TFLOPS[(AttentionKernel.MEM_EFFICIENT, "hopper", 128)] = _row(
+    _me.seq, tuple(v * _SM80_ON_HOPPER_FWD for v in _me.fwd_causal_tflops),
+    tuple(v * _SM80_ON_HOPPER_BWD for v in _me.bwd_tflops), _H100_PEAK,
+    _me.source + "; H100 = A100 x FA2's H100/A100 ratio (forward 370/222, backward 318/196: FA3 paper Fig. 5-6, "
+    "FA2 paper Fig. 5-6), derived, nothing published", bwd_causal=True)
 # Blackwell cuDNN: FA4 is "up to 1.3x over cuDNN 9.13" on B200 bf16 (Zadouri, Shah, Dao et al. 2026,
 # FlashAttention-4, as summarised by ai-primer.com "FlashAttention-4 benchmarks 1613 TFLOPs/s on B200"):
 # cuDNN taken as FA4 / 1.3, a lower bound.
