@@ -177,3 +177,16 @@ def test_a_padding_mask_never_makes_the_step_faster(model, method, gpu, seq, bat
     masked = replace(setup, impl=replace(setup.impl, padding_mask=True))
     layout = Layout(gpu_id=g.id)
     assert step_time(masked, layout, g).step_s >= step_time(setup, layout, g).step_s
+
+
+def test_planner_setups_rederive_the_mask_per_micro_batch(tmp_path):
+    # the planner and the table try other micro-batches: one sample per micro-batch pads nothing
+    from trainplan.job.resolve import with_padding_mask
+
+    job = _job(tmp_path, "300\n1200\n2000\n700\n")
+    assert job.setup.impl.padding_mask
+    one = with_padding_mask(replace(job.setup, batch_size=1), job.workload, job.timing)
+    assert not one.impl.padding_mask
+    back = with_padding_mask(replace(one, batch_size=8), job.workload, job.timing)
+    assert back.impl.padding_mask
+    assert with_padding_mask(job.setup, job.workload, job.timing) is job.setup     # unchanged: the same record

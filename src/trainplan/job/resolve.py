@@ -369,6 +369,13 @@ def padding_in_mask(setup: TrainingSetup, workload: Workload, timing: TimingOpti
             and len(set(timing.sample_lengths)) > 1)
 
 
+def with_padding_mask(setup: TrainingSetup, workload: Workload, timing: TimingOptions) -> TrainingSetup:
+    """`setup` with impl.padding_mask as padding_in_mask gives it (the planner and the table re-derive
+    it for each micro-batch they try: one sample per micro-batch pads nothing)."""
+    mask = padding_in_mask(setup, workload, timing)
+    return setup if mask == setup.impl.padding_mask else replace(setup, impl=replace(setup.impl, padding_mask=mask))
+
+
 def resolve_job(req: JobOptions, *, today: date | None = None, calibration: Any = FROM_FILE,
                 priced: bool = True, layout_given: bool = True, validated: bool = False) -> Job:
     """The Job of `req`. `today` dates the price catalog's offers (default: the local date);
@@ -401,8 +408,7 @@ def resolve_job(req: JobOptions, *, today: date | None = None, calibration: Any 
         calibration = load_active() if req.calibration else None
         recorded = recorded_runs() if req.calibration else None
     gpus, gpus_note = suggestable_gpus(tuple(catalog.load_gpus().values()), setup.precision, book)
-    if padding_in_mask(setup, workload, timing):
-        setup = replace(setup, impl=replace(setup.impl, padding_mask=True))
+    setup = with_padding_mask(setup, workload, timing)
     fsdp, zero = build_fsdp(req, setup.framework), build_zero(req, spec)
     timing = replace(timing, fsdp=fsdp, zero=zero)   # the FSDP and ZeRO knobs the time model follows
     job = Job(setup=setup, layout=layout, gpu=gpu, workload=workload, parallel=parallel, timing=timing,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
-from trainplan.job.resolve import supported_attention
+from trainplan.job.resolve import supported_attention, with_padding_mask
 from trainplan.job.training import TrainingSetup
 from trainplan.planner.explain import plans_shown, rejections
 from trainplan.planner.request import DEFAULT_GLOBAL_BATCH, PlanRequest
@@ -72,9 +72,9 @@ def plan(pr: PlanRequest, *, progress: Progress | None = None, details: bool = T
         s = setups.get(k)
         if s is None:
             base = pr.search_for(k.method).setup
-            s = replace(base, optimizer=k.optimizer, grad_ckpt=k.grad_ckpt,
-                        attention=supported_attention(spec, k.attention), batch_size=k.batch_size,
-                        grad_accum=k.grad_accum)
+            s = with_padding_mask(replace(base, optimizer=k.optimizer, grad_ckpt=k.grad_ckpt,
+                                          attention=supported_attention(spec, k.attention), batch_size=k.batch_size,
+                                          grad_accum=k.grad_accum), job.workload, job.timing)
             setups[k] = s
         return s
 

@@ -12,6 +12,7 @@ from trainplan.cost.prices import Pricing
 from trainplan.enums import GradCkpt
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
+from trainplan.job.resolve import with_padding_mask
 from trainplan.job.training import TrainingSetup
 from trainplan.memory import MemoryModel, estimate_memory
 from trainplan.planner.space import Shape, micro_batches, node_counts, shapes
@@ -85,7 +86,8 @@ class Search:
     def setup_for(self, ckpt: GradCkpt, mb: int, accum: int) -> TrainingSetup:
         key = (ckpt, mb, accum)
         if key not in self.setups:
-            self.setups[key] = replace(self.setup, grad_ckpt=ckpt, batch_size=mb, grad_accum=accum)
+            self.setups[key] = with_padding_mask(replace(self.setup, grad_ckpt=ckpt, batch_size=mb, grad_accum=accum),
+                                                 self.tr.workload, self.tr.timing)
         return self.setups[key]
 
     def device(self, shape: Shape, ckpt: GradCkpt, mb: int, gpu: GpuSpec, cal: bool) -> int:
