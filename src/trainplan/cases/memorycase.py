@@ -110,6 +110,11 @@ def layout_flags(case: dict) -> dict:
     sp = par.get("sp")
     if isinstance(sp, int) and sp > 1 and out["cp"] == 1:     # Ulysses (DeepSpeed/ms-swift/XTuner sequence parallel)
         out["ulysses"] = sp
+    elif out["cp"] == 1 and re.search(r"\bring\b", text(sp)):
+        # ring attention (EasyContext / ring-flash-attn, zigzag or not) splits each sequence over the ring's
+        # GPUs and passes K/V around it: context parallelism over them ("ring attention over 8 GPUs")
+        size = re.search(r"\b(\d+)\b", text(sp))
+        out["cp"] = int(size.group(1)) if size else count
     words = text(par.get("other")) + " " + text(case.get("framework"))
     if count > 1 and re.search(r"device_map\W*(=|:)?\W*['\"]?(auto|balanced|sequential)", words):
         out["device_map"] = "auto"          # one copy of the model split layer-wise over the GPUs

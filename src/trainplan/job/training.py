@@ -167,6 +167,13 @@ class Layout:
         return self.num_gpus // (self.tp * self.pp * self.cp)
 
     @property
+    def dp_cp(self) -> int:
+        """Ranks that hold the same weights and reduce their gradients together: data x context
+        parallel (Megatron's data-parallel group with context parallelism, which its distributed
+        optimizer shards over; a ring-attention run's ranks, all data-parallel to DeepSpeed)."""
+        return self.num_gpus // (self.tp * self.pp)
+
+    @property
     def gpus_per_node(self) -> int:
         return self.num_gpus // self.nodes
 

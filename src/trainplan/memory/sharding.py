@@ -162,7 +162,7 @@ def fsdp_for(framework: Framework) -> FsdpConfig:
 def shard_level(layout: Layout) -> tuple[int, int]:
     """(stage 0-3, sharding group size): the group is dp x cp (context-parallel ranks hold the same
     weights); HYBRID_SHARD stops at the node."""
-    dp = layout.dp * layout.cp
+    dp = layout.dp_cp
     if layout.fsdp is Fsdp.FULL:
         return 3, dp
     if layout.fsdp is Fsdp.HYBRID:

@@ -244,9 +244,11 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
     all-gather after the optimizer step, tensor-parallel all-reduces, pipeline sends and expert
     all-to-alls are exposed; context-parallel K/V exchange is hidden behind attention.
     """
-    dp, tp, cp, m = layout.dp, layout.tp, layout.cp, x.micro_batches
+    # the gradient reduction and the ZeRO/FSDP shards span data x context parallel (Layout.dp_cp: context-
+    # parallel ranks hold the same weights), as the memory model shards (memory.sharding.shard_level)
+    dp, tp, cp, m = layout.dp_cp, layout.tp, layout.cp, x.micro_batches
     links = []
-    dp_span = tp * cp * dp
+    dp_span = tp * dp
     grads = x.trainable_params * x.grad_bytes
     weights16 = x.trainable_params * 2.0
     gathered = x.gathered_params * x.weight_bytes
@@ -255,9 +257,9 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         sharded_params = layout.zero is ZeroStage.PARAMETERS or layout.fsdp is not Fsdp.NONE
         shard_n, shard_span = dp, dp_span
         if layout.fsdp is Fsdp.HYBRID:
-            shard_n = max(1, min(dp, fab.gpus_per_node // (tp * cp)))
-            shard_span = tp * cp * shard_n
-        per_node = max(1, fab.gpus_per_node // (tp * cp))
+            shard_n = max(1, min(dp, fab.gpus_per_node // tp))
+            shard_span = tp * shard_n
+        per_node = max(1, fab.gpus_per_node // tp)
         bw = fab.bus_bw(shard_span if sharded_params else dp_span, per_node)
         links.append(f"data parallel over {fab.link_name(shard_span if sharded_params else dp_span)}")
         bucket_s = min(DDP_BUCKET_BYTES, grads) / bw if grads else 0.0

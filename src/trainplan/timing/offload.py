@@ -241,7 +241,7 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
     ga = setup.grad_accum
     fsdp = layout.fsdp is not Fsdp.NONE
     deepspeed = not fsdp
-    dp, per_node = layout.dp, layout.gpus_per_node
+    dp, per_node = layout.dp_cp, layout.gpus_per_node     # the shards span data x context parallel
     dp_shard = max(1, min(dp, per_node) if layout.fsdp is Fsdp.HYBRID else dp)
     sharded_opt = fsdp or layout.zero >= ZeroStage.OPTIMIZER
     n_opt = n_train / (dp_shard if fsdp else (dp if sharded_opt else 1))

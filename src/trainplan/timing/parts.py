@@ -113,7 +113,7 @@ def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, 
     shard_mp = layout.tp * layout.pp
     if layout.offload is Offload.NONE:
         optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER or layout.fsdp is not Fsdp.NONE
-        n_opt = n_train / shard_mp / (layout.dp if optimizer_sharded else 1)
+        n_opt = n_train / shard_mp / (layout.dp_cp if optimizer_sharded else 1)
         return n_opt * optimizer_bytes_per_param(setup) / memory_bw(gpu, m), 0.0
     opts = options or TimingOptions()
     if host is None:
@@ -124,7 +124,7 @@ def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, 
     notes.extend(off.notes)
     if off.optimizer_s == 0.0:     # parameters offloaded, optimizer on the GPU (DeepSpeed ZeRO-3 offload_param)
         optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER
-        n_opt = n_train / shard_mp / (layout.dp if optimizer_sharded else 1)
+        n_opt = n_train / shard_mp / (layout.dp_cp if optimizer_sharded else 1)
         return n_opt * optimizer_bytes_per_param(setup) / memory_bw(gpu, m), off.traffic_s
     return off.optimizer_s, off.traffic_s
 
