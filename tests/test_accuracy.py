@@ -77,9 +77,9 @@ CLAIMS = {
                      "huggingface/peft": 0.254, "pytorch/torchtune": 0.097},
           "time": {"predicted": 61, "all": 0.066, "QwenLM/Qwen": 0.056, "meta-llama/llama": 0.174,
                    "meta-llama/llama3": 0.419, "mosaicml/llm-foundry": 0.038, "pytorch/torchtune": 0.084}},
-    DEV2: {"memory": {"predicted": 43, "all": 0.078, "Ledzy/BAdam": 0.081, "QwenLM/Qwen2.5": 0.090,
-                      "THUDM/ChatGLM3": 0.157, "ljm565/universal-llm-trainer": 0.064},
-           "time": {"predicted": 63, "all": 0.267, "Dao-AILab/flash-attention": 0.170,
+    DEV2: {"memory": {"predicted": 43, "all": 0.075, "Ledzy/BAdam": 0.081, "QwenLM/Qwen2.5": 0.090,
+                      "THUDM/ChatGLM3": 0.157, "ljm565/universal-llm-trainer": 0.062},
+           "time": {"predicted": 63, "all": 0.266, "Dao-AILab/flash-attention": 0.170,
                     "NVIDIA-NeMo/Megatron-Bridge": 0.223, "QwenLM/Qwen2.5": 0.778, "jzhang38/EasyContext": 0.055,
                     "ljm565/universal-llm-trainer": 0.427}},
 }

@@ -190,3 +190,42 @@ def test_planner_setups_rederive_the_mask_per_micro_batch(tmp_path):
     back = with_padding_mask(replace(one, batch_size=8), job.workload, job.timing)
     assert back.impl.padding_mask
     assert with_padding_mask(job.setup, job.workload, job.timing) is job.setup     # unchanged: the same record
+
+
+def test_memory_keeps_the_padding_mask_for_every_checkpointed_layer():
+    # transformers builds one boolean (b, 1, s, s) mask per forward and hands it to every layer; under
+    # full checkpointing it stays alive as the layers' input: 2 x 1024 x 1024 x 1 B = 2,097,152 B
+    from trainplan.memory.attention import kept_masks_bytes
+    from trainplan.memory.context import LayerContext
+    from trainplan.model.architecture import structure
+
+    spec = resolve_model("llama-3.1-8b")
+    kinds = [kind for kind, _ in structure(spec).layers]
+    ctx = LayerContext(tokens=2048, batch=2, seq=1024, residual_bytes=2, compute_bytes=2, autocast=False,
+                       attention=Attention.SDPA, weights_trained=True)
+    assert kept_masks_bytes(ctx, spec, kinds) == 0                       # no padding: SDPA is_causal, no mask
+    assert kept_masks_bytes(replace(ctx, padding_mask=True), spec, kinds) == 2 * 1024 * 1024
+
+
+def test_the_padding_mask_adds_the_kept_mask_to_a_lora_peak():
+    # LoRA peaks in the backward, while the checkpointed layers' inputs are alive: the boolean
+    # (2, 1, 4096, 4096) mask adds 2 x 4096 x 4096 = 33,554,432 B (a full fine-tune peaks at the
+    # optimizer step, after the mask is gone)
+    from trainplan.catalog import resolve_gpu
+    from trainplan.enums import Method
+    from trainplan.job.training import Layout, LoraConfig
+    from trainplan.memory import estimate_memory
+
+    gpu = resolve_gpu("a100-80gb")
+    setup = TrainingSetup(model=resolve_model("llama-3.1-8b"), method=Method.LORA, batch_size=2, seq_len=4096,
+                          lora=LoraConfig(rank=16, alpha=32, dropout=0.0, targets=("q_proj", "v_proj")),
+                          grad_ckpt=GradCkpt.FULL, attention=Attention.SDPA, precision=Precision.BF16)
+    masked = replace(setup, impl=replace(setup.impl, padding_mask=True))
+    layout = Layout(gpu_id=gpu.id)
+    base = estimate_memory(setup, layout, gpu).peak_allocated_bytes
+    assert estimate_memory(masked, layout, gpu).peak_allocated_bytes == base + 33_554_432
+
+
+def test_padding_mask_flag_overrides_the_derived_value(tmp_path):
+    assert _job(tmp_path, "1000\n1000\n", padding_mask=True).setup.impl.padding_mask
+    assert not _job(tmp_path, "300\n1200\n2000\n700\n", padding_mask=False).setup.impl.padding_mask

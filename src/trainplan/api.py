@@ -109,6 +109,7 @@ class Options(TypedDict, total=False):
     ref_model: bool | None
     device_map: str | None
     padding_free: bool | None
+    padding_mask: bool | None
     grad_ckpt_every: int | None
     reduce_bucket_size: int | str | None
     prefetch_bucket_size: int | str | None

@@ -23,6 +23,7 @@ from trainplan.cases.text import (
     memory_optimizer,
     precision_of,
     quant_of,
+    trainer_facts,
 )
 from trainplan.enums import Framework, Optimizer
 from trainplan.frozen import frozen
@@ -208,6 +209,9 @@ def map_memory_case(case: dict) -> MemoryMapping:
                                                          "loss", "liger")})
     if "activation offload" in text((case.get("parallel") or {}).get("offload")):
         flags["activation_offload"] = True
+    facts, fact_notes = trainer_facts(case)     # what the trainer's code fixes (cases.text.TRAINER_FACTS)
+    flags.update(facts)
+    notes += fact_notes
     if "optimizer" in said and optimizer is None:
         optimizer = Optimizer(said["optimizer"])
     if "into backward" in text(case.get("optimizer")) or "optimizer_in_bwd=true" in text(case.get("optimizer")):

@@ -125,6 +125,10 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
                    help="a reference model (default: dpo, ipo, kto; adapters disabled under LoRA)")
     g.add_argument("--padding-free", action=argparse.BooleanOptionalAction, default=None,
                    help="sequences concatenated without padding (flash-attention varlen)")
+    g.add_argument("--padding-mask", action=argparse.BooleanOptionalAction, default=None,
+                   help="the batches' attention mask has padding, as a trainer that pads every sample to the "
+                        "maximum length gives: SDPA runs its memory-efficient kernel over every block "
+                        "(default: when --lengths-file gives mixed lengths, unpacked, more than one per micro-batch)")
     h = p.add_argument_group("where it runs")
     h.add_argument("--gpu", default="a100-80gb")
     h.add_argument("--num-gpus", type=int, default=1)

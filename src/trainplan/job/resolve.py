@@ -408,7 +408,8 @@ def resolve_job(req: JobOptions, *, today: date | None = None, calibration: Any 
         calibration = load_active() if req.calibration else None
         recorded = recorded_runs() if req.calibration else None
     gpus, gpus_note = suggestable_gpus(tuple(catalog.load_gpus().values()), setup.precision, book)
-    setup = with_padding_mask(setup, workload, timing)
+    setup = (with_padding_mask(setup, workload, timing) if req.padding_mask is None else
+             replace(setup, impl=replace(setup.impl, padding_mask=bool(req.padding_mask))))
     fsdp, zero = build_fsdp(req, setup.framework), build_zero(req, spec)
     timing = replace(timing, fsdp=fsdp, zero=zero)   # the FSDP and ZeRO knobs the time model follows
     job = Job(setup=setup, layout=layout, gpu=gpu, workload=workload, parallel=parallel, timing=timing,

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 # The settings that decide memory and time, in the order they are listed.
 SETTINGS = ("model", "framework", "method", "stage", "precision", "optimizer", "lora_rank", "lora_alpha",
             "lora_dropout", "lora_targets", "dora", "quant", "double_quant", "freeze_layers", "batch_size",
-            "grad_accum", "seq_len", "packing", "padding_free", "grad_ckpt", "grad_ckpt_every", "attention", "loss",
+            "grad_accum", "seq_len", "packing", "padding_free", "padding_mask", "grad_ckpt", "grad_ckpt_every", "attention", "loss",
             "liger", "activation_offload", "optimizer_in_backward", "compile", "num_gpus", "nodes", "zero",
             "fsdp", "fsdp_version", "reshard_after_forward", "offload", "offload_device", "tp", "pp", "cp",
             "ulysses", "ep", "device_map", "ref_model", "samples", "max_steps", "epochs", "reduce_bucket_size",
@@ -25,7 +25,10 @@ SETTINGS = ("model", "framework", "method", "stage", "precision", "optimizer", "
 _DERIVED = {"lora_alpha": (lambda j: j.setup.lora.alpha if j.setup.lora else None, "2 x lora_rank"),
             "lora_targets": (lambda j: list(j.setup.lora.targets or default_lora_targets(j.setup.model))
                              if j.setup.lora else None, "peft's default targets for the architecture"),
-            "stage": (lambda j: "sft", "supervised fine-tuning")}
+            "stage": (lambda j: "sft", "supervised fine-tuning"),
+            "padding_mask": (lambda j: j.setup.impl.padding_mask,
+                             "padding in the attention mask: unpacked samples of mixed lengths (--lengths-file), "
+                             "more than one per micro-batch, under a transformers framework")}
 # options left None that the framework profile fills, and the resolved value to show
 _PROFILE = {"precision": lambda j: str(j.setup.precision), "optimizer": lambda j: str(j.setup.optimizer),
             "grad_ckpt": lambda j: str(j.setup.grad_ckpt), "attention": lambda j: str(j.setup.attention),

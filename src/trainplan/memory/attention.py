@@ -69,10 +69,12 @@ def masked(ctx: LayerContext, spec: ModelSpec, layer: LayerSpec) -> bool:
     """SDPA runs this layer with a 4-D mask. Layers with local attention (sliding window, Llama 4's
     chunks; LayerSpec.attention == "local", architecture.LOCAL_ATTENTION_MODEL_TYPES): transformers
     builds a boolean mask once the sequence is longer than the window (shorter, the mask is plain
-    causal and skipped); Falcon builds one for every layer."""
+    causal and skipped); Falcon builds one for every layer; and every layer gets one when the batch's
+    2-D attention mask has padding (masking_utils._ignore_causal_mask_sdpa: ctx.padding_mask,
+    trainplan.timing.attention.padded_sdpa)."""
     if ctx.attention is not Attention.SDPA:
         return False
-    if spec.model_type in ALWAYS_MASKED_MODEL_TYPES:
+    if spec.model_type in ALWAYS_MASKED_MODEL_TYPES or ctx.padding_mask:
         return True
     if layer.attention != "local":
         return False
