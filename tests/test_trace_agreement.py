@@ -95,6 +95,13 @@ CASES = [
     ("tiny_llama4", dict(method="full", precision="bf16", batch_size=4, seq_len=256)),
     ("tiny_llama4", dict(method="full", precision="bf16-pure", batch_size=2, seq_len=256, attention="eager")),
     ("tiny_llama4", dict(method="lora", precision="bf16", batch_size=4, seq_len=256, lora_dropout=0.0)),
+    # padding in the batch: SDPA gets transformers' 4-D boolean mask, kept by the checkpointed layers
+    ("tiny_llama", dict(method="lora", precision="bf16", batch_size=4, seq_len=256, lora_targets="all-linear",
+                        grad_ckpt="full", attention="sdpa", padding_mask=True)),
+    ("tiny_llama", dict(method="full", precision="bf16", batch_size=4, seq_len=256, attention="sdpa",
+                        padding_mask=True)),
+    ("tiny_mistral", dict(method="lora", precision="bf16-pure", batch_size=4, seq_len=256, attention="sdpa",
+                          padding_mask=True)),
 ]
 
 

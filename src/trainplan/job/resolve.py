@@ -119,6 +119,7 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
     impl = implementation(framework, loss=loss, optimizer_in_backward=req.optimizer_in_backward,
                           activation_offload=req.activation_offload, liger_kernels=req.liger,
                           load_fp32=req.load_fp32, compiled=req.compile, padding_free=req.padding_free,
+                          padding_mask=req.padding_mask,
                           fp8_recipe=None if req.fp8_recipe is None else
                           parse_enum(Fp8Recipe, req.fp8_recipe, "--fp8-recipe"))
     lora = quant = None
@@ -408,8 +409,8 @@ def resolve_job(req: JobOptions, *, today: date | None = None, calibration: Any 
         calibration = load_active() if req.calibration else None
         recorded = recorded_runs() if req.calibration else None
     gpus, gpus_note = suggestable_gpus(tuple(catalog.load_gpus().values()), setup.precision, book)
-    setup = (with_padding_mask(setup, workload, timing) if req.padding_mask is None else
-             replace(setup, impl=replace(setup.impl, padding_mask=bool(req.padding_mask))))
+    if req.padding_mask is None:          # not said: from the lengths (build_setup applied a given value)
+        setup = with_padding_mask(setup, workload, timing)
     fsdp, zero = build_fsdp(req, setup.framework), build_zero(req, spec)
     timing = replace(timing, fsdp=fsdp, zero=zero)   # the FSDP and ZeRO knobs the time model follows
     job = Job(setup=setup, layout=layout, gpu=gpu, workload=workload, parallel=parallel, timing=timing,

@@ -101,14 +101,29 @@ def _measure(setup: TrainingSetup, *, fake: bool, module_events: bool,
         optim.create_state(optimizer)
         torch.manual_seed(0)
         input_ids = torch.randint(0, setup.model.vocab_size, (setup.batch_size, setup.seq_len))
+        mask = _padding_mask(setup, notes)
         tracker = MemoryTracker(module_events=module_events)
         with tracker:
             _register_state(tracker, model, optimizer, input_ids)
             step.run_step(model, optimizer, input_ids, autocast=plan.autocast, clip_grad=clip,
-                          tracker=tracker, grad_accum=setup.grad_accum)
+                          tracker=tracker, grad_accum=setup.grad_accum, attention_mask=mask)
             _label_gradients(tracker, model)
         del optimizer, model
     return tracker.state
+
+
+def _padding_mask(setup: TrainingSetup, notes: list[str]):
+    """The 4-D boolean (b, 1, s, s) mask transformers builds for SDPA when the batch has padding
+    (masking_utils sdpa_mask), handed to the model as its attention_mask: transformers takes a 4-D mask
+    as given (masking_utils _preprocess_mask_arguments), and a fake tensor cannot answer the
+    data-dependent "any padding?" test (_ignore_causal_mask_sdpa) that a 2-D mask would need. Causal,
+    so the step computes what a padded one would; None without a padding mask."""
+    if not setup.impl.padding_mask:
+        return None
+    b, s = setup.batch_size, setup.seq_len      # the input_ids' shape
+    notes.append(f"padding mask: a ({b}, 1, {s}, {s}) boolean mask given to the model, as transformers "
+                 "builds it for SDPA when the batch has padding")
+    return torch.ones(b, 1, s, s, dtype=torch.bool).tril()
 
 
 _IMPL_DEFAULTS = {   # Implementation field -> (HF Trainer value the trace runs, what differs)

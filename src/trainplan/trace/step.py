@@ -57,17 +57,20 @@ class _NoMarks:
 
 
 def _forward_loss(model: nn.Module, input_ids: torch.Tensor, autocast: torch.dtype | None,
-                  device_type: str = "cpu"):
+                  device_type: str = "cpu", attention_mask: torch.Tensor | None = None):
     context = torch.autocast(device_type, dtype=autocast) if autocast else contextlib.nullcontext()
     with context:
-        return model(input_ids=input_ids, labels=input_ids).loss
+        if attention_mask is None:
+            return model(input_ids=input_ids, labels=input_ids).loss
+        return model(input_ids=input_ids, attention_mask=attention_mask, labels=input_ids).loss
 
 
 def _training_step(model: nn.Module, input_ids: torch.Tensor, autocast: torch.dtype | None,
-                   grad_accum: int, tracker: MemoryTracker | _NoMarks, device_type: str = "cpu") -> None:
+                   grad_accum: int, tracker: MemoryTracker | _NoMarks, device_type: str = "cpu",
+                   attention_mask: torch.Tensor | None = None) -> None:
     """HF Trainer.training_step: forward + loss (divided by the accumulation steps), backward; the
     loss (and with it the autograd graph) is gone when it returns."""
-    loss = _forward_loss(model, input_ids, autocast, device_type)
+    loss = _forward_loss(model, input_ids, autocast, device_type, attention_mask)
     if grad_accum > 1:
         loss = loss / grad_accum
     tracker.mark("backward")
@@ -76,7 +79,8 @@ def _training_step(model: nn.Module, input_ids: torch.Tensor, autocast: torch.dt
 
 def run_step(model: nn.Module, optimizer: torch.optim.Optimizer, input_ids: torch.Tensor, *,
              autocast: torch.dtype | None, clip_grad: bool, tracker: MemoryTracker | None = None,
-             grad_accum: int = 1, device_type: str = "cpu", micro_batches: int | None = None) -> None:
+             grad_accum: int = 1, device_type: str = "cpu", micro_batches: int | None = None,
+             attention_mask: torch.Tensor | None = None) -> None:
     """The measured step; the tracker (if any) marks its phases. With gradient accumulation, two
     micro-batches run by default (the trace): in the second (as in every later one) the gradients
     of the first are alive through forward and backward and accumulate in place. The probe runs
@@ -86,7 +90,7 @@ def run_step(model: nn.Module, optimizer: torch.optim.Optimizer, input_ids: torc
     optimizer.zero_grad(set_to_none=True)
     for _ in range(micro_batches if micro_batches is not None else min(grad_accum, 2)):
         tracker.mark("forward")
-        _training_step(model, input_ids, autocast, grad_accum, tracker, device_type)
+        _training_step(model, input_ids, autocast, grad_accum, tracker, device_type, attention_mask)
     tracker.mark("optimizer")
     if clip_grad:
         params = [p for group in optimizer.param_groups for p in group["params"]]
