@@ -229,3 +229,15 @@ def test_the_padding_mask_adds_the_kept_mask_to_a_lora_peak():
 def test_padding_mask_flag_overrides_the_derived_value(tmp_path):
     assert _job(tmp_path, "1000\n1000\n", padding_mask=True).setup.impl.padding_mask
     assert not _job(tmp_path, "300\n1200\n2000\n700\n", padding_mask=False).setup.impl.padding_mask
+
+
+def test_a_given_padding_mask_holds_for_every_micro_batch_the_planner_tries(tmp_path):
+    # a trainer that pads every sample to max length: --padding-mask holds at one sample per
+    # micro-batch too (the derived rule alone would say no padding there)
+    from trainplan.job.resolve import with_padding_mask
+
+    job = _job(tmp_path, "1000\n1000\n", padding_mask=True)
+    one = with_padding_mask(replace(job.setup, batch_size=1), job.workload, job.timing)
+    assert one.impl.padding_mask
+    off = _job(tmp_path, "300\n1200\n2000\n700\n", padding_mask=False)
+    assert not with_padding_mask(replace(off.setup, batch_size=8), off.workload, off.timing).impl.padding_mask

@@ -16,7 +16,7 @@ from trainplan import catalog
 from trainplan.cases.common import Skip, text
 from trainplan.enums import Framework, Optimizer
 from trainplan.errors import TrainplanError
-from trainplan.job.frameworks import framework_in_text
+from trainplan.job.frameworks import framework_in_text, mentions
 from trainplan.specs import GpuSpec
 
 _TRUE = {"true", "yes", "on", "1", "enabled", "enable"}
@@ -271,7 +271,7 @@ def trainer_facts(case: dict) -> tuple[dict[str, Any], list[str]]:
     out: dict[str, Any] = {}
     notes: list[str] = []
     for name, fields, source in TRAINER_FACTS:
-        if re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", low):
+        if mentions(low, name):
             out.update(fields)
             notes.append(f"{name}: {source}")
     return out, notes

@@ -167,15 +167,26 @@ NAMES: tuple[tuple[str, Framework], ...] = (
 )
 
 
-def framework_in_text(text: str) -> tuple[Framework, str] | None:
-    """(framework, the name found) for the first of NAMES in `text` (whole words), else None."""
+def mentions(low: str, name: str) -> bool:
+    """`name` in the lower-case text `low` as a whole word (a hyphen joins words)."""
     import re  # only for free text (case files, records)
 
+    return re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", low) is not None
+
+
+def framework_in_text(text: str) -> tuple[Framework, str] | None:
+    """(framework, the name found) for the first of NAMES in `text` (whole words), else None."""
     low = text.lower()
     for name, framework in NAMES:
-        if re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", low):
+        if mentions(low, name):
             return framework, name
     return None
+
+
+# The trainers that run a transformers model (its own modeling code: attention, MoE block, masks):
+# HF Trainer and those built on it, DeepSpeed or a plain PyTorch loop over a transformers model.
+RUNS_TRANSFORMERS = frozenset({Framework.HF, Framework.DEEPSPEED, Framework.LLAMAFACTORY, Framework.SWIFT,
+                               Framework.AXOLOTL, Framework.UNSLOTH, Framework.TRL, Framework.PYTORCH})
 
 
 def profile(framework: Framework) -> Profile:

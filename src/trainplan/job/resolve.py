@@ -28,7 +28,7 @@ from trainplan.enums import (
 )
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
-from trainplan.job.frameworks import implementation, profile
+from trainplan.job.frameworks import RUNS_TRANSFORMERS, implementation, profile
 from trainplan.job.job import Job, check_headroom
 from trainplan.job.options import JobOptions
 from trainplan.job.training import (
@@ -237,7 +237,7 @@ def build_workload(req: JobOptions) -> Workload:
         samples = max(1, math.ceil(req.tokens / (req.tokens_per_sample or req.seq_len)))
     return Workload(samples=samples, tokens=req.tokens, steps=req.max_steps, tokens_per_sample=req.tokens_per_sample,
                     epochs=req.epochs,
-                    packing=req.packing, retry_factor=req.retry_factor, eval_fraction=req.eval_fraction,
+                    packing=req.packing, padding_mask=req.padding_mask, retry_factor=req.retry_factor, eval_fraction=req.eval_fraction,
                     checkpoint_saves=req.checkpoint_saves, disk_bw_bytes_per_s=req.disk_gb_per_s * 1e9)
 
 
@@ -355,16 +355,18 @@ def suggestable_gpus(gpus: tuple[GpuSpec, ...], precision: Precision,
 FROM_FILE: Any = type("FROM_FILE", (), {"__repr__": lambda self: "FROM_FILE"})()
 
 
-# frameworks that run the model's own transformers attention with the batch's attention mask
-_TRANSFORMERS_MASK = frozenset({Framework.HF, Framework.TRL, Framework.LLAMAFACTORY, Framework.SWIFT,
-                                Framework.AXOLOTL, Framework.PYTORCH, Framework.DEEPSPEED})
+# frameworks that run the model's own transformers attention with the batch's attention mask (Unsloth
+# runs a transformers model with its own attention kernels)
+_TRANSFORMERS_MASK = RUNS_TRANSFORMERS - {Framework.UNSLOTH}
 
 
 def padding_in_mask(setup: TrainingSetup, workload: Workload, timing: TimingOptions) -> bool:
-    """Whether the micro-batches carry padding in their attention mask: unpacked samples of the
-    lengths given (--lengths-file), more than one per micro-batch, padded to the longest (not
-    padding-free), under a framework that hands the mask to transformers (trainplan.timing.attention
-    says what SDPA then runs)."""
+    """Whether the micro-batches carry padding in their attention mask: as --padding-mask says
+    (workload.padding_mask), else unpacked samples of the lengths given (--lengths-file), more than one
+    per micro-batch, padded to the longest (not padding-free), under a framework that hands the mask to
+    transformers (trainplan.timing.attention says what SDPA then runs)."""
+    if workload.padding_mask is not None:
+        return workload.padding_mask
     return (setup.framework in _TRANSFORMERS_MASK and not workload.packing and not setup.impl.padding_free
             and setup.micro_sequences > 1 and bool(timing.sample_lengths)
             and len(set(timing.sample_lengths)) > 1)
@@ -372,7 +374,8 @@ def padding_in_mask(setup: TrainingSetup, workload: Workload, timing: TimingOpti
 
 def with_padding_mask(setup: TrainingSetup, workload: Workload, timing: TimingOptions) -> TrainingSetup:
     """`setup` with impl.padding_mask as padding_in_mask gives it (the planner and the table re-derive
-    it for each micro-batch they try: one sample per micro-batch pads nothing)."""
+    it for each micro-batch they try: one sample per micro-batch pads nothing; a --padding-mask given
+    holds for every one)."""
     mask = padding_in_mask(setup, workload, timing)
     return setup if mask == setup.impl.padding_mask else replace(setup, impl=replace(setup.impl, padding_mask=mask))
 
@@ -409,8 +412,7 @@ def resolve_job(req: JobOptions, *, today: date | None = None, calibration: Any 
         calibration = load_active() if req.calibration else None
         recorded = recorded_runs() if req.calibration else None
     gpus, gpus_note = suggestable_gpus(tuple(catalog.load_gpus().values()), setup.precision, book)
-    if req.padding_mask is None:          # not said: from the lengths (build_setup applied a given value)
-        setup = with_padding_mask(setup, workload, timing)
+    setup = with_padding_mask(setup, workload, timing)
     fsdp, zero = build_fsdp(req, setup.framework), build_zero(req, spec)
     timing = replace(timing, fsdp=fsdp, zero=zero)   # the FSDP and ZeRO knobs the time model follows
     job = Job(setup=setup, layout=layout, gpu=gpu, workload=workload, parallel=parallel, timing=timing,

@@ -188,6 +188,7 @@ class Workload:
     tokens_per_sample: int | None = None  # mean tokens per sample (default: seq_len)
     epochs: float = 1.0
     packing: bool = False                 # packed sequences: no padding waste
+    padding_mask: bool | None = None      # the batches' attention mask has padding (None: from the lengths)
     retry_factor: float = 1.0             # failed attempts, multiplies time and cost
     eval_fraction: float = 0.0            # extra forward-only time for evaluation, as a fraction
     checkpoint_saves: int = 0             # number of checkpoints written

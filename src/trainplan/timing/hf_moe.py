@@ -54,6 +54,7 @@ from enum import StrEnum
 
 from trainplan.enums import Framework, Fsdp, ZeroStage, simple_enum
 from trainplan.frozen import frozen
+from trainplan.job.frameworks import RUNS_TRANSFORMERS
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.model.architecture import Group, moe_layer_count, structure
 from trainplan.specs import GpuSpec
@@ -83,10 +84,9 @@ class ExpertsImpl:
 
 DEFAULT_EXPERTS = ExpertsImpl.LOOP
 
-# The trainers that run a transformers model (its MoE block), and those of them that make the block
-# a ZeRO-3 leaf (see the module docstring for where each does).
-HF_MOE_FRAMEWORKS = frozenset({Framework.HF, Framework.DEEPSPEED, Framework.LLAMAFACTORY, Framework.SWIFT,
-                               Framework.AXOLOTL, Framework.UNSLOTH, Framework.TRL, Framework.PYTORCH})
+# The trainers that run a transformers model (its MoE block: job.frameworks.RUNS_TRANSFORMERS), and
+# those of them that make the block a ZeRO-3 leaf (see the module docstring for where each does).
+HF_MOE_FRAMEWORKS = RUNS_TRANSFORMERS
 Z3_LEAF_FRAMEWORKS = frozenset({Framework.LLAMAFACTORY, Framework.SWIFT, Framework.AXOLOTL})
 
 
