@@ -81,7 +81,7 @@ CLAIMS = {
                       "THUDM/ChatGLM3": 0.157, "ljm565/universal-llm-trainer": 0.062},
            "time": {"predicted": 63, "all": 0.266, "Dao-AILab/flash-attention": 0.170,
                     "NVIDIA-NeMo/Megatron-Bridge": 0.223, "QwenLM/Qwen2.5": 0.778, "jzhang38/EasyContext": 0.055,
-                    "ljm565/universal-llm-trainer": 0.427}},
+                    "ljm565/universal-llm-trainer": 0.417}},
 }
 
 

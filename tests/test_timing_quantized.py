@@ -22,6 +22,7 @@ from trainplan.timing.quantized import (
     cast_bytes_per_token,
     dequant_bytes,
     dequant_uses,
+    fp32_adapter_gemm_s,
     fp32_attention_peak,
     fp32_path,
     fp32_path_s,
@@ -137,17 +138,36 @@ def test_fp32_path_step_small_model():
     fp32 = step_time(_qlora(), Layout(gpu_id=A100.id), A100, options=options)
     ft, eff, tokens, bw = fp32.per_token, fp32.efficiency, 2 * 512, 2039e9 * 0.8
     linear = (ft.hardware - ft.attention_hardware) * tokens / (312e12 * 0.5)
-    head_adapters = ft.lm_head_fwd + ft.lm_head_bwd + 2 * ft.adapter_fwd + ft.adapter_bwd
     # the base (16-bit non-quantized weights) keeps peft's fp32 adapters over a 16-bit input: the fp32
     # adapter chain, 10 B per input and 28 per output element without dropout (timing/traffic.py), over
     # TINY's adapted linears (inputs 6 x 64 + 128 = 512, outputs 4 x 64 + 2 x 128 + 64 = 576), 2 layers,
     # 4 passes: (10 x 512 + 28 x 576) x 8 = 169,984 B per token, against the 16-bit 45,056 the fp32
     # path's adapters are counted from
+    # The base's fp32 adapters already run their GEMMs at the fp32 peak (fp32_adapter_gemm_s): only the
+    # head's GEMMs move in the difference
     expected = (linear * (1 - eff.width) + (39_168 + 45_056 - (169_984 - 45_056)) * tokens / bw
-                + head_adapters * tokens * (1 / (19.5e12 * 0.5) - 1 / (312e12 * 0.5))
+                + (ft.lm_head_fwd + ft.lm_head_bwd) * tokens * (1 / (19.5e12 * 0.5) - 1 / (312e12 * 0.5))
                 + ft.attention_hardware * tokens / eff.attention * (1 / (156e12 / 3) - 1 / 312e12))
     assert fp32.breakdown.compute_s - base.breakdown.compute_s == pytest.approx(expected)
     assert any("prepare_model_for_kbit_training" in n for n in fp32.notes)
+
+
+def _lora(precision: Precision, framework: Framework = Framework.PYTORCH) -> TrainingSetup:
+    return TrainingSetup(model=TINY, method=Method.LORA, batch_size=2, seq_len=512, grad_ckpt=GradCkpt.FULL,
+                         attention=Attention.SDPA, precision=precision, framework=framework,
+                         lora=LoraConfig(rank=8, alpha=16, dropout=0.0, targets=ALL))
+
+
+def test_fp32_adapter_gemms_of_plain_lora_by_hand():
+    # peft's fp32 adapters over a pure-bf16 model, no autocast: adapters 1e7 forward + 2e7 backward
+    # + 1e7 recomputed = 4e7 FLOP/token; 1,000 tokens move from 312e12 x 0.5 to 19.5e12 x 0.5
+    # (override kept): 4e10 x (1/9.75e12 - 1/156e12) = 0.00384615 s
+    assert fp32_adapter_gemm_s(_lora(Precision.BF16_PURE), A100, _FT, _EFF, 1000, DEFAULT_MODEL) == pytest.approx(
+        0.00384615, rel=1e-5)
+    # under autocast (bf16 mixed precision) F.linear runs in bf16: nothing added
+    assert fp32_adapter_gemm_s(_lora(Precision.BF16), A100, _FT, _EFF, 1000, DEFAULT_MODEL) == 0.0
+    # QLoRA's fp32 path counts its adapters itself: not twice
+    assert fp32_adapter_gemm_s(_qlora(), A100, _FT, _EFF, 1000, DEFAULT_MODEL) == 0.0
 
 
 # --- the case readers share the rule -------------------------------------------------------------

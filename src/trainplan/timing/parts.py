@@ -16,7 +16,14 @@ from trainplan.timing.efficiency import Efficiency, EfficiencyModel, kernel_stac
 from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.offload import HostSpec, offload_time, resolve_host
 from trainplan.timing.options import TimingOptions
-from trainplan.timing.quantized import BNB_KERNELS, dequant_bytes, dequant_uses, fp32_path, fp32_path_s
+from trainplan.timing.quantized import (
+    BNB_KERNELS,
+    dequant_bytes,
+    dequant_uses,
+    fp32_adapter_gemm_s,
+    fp32_path,
+    fp32_path_s,
+)
 from trainplan.timing.traffic import (
     adapter_bytes_per_token,
     eager_attention_bytes_per_token,
@@ -77,9 +84,11 @@ def compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Effici
               m: EfficiencyModel) -> float:
     """Seconds of compute for `tokens` padded tokens on one GPU (already divided by model parallel)."""
     adapters = adapter_bytes_per_token(setup) * tokens / memory_bw(gpu, m)
-    # QLoRA with fp32 non-quantized weights: 4-byte elementwise traffic, casts, fp32 GEMMs (timing.quantized)
+    # QLoRA with fp32 non-quantized weights: 4-byte elementwise traffic, casts, fp32 GEMMs; peft's fp32
+    # adapters over a 16-bit model without autocast: their GEMMs at the fp32 peak (timing.quantized)
     return (core_compute_s(setup, gpu, ft, eff, tokens, m) + adapters
-            + fp32_path_s(setup, gpu, ft, eff, tokens, m, memory_bw(gpu, m)))
+            + fp32_path_s(setup, gpu, ft, eff, tokens, m, memory_bw(gpu, m))
+            + fp32_adapter_gemm_s(setup, gpu, ft, eff, tokens, m))
 
 
 def param_counts(setup: TrainingSetup) -> tuple[int, int]:

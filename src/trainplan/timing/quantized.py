@@ -136,14 +136,39 @@ def fp32_path_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Effi
     extra += (cast_bytes_per_token(setup) + adapter_bytes_per_token(setup)) * tokens / bw_bytes_per_s
     if path.autocast:
         return extra
-    e32 = matmul_efficiency(gpu, "fp32", hidden_size=setup.model.hidden_size, tokens_per_micro_batch=tokens,
-                            stack=eff.stack, m=m, override=eff.value if eff.overridden else None)
-    s16, s32 = 1.0 / (eff.peak_flops_per_s * eff.value), 1.0 / (e32.peak_flops_per_s * e32.value)
-    adapters = ft.adapter_fwd + ft.adapter_bwd + (ft.adapter_fwd if setup.grad_ckpt is GradCkpt.FULL else 0.0)
-    extra += (ft.lm_head_fwd + ft.lm_head_bwd + adapters) * tokens * (s32 - s16)
+    s16, s32 = _seconds_per_flop(setup, gpu, eff, tokens, m)
+    extra += (ft.lm_head_fwd + ft.lm_head_bwd + adapter_flops(setup, ft)) * tokens * (s32 - s16)
     attn = ft.attention_hardware * tokens
     if path.attention == "mem-efficient fp32":
         extra += attn / eff.attention * (1.0 / fp32_attention_peak(gpu) - 1.0 / eff.attention_peak_flops_per_s)
     elif path.attention == "eager fp32":
         extra += attn * (s32 - 1.0 / (eff.attention_peak_flops_per_s * eff.value))
     return extra
+
+
+def _seconds_per_flop(setup: TrainingSetup, gpu: GpuSpec, eff: Efficiency, tokens: float,
+                      m: EfficiencyModel) -> tuple[float, float]:
+    """(16-bit, fp32) seconds per matmul FLOP of the step's linear layers on `gpu`."""
+    e32 = matmul_efficiency(gpu, "fp32", hidden_size=setup.model.hidden_size, tokens_per_micro_batch=tokens,
+                            stack=eff.stack, m=m, override=eff.value if eff.overridden else None)
+    return 1.0 / (eff.peak_flops_per_s * eff.value), 1.0 / (e32.peak_flops_per_s * e32.value)
+
+
+def adapter_flops(setup: TrainingSetup, ft: FlopsPerToken) -> float:
+    """FLOPs per token of the LoRA adapters' GEMMs: forward, backward, and the forward again under
+    full recomputation."""
+    return ft.adapter_fwd + ft.adapter_bwd + (ft.adapter_fwd if setup.grad_ckpt is GradCkpt.FULL else 0.0)
+
+
+def fp32_adapter_gemm_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
+                        m: EfficiencyModel) -> float:
+    """Seconds peft's fp32 adapters add over a 16-bit model without autocast (the regime's
+    fp32_adapter_chain, trainplan.memory.regime) outside the QLoRA fp32 path (which counts them):
+    `_cast_input_dtype` hands lora_A an fp32 input and both adapter weights are fp32 (peft
+    `autocast_adapter_dtype`), so their GEMMs run at the fp32 peak, TF32 being off for matmuls
+    (torch.backends.cuda.matmul.allow_tf32 = False), not at the 16-bit tensor-core rate the step's
+    FLOPs are timed at."""
+    if not resolve_regime(setup).fp32_adapter_chain or fp32_path(setup) is not None or not ft.adapter_fwd:
+        return 0.0
+    s16, s32 = _seconds_per_flop(setup, gpu, eff, tokens, m)
+    return adapter_flops(setup, ft) * tokens * (s32 - s16)
