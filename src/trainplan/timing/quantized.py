@@ -168,7 +168,7 @@ def fp32_adapter_gemm_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, e
     `autocast_adapter_dtype`), so their GEMMs run at the fp32 peak, TF32 being off for matmuls
     (torch.backends.cuda.matmul.allow_tf32 = False), not at the 16-bit tensor-core rate the step's
     FLOPs are timed at."""
-    if not resolve_regime(setup).fp32_adapter_chain or fp32_path(setup) is not None or not ft.adapter_fwd:
+    if not ft.adapter_fwd or not resolve_regime(setup).fp32_adapter_chain or fp32_path(setup) is not None:
         return 0.0
     s16, s32 = _seconds_per_flop(setup, gpu, eff, tokens, m)
     return adapter_flops(setup, ft) * tokens * (s32 - s16)
