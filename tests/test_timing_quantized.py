@@ -189,3 +189,11 @@ def test_time_and_memory_readers_agree_on_fp32_weights():
     assert timed.setup.impl.load_fp32 and timed.setup.quant.double_quant
     assert timed.setup.precision is Precision.BF16_PURE          # a plain PyTorch loop: no autocast
     assert map_memory_case(by_kind["memory"]).options.load_fp32 is True
+
+
+def test_fp32_adapter_note_names_the_assumption():
+    layout = Layout(gpu_id=A100.id)
+    plain = step_time(_lora(Precision.BF16_PURE), layout, A100, options=TimingOptions(efficiency=0.5))
+    assert any("LoRA adapters in fp32" in n and "fp32 peak" in n for n in plain.notes)
+    mixed = step_time(_lora(Precision.BF16), layout, A100, options=TimingOptions(efficiency=0.5))
+    assert not any("LoRA adapters in fp32" in n for n in mixed.notes)

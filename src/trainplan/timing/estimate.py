@@ -29,6 +29,7 @@ from trainplan.timing.fp8 import fp8_step_delta_s
 from trainplan.timing.hf_moe import hf_experts_delta_s, z3_leaf_params
 from trainplan.timing.options import TimingOptions
 from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule
+from trainplan.timing.quantized import fp32_adapter_note
 from trainplan.timing.steps import SequenceShape, global_batch, steps_per_epoch, total_steps
 from trainplan.units import SECONDS_PER_HOUR, fmt_count, fmt_duration
 
@@ -103,6 +104,8 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     tokens_mb_gpu = mb_tokens / layout.cp
     # compute per micro-batch on one GPU of the model-parallel group
     compute_mb = parts.compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m)
+    if (adapter_note := fp32_adapter_note(setup)) is not None:
+        notes.append(adapter_note)
     # routed experts as the framework runs them: transformers' MoE block (trainplan.timing.hf_moe) or
     # grouped GEMMs plus token-dispatch traffic (trainplan.timing.moe)
     compute_mb += hf_experts_delta_s(setup, layout, gpu, ft, eff, m, tokens_mb_gpu, ctx.grad_bytes, notes)

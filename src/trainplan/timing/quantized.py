@@ -160,6 +160,14 @@ def adapter_flops(setup: TrainingSetup, ft: FlopsPerToken) -> float:
     return ft.adapter_fwd + ft.adapter_bwd + (ft.adapter_fwd if setup.grad_ckpt is GradCkpt.FULL else 0.0)
 
 
+def fp32_adapter_note(setup: TrainingSetup) -> str | None:
+    """The assumption fp32_adapter_gemm_s times, for the estimate's notes (None where it adds nothing)."""
+    if setup.lora is None or not resolve_regime(setup).fp32_adapter_chain or fp32_path(setup) is not None:
+        return None
+    return ("LoRA adapters in fp32 over the 16-bit model, no autocast (peft autocast_adapter_dtype): each adapter "
+            "casts its input to fp32 and runs its GEMMs at the fp32 peak (TF32 off for matmuls)")
+
+
 def fp32_adapter_gemm_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
                         m: EfficiencyModel) -> float:
     """Seconds peft's fp32 adapters add over a 16-bit model without autocast (the regime's
