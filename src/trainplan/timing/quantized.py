@@ -43,6 +43,10 @@ outside bitsandbytes see fp32 operands:
 Under autocast (HF Trainer bf16=True, axolotl) F.linear and scaled_dot_product_attention are cast to
 16-bit (aten/src/ATen/autocast_mode.cpp, lower_precision_fp): only the 4-byte elementwise traffic
 and the casts remain.
+
+Plain LoRA is not spared the adapters' part: over a pure 16-bit model without autocast, peft's fp32
+adapters (memory.regime's fp32_adapter_chain) cast their input to fp32 and run their GEMMs at the
+fp32 peak too (fp32_adapter_gemm_s); their 4-byte traffic is trainplan.timing.traffic's.
 """
 
 from __future__ import annotations
