@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from time_accuracy import FIT_FIELDS, _model_from, nelder_mead  # noqa: E402
+from time_accuracy import FIT_FIELDS, _model_from, feasible, nelder_mead, summary  # noqa: E402
 from trainplan.cases.common import Skip  # noqa: E402
 from trainplan.cases.timecase import map_case, predict  # noqa: E402
 from trainplan.errors import TrainplanError  # noqa: E402
@@ -62,7 +62,7 @@ def errors(x: list[float], rows) -> list[float]:
 
 
 def loss(x: list[float], rows) -> float:
-    if min(x) <= 0 or x[0] > 1.2 or x[1] > 1.2 or x[5] > 1 or x[6] > 1:
+    if not feasible(x):
         return 1e9
     by_source = defaultdict(list)
     for row, err in zip(rows, errors(x, rows)):
@@ -71,8 +71,8 @@ def loss(x: list[float], rows) -> float:
 
 
 def stats(errs: list[float]) -> str:
-    ab = sorted(abs(e) for e in errs)
-    return f"n={len(ab):3d}  median |error| {statistics.median(ab):6.1%}  p90 {ab[math.ceil(0.9 * len(ab)) - 1]:6.1%}"
+    s = summary(errs)
+    return f"n={s['n']:3d}  median |error| {s['median_abs']:6.1%}  p90 {s['p90_abs']:6.1%}"
 
 
 def main(argv: list[str]) -> int:

@@ -90,8 +90,14 @@ def _model_from(x: list[float]) -> EfficiencyModel:
                    t0_tokens=v["t0_tokens"], attention_lo=v["attention_lo"], attention_hi=v["attention_hi"])
 
 
+def feasible(x: list[float]) -> bool:
+    """Constants (FIT_FIELDS order) the search may try: positive, sustained fractions <= 1.2,
+    attention fractions <= 1."""
+    return min(x) > 0 and x[0] <= 1.2 and x[1] <= 1.2 and x[5] <= 1 and x[6] <= 1
+
+
 def _loss(x: list[float], mapped: list[Mapped]) -> float:
-    if min(x) <= 0 or x[0] > 1.2 or x[1] > 1.2 or x[5] > 1 or x[6] > 1:
+    if not feasible(x):
         return 1e9
     model = _model_from(x)
     total = 0.0

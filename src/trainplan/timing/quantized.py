@@ -164,9 +164,15 @@ def adapter_flops(setup: TrainingSetup, ft: FlopsPerToken) -> float:
     return ft.adapter_fwd + ft.adapter_bwd + (ft.adapter_fwd if setup.grad_ckpt is GradCkpt.FULL else 0.0)
 
 
+def _fp32_adapters_outside_path(setup: TrainingSetup) -> bool:
+    """peft's fp32 adapters over a 16-bit model without autocast, not already counted by the QLoRA
+    fp32 path: the setups fp32_adapter_gemm_s times and fp32_adapter_note names."""
+    return setup.lora is not None and resolve_regime(setup).fp32_adapter_chain and fp32_path(setup) is None
+
+
 def fp32_adapter_note(setup: TrainingSetup) -> str | None:
     """The assumption fp32_adapter_gemm_s times, for the estimate's notes (None where it adds nothing)."""
-    if setup.lora is None or not resolve_regime(setup).fp32_adapter_chain or fp32_path(setup) is not None:
+    if not _fp32_adapters_outside_path(setup):
         return None
     return ("LoRA adapters in fp32 over the 16-bit model, no autocast (peft autocast_adapter_dtype): each adapter "
             "casts its input to fp32 and runs its GEMMs at the fp32 peak (TF32 off for matmuls)")
@@ -180,7 +186,7 @@ def fp32_adapter_gemm_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, e
     `autocast_adapter_dtype`), so their GEMMs run at the fp32 peak, TF32 being off for matmuls
     (torch.backends.cuda.matmul.allow_tf32 = False), not at the 16-bit tensor-core rate the step's
     FLOPs are timed at."""
-    if not ft.adapter_fwd or not resolve_regime(setup).fp32_adapter_chain or fp32_path(setup) is not None:
+    if not ft.adapter_fwd or not _fp32_adapters_outside_path(setup):
         return 0.0
     s16, s32 = _seconds_per_flop(setup, gpu, eff, tokens, m)
     return adapter_flops(setup, ft) * tokens * (s32 - s16)
