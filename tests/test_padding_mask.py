@@ -102,7 +102,8 @@ def test_eager_bytes_per_token_by_hand():
 
 def test_trainer_facts_are_read_from_the_trainer_name():
     facts, notes = trainer_facts({"framework": "universal-llm-trainer (custom PyTorch trainer), torch 2.5.1"})
-    assert facts == {"padding_mask": True} and "qa_dataset.py" in notes[0]
+    assert facts == {"padding_mask": True, "launch_blocking": True} and "qa_dataset.py" in notes[0]
+    assert "CUDA_LAUNCH_BLOCKING" in notes[1]
     assert trainer_facts({"framework": "HF Trainer + PEFT"}) == ({}, [])
 
 

@@ -110,6 +110,7 @@ class Options(TypedDict, total=False):
     device_map: str | None
     padding_free: bool | None
     padding_mask: bool | None
+    launch_blocking: bool | None
     grad_ckpt_every: int | None
     reduce_bucket_size: int | str | None
     prefetch_bucket_size: int | str | None

@@ -262,6 +262,9 @@ TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
      "sample is padded to max_length and its attention_mask ends in zeros; src/trainer/trainer.py "
      "`epoch_train` with --gpu_test replaces only the token ids with random ones; src/models/*.py pass "
      "the mask to the model: the batches carry a padding mask"),
+    ("universal-llm-trainer", {"launch_blocking": True},
+     "ljm565/universal-llm-trainer 9efd14b src/run/train.py `env_setup`: os.environ['CUDA_LAUNCH_BLOCKING'] "
+     "= \"1\" before CUDA initialises (torch.multiprocessing.spawn's ranks inherit it): synchronous launches"),
 )
 
 

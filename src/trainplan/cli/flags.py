@@ -129,6 +129,9 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
                    help="the batches' attention mask has padding, as a trainer that pads every sample to the "
                         "maximum length gives: SDPA runs its memory-efficient kernel over every block "
                         "(default: when --lengths-file gives mixed lengths, unpacked, more than one per micro-batch)")
+    g.add_argument("--launch-blocking", action=argparse.BooleanOptionalAction, default=None,
+                   help="the job runs with CUDA_LAUNCH_BLOCKING=1 (a debugging setting some trainers set): every "
+                        "kernel launch waits for its kernel and nothing overlaps compute (default: off)")
     h = p.add_argument_group("where it runs")
     h.add_argument("--gpu", default="a100-80gb")
     h.add_argument("--num-gpus", type=int, default=1)

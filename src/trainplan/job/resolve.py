@@ -119,7 +119,7 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
     impl = implementation(framework, loss=loss, optimizer_in_backward=req.optimizer_in_backward,
                           activation_offload=req.activation_offload, liger_kernels=req.liger,
                           load_fp32=req.load_fp32, compiled=req.compile, padding_free=req.padding_free,
-                          padding_mask=req.padding_mask,
+                          padding_mask=req.padding_mask, launch_blocking=req.launch_blocking,
                           fp8_recipe=None if req.fp8_recipe is None else
                           parse_enum(Fp8Recipe, req.fp8_recipe, "--fp8-recipe"))
     lora = quant = None

@@ -66,6 +66,7 @@ class Implementation:
     loss_upcast: bool = True              # cross-entropy on fp32 logits (HF, torchtune) or 16-bit (litgpt)
     load_fp32: bool = False               # frozen weights loaded in fp32 under mixed precision
     foreach_grad_clip: bool = True        # HF Trainer clips gradients (max_grad_norm=1.0)
+    launch_blocking: bool = False         # CUDA_LAUNCH_BLOCKING=1: synchronous launches (timing.launch)
 
 
 @frozen

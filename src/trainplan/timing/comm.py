@@ -18,7 +18,7 @@ import re
 
 from trainplan.enums import Fsdp, ZeroStage
 from trainplan.errors import TrainplanError
-from trainplan.frozen import frozen
+from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout
 from trainplan.specs import GpuSpec
 
@@ -217,6 +217,7 @@ class CommTimes:
     pp_s: float = 0.0                # pipeline point-to-point sends
     ep_s: float = 0.0                # expert-parallel all-to-all
     cp_s: float = 0.0                # context-parallel K/V ring (hidden behind attention)
+    cp_exposed_s: float = 0.0        # ... unless nothing overlaps (CUDA_LAUNCH_BLOCKING)
     links: tuple[str, ...] = ()
 
     @property
@@ -225,7 +226,11 @@ class CommTimes:
 
     @property
     def exposed_s(self) -> float:
-        return self.dp_exposed_s + self.gather_exposed_s + self.tp_s + self.pp_s + self.ep_s
+        return self.dp_exposed_s + self.gather_exposed_s + self.tp_s + self.pp_s + self.ep_s + self.cp_exposed_s
+
+    def serialised(self) -> CommTimes:
+        """The same traffic with nothing hidden behind compute (synchronous launches: timing.launch)."""
+        return replace(self, dp_exposed_s=self.dp_s, gather_exposed_s=self.gather_s, cp_exposed_s=self.cp_s)
 
 
 def _overlapped(comm_s: float, window_s: float, tail_s: float) -> float:

@@ -27,6 +27,7 @@ from trainplan.timing.efficiency import Efficiency
 from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.fp8 import fp8_step_delta_s
 from trainplan.timing.hf_moe import hf_experts_delta_s, z3_leaf_params
+from trainplan.timing.launch import launch_blocking_note, launch_gap_s, launches_per_micro_batch
 from trainplan.timing.options import TimingOptions
 from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule
 from trainplan.timing.quantized import fp32_adapter_note
@@ -113,11 +114,20 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     compute_mb += fp8_step_delta_s(setup, layout, gpu, ft, eff, m, tokens_per_micro_batch=tokens_mb_gpu,
                                    tokens=mb_tokens / model_parallel, notes=notes)
     fwd_share = ctx.fwd_share
+    # CUDA_LAUNCH_BLOCKING=1 (trainplan.timing.launch): each launch waits for its kernel; nothing hides
+    # behind compute, so the offload copies get no window and the collectives are all exposed
+    blocking = setup.impl.launch_blocking
+    hide_mb = compute_mb
+    if blocking:
+        launches = launches_per_micro_batch(setup)
+        compute_mb += launch_gap_s(launches)
+        hide_mb = 0.0
+        notes.append(launch_blocking_note(launches))
     compute_s = compute_mb * setup.grad_accum
 
     n_total, n_train = ctx.n_total, ctx.n_train
     optimizer_s, offload_s = parts.optimizer_and_offload_s(
-        setup, layout, gpu, m, n_total, n_train, compute_mb, notes, options,
+        setup, layout, gpu, m, n_total, n_train, hide_mb, notes, options,
         host=on.gpu_facts.host() if layout.offload is not Offload.NONE else None)
     dequant_s = parts.dequant_s(setup, layout, gpu, m, options.quant_kernel, notes)
 
@@ -138,6 +148,8 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
         leaf_params=z3_leaf_params(setup, layout),
         overlap_comm=ctx.overlap_always or ctx.zero.overlap(int(layout.zero)))
     comm = layout_comm(layout, fab, x)
+    if blocking:
+        comm = comm.serialised()
     notes += comm.links
     if layout.nodes > 1 and internode_note:
         notes.append(internode_note)

@@ -1,0 +1,123 @@
+"""CUDA_LAUNCH_BLOCKING=1 (trainplan.timing.launch): synchronous launches add the host's time per
+kernel and leave nothing overlapped; the per-layer launch counts are recounted on transformers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trainplan.cases.timecase import map_case
+from trainplan.cli import main
+from trainplan.enums import Framework, Fsdp, GradCkpt, Method, Offload, Precision
+from trainplan.frozen import replace
+from trainplan.i18n import translate
+from trainplan.job.training import Implementation, Layout, LoraConfig, QuantConfig, TrainingSetup
+from trainplan.model.params import count_params
+from trainplan.specs import GpuSpec, ModelSpec
+from trainplan.timing.estimate import step_time
+from trainplan.timing.launch import LAYER_LAUNCHES, launch_blocking_note, launches_per_micro_batch
+
+# Llama-3.1-8B's shape (32 layers); parameters do not enter the launch count
+LLAMA = ModelSpec(name="llama-3.1-8b", model_type="llama", naming="llama", hidden_size=4096, num_layers=32,
+                  num_heads=32, num_kv_heads=8, head_dim=128, intermediate_size=14336, vocab_size=128256,
+                  tied_embeddings=False)
+ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+A100 = GpuSpec(id="a100-sxm4-80gb", name="A100 SXM4 80GB", vendor="NVIDIA", memory_bytes=80 * 10**9,
+               reported_memory_bytes=None, memory_bw_bytes_per_s=2039e9,
+               peak_flops_per_s={"fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12, "fp16": 312e12},
+               interconnect="NVLink 3", gpu_gpu_bw_bytes_per_s=600e9, pcie="Gen4 x16", generation="ampere")
+BLOCKING = Implementation(launch_blocking=True)
+DEV2 = Path(__file__).parent / "data" / "published_dev2.json"
+
+
+def _setup(**kw) -> TrainingSetup:
+    kw.setdefault("precision", Precision.BF16)
+    return TrainingSetup(model=LLAMA, batch_size=1, seq_len=2048, **kw)
+
+
+def test_launch_counts_per_micro_batch_by_hand():
+    # full fine-tune: 32 layers x (43 forward + 74 backward) = 3,744; checkpointed: + 41 recompute = 5,056
+    assert launches_per_micro_batch(_setup()) == 3744
+    assert launches_per_micro_batch(_setup(grad_ckpt=GradCkpt.FULL)) == 5056
+    # LoRA on all 7 linears, checkpointed: 32 x (106 + 133 + 101) = 10,880
+    lora_all = _setup(method=Method.LORA, lora=LoraConfig(targets=ALL), grad_ckpt=GradCkpt.FULL)
+    assert launches_per_micro_batch(lora_all) == 10880
+    # on q_proj and v_proj: 2/7 of the all-linear excess (63 + 59 + 60 = 182): 32 x (158 + 52) = 6,720
+    lora_qv = _setup(method=Method.LORA, lora=LoraConfig(targets=("q_proj", "v_proj")), grad_ckpt=GradCkpt.FULL)
+    assert launches_per_micro_batch(lora_qv) == pytest.approx(6720)
+    # QLoRA adds 3 bitsandbytes kernels per dequantisation: 7 linears x 32 layers x 3 uses (forward,
+    # input gradient, recomputation) x 3 = 2,016
+    qlora = replace(lora_all, method=Method.QLORA, quant=QuantConfig())
+    assert launches_per_micro_batch(qlora) == 10880 + 2016
+
+
+def test_blocking_adds_the_launch_floor_to_every_micro_batch():
+    # one GPU, no communication: compute grows by 3,744 launches x 10 us = 37.44 ms per micro-batch,
+    # 4 micro-batches: 0.14976 s
+    base = _setup(grad_accum=4)
+    layout = Layout(num_gpus=1)
+    plain = step_time(base, layout, A100)
+    blocked = step_time(replace(base, impl=BLOCKING), layout, A100)
+    assert blocked.breakdown.compute_s - plain.breakdown.compute_s == pytest.approx(4 * 3744 * 10e-6, rel=1e-9)
+    assert any("CUDA_LAUNCH_BLOCKING=1" in n for n in blocked.notes)
+    assert not any("CUDA_LAUNCH_BLOCKING" in n for n in plain.notes)
+
+
+def test_blocking_exposes_all_communication():
+    # DDP over 8 GPUs: the gradient all-reduce normally hides behind the backward except its last
+    # bucket; with every launch blocking the whole wire time is exposed
+    setup = _setup(grad_accum=2)
+    layout = Layout(num_gpus=8)
+    plain = step_time(setup, layout, A100)
+    blocked = step_time(replace(setup, impl=BLOCKING), layout, A100)
+    assert plain.comm.dp_s > 0 and plain.comm.dp_exposed_s < plain.comm.dp_s
+    assert blocked.comm.dp_exposed_s == blocked.comm.dp_s
+    assert blocked.breakdown.communication_s == pytest.approx(blocked.comm.total_s)
+
+
+def test_blocking_leaves_fsdp_offload_copies_no_window():
+    # FSDP1 CPU offload (HF: no_sync accumulation), 8 GPUs, bf16 weights and fp32 master: the rank's
+    # CPU shard is params x 4 B / 8, copied up for forward and backward every micro-batch; with no
+    # compute to hide behind, each micro-batch costs max(up, down) / PCIe (up = 2 x shard dominates),
+    # plus the first unit's copy: ga x 2 x shard / 31e9 + shard / 32 / 31e9
+    setup = _setup(framework=Framework.HF, grad_accum=4)
+    layout = Layout(gpu_id=A100.id, num_gpus=8, fsdp=Fsdp.FULL, offload=Offload.ALL)
+    blocked = step_time(replace(setup, impl=BLOCKING), layout, A100)
+    plain = step_time(setup, layout, A100)
+    shard = count_params(LLAMA).total * 4 / 8
+    pcie = 31e9
+    assert blocked.breakdown.offload_s == pytest.approx(4 * 2 * shard / pcie + shard / 32 / pcie, rel=1e-6)
+    assert plain.breakdown.offload_s < blocked.breakdown.offload_s
+
+
+@pytest.mark.trace
+def test_layer_launch_table_matches_a_recount_on_transformers():
+    from trainplan.trace.launches import count_layer_launches
+    for key, lora in (("full", False), ("lora_all_linear", True)):
+        counted = count_layer_launches(lora)
+        table = LAYER_LAUNCHES[key]
+        assert (counted.forward, counted.backward, counted.recompute) == (
+            table.forward, table.backward, table.recompute), key
+
+
+def test_universal_llm_trainer_runs_with_launch_blocking_and_others_do_not():
+    cases = [c for c in json.loads(DEV2.read_text()) if c["kind"] == "time"]
+    ult = next(c for c in cases if c["id"] == "universal-trainer-llama31-lora-1xh100-time")
+    assert map_case(ult).setup.impl.launch_blocking
+    other = next(c for c in cases if c["id"].startswith("flashattn-training-gpt3-125m"))
+    assert not map_case(other).setup.impl.launch_blocking
+
+
+def test_cli_flag_and_its_chinese_note(capsys):
+    argv = ["estimate", "--model", "llama-3.1-8b", "--method", "lora", "--gpu", "h100-80gb", "--num-gpus", "2",
+            "--batch-size", "2", "--seq-len", "4096", "--json"]
+    assert main(argv) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--launch-blocking"]) == 0
+    blocked = json.loads(capsys.readouterr().out)
+    assert blocked["time"]["step_s"] > plain["time"]["step_s"]
+    note = launch_blocking_note(6720)
+    zh = translate(note, lang="zh")
+    assert zh != note and "6,720" in zh and "67 ms" in zh
