@@ -8,7 +8,7 @@ import pytest
 from trainplan.catalog import resolve_gpu
 from trainplan.enums import Attention, Framework, Position
 from trainplan.timing.attention import AttentionKernel as K
-from trainplan.timing.attention import attention_kernel, kernel_efficiency
+from trainplan.timing.attention import attention_kernel, kernel_efficiency, mem_efficient_head_dim_factor
 from trainplan.timing.efficiency import KernelStack, matmul_efficiency
 
 H100_PEAK_T = 989.4     # H100 SXM5 dense bf16 TFLOP/s, the GPU of the FA3 paper's figures
@@ -114,3 +114,23 @@ def test_without_a_kernel_the_fitted_value_is_kept():
     eff = matmul_efficiency(h100, "bf16", hidden_size=4096, tokens_per_micro_batch=8192, stack=KernelStack.FUSED)
     assert eff.attention_fwd == pytest.approx(0.17, abs=2e-3)
     assert eff.attention_bwd == eff.attention_fwd == pytest.approx(eff.attention)
+
+
+def test_mem_efficient_below_head_dim_128_pays_for_the_larger_kernel():
+    # NVIDIA/cutlass PR #992 (v3, f16 32-197-16-K, A100): forward 108.1 / 160.2 / 174.3 us at K = 64 / 80 / 128,
+    # backward 303.4 / 409.3 / 484.2. hd96 runs the kMaxK=128 kernel, its time interpolated linearly in K:
+    # forward (160.2 + 16/48 x 14.1) / 174.3 = 0.94607 -> (96/128) / 0.94607 = 0.79275;
+    # backward (409.3 + 16/48 x 74.9) / 484.2 = 0.89687 -> 0.83624
+    fwd, bwd = mem_efficient_head_dim_factor(96)
+    assert fwd == pytest.approx(0.75 / ((160.2 + 14.1 / 3) / 174.3), rel=1e-9)
+    assert (fwd, bwd) == pytest.approx((0.79275, 0.83624), abs=5e-5)
+    # hd64 runs its own kMaxK=64 kernel: (64/128) / (108.1/174.3) = 0.80620 forward
+    assert mem_efficient_head_dim_factor(64)[0] == pytest.approx(0.80620, abs=5e-5)
+    assert mem_efficient_head_dim_factor(128) is None and mem_efficient_head_dim_factor(256) is None
+    # applied to the published hd128 row at the same sequence length
+    ref = kernel_efficiency(K.MEM_EFFICIENT, "ampere", 128, 8192)
+    at96 = kernel_efficiency(K.MEM_EFFICIENT, "ampere", 96, 8192)
+    assert at96.fwd == pytest.approx(ref.fwd * fwd, rel=1e-12) and at96.bwd == pytest.approx(ref.bwd * bwd, rel=1e-12)
+    assert "head dim 96 runs the kMaxK=128 kernel" in at96.source and "kMaxK" not in ref.source
+    # other kernels keep their nearest published head dim
+    assert kernel_efficiency(K.FA2, "ampere", 96, 8192) == kernel_efficiency(K.FA2, "ampere", 128, 8192)
