@@ -163,3 +163,18 @@ def test_override_helpers():
     old = from_configs(["python -m torch.distributed.launch --nproc_per_node 2 --use_env train.py --bf16"],
                        JobOptions(model=""), {})
     assert (old.num_gpus, old.precision) == (2, "bf16")
+
+
+def test_cuda_launch_blocking_in_the_environment_is_read(capsys):
+    line = ("CUDA_LAUNCH_BLOCKING=1 torchrun --standalone --nproc-per-node=2 train.py "
+            "--model_name_or_path meta-llama/Llama-3.1-8B --per_device_train_batch_size 2 --bf16 "
+            "--max_seq_length 2048 --output_dir out")
+    o = from_configs([line], JobOptions(model=""), {})
+    assert o.launch_blocking is True and o.num_gpus == 2
+    src = next(s for s in o.provenance if s.field == "launch_blocking")
+    assert (src.key, src.raw, src.origin) == ("CUDA_LAUNCH_BLOCKING", "1", Origin.FILE)
+    off = from_configs(["CUDA_LAUNCH_BLOCKING=0 " + line.split(" ", 1)[1]], JobOptions(model=""), {})
+    assert off.launch_blocking is False
+    blocked = est(capsys, "--from", line)
+    plain = est(capsys, "--from", line.split(" ", 1)[1])
+    assert blocked["time"]["step_s"] > plain["time"]["step_s"]

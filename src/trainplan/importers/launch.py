@@ -1,7 +1,9 @@
 """Launch lines: torchrun, deepspeed, accelerate launch, llamafactory-cli, tune run, torchtitan's
 run_train.sh and `python script.py --hf-args ...`, given as a file (.sh) or as the command itself, with
 environment assignments before the command (NPROC_PER_NODE=8 NNODES=2 CUDA_VISIBLE_DEVICES=0,1 ...).
-`swift ...` and `megatron ...` lines belong to importers/swift.py.
+`swift ...` and `megatron ...` lines belong to importers/swift.py. CUDA_LAUNCH_BLOCKING=1 among the
+assignments is read as launch_blocking (every launch synchronous: trainplan.timing.launch); the others
+are counted as ignored.
 
 What sets the GPU count (shared/reference/framework_configs.md section 8):
 - torchrun (torch/distributed/run.py): world = --nnodes x --nproc-per-node (default 1; also PET_* env);
@@ -120,6 +122,9 @@ def read(data: list[str], path: str, ctx: ReadContext | None = None) -> Imported
     if first in ("python", "python3") and len(words) > 2 and words[1] == "-m" and \
             words[2] in ("torch.distributed.run", "torch.distributed.launch"):
         first, words = "torchrun", ["torchrun", *words[3:]]
+    blocking = env.pop("CUDA_LAUNCH_BLOCKING", None)
+    if blocking is not None:   # CUDA: "0 or 1 (default is 0)"; 1 makes every launch synchronous (timing.launch)
+        c.set("launch_blocking", blocking.strip() == "1", key="CUDA_LAUNCH_BLOCKING", raw=blocking)
     c.ignore(len(env))
     if first == "torchrun":
         opts, rest = _options(words[1:], _TORCHRUN_FLAGS)
