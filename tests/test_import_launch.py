@@ -175,6 +175,8 @@ def test_cuda_launch_blocking_in_the_environment_is_read(capsys):
     assert (src.key, src.raw, src.origin) == ("CUDA_LAUNCH_BLOCKING", "1", Origin.FILE)
     off = from_configs(["CUDA_LAUNCH_BLOCKING=0 " + line.split(" ", 1)[1]], JobOptions(model=""), {})
     assert off.launch_blocking is False
+    threads = from_configs(["OMP_NUM_THREADS=8 " + line.split(" ", 1)[1]], JobOptions(model=""), {})
+    assert threads.cpu_threads_per_rank == 8 and threads.launch_blocking is None
     blocked = est(capsys, "--from", line)
     plain = est(capsys, "--from", line.split(" ", 1)[1])
     assert blocked["time"]["step_s"] > plain["time"]["step_s"]

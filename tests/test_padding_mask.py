@@ -102,8 +102,10 @@ def test_eager_bytes_per_token_by_hand():
 
 def test_trainer_facts_are_read_from_the_trainer_name():
     facts, notes = trainer_facts({"framework": "universal-llm-trainer (custom PyTorch trainer), torch 2.5.1"})
-    assert facts == {"padding_mask": True, "launch_blocking": True} and "qa_dataset.py" in notes[0]
-    assert "CUDA_LAUNCH_BLOCKING" in notes[1]
+    assert facts == {"padding_mask": True, "launch_blocking": True, "cpu_threads_per_rank": 32}
+    assert "qa_dataset.py" in notes[0] and "CUDA_LAUNCH_BLOCKING" in notes[1] and "set_num_threads" in notes[2]
+    two, _ = trainer_facts({"framework": "universal-llm-trainer", "gpus": {"count": 2}})
+    assert two["cpu_threads_per_rank"] == 16     # total_cpu_use 32 // 2 spawned ranks
     assert trainer_facts({"framework": "HF Trainer + PEFT"}) == ({}, [])
 
 

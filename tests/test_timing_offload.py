@@ -184,3 +184,26 @@ def test_host_flags_reach_the_cpu_step():
     assert est.time.step.breakdown.optimizer_s == pytest.approx(6_738_415_616 * 34 / 37.5e9, rel=1e-9)
     with pytest.raises(TrainplanError, match="--host-mem-gb-per-s"):
         resolve_job(JobOptions(**base, host_mem_gb_per_s=-1.0))
+
+
+def test_threads_the_job_sets_replace_the_launchers():
+    # OMP_NUM_THREADS / torch.set_num_threads given: that many per rank, capped by the node's cores
+    # shared among its ranks
+    assert threads_per_rank(Framework.HF, 8, 128, 16) == 16
+    assert threads_per_rank(Framework.HF, 8, 64, 16) == 8
+    assert threads_per_rank(Framework.DEEPSPEED, 1, 128, 4) == 4
+
+
+def test_fsdp_cpu_adamw_with_the_threads_the_job_sets():
+    # FSDP CPU offload of Llama-2-7B on 8 A100s, torch AdamW on fp32 CPU tensors (single-tensor path,
+    # 20 passes x 4 B = 80 B a parameter), host 128 cores / 410 GB/s. torchrun's 1 thread per rank:
+    # min(410e9 x 0.75 / 80 = 3.84e9, 8 x 0.22e9 = 1.76e9) -> P7 / 1.76e9 s; with 16 threads per rank
+    # the cores give 128 x 0.22e9 = 28.2e9 and the DRAM bound 3.84e9 decides: P7 / 3.84375e9 s
+    setup = _setup(framework=Framework.HF, optimizer=Optimizer.ADAMW)
+    layout = Layout(num_gpus=8, fsdp=Fsdp.FULL, offload=Offload.ALL)
+    host = TimingOptions(host_cpus=128, host_mem_bw_bytes_per_s=410e9)
+    one = step_time(setup, layout, A100, options=host)
+    many = step_time(replace(setup, impl=replace(setup.impl, cpu_threads_per_rank=16)), layout, A100, options=host)
+    assert one.breakdown.optimizer_s == pytest.approx(P7 / 1.76e9, rel=1e-6)
+    assert many.breakdown.optimizer_s == pytest.approx(P7 / (410e9 * 0.75 / 80), rel=1e-6)
+    assert any("16 per rank as the job sets it" in n for n in many.notes)

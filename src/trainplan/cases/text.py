@@ -255,7 +255,8 @@ def gpu_of(case: dict) -> tuple[GpuSpec, str | None]:
 
 # Trainers without a profile of their own (they run on a profiled framework: a plain PyTorch loop, HF
 # Trainer) whose code fixes a behaviour the step's time depends on, read from that code: (the
-# trainer's name as a framework text writes it, Implementation fields, where the code says so).
+# trainer's name as a framework text writes it, Implementation fields, where the code says so). A
+# field's value may be a function of the case's GPU count.
 TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("universal-llm-trainer", {"padding_mask": True},
      "ljm565/universal-llm-trainer 9efd14b src/data_collection/qa_dataset.py `_pad`/`__getitem__`: every "
@@ -265,6 +266,9 @@ TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("universal-llm-trainer", {"launch_blocking": True},
      "ljm565/universal-llm-trainer 9efd14b src/run/train.py `env_setup`: os.environ['CUDA_LAUNCH_BLOCKING'] "
      "= \"1\" before CUDA initialises (torch.multiprocessing.spawn's ranks inherit it): synchronous launches"),
+    ("universal-llm-trainer", {"cpu_threads_per_rank": lambda gpus: max(1, 32 // gpus)},
+     "ljm565/universal-llm-trainer 9efd14b src/run/train.py: torch.set_num_threads(config.total_cpu_use) on one "
+     "GPU, total_cpu_use // ngpus_per_node per spawned rank; total_cpu_use: 32 in every config/*.yaml"),
 )
 
 
@@ -273,8 +277,9 @@ def trainer_facts(case: dict) -> tuple[dict[str, Any], list[str]]:
     low = text(case.get("framework"))
     out: dict[str, Any] = {}
     notes: list[str] = []
+    gpus = int((case.get("gpus") or {}).get("count") or 1)
     for name, fields, source in TRAINER_FACTS:
         if mentions(low, name):
-            out.update(fields)
+            out.update({k: v(gpus) if callable(v) else v for k, v in fields.items()})
             notes.append(f"{name}: {source}")
     return out, notes

@@ -153,6 +153,9 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     h.add_argument("--reshard-after-forward", action=argparse.BooleanOptionalAction, default=None,
                    help="FSDP: free gathered parameters after forward (--no-: SHARD_GRAD_OP)")
     h.add_argument("--offload-device", help="cpu (default) | nvme: where ZeRO offloads")
+    h.add_argument("--cpu-threads-per-rank", type=int,
+                   help="CPU threads each rank's offloaded optimizer runs on, as OMP_NUM_THREADS or "
+                        "torch.set_num_threads sets them (default: the launcher's; torchrun and accelerate: 1)")
     h.add_argument("--host-cpus", type=int, help="CPU cores per node that run an offloaded optimizer "
                    "(default: the GPU's reference server, stated in the notes)")
     h.add_argument("--host-mem-gb-per-s", type=float, help="host memory bandwidth per node in GB/s for an "

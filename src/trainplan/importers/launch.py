@@ -2,8 +2,9 @@
 run_train.sh and `python script.py --hf-args ...`, given as a file (.sh) or as the command itself, with
 environment assignments before the command (NPROC_PER_NODE=8 NNODES=2 CUDA_VISIBLE_DEVICES=0,1 ...).
 `swift ...` and `megatron ...` lines belong to importers/swift.py. CUDA_LAUNCH_BLOCKING=1 among the
-assignments is read as launch_blocking (every launch synchronous: trainplan.timing.launch); the others
-are counted as ignored.
+assignments is read as launch_blocking (every launch synchronous: trainplan.timing.launch),
+OMP_NUM_THREADS as cpu_threads_per_rank (torch/distributed/run.py sets 1 only when it is unset); the
+others are counted as ignored.
 
 What sets the GPU count (shared/reference/framework_configs.md section 8):
 - torchrun (torch/distributed/run.py): world = --nnodes x --nproc-per-node (default 1; also PET_* env);
@@ -125,6 +126,10 @@ def read(data: list[str], path: str, ctx: ReadContext | None = None) -> Imported
     blocking = env.pop("CUDA_LAUNCH_BLOCKING", None)
     if blocking is not None:   # CUDA: "0 or 1 (default is 0)"; 1 makes every launch synchronous (timing.launch)
         c.set("launch_blocking", blocking.strip() == "1", key="CUDA_LAUNCH_BLOCKING", raw=blocking)
+    threads = env.pop("OMP_NUM_THREADS", None)
+    if threads is not None:    # torchrun/accelerate keep a user's OMP_NUM_THREADS (they set 1 only when unset)
+        c.set("cpu_threads_per_rank", as_int(threads, "OMP_NUM_THREADS", path, minimum=1), key="OMP_NUM_THREADS",
+              raw=threads)
     c.ignore(len(env))
     if first == "torchrun":
         opts, rest = _options(words[1:], _TORCHRUN_FLAGS)

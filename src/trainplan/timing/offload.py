@@ -184,8 +184,12 @@ def resolve_host(gpu: GpuSpec, *, cpus: int | None = None, mem_bw_bytes_per_s: f
                     source="user" if cpus is not None and mem_bw_bytes_per_s is not None else host.source)
 
 
-def threads_per_rank(framework: Framework, ranks_per_node: int, cores: int) -> int:
-    """CPU threads one rank's optimizer runs on (module docstring: launchers and OMP_NUM_THREADS)."""
+def threads_per_rank(framework: Framework, ranks_per_node: int, cores: int, stated: int = 0) -> int:
+    """CPU threads one rank's optimizer runs on (module docstring: launchers and OMP_NUM_THREADS);
+    `stated`: what the job sets itself (OMP_NUM_THREADS, torch.set_num_threads; 0: the launcher's),
+    capped by the node's cores shared among its ranks."""
+    if stated > 0:
+        return max(1, min(stated, cores // max(1, ranks_per_node)))
     if ranks_per_node <= 1:
         return cores
     if framework is Framework.DEEPSPEED:
@@ -268,7 +272,8 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
             exposed_s += (_overlapped_s(up_mb, 0.0 if in_backward else down_mb, bw, compute_mb_s)
                           + (ga - 1) * _overlapped_s(up_mb, 0.0, bw, compute_mb_s))
             add_rate = min(host.mem_bw_bytes_per_s * HOST_BW_FRACTION / (3 * e) / ranks,
-                           threads_per_rank(setup.framework, ranks, host.cpu_cores) * ADD_PER_CORE[e])
+                           threads_per_rank(setup.framework, ranks, host.cpu_cores,
+                                            setup.impl.cpu_threads_per_rank) * ADD_PER_CORE[e])
             exposed_s += (ga - 1) * n_opt / add_rate + blocking * down_mb / bw
             notes.append(f"FSDP2 CPU offload: the {shard_bytes / 1e9:.2f} GB parameter shard copied to the GPU "
                          f"for forward and backward (overlapped); gradients to the CPU, blocking and added "
@@ -316,12 +321,15 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
     optimizer_s = 0.0
     if optimizer_on_cpu:
         nbytes, per_core, what = _cpu_optimizer(setup, deepspeed)
-        threads = threads_per_rank(setup.framework, ranks, host.cpu_cores)
+        threads = threads_per_rank(setup.framework, ranks, host.cpu_cores, setup.impl.cpu_threads_per_rank)
         optimizer_s = cpu_step_s(n_opt, ranks, host, bytes_per_param=nbytes, per_core_params_per_s=per_core,
                                  threads=threads)
         notes.append(f"CPU optimizer: {what}; {ranks} rank(s) x {n_opt / 1e9:.3g}B params on {host.described}, "
                      f"{min(host.cpu_cores, ranks * threads)} threads"
-                     + (" (OMP_NUM_THREADS=1 per rank under torchrun/accelerate)" if threads == 1 and ranks > 1 else "")
+                     + (" (OMP_NUM_THREADS=1 per rank under torchrun/accelerate)"
+                        if threads == 1 and ranks > 1 and not setup.impl.cpu_threads_per_rank else "")
+                     + (f" ({setup.impl.cpu_threads_per_rank} per rank as the job sets it)"
+                        if setup.impl.cpu_threads_per_rank else "")
                      + (f"; host assumed ({host.source})" if host.guess else ""))
     return OffloadTime(optimizer_s=optimizer_s, traffic_s=exposed_s, bytes_per_micro_batch=up_mb + down_mb,
                        bytes_per_step=up_step + down_step, notes=tuple(notes))
