@@ -206,4 +206,6 @@ def test_fsdp_cpu_adamw_with_the_threads_the_job_sets():
     many = step_time(replace(setup, impl=replace(setup.impl, cpu_threads_per_rank=16)), layout, A100, options=host)
     assert one.breakdown.optimizer_s == pytest.approx(P7 / 1.76e9, rel=1e-6)
     assert many.breakdown.optimizer_s == pytest.approx(P7 / (410e9 * 0.75 / 80), rel=1e-6)
-    assert any("16 per rank as the job sets it" in n for n in many.notes)
+    assert "CPU optimizer threads: 16 per rank, as the job sets them (OMP_NUM_THREADS / torch.set_num_threads)" \
+        in many.notes
+    assert not any("CPU optimizer threads" in n for n in one.notes)

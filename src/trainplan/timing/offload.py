@@ -328,8 +328,9 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
                      f"{min(host.cpu_cores, ranks * threads)} threads"
                      + (" (OMP_NUM_THREADS=1 per rank under torchrun/accelerate)"
                         if threads == 1 and ranks > 1 and not setup.impl.cpu_threads_per_rank else "")
-                     + (f" ({setup.impl.cpu_threads_per_rank} per rank as the job sets it)"
-                        if setup.impl.cpu_threads_per_rank else "")
                      + (f"; host assumed ({host.source})" if host.guess else ""))
+        if setup.impl.cpu_threads_per_rank:
+            notes.append(f"CPU optimizer threads: {threads} per rank, as the job sets them "
+                         "(OMP_NUM_THREADS / torch.set_num_threads)")
     return OffloadTime(optimizer_s=optimizer_s, traffic_s=exposed_s, bytes_per_micro_batch=up_mb + down_mb,
                        bytes_per_step=up_step + down_step, notes=tuple(notes))
