@@ -11,7 +11,7 @@ import pytest
 from trainplan.cases.memorycase import map_memory_case
 from trainplan.cases.text import kbit_prep_fp32
 from trainplan.cases.timecase import map_case
-from trainplan.enums import Attention, Framework, GradCkpt, Method, Precision
+from trainplan.enums import Attention, Framework, GradCkpt, Method, Precision, Quant
 from trainplan.frozen import replace
 from trainplan.job.training import Implementation, Layout, LoraConfig, QuantConfig, TrainingSetup
 from trainplan.specs import GpuSpec, ModelSpec
@@ -19,11 +19,14 @@ from trainplan.timing.efficiency import DEFAULT_MODEL, Efficiency, KernelStack
 from trainplan.timing.estimate import TimingOptions, step_time
 from trainplan.timing.flops import AttnConvention, FlopsPerToken
 from trainplan.timing.quantized import (
+    MEM_EFFICIENT_FP32_BWD,
+    MEM_EFFICIENT_FP32_FWD,
+    base_gemm_flops,
     cast_bytes_per_token,
     dequant_bytes,
+    dequant_operand_bytes,
     dequant_uses,
     fp32_adapter_gemm_s,
-    fp32_attention_peak,
     fp32_path,
     fp32_path_s,
 )
@@ -73,10 +76,15 @@ def test_dequant_uses_forward_backward_and_recompute():
 
 def test_double_quant_step_dequant_seconds():
     # quantised weights of TINY: per layer 4 x 64 x 64 + 3 x 64 x 128 = 16,384 + 24,576 = 40,960; x 2 layers
-    # = 81,920. Per micro-batch 3 uses x 2.765869140625 B; grad_accum 4; A100 at 0.8 x 2039 GB/s
-    setup = replace(_qlora(quant=QuantConfig(double_quant=True)), grad_accum=4)
+    # = 81,920. Per micro-batch 3 uses x 2.765869140625 B; grad_accum 4; A100 at 0.8 x 2039 GB/s.
+    # HF Trainer bf16=True (autocast): the matmuls are 16-bit, the dequantised copy too
+    setup = replace(_qlora(quant=QuantConfig(double_quant=True), precision=Precision.BF16), grad_accum=4)
     st = step_time(setup, Layout(gpu_id=A100.id), A100)
     assert st.breakdown.dequant_s == pytest.approx(81_920 * 2.765869140625 * 3 * 4 / (2039e9 * 0.8))
+    # no autocast over fp32 non-quantized weights: bitsandbytes computes in fp32 and each use writes
+    # the dequantised weight as fp32, 2 B more: 4.765869140625 B per use
+    fp32 = step_time(replace(setup, precision=Precision.BF16_PURE), Layout(gpu_id=A100.id), A100)
+    assert fp32.breakdown.dequant_s == pytest.approx(81_920 * 4.765869140625 * 3 * 4 / (2039e9 * 0.8))
 
 
 # --- the fp32 path -------------------------------------------------------------------------------
@@ -92,16 +100,30 @@ def test_fp32_path_applies_only_to_fp32_non_quantized_weights():
     assert hf.autocast and hf.attention == "16-bit"
 
 
+def test_bitsandbytes_computes_in_the_input_dtype():
+    # Linear4bit.set_compute_type: an fp32 input sets compute_dtype = fp32 (bitsandbytes 0.45.0
+    # nn/modules.py); with no autocast the 4-bit linears' GEMMs then run in fp32
+    assert fp32_path(_qlora()).base_fp32 and dequant_operand_bytes(_qlora()) == 2.0
+    # autocast casts F.linear to bf16 inside MatMul4Bit: 16-bit GEMMs, 16-bit dequantised copy
+    assert not fp32_path(_qlora(precision=Precision.BF16)).base_fp32
+    assert dequant_operand_bytes(_qlora(precision=Precision.BF16)) == 0.0
+    # 8-bit (Linear8bitLt) has no such rule; 16-bit non-quantized weights: no fp32 path at all
+    assert not fp32_path(_qlora(quant=QuantConfig(kind=Quant.INT8))).base_fp32
+    assert dequant_operand_bytes(_qlora(impl=Implementation())) == 0.0
+
+
 def test_cast_bytes_around_quantised_linears():
     # in + out per layer: 4 x (64 + 64) + 2 x (64 + 128) + (128 + 64) = 512 + 384 + 192 = 1,088; x 2 layers
     # = 2,176 elements x 6 B (fp32 <-> bf16) x 3 passes (forward, backward, recompute) = 39,168 B per token
     assert cast_bytes_per_token(_qlora()) == pytest.approx(39_168)
 
 
-def test_fp32_attention_peak_is_a_third_of_tf32():
-    # mem-efficient fp32 on sm80+: OpMultiplyAddFastF32 = 3 TF32 MMAs; before sm80 FFMA at the fp32 peak
-    assert fp32_attention_peak(A100) == pytest.approx(156e12 / 3)
-    assert fp32_attention_peak(V100) == pytest.approx(15.7e12)
+def test_mem_efficient_fp32_ratios_from_published_times():
+    # forward, xformers #712 (A100): f32 1-8192-4-128 5825.0 us for 1 x 4 heads, b16 2-8192-8-128
+    # 5086.0 us for 2 x 8: per (batch x head) 1456.25 / 317.875 us = 4.58120
+    assert MEM_EFFICIENT_FP32_FWD == pytest.approx(4.58120, rel=1e-5)
+    # backward, xformers PR #467 (A100): 2335.2 / 613.4 = 3.80698 (K=88), 2241.3 / 583.6 = 3.84047 (K=80)
+    assert MEM_EFFICIENT_FP32_BWD == pytest.approx((3.80698 + 3.84047) / 2, rel=1e-5)
 
 
 _FT = FlopsPerToken(seq_len=512, attention_convention=AttnConvention.CAUSAL, mfu_convention=AttnConvention.FULL,
@@ -121,12 +143,23 @@ def test_fp32_path_seconds_by_hand():
     autocast_s = 3.24e9 * 1000 / (312e12 * 0.5) * 0.2 + 84_224 * 1000 / 1e12
     hf = _qlora(precision=Precision.BF16)
     assert fp32_path_s(hf, A100, _FT, _EFF, 1000, DEFAULT_MODEL, 1e12) == pytest.approx(autocast_s)
-    # no autocast: head 2e8 + adapters (1e7 + 2e7 + 1e7 recompute) = 2.4e8 FLOP/token move from
-    # 312e12 x 0.5 to 19.5e12 x 0.5 (override kept): 2.4e11 x (1/9.75e12 - 1/156e12) = 0.0230769 s;
-    # attention 8e11 / 0.4 x (1/52e12 - 1/312e12) = 0.0320513 s
-    plain_s = autocast_s + 2.4e11 * (1 / 9.75e12 - 1 / 156e12) + 8e11 / 0.4 * (1 / 52e12 - 1 / 312e12)
-    assert fp32_path_s(_qlora(), A100, _FT, _EFF, 1000, DEFAULT_MODEL, 1e12) == pytest.approx(plain_s)
-    assert plain_s == pytest.approx(0.0593663, rel=1e-5)
+    # no autocast: bitsandbytes computes in fp32 (the casts are no-ops: only the adapters' 45,056 B);
+    # head 2e8 + adapters (1e7 + 2e7 + 1e7 recompute) 4e7 + the 4-bit linears (forward 1e9, input
+    # gradient 1e9, recompute 1e9) = 3.24e9 FLOP/token move from 312e12 x 0.5 to 19.5e12 x 0.5
+    # (override kept): 3.24e12 x (1/9.75e12 - 1/156e12) = 0.311538 s.
+    # Attention: fp32 runs the memory-efficient kernel, timed at its published A100 16-bit row (clamped
+    # at seq 4096: forward 97.0 TFLOP/s, backward 85.5 x 2/2.5) scaled to TINY's head dim 16 (the
+    # kMaxK=64 kernel: FLOPs x 16/128 over its time 108.1/174.3 forward, 303.4/484.2 backward), times
+    # the fp32 ratios 4.58120 / 3.82373, less the 16-bit time already counted ((2e8 + 2e8 + 4e8) / 0.4)
+    me_fwd = 97.0 / 312 * (16 / 128) / (108.1 / 174.3)              # 0.0626612
+    me_bwd = 85.5 * 0.8 / 312 * (16 / 128) / (303.4 / 484.2)        # 0.0437342
+    attention_s = (4e8 / me_fwd * 4.58120 + 4e8 / me_bwd * 3.82373 - 2e9) * 1000 / 312e12
+    assert attention_s == pytest.approx(0.199412, rel=1e-5)
+    assert base_gemm_flops(_qlora(), _FT) == pytest.approx(3e9)
+    plain_s = (3.24e9 * 1000 / (312e12 * 0.5) * 0.2 + 45_056 * 1000 / 1e12
+               + 3.24e12 * (1 / 9.75e12 - 1 / 156e12) + attention_s)
+    assert fp32_path_s(_qlora(), A100, _FT, _EFF, 1000, DEFAULT_MODEL, 1e12) == pytest.approx(plain_s, rel=1e-5)
+    assert plain_s == pytest.approx(0.515150, rel=1e-5)
     assert fp32_path_s(_qlora(impl=Implementation()), A100, _FT, _EFF, 1000, DEFAULT_MODEL, 1e12) == 0.0
 
 
@@ -145,11 +178,20 @@ def test_fp32_path_step_small_model():
     # path's adapters are counted from
     # The base's fp32 adapters already run their GEMMs at the fp32 peak (fp32_adapter_gemm_s): only the
     # head's GEMMs move in the difference
-    expected = (linear * (1 - eff.width) + (39_168 + 45_056 - (169_984 - 45_056)) * tokens / bw
-                + (ft.lm_head_fwd + ft.lm_head_bwd) * tokens * (1 / (19.5e12 * 0.5) - 1 / (312e12 * 0.5))
-                + ft.attention_hardware * tokens / eff.attention * (1 / (156e12 / 3) - 1 / 312e12))
-    assert fp32.breakdown.compute_s - base.breakdown.compute_s == pytest.approx(expected)
-    assert any("prepare_model_for_kbit_training" in n for n in fp32.notes)
+    # head's and the 4-bit linears' GEMMs move: bitsandbytes computes in fp32 on the fp32 input, where
+    # its casts are no-ops (no cast bytes); the attention runs the memory-efficient kernel in fp32: its
+    # published 16-bit A100 time x the f32 / 16-bit ratios (4.58120 forward and recompute, 3.82373
+    # backward), less the 16-bit time of the kernel 16-bit inputs get
+    base_gemms = ft.hardware - ft.attention_hardware - ft.lm_head_fwd - ft.lm_head_bwd - 2 * ft.adapter_fwd - ft.adapter_bwd
+    fwd_flops = ft.attention_fwd + ft.recompute_attention
+    sixteen = fwd_flops / (eff.attention_fwd or eff.attention) + ft.attention_bwd / (eff.attention_bwd or eff.attention)
+    me_fwd = 97.0 / 312 * (16 / 128) / (108.1 / 174.3)     # the memory-efficient A100 row at TINY's shape
+    me_bwd = 85.5 * 0.8 / 312 * (16 / 128) / (303.4 / 484.2)
+    expected = (linear * (1 - eff.width) + (45_056 - (169_984 - 45_056)) * tokens / bw
+                + (ft.lm_head_fwd + ft.lm_head_bwd + base_gemms) * tokens * (1 / (19.5e12 * 0.5) - 1 / (312e12 * 0.5))
+                + (fwd_flops / me_fwd * 4.58120 + ft.attention_bwd / me_bwd * 3.82373 - sixteen) * tokens / 312e12)
+    assert fp32.breakdown.compute_s - base.breakdown.compute_s == pytest.approx(expected, rel=1e-5)
+    assert any("set_compute_type" in n and "fp32 GEMMs" in n for n in fp32.notes)
 
 
 def _lora(precision: Precision, framework: Framework = Framework.PYTORCH) -> TrainingSetup:

@@ -19,6 +19,7 @@ from trainplan.timing.options import TimingOptions
 from trainplan.timing.quantized import (
     BNB_KERNELS,
     dequant_bytes,
+    dequant_operand_bytes,
     dequant_uses,
     fp32_adapter_gemm_s,
     fp32_path,
@@ -146,7 +147,8 @@ def dequant_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: EfficiencyM
         return 0.0
     kernel = kernel or setup.quant.kind.value
     uses = dequant_uses(setup)
-    per_use = dequant_bytes(kernel, setup.quant.double_quant)
+    # + the fp32 write where bitsandbytes computes in fp32 (timing.quantized.dequant_operand_bytes)
+    per_use = dequant_bytes(kernel, setup.quant.double_quant) + dequant_operand_bytes(setup)
     nested = setup.quant.double_quant and kernel in BNB_KERNELS
     notes.append(f"{kernel} dequantisation: {per_use:.3g} bytes per weight per use"
                  + (" (double-quant absmax rebuilt each time)" if nested else "")

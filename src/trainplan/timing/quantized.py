@@ -23,9 +23,18 @@ layer as the code runs it:
   on 4-byte elements. The non-matmul share of the step (trainplan.timing.efficiency's width factor,
   bytes in proportion to h per token) doubles: extra time = linear time x (1 - width).
 * bitsandbytes `Linear4bit.forward` (nn/modules.py) casts its input to the compute dtype and its
-  output back to the input dtype: fp32 -> bf16 -> fp32 around every quantised linear, and the same
-  two casts of the gradients in backward: 6 B (read 4, write 2, or read 2, write 4) per element of
-  its input and output, per pass (CAST_BYTES).
+  output back to the input dtype, and the same two casts of the gradients in backward: 6 B (read 4,
+  write 2, or read 2, write 4) per element of its input and output, per pass (CAST_BYTES). But the
+  compute dtype is not the configured `bnb_4bit_compute_dtype` once an fp32 input has passed:
+  `set_compute_type` (nn/modules.py, bitsandbytes 0.45.0) runs on the first forward and sets
+  `self.compute_dtype = x.dtype` for an fp32 or bf16 input ("the input is in a dtype that is safe to
+  compute in"). On the fp32 residual stream the 4-bit linears therefore compute in fp32: MatMul4Bit
+  (autograd/_functions.py) dequantises to `quant_state.dtype` and runs `F.linear` on fp32 operands,
+  its input gradient `grad_output @ W` likewise. Without autocast those GEMMs run on the CUDA cores
+  at the fp32 peak (TF32 is off for matmuls), the casts around them are no-ops, and the dequantised
+  weight is written as fp32 (FP32_OPERAND_BYTES more per use than a 16-bit copy). Under autocast
+  F.linear is cast to 16-bit inside MatMul4Bit (autocast_mode.cpp lower_precision_fp): 16-bit GEMMs,
+  and the activation casts remain (autocast makes them).
 * peft's LoRA layers (tuners/lora/bnb.py) run the adapters in their own dtype, fp32 (peft
   `cast_adapter_dtype` upcasts adapters to fp32), on the fp32 input: adapter traffic at 4 bytes.
 Without autocast (a plain loop following peft's QLoRA guide; the model's own dtypes), the matmuls
@@ -36,8 +45,13 @@ outside bitsandbytes see fp32 operands:
   fp16/bf16; the memory-efficient kernel accepts fp32 (`greater_than_or_equal_sm80_mem_efficient_dtypes`
   = half, float, bfloat16), and its CUTLASS GEMMs for float on sm80+ are
   `OpMultiplyAddFastF32` (mem_eff_attention/gemm_kernel_utils.h `DefaultGemmType`): 3 TF32 MMAs per
-  product, a third of the TF32 peak (plain FFMA, the fp32 peak, before sm80). Its kernel
-  efficiency is taken as the GPU's attention-kernel fraction (an assumption, stated).
+  product. Its fp32 time is the 16-bit kernel's time (trainplan.timing.attention's row for the
+  GPU) times the published f32 / 16-bit time ratio of the same kernel on A100: forward 4.58
+  (facebookresearch/xformers issue #712 "fMHA FW - A100": b16 2-8192-8-128 5086.0 us, f32
+  1-8192-4-128 5825.0 us, per FLOP), backward 3.82 (facebookresearch/xformers PR #467 "MemEff:
+  Accumulate in f32 for bw", bw A100 f32/f16: B=384 M=197 H=1 K=88 2335.2 / 613.4 us, K=80 2241.3 /
+  583.6 us, the mean). The ratios are taken to hold on other GPUs (the kernels are the same sm80
+  code; an assumption, stated).
   transformers' flash_attention_2 casts fp32 q/k/v to 16-bit first (integrations/flash_attention.py
   `get_target_dtype`): unchanged. Eager attention runs fp32 bmm at the fp32 peak.
 Under autocast (HF Trainer bf16=True, axolotl) F.linear and scaled_dot_product_attention are cast to
@@ -57,7 +71,8 @@ from trainplan.job.training import TrainingSetup
 from trainplan.memory.regime import resolve_regime
 from trainplan.model.architecture import structure
 from trainplan.specs import GpuSpec
-from trainplan.timing.efficiency import Efficiency, EfficiencyModel, matmul_efficiency, peak_for
+from trainplan.timing.attention import AttentionKernel, kernel_efficiency
+from trainplan.timing.efficiency import Efficiency, EfficiencyModel, matmul_efficiency
 from trainplan.timing.flops import FlopsPerToken, active_copies
 from trainplan.timing.traffic import adapter_bytes_per_token, dequant_bytes_per_use
 
@@ -67,7 +82,12 @@ from trainplan.timing.traffic import adapter_bytes_per_token, dequant_bytes_per_
 NESTED_ABSMAX_BYTES = 1.0 / 64 + 4.0 / (64 * 256) + 4.0 / 64 + 8.0 / 64
 BNB_KERNELS = frozenset({"nf4", "fp4"})   # the 4-bit formats with a nested (double-quant) absmax
 CAST_BYTES = 6.0                          # fp32 <-> bf16 copy: read 4 + write 2 (or read 2 + write 4)
-FAST_F32_MMAS = 3.0                       # CUTLASS OpMultiplyAddFastF32: big*big + big*small + small*big
+FP32_OPERAND_BYTES = 2.0                  # a dequantised weight written as fp32 (4 B) instead of 16-bit (2 B)
+# the memory-efficient kernel in fp32 over 16-bit, time per FLOP on A100 (module docstring): forward from
+# xformers issue #712 (5825.0 / 4 heads / 1 batch against 5086.0 / 8 heads / 2 batches), backward from
+# xformers PR #467 (mean of the K=88 and K=80 rows)
+MEM_EFFICIENT_FP32_FWD = (5825.0 / (1 * 4)) / (5086.0 / (2 * 8))
+MEM_EFFICIENT_FP32_BWD = (2335.2 / 613.4 + 2241.3 / 583.6) / 2
 
 
 def dequant_bytes(kernel: str, double_quant: bool) -> float:
@@ -89,8 +109,14 @@ class Fp32Path:
 
     autocast: bool        # matmuls outside bitsandbytes cast to 16-bit per op
     attention: str        # how the attention core runs: "16-bit", "mem-efficient fp32", "eager fp32"
+    base_fp32: bool = False   # the 4-bit linears compute in fp32 (bitsandbytes set_compute_type, no autocast)
 
     def note(self) -> str:
+        if self.base_fp32:
+            return ("non-quantized weights fp32, no autocast: the residual stream is fp32, so bitsandbytes "
+                    "Linear4bit computes in fp32 (set_compute_type takes the input's dtype over "
+                    "bnb_4bit_compute_dtype): the 4-bit linears, LM head and LoRA adapters run fp32 GEMMs at the "
+                    f"fp32 peak (TF32 off), norms and activations on 4-byte elements, attention {self.attention}")
         head = ("LM head, LoRA adapters and attention cast to 16-bit by autocast" if self.autocast else
                 f"no autocast: LM head and LoRA adapters as fp32 GEMMs at the fp32 peak (TF32 off), attention "
                 f"{self.attention}")
@@ -110,7 +136,15 @@ def fp32_path(setup: TrainingSetup) -> Fp32Path | None:
         attention = "mem-efficient fp32"
     elif not autocast and setup.attention is Attention.EAGER:
         attention = "eager fp32"
-    return Fp32Path(autocast=autocast, attention=attention)
+    base_fp32 = not autocast and setup.quant.kind.value in BNB_KERNELS
+    return Fp32Path(autocast=autocast, attention=attention, base_fp32=base_fp32)
+
+
+def dequant_operand_bytes(setup: TrainingSetup) -> float:
+    """Bytes per weight and use a dequantisation writes beyond its 16-bit copy: FP32_OPERAND_BYTES
+    where the 4-bit linears compute in fp32 (Fp32Path.base_fp32), else 0."""
+    path = fp32_path(setup)
+    return FP32_OPERAND_BYTES if path is not None and path.base_fp32 else 0.0
 
 
 def cast_bytes_per_token(setup: TrainingSetup) -> float:
@@ -122,11 +156,27 @@ def cast_bytes_per_token(setup: TrainingSetup) -> float:
     return CAST_BYTES * elements * dequant_uses(setup)
 
 
-def fp32_attention_peak(gpu: GpuSpec) -> float:
-    """FLOP/s ceiling of the memory-efficient kernel on fp32: TF32 tensor cores / 3 (sm80+, where the
-    catalog lists a TF32 peak), else the fp32 (FFMA) peak."""
-    tf32 = gpu.peak_flops("tf32")
-    return tf32 / FAST_F32_MMAS if tf32 else peak_for(gpu, "fp32")[0]
+def mem_efficient_fp32_extra_s(ft: FlopsPerToken, eff: Efficiency, tokens: float, gpu: GpuSpec,
+                               head_dim: int) -> float:
+    """Seconds the fp32 attention adds over the 16-bit attention core_compute_s timed, for `tokens`
+    tokens: SDPA runs the memory-efficient kernel on fp32 whatever kernel 16-bit inputs get, so its
+    time is the memory-efficient kernel's 16-bit time on the GPU (timing.attention.kernel_efficiency;
+    the step's own efficiencies where none is published) x MEM_EFFICIENT_FP32_FWD for the forward and
+    recomputation, x MEM_EFFICIENT_FP32_BWD for the backward."""
+    fwd_flops = ft.attention_fwd + ft.recompute_attention + ft.reference_attention
+    e_fwd, e_bwd = eff.attention_fwd or eff.attention, eff.attention_bwd or eff.attention
+    me = kernel_efficiency(AttentionKernel.MEM_EFFICIENT, gpu.generation, head_dim, ft.seq_len)
+    me_fwd, me_bwd = (me.fwd, me.bwd) if me is not None else (e_fwd, e_bwd)
+    fp32 = fwd_flops / me_fwd * MEM_EFFICIENT_FP32_FWD + ft.attention_bwd / me_bwd * MEM_EFFICIENT_FP32_BWD
+    sixteen = fwd_flops / e_fwd + ft.attention_bwd / e_bwd
+    return (fp32 - sixteen) * tokens / eff.attention_peak_flops_per_s
+
+
+def base_gemm_flops(setup: TrainingSetup, ft: FlopsPerToken) -> float:
+    """FLOPs per token of the quantised linears' GEMMs: everything that runs but the attention core,
+    the LM head and the LoRA adapters (forward, input gradient, recomputation; the frozen 4-bit base
+    has no weight gradient)."""
+    return max(0.0, ft.hardware - ft.attention_hardware - ft.lm_head_fwd - ft.lm_head_bwd - adapter_flops(setup, ft))
 
 
 def fp32_path_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
@@ -137,16 +187,19 @@ def fp32_path_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Effi
         return 0.0
     linear_s = (ft.hardware - ft.attention_hardware) * tokens / (eff.peak_flops_per_s * eff.value)
     extra = linear_s * (1.0 - eff.width)                       # elementwise work at 4 bytes
-    extra += (cast_bytes_per_token(setup) + adapter_bytes_per_token(setup)) * tokens / bw_bytes_per_s
+    casts = 0.0 if path.base_fp32 else cast_bytes_per_token(setup)   # no-ops when bnb computes in fp32
+    extra += (casts + adapter_bytes_per_token(setup)) * tokens / bw_bytes_per_s
     if path.autocast:
         return extra
     s16, s32 = _seconds_per_flop(setup, gpu, eff, tokens, m)
-    extra += (ft.lm_head_fwd + ft.lm_head_bwd + adapter_flops(setup, ft)) * tokens * (s32 - s16)
-    attn = ft.attention_hardware * tokens
+    fp32_gemms = ft.lm_head_fwd + ft.lm_head_bwd + adapter_flops(setup, ft)
+    if path.base_fp32:
+        fp32_gemms += base_gemm_flops(setup, ft)
+    extra += fp32_gemms * tokens * (s32 - s16)
     if path.attention == "mem-efficient fp32":
-        extra += attn / eff.attention * (1.0 / fp32_attention_peak(gpu) - 1.0 / eff.attention_peak_flops_per_s)
+        extra += mem_efficient_fp32_extra_s(ft, eff, tokens, gpu, setup.model.head_dim)
     elif path.attention == "eager fp32":
-        extra += attn * (s32 - 1.0 / (eff.attention_peak_flops_per_s * eff.value))
+        extra += ft.attention_hardware * tokens * (s32 - 1.0 / (eff.attention_peak_flops_per_s * eff.value))
     return extra
 
 
