@@ -26,8 +26,10 @@ from trainplan.cases.memorycase import (
     memory_view,
 )
 from trainplan.cases.text import gpu_of
-from trainplan.enums import Framework, Loss, Method, Precision
+from trainplan.enums import Framework, Loss, Method, MlpKind, Position, Precision
 from trainplan.errors import TrainplanError
+from trainplan.job.training import TrainingSetup
+from trainplan.timing.flops import flops_per_token
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT / "tests" / "data" / "published_dev.json"
@@ -141,6 +143,24 @@ def test_models_from_catalog_tables_and_numbers():
     synth, how = case_model({"model": {"name": "new-8b", "hf_id": "acme/new-8b", "layers": 32, "hidden": 4096,
                                        "heads": 32, "kv_heads": 8, "intermediate": 14336, "vocab": 128256}})
     assert synth.num_kv_heads == 8 and "synthesized" in how
+
+
+def test_a_gpt2_config_builds_gpt2s_block_not_llamas():
+    # flash-attention's GPT3-1.3B: configs/model/gpt2.yaml builds a transformers GPT2Config (n_embd 2048,
+    # n_head 16, n_layer 24 from the experiment yaml): LayerNorm, learned positions, GELU MLP of n_inner,
+    # tied head. Its linears per layer: c_attn 3h^2 + c_proj h^2 + c_fc 4h^2 + mlp c_proj 4h^2 = 12 h^2 =
+    # 50,331,648 weights; forward FLOPs per token 2 x 24 x 50,331,648 = 2,415,919,104 (a llama block of
+    # the same sizes has a gated 3-matrix MLP: 16 h^2, 3,221,225,472)
+    model = {"name": "GPT3-1.3B", "hf_id": None, "layers": 24, "hidden": 2048, "heads": 16, "kv_heads": 16,
+             "intermediate": 8192, "vocab": 50264, "tied_embeddings": None,
+             "arch_source": "flash-attention training/configs/experiment/pile/gpt3xl-flash.yaml (+ gpt2model yaml)"}
+    gpt, how = case_model({"model": model})
+    assert gpt.model_type == "gpt2" and gpt.mlp_kind is MlpKind.PLAIN and gpt.position is Position.LEARNED
+    assert gpt.tied_embeddings and "GPT2Config" in how
+    setup = TrainingSetup(model=gpt, method=Method.FULL, batch_size=1, seq_len=2048, precision=Precision.BF16)
+    assert flops_per_token(setup).linear_fwd == 2 * 24 * 12 * 2048 ** 2 == 2_415_919_104
+    llama, how = case_model({"model": {**model, "arch_source": None}})
+    assert llama.mlp_kind is not MlpKind.PLAIN and "synthesized" in how
 
 
 @pytest.mark.parametrize("text, gpu_id", [("A100-SXM4-40GB", "a100-sxm4-40gb"), ("A100 (memory size not stated)",

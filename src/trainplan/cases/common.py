@@ -96,6 +96,8 @@ def case_model(case: dict) -> tuple[ModelSpec, str]:
     if m.get("layers") and m.get("hidden"):
         if "MPT" in str(m.get("name")):
             return _mpt(m), "MPT architecture from the case's numbers"
+        if _GPT2_CONFIG.search(f"{m.get('arch_source') or ''} {m.get('params_note') or ''}"):
+            return _gpt2(m), "GPT-2 architecture (transformers GPT2Config) from the case's numbers"
         return _synthesized_llama(m), "llama-style config synthesized from the case's numbers"
     raise Skip(f"model {m.get('name')}: not in the catalog and the case gives no architecture numbers")
 
@@ -107,6 +109,23 @@ def _mpt(m: dict) -> ModelSpec:
                      head_dim=m["hidden"] // m["heads"], intermediate_size=m["intermediate"],
                      vocab_size=m["vocab"], tied_embeddings=True, mlp_kind=MlpKind.PLAIN,
                      norm_kind=NormKind.LAYER, position=Position.ALIBI)
+
+
+# A model defined as a transformers GPT2Config with the case's sizes (flash-attention's training
+# configs: configs/model/gpt2.yaml `config: _target_: transformers.GPT2Config`, sized by the
+# configs/model/gpt2model/*.yaml the experiment names): GPT-2's block (LayerNorm, learned positions,
+# GELU MLP of n_inner, tied head), not a llama one.
+_GPT2_CONFIG = re.compile(r"\bgpt2model\b|\bGPT2Config\b|\bGPT-[23] style config", re.IGNORECASE)
+
+
+def _gpt2(m: dict) -> ModelSpec:
+    missing = [k for k in ("heads", "vocab") if not m.get(k)]
+    if missing:
+        raise Skip(f"model {m.get('name')}: a GPT-2 config without {', '.join(missing)}")
+    config = {"model_type": "gpt2", "n_embd": m["hidden"], "n_layer": m["layers"], "n_head": m["heads"],
+              "n_inner": m.get("intermediate") or None, "vocab_size": m["vocab"],
+              "tie_word_embeddings": True if m.get("tied_embeddings") is None else bool(m["tied_embeddings"])}
+    return spec_from_hf_config(config, name=str(m.get("name")), hf_id=m.get("hf_id"))
 
 
 def _synthesized_llama(m: dict) -> ModelSpec:
