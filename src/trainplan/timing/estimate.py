@@ -28,6 +28,7 @@ from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.fp8 import fp8_step_delta_s
 from trainplan.timing.hf_moe import hf_experts_delta_s, z3_leaf_params
 from trainplan.timing.launch import launch_blocking_note, launch_gap_s, launches_per_micro_batch
+from trainplan.timing.mask import dense_mask_note
 from trainplan.timing.options import TimingOptions
 from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule
 from trainplan.timing.quantized import fp32_adapter_note
@@ -107,6 +108,8 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     compute_mb = parts.compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m)
     if (adapter_note := fp32_adapter_note(setup)) is not None:
         notes.append(adapter_note)
+    if (mask_note := dense_mask_note(setup, gpu, ft, mb_tokens / model_parallel)) is not None:
+        notes.append(mask_note)
     # routed experts as the framework runs them: transformers' MoE block (trainplan.timing.hf_moe) or
     # grouped GEMMs plus token-dispatch traffic (trainplan.timing.moe)
     compute_mb += hf_experts_delta_s(setup, layout, gpu, ft, eff, m, tokens_mb_gpu, ctx.grad_bytes, notes)

@@ -14,6 +14,7 @@ from trainplan.timing.attention import attention_kernel
 from trainplan.timing.comm import is_consumer, pcie_link
 from trainplan.timing.efficiency import Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency, memory_bw
 from trainplan.timing.flops import FlopsPerToken
+from trainplan.timing.mask import dense_mask_s
 from trainplan.timing.offload import HostSpec, offload_time, resolve_host
 from trainplan.timing.options import TimingOptions
 from trainplan.timing.quantized import (
@@ -87,9 +88,11 @@ def compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Effici
     adapters = adapter_bytes_per_token(setup) * tokens / memory_bw(gpu, m)
     # QLoRA with fp32 non-quantized weights: 4-byte elementwise traffic, casts, fp32 GEMMs; peft's fp32
     # adapters over a 16-bit model without autocast: their GEMMs at the fp32 peak (timing.quantized)
+    # SDPA over transformers' 4D mask: the memory-efficient kernel reads it for every head (timing.mask)
     return (core_compute_s(setup, gpu, ft, eff, tokens, m) + adapters
             + fp32_path_s(setup, gpu, ft, eff, tokens, m, memory_bw(gpu, m))
-            + fp32_adapter_gemm_s(setup, gpu, ft, eff, tokens, m))
+            + fp32_adapter_gemm_s(setup, gpu, ft, eff, tokens, m)
+            + dense_mask_s(setup, gpu, ft, tokens))
 
 
 def param_counts(setup: TrainingSetup) -> tuple[int, int]:
