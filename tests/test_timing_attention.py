@@ -126,7 +126,7 @@ def test_mem_efficient_below_head_dim_128_pays_for_the_larger_kernel():
     assert (fwd, bwd) == pytest.approx((0.79275, 0.83624), abs=5e-5)
     # hd64 runs its own kMaxK=64 kernel: (64/128) / (108.1/174.3) = 0.80620 forward
     assert mem_efficient_head_dim_factor(64)[0] == pytest.approx(0.80620, abs=5e-5)
-    assert mem_efficient_head_dim_factor(128) is None and mem_efficient_head_dim_factor(256) is None
+    assert mem_efficient_head_dim_factor(128) is None
     # applied to the published hd128 row at the same sequence length
     ref = kernel_efficiency(K.MEM_EFFICIENT, "ampere", 128, 8192)
     at96 = kernel_efficiency(K.MEM_EFFICIENT, "ampere", 96, 8192)
@@ -134,3 +134,17 @@ def test_mem_efficient_below_head_dim_128_pays_for_the_larger_kernel():
     assert "head dim 96 runs the kMaxK=128 kernel" in at96.source and "kMaxK" not in ref.source
     # other kernels keep their nearest published head dim
     assert kernel_efficiency(K.FA2, "ampere", 96, 8192) == kernel_efficiency(K.FA2, "ampere", 128, 8192)
+
+
+def test_mem_efficient_above_head_dim_128_runs_the_generic_kernel():
+    # xformers PR #587 (A100, f16, M=1024 H=16): forward K=128 3090.0 us, K=256 7031.8 us (B=64);
+    # backward K=128 6566.2 us, K=256 31674.1 us (B=16). Twice the FLOPs: forward 2 / (7031.8 / 3090.0)
+    # = 0.87886, backward 2 / (31674.1 / 6566.2) = 0.41461 of hd128's FLOP rate
+    fwd, bwd = mem_efficient_head_dim_factor(256)
+    assert (fwd, bwd) == pytest.approx((0.87886, 0.41461), abs=5e-5)
+    # every head dim above 128 runs the one generic kernel
+    assert mem_efficient_head_dim_factor(192) == mem_efficient_head_dim_factor(256)
+    ref = kernel_efficiency(K.MEM_EFFICIENT, "hopper", 128, 8192)
+    at256 = kernel_efficiency(K.MEM_EFFICIENT, "hopper", 256, 8192)
+    assert at256.bwd == pytest.approx(ref.bwd * bwd, rel=1e-12)
+    assert "generic kMaxK=65536 kernel" in at256.source

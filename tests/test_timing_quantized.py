@@ -29,6 +29,7 @@ from trainplan.timing.quantized import (
     fp32_adapter_gemm_s,
     fp32_path,
     fp32_path_s,
+    mem_efficient_fp32_ratios,
 )
 
 A100 = GpuSpec(id="a100-sxm4-80gb", name="A100 SXM4 80GB", vendor="NVIDIA", memory_bytes=80 * 10**9,
@@ -124,6 +125,10 @@ def test_mem_efficient_fp32_ratios_from_published_times():
     assert MEM_EFFICIENT_FP32_FWD == pytest.approx(4.58120, rel=1e-5)
     # backward, xformers PR #467 (A100): 2335.2 / 613.4 = 3.80698 (K=88), 2241.3 / 583.6 = 3.84047 (K=80)
     assert MEM_EFFICIENT_FP32_BWD == pytest.approx((3.80698 + 3.84047) / 2, rel=1e-5)
+    assert mem_efficient_fp32_ratios(128) == (MEM_EFFICIENT_FP32_FWD, MEM_EFFICIENT_FP32_BWD)
+    # above 128 the generic kernel, xformers PR #587 at K=256 (A100): forward 27170.5 / 7031.8 = 3.86393,
+    # backward 45039.1 / 31674.1 = 1.42196 (its f16 backward is the slow one)
+    assert mem_efficient_fp32_ratios(256) == pytest.approx((3.86393, 1.42196), rel=1e-5)
 
 
 _FT = FlopsPerToken(seq_len=512, attention_convention=AttnConvention.CAUSAL, mfu_convention=AttnConvention.FULL,

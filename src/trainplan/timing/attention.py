@@ -38,8 +38,9 @@ backward separately. Benchmarks count the backward as 2.5 forwards (flash_attn b
 2 (trainplan.timing.flops), so a published backward rate R takes the time 2.5 F / R and is used as
 0.8 R against trainplan's 2 F. Where only a non-causal backward is published, the causal backward is
 scaled by the same kernel's causal / non-causal forward ratio at that length (stated per row).
-The memory-efficient kernel below head dim 128 runs a wider kernel than its head dim needs and is
-scaled down by mem_efficient_head_dim_factor (published CUTLASS times by head dim).
+The memory-efficient kernel below head dim 128 runs a wider kernel than its head dim needs, and above
+128 its generic kernel; both are scaled by mem_efficient_head_dim_factor (published CUTLASS times by
+head dim).
 Generations or kernels without a published table fall back to the fitted ridge interpolation
 (trainplan.timing.efficiency.attention_efficiency), which is what trainplan used for every kernel before.
 """
@@ -224,25 +225,34 @@ class KernelEfficiency:
     source: str
 
 
-# The memory-efficient kernel below head dim 128. PyTorch's CUTLASS forward/backward dispatch
+# The memory-efficient kernel off head dim 128. PyTorch's CUTLASS forward/backward dispatch
 # (mem_eff_attention/kernels/cutlassF.h, cutlassB.h) takes the first kernel whose kMaxK covers the
-# head dim: 64, then 128 (then 65536, the generic kernel, above 128). A head dim between two of them
+# head dim: 64, then 128, then 65536 (the generic kernel) above 128. A head dim between two of them
 # runs the larger kernel and pays for its P.V tile width, so its FLOP rate falls below hd128's.
 # Published times at one shape (NVIDIA/cutlass PR #992 "Update fMHA kernels", v3 column, f16,
 # B=32 M=197 H=16, the author's A100): forward K=64 108.1 us, K=80 160.2, K=128 174.3; backward 303.4,
 # 409.3, 484.2. Relative efficiency = (K / 128) / (time(K) / time(128)); between 80 and 128 the time
 # is interpolated linearly in K (one kernel), below 64 taken at K=64's time (the kMaxK=64 kernel).
-# Above 128 nothing is published: hd128's row, optimistic.
+# Above 128 the generic kernel: facebookresearch/xformers PR #587 (A100, f16, B=64/16 M=1024 H=16, its
+# pr587 column) forward K=128 3090.0 us, K=256 7031.8 us; backward (B=16) K=128 6566.2 us, K=256
+# 31674.1 us: twice the FLOPs at 0.879 (forward) / 0.415 (backward) of hd128's rate, taken for every
+# head dim above 128 (the one kernel; measured at 256 only).
 _ME_TIMES_US = {64: (108.1, 303.4), 80: (160.2, 409.3), 128: (174.3, 484.2)}
+_ME_GENERIC_TIMES_US = {128: (3090.0, 6566.2), 256: (7031.8, 31674.1)}
 _ME_HEAD_DIM_SOURCE = ("NVIDIA/cutlass PR #992 (fMHA v3, f16 32-197-16-K on A100): head dim {hd} runs the "
                        "kMaxK={kmax} kernel at {fwd:.0%} (forward) / {bwd:.0%} (backward) of hd128's FLOP rate")
+_ME_GENERIC_SOURCE = ("xformers PR #587 (A100, f16, M=1024 H=16, K=128 vs K=256): head dim {hd} runs the generic "
+                      "kMaxK=65536 kernel at {fwd:.0%} (forward) / {bwd:.0%} (backward) of hd128's FLOP rate")
 
 
 def mem_efficient_head_dim_factor(head_dim: int) -> tuple[float, float] | None:
     """(forward, backward) FLOP-rate factor of the memory-efficient kernel at `head_dim` relative to
-    128 (see _ME_TIMES_US); None at 128 and above, where the published hd128 row applies."""
-    if head_dim >= 128:
+    128 (see _ME_TIMES_US, _ME_GENERIC_TIMES_US); None at 128, where the published hd128 row applies."""
+    if head_dim == 128:
         return None
+    if head_dim > 128:
+        t128, t256 = _ME_GENERIC_TIMES_US[128], _ME_GENERIC_TIMES_US[256]
+        return tuple(2.0 / (t / t_ref) for t, t_ref in zip(t256, t128))
     t128 = _ME_TIMES_US[128]
     if head_dim <= 64:
         times = _ME_TIMES_US[64]
@@ -255,7 +265,7 @@ def mem_efficient_head_dim_factor(head_dim: int) -> tuple[float, float] | None:
 def kernel_efficiency(kernel: AttentionKernel, generation: str, head_dim: int, seq_len: int) -> KernelEfficiency | None:
     """Published efficiency of `kernel` on `generation` at the nearest published head dim (in log
     distance) and `seq_len`; None where nothing is published (the caller falls back). The
-    memory-efficient kernel below head dim 128 is scaled by mem_efficient_head_dim_factor."""
+    memory-efficient kernel off head dim 128 is scaled by mem_efficient_head_dim_factor."""
     dims = _HEAD_DIMS.get((kernel, generation))
     if not dims:
         return None
@@ -266,8 +276,8 @@ def kernel_efficiency(kernel: AttentionKernel, generation: str, head_dim: int, s
     factor = mem_efficient_head_dim_factor(head_dim) if kernel is AttentionKernel.MEM_EFFICIENT and hd == 128 else None
     if factor is not None:
         fwd, bwd = fwd * factor[0], bwd * factor[1]
-        source += "; " + _ME_HEAD_DIM_SOURCE.format(hd=head_dim, kmax=64 if head_dim <= 64 else 128,
-                                                     fwd=factor[0], bwd=factor[1])
+        template = _ME_GENERIC_SOURCE if head_dim > 128 else _ME_HEAD_DIM_SOURCE
+        source += "; " + template.format(hd=head_dim, kmax=64 if head_dim <= 64 else 128, fwd=factor[0], bwd=factor[1])
     return KernelEfficiency(fwd=fwd, bwd=bwd, source=source)
 
 

@@ -50,8 +50,11 @@ outside bitsandbytes see fp32 operands:
   (facebookresearch/xformers issue #712 "fMHA FW - A100": b16 2-8192-8-128 5086.0 us, f32
   1-8192-4-128 5825.0 us, per FLOP), backward 3.82 (facebookresearch/xformers PR #467 "MemEff:
   Accumulate in f32 for bw", bw A100 f32/f16: B=384 M=197 H=1 K=88 2335.2 / 613.4 us, K=80 2241.3 /
-  583.6 us, the mean). The ratios are taken to hold on other GPUs (the kernels are the same sm80
-  code; an assumption, stated).
+  583.6 us, the mean). Above head dim 128 PyTorch runs the generic kMaxK=65536 kernel, whose f32 /
+  f16 ratio at K=256 is smaller (its f16 path is the slow one): forward 27170.5 / 7031.8 = 3.86
+  (xformers PR #587, A100, B=64 M=1024 H=16), backward 45039.1 / 31674.1 = 1.42 (same PR, B=16).
+  The ratios are taken to hold on other GPUs (the kernels are the same sm80 code; an assumption,
+  stated).
   transformers' flash_attention_2 casts fp32 q/k/v to 16-bit first (integrations/flash_attention.py
   `get_target_dtype`): unchanged. Eager attention runs fp32 bmm at the fp32 peak.
 Under autocast (HF Trainer bf16=True, axolotl) F.linear and scaled_dot_product_attention are cast to
@@ -88,6 +91,13 @@ FP32_OPERAND_BYTES = 2.0                  # a dequantised weight written as fp32
 # xformers PR #467 (mean of the K=88 and K=80 rows)
 MEM_EFFICIENT_FP32_FWD = (5825.0 / (1 * 4)) / (5086.0 / (2 * 8))
 MEM_EFFICIENT_FP32_BWD = (2335.2 / 613.4 + 2241.3 / 583.6) / 2
+# the generic kernel (head dim > 128), xformers PR #587 at K=256: f32 over f16 time at the same shape
+MEM_EFFICIENT_FP32_GENERIC = (27170.5 / 7031.8, 45039.1 / 31674.1)
+
+
+def mem_efficient_fp32_ratios(head_dim: int) -> tuple[float, float]:
+    """(forward, backward) time ratio of the memory-efficient kernel in fp32 over 16-bit at `head_dim`."""
+    return MEM_EFFICIENT_FP32_GENERIC if head_dim > 128 else (MEM_EFFICIENT_FP32_FWD, MEM_EFFICIENT_FP32_BWD)
 
 
 def dequant_bytes(kernel: str, double_quant: bool) -> float:
@@ -161,13 +171,14 @@ def mem_efficient_fp32_extra_s(ft: FlopsPerToken, eff: Efficiency, tokens: float
     """Seconds the fp32 attention adds over the 16-bit attention core_compute_s timed, for `tokens`
     tokens: SDPA runs the memory-efficient kernel on fp32 whatever kernel 16-bit inputs get, so its
     time is the memory-efficient kernel's 16-bit time on the GPU (timing.attention.kernel_efficiency;
-    the step's own efficiencies where none is published) x MEM_EFFICIENT_FP32_FWD for the forward and
-    recomputation, x MEM_EFFICIENT_FP32_BWD for the backward."""
+    the step's own efficiencies where none is published) x the fp32 / 16-bit ratios at its head dim
+    (mem_efficient_fp32_ratios) for the forward and recomputation and for the backward."""
     fwd_flops = ft.attention_fwd + ft.recompute_attention + ft.reference_attention
     e_fwd, e_bwd = eff.attention_fwd or eff.attention, eff.attention_bwd or eff.attention
     me = kernel_efficiency(AttentionKernel.MEM_EFFICIENT, gpu.generation, head_dim, ft.seq_len)
     me_fwd, me_bwd = (me.fwd, me.bwd) if me is not None else (e_fwd, e_bwd)
-    fp32 = fwd_flops / me_fwd * MEM_EFFICIENT_FP32_FWD + ft.attention_bwd / me_bwd * MEM_EFFICIENT_FP32_BWD
+    r_fwd, r_bwd = mem_efficient_fp32_ratios(head_dim)
+    fp32 = fwd_flops / me_fwd * r_fwd + ft.attention_bwd / me_bwd * r_bwd
     sixteen = fwd_flops / e_fwd + ft.attention_bwd / e_bwd
     return (fp32 - sixteen) * tokens / eff.attention_peak_flops_per_s
 
