@@ -149,14 +149,22 @@ EAGER_FWD = (9.0, 8.0)          # (elements of e, fp32 bytes) per score, forward
 # output and writes (3e), `/ softcap` (2e): 7e.
 EAGER_BWD = (8.0, 12.0)
 SOFTCAP_FWD, SOFTCAP_BWD = 6.0, 7.0
+# softmax(dtype=torch.float32) fuses its input's cast only for Half on CUDA (aten/src/ATen/native/SoftMax.cpp
+# `softmax`: `input_.scalar_type() == ScalarType::Half && dtype == ScalarType::Float` -> `_softmax(input,
+# dim, half_to_float=true)`, else `input_.toType(dtype)` then `_softmax`). A bf16 score tensor is first
+# copied to fp32 (read 2, write 4) and the softmax then reads 4 instead of 2: +8 bytes per score
+# forward; in backward `_softmax_backward_data` writes an fp32 gradient (4 instead of 2) that the
+# cast's backward reads (4) and turns back into bf16: +8 bytes per score.
+BF16_SOFTMAX_CAST = (8.0, 8.0)
 
 
 def eager_score_bytes(setup: TrainingSetup) -> tuple[float, float]:
     """(forward, backward) bytes moved per attention score by transformers' eager attention."""
     e = float(setup.precision.compute_bytes)
     soft = 1.0 if setup.model.attn_logit_softcapping else 0.0
-    return (EAGER_FWD[0] * e + EAGER_FWD[1] + soft * SOFTCAP_FWD * e,
-            EAGER_BWD[0] * e + EAGER_BWD[1] + soft * SOFTCAP_BWD * e)
+    cast = BF16_SOFTMAX_CAST if setup.precision.compute_dtype == "bf16" else (0.0, 0.0)
+    return (EAGER_FWD[0] * e + EAGER_FWD[1] + soft * SOFTCAP_FWD * e + cast[0],
+            EAGER_BWD[0] * e + EAGER_BWD[1] + soft * SOFTCAP_BWD * e + cast[1])
 
 
 def eager_attention_bytes_per_token(setup: TrainingSetup, seq_len: int) -> float:
