@@ -53,8 +53,7 @@ outside bitsandbytes see fp32 operands:
   583.6 us, the mean). Above head dim 128 PyTorch runs the generic kMaxK=65536 kernel, whose f32 /
   f16 ratio at K=256 is smaller (its f16 path is the slow one): forward 27170.5 / 7031.8 = 3.86
   (xformers PR #587, A100, B=64 M=1024 H=16), backward 45039.1 / 31674.1 = 1.42 (same PR, B=16).
-  The ratios are taken to hold on other GPUs (the kernels are the same sm80 code; an assumption,
-  stated).
+  The ratios are taken to hold on other GPUs (the kernels are the same sm80 code; an assumption).
   transformers' flash_attention_2 casts fp32 q/k/v to 16-bit first (integrations/flash_attention.py
   `get_target_dtype`): unchanged. Eager attention runs fp32 bmm at the fp32 peak.
 Under autocast (HF Trainer bf16=True, axolotl) F.linear and scaled_dot_product_attention are cast to
