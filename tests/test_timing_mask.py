@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import a100_80, tiny_llama
 from trainplan.enums import Attention, Framework, GradCkpt, Method, Precision
 from trainplan.frozen import replace
 from trainplan.job.training import Implementation, Layout, LoraConfig, QuantConfig, TrainingSetup
-from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.timing.estimate import TimingOptions, step_time
 from trainplan.timing.flops import flops_per_token
 from trainplan.timing.mask import (
@@ -18,13 +18,9 @@ from trainplan.timing.mask import (
     mask_element_bytes,
 )
 
-A100 = GpuSpec(id="a100-sxm4-80gb", name="A100 SXM4 80GB", vendor="NVIDIA", memory_bytes=80 * 10**9,
-               reported_memory_bytes=None, memory_bw_bytes_per_s=2039e9,
-               peak_flops_per_s={"fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12, "fp16": 312e12},
-               interconnect="NVLink 3", gpu_gpu_bw_bytes_per_s=600e9, pcie="Gen4 x16", generation="ampere")
-# two layers of four heads
-TINY = ModelSpec(name="tiny", model_type="llama", naming="llama", hidden_size=64, num_layers=2, num_heads=4,
-                 num_kv_heads=4, head_dim=16, intermediate_size=128, vocab_size=100, tied_embeddings=False)
+A100 = a100_80()                  # 2039 GB/s
+TINY = tiny_llama(hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=4, head_dim=16,   # 2 layers x 4 heads
+                  intermediate_size=128, vocab_size=100)
 
 
 def _setup(**kw) -> TrainingSetup:

@@ -192,6 +192,13 @@ class FlopsPerToken:
         return self.attention_fwd + self.attention_bwd + self.recompute_attention + self.reference_attention
 
     @functools.cached_property
+    def attention_fwd_hardware(self) -> float:
+        """The attention core's FLOPs that run as forwards: the forward, its recomputation and a
+        reference forward (timed at the kernel's forward rate; the rest of attention_hardware at its
+        backward rate)."""
+        return self.attention_fwd + self.recompute_attention + self.reference_attention
+
+    @functools.cached_property
     def model(self) -> float:
         """MFU numerator: 3 x forward of the dense-equivalent model (6N + attention)."""
         return 3.0 * (self.linear_fwd + self.lm_head_fwd + self.attention_fwd_mfu)

@@ -22,7 +22,7 @@ QLoRA step over fp32 non-quantized weights (trainplan.timing.quantized), else th
 
 from __future__ import annotations
 
-from trainplan.enums import Attention, Precision
+from trainplan.enums import Precision
 from trainplan.job.training import TrainingSetup
 from trainplan.specs import GpuSpec
 from trainplan.timing.attention import padded_sdpa
@@ -46,8 +46,7 @@ def mask_element_bytes(setup: TrainingSetup) -> int:
 def mask_bytes_per_token_pass(setup: TrainingSetup, seq_len: int) -> float:
     """Mask bytes one pass of the attention reads per token: layers x heads x s x element bytes;
     0 unless SDPA runs with transformers' 4D mask."""
-    if setup.attention is not Attention.SDPA or not padded_sdpa(setup.framework, setup.attention,
-                                                                setup.impl.padding_mask):
+    if not padded_sdpa(setup.framework, setup.attention, setup.impl.padding_mask):
         return 0.0
     model = setup.model
     return float(model.num_layers * model.num_heads * seq_len * mask_element_bytes(setup))
@@ -60,7 +59,7 @@ def dense_mask_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, tokens: 
     per_pass = mask_bytes_per_token_pass(setup, ft.seq_len)
     if not per_pass or not ft.attention_fwd:
         return 0.0
-    fwd_passes = (ft.attention_fwd + ft.recompute_attention + ft.reference_attention) / ft.attention_fwd
+    fwd_passes = ft.attention_fwd_hardware / ft.attention_fwd
     bwd_passes = 1.0 if ft.attention_bwd else 0.0
     bw = gpu.memory_bw_bytes_per_s
     return per_pass * tokens * (fwd_passes / (MASK_FWD_BW_FRACTION * bw) + bwd_passes / (MASK_BWD_BW_FRACTION * bw))

@@ -76,9 +76,8 @@ def core_compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: E
     else:
         # forward and recomputation at the kernel's forward efficiency, backward at its backward
         # efficiency (trainplan.timing.attention); the fitted single value where none is published
-        fwd = ft.attention_fwd + ft.recompute_attention + ft.reference_attention
-        attn = (fwd / (eff.attention_fwd or eff.attention) + ft.attention_bwd / (eff.attention_bwd or eff.attention)
-                ) * tokens / eff.attention_peak_flops_per_s
+        attn = (ft.attention_fwd_hardware / (eff.attention_fwd or eff.attention)
+                + ft.attention_bwd / (eff.attention_bwd or eff.attention)) * tokens / eff.attention_peak_flops_per_s
     return linear + attn
 
 
