@@ -25,10 +25,11 @@ from trainplan.cases.memorycase import (
     map_memory_case,
     memory_view,
 )
-from trainplan.cases.text import gpu_of
-from trainplan.enums import Framework, Loss, Method, MlpKind, Position, Precision
+from trainplan.cases.text import date_in_text, gpu_of
+from trainplan.enums import Framework, GradCkpt, Loss, Method, MlpKind, Position, Precision
 from trainplan.errors import TrainplanError
 from trainplan.job.training import TrainingSetup
+from trainplan.timing.estimate import step_time
 from trainplan.timing.flops import flops_per_token
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -277,3 +278,53 @@ def test_megatron_runs_the_micro_batches_its_global_batch_gives():
     assert map_case(megatron).job.setup.grad_accum == 8
     hf = with_(megatron, framework="HF Trainer", parallel={"zero_stage": 2, "dp": 16})
     assert map_case(hf).job.setup.grad_accum == 2
+
+
+TITAN_405B = {
+    "id": "titan-405b-3d", "kind": "time",
+    "model": {"name": "Llama 3.1 405B", "hf_id": "meta-llama/Llama-3.1-405B"}, "method": "pretrain",
+    "precision": {"weights": "fp32 (FSDP mixed precision)", "compute": "bf16 + Float8 (torchao)"},
+    "optimizer": "AdamW", "micro_batch": 32, "global_batch": 256, "seq_len": 8192,
+    "grad_ckpt": "full", "attention": "SDPA", "gpus": {"type": "H100", "count": 512},
+    "parallel": {"fsdp": "FSDP2", "dp": 8, "tp": 8, "pp": 8, "other": "schedule 1F1B"},
+    "framework": "torchtitan 9dec370 (2024/12/26), torch.compile", "measured": {"tokens_per_s_per_gpu": 100},
+    "source": {"repo": "example/torchtitan-style"}, "confidence": "high"}
+
+
+@pytest.mark.parametrize("framework_text, other, micro, accum, stages", [
+    # 2024-12-26: experimental.pipeline_parallel_microbatches defaulted to the pipeline degree, 8:
+    # the local batch 32 runs as 8 microbatches of 4; a looped schedule has 2 stages per rank
+    ("torchtitan 9dec370 (2024/12/26)", "schedule 1F1B", 4, 8, 1),
+    ("torchtitan 9dec370 (2024/12/26)", "Interleaved 1F1B", 4, 8, 2),
+    # 2025-02 (after 90567fc, 2025-01-07): the number of stages, 8 x 2 = 16 microbatches of 2
+    ("torchtitan, Feb 2025", "Interleaved1F1B", 2, 16, 2),
+    # undated or a release (v0.1.0 on): pipeline_parallel_microbatch_size 1, 32 microbatches of 1
+    ("torchtitan v0.2.2", "schedule 1F1B", 1, 32, 1)])
+def test_torchtitan_pipeline_splits_its_local_batch(framework_text, other, micro, accum, stages):
+    case = with_(TITAN_405B, framework=framework_text, parallel={**TITAN_405B["parallel"], "other": other})
+    job = map_case(case).job
+    assert (job.setup.batch_size, job.setup.grad_accum, job.timing.pp_interleave) == (micro, accum, stages)
+    # the bubble the schedule leaves: 1F1B (p - 1) / m of the compute, interleaved (p - 1) / (v m)
+    b = predict_time(job).breakdown
+    assert b.bubble_s / b.compute_s == pytest.approx(7 / (stages * accum))
+
+
+def test_torchtitan_case_reads_float8_and_its_selective_checkpointing():
+    job = map_case(with_(TITAN_405B, grad_ckpt="Selective activation checkpointing")).job
+    assert job.setup.precision is Precision.FP8 and job.setup.impl.fp8_recipe is None   # the framework's default
+    assert job.setup.grad_ckpt is GradCkpt.OP        # torchtitan's shipped llama3 configs: selective_ac_option "op"
+    every = map_case(with_(TITAN_405B, grad_ckpt="selective, every 2 layers (selective_ac_option=2)")).job
+    assert every.setup.grad_ckpt is GradCkpt.SELECTIVE
+    megatron = map_case(with_(TITAN_405B, framework="Megatron-LM", grad_ckpt="selective")).job
+    assert megatron.setup.grad_ckpt is GradCkpt.SELECTIVE
+
+
+@pytest.mark.parametrize("value, date", [
+    ("torchtitan 9dec370 (2024/12/26), torch 1963fc8 (2024/12/23)", "2024-12-26"), ("at the end of 2024", "2024-12"),
+    ("Dec 2024", "2024-12"), ("2025-04-07", "2025-04-07"), ("v0.2.2", None), (None, None)])
+def test_date_in_text(value, date):
+    assert date_in_text(value) == date
+
+
+def predict_time(job):
+    return step_time(job.setup, job.layout, job.gpu, workload=job.workload, options=job.timing)

@@ -421,3 +421,23 @@ def test_stale_snapshot_falls_back_to_the_toml(monkeypatch):
     finally:
         monkeypatch.undo()
         catalog.clear_caches()
+
+
+# Free-text GPU names (CUDA device names as torch.cuda.get_device_name prints them, and run
+# descriptions): the family, then the form word and the memory size, pick the catalog part.
+@pytest.mark.parametrize("text, gpu_id", [
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("H100 80GB PCIe", "h100-pcie"),
+    ("NVIDIA H100 NVL", "h100-nvl"), ("H100 SXM 80GB (DGX-H100)", "h100-sxm"), ("8xH100", "h100-sxm"),
+    ("A100 40GB", "a100-sxm4-40gb"), ("A100 40GB PCIe", "a100-pcie-40gb"), ("NVIDIA A100-PCIE-40GB", "a100-pcie-40gb"),
+    ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"), ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
+    ("8x A100 80G", "a100-sxm4-80gb"), ("2*A100 40G", "a100-sxm4-40gb"),
+    ("NVIDIA GeForce RTX 4090", "rtx4090"), ("NVIDIA GeForce RTX 4090 D", "rtx4090d"), ("4090D", "rtx4090d"),
+    ("H20", "h20"), ("H200", "h200-sxm"), ("L4", "l4"), ("L40", "l40"), ("L40S", "l40s"), ("A10", "a10"),
+    ("A10G", "a10g"), ("Tesla V100-SXM2-16GB", "v100-sxm2-16gb"), ("V100 32GB", "v100-sxm2-32gb"),
+    ("NVIDIA RTX A6000", "rtx-a6000"), ("NVIDIA RTX 6000 Ada Generation", "rtx6000-ada"),
+    ("AMD Instinct MI300X", "mi300x"), ("GB200 NVL72", "gb200"), ("B200 (DGX-B200)", "b200"),
+    ("Ascend 910B", "ascend-910b"), ("Gaudi 2", "gaudi2"),
+    ("TPU v5e", None), ("NVIDIA GH200 480GB", None), ("", None)])
+def test_gpu_named_in_text(text, gpu_id):
+    gpu = catalog.gpu_in_text(text)
+    assert (gpu.id if gpu else None) == gpu_id

@@ -191,6 +191,26 @@ def test_efficiency_depends_on_what_matters():
     assert _eff(A100, stack=KernelStack.EAGER) < _eff(A100)   # HF eager below fused stacks
 
 
+def test_torchtitan_runs_eager_kernels_unless_compiled():
+    # torchtitan v0.2.2: compile.enable defaults to False (config/job_config.py) and its llama3 decoder
+    # is eager PyTorch (nn.RMSNorm, F.silu(w1 x) * w3 x, fp32 complex RoPE): the eager stack, kappa 11.4;
+    # compiled, the fused one, kappa 4.9. By hand on H100 at h = 4096, 8192 tokens per micro-batch:
+    # ridge = 989 / 3.35; sustained interpolated between the anchors (153, 0.94) and (295, 0.76);
+    # E = 0.803 x sustained; tokens factor 8192 / (8192 + 390).
+    ridge = 989e12 / 3350e9
+    e_max = 0.803 * (0.94 + (0.76 - 0.94) / (295 - 153) * (ridge - 153))
+    tokens = 8192 / (8192 + 390)
+    setup = replace(TrainingSetup(model=LLAMA2_7B, batch_size=2, seq_len=4096), framework=Framework.TORCHTITAN)
+    eager = step_time(setup, Layout(), H100).efficiency
+    compiled = step_time(setup, Layout(), H100, options=TimingOptions(compiled=True)).efficiency
+    assert eager.stack is KernelStack.EAGER and compiled.stack is KernelStack.FUSED
+    assert eager.value == pytest.approx(e_max * tokens / (1 + 11.4 * e_max * ridge / 4096), rel=1e-9)
+    assert compiled.value == pytest.approx(e_max * tokens / (1 + 4.9 * e_max * ridge / 4096), rel=1e-9)
+    # Megatron's own fused kernels need no compile
+    megatron = step_time(replace(setup, framework=Framework.MEGATRON), Layout(), H100).efficiency
+    assert megatron.stack is KernelStack.FUSED
+
+
 def test_efficiency_override():
     st = step_time(_seed_setup(), Layout(), A100, options=TimingOptions(efficiency=0.5))
     assert st.efficiency.value == 0.5

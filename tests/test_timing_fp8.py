@@ -16,6 +16,7 @@ from trainplan.timing.fp8 import (
     Fp8Recipe,
     bytes_per_element,
     fp8_cost,
+    fp8_in_text,
     quant_elements,
     recipe_from_text,
 )
@@ -75,9 +76,18 @@ def test_quant_elements_llama2_7b():
     ("float8 rowwise", Framework.TORCHTITAN, Fp8Recipe.TORCHAO_ROWWISE),
     ("float8 rowwise_with_gw_hp", Framework.TORCHTITAN, Fp8Recipe.TORCHAO_ROWWISE_GW_HP),
     ("fp8 (TransformerEngine)", Framework.FSDP, None),
+    ("Float8 (torchao)", Framework.TORCHTITAN, None),       # no recipe named: the framework's default
 ])
 def test_recipe_from_text(text, framework, recipe):
     assert recipe_from_text(text, framework) is recipe
+
+
+@pytest.mark.parametrize(("text", "fp8"), [
+    ("FP8-CS GEMMs (Transformer Engine)", True), ("Float8 (torchao), torch.compile", True), ("MXFP8", True),
+    ("fp8 (TransformerEngine)", True), ("bf16 autocast", False), ("bf16, no FP8", False),
+    ("without float8", False), ("", False)])
+def test_fp8_in_text(text, fp8):
+    assert fp8_in_text(text) is fp8
 
 
 def test_quantisation_against_te_gemm_benchmark():
@@ -145,6 +155,16 @@ def test_step_time_fp8_recipe_and_weight_cache():
     assert any("te-current" in n and "6 bytes per element" in n for n in current.notes)
     # current scaling moves 6 bytes per element instead of 4: slower than delayed, faster than bf16
     assert delayed.breakdown.compute_s < current.breakdown.compute_s < bf16.breakdown.compute_s
+
+
+def test_torchtitan_float8_defaults_to_tensorwise():
+    # torchtitan v0.2.2 components/quantization/float8.py: recipe_name None -> torchao Float8LinearConfig(),
+    # "Float8 tensorwise scaled training active": two reads (amax, cast) and, on Hopper, two fp8 copies
+    # (rowwise and the transposed columnwise one): 2 x 2 + 2 x 1 = 6 bytes per element quantised.
+    setup = TrainingSetup(model=LLAMA2_7B, precision=Precision.FP8, batch_size=1, seq_len=4096,
+                          framework=Framework.TORCHTITAN)
+    notes = step_time(setup, Layout(gpu_id="h100-sxm"), H100, workload=Workload()).notes
+    assert any("torchao-tensorwise, the framework default" in n and "6 bytes per element" in n for n in notes)
 
 
 def test_mxfp8_is_refused_before_blackwell():

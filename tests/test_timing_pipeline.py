@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainplan.cases.timecase import virtual_stages
+from trainplan.cases.text import virtual_stages
 from trainplan.enums import PipeSchedule
 from trainplan.errors import TrainplanError
 from trainplan.job.defaults.torchtitan import schedule_named

@@ -19,6 +19,7 @@ from trainplan.cases.text import (
     framework_of,
     gpu_of,
     grad_ckpt_of,
+    pipeline_of,
     kbit_prep_fp32,
     memory_optimizer,
     precision_of,
@@ -220,11 +221,16 @@ def map_memory_case(case: dict) -> MemoryMapping:
     view, why = memory_view(measured.get("what"))
     notes.append(why)
     gib_value = measured.get("peak_mem_gib")
-    grad_ckpt = said.get("grad_ckpt") if case.get("grad_ckpt") is None else grad_ckpt_of(case.get("grad_ckpt"))
+    grad_ckpt = said.get("grad_ckpt") if case.get("grad_ckpt") is None else grad_ckpt_of(case.get("grad_ckpt"), framework)
+    micro, accum = int(case["micro_batch"]), grad_accum(case, framework)
+    if layout["pp"] > 1:          # the time reader's rule: a pipelined run's micro-batches and schedule
+        micro, accum, schedule, stages, pp_notes = pipeline_of(case, framework, layout["pp"], micro, accum)
+        flags.update(vpp=stages, pp_schedule=schedule.value if schedule else None)
+        notes += pp_notes
     options = JobOptions(model=spec, method=method, precision=precision,
                          optimizer=None if optimizer is None else optimizer.value,
-                         quant=quant, double_quant=double_quant, batch_size=int(case["micro_batch"]),
-                         grad_accum=grad_accum(case, framework), seq_len=int(case["seq_len"]),
+                         quant=quant, double_quant=double_quant, batch_size=micro,
+                         grad_accum=accum, seq_len=int(case["seq_len"]),
                          grad_ckpt=grad_ckpt, attention=attention_of(case.get("attention")),
                          framework=framework.value, load_fp32=load_fp32, gpu=gpu, **layout, **flags)
     return MemoryMapping(options=options, view=view, notes=tuple(notes), gpu_stated=gpu_stated,

@@ -14,8 +14,8 @@ from typing import Any
 
 from trainplan import catalog
 from trainplan.cases.common import Skip, text
-from trainplan.enums import Framework, Optimizer
-from trainplan.errors import TrainplanError
+from trainplan.enums import Framework, Optimizer, PipeSchedule
+from trainplan.job.defaults import torchtitan as titan
 from trainplan.job.frameworks import framework_in_text, mentions
 from trainplan.specs import GpuSpec
 
@@ -95,9 +95,17 @@ def embedded_settings(value: Any) -> tuple[dict[str, Any], list[str]]:
 
 # --- fields ---------------------------------------------------------------------------------------
 
-def grad_ckpt_of(value: Any) -> str | None:
+# "selective" under torchtitan is its op-level policy: the llama3 8B/70B/405B train configs it ships set
+# activation_checkpoint.mode = "selective" with selective_ac_option = "op" (train_configs/llama3_*.toml
+# at 9dec370, 2024-12-26; models/llama3/train_configs/*.toml at v0.2.2); an integer option instead
+# checkpoints every n-th block whole, which the text then says ("every 2 layers", "option 2").
+_LAYER_SAC = re.compile(r"\bevery\s+\d+|\boption\s*[=:]?\s*['\"]?\d+|\bac_option\s*[=:]?\s*['\"]?\d+")
+
+
+def grad_ckpt_of(value: Any, framework: Framework | None = None) -> str | None:
     """True / "selective" / free text ("full", "yes (unsloth)", "enabled", "activate: True") ->
-    none | full | selective; None when the text does not say ("not stated": the framework's default)."""
+    none | full | selective | op; None when the text does not say ("not stated": the framework's default).
+    `framework` reads "selective" in that framework's own sense (torchtitan: the op-level policy)."""
     if value is True:
         return "full"
     if value is False:
@@ -107,6 +115,8 @@ def grad_ckpt_of(value: Any) -> str | None:
         if re.search(r"\bnot (stated|given|known|specified)\b|\bunknown\b", low):
             return None
         if "selective" in low:
+            if framework is Framework.TORCHTITAN and not _LAYER_SAC.search(low):
+                return "op"
             return "selective"
         if re.search(r"\b(no|none|off|false|disabled|not enabled)\b", low):
             return "none"
@@ -219,30 +229,18 @@ def kbit_prep_fp32(case: dict, framework: Framework) -> bool:
     return bool(quant) and framework in KBIT_PREP and not note and not any(w in named for w in _KBIT_PREP_SKIPS)
 
 
-_GPU_WORDS = (("4090", "rtx4090"), ("a6000", "rtx-a6000"), ("h100", "h100-sxm"), ("h800", "h800-sxm"),
-              ("a800", "a800-sxm4-80gb"), ("h200", "h200-sxm"), ("h20", "h20"), ("l40s", "l40s"),
-              ("40gb", "a100-sxm4-40gb"), ("a100", "a100-sxm4-80gb"), ("3090", "rtx3090"), ("v100", "v100"),
-              ("a10g", "a10g"), ("a10", "a10"), ("l4", "l4"), ("t4", "t4"), ("910b", "ascend-910b"),
-              ("mi300x", "mi300x"), ("b200", "b200"))
 _CLASS = re.compile(r"(\d+)\s*gb\b")
 
 
-
 def gpu_of(case: dict) -> tuple[GpuSpec, str | None]:
-    """The catalog GPU the case's `gpus.type` names (a known word, or a catalog id or alias); when
-    it names only a memory size ("80GB class"), a catalog GPU of that size (memory is what a
-    memory case needs of it), with a note; else Skip."""
+    """The catalog GPU the case's `gpus.type` names (catalog.gpu_in_text: family, then form and memory
+    words); when it names only a memory size ("80GB class"), a catalog GPU of that size (memory is
+    what a memory case needs of it), with a note; else Skip."""
     raw = str((case.get("gpus") or {}).get("type") or "")
     low = raw.lower()
-    for word, gpu_id in _GPU_WORDS:
-        if re.search(r"(?<![a-z0-9])" + word + r"(?![0-9])", low):
-            if word == "40gb" and "a100" not in low:
-                continue
-            return catalog.resolve_gpu(gpu_id), None
-    try:
-        return catalog.resolve_gpu(low.split("(")[0].strip().replace(" ", "-")), None
-    except TrainplanError:
-        pass
+    named = catalog.gpu_in_text(raw)
+    if named is not None:
+        return named, None
     size = _CLASS.search(low)
     if size:
         gb = int(size.group(1))
@@ -283,3 +281,73 @@ def trainer_facts(case: dict) -> tuple[dict[str, Any], list[str]]:
             out.update({k: v(gpus) if callable(v) else v for k, v in fields.items()})
             notes.append(f"{name}: {source}")
     return out, notes
+
+
+# --- pipeline parallelism --------------------------------------------------------------------------
+
+# Schedule names in a run's description: torch.distributed.pipelining's class names (torchtitan),
+# Megatron's and the papers' words; the most specific first.
+_SCHEDULES: tuple[tuple[str, PipeSchedule], ...] = (
+    (r"zbv|zb-v\b|zero[- ]?bubble[- ]?v\b", PipeSchedule.ZBV),
+    (r"interleaved[- ]?zero[- ]?bubble|zb-?h1\b", PipeSchedule.ZB_H1),
+    (r"interleaved|looped[- ]?bfs", PipeSchedule.INTERLEAVED),
+    (r"gpipe", PipeSchedule.GPIPE),
+    (r"\b1f1b\b", PipeSchedule.ONE_F_ONE_B),
+)
+_LOOPED = frozenset({PipeSchedule.INTERLEAVED, PipeSchedule.ZB_H1})
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_ISO_DATE = re.compile(r"\b(20\d\d)[-/.](0?[1-9]|1[0-2])(?:[-/.](0?[1-9]|[12]\d|3[01]))?\b")
+_MONTH_DATE = re.compile(r"\b(" + "|".join(_MONTHS) + r")[a-z]*\.?,?\s+(20\d\d)\b")
+_END_OF_YEAR = re.compile(r"\bend of (20\d\d)\b")
+
+
+def schedule_in_text(value: Any) -> PipeSchedule | None:
+    """The pipeline schedule a description names ("Interleaved 1F1B", "ZBVZeroBubble", "GPipe"), or None."""
+    low = text(value)
+    return next((schedule for pattern, schedule in _SCHEDULES if re.search(pattern, low)), None)
+
+
+def date_in_text(value: Any) -> str | None:
+    """The latest date a description gives ("2024/12/26", "2025-04", "Dec 2024", "end of 2024") as
+    "YYYY-MM-DD" or "YYYY-MM", or None: the software's date when a run names no version."""
+    low = text(value)
+    found = [f"{y}-{int(m):02d}" + (f"-{int(d):02d}" if d else "") for y, m, d in _ISO_DATE.findall(low)]
+    found += [f"{y}-{_MONTHS.index(mon) + 1:02d}" for mon, y in _MONTH_DATE.findall(low)]
+    found += [f"{y}-12" for y in _END_OF_YEAR.findall(low)]
+    return max(found) if found else None
+
+
+_VIRTUAL = re.compile(r"\b(?:vp|vpp|virtual[ _-]pipeline(?:[ _-]model[ _-]parallel)?(?:[ _-]size)?)\s*[=:]?\s*(\d+)", re.I)
+
+
+def virtual_stages(par: dict) -> int:
+    """Virtual pipeline stages per rank (interleaved 1F1B) as the case states them: a `vpp` field or
+    "VP=5" / "virtual pipeline 4" in its parallel notes; 1 when not stated or "n/a"."""
+    stated = par.get("vpp") or par.get("virtual_pipeline")
+    if isinstance(stated, int) and stated > 0:
+        return stated
+    found = _VIRTUAL.search(str(par.get("other") or ""))
+    return int(found.group(1)) if found and int(found.group(1)) > 0 else 1
+
+
+def pipeline_of(case: dict, framework: Framework, pp: int, batch: int,
+                accum: int) -> tuple[int, int, PipeSchedule | None, int, list[str]]:
+    """(micro-batch, micro-batches per step, schedule, virtual stages per rank, notes) of a pipelined
+    run. The schedule is the one the case names (None: the framework's). torchtitan reports the local
+    batch, which its pipeline splits into microbatches by its default at the run's date
+    (job/defaults/torchtitan.pp_microbatches), with 2 stages per rank for a looped schedule."""
+    par = case.get("parallel") or {}
+    words = " ".join(text(v) for v in par.values()) + " " + text(case.get("framework"))
+    schedule = schedule_in_text(words)
+    stages = virtual_stages(par)
+    notes: list[str] = []
+    if pp <= 1 or framework is not Framework.TORCHTITAN:
+        return batch, accum, schedule, stages, notes
+    if stages == 1 and schedule in _LOOPED:
+        stages = titan.LOOPED_STAGES_PER_RANK
+        notes.append(f"{schedule.value}: {stages} stages per rank (torchtitan's default for a looped schedule)")
+    as_of = date_in_text(f"{case.get('framework')} {case.get('notes')}")
+    n, why = titan.pp_microbatches(batch, pp, stages, as_of)
+    notes.append(f"torchtitan pipeline: local batch {batch} as {n} microbatches of {batch // n} ({why}"
+                 + (f"; run dated {as_of})" if as_of else ")"))
+    return batch // n, accum * n, schedule, stages, notes

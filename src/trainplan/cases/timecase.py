@@ -23,6 +23,7 @@ from trainplan.cases.text import (
     memory_optimizer,
     precision_of,
     quant_of,
+    pipeline_of,
     trainer_facts,
 )
 from trainplan.enums import (
@@ -52,7 +53,7 @@ from trainplan.job.training import (
 from trainplan.memory.sharding import fsdp_for
 from trainplan.specs import GpuSpec
 from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
-from trainplan.timing.fp8 import recipe_from_text
+from trainplan.timing.fp8 import fp8_in_text, recipe_from_text
 
 CARD_GPUS = 2048   # Llama 1 paper (Touvron et al. 2023a, section 2.4): 2048 A100-80GB for LLaMA-65B
 CARD_BATCH_TOKENS = 16 * 2**20   # Llama 3 paper (Dubey et al. 2024, section 3.4.1): 16M-token batches
@@ -71,19 +72,6 @@ class Mapped:
     metric: str
     measured: float | None
     note: str = ""
-
-
-_VIRTUAL = re.compile(r"\b(?:vp|vpp|virtual[ _-]pipeline(?:[ _-]model[ _-]parallel)?(?:[ _-]size)?)\s*[=:]?\s*(\d+)", re.I)
-
-
-def virtual_stages(par: dict) -> int:
-    """Virtual pipeline stages per rank (interleaved 1F1B) as the case states them: a `vpp` field or
-    "VP=5" / "virtual pipeline 4" in its parallel notes; 1 when not stated or "n/a"."""
-    stated = par.get("vpp") or par.get("virtual_pipeline")
-    if isinstance(stated, int) and stated > 0:
-        return stated
-    found = _VIRTUAL.search(str(par.get("other") or ""))
-    return int(found.group(1)) if found and int(found.group(1)) > 0 else 1
 
 
 def _lora(case: dict, framework: Framework) -> LoraConfig | None:
@@ -124,9 +112,11 @@ def map_case(case: dict) -> Mapped:
     elif framework in (Framework.FSDP, Framework.MEGATRON):
         impl = Implementation(master_weights=MasterWeights.OPTIMIZER,
                               grad_dtype_fp32_accum=framework is Framework.MEGATRON or "default" in prec_text)
-        if "fp8" in prec_text:
-            precision = Precision.FP8
-            impl = replace(impl, fp8_recipe=recipe_from_text(prec_text, framework))   # None: the framework's
+    if fp8_in_text(json.dumps((case.get("precision") or {}).get("compute") if isinstance(case.get("precision"), dict)
+                              else case.get("precision"))):
+        # FP8 matmuls whatever the framework (torchtitan/torchao Float8, Megatron/llm-foundry/accelerate TE)
+        precision = Precision.FP8
+        impl = replace(impl, fp8_recipe=recipe_from_text(prec_text, framework))   # None: the framework's
     facts, fact_notes = trainer_facts(case)
     if facts:
         impl = replace(impl, **facts)
@@ -163,7 +153,7 @@ def map_case(case: dict) -> Mapped:
     setup = TrainingSetup(model=spec, method=method, precision=precision,
                           optimizer=memory_optimizer(case.get("optimizer"))[0] or Optimizer.ADAMW,
                           batch_size=micro, seq_len=seq, grad_accum=grad_accum(case, framework),
-                          grad_ckpt=GradCkpt(grad_ckpt_of(case.get("grad_ckpt")) or "none"),
+                          grad_ckpt=GradCkpt(grad_ckpt_of(case.get("grad_ckpt"), framework) or "none"),
                           attention=supported_attention(spec, Attention(attention_of(case.get("attention"))
                                                                     or profile(framework).attention)),
                           lora=_lora(case, framework), quant=quant, framework=framework, impl=impl)
@@ -175,9 +165,13 @@ def map_case(case: dict) -> Mapped:
     version = fsdp_version(par)
     if version is not None and layout.fsdp is not Fsdp.NONE:
         options = replace(options, fsdp=replace(fsdp_for(framework), version=version))
-    stages = virtual_stages(par)
-    if stages > 1 and layout.pp > 1:
-        options = replace(options, pp_interleave=stages)
+    if layout.pp > 1:
+        mb, ga, schedule, stages, pp_notes = pipeline_of(case, framework, layout.pp, setup.batch_size,
+                                                         setup.grad_accum)
+        setup = replace(setup, batch_size=mb, grad_accum=ga)
+        options = replace(options, pp_interleave=stages, pp_schedule=schedule)
+        fact_notes = [*fact_notes, *pp_notes]
+        note = "; ".join(fact_notes)
     if framework is Framework.FSDP and gpu.generation == "ampere" and nodes > 1:
         options = replace(options, interconnect="roce-200")   # llm-foundry README: 1600 Gbps RoCE per node
     if measured.get("gpu_hours"):
@@ -189,7 +183,7 @@ def map_case(case: dict) -> Mapped:
         # source's "step" is something else (often one micro-batch): the throughput, which does not
         # depend on what a step is, is compared instead.
         covered = float(measured["step_time_s"]) * float(measured["tokens_per_s_per_gpu"])
-        per_rank = micro * seq * setup.grad_accum / (layout.cp * layout.tp * layout.pp)   # per GPU
+        per_rank = setup.batch_size * seq * setup.grad_accum / (layout.cp * layout.tp * layout.pp)   # per GPU
         if not 0.8 <= covered / per_rank <= 1.25:
             note = "; ".join([*fact_notes, f"the source's step covers {covered:.0f} tokens per GPU, the optimizer "
                               f"step {per_rank:.0f}: tokens/s per GPU compared instead of the step time"])

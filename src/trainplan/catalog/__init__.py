@@ -146,6 +146,15 @@ def resolve_gpu(name: str) -> GpuSpec:
     return gpus[gpu_id]
 
 
+def gpu_in_text(text: str) -> GpuSpec | None:
+    """The catalog GPU a free text names ("NVIDIA H100 PCIe", "8x A100 80GB PCIe", "RTX 4090 D"), or
+    None: the one rule for CUDA device names and run descriptions (catalog/gpu_text.py)."""
+    from trainplan.catalog.gpu_text import gpu_in_text as find
+
+    gpus, index, _ = _gpu_catalog()
+    return find(text, gpus, index)
+
+
 def capacity_basis(gpu: GpuSpec | str) -> str:
     """How `reported_memory_bytes` was obtained: 'reported' (driver total) or 'derived' (0.99 x label)."""
     gpu_id = gpu.id if isinstance(gpu, GpuSpec) else resolve_gpu(gpu).id

@@ -22,8 +22,8 @@ import os
 import platform
 from typing import Any
 
-from trainplan.catalog import resolve_gpu
-from trainplan.errors import TrainplanError, UnknownNameError
+from trainplan.catalog import gpu_in_text
+from trainplan.errors import TrainplanError
 
 PACKAGES = ("torch", "transformers", "peft", "bitsandbytes", "deepspeed", "accelerate", "nvidia-ml-py")
 
@@ -67,16 +67,10 @@ def require_cuda() -> None:
 
 def local_gpu_id(name: str) -> str | None:
     """The catalog id of a GPU from its CUDA name ("NVIDIA H200" -> h200-sxm, "NVIDIA H100 80GB
-    HBM3" -> h100-sxm, "NVIDIA GeForce RTX 4090" -> rtx4090), or None when the catalog lacks it."""
-
-    tokens = [t for t in name.lower().replace("_", " ").replace("-", " ").split() if t != "nvidia"]
-    for end in range(len(tokens), 0, -1):
-        for candidate in ("-".join(tokens[:end]), "-".join(t for t in tokens[:end] if t != "geforce")):
-            try:
-                return resolve_gpu(candidate).id
-            except UnknownNameError:
-                continue
-    return None
+    HBM3" -> h100-sxm, "NVIDIA H100 PCIe" -> h100-pcie, "NVIDIA GeForce RTX 4090" -> rtx4090), or
+    None when the catalog lacks it (catalog.gpu_in_text, the one rule for GPU names in text)."""
+    gpu = gpu_in_text(name)
+    return gpu.id if gpu is not None else None
 
 
 # -- NVML -----------------------------------------------------------------------------------------

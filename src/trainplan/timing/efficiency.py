@@ -96,13 +96,18 @@ class EfficiencyModel:
 
 DEFAULT_MODEL = EfficiencyModel()
 
-_FUSED_FRAMEWORKS = frozenset({Framework.MEGATRON, Framework.FSDP, Framework.UNSLOTH, Framework.TORCHTITAN})
+# Frameworks whose own model code runs fused norm/activation/residual kernels without torch.compile.
+# Not torchtitan: its decoders are eager PyTorch (torchtitan v0.2.2 models/llama3/model/model.py:
+# nn.RMSNorm, `w2(F.silu(w1(x)) * w3(x))`, RoPE as a complex multiply in fp32) and `compile.enable`
+# defaults to False (config/job_config.py `class Compile`); its published benchmarks gain 16% from
+# compile alone (benchmarks/llama3_h100_202412_torchtitan.md, Tables 1 and 3).
+_FUSED_FRAMEWORKS = frozenset({Framework.MEGATRON, Framework.FSDP, Framework.UNSLOTH})
 
 
 def kernel_stack(framework: Framework, *, compiled: bool | None = None, liger: bool = False) -> KernelStack:
-    """Fused: Megatron, FSDP pre-training stacks (llm-foundry/torchtitan class), Unsloth, anything
-    under torch.compile or with Liger kernels. Eager: HF Trainer and its wrappers (LLaMA-Factory,
-    ms-swift, axolotl, DeepSpeed via HF), torchtune and litgpt without compile (their default)."""
+    """Fused: Megatron, FSDP pre-training stacks (llm-foundry class), Unsloth, anything under
+    torch.compile or with Liger kernels. Eager: HF Trainer and its wrappers (LLaMA-Factory, ms-swift,
+    axolotl, DeepSpeed via HF), torchtune, litgpt and torchtitan without compile (their default)."""
     if compiled or liger or (compiled is None and framework in _FUSED_FRAMEWORKS):
         return KernelStack.FUSED
     return KernelStack.EAGER

@@ -102,10 +102,13 @@ MEGATRON_RECIPE_NAMES: dict[Fp8Recipe, str] = {Fp8Recipe.TE_DELAYED: "delayed", 
 
 def default_recipe(framework: Framework) -> Fp8Recipe:
     """The recipe a framework uses when FP8 is asked for without naming one: torchtitan's
-    Float8LinearConverter defaults to torchao rowwise (torchtitan/components/quantization/float8.py);
-    Megatron's `--fp8-recipe` defaults to delayed (megatron/training/arguments.py), as does TE's
-    `fp8_autocast` without a recipe (DelayedScaling), which llm-foundry/Composer and accelerate use."""
-    return Fp8Recipe.TORCHAO_ROWWISE if framework is Framework.TORCHTITAN else Fp8Recipe.TE_DELAYED
+    Float8LinearConverter, with `recipe_name` left at its default None, builds torchao's
+    `Float8LinearConfig()`, dynamic tensorwise scaling ("Float8 tensorwise scaled training active",
+    torchtitan v0.2.2 components/quantization/float8.py; the only scaling torchtitan had before recipe
+    names arrived, 069bae2, 2025-02-27); Megatron's `--fp8-recipe` defaults to delayed
+    (megatron/training/arguments.py), as does TE's `fp8_autocast` without a recipe (DelayedScaling),
+    which llm-foundry/Composer and accelerate use."""
+    return Fp8Recipe.TORCHAO_TENSORWISE if framework is Framework.TORCHTITAN else Fp8Recipe.TE_DELAYED
 
 
 # Words a run description uses for each recipe, first match in the text wins (order of mention).
@@ -116,6 +119,17 @@ _WORDS: tuple[tuple[str, str], ...] = (
     (r"delayed", "delayed"),
     (r"row[-_ ]?wise", "rowwise"),
 )
+
+
+_FP8 = re.compile(r"fp8|float8|e4m3")
+_NO_FP8 = re.compile(r"\b(?:no|without|not|disabled?)\s+(?:fp8|float8)")
+
+
+def fp8_in_text(text: str) -> bool:
+    """Whether a free-text precision description says the matmuls ran in FP8: "FP8-CS GEMMs",
+    "Float8 (torchao)", "MXFP8", "fp8 (TransformerEngine)", not "no FP8"."""
+    low = text.lower()
+    return bool(_FP8.search(low)) and not _NO_FP8.search(low)
 
 
 def recipe_from_text(text: str, framework: Framework) -> Fp8Recipe | None:

@@ -65,6 +65,31 @@ FLOAT8_RECIPES: dict[str, Fp8Recipe] = {
 }
 
 
+# Pipeline microbatches per step. Since 5e2033c (2025-04-07, PR #1073 "[PP] Add microbatch_size and remove
+# num_microbatches config"; in every release from v0.1.0) the local batch runs as local /
+# parallelism.pipeline_parallel_microbatch_size microbatches, default size 1. Before it,
+# experimental.pipeline_parallel_microbatches defaulted to the pipeline degree (9dec370, 2024-12-26:
+# parallelisms/pipelining_utils.py build_pipeline_schedule), and from 90567fc (2025-01-07, PR #781) to the
+# number of stages, pp x stages per rank. Multi-stage schedules default to 2 stages per rank
+# (pipelining_utils.generate_split_points then; distributed/pipeline_parallel.py at v0.2.2).
+MICROBATCH_SIZE_SINCE = "2025-04-07"
+STAGES_MICROBATCHES_SINCE = "2025-01-07"
+LOOPED_STAGES_PER_RANK = 2
+
+
+def pp_microbatches(local_batch: int, pp: int, stages_per_rank: int, as_of: str | None) -> tuple[int, str]:
+    """(microbatches the local batch runs as, why) under torchtitan's default at the date `as_of`
+    ("YYYY-MM-DD" or "YYYY-MM"; None: today's torchtitan)."""
+    if as_of is None or as_of >= MICROBATCH_SIZE_SINCE:
+        return local_batch, "parallelism.pipeline_parallel_microbatch_size = 1 (torchtitan since 2025-04-07)"
+    n = pp * stages_per_rank if as_of >= STAGES_MICROBATCHES_SINCE else pp
+    what = "the number of stages" if as_of >= STAGES_MICROBATCHES_SINCE else "the pipeline degree"
+    n = max(1, min(local_batch, n))
+    while local_batch % n:
+        n -= 1
+    return n, f"experimental.pipeline_parallel_microbatches = {what} (torchtitan before 2025-04-07)"
+
+
 def schedule_named(name: str) -> PipeSchedule | None:
     return {k.lower(): v for k, v in PIPELINE_SCHEDULES.items()}.get(name.lower())
 

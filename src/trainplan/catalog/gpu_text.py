@@ -1,0 +1,103 @@
+"""A catalog GPU named in free text: a CUDA device name ("NVIDIA H100 PCIe", "NVIDIA GeForce RTX 4090 D"),
+a README's or a case's wording ("8x A100 80GB PCIe", "H100 SXM5 80GB (DGX-H100)").
+
+One home for the rule, read by the probe (the local device's CUDA name) and the case reader:
+
+1. The text is cut into words (spaces, hyphens, underscores, slashes, brackets, commas); vendor
+   words (NVIDIA, GeForce, Tesla, AMD, Instinct) are dropped.
+2. Every catalog name (id, alias) of every GPU, with its hyphens removed, is compared with each run
+   of consecutive words joined together ("rtx" "4090" "d" -> "rtx4090d"). The longest name found
+   picks the family: the GPU's id without its form and memory words (h100-sxm, h100-pcie and
+   h100-nvl are the family h100; a100-sxm4-40gb ... a100-pcie-80gb the family a100).
+3. Within the family, the text's form word (PCIe, NVL, SXM) and memory size ("40GB", "80G") choose
+   the member; a text that names neither gets the SXM part of the size the bare family name is an
+   alias of (H100 -> h100-sxm, A100 -> a100-sxm4-80gb, as `trainplan gpus` lists them).
+
+So "H100 PCIe" is the PCIe card (not the SXM part that a substring match on "h100" gives), "A100
+40GB PCIe" the PCIe 40 GB card, and "4090 D" the China-market RTX 4090 D.
+"""
+
+from __future__ import annotations
+
+import re
+
+from trainplan.specs import GpuSpec
+
+_SPLIT = re.compile(r"[\s\-_/(),;:+*×]+")
+_COUNT = re.compile(r"^\d+x(?=[a-z])")      # "8xh100" -> "h100"
+_VENDOR_WORDS = frozenset({"nvidia", "geforce", "tesla", "amd", "instinct", "intel", "habana", "huawei"})
+_FORM_WORDS = {"pcie": "pcie", "nvl": "nvl"}
+_MEMORY = re.compile(r"^(\d+)g(?:b|ib)?$")
+_ID_QUALIFIER = re.compile(r"^(sxm\d*|pcie|nvl|\d+gb)$")
+
+
+def _compact(name: str) -> str:
+    return "".join(part for part in _SPLIT.split(name.lower()) if part)
+
+
+def _words(text: str) -> list[str]:
+    words = (_COUNT.sub("", w) for w in _SPLIT.split(text.lower()))
+    return [w for w in words if w and w not in _VENDOR_WORDS]
+
+
+def family(gpu_id: str) -> str:
+    """The id without its form and memory words: h100-pcie -> h100, a100-sxm4-40gb -> a100."""
+    return "-".join(seg for seg in gpu_id.split("-") if not _ID_QUALIFIER.match(seg)) or gpu_id
+
+
+def _form_of_id(gpu_id: str) -> str:
+    segs = gpu_id.split("-")
+    return "pcie" if "pcie" in segs else "nvl" if "nvl" in segs else "sxm"
+
+
+def _text_form(words: list[str]) -> str | None:
+    for w in words:
+        if w in _FORM_WORDS:
+            return _FORM_WORDS[w]
+        if w.startswith("sxm"):
+            return "sxm"
+    return None
+
+
+def _text_memory_gb(words: list[str]) -> int | None:
+    for w in words:
+        m = _MEMORY.match(w)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def gpu_in_text(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> GpuSpec | None:
+    """The catalog GPU `text` names (see the module docstring), or None. `gpus` maps ids to specs and
+    `index` lookup keys (ids, aliases) to ids, as the catalog holds them."""
+    words = _words(text)
+    if not words:
+        return None
+    runs: dict[str, int] = {}           # joined run of words -> its length in words
+    for i in range(len(words)):
+        for j in range(i + 1, len(words) + 1):
+            runs.setdefault("".join(words[i:j]), j - i)
+    best: dict[str, int] = {}           # gpu id -> longest catalog name of it found in the text
+    for key, gpu_id in index.items():
+        name = _compact(key)
+        if name in runs:
+            best[gpu_id] = max(best.get(gpu_id, 0), len(name))
+    if not best:
+        return None
+    top = max(best.values())
+    fam = family(max((g for g, n in best.items() if n == top), key=lambda g: (best[g], g)))
+    members = [g for g in gpus if family(g) == fam]
+    default = index.get(fam)
+    form, memory_gb = _text_form(words), _text_memory_gb(words)
+
+    def score(gpu_id: str) -> tuple:
+        gpu_form = _form_of_id(gpu_id)
+        if form is None:
+            form_score = 0 if gpu_form == "sxm" else -1
+        else:
+            form_score = 2 if gpu_form == form else -2
+        size = round(gpus[gpu_id].memory_bytes / 1e9)
+        mem_score = 0 if memory_gb is None else (1 if abs(size - memory_gb) <= 1 else -1)
+        return form_score + mem_score, best.get(gpu_id, 0), gpu_id == default, gpu_id
+
+    return gpus[max(members, key=score)]
