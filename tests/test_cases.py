@@ -328,3 +328,18 @@ def test_date_in_text(value, date):
 
 def predict_time(job):
     return step_time(job.setup, job.layout, job.gpu, workload=job.workload, options=job.timing)
+
+
+def test_unstated_checkpointing_is_the_frameworks_default():
+    # not stated: the framework's own default (torchtune's recipes checkpoint, HF Trainer does not), and a
+    # trainer's code default (XTuner's SupervisedFinetune(use_activation_checkpointing=True), over DeepSpeed)
+    base = with_(MPT_TIME, grad_ckpt="not stated in the table", gpus={"type": "A100 80GB", "count": 8}, parallel={})
+    assert map_case(with_(base, framework="torchtune")).job.setup.grad_ckpt is GradCkpt.FULL
+    assert map_case(with_(base, framework="HF Trainer")).job.setup.grad_ckpt is GradCkpt.NONE
+    xtuner = map_case(with_(base, framework="XTuner + DeepSpeed ZeRO-3, packed to max length", parallel={"zero_stage": 3}))
+    assert xtuner.job.setup.framework is Framework.DEEPSPEED and xtuner.job.setup.grad_ckpt is GradCkpt.FULL
+    assert any("use_activation_checkpointing=True" in n for n in xtuner.notes)
+    stated = map_case(with_(base, framework="XTuner", grad_ckpt=False, parallel={"zero_stage": 3}))
+    assert stated.job.setup.grad_ckpt is GradCkpt.NONE
+    memory = map_case(with_(TORCHTUNE_LORA, framework="XTuner", grad_ckpt="not stated", parallel={}))
+    assert memory.job.setup.grad_ckpt is GradCkpt.FULL

@@ -19,11 +19,12 @@ from trainplan.cases.text import (
     framework_of,
     gpu_of,
     grad_ckpt_of,
-    pipeline_of,
     kbit_prep_fp32,
     memory_optimizer,
+    pipeline_of,
     precision_of,
     quant_of,
+    trainer_defaults,
     trainer_facts,
 )
 from trainplan.enums import Framework, Optimizer
@@ -168,6 +169,8 @@ def map_memory_case(case: dict) -> MemoryMapping:
                    "and head) is not modelled")
     framework = framework_of(case)
     said, said_notes = embedded_settings(case.get("framework"))
+    defaults, default_notes = trainer_defaults(case)
+    said = {**defaults, **said}
     if said.get("packing") is False:
         raise Skip("unpacked dataset: the peak is set by the longest batch, which the case does not give "
                    "(seq_len is only the maximum)")
@@ -221,7 +224,9 @@ def map_memory_case(case: dict) -> MemoryMapping:
     view, why = memory_view(measured.get("what"))
     notes.append(why)
     gib_value = measured.get("peak_mem_gib")
-    grad_ckpt = said.get("grad_ckpt") if case.get("grad_ckpt") is None else grad_ckpt_of(case.get("grad_ckpt"), framework)
+    grad_ckpt = grad_ckpt_of(case.get("grad_ckpt"), framework) or said.get("grad_ckpt")
+    if grad_ckpt_of(case.get("grad_ckpt"), framework) is None and "grad_ckpt" in defaults:
+        notes += default_notes
     micro, accum = int(case["micro_batch"]), grad_accum(case, framework)
     if layout["pp"] > 1:          # the time reader's rule: a pipelined run's micro-batches and schedule
         micro, accum, schedule, stages, pp_notes = pipeline_of(case, framework, layout["pp"], micro, accum)

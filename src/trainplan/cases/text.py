@@ -270,6 +270,27 @@ TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
 )
 
 
+# Trainers whose own code turns on a setting the case may leave unstated (the setting as JobOptions take it).
+TRAINER_DEFAULTS: tuple[tuple[str, dict[str, Any], str], ...] = (
+    ("xtuner", {"grad_ckpt": "full"},
+     "InternLM/xtuner v0.2.0 xtuner/model/sft.py: SupervisedFinetune(use_activation_checkpointing=True) calls "
+     "gradient_checkpointing_enable() on the transformers model"),
+)
+
+
+def trainer_defaults(case: dict) -> tuple[dict[str, Any], list[str]]:
+    """Settings the case's trainer turns on by default (TRAINER_DEFAULTS), with notes; the case's own
+    statement of a setting wins over these."""
+    low = text(case.get("framework"))
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    for name, fields, source in TRAINER_DEFAULTS:
+        if mentions(low, name):
+            out.update(fields)
+            notes.append(f"{name} default: {source}")
+    return out, notes
+
+
 def trainer_facts(case: dict) -> tuple[dict[str, Any], list[str]]:
     """Implementation fields the case's trainer fixes in its code (TRAINER_FACTS), with notes."""
     low = text(case.get("framework"))

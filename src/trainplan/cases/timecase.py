@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, lora_dropout, lora_targets
 from trainplan.cases.memorycase import fsdp_version, grad_accum, layout_flags
@@ -21,9 +20,10 @@ from trainplan.cases.text import (
     grad_ckpt_of,
     kbit_prep_fp32,
     memory_optimizer,
+    pipeline_of,
     precision_of,
     quant_of,
-    pipeline_of,
+    trainer_defaults,
     trainer_facts,
 )
 from trainplan.enums import (
@@ -88,6 +88,8 @@ def _lora(case: dict, framework: Framework) -> LoraConfig | None:
 def map_case(case: dict) -> Mapped:
     """The time case as setup, layout, GPU, workload, timing options and the metric to predict."""
     said, _ = embedded_settings(case.get("framework"))
+    defaults, default_notes = trainer_defaults(case)
+    said = {**defaults, **said}
     try:
         framework = framework_of(case)
     except Skip:
@@ -118,6 +120,8 @@ def map_case(case: dict) -> Mapped:
         precision = Precision.FP8
         impl = replace(impl, fp8_recipe=recipe_from_text(prec_text, framework))   # None: the framework's
     facts, fact_notes = trainer_facts(case)
+    if case.get("grad_ckpt") is None or grad_ckpt_of(case.get("grad_ckpt"), framework) is None:
+        fact_notes = [*fact_notes, *(n for n in default_notes if "grad_ckpt" in defaults)]
     if facts:
         impl = replace(impl, **facts)
     quant = None
@@ -153,7 +157,8 @@ def map_case(case: dict) -> Mapped:
     setup = TrainingSetup(model=spec, method=method, precision=precision,
                           optimizer=memory_optimizer(case.get("optimizer"))[0] or Optimizer.ADAMW,
                           batch_size=micro, seq_len=seq, grad_accum=grad_accum(case, framework),
-                          grad_ckpt=GradCkpt(grad_ckpt_of(case.get("grad_ckpt"), framework) or "none"),
+                          grad_ckpt=GradCkpt(grad_ckpt_of(case.get("grad_ckpt"), framework) or said.get("grad_ckpt")
+                                             or profile(framework).grad_ckpt),
                           attention=supported_attention(spec, Attention(attention_of(case.get("attention"))
                                                                     or profile(framework).attention)),
                           lora=_lora(case, framework), quant=quant, framework=framework, impl=impl)

@@ -149,6 +149,9 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     ("llama-factory", Framework.LLAMAFACTORY), ("llamafactory", Framework.LLAMAFACTORY),
     ("llama factory", Framework.LLAMAFACTORY),
     ("axolotl", Framework.AXOLOTL), ("unsloth", Framework.UNSLOTH),
+    # XTuner (0.x) trains a transformers model under DeepSpeed (mmengine DeepSpeedStrategy, xtuner/model/sft.py
+    # SupervisedFinetune building AutoModelForCausalLM), with its sequence parallel as Ulysses all-to-alls
+    ("xtuner", Framework.DEEPSPEED),
     ("lit-gpt", Framework.LITGPT), ("litgpt", Framework.LITGPT),
     ("megatron sft", Framework.MEGATRON), ("megatron-swift", Framework.MEGATRON),
     ("megatron-lm", Framework.MEGATRON), ("megatron-core", Framework.MEGATRON), ("megatron bridge", Framework.MEGATRON),
