@@ -88,6 +88,62 @@ for _qwen in ("0.6B", "1.7B", "4B", "8B", "14B", "32B", "30B-A3B"):
     ALIASES[f"Qwen3-{_qwen}"] = [f"Qwen/Qwen3-{_qwen}-Base"]
 ALIASES["Qwen3-235B-A22B"] = ["Qwen/Qwen3-235B-A22B-Instruct-2507"]
 
+# Aliases added after the reference (issue: benchmarked HF ids). Each is backed by ALIAS_NOTES below: the sources
+# that show every parameter- and memory-relevant shape equal to the row's.
+ALIASES["Llama-2-7B"].append("lmsys/vicuna-7b-v1.5")
+ALIASES["Llama-2-13B"].append("lmsys/vicuna-13b-v1.5")
+ALIASES["Llama-3.1-8B"].append("deepseek-ai/DeepSeek-R1-Distill-Llama-8B")
+ALIASES["Llama-3.1-70B"] += ["meta-llama/Llama-3.3-70B-Instruct", "llama3.3-70b",
+                             "deepseek-ai/DeepSeek-R1-Distill-Llama-70B"]
+ALIASES["Qwen2.5-0.5B"] += ["Qwen/Qwen2-0.5B", "Qwen/Qwen2-0.5B-Instruct"]
+ALIASES["Qwen2.5-1.5B"] += ["Qwen/Qwen2-1.5B", "Qwen/Qwen2-1.5B-Instruct"]
+ALIASES["Qwen2.5-7B"] += ["Qwen/Qwen2.5-Coder-7B", "Qwen/Qwen2.5-Coder-7B-Instruct"]
+ALIASES["Qwen2.5-32B"] += ["Qwen/Qwen2.5-Coder-32B", "Qwen/Qwen2.5-Coder-32B-Instruct"]
+ALIASES["Qwen3-30B-A3B"].append("Qwen/Qwen3-30B-A3B-Instruct-2507")
+
+_MLC = "mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5"
+_LITGPT = "Lightning-AI/litgpt, litgpt/config.py@26857050fe3f"
+_TORCHTUNE = "pytorch/torchtune@bd2a0fc7c314"
+_GPU_POOR = "RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c"
+_LELIUGA = "leliuga/cohere-configurations@84408edf57f0"   # models/<name>/manifest.yaml: shapes of the GGUF conversion
+_KERAS = "keras-team/keras-hub@71453d08f59e"
+
+# What backs each alias above (appended to the row's verification).
+ALIAS_NOTES: dict[str, list[str]] = {
+    "Llama-2-7B": [(f"alias lmsys/vicuna-7b-v1.5: {_GPU_POOR} [lmsys/vicuna-7b-v1.5] and {_LELIUGA}, "
+                   "models/vicuna-7B-v1.5/manifest.yaml give these shapes (32 layers, 4096, 32 heads, 32 kv heads, "
+                   "11008, vocab 32000, context 4096); keras_hub/src/models/llama/llama_presets.py "
+                   "[vicuna_1.5_7b_en: 6,738,415,616 = this count]")],
+    "Llama-2-13B": [(f"alias lmsys/vicuna-13b-v1.5: {_GPU_POOR} [lmsys/vicuna-13b-v1.5] and {_LELIUGA}, "
+                    "models/vicuna-13B-v1.5/manifest.yaml give these shapes (40 layers, 5120, 40 heads, 40 kv heads, "
+                    "13824, vocab 32000, context 4096)")],
+    "Llama-3.1-8B": [(f"alias deepseek-ai/DeepSeek-R1-Distill-Llama-8B: {_LITGPT} [R1-Distill-Llama-8B] equals its "
+                     "[Llama-3.1-8B] entry field for field (vocab 128256, 131072 context, rope 500000 + llama3 "
+                     "scaling factor 8)")],
+    "Llama-3.1-70B": [(f"aliases meta-llama/Llama-3.3-70B-Instruct and deepseek-ai/DeepSeek-R1-Distill-Llama-70B: "
+                      f"{_TORCHTUNE}, torchtune/models/llama3_3/_model_builders.py (llama3_3_70b = llama3_1_70b, "
+                      f"'identical models apart from the checkpoints'); {_LITGPT} [Llama-3.3-70B-Instruct, "
+                      "R1-Distill-Llama-70B] equal its [Llama-3.1-70B] entry field for field")],
+    "Qwen2.5-0.5B": [(f"aliases Qwen/Qwen2-0.5B(-Instruct): same shapes and tie flag ({_TORCHTUNE}, "
+                     f"torchtune/models/qwen2/_model_builders.py [qwen2_0_5b]; {_MLC} [qwen2_0_5b]; rwth-i6/"
+                     "i6_experiments, users/juanola/experiments/e25_11_13_ctc/configurations/qwen2/qwen2_configs.py"
+                     "@274eb95e3eb8 [Qwen2-0_5B: the base config.json]); Qwen2-0.5B's max_position_embeddings is "
+                     "131072 (32768 here), which changes neither parameters nor memory")],
+    "Qwen2.5-1.5B": [(f"aliases Qwen/Qwen2-1.5B(-Instruct): same shapes and tie flag ({_TORCHTUNE}, "
+                     f"torchtune/models/qwen2/_model_builders.py [qwen2_1_5b]; {_MLC} [qwen2_1_5b: "
+                     "max_position_embeddings 32768 for the Instruct upload, no effect on parameters or memory])")],
+    "Qwen2.5-7B": [(f"aliases Qwen/Qwen2.5-Coder-7B(-Instruct): {_LITGPT} [Qwen2.5-Coder-7B] differs from "
+                   "[Qwen2.5-7B] only in context (32768), which changes neither parameters nor memory; "
+                   f"{_KERAS}, keras_hub/src/models/qwen/qwen_presets.py gives qwen2.5_coder_7b and qwen2.5_7b_en "
+                   "the same count (6,993,420,288, itself not this row's count: corroborates equality only)")],
+    "Qwen2.5-32B": [(f"aliases Qwen/Qwen2.5-Coder-32B(-Instruct): {_LITGPT} [Qwen2.5-Coder-32B] differs from "
+                    "[Qwen2.5-32B] only in context (32768); keras_hub qwen_presets.py [qwen2.5_coder_32b: "
+                    "32,763,876,352 = this count]")],
+    "Qwen3-30B-A3B": [(f"alias Qwen/Qwen3-30B-A3B-Instruct-2507: {_LITGPT} [Qwen3-30B-A3B-Instruct-2507] differs "
+                      "from [Qwen3-30B-A3B] only in context (262144) and rope_theta (1e7), neither of which changes "
+                      "parameters or memory")],
+}
+
 # Config keys stated in the reference notes rather than in its fields.
 EXTRA: dict[str, dict[str, Any]] = {
     "Gemma-2-2B": {"query_pre_attn_scalar": 256},
@@ -130,7 +186,6 @@ ESSENTIAL = ("hidden_size", "num_hidden_layers", "num_attention_heads", "interme
 # count, keras-hub presets count the converted weights), and the config.json itself (None: JSON null).
 # "code-index file N" is a public file found by content (the index names no repository).
 
-_KERAS = "keras-team/keras-hub@71453d08f59e"
 _PHI35_LONG = [1.0800000429153442, 1.1100000143051147, 1.1399999856948853, 1.340000033378601, 1.5899999141693115,
                1.600000023841858, 1.6200000047683716, 2.620000123977661, 3.2300000190734863, 3.2300000190734863,
                4.789999961853027, 7.400000095367432, 7.700000286102295, 9.09000015258789, 12.199999809265137,
@@ -398,6 +453,266 @@ HF_CONFIG_MODELS: list[dict[str, Any]] = [
                 "tie_word_embeddings": False, "vocab_size": 128512}},
 ]
 
+# --- benchmarked HF ids added after issue 19 (LLaMA 1, Mistral, Code Llama, TinyLlama, DeepSeek LLM / Coder, Qwen1.5,
+# Qwen2.5-Math, SmolLM2, OLMo 2). "code-index file N" as above.
+
+_LLAMA1_SHAPES = ("code-index file 7902833359 (PaddleNLP paddlenlp/transformers/llama/configuration.py, "
+                  "LLAMA_PRETRAINED_INIT_CONFIGURATION [facebook/llama-{size}]: the HF config fields); "
+                  f"{_GPU_POOR} [huggyllama/llama-{{size}}]")
+_LLAMA1_NOTE = ("LLaMA 1 converted to HF (model_type llama): MHA (no num_key_value_heads), untied head, 2048 "
+                "context; shapes agree in both sources{extra}; count = {count}")
+
+
+def _llama1(size: str, hidden: int, layers: int, heads: int, inter: int, eps: float, measured: int,
+            count_src: str, extra: str = "") -> dict[str, Any]:
+    return {"name": f"llama-{size}", "display_name": f"LLaMA-{size.upper()}", "hf_id": f"huggyllama/llama-{size}",
+            "aliases": [f"llama1-{size}"],
+            "source": f"{_LLAMA1_SHAPES.format(size=size)}; {count_src}",
+            "verification": _LLAMA1_NOTE.format(extra=extra, count=count_src.split(" (")[0]),
+            "measured_params": measured,
+            "config": {"architectures": ["LlamaForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
+                       "hidden_act": "silu", "hidden_size": hidden, "initializer_range": 0.02,
+                       "intermediate_size": inter, "max_position_embeddings": 2048, "model_type": "llama",
+                       "num_attention_heads": heads, "num_hidden_layers": layers, "pad_token_id": 0,
+                       "rms_norm_eps": eps, "tie_word_embeddings": False, "vocab_size": 32000}}
+
+
+_LLAMA1_TABLE = "code-index file 15495356071 (table of actual LLaMA parameter counts: 7B, 13B, 30B)"
+_PYLLAMA = "code-index file 49672585427 (pyllama printout of decapoda-research/llama-{size}-hf: trainable_params)"
+_CODELLAMA = {"architectures": ["LlamaForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+              "initializer_range": 0.02, "max_position_embeddings": 16384, "model_type": "llama", "pretraining_tp": 1,
+              "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 1000000, "tie_word_embeddings": False,
+              "use_cache": True}
+_TOGETHER_COUNTS = "code-index file 4120541175 (togethercomputer/CodeLlama-* parameter counts)"
+_SMOLLM2 = {"architectures": ["LlamaForCausalLM"], "attention_bias": False, "hidden_act": "silu",
+            "max_position_embeddings": 8192, "mlp_bias": False, "model_type": "llama", "pretraining_tp": 1,
+            "rms_norm_eps": 1e-05, "rope_scaling": None, "tie_word_embeddings": True, "vocab_size": 49152}
+_SMOLLM2_NOTE = ("mlc-llm's copy of the config.json less transformers.js_config, is_llama_config and rope_interleaved "
+                 "(no effect on counts or memory); the -Instruct upload has the same shapes (litgpt builds both "
+                 "from one entry)")
+_OLMO2 = {"architectures": ["Olmo2ForCausalLM"], "hidden_act": "silu", "max_position_embeddings": 4096,
+          "model_type": "olmo2", "rms_norm_eps": 1e-06, "rope_theta": 500000.0, "tie_word_embeddings": False,
+          "use_cache": True, "vocab_size": 100352}
+_DEEPSEEK_LLM = {"architectures": ["LlamaForCausalLM"], "max_position_embeddings": 4096, "model_type": "llama",
+                 "tie_word_embeddings": False, "vocab_size": 102400}
+_DEEPSEEK_LLM_SOURCE = ("deepseek-ai/DeepSeek-LLM, README.md@1b79a65a108b (LLaMA architecture; 7B MHA, 67B GQA; "
+                        "sequence length 4096)")
+_LLAMA_DEFAULTS_NOTE = ("rms_norm_eps, rope_theta and hidden_act are not in these sources: the LlamaConfig defaults "
+                        "apply (no effect on counts or memory)")
+
+HF_CONFIG_MODELS += [
+    _llama1("7b", 4096, 32, 32, 11008, 1e-06, 6738415616, _LLAMA1_TABLE,
+            " (scottlogic-alex/llm-memory-calculator, llama-sizes.md@93934b33eb75 prints the 7b/13b modules)"),
+    _llama1("13b", 5120, 40, 40, 13824, 1e-06, 13015864320, _LLAMA1_TABLE,
+            " (scottlogic-alex/llm-memory-calculator, llama-sizes.md@93934b33eb75 prints the 7b/13b modules)"),
+    _llama1("30b", 6656, 60, 52, 17920, 1e-06, 32528943616, _PYLLAMA.format(size="30b")),
+    _llama1("65b", 8192, 80, 64, 22016, 1e-05, 65285660672, _PYLLAMA.format(size="65b"),
+            "; rms_norm_eps is 1e-05 for 65B only (PaddleNLP entry)"),
+    {"name": "mistral-7b-v0.3", "display_name": "Mistral-7B-v0.3", "hf_id": "mistralai/Mistral-7B-v0.3",
+     "aliases": ["mistralai/Mistral-7B-Instruct-v0.3"],
+     "source": (f"{_MLC} [mistral_7b_v03: the config.json]; {_LITGPT} [Mistral-7B-v0.3, Mistral-7B-Instruct-v0.3]; "
+                f"{_KERAS}, keras_hub/src/models/mistral/mistral_presets.py [mistral_0.3_7b_en, "
+                "mistral_0.3_instruct_7b_en: 7,248,023,552]"),
+     "verification": ("config.json verbatim; vocab 32768 (v0.1: 32000), rope_theta 1e6, no sliding window; litgpt "
+                      "gives base and Instruct the same fields; count = keras-hub preset (v0.1 + 768 x 4096 x 2)"),
+     "measured_params": 7248023552,
+     "config": {"architectures": ["MistralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1,
+                "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+                "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mistral",
+                "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+                "rope_theta": 1000000.0, "sliding_window": None, "tie_word_embeddings": False, "use_cache": True,
+                "vocab_size": 32768}},
+    {"name": "mistral-7b-instruct-v0.2", "display_name": "Mistral-7B-Instruct-v0.2",
+     "hf_id": "mistralai/Mistral-7B-Instruct-v0.2", "aliases": ["mistral-7b-instruct-v0.2"],
+     "source": (f"{_LITGPT} [Mistral-7B-Instruct-v0.2]; {_LELIUGA}, models/Mistral-7B-Instruct-v0.2/manifest.yaml; "
+                "Azure/azureml-assets, assets/models/system/Mistral-7B-Instruct-v0-2/description.md@9be89f6a01f1 "
+                f"(32k context, rope-theta 1e6, no sliding-window attention); {_KERAS}, keras_hub/src/models/mistral/"
+                "mistral_presets.py [mistral_0.2_instruct_7b_en: 7,241,732,096]"),
+     "verification": ("Mistral-7B-v0.1 shapes (litgpt and the manifest agree) with 32768 context, rope_theta 1e6 and "
+                      "sliding_window null (full attention, unlike v0.1's 4096 window); count = keras-hub preset"),
+     "measured_params": 7241732096,
+     "config": {"architectures": ["MistralForCausalLM"], "hidden_act": "silu", "hidden_size": 4096,
+                "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mistral",
+                "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+                "rope_theta": 1000000.0, "sliding_window": None, "tie_word_embeddings": False, "vocab_size": 32000}},
+    {"name": "mistral-nemo-2407", "display_name": "Mistral-Nemo-Base-2407", "hf_id": "mistralai/Mistral-Nemo-Base-2407",
+     "aliases": ["mistralai/Mistral-Nemo-Instruct-2407", "mistral-nemo"],
+     "source": ("kevinstephano/thunder_model_blocks, thunder_model_blocks/mistral/mistral_config.py@a23dd8fe87e9 "
+                "(the Base config.json); sassoftware/sas-agentic-ai-accelerator, LLM-Definitions/mistral_nemo/"
+                "Model-Card.md@f123b7a9bea8 (40 layers, 5120, head dim 128, 32 heads, 8 kv heads, vocab 2**17, "
+                "theta 1M); code-index file 70911651117 [Mistral-Nemo-Instruct-2407: 12,247,782,400]; code-index "
+                "file 53793124493 (llama.cpp n_params 12,247,782,400, n_ctx_train 1024000)"),
+     "verification": ("Base config.json verbatim; the card's 'hidden dim 14,436' is a typo for the config's 14336 "
+                      "(the count confirms 14336); the Instruct upload differs in max_position_embeddings (1024000), "
+                      "which changes neither parameters nor memory"),
+     "measured_params": 12247782400,
+     "config": {"architectures": ["MistralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1,
+                "eos_token_id": 2, "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120,
+                "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 128000,
+                "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8,
+                "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": None, "tie_word_embeddings": False,
+                "use_cache": True, "vocab_size": 131072}},
+    {"name": "codellama-7b", "display_name": "CodeLlama-7B", "hf_id": "codellama/CodeLlama-7b-hf",
+     "aliases": ["codellama/CodeLlama-7b-Instruct-hf"],
+     "source": (f"{_MLC} [codellama_7b: the config.json]; {_LITGPT} [CodeLlama-7b-hf, CodeLlama-7b-Instruct-hf]; "
+                f"{_LELIUGA}, models/CodeLlama-7B(-Instruct)/manifest.yaml; {_TOGETHER_COUNTS}; code-index file "
+                "14596936751 (GGUF general.parameter_count 6,738,546,688)"),
+     "verification": ("config.json verbatim (mlc-llm's context_window_size / prefill_chunk_size left out); Llama-2-7B "
+                      "with vocab 32016 (infilling tokens), 16384 context, rope_theta 1e6; Instruct: same fields"),
+     "measured_params": 6738546688,
+     "config": {**_CODELLAMA, "hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32,
+                "num_hidden_layers": 32, "num_key_value_heads": 32, "vocab_size": 32016}},
+    {"name": "codellama-13b", "display_name": "CodeLlama-13B", "hf_id": "codellama/CodeLlama-13b-hf",
+     "aliases": ["codellama/CodeLlama-13b-Instruct-hf"],
+     "source": (f"{_MLC} [codellama_13b: the config.json]; {_LITGPT} [CodeLlama-13b-hf]; {_LELIUGA}, "
+                f"models/CodeLlama-13B(-Instruct)/manifest.yaml; {_TOGETHER_COUNTS}"),
+     "verification": ("config.json verbatim; vocab 32016, 16384 context; the Instruct manifest gives the same shapes "
+                      "and context (litgpt's 2048 block_size for 13b-Instruct is its own setting)"),
+     "measured_params": 13016028160,
+     "config": {**_CODELLAMA, "hidden_size": 5120, "intermediate_size": 13824, "num_attention_heads": 40,
+                "num_hidden_layers": 40, "num_key_value_heads": 40, "vocab_size": 32016}},
+    {"name": "codellama-34b", "display_name": "CodeLlama-34B", "hf_id": "codellama/CodeLlama-34b-hf",
+     "aliases": ["codellama/CodeLlama-34b-Instruct-hf"],
+     "source": (f"{_MLC} [codellama_34b]; {_GPU_POOR} [codellama/CodeLlama-34b-hf, -Instruct-hf]; {_LITGPT} "
+                f"[CodeLlama-34b-hf]; {_LELIUGA}, models/CodeLlama-34B(-Instruct)/manifest.yaml; code-index file "
+                "36031785305 (Phind-CodeLlama-34B, a fine-tune of the same shapes: 33,743,970,304)"),
+     "verification": ("mlc-llm's config with vocab_size 32000 (gpu_poor, litgpt and the manifests agree; mlc-llm's "
+                      "32016 is wrong for 34B, which has no infilling tokens); GQA 8 kv heads, 16384 context; "
+                      "computed 33,743,970,304 = the Phind fine-tune's published count"),
+     "config": {**_CODELLAMA, "hidden_size": 8192, "intermediate_size": 22016, "num_attention_heads": 64,
+                "num_hidden_layers": 48, "num_key_value_heads": 8, "vocab_size": 32000}},
+    {"name": "tinyllama-1.1b", "display_name": "TinyLlama-1.1B",
+     "hf_id": "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
+     "aliases": ["TinyLlama/TinyLlama-1.1B-Chat-v1.0", "tinyllama"],
+     "source": (f"{_MLC} [tinyllama_1b_chat_v1.0: the config.json]; {_LITGPT} [tiny-llama-1.1b, tiny-llama-1.1b-chat]; "
+                f"{_LELIUGA}, models/TinyLlama-1.1B-intermediate-step-1431k-3T and TinyLlama-1.1B-Chat-v1.0/"
+                "manifest.yaml; code-index file 59208154669 (sum of numel of the 1431k-3T checkpoint: 1,100,048,384); "
+                "code-index file 71366605573 (its safetensors metadata: F32 1100048384)"),
+     "verification": ("Chat-v1.0 config.json verbatim; litgpt and the manifests give the 1431k-3T base the same "
+                      "shapes (22 layers, 2048, 32 heads, 4 kv heads, 5632, vocab 32000, 2048 context); count = "
+                      "checkpoint"),
+     "measured_params": 1100048384,
+     "config": {"architectures": ["LlamaForCausalLM"], "attention_bias": False, "bos_token_id": 1, "eos_token_id": 2,
+                "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 5632,
+                "max_position_embeddings": 2048, "model_type": "llama", "num_attention_heads": 32,
+                "num_hidden_layers": 22, "num_key_value_heads": 4, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+                "rope_scaling": None, "rope_theta": 10000.0, "tie_word_embeddings": False, "use_cache": True,
+                "vocab_size": 32000}},
+    {"name": "deepseek-llm-7b", "display_name": "DeepSeek-LLM-7B", "hf_id": "deepseek-ai/deepseek-llm-7b-base",
+     "aliases": ["deepseek-ai/deepseek-llm-7b-chat"],
+     "source": (f"{_LELIUGA}, models/deepseek-llm-7B-base and deepseek-llm-7B-chat/manifest.yaml; "
+                f"{_DEEPSEEK_LLM_SOURCE}; code-index file 54293650437 (DeepSeek-LLM-7B: 6,910,365,696 parameters in "
+                "273 tensors, 4096 / 30 layers / 32 heads / vocab 102,400)"),
+     "verification": ("shapes from the GGUF manifests (base and chat equal); 273 tensors = 30 x 9 + embedding + norm + "
+                      f"lm_head, so the head is untied; {_LLAMA_DEFAULTS_NOTE}; count = checkpoint"),
+     "measured_params": 6910365696,
+     "config": {**_DEEPSEEK_LLM, "hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32,
+                "num_hidden_layers": 30, "num_key_value_heads": 32}},
+    {"name": "deepseek-llm-67b", "display_name": "DeepSeek-LLM-67B", "hf_id": "deepseek-ai/deepseek-llm-67b-base",
+     "aliases": ["deepseek-ai/deepseek-llm-67b-chat"],
+     "source": (f"{_LELIUGA}, models/deepseek-llm-67b-base and deepseek-llm-67b-chat/manifest.yaml; "
+                f"{_DEEPSEEK_LLM_SOURCE}"),
+     "verification": ("shapes from the GGUF manifests (base and chat equal: 95 layers, 8192, 64 heads, 8 kv heads, "
+                      "22016, vocab 102400, 4096 context); untied head as the 7B (not verified for 67B); "
+                      f"{_LLAMA_DEFAULTS_NOTE}; published 67B"),
+     "config": {**_DEEPSEEK_LLM, "hidden_size": 8192, "intermediate_size": 22016, "num_attention_heads": 64,
+                "num_hidden_layers": 95, "num_key_value_heads": 8}},
+    {"name": "deepseek-coder-6.7b", "display_name": "DeepSeek-Coder-6.7B",
+     "hf_id": "deepseek-ai/deepseek-coder-6.7b-base",
+     "aliases": ["deepseek-ai/deepseek-coder-6.7b-instruct"],
+     "source": (f"{_LELIUGA}, models/deepseek-coder-6.7B-base and deepseek-coder-6.7B-instruct/manifest.yaml; "
+                "xorbitsai/inference, doc/source/models/builtin/llm/deepseek-coder.rst@2e14922c08ef (context 16384); "
+                "code-index files 68827719748 and 68884777541 (model registry: base and instruct total_parameters "
+                "6,740,512,768, 32 layers, 4096, 11008, 32 heads, 32 kv heads, vocab 32256)"),
+     "verification": ("shapes from the GGUF manifests and the registry (base and instruct equal); the count matches "
+                      "an untied head; rope_scaling (linear) left out: no effect on counts or memory; "
+                      f"{_LLAMA_DEFAULTS_NOTE}"),
+     "measured_params": 6740512768,
+     "config": {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 11008,
+                "max_position_embeddings": 16384, "model_type": "llama", "num_attention_heads": 32,
+                "num_hidden_layers": 32, "num_key_value_heads": 32, "tie_word_embeddings": False, "vocab_size": 32256}},
+    {"name": "qwen1.5-7b", "display_name": "Qwen1.5-7B", "hf_id": "Qwen/Qwen1.5-7B",
+     "aliases": ["Qwen/Qwen1.5-7B-Chat"],
+     "source": ("huggingface/transformers, examples/pytorch/torchacc/qwen/Qwen1.5-7B/config.json@f092c38c0bf5 (a copy "
+                "of the checkpoint's config.json) and model.safetensors.index.json (total_size 15,442,649,088 bytes "
+                "of bf16 = 7,721,324,544 parameters); xorbitsai/inference qwen1.5-chat docs (context 32768)"),
+     "verification": ("config.json verbatim; count = the checkpoint index; the Chat upload of each Qwen1.5 size has "
+                      "the base shapes (README: base and chat per size)"),
+     "measured_params": 7721324544,
+     "config": {"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+                "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+                "intermediate_size": 11008, "max_position_embeddings": 32768, "max_window_layers": 28,
+                "model_type": "qwen2", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32,
+                "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": False,
+                "use_cache": True, "use_sliding_window": False, "vocab_size": 151936}},
+    {"name": "qwen1.5-moe-a2.7b", "display_name": "Qwen1.5-MoE-A2.7B", "hf_id": "Qwen/Qwen1.5-MoE-A2.7B",
+     "aliases": ["Qwen/Qwen1.5-MoE-A2.7B-Chat"],
+     "source": (f"{_MLC} [qwen2moe: the config.json]; code-index file 11134031260 (Qwen1.5-MoE-A2.7B-Chat-GPTQ-Int4 "
+                f"config.json: the same fields); {_KERAS}, keras_hub/src/models/qwen_moe/qwen_moe_presets.py "
+                "[qwen1.5_moe_2.7b_en: 14,315,784,192]"),
+     "verification": ("config.json verbatim (the Chat upload has the same shapes); 60 experts of 1408, top 4, a "
+                      "5632-wide shared expert with its sigmoid gate; count = keras-hub preset"),
+     "measured_params": 14315784192,
+     "config": {"architectures": ["Qwen2MoeForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+                "decoder_sparse_step": 1, "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 2048,
+                "initializer_range": 0.02, "intermediate_size": 5632, "max_position_embeddings": 32768,
+                "max_window_layers": 21, "model_type": "qwen2_moe", "moe_intermediate_size": 1408,
+                "norm_topk_prob": False, "num_attention_heads": 16, "num_experts": 60, "num_experts_per_tok": 4,
+                "num_hidden_layers": 24, "num_key_value_heads": 16, "output_router_logits": False,
+                "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001,
+                "shared_expert_intermediate_size": 5632, "sliding_window": 32768, "tie_word_embeddings": False,
+                "use_cache": True, "use_sliding_window": False, "vocab_size": 151936}},
+    {"name": "qwen2.5-math-7b", "display_name": "Qwen2.5-Math-7B", "hf_id": "Qwen/Qwen2.5-Math-7B",
+     "aliases": ["Qwen/Qwen2.5-Math-7B-Instruct"],
+     "source": (f"{_LITGPT} [Qwen2.5-Math-7B, Qwen2.5-Math-7B-Instruct]; {_KERAS}, keras_hub/src/models/qwen/"
+                "qwen_presets.py [qwen2.5_math_7b_en, qwen2.5_math_instruct_7b_en: 7,615,616,512]"),
+     "verification": ("Qwen2.5-7B shapes with a 4096 context and rope_theta 10000 (litgpt), so its own row rather than "
+                      "an alias; the keras-hub count equals the untied Qwen2.5-7B count; sliding-window keys left to "
+                      "the Qwen2Config defaults (off)"),
+     "measured_params": 7615616512,
+     "config": {"architectures": ["Qwen2ForCausalLM"], "hidden_act": "silu", "hidden_size": 3584,
+                "intermediate_size": 18944, "max_position_embeddings": 4096, "model_type": "qwen2",
+                "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4, "rms_norm_eps": 1e-06,
+                "rope_theta": 10000.0, "tie_word_embeddings": False, "use_sliding_window": False,
+                "vocab_size": 152064}},
+    {"name": "smollm2-135m", "display_name": "SmolLM2-135M", "hf_id": "HuggingFaceTB/SmolLM2-135M",
+     "aliases": ["HuggingFaceTB/SmolLM2-135M-Instruct"],
+     "source": (f"{_MLC} [smollm2_135m]; {_LITGPT} [SmolLM2-135M]; {_TORCHTUNE}, torchtune/models/smol/"
+                "_model_builders.py [smollm2_135m]; code-index file 71366605573 (SmolLM2-135M-Instruct: 134,515,008 "
+                "params)"),
+     "verification": f"{_SMOLLM2_NOTE}; tied embeddings; count = the published figure",
+     "measured_params": 134515008,
+     "config": {**_SMOLLM2, "hidden_size": 576, "intermediate_size": 1536, "num_attention_heads": 9,
+                "num_hidden_layers": 30, "num_key_value_heads": 3, "rope_theta": 100000}},
+    {"name": "smollm2-360m", "display_name": "SmolLM2-360M", "hf_id": "HuggingFaceTB/SmolLM2-360M",
+     "aliases": ["HuggingFaceTB/SmolLM2-360M-Instruct"],
+     "source": (f"{_MLC} [smollm2_360m]; {_LITGPT} [SmolLM2-360M]; {_TORCHTUNE}, torchtune/models/smol/"
+                "_model_builders.py [smollm2_360m]"),
+     "verification": f"{_SMOLLM2_NOTE}; tied embeddings",
+     "config": {**_SMOLLM2, "hidden_size": 960, "intermediate_size": 2560, "num_attention_heads": 15,
+                "num_hidden_layers": 32, "num_key_value_heads": 5, "rope_theta": 100000}},
+    {"name": "smollm2-1.7b", "display_name": "SmolLM2-1.7B", "hf_id": "HuggingFaceTB/SmolLM2-1.7B",
+     "aliases": ["HuggingFaceTB/SmolLM2-1.7B-Instruct"],
+     "source": (f"{_MLC} [smollm2_1_7b, commented out]; {_LITGPT} [SmolLM2-1.7B]; {_TORCHTUNE}, torchtune/models/"
+                "smol/_model_builders.py [smollm2_1_7b: 24 layers, 32 heads, 32 kv heads, 2048, 8192, rope 130000]"),
+     "verification": f"{_SMOLLM2_NOTE}; tied embeddings; MHA",
+     "config": {**_SMOLLM2, "hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 32,
+                "num_hidden_layers": 24, "num_key_value_heads": 32, "rope_theta": 130000}},
+    {"name": "olmo-2-1124-7b", "display_name": "OLMo-2-1124-7B", "hf_id": "allenai/OLMo-2-1124-7B",
+     "aliases": ["allenai/OLMo-2-1124-7B-Instruct"],
+     "source": f"{_MLC} [olmo2_7b: the config.json]; {_LITGPT} [OLMo-2-1124-7B, OLMo-2-1124-7B-Instruct]",
+     "verification": ("config.json verbatim; litgpt agrees (q/k norm, 4096 context, vocab 100352) and gives the "
+                      "Instruct upload the same fields"),
+     "config": {**_OLMO2, "hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32,
+                "num_hidden_layers": 32, "num_key_value_heads": 32}},
+    {"name": "olmo-2-1124-13b", "display_name": "OLMo-2-1124-13B", "hf_id": "allenai/OLMo-2-1124-13B",
+     "aliases": ["allenai/OLMo-2-1124-13B-Instruct"],
+     "source": f"{_MLC} [olmo2_13b: the config.json]; {_LITGPT} [OLMo-2-1124-13B, OLMo-2-1124-13B-Instruct]",
+     "verification": "config.json verbatim; litgpt agrees and gives the Instruct upload the same fields",
+     "config": {**_OLMO2, "hidden_size": 5120, "intermediate_size": 13824, "num_attention_heads": 40,
+                "num_hidden_layers": 40, "num_key_value_heads": 40}},
+]
+
 
 def hf_config_rows() -> list[dict[str, Any]]:
     """The HF_CONFIG_MODELS rows in the catalog's form (JSON nulls listed in config_null_keys)."""
@@ -582,6 +897,7 @@ def verification(display: str, rec: dict[str, Any]) -> str:
     if display == "DeepSeek-V2-Lite":
         parts.append("q_lora_rank is null in config.json (plain q_proj)")
     parts += MEASURED_NOTES.get(display, [])
+    parts += ALIAS_NOTES.get(display, [])
     return "; ".join(parts)
 
 

@@ -7,6 +7,10 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       '01-ai/yi-6b-chat': 44,
                                       'allenai/olmo-2-0425-1b': 78,
                                       'allenai/olmo-2-0425-1b-instruct': 78,
+                                      'allenai/olmo-2-1124-13b': 105,
+                                      'allenai/olmo-2-1124-13b-instruct': 105,
+                                      'allenai/olmo-2-1124-7b': 104,
+                                      'allenai/olmo-2-1124-7b-instruct': 104,
                                       'baichuan-inc/baichuan2-7b-base': 42,
                                       'baichuan-inc/baichuan2-7b-chat': 42,
                                       'baichuan2-7b': 42,
@@ -21,11 +25,31 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'bytedance-seed/seed-oss-36b-instruct': 81,
                                       'chatglm3': 40,
                                       'chatglm3-6b': 40,
+                                      'codellama-13b': 92,
+                                      'codellama-34b': 93,
+                                      'codellama-7b': 91,
+                                      'codellama/codellama-13b-hf': 92,
+                                      'codellama/codellama-13b-instruct-hf': 92,
+                                      'codellama/codellama-34b-hf': 93,
+                                      'codellama/codellama-34b-instruct-hf': 93,
+                                      'codellama/codellama-7b-hf': 91,
+                                      'codellama/codellama-7b-instruct-hf': 91,
+                                      'deepseek-ai/deepseek-coder-6.7b-base': 97,
+                                      'deepseek-ai/deepseek-coder-6.7b-instruct': 97,
+                                      'deepseek-ai/deepseek-llm-67b-base': 96,
+                                      'deepseek-ai/deepseek-llm-67b-chat': 96,
+                                      'deepseek-ai/deepseek-llm-7b-base': 95,
+                                      'deepseek-ai/deepseek-llm-7b-chat': 95,
                                       'deepseek-ai/deepseek-r1': 39,
+                                      'deepseek-ai/deepseek-r1-distill-llama-70b': 6,
+                                      'deepseek-ai/deepseek-r1-distill-llama-8b': 5,
                                       'deepseek-ai/deepseek-v2-lite': 38,
                                       'deepseek-ai/deepseek-v2-lite-chat': 38,
                                       'deepseek-ai/deepseek-v3': 39,
                                       'deepseek-ai/deepseek-v3-base': 39,
+                                      'deepseek-coder-6.7b': 97,
+                                      'deepseek-llm-67b': 96,
+                                      'deepseek-llm-7b': 95,
                                       'deepseek-r1': 39,
                                       'deepseek-v2-lite': 38,
                                       'deepseek-v3': 39,
@@ -97,6 +121,16 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'gpt2-medium': 47,
                                       'gpt2-small': 46,
                                       'gpt2-xl': 49,
+                                      'huggingfacetb/smollm2-1.7b': 103,
+                                      'huggingfacetb/smollm2-1.7b-instruct': 103,
+                                      'huggingfacetb/smollm2-135m': 101,
+                                      'huggingfacetb/smollm2-135m-instruct': 101,
+                                      'huggingfacetb/smollm2-360m': 102,
+                                      'huggingfacetb/smollm2-360m-instruct': 102,
+                                      'huggyllama/llama-13b': 85,
+                                      'huggyllama/llama-30b': 86,
+                                      'huggyllama/llama-65b': 87,
+                                      'huggyllama/llama-7b': 84,
                                       'internlm/internlm2-5-7b': 45,
                                       'internlm/internlm2-5-7b-chat': 45,
                                       'internlm/internlm3-8b-instruct': 83,
@@ -106,6 +140,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'internlm3-8b-instruct': 83,
                                       'kimi-k2': 82,
                                       'kimi-k2-instruct': 82,
+                                      'llama-13b': 85,
                                       'llama-2-13b': 1,
                                       'llama-2-70b': 2,
                                       'llama-2-7b': 0,
@@ -116,10 +151,17 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'llama-3.1-8b': 5,
                                       'llama-3.2-1b': 8,
                                       'llama-3.2-3b': 9,
+                                      'llama-30b': 86,
                                       'llama-4-maverick': 75,
                                       'llama-4-maverick-17b-128e': 75,
                                       'llama-4-scout': 74,
                                       'llama-4-scout-17b-16e': 74,
+                                      'llama-65b': 87,
+                                      'llama-7b': 84,
+                                      'llama1-13b': 85,
+                                      'llama1-30b': 86,
+                                      'llama1-65b': 87,
+                                      'llama1-7b': 84,
                                       'llama2-13b': 1,
                                       'llama2-70b': 2,
                                       'llama2-7b': 0,
@@ -130,8 +172,11 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'llama3.1-8b': 5,
                                       'llama3.2-1b': 8,
                                       'llama3.2-3b': 9,
+                                      'llama3.3-70b': 6,
                                       'llama4-maverick': 75,
                                       'llama4-scout': 74,
+                                      'lmsys/vicuna-13b-v1.5': 1,
+                                      'lmsys/vicuna-7b-v1.5': 0,
                                       'magistral-small': 80,
                                       'magistral-small-2506': 80,
                                       'meta-llama/llama-2-13b-chat-hf': 1,
@@ -150,6 +195,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'meta-llama/llama-3.2-1b-instruct': 8,
                                       'meta-llama/llama-3.2-3b': 9,
                                       'meta-llama/llama-3.2-3b-instruct': 9,
+                                      'meta-llama/llama-3.3-70b-instruct': 6,
                                       'meta-llama/llama-4-maverick-17b-128e': 75,
                                       'meta-llama/llama-4-maverick-17b-128e-instruct': 75,
                                       'meta-llama/llama-4-scout-17b-16e': 74,
@@ -170,11 +216,21 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'ministral-8b': 79,
                                       'ministral-8b-instruct-2410': 79,
                                       'mistral-7b': 25,
+                                      'mistral-7b-instruct-v0.2': 89,
                                       'mistral-7b-v0.1': 25,
+                                      'mistral-7b-v0.3': 88,
+                                      'mistral-nemo': 90,
+                                      'mistral-nemo-2407': 90,
+                                      'mistral-nemo-base-2407': 90,
                                       'mistralai/magistral-small-2506': 80,
                                       'mistralai/ministral-8b-instruct-2410': 79,
                                       'mistralai/mistral-7b-instruct-v0.1': 25,
+                                      'mistralai/mistral-7b-instruct-v0.2': 89,
+                                      'mistralai/mistral-7b-instruct-v0.3': 88,
                                       'mistralai/mistral-7b-v0.1': 25,
+                                      'mistralai/mistral-7b-v0.3': 88,
+                                      'mistralai/mistral-nemo-base-2407': 90,
+                                      'mistralai/mistral-nemo-instruct-2407': 90,
                                       'mistralai/mixtral-8x22b-v0.1': 27,
                                       'mistralai/mixtral-8x7b-instruct-v0.1': 26,
                                       'mistralai/mixtral-8x7b-v0.1': 26,
@@ -185,6 +241,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'moonshotai/kimi-k2-base': 82,
                                       'moonshotai/kimi-k2-instruct': 82,
                                       'olmo-2-0425-1b': 78,
+                                      'olmo-2-1124-13b': 105,
+                                      'olmo-2-1124-7b': 104,
                                       'openai-community/gpt2': 46,
                                       'openai-community/gpt2-large': 48,
                                       'openai-community/gpt2-medium': 47,
@@ -213,6 +271,14 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'pythia-410m': 61,
                                       'pythia-6.9b': 65,
                                       'pythia-70m': 59,
+                                      'qwen/qwen1.5-7b': 98,
+                                      'qwen/qwen1.5-7b-chat': 98,
+                                      'qwen/qwen1.5-moe-a2.7b': 99,
+                                      'qwen/qwen1.5-moe-a2.7b-chat': 99,
+                                      'qwen/qwen2-0.5b': 10,
+                                      'qwen/qwen2-0.5b-instruct': 10,
+                                      'qwen/qwen2-1.5b': 11,
+                                      'qwen/qwen2-1.5b-instruct': 11,
                                       'qwen/qwen2-72b': 70,
                                       'qwen/qwen2-72b-instruct': 70,
                                       'qwen/qwen2-7b': 69,
@@ -231,6 +297,12 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'qwen/qwen2.5-72b-instruct': 16,
                                       'qwen/qwen2.5-7b': 13,
                                       'qwen/qwen2.5-7b-instruct': 13,
+                                      'qwen/qwen2.5-coder-32b': 15,
+                                      'qwen/qwen2.5-coder-32b-instruct': 15,
+                                      'qwen/qwen2.5-coder-7b': 13,
+                                      'qwen/qwen2.5-coder-7b-instruct': 13,
+                                      'qwen/qwen2.5-math-7b': 100,
+                                      'qwen/qwen2.5-math-7b-instruct': 100,
                                       'qwen/qwen3-0.6b': 17,
                                       'qwen/qwen3-0.6b-base': 17,
                                       'qwen/qwen3-1.7b': 18,
@@ -241,12 +313,15 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'qwen/qwen3-235b-a22b-instruct-2507': 24,
                                       'qwen/qwen3-30b-a3b': 23,
                                       'qwen/qwen3-30b-a3b-base': 23,
+                                      'qwen/qwen3-30b-a3b-instruct-2507': 23,
                                       'qwen/qwen3-32b': 22,
                                       'qwen/qwen3-32b-base': 22,
                                       'qwen/qwen3-4b': 19,
                                       'qwen/qwen3-4b-base': 19,
                                       'qwen/qwen3-8b': 20,
                                       'qwen/qwen3-8b-base': 20,
+                                      'qwen1.5-7b': 98,
+                                      'qwen1.5-moe-a2.7b': 99,
                                       'qwen2-72b': 70,
                                       'qwen2-7b': 69,
                                       'qwen2.5-0.5b': 10,
@@ -256,6 +331,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'qwen2.5-3b': 12,
                                       'qwen2.5-72b': 16,
                                       'qwen2.5-7b': 13,
+                                      'qwen2.5-math-7b': 100,
                                       'qwen3-0.6b': 17,
                                       'qwen3-1.7b': 18,
                                       'qwen3-14b': 21,
@@ -266,6 +342,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'qwen3-8b': 20,
                                       'seed-oss-36b': 81,
                                       'seed-oss-36b-instruct': 81,
+                                      'smollm2-1.7b': 103,
+                                      'smollm2-135m': 101,
+                                      'smollm2-360m': 102,
                                       'thudm/chatglm3-6b': 40,
                                       'thudm/glm-4-9b': 41,
                                       'thudm/glm-4-9b-chat': 41,
@@ -275,12 +354,16 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'tiiuae/falcon-40b-instruct': 57,
                                       'tiiuae/falcon-7b': 56,
                                       'tiiuae/falcon-7b-instruct': 56,
+                                      'tinyllama': 94,
+                                      'tinyllama-1.1b': 94,
+                                      'tinyllama/tinyllama-1.1b-chat-v1.0': 94,
+                                      'tinyllama/tinyllama-1.1b-intermediate-step-1431k-3t': 94,
                                       'yi-34b': 43,
                                       'yi-6b': 44,
                                       'zai-org/glm-4.5': 76,
                                       'zai-org/glm-4.5-air': 77},
-                             'fingerprint': '8fb5fb0a-108725'},
-             'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                             'fingerprint': '127147a1-137946'},
+             'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b","lmsys/vicuna-7b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
                                       '11008, \\"max_position_embeddings\\": 4096, \\"mlp_bias\\": false, '
@@ -293,7 +376,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'pytorch/torchtune, torchtune/models/llama2/_model_builders.py@bd2a0fc7c314; '
                                       'Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":32000}',
-                                      '{"aliases":["meta-llama/Llama-2-13b-chat-hf","llama2-13b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["meta-llama/Llama-2-13b-chat-hf","llama2-13b","lmsys/vicuna-13b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, \\"intermediate_size\\": '
                                       '13824, \\"max_position_embeddings\\": 4096, \\"mlp_bias\\": false, '
@@ -345,7 +428,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'pytorch/torchtune, torchtune/models/llama3/_model_builders.py@bd2a0fc7c314; '
                                       'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; code-index file '
                                       '38727392009","tied_embeddings":false,"vocab_size":128256}',
-                                      '{"aliases":["meta-llama/Llama-3.1-8B-Instruct","meta-llama/Meta-Llama-3.1-8B","meta-llama/Meta-Llama-3.1-8B-Instruct","llama3.1-8b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["meta-llama/Llama-3.1-8B-Instruct","meta-llama/Meta-Llama-3.1-8B","meta-llama/Meta-Llama-3.1-8B-Instruct","llama3.1-8b","deepseek-ai/DeepSeek-R1-Distill-Llama-8B"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
                                       '14336, \\"max_position_embeddings\\": 131072, \\"mlp_bias\\": false, '
@@ -360,7 +443,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'pytorch/torchtune, torchtune/models/llama3_1/_model_builders.py@bd2a0fc7c314; '
                                       'Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":128256}',
-                                      '{"aliases":["meta-llama/Llama-3.1-70B-Instruct","meta-llama/Meta-Llama-3.1-70B","meta-llama/Meta-Llama-3.1-70B-Instruct","llama3.1-70b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["meta-llama/Llama-3.1-70B-Instruct","meta-llama/Meta-Llama-3.1-70B","meta-llama/Meta-Llama-3.1-70B-Instruct","llama3.1-70b","meta-llama/Llama-3.3-70B-Instruct","llama3.3-70b","deepseek-ai/DeepSeek-R1-Distill-Llama-70B"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 8192, \\"intermediate_size\\": '
                                       '28672, \\"max_position_embeddings\\": 131072, \\"mlp_bias\\": false, '
@@ -418,7 +501,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'pytorch/torchtune, torchtune/models/llama3_2/_model_builders.py@bd2a0fc7c314; '
                                       'Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f","tied_embeddings":true,"vocab_size":128256}',
-                                      '{"aliases":["Qwen/Qwen2.5-0.5B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen2.5-0.5B-Instruct","Qwen/Qwen2-0.5B","Qwen/Qwen2-0.5B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 896, '
                                       '\\"intermediate_size\\": 4864, \\"max_position_embeddings\\": 32768, '
                                       '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 14, '
@@ -431,7 +514,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'scripts/models/qwen2.5-0.5B.sh@624b824a898a; mlc-ai/mlc-llm, '
                                       'python/mlc_llm/model/model_preset.py@79d603f085f5 '
                                       '[qwen2_0_5b]","tied_embeddings":true,"vocab_size":151936}',
-                                      '{"aliases":["Qwen/Qwen2.5-1.5B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen2.5-1.5B-Instruct","Qwen/Qwen2-1.5B","Qwen/Qwen2-1.5B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
                                       '1536, \\"intermediate_size\\": 8960, \\"max_position_embeddings\\": 131072, '
                                       '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 12, '
@@ -456,7 +539,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'pytorch/torchtune, torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
                                       'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
                                       'scripts/models/qwen2.5-3B.sh@624b824a898a","tied_embeddings":true,"vocab_size":151936}',
-                                      '{"aliases":["Qwen/Qwen2.5-7B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen2.5-7B-Instruct","Qwen/Qwen2.5-Coder-7B","Qwen/Qwen2.5-Coder-7B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
                                       '3584, \\"intermediate_size\\": 18944, \\"max_position_embeddings\\": 131072, '
                                       '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 28, '
@@ -477,7 +560,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       '152064}","hf_id":"Qwen/Qwen2.5-14B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":13824,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2.5-14b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":8,"num_layers":48,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"pytorch/torchtune, '
                                       'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":152064}',
-                                      '{"aliases":["Qwen/Qwen2.5-32B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen2.5-32B-Instruct","Qwen/Qwen2.5-Coder-32B","Qwen/Qwen2.5-Coder-32B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
                                       '5120, \\"intermediate_size\\": 27648, \\"max_position_embeddings\\": 131072, '
                                       '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 40, '
@@ -574,7 +657,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f; THUDM/slime, '
                                       'scripts/models/qwen3-32B.sh@624b824a898a","tied_embeddings":false,"vocab_size":151936}',
-                                      '{"aliases":["Qwen/Qwen3-30B-A3B-Base"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen3-30B-A3B-Base","Qwen/Qwen3-30B-A3B-Instruct-2507"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen3MoeForCausalLM\\"], \\"attention_bias\\": false, '
                                       '\\"decoder_sparse_step\\": 1, \\"head_dim\\": 128, \\"hidden_act\\": '
                                       '\\"silu\\", \\"hidden_size\\": 2048, \\"intermediate_size\\": 6144, '
@@ -1537,8 +1620,331 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       "file 55463440875 (realConfigJSON: internlm3-8b-instruct's config.json); "
                                       'code-index file 61273165626 (rope_scaling, rope_theta, max_position_embeddings '
                                       'verbatim); InternLM/InternLM, README.md (8 billion '
-                                      'parameters)","tied_embeddings":false,"vocab_size":128512}'],
-                             'fingerprint': '9fb34d37-149238'}},
+                                      'parameters)","tied_embeddings":false,"vocab_size":128512}',
+                                      '{"aliases":["llama1-7b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"bos_token_id\\": 1, \\"eos_token_id\\": 2, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 11008, \\"max_position_embeddings\\": 2048, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"pad_token_id\\": 0, \\"rms_norm_eps\\": 1e-06, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32000}","hf_id":"huggyllama/llama-7b","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":6738415616,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 7902833359 (PaddleNLP paddlenlp/transformers/llama/configuration.py, '
+                                      'LLAMA_PRETRAINED_INIT_CONFIGURATION [facebook/llama-7b]: the HF config fields); '
+                                      'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
+                                      '[huggyllama/llama-7b]; code-index file 15495356071 (table of actual LLaMA '
+                                      'parameter counts: 7B, 13B, 30B)","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["llama1-13b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"bos_token_id\\": 1, \\"eos_token_id\\": 2, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 13824, \\"max_position_embeddings\\": 2048, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 40, '
+                                      '\\"num_hidden_layers\\": 40, \\"pad_token_id\\": 0, \\"rms_norm_eps\\": 1e-06, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32000}","hf_id":"huggyllama/llama-13b","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":13824,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":13015864320,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-13b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":40,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 7902833359 (PaddleNLP paddlenlp/transformers/llama/configuration.py, '
+                                      'LLAMA_PRETRAINED_INIT_CONFIGURATION [facebook/llama-13b]: the HF config '
+                                      'fields); RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
+                                      '[huggyllama/llama-13b]; code-index file 15495356071 (table of actual LLaMA '
+                                      'parameter counts: 7B, 13B, 30B)","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["llama1-30b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"bos_token_id\\": 1, \\"eos_token_id\\": 2, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 6656, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 17920, \\"max_position_embeddings\\": 2048, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 52, '
+                                      '\\"num_hidden_layers\\": 60, \\"pad_token_id\\": 0, \\"rms_norm_eps\\": 1e-06, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32000}","hf_id":"huggyllama/llama-30b","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":6656,"intermediate_size":17920,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":32528943616,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-30b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":52,"num_kv_heads":52,"num_layers":60,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 7902833359 (PaddleNLP paddlenlp/transformers/llama/configuration.py, '
+                                      'LLAMA_PRETRAINED_INIT_CONFIGURATION [facebook/llama-30b]: the HF config '
+                                      'fields); RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
+                                      '[huggyllama/llama-30b]; code-index file 49672585427 (pyllama printout of '
+                                      'decapoda-research/llama-30b-hf: '
+                                      'trainable_params)","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["llama1-65b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"bos_token_id\\": 1, \\"eos_token_id\\": 2, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 8192, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 22016, \\"max_position_embeddings\\": 2048, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 64, '
+                                      '\\"num_hidden_layers\\": 80, \\"pad_token_id\\": 0, \\"rms_norm_eps\\": 1e-05, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32000}","hf_id":"huggyllama/llama-65b","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":22016,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":65285660672,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"llama-65b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":64,"num_layers":80,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 7902833359 (PaddleNLP paddlenlp/transformers/llama/configuration.py, '
+                                      'LLAMA_PRETRAINED_INIT_CONFIGURATION [facebook/llama-65b]: the HF config '
+                                      'fields); RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
+                                      '[huggyllama/llama-65b]; code-index file 49672585427 (pyllama printout of '
+                                      'decapoda-research/llama-65b-hf: '
+                                      'trainable_params)","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["mistralai/Mistral-7B-Instruct-v0.3"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MistralForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '1, \\"eos_token_id\\": 2, \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '4096, \\"initializer_range\\": 0.02, \\"intermediate_size\\": 14336, '
+                                      '\\"max_position_embeddings\\": 32768, \\"model_type\\": \\"mistral\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-05, \\"rope_theta\\": '
+                                      '1000000.0, \\"sliding_window\\": null, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_cache\\": true, \\"vocab_size\\": '
+                                      '32768}","hf_id":"mistralai/Mistral-7B-v0.3","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":14336,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":7248023552,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mistral","moe":null,"name":"mistral-7b-v0.3","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [mistral_7b_v03: the '
+                                      'config.json]; Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                      '[Mistral-7B-v0.3, Mistral-7B-Instruct-v0.3]; keras-team/keras-hub@71453d08f59e, '
+                                      'keras_hub/src/models/mistral/mistral_presets.py [mistral_0.3_7b_en, '
+                                      'mistral_0.3_instruct_7b_en: '
+                                      '7,248,023,552]","tied_embeddings":false,"vocab_size":32768}',
+                                      '{"aliases":["mistral-7b-instruct-v0.2"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MistralForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '4096, \\"intermediate_size\\": 14336, \\"max_position_embeddings\\": 32768, '
+                                      '\\"model_type\\": \\"mistral\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 1000000.0, \\"sliding_window\\": null, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32000}","hf_id":"mistralai/Mistral-7B-Instruct-v0.2","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":14336,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":7241732096,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mistral","moe":null,"name":"mistral-7b-instruct-v0.2","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f [Mistral-7B-Instruct-v0.2]; '
+                                      'leliuga/cohere-configurations@84408edf57f0, '
+                                      'models/Mistral-7B-Instruct-v0.2/manifest.yaml; Azure/azureml-assets, '
+                                      'assets/models/system/Mistral-7B-Instruct-v0-2/description.md@9be89f6a01f1 (32k '
+                                      'context, rope-theta 1e6, no sliding-window attention); '
+                                      'keras-team/keras-hub@71453d08f59e, '
+                                      'keras_hub/src/models/mistral/mistral_presets.py [mistral_0.2_instruct_7b_en: '
+                                      '7,241,732,096]","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["mistralai/Mistral-Nemo-Instruct-2407","mistral-nemo"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MistralForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '1, \\"eos_token_id\\": 2, \\"head_dim\\": 128, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 5120, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 14336, \\"max_position_embeddings\\": 128000, '
+                                      '\\"model_type\\": \\"mistral\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 40, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 1000000.0, \\"sliding_window\\": null, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '131072}","hf_id":"mistralai/Mistral-Nemo-Base-2407","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":14336,"learned_position_offset":0,"max_position_embeddings":128000,"measured_params":12247782400,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mistral","moe":null,"name":"mistral-nemo-2407","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"kevinstephano/thunder_model_blocks, '
+                                      'thunder_model_blocks/mistral/mistral_config.py@a23dd8fe87e9 (the Base '
+                                      'config.json); sassoftware/sas-agentic-ai-accelerator, '
+                                      'LLM-Definitions/mistral_nemo/Model-Card.md@f123b7a9bea8 (40 layers, 5120, head '
+                                      'dim 128, 32 heads, 8 kv heads, vocab 2**17, theta 1M); code-index file '
+                                      '70911651117 [Mistral-Nemo-Instruct-2407: 12,247,782,400]; code-index file '
+                                      '53793124493 (llama.cpp n_params 12,247,782,400, n_ctx_train '
+                                      '1024000)","tied_embeddings":false,"vocab_size":131072}',
+                                      '{"aliases":["codellama/CodeLlama-7b-Instruct-hf"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"bos_token_id\\": 1, \\"eos_token_id\\": 2, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 11008, \\"max_position_embeddings\\": 16384, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 32, '
+                                      '\\"pretraining_tp\\": 1, \\"rms_norm_eps\\": 1e-05, \\"rope_scaling\\": null, '
+                                      '\\"rope_theta\\": 1000000, \\"tie_word_embeddings\\": false, \\"use_cache\\": '
+                                      'true, \\"vocab_size\\": '
+                                      '32016}","hf_id":"codellama/CodeLlama-7b-hf","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":16384,"measured_params":6738546688,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"codellama-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [codellama_7b: the '
+                                      'config.json]; Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                      '[CodeLlama-7b-hf, CodeLlama-7b-Instruct-hf]; '
+                                      'leliuga/cohere-configurations@84408edf57f0, '
+                                      'models/CodeLlama-7B(-Instruct)/manifest.yaml; code-index file 4120541175 '
+                                      '(togethercomputer/CodeLlama-* parameter counts); code-index file 14596936751 '
+                                      '(GGUF general.parameter_count '
+                                      '6,738,546,688)","tied_embeddings":false,"vocab_size":32016}',
+                                      '{"aliases":["codellama/CodeLlama-13b-Instruct-hf"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"bos_token_id\\": 1, \\"eos_token_id\\": 2, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 13824, \\"max_position_embeddings\\": 16384, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 40, '
+                                      '\\"num_hidden_layers\\": 40, \\"num_key_value_heads\\": 40, '
+                                      '\\"pretraining_tp\\": 1, \\"rms_norm_eps\\": 1e-05, \\"rope_scaling\\": null, '
+                                      '\\"rope_theta\\": 1000000, \\"tie_word_embeddings\\": false, \\"use_cache\\": '
+                                      'true, \\"vocab_size\\": '
+                                      '32016}","hf_id":"codellama/CodeLlama-13b-hf","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":13824,"learned_position_offset":0,"max_position_embeddings":16384,"measured_params":13016028160,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"codellama-13b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":40,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [codellama_13b: the '
+                                      'config.json]; Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                      '[CodeLlama-13b-hf]; leliuga/cohere-configurations@84408edf57f0, '
+                                      'models/CodeLlama-13B(-Instruct)/manifest.yaml; code-index file 4120541175 '
+                                      '(togethercomputer/CodeLlama-* parameter '
+                                      'counts)","tied_embeddings":false,"vocab_size":32016}',
+                                      '{"aliases":["codellama/CodeLlama-34b-Instruct-hf"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"bos_token_id\\": 1, \\"eos_token_id\\": 2, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 8192, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 22016, \\"max_position_embeddings\\": 16384, '
+                                      '\\"model_type\\": \\"llama\\", \\"num_attention_heads\\": 64, '
+                                      '\\"num_hidden_layers\\": 48, \\"num_key_value_heads\\": 8, '
+                                      '\\"pretraining_tp\\": 1, \\"rms_norm_eps\\": 1e-05, \\"rope_scaling\\": null, '
+                                      '\\"rope_theta\\": 1000000, \\"tie_word_embeddings\\": false, \\"use_cache\\": '
+                                      'true, \\"vocab_size\\": '
+                                      '32000}","hf_id":"codellama/CodeLlama-34b-hf","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":22016,"learned_position_offset":0,"max_position_embeddings":16384,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"codellama-34b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":8,"num_layers":48,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [codellama_34b]; '
+                                      'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
+                                      '[codellama/CodeLlama-34b-hf, -Instruct-hf]; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f [CodeLlama-34b-hf]; '
+                                      'leliuga/cohere-configurations@84408edf57f0, '
+                                      'models/CodeLlama-34B(-Instruct)/manifest.yaml; code-index file 36031785305 '
+                                      '(Phind-CodeLlama-34B, a fine-tune of the same shapes: '
+                                      '33,743,970,304)","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["TinyLlama/TinyLlama-1.1B-Chat-v1.0","tinyllama"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"bos_token_id\\": 1, '
+                                      '\\"eos_token_id\\": 2, \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 2048, '
+                                      '\\"initializer_range\\": 0.02, \\"intermediate_size\\": 5632, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"llama\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 22, '
+                                      '\\"num_key_value_heads\\": 4, \\"pretraining_tp\\": 1, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_scaling\\": null, \\"rope_theta\\": 10000.0, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '32000}","hf_id":"TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":5632,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":1100048384,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"tinyllama-1.1b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":4,"num_layers":22,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [tinyllama_1b_chat_v1.0: the '
+                                      'config.json]; Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                      '[tiny-llama-1.1b, tiny-llama-1.1b-chat]; '
+                                      'leliuga/cohere-configurations@84408edf57f0, '
+                                      'models/TinyLlama-1.1B-intermediate-step-1431k-3T and '
+                                      'TinyLlama-1.1B-Chat-v1.0/manifest.yaml; code-index file 59208154669 (sum of '
+                                      'numel of the 1431k-3T checkpoint: 1,100,048,384); code-index file 71366605573 '
+                                      '(its safetensors metadata: F32 '
+                                      '1100048384)","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["deepseek-ai/deepseek-llm-7b-chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"hidden_size\\": 4096, \\"intermediate_size\\": '
+                                      '11008, \\"max_position_embeddings\\": 4096, \\"model_type\\": \\"llama\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 30, '
+                                      '\\"num_key_value_heads\\": 32, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '102400}","hf_id":"deepseek-ai/deepseek-llm-7b-base","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":6910365696,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"deepseek-llm-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":30,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"leliuga/cohere-configurations@84408edf57f0, '
+                                      'models/deepseek-llm-7B-base and deepseek-llm-7B-chat/manifest.yaml; '
+                                      'deepseek-ai/DeepSeek-LLM, README.md@1b79a65a108b (LLaMA architecture; 7B MHA, '
+                                      '67B GQA; sequence length 4096); code-index file 54293650437 (DeepSeek-LLM-7B: '
+                                      '6,910,365,696 parameters in 273 tensors, 4096 / 30 layers / 32 heads / vocab '
+                                      '102,400)","tied_embeddings":false,"vocab_size":102400}',
+                                      '{"aliases":["deepseek-ai/deepseek-llm-67b-chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"hidden_size\\": 8192, \\"intermediate_size\\": '
+                                      '22016, \\"max_position_embeddings\\": 4096, \\"model_type\\": \\"llama\\", '
+                                      '\\"num_attention_heads\\": 64, \\"num_hidden_layers\\": 95, '
+                                      '\\"num_key_value_heads\\": 8, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '102400}","hf_id":"deepseek-ai/deepseek-llm-67b-base","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":22016,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"deepseek-llm-67b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":8,"num_layers":95,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"leliuga/cohere-configurations@84408edf57f0, '
+                                      'models/deepseek-llm-67b-base and deepseek-llm-67b-chat/manifest.yaml; '
+                                      'deepseek-ai/DeepSeek-LLM, README.md@1b79a65a108b (LLaMA architecture; 7B MHA, '
+                                      '67B GQA; sequence length 4096)","tied_embeddings":false,"vocab_size":102400}',
+                                      '{"aliases":["deepseek-ai/deepseek-coder-6.7b-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"hidden_size\\": 4096, \\"intermediate_size\\": '
+                                      '11008, \\"max_position_embeddings\\": 16384, \\"model_type\\": \\"llama\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 32, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '32256}","hf_id":"deepseek-ai/deepseek-coder-6.7b-base","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":16384,"measured_params":6740512768,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"deepseek-coder-6.7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"leliuga/cohere-configurations@84408edf57f0, '
+                                      'models/deepseek-coder-6.7B-base and deepseek-coder-6.7B-instruct/manifest.yaml; '
+                                      'xorbitsai/inference, '
+                                      'doc/source/models/builtin/llm/deepseek-coder.rst@2e14922c08ef (context 16384); '
+                                      'code-index files 68827719748 and 68884777541 (model registry: base and instruct '
+                                      'total_parameters 6,740,512,768, 32 layers, 4096, 11008, 32 heads, 32 kv heads, '
+                                      'vocab 32256)","tied_embeddings":false,"vocab_size":32256}',
+                                      '{"aliases":["Qwen/Qwen1.5-7B-Chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '151643, \\"eos_token_id\\": 151643, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 4096, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 11008, \\"max_position_embeddings\\": 32768, '
+                                      '\\"max_window_layers\\": 28, \\"model_type\\": \\"qwen2\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 32, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000.0, \\"sliding_window\\": 32768, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_cache\\": true, \\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen1.5-7B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":7721324544,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen1.5-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"huggingface/transformers, '
+                                      'examples/pytorch/torchacc/qwen/Qwen1.5-7B/config.json@f092c38c0bf5 (a copy of '
+                                      "the checkpoint's config.json) and model.safetensors.index.json (total_size "
+                                      '15,442,649,088 bytes of bf16 = 7,721,324,544 parameters); xorbitsai/inference '
+                                      'qwen1.5-chat docs (context 32768)","tied_embeddings":false,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen1.5-MoE-A2.7B-Chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2MoeForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '151643, \\"decoder_sparse_step\\": 1, \\"eos_token_id\\": 151645, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 2048, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 5632, \\"max_position_embeddings\\": 32768, '
+                                      '\\"max_window_layers\\": 21, \\"model_type\\": \\"qwen2_moe\\", '
+                                      '\\"moe_intermediate_size\\": 1408, \\"norm_topk_prob\\": false, '
+                                      '\\"num_attention_heads\\": 16, \\"num_experts\\": 60, '
+                                      '\\"num_experts_per_tok\\": 4, \\"num_hidden_layers\\": 24, '
+                                      '\\"num_key_value_heads\\": 16, \\"output_router_logits\\": false, '
+                                      '\\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": 1000000.0, '
+                                      '\\"router_aux_loss_coef\\": 0.001, \\"shared_expert_intermediate_size\\": 5632, '
+                                      '\\"sliding_window\\": 32768, \\"tie_word_embeddings\\": false, \\"use_cache\\": '
+                                      'true, \\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen1.5-MoE-A2.7B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":5632,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":14315784192,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2_moe","moe":{"dense_layers":[],"expert_intermediate_size":1408,"first_dense_layers":0,"layer_freq":1,"num_experts":60,"num_shared_experts":1,"router_bias":false,"shared_expert_gate":true,"shared_intermediate_size":5632,"top_k":4},"name":"qwen1.5-moe-a2.7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":16,"num_layers":24,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [qwen2moe: the config.json]; '
+                                      'code-index file 11134031260 (Qwen1.5-MoE-A2.7B-Chat-GPTQ-Int4 config.json: the '
+                                      'same fields); keras-team/keras-hub@71453d08f59e, '
+                                      'keras_hub/src/models/qwen_moe/qwen_moe_presets.py [qwen1.5_moe_2.7b_en: '
+                                      '14,315,784,192]","tied_embeddings":false,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen2.5-Math-7B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '3584, \\"intermediate_size\\": 18944, \\"max_position_embeddings\\": 4096, '
+                                      '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 28, '
+                                      '\\"num_hidden_layers\\": 28, \\"num_key_value_heads\\": 4, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_theta\\": 10000.0, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '152064}","hf_id":"Qwen/Qwen2.5-Math-7B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":3584,"intermediate_size":18944,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":7615616512,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2.5-math-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":28,"num_kv_heads":4,"num_layers":28,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f [Qwen2.5-Math-7B, Qwen2.5-Math-7B-Instruct]; '
+                                      'keras-team/keras-hub@71453d08f59e, keras_hub/src/models/qwen/qwen_presets.py '
+                                      '[qwen2.5_math_7b_en, qwen2.5_math_instruct_7b_en: '
+                                      '7,615,616,512]","tied_embeddings":false,"vocab_size":152064}',
+                                      '{"aliases":["HuggingFaceTB/SmolLM2-135M-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"hidden_act\\": '
+                                      '\\"silu\\", \\"hidden_size\\": 576, \\"intermediate_size\\": 1536, '
+                                      '\\"max_position_embeddings\\": 8192, \\"mlp_bias\\": false, \\"model_type\\": '
+                                      '\\"llama\\", \\"num_attention_heads\\": 9, \\"num_hidden_layers\\": 30, '
+                                      '\\"num_key_value_heads\\": 3, \\"pretraining_tp\\": 1, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_scaling\\": null, \\"rope_theta\\": 100000, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '49152}","hf_id":"HuggingFaceTB/SmolLM2-135M","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":576,"intermediate_size":1536,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":134515008,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"smollm2-135m","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":9,"num_kv_heads":3,"num_layers":30,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [smollm2_135m]; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f [SmolLM2-135M]; '
+                                      'pytorch/torchtune@bd2a0fc7c314, torchtune/models/smol/_model_builders.py '
+                                      '[smollm2_135m]; code-index file 71366605573 (SmolLM2-135M-Instruct: 134,515,008 '
+                                      'params)","tied_embeddings":true,"vocab_size":49152}',
+                                      '{"aliases":["HuggingFaceTB/SmolLM2-360M-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"hidden_act\\": '
+                                      '\\"silu\\", \\"hidden_size\\": 960, \\"intermediate_size\\": 2560, '
+                                      '\\"max_position_embeddings\\": 8192, \\"mlp_bias\\": false, \\"model_type\\": '
+                                      '\\"llama\\", \\"num_attention_heads\\": 15, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 5, \\"pretraining_tp\\": 1, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_scaling\\": null, \\"rope_theta\\": 100000, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '49152}","hf_id":"HuggingFaceTB/SmolLM2-360M","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":960,"intermediate_size":2560,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"smollm2-360m","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":15,"num_kv_heads":5,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [smollm2_360m]; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f [SmolLM2-360M]; '
+                                      'pytorch/torchtune@bd2a0fc7c314, torchtune/models/smol/_model_builders.py '
+                                      '[smollm2_360m]","tied_embeddings":true,"vocab_size":49152}',
+                                      '{"aliases":["HuggingFaceTB/SmolLM2-1.7B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"hidden_act\\": '
+                                      '\\"silu\\", \\"hidden_size\\": 2048, \\"intermediate_size\\": 8192, '
+                                      '\\"max_position_embeddings\\": 8192, \\"mlp_bias\\": false, \\"model_type\\": '
+                                      '\\"llama\\", \\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 24, '
+                                      '\\"num_key_value_heads\\": 32, \\"pretraining_tp\\": 1, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_scaling\\": null, \\"rope_theta\\": 130000, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '49152}","hf_id":"HuggingFaceTB/SmolLM2-1.7B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"smollm2-1.7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":24,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [smollm2_1_7b, commented '
+                                      'out]; Lightning-AI/litgpt, litgpt/config.py@26857050fe3f [SmolLM2-1.7B]; '
+                                      'pytorch/torchtune@bd2a0fc7c314, torchtune/models/smol/_model_builders.py '
+                                      '[smollm2_1_7b: 24 layers, 32 heads, 32 kv heads, 2048, 8192, rope '
+                                      '130000]","tied_embeddings":true,"vocab_size":49152}',
+                                      '{"aliases":["allenai/OLMo-2-1124-7B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Olmo2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '4096, \\"intermediate_size\\": 11008, \\"max_position_embeddings\\": 4096, '
+                                      '\\"model_type\\": \\"olmo2\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 32, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_theta\\": 500000.0, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_cache\\": true, \\"vocab_size\\": '
+                                      '100352}","hf_id":"allenai/OLMo-2-1124-7B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"olmo2","moe":null,"name":"olmo-2-1124-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["post-norm '
+                                      'layers; q/k RMSNorm over the full projection '
+                                      'width"],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [olmo2_7b: the config.json]; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f [OLMo-2-1124-7B, '
+                                      'OLMo-2-1124-7B-Instruct]","tied_embeddings":false,"vocab_size":100352}',
+                                      '{"aliases":["allenai/OLMo-2-1124-13B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Olmo2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '5120, \\"intermediate_size\\": 13824, \\"max_position_embeddings\\": 4096, '
+                                      '\\"model_type\\": \\"olmo2\\", \\"num_attention_heads\\": 40, '
+                                      '\\"num_hidden_layers\\": 40, \\"num_key_value_heads\\": 40, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_theta\\": 500000.0, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_cache\\": true, \\"vocab_size\\": '
+                                      '100352}","hf_id":"allenai/OLMo-2-1124-13B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":13824,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"olmo2","moe":null,"name":"olmo-2-1124-13b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["post-norm '
+                                      'layers; q/k RMSNorm over the full projection '
+                                      'width"],"num_heads":40,"num_kv_heads":40,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [olmo2_13b: the config.json]; '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f [OLMo-2-1124-13B, '
+                                      'OLMo-2-1124-13B-Instruct]","tied_embeddings":false,"vocab_size":100352}'],
+                             'fingerprint': '48645564-178083'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',
@@ -2768,7 +3174,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                            'SMT), 1900 GiB, 8 H100',
                                                  'vcpus': 96}]},
                           'fingerprint': '2b8f4c4c-6176'},
-           'models.toml': {'data': {'model': [{'aliases': ['meta-llama/Llama-2-7b-chat-hf', 'llama2-7b'],
+           'models.toml': {'data': {'model': [{'aliases': ['meta-llama/Llama-2-7b-chat-hf',
+                                                           'llama2-7b',
+                                                           'lmsys/vicuna-7b-v1.5'],
                                                'computed_params': 6738415616,
                                                'config': {'architectures': ['LlamaForCausalLM'],
                                                           'attention_bias': False,
@@ -2796,8 +3204,19 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'torchtune/models/llama2/_model_builders.py@bd2a0fc7c314; '
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
                                                'verification': 'verbatim HF config (scaleapi fixture with '
-                                                               '_name_or_path) + torchtune'},
-                                              {'aliases': ['meta-llama/Llama-2-13b-chat-hf', 'llama2-13b'],
+                                                               '_name_or_path) + torchtune; alias '
+                                                               'lmsys/vicuna-7b-v1.5: RahulSChand/gpu_poor, '
+                                                               'public/all_configs.json@ad2fc0ef0e6c '
+                                                               '[lmsys/vicuna-7b-v1.5] and '
+                                                               'leliuga/cohere-configurations@84408edf57f0, '
+                                                               'models/vicuna-7B-v1.5/manifest.yaml give these shapes '
+                                                               '(32 layers, 4096, 32 heads, 32 kv heads, 11008, vocab '
+                                                               '32000, context 4096); '
+                                                               'keras_hub/src/models/llama/llama_presets.py '
+                                                               '[vicuna_1.5_7b_en: 6,738,415,616 = this count]'},
+                                              {'aliases': ['meta-llama/Llama-2-13b-chat-hf',
+                                                           'llama2-13b',
+                                                           'lmsys/vicuna-13b-v1.5'],
                                                'computed_params': 13015864320,
                                                'config': {'architectures': ['LlamaForCausalLM'],
                                                           'attention_bias': False,
@@ -2825,7 +3244,14 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'torchtune/models/llama2/_model_builders.py@bd2a0fc7c314; '
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
                                                'verification': 'verbatim HF config (scaleapi fixture with '
-                                                               '_name_or_path) + torchtune'},
+                                                               '_name_or_path) + torchtune; alias '
+                                                               'lmsys/vicuna-13b-v1.5: RahulSChand/gpu_poor, '
+                                                               'public/all_configs.json@ad2fc0ef0e6c '
+                                                               '[lmsys/vicuna-13b-v1.5] and '
+                                                               'leliuga/cohere-configurations@84408edf57f0, '
+                                                               'models/vicuna-13B-v1.5/manifest.yaml give these shapes '
+                                                               '(40 layers, 5120, 40 heads, 40 kv heads, 13824, vocab '
+                                                               '32000, context 4096)'},
                                               {'aliases': ['meta-llama/Llama-2-70b-chat-hf', 'llama2-70b'],
                                                'computed_params': 68976648192,
                                                'config': {'architectures': ['LlamaForCausalLM'],
@@ -2916,7 +3342,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                               {'aliases': ['meta-llama/Llama-3.1-8B-Instruct',
                                                            'meta-llama/Meta-Llama-3.1-8B',
                                                            'meta-llama/Meta-Llama-3.1-8B-Instruct',
-                                                           'llama3.1-8b'],
+                                                           'llama3.1-8b',
+                                                           'deepseek-ai/DeepSeek-R1-Distill-Llama-8B'],
                                                'computed_params': 8030261248,
                                                'config': {'architectures': ['LlamaForCausalLM'],
                                                           'attention_bias': False,
@@ -2947,11 +3374,19 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          '[llama3_1_8b]; pytorch/torchtune, '
                                                          'torchtune/models/llama3_1/_model_builders.py@bd2a0fc7c314; '
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                               'verification': 'verbatim HF config (mlc) + torchtune + litgpt'},
+                                               'verification': 'verbatim HF config (mlc) + torchtune + litgpt; alias '
+                                                               'deepseek-ai/DeepSeek-R1-Distill-Llama-8B: '
+                                                               'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                               '[R1-Distill-Llama-8B] equals its [Llama-3.1-8B] entry '
+                                                               'field for field (vocab 128256, 131072 context, rope '
+                                                               '500000 + llama3 scaling factor 8)'},
                                               {'aliases': ['meta-llama/Llama-3.1-70B-Instruct',
                                                            'meta-llama/Meta-Llama-3.1-70B',
                                                            'meta-llama/Meta-Llama-3.1-70B-Instruct',
-                                                           'llama3.1-70b'],
+                                                           'llama3.1-70b',
+                                                           'meta-llama/Llama-3.3-70B-Instruct',
+                                                           'llama3.3-70b',
+                                                           'deepseek-ai/DeepSeek-R1-Distill-Llama-70B'],
                                                'computed_params': 70553706496,
                                                'config': {'architectures': ['LlamaForCausalLM'],
                                                           'attention_bias': False,
@@ -2983,7 +3418,16 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'torchtune/models/llama3_1/_model_builders.py@bd2a0fc7c314; '
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
                                                          'code-index file 1570491832',
-                                               'verification': 'verbatim HF config (mlc) + torchtune + litgpt'},
+                                               'verification': 'verbatim HF config (mlc) + torchtune + litgpt; aliases '
+                                                               'meta-llama/Llama-3.3-70B-Instruct and '
+                                                               'deepseek-ai/DeepSeek-R1-Distill-Llama-70B: '
+                                                               'pytorch/torchtune@bd2a0fc7c314, '
+                                                               'torchtune/models/llama3_3/_model_builders.py '
+                                                               "(llama3_3_70b = llama3_1_70b, 'identical models apart "
+                                                               "from the checkpoints'); Lightning-AI/litgpt, "
+                                                               'litgpt/config.py@26857050fe3f [Llama-3.3-70B-Instruct, '
+                                                               'R1-Distill-Llama-70B] equal its [Llama-3.1-70B] entry '
+                                                               'field for field'},
                                               {'aliases': ['meta-llama/Llama-3.1-405B-Instruct',
                                                            'meta-llama/Meta-Llama-3.1-405B',
                                                            'llama3.1-405b'],
@@ -3085,7 +3529,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
                                                'verification': 'verbatim HF config (mlc) + torchtune + litgpt; '
                                                                'computed count reproduces measured count'},
-                                              {'aliases': ['Qwen/Qwen2.5-0.5B-Instruct'],
+                                              {'aliases': ['Qwen/Qwen2.5-0.5B-Instruct',
+                                                           'Qwen/Qwen2-0.5B',
+                                                           'Qwen/Qwen2-0.5B-Instruct'],
                                                'computed_params': 494032768,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'hidden_act': 'silu',
@@ -3111,8 +3557,20 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'mlc-ai/mlc-llm, '
                                                          'python/mlc_llm/model/model_preset.py@79d603f085f5 '
                                                          '[qwen2_0_5b]',
-                                               'verification': 'torchtune (base+instruct builders) + litgpt agree'},
-                                              {'aliases': ['Qwen/Qwen2.5-1.5B-Instruct'],
+                                               'verification': 'torchtune (base+instruct builders) + litgpt agree; '
+                                                               'aliases Qwen/Qwen2-0.5B(-Instruct): same shapes and '
+                                                               'tie flag (pytorch/torchtune@bd2a0fc7c314, '
+                                                               'torchtune/models/qwen2/_model_builders.py '
+                                                               '[qwen2_0_5b]; mlc-ai/mlc-llm, '
+                                                               'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                               '[qwen2_0_5b]; rwth-i6/i6_experiments, '
+                                                               'users/juanola/experiments/e25_11_13_ctc/configurations/qwen2/qwen2_configs.py@274eb95e3eb8 '
+                                                               "[Qwen2-0_5B: the base config.json]); Qwen2-0.5B's "
+                                                               'max_position_embeddings is 131072 (32768 here), which '
+                                                               'changes neither parameters nor memory'},
+                                              {'aliases': ['Qwen/Qwen2.5-1.5B-Instruct',
+                                                           'Qwen/Qwen2-1.5B',
+                                                           'Qwen/Qwen2-1.5B-Instruct'],
                                                'computed_params': 1543714304,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'hidden_act': 'silu',
@@ -3139,7 +3597,14 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'mlc-ai/mlc-llm, '
                                                          'python/mlc_llm/model/model_preset.py@79d603f085f5 '
                                                          '[qwen2_1_5b]',
-                                               'verification': 'torchtune (base+instruct builders) + litgpt agree'},
+                                               'verification': 'torchtune (base+instruct builders) + litgpt agree; '
+                                                               'aliases Qwen/Qwen2-1.5B(-Instruct): same shapes and '
+                                                               'tie flag (pytorch/torchtune@bd2a0fc7c314, '
+                                                               'torchtune/models/qwen2/_model_builders.py '
+                                                               '[qwen2_1_5b]; mlc-ai/mlc-llm, '
+                                                               'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                               '[qwen2_1_5b: max_position_embeddings 32768 for the '
+                                                               'Instruct upload, no effect on parameters or memory])'},
                                               {'aliases': ['Qwen/Qwen2.5-3B-Instruct'],
                                                'computed_params': 3085938688,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
@@ -3168,7 +3633,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'THUDM/slime, scripts/models/qwen2.5-3B.sh@624b824a898a',
                                                'verification': 'torchtune (base+instruct builders) + litgpt agree; '
                                                                'verbatim copy'},
-                                              {'aliases': ['Qwen/Qwen2.5-7B-Instruct'],
+                                              {'aliases': ['Qwen/Qwen2.5-7B-Instruct',
+                                                           'Qwen/Qwen2.5-Coder-7B',
+                                                           'Qwen/Qwen2.5-Coder-7B-Instruct'],
                                                'computed_params': 7615616512,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'hidden_act': 'silu',
@@ -3192,7 +3659,16 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
                                                          'THUDM/slime, scripts/models/qwen2.5-7B.sh@624b824a898a',
-                                               'verification': 'torchtune (base+instruct builders) + litgpt agree'},
+                                               'verification': 'torchtune (base+instruct builders) + litgpt agree; '
+                                                               'aliases Qwen/Qwen2.5-Coder-7B(-Instruct): '
+                                                               'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                               '[Qwen2.5-Coder-7B] differs from [Qwen2.5-7B] only in '
+                                                               'context (32768), which changes neither parameters nor '
+                                                               'memory; keras-team/keras-hub@71453d08f59e, '
+                                                               'keras_hub/src/models/qwen/qwen_presets.py gives '
+                                                               'qwen2.5_coder_7b and qwen2.5_7b_en the same count '
+                                                               "(6,993,420,288, itself not this row's count: "
+                                                               'corroborates equality only)'},
                                               {'aliases': ['Qwen/Qwen2.5-14B-Instruct'],
                                                'computed_params': 14770033664,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
@@ -3216,7 +3692,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
                                                'verification': 'torchtune (base+instruct builders) + litgpt agree'},
-                                              {'aliases': ['Qwen/Qwen2.5-32B-Instruct'],
+                                              {'aliases': ['Qwen/Qwen2.5-32B-Instruct',
+                                                           'Qwen/Qwen2.5-Coder-32B',
+                                                           'Qwen/Qwen2.5-Coder-32B-Instruct'],
                                                'computed_params': 32763876352,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'hidden_act': 'silu',
@@ -3239,7 +3717,12 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
                                                          'THUDM/slime, scripts/models/qwen2.5-32B.sh@624b824a898a',
-                                               'verification': 'torchtune (base+instruct builders) + litgpt agree'},
+                                               'verification': 'torchtune (base+instruct builders) + litgpt agree; '
+                                                               'aliases Qwen/Qwen2.5-Coder-32B(-Instruct): '
+                                                               'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                               '[Qwen2.5-Coder-32B] differs from [Qwen2.5-32B] only in '
+                                                               'context (32768); keras_hub qwen_presets.py '
+                                                               '[qwen2.5_coder_32b: 32,763,876,352 = this count]'},
                                               {'aliases': ['Qwen/Qwen2.5-72B-Instruct'],
                                                'computed_params': 72706203648,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
@@ -3432,7 +3915,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
                                                          'THUDM/slime, scripts/models/qwen3-32B.sh@624b824a898a',
                                                'verification': 'torchtune + litgpt + slime agree'},
-                                              {'aliases': ['Qwen/Qwen3-30B-A3B-Base'],
+                                              {'aliases': ['Qwen/Qwen3-30B-A3B-Base',
+                                                           'Qwen/Qwen3-30B-A3B-Instruct-2507'],
                                                'computed_active_params': 3353032704,
                                                'computed_params': 30532122624,
                                                'config': {'architectures': ['Qwen3MoeForCausalLM'],
@@ -3464,7 +3948,13 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'hf_configs/qwen3-30B-A3B_config.json@f2293dab6d23; '
                                                          'THUDM/slime, scripts/models/qwen3-30B-A3B.sh@624b824a898a; '
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                               'verification': 'verbatim HF config + slime + litgpt agree'},
+                                               'verification': 'verbatim HF config + slime + litgpt agree; alias '
+                                                               'Qwen/Qwen3-30B-A3B-Instruct-2507: Lightning-AI/litgpt, '
+                                                               'litgpt/config.py@26857050fe3f '
+                                                               '[Qwen3-30B-A3B-Instruct-2507] differs from '
+                                                               '[Qwen3-30B-A3B] only in context (262144) and '
+                                                               'rope_theta (1e7), neither of which changes parameters '
+                                                               'or memory'},
                                               {'aliases': ['Qwen/Qwen3-235B-A22B-Instruct-2507'],
                                                'computed_active_params': 22190763520,
                                                'computed_params': 235093634560,
@@ -5464,8 +5954,747 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'max_position_embeddings verbatim); InternLM/InternLM, '
                                                          'README.md (8 billion parameters)',
                                                'verification': 'config.json fields verbatim (transformers builds '
-                                                               'LlamaForCausalLM); published 8B class'}]},
-                           'fingerprint': '7d8512e2-83967'},
+                                                               'LlamaForCausalLM); published 8B class'},
+                                              {'aliases': ['llama1-7b'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 11008,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'pad_token_id': 0,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 32000},
+                                               'display_name': 'LLaMA-7B',
+                                               'hf_id': 'huggyllama/llama-7b',
+                                               'measured_params': 6738415616,
+                                               'name': 'llama-7b',
+                                               'source': 'code-index file 7902833359 (PaddleNLP '
+                                                         'paddlenlp/transformers/llama/configuration.py, '
+                                                         'LLAMA_PRETRAINED_INIT_CONFIGURATION [facebook/llama-7b]: the '
+                                                         'HF config fields); RahulSChand/gpu_poor, '
+                                                         'public/all_configs.json@ad2fc0ef0e6c [huggyllama/llama-7b]; '
+                                                         'code-index file 15495356071 (table of actual LLaMA parameter '
+                                                         'counts: 7B, 13B, 30B)',
+                                               'verification': 'LLaMA 1 converted to HF (model_type llama): MHA (no '
+                                                               'num_key_value_heads), untied head, 2048 context; '
+                                                               'shapes agree in both sources '
+                                                               '(scottlogic-alex/llm-memory-calculator, '
+                                                               'llama-sizes.md@93934b33eb75 prints the 7b/13b '
+                                                               'modules); count = code-index file 15495356071'},
+                                              {'aliases': ['llama1-13b'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 5120,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 13824,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 40,
+                                                          'num_hidden_layers': 40,
+                                                          'pad_token_id': 0,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 32000},
+                                               'display_name': 'LLaMA-13B',
+                                               'hf_id': 'huggyllama/llama-13b',
+                                               'measured_params': 13015864320,
+                                               'name': 'llama-13b',
+                                               'source': 'code-index file 7902833359 (PaddleNLP '
+                                                         'paddlenlp/transformers/llama/configuration.py, '
+                                                         'LLAMA_PRETRAINED_INIT_CONFIGURATION [facebook/llama-13b]: '
+                                                         'the HF config fields); RahulSChand/gpu_poor, '
+                                                         'public/all_configs.json@ad2fc0ef0e6c [huggyllama/llama-13b]; '
+                                                         'code-index file 15495356071 (table of actual LLaMA parameter '
+                                                         'counts: 7B, 13B, 30B)',
+                                               'verification': 'LLaMA 1 converted to HF (model_type llama): MHA (no '
+                                                               'num_key_value_heads), untied head, 2048 context; '
+                                                               'shapes agree in both sources '
+                                                               '(scottlogic-alex/llm-memory-calculator, '
+                                                               'llama-sizes.md@93934b33eb75 prints the 7b/13b '
+                                                               'modules); count = code-index file 15495356071'},
+                                              {'aliases': ['llama1-30b'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 6656,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 17920,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 52,
+                                                          'num_hidden_layers': 60,
+                                                          'pad_token_id': 0,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 32000},
+                                               'display_name': 'LLaMA-30B',
+                                               'hf_id': 'huggyllama/llama-30b',
+                                               'measured_params': 32528943616,
+                                               'name': 'llama-30b',
+                                               'source': 'code-index file 7902833359 (PaddleNLP '
+                                                         'paddlenlp/transformers/llama/configuration.py, '
+                                                         'LLAMA_PRETRAINED_INIT_CONFIGURATION [facebook/llama-30b]: '
+                                                         'the HF config fields); RahulSChand/gpu_poor, '
+                                                         'public/all_configs.json@ad2fc0ef0e6c [huggyllama/llama-30b]; '
+                                                         'code-index file 49672585427 (pyllama printout of '
+                                                         'decapoda-research/llama-30b-hf: trainable_params)',
+                                               'verification': 'LLaMA 1 converted to HF (model_type llama): MHA (no '
+                                                               'num_key_value_heads), untied head, 2048 context; '
+                                                               'shapes agree in both sources; count = code-index file '
+                                                               '49672585427'},
+                                              {'aliases': ['llama1-65b'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 8192,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 22016,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 64,
+                                                          'num_hidden_layers': 80,
+                                                          'pad_token_id': 0,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 32000},
+                                               'display_name': 'LLaMA-65B',
+                                               'hf_id': 'huggyllama/llama-65b',
+                                               'measured_params': 65285660672,
+                                               'name': 'llama-65b',
+                                               'source': 'code-index file 7902833359 (PaddleNLP '
+                                                         'paddlenlp/transformers/llama/configuration.py, '
+                                                         'LLAMA_PRETRAINED_INIT_CONFIGURATION [facebook/llama-65b]: '
+                                                         'the HF config fields); RahulSChand/gpu_poor, '
+                                                         'public/all_configs.json@ad2fc0ef0e6c [huggyllama/llama-65b]; '
+                                                         'code-index file 49672585427 (pyllama printout of '
+                                                         'decapoda-research/llama-65b-hf: trainable_params)',
+                                               'verification': 'LLaMA 1 converted to HF (model_type llama): MHA (no '
+                                                               'num_key_value_heads), untied head, 2048 context; '
+                                                               'shapes agree in both sources; rms_norm_eps is 1e-05 '
+                                                               'for 65B only (PaddleNLP entry); count = code-index '
+                                                               'file 49672585427'},
+                                              {'aliases': ['mistralai/Mistral-7B-Instruct-v0.3'],
+                                               'config': {'architectures': ['MistralForCausalLM'],
+                                                          'attention_dropout': 0.0,
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 14336,
+                                                          'max_position_embeddings': 32768,
+                                                          'model_type': 'mistral',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 8,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 1000000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 32768},
+                                               'config_null_keys': ['sliding_window'],
+                                               'display_name': 'Mistral-7B-v0.3',
+                                               'hf_id': 'mistralai/Mistral-7B-v0.3',
+                                               'measured_params': 7248023552,
+                                               'name': 'mistral-7b-v0.3',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                         '[mistral_7b_v03: the config.json]; Lightning-AI/litgpt, '
+                                                         'litgpt/config.py@26857050fe3f [Mistral-7B-v0.3, '
+                                                         'Mistral-7B-Instruct-v0.3]; '
+                                                         'keras-team/keras-hub@71453d08f59e, '
+                                                         'keras_hub/src/models/mistral/mistral_presets.py '
+                                                         '[mistral_0.3_7b_en, mistral_0.3_instruct_7b_en: '
+                                                         '7,248,023,552]',
+                                               'verification': 'config.json verbatim; vocab 32768 (v0.1: 32000), '
+                                                               'rope_theta 1e6, no sliding window; litgpt gives base '
+                                                               'and Instruct the same fields; count = keras-hub preset '
+                                                               '(v0.1 + 768 x 4096 x 2)'},
+                                              {'aliases': ['mistral-7b-instruct-v0.2'],
+                                               'config': {'architectures': ['MistralForCausalLM'],
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'intermediate_size': 14336,
+                                                          'max_position_embeddings': 32768,
+                                                          'model_type': 'mistral',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 8,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 1000000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 32000},
+                                               'config_null_keys': ['sliding_window'],
+                                               'display_name': 'Mistral-7B-Instruct-v0.2',
+                                               'hf_id': 'mistralai/Mistral-7B-Instruct-v0.2',
+                                               'measured_params': 7241732096,
+                                               'name': 'mistral-7b-instruct-v0.2',
+                                               'source': 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                         '[Mistral-7B-Instruct-v0.2]; '
+                                                         'leliuga/cohere-configurations@84408edf57f0, '
+                                                         'models/Mistral-7B-Instruct-v0.2/manifest.yaml; '
+                                                         'Azure/azureml-assets, '
+                                                         'assets/models/system/Mistral-7B-Instruct-v0-2/description.md@9be89f6a01f1 '
+                                                         '(32k context, rope-theta 1e6, no sliding-window attention); '
+                                                         'keras-team/keras-hub@71453d08f59e, '
+                                                         'keras_hub/src/models/mistral/mistral_presets.py '
+                                                         '[mistral_0.2_instruct_7b_en: 7,241,732,096]',
+                                               'verification': 'Mistral-7B-v0.1 shapes (litgpt and the manifest agree) '
+                                                               'with 32768 context, rope_theta 1e6 and sliding_window '
+                                                               "null (full attention, unlike v0.1's 4096 window); "
+                                                               'count = keras-hub preset'},
+                                              {'aliases': ['mistralai/Mistral-Nemo-Instruct-2407', 'mistral-nemo'],
+                                               'config': {'architectures': ['MistralForCausalLM'],
+                                                          'attention_dropout': 0.0,
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'head_dim': 128,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 5120,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 14336,
+                                                          'max_position_embeddings': 128000,
+                                                          'model_type': 'mistral',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 8,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 1000000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 131072},
+                                               'config_null_keys': ['sliding_window'],
+                                               'display_name': 'Mistral-Nemo-Base-2407',
+                                               'hf_id': 'mistralai/Mistral-Nemo-Base-2407',
+                                               'measured_params': 12247782400,
+                                               'name': 'mistral-nemo-2407',
+                                               'source': 'kevinstephano/thunder_model_blocks, '
+                                                         'thunder_model_blocks/mistral/mistral_config.py@a23dd8fe87e9 '
+                                                         '(the Base config.json); '
+                                                         'sassoftware/sas-agentic-ai-accelerator, '
+                                                         'LLM-Definitions/mistral_nemo/Model-Card.md@f123b7a9bea8 (40 '
+                                                         'layers, 5120, head dim 128, 32 heads, 8 kv heads, vocab '
+                                                         '2**17, theta 1M); code-index file 70911651117 '
+                                                         '[Mistral-Nemo-Instruct-2407: 12,247,782,400]; code-index '
+                                                         'file 53793124493 (llama.cpp n_params 12,247,782,400, '
+                                                         'n_ctx_train 1024000)',
+                                               'verification': "Base config.json verbatim; the card's 'hidden dim "
+                                                               "14,436' is a typo for the config's 14336 (the count "
+                                                               'confirms 14336); the Instruct upload differs in '
+                                                               'max_position_embeddings (1024000), which changes '
+                                                               'neither parameters nor memory'},
+                                              {'aliases': ['codellama/CodeLlama-7b-Instruct-hf'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 11008,
+                                                          'max_position_embeddings': 16384,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 32,
+                                                          'pretraining_tp': 1,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 1000000,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 32016},
+                                               'config_null_keys': ['rope_scaling'],
+                                               'display_name': 'CodeLlama-7B',
+                                               'hf_id': 'codellama/CodeLlama-7b-hf',
+                                               'measured_params': 6738546688,
+                                               'name': 'codellama-7b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                         '[codellama_7b: the config.json]; Lightning-AI/litgpt, '
+                                                         'litgpt/config.py@26857050fe3f [CodeLlama-7b-hf, '
+                                                         'CodeLlama-7b-Instruct-hf]; '
+                                                         'leliuga/cohere-configurations@84408edf57f0, '
+                                                         'models/CodeLlama-7B(-Instruct)/manifest.yaml; code-index '
+                                                         'file 4120541175 (togethercomputer/CodeLlama-* parameter '
+                                                         'counts); code-index file 14596936751 (GGUF '
+                                                         'general.parameter_count 6,738,546,688)',
+                                               'verification': "config.json verbatim (mlc-llm's context_window_size / "
+                                                               'prefill_chunk_size left out); Llama-2-7B with vocab '
+                                                               '32016 (infilling tokens), 16384 context, rope_theta '
+                                                               '1e6; Instruct: same fields'},
+                                              {'aliases': ['codellama/CodeLlama-13b-Instruct-hf'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 5120,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 13824,
+                                                          'max_position_embeddings': 16384,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 40,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 40,
+                                                          'pretraining_tp': 1,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 1000000,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 32016},
+                                               'config_null_keys': ['rope_scaling'],
+                                               'display_name': 'CodeLlama-13B',
+                                               'hf_id': 'codellama/CodeLlama-13b-hf',
+                                               'measured_params': 13016028160,
+                                               'name': 'codellama-13b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                         '[codellama_13b: the config.json]; Lightning-AI/litgpt, '
+                                                         'litgpt/config.py@26857050fe3f [CodeLlama-13b-hf]; '
+                                                         'leliuga/cohere-configurations@84408edf57f0, '
+                                                         'models/CodeLlama-13B(-Instruct)/manifest.yaml; code-index '
+                                                         'file 4120541175 (togethercomputer/CodeLlama-* parameter '
+                                                         'counts)',
+                                               'verification': 'config.json verbatim; vocab 32016, 16384 context; the '
+                                                               'Instruct manifest gives the same shapes and context '
+                                                               "(litgpt's 2048 block_size for 13b-Instruct is its own "
+                                                               'setting)'},
+                                              {'aliases': ['codellama/CodeLlama-34b-Instruct-hf'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 8192,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 22016,
+                                                          'max_position_embeddings': 16384,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 64,
+                                                          'num_hidden_layers': 48,
+                                                          'num_key_value_heads': 8,
+                                                          'pretraining_tp': 1,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 1000000,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 32000},
+                                               'config_null_keys': ['rope_scaling'],
+                                               'display_name': 'CodeLlama-34B',
+                                               'hf_id': 'codellama/CodeLlama-34b-hf',
+                                               'name': 'codellama-34b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                         '[codellama_34b]; RahulSChand/gpu_poor, '
+                                                         'public/all_configs.json@ad2fc0ef0e6c '
+                                                         '[codellama/CodeLlama-34b-hf, -Instruct-hf]; '
+                                                         'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                         '[CodeLlama-34b-hf]; '
+                                                         'leliuga/cohere-configurations@84408edf57f0, '
+                                                         'models/CodeLlama-34B(-Instruct)/manifest.yaml; code-index '
+                                                         'file 36031785305 (Phind-CodeLlama-34B, a fine-tune of the '
+                                                         'same shapes: 33,743,970,304)',
+                                               'verification': "mlc-llm's config with vocab_size 32000 (gpu_poor, "
+                                                               "litgpt and the manifests agree; mlc-llm's 32016 is "
+                                                               'wrong for 34B, which has no infilling tokens); GQA 8 '
+                                                               'kv heads, 16384 context; computed 33,743,970,304 = the '
+                                                               "Phind fine-tune's published count"},
+                                              {'aliases': ['TinyLlama/TinyLlama-1.1B-Chat-v1.0', 'tinyllama'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 2048,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 5632,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 22,
+                                                          'num_key_value_heads': 4,
+                                                          'pretraining_tp': 1,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 10000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 32000},
+                                               'config_null_keys': ['rope_scaling'],
+                                               'display_name': 'TinyLlama-1.1B',
+                                               'hf_id': 'TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T',
+                                               'measured_params': 1100048384,
+                                               'name': 'tinyllama-1.1b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                         '[tinyllama_1b_chat_v1.0: the config.json]; '
+                                                         'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                         '[tiny-llama-1.1b, tiny-llama-1.1b-chat]; '
+                                                         'leliuga/cohere-configurations@84408edf57f0, '
+                                                         'models/TinyLlama-1.1B-intermediate-step-1431k-3T and '
+                                                         'TinyLlama-1.1B-Chat-v1.0/manifest.yaml; code-index file '
+                                                         '59208154669 (sum of numel of the 1431k-3T checkpoint: '
+                                                         '1,100,048,384); code-index file 71366605573 (its safetensors '
+                                                         'metadata: F32 1100048384)',
+                                               'verification': 'Chat-v1.0 config.json verbatim; litgpt and the '
+                                                               'manifests give the 1431k-3T base the same shapes (22 '
+                                                               'layers, 2048, 32 heads, 4 kv heads, 5632, vocab 32000, '
+                                                               '2048 context); count = checkpoint'},
+                                              {'aliases': ['deepseek-ai/deepseek-llm-7b-chat'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'hidden_size': 4096,
+                                                          'intermediate_size': 11008,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 30,
+                                                          'num_key_value_heads': 32,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 102400},
+                                               'display_name': 'DeepSeek-LLM-7B',
+                                               'hf_id': 'deepseek-ai/deepseek-llm-7b-base',
+                                               'measured_params': 6910365696,
+                                               'name': 'deepseek-llm-7b',
+                                               'source': 'leliuga/cohere-configurations@84408edf57f0, '
+                                                         'models/deepseek-llm-7B-base and '
+                                                         'deepseek-llm-7B-chat/manifest.yaml; '
+                                                         'deepseek-ai/DeepSeek-LLM, README.md@1b79a65a108b (LLaMA '
+                                                         'architecture; 7B MHA, 67B GQA; sequence length 4096); '
+                                                         'code-index file 54293650437 (DeepSeek-LLM-7B: 6,910,365,696 '
+                                                         'parameters in 273 tensors, 4096 / 30 layers / 32 heads / '
+                                                         'vocab 102,400)',
+                                               'verification': 'shapes from the GGUF manifests (base and chat equal); '
+                                                               '273 tensors = 30 x 9 + embedding + norm + lm_head, so '
+                                                               'the head is untied; rms_norm_eps, rope_theta and '
+                                                               'hidden_act are not in these sources: the LlamaConfig '
+                                                               'defaults apply (no effect on counts or memory); count '
+                                                               '= checkpoint'},
+                                              {'aliases': ['deepseek-ai/deepseek-llm-67b-chat'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'hidden_size': 8192,
+                                                          'intermediate_size': 22016,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 64,
+                                                          'num_hidden_layers': 95,
+                                                          'num_key_value_heads': 8,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 102400},
+                                               'display_name': 'DeepSeek-LLM-67B',
+                                               'hf_id': 'deepseek-ai/deepseek-llm-67b-base',
+                                               'name': 'deepseek-llm-67b',
+                                               'source': 'leliuga/cohere-configurations@84408edf57f0, '
+                                                         'models/deepseek-llm-67b-base and '
+                                                         'deepseek-llm-67b-chat/manifest.yaml; '
+                                                         'deepseek-ai/DeepSeek-LLM, README.md@1b79a65a108b (LLaMA '
+                                                         'architecture; 7B MHA, 67B GQA; sequence length 4096)',
+                                               'verification': 'shapes from the GGUF manifests (base and chat equal: '
+                                                               '95 layers, 8192, 64 heads, 8 kv heads, 22016, vocab '
+                                                               '102400, 4096 context); untied head as the 7B (not '
+                                                               'verified for 67B); rms_norm_eps, rope_theta and '
+                                                               'hidden_act are not in these sources: the LlamaConfig '
+                                                               'defaults apply (no effect on counts or memory); '
+                                                               'published 67B'},
+                                              {'aliases': ['deepseek-ai/deepseek-coder-6.7b-instruct'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'hidden_size': 4096,
+                                                          'intermediate_size': 11008,
+                                                          'max_position_embeddings': 16384,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 32,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 32256},
+                                               'display_name': 'DeepSeek-Coder-6.7B',
+                                               'hf_id': 'deepseek-ai/deepseek-coder-6.7b-base',
+                                               'measured_params': 6740512768,
+                                               'name': 'deepseek-coder-6.7b',
+                                               'source': 'leliuga/cohere-configurations@84408edf57f0, '
+                                                         'models/deepseek-coder-6.7B-base and '
+                                                         'deepseek-coder-6.7B-instruct/manifest.yaml; '
+                                                         'xorbitsai/inference, '
+                                                         'doc/source/models/builtin/llm/deepseek-coder.rst@2e14922c08ef '
+                                                         '(context 16384); code-index files 68827719748 and '
+                                                         '68884777541 (model registry: base and instruct '
+                                                         'total_parameters 6,740,512,768, 32 layers, 4096, 11008, 32 '
+                                                         'heads, 32 kv heads, vocab 32256)',
+                                               'verification': 'shapes from the GGUF manifests and the registry (base '
+                                                               'and instruct equal); the count matches an untied head; '
+                                                               'rope_scaling (linear) left out: no effect on counts or '
+                                                               'memory; rms_norm_eps, rope_theta and hidden_act are '
+                                                               'not in these sources: the LlamaConfig defaults apply '
+                                                               '(no effect on counts or memory)'},
+                                              {'aliases': ['Qwen/Qwen1.5-7B-Chat'],
+                                               'config': {'architectures': ['Qwen2ForCausalLM'],
+                                                          'attention_dropout': 0.0,
+                                                          'bos_token_id': 151643,
+                                                          'eos_token_id': 151643,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 11008,
+                                                          'max_position_embeddings': 32768,
+                                                          'max_window_layers': 28,
+                                                          'model_type': 'qwen2',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 32,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_theta': 1000000.0,
+                                                          'sliding_window': 32768,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'use_sliding_window': False,
+                                                          'vocab_size': 151936},
+                                               'display_name': 'Qwen1.5-7B',
+                                               'hf_id': 'Qwen/Qwen1.5-7B',
+                                               'measured_params': 7721324544,
+                                               'name': 'qwen1.5-7b',
+                                               'source': 'huggingface/transformers, '
+                                                         'examples/pytorch/torchacc/qwen/Qwen1.5-7B/config.json@f092c38c0bf5 '
+                                                         "(a copy of the checkpoint's config.json) and "
+                                                         'model.safetensors.index.json (total_size 15,442,649,088 '
+                                                         'bytes of bf16 = 7,721,324,544 parameters); '
+                                                         'xorbitsai/inference qwen1.5-chat docs (context 32768)',
+                                               'verification': 'config.json verbatim; count = the checkpoint index; '
+                                                               'the Chat upload of each Qwen1.5 size has the base '
+                                                               'shapes (README: base and chat per size)'},
+                                              {'aliases': ['Qwen/Qwen1.5-MoE-A2.7B-Chat'],
+                                               'config': {'architectures': ['Qwen2MoeForCausalLM'],
+                                                          'attention_dropout': 0.0,
+                                                          'bos_token_id': 151643,
+                                                          'decoder_sparse_step': 1,
+                                                          'eos_token_id': 151645,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 2048,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 5632,
+                                                          'max_position_embeddings': 32768,
+                                                          'max_window_layers': 21,
+                                                          'model_type': 'qwen2_moe',
+                                                          'moe_intermediate_size': 1408,
+                                                          'norm_topk_prob': False,
+                                                          'num_attention_heads': 16,
+                                                          'num_experts': 60,
+                                                          'num_experts_per_tok': 4,
+                                                          'num_hidden_layers': 24,
+                                                          'num_key_value_heads': 16,
+                                                          'output_router_logits': False,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_theta': 1000000.0,
+                                                          'router_aux_loss_coef': 0.001,
+                                                          'shared_expert_intermediate_size': 5632,
+                                                          'sliding_window': 32768,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'use_sliding_window': False,
+                                                          'vocab_size': 151936},
+                                               'display_name': 'Qwen1.5-MoE-A2.7B',
+                                               'hf_id': 'Qwen/Qwen1.5-MoE-A2.7B',
+                                               'measured_params': 14315784192,
+                                               'name': 'qwen1.5-moe-a2.7b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [qwen2moe: '
+                                                         'the config.json]; code-index file 11134031260 '
+                                                         '(Qwen1.5-MoE-A2.7B-Chat-GPTQ-Int4 config.json: the same '
+                                                         'fields); keras-team/keras-hub@71453d08f59e, '
+                                                         'keras_hub/src/models/qwen_moe/qwen_moe_presets.py '
+                                                         '[qwen1.5_moe_2.7b_en: 14,315,784,192]',
+                                               'verification': 'config.json verbatim (the Chat upload has the same '
+                                                               'shapes); 60 experts of 1408, top 4, a 5632-wide shared '
+                                                               'expert with its sigmoid gate; count = keras-hub '
+                                                               'preset'},
+                                              {'aliases': ['Qwen/Qwen2.5-Math-7B-Instruct'],
+                                               'config': {'architectures': ['Qwen2ForCausalLM'],
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 3584,
+                                                          'intermediate_size': 18944,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'qwen2',
+                                                          'num_attention_heads': 28,
+                                                          'num_hidden_layers': 28,
+                                                          'num_key_value_heads': 4,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_theta': 10000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'use_sliding_window': False,
+                                                          'vocab_size': 152064},
+                                               'display_name': 'Qwen2.5-Math-7B',
+                                               'hf_id': 'Qwen/Qwen2.5-Math-7B',
+                                               'measured_params': 7615616512,
+                                               'name': 'qwen2.5-math-7b',
+                                               'source': 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                         '[Qwen2.5-Math-7B, Qwen2.5-Math-7B-Instruct]; '
+                                                         'keras-team/keras-hub@71453d08f59e, '
+                                                         'keras_hub/src/models/qwen/qwen_presets.py '
+                                                         '[qwen2.5_math_7b_en, qwen2.5_math_instruct_7b_en: '
+                                                         '7,615,616,512]',
+                                               'verification': 'Qwen2.5-7B shapes with a 4096 context and rope_theta '
+                                                               '10000 (litgpt), so its own row rather than an alias; '
+                                                               'the keras-hub count equals the untied Qwen2.5-7B '
+                                                               'count; sliding-window keys left to the Qwen2Config '
+                                                               'defaults (off)'},
+                                              {'aliases': ['HuggingFaceTB/SmolLM2-135M-Instruct'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 576,
+                                                          'intermediate_size': 1536,
+                                                          'max_position_embeddings': 8192,
+                                                          'mlp_bias': False,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 9,
+                                                          'num_hidden_layers': 30,
+                                                          'num_key_value_heads': 3,
+                                                          'pretraining_tp': 1,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 100000,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 49152},
+                                               'config_null_keys': ['rope_scaling'],
+                                               'display_name': 'SmolLM2-135M',
+                                               'hf_id': 'HuggingFaceTB/SmolLM2-135M',
+                                               'measured_params': 134515008,
+                                               'name': 'smollm2-135m',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                         '[smollm2_135m]; Lightning-AI/litgpt, '
+                                                         'litgpt/config.py@26857050fe3f [SmolLM2-135M]; '
+                                                         'pytorch/torchtune@bd2a0fc7c314, '
+                                                         'torchtune/models/smol/_model_builders.py [smollm2_135m]; '
+                                                         'code-index file 71366605573 (SmolLM2-135M-Instruct: '
+                                                         '134,515,008 params)',
+                                               'verification': "mlc-llm's copy of the config.json less "
+                                                               'transformers.js_config, is_llama_config and '
+                                                               'rope_interleaved (no effect on counts or memory); the '
+                                                               '-Instruct upload has the same shapes (litgpt builds '
+                                                               'both from one entry); tied embeddings; count = the '
+                                                               'published figure'},
+                                              {'aliases': ['HuggingFaceTB/SmolLM2-360M-Instruct'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 960,
+                                                          'intermediate_size': 2560,
+                                                          'max_position_embeddings': 8192,
+                                                          'mlp_bias': False,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 15,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 5,
+                                                          'pretraining_tp': 1,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 100000,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 49152},
+                                               'config_null_keys': ['rope_scaling'],
+                                               'display_name': 'SmolLM2-360M',
+                                               'hf_id': 'HuggingFaceTB/SmolLM2-360M',
+                                               'name': 'smollm2-360m',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                         '[smollm2_360m]; Lightning-AI/litgpt, '
+                                                         'litgpt/config.py@26857050fe3f [SmolLM2-360M]; '
+                                                         'pytorch/torchtune@bd2a0fc7c314, '
+                                                         'torchtune/models/smol/_model_builders.py [smollm2_360m]',
+                                               'verification': "mlc-llm's copy of the config.json less "
+                                                               'transformers.js_config, is_llama_config and '
+                                                               'rope_interleaved (no effect on counts or memory); the '
+                                                               '-Instruct upload has the same shapes (litgpt builds '
+                                                               'both from one entry); tied embeddings'},
+                                              {'aliases': ['HuggingFaceTB/SmolLM2-1.7B-Instruct'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 2048,
+                                                          'intermediate_size': 8192,
+                                                          'max_position_embeddings': 8192,
+                                                          'mlp_bias': False,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 24,
+                                                          'num_key_value_heads': 32,
+                                                          'pretraining_tp': 1,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 130000,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 49152},
+                                               'config_null_keys': ['rope_scaling'],
+                                               'display_name': 'SmolLM2-1.7B',
+                                               'hf_id': 'HuggingFaceTB/SmolLM2-1.7B',
+                                               'name': 'smollm2-1.7b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                         '[smollm2_1_7b, commented out]; Lightning-AI/litgpt, '
+                                                         'litgpt/config.py@26857050fe3f [SmolLM2-1.7B]; '
+                                                         'pytorch/torchtune@bd2a0fc7c314, '
+                                                         'torchtune/models/smol/_model_builders.py [smollm2_1_7b: 24 '
+                                                         'layers, 32 heads, 32 kv heads, 2048, 8192, rope 130000]',
+                                               'verification': "mlc-llm's copy of the config.json less "
+                                                               'transformers.js_config, is_llama_config and '
+                                                               'rope_interleaved (no effect on counts or memory); the '
+                                                               '-Instruct upload has the same shapes (litgpt builds '
+                                                               'both from one entry); tied embeddings; MHA'},
+                                              {'aliases': ['allenai/OLMo-2-1124-7B-Instruct'],
+                                               'config': {'architectures': ['Olmo2ForCausalLM'],
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'intermediate_size': 11008,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'olmo2',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 32,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_theta': 500000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 100352},
+                                               'display_name': 'OLMo-2-1124-7B',
+                                               'hf_id': 'allenai/OLMo-2-1124-7B',
+                                               'name': 'olmo-2-1124-7b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [olmo2_7b: '
+                                                         'the config.json]; Lightning-AI/litgpt, '
+                                                         'litgpt/config.py@26857050fe3f [OLMo-2-1124-7B, '
+                                                         'OLMo-2-1124-7B-Instruct]',
+                                               'verification': 'config.json verbatim; litgpt agrees (q/k norm, 4096 '
+                                                               'context, vocab 100352) and gives the Instruct upload '
+                                                               'the same fields'},
+                                              {'aliases': ['allenai/OLMo-2-1124-13B-Instruct'],
+                                               'config': {'architectures': ['Olmo2ForCausalLM'],
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 5120,
+                                                          'intermediate_size': 13824,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'olmo2',
+                                                          'num_attention_heads': 40,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 40,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_theta': 500000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 100352},
+                                               'display_name': 'OLMo-2-1124-13B',
+                                               'hf_id': 'allenai/OLMo-2-1124-13B',
+                                               'name': 'olmo-2-1124-13b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                         '[olmo2_13b: the config.json]; Lightning-AI/litgpt, '
+                                                         'litgpt/config.py@26857050fe3f [OLMo-2-1124-13B, '
+                                                         'OLMo-2-1124-13B-Instruct]',
+                                               'verification': 'config.json verbatim; litgpt agrees and gives the '
+                                                               'Instruct upload the same fields'}]},
+                           'fingerprint': 'f4165c0a-112812'},
            'prices.toml': {'data': {'price': [{'as_of': '2026-11-09',
                                                'currency': 'USD',
                                                'gpu_id': 'a100-sxm4-40gb',
