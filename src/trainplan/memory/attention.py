@@ -30,11 +30,13 @@ ROPE_CAT_MODEL_TYPES = frozenset({"gpt_neox", "phi3", "glm", "glm4", "glm4_moe",
 # attention with per-head sink logits (gpt-oss): the sink column joins the scores before the softmax;
 # eager only in transformers (job/resolve.py resolves an SDPA request to eager)
 SINK_ATTENTION_MODEL_TYPES = frozenset({"gpt_oss"})
-# Falcon (modeling_falcon.py): _split_heads splits the fused projection with index lists
-# (`fused_qkv[..., [-1], :]`): copies, not views; FalconModel.forward materialises the 4-D mask for
-# every layer (create_causal_mask(..., allow_is_causal_skip=False), "so alibi can be added onto it")
-QKV_INDEX_COPY_MODEL_TYPES = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})
-ALWAYS_MASKED_MODEL_TYPES = QKV_INDEX_COPY_MODEL_TYPES
+# Falcon (transformers 5.25 modeling_falcon.py): FalconModel.forward materialises the 4-D mask for every
+# layer (create_causal_mask(..., allow_is_causal_skip=False), "so alibi can be added onto it"). Its
+# attention splits the fused projection into views (`split` / `unbind` / slices of one view) and runs the
+# shared attention interface, so SDPA takes repeat_kv's k/v under that mask like any masked layer.
+# (transformers 5.24 and older split with index lists, copies, and handed multi-query k/v to SDPA
+# unexpanded, which ran its math kernel; trainplan follows the version the trace extra pins.)
+ALWAYS_MASKED_MODEL_TYPES = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})
 # BloomAttention.forward keeps `attention_scores = alibi.baddbmm(...)` referenced through the softmax
 HELD_SCORES_MODEL_TYPES = frozenset({"bloom"})
 # BloomModel.forward keeps `outputs = block(...)`, the block's (hidden states, attention_probs),
@@ -45,16 +47,6 @@ RETURNED_PROBS_MODEL_TYPES = frozenset({"bloom"})
 @lru_cache(maxsize=64)
 def _config(config_json: str) -> dict:
     return json.loads(config_json) if config_json else {}
-
-
-def _falcon_unexpanded_kv(spec: ModelSpec) -> bool:
-    """FalconAttention.forward hands SDPA its k/v heads as they are, without enable_gqa: multi-query
-    Falcon (one k/v head, the 7B layout) gives no fused CUDA kernel equal head counts (sdp_utils
-    check_batch_size_and_num_heads_dense), so SDPA runs its math kernel. The new decoder architecture
-    broadcasts k/v to every head first (_split_heads: broadcast_to, flatten)."""
-    if spec.model_type not in QKV_INDEX_COPY_MODEL_TYPES or spec.num_kv_heads == spec.num_heads:
-        return False
-    return not _config(spec.hf_config_json).get("new_decoder_architecture", spec.model_type == "RefinedWeb")
 
 
 def local_window(spec: ModelSpec) -> int | None:
@@ -85,11 +77,9 @@ def masked(ctx: LayerContext, spec: ModelSpec, layer: LayerSpec) -> bool:
 def sdpa_math(ctx: LayerContext, spec: ModelSpec, is_masked: bool = False) -> bool:
     """SDPA runs CUDA's math kernel: fp32 grouped-query attention without a mask (flash takes 16-bit
     inputs only, the memory-efficient kernel does not take the enable_gqa transformers passes when
-    kv heads are fewer and there is no mask), and multi-query Falcon at any dtype."""
+    kv heads are fewer and there is no mask)."""
     if ctx.attention is not Attention.SDPA or spec.mla:
         return False
-    if _falcon_unexpanded_kv(spec):
-        return True
     return ctx.compute_bytes == 4 and spec.num_kv_heads < spec.num_heads and not is_masked
 
 
@@ -103,8 +93,7 @@ def value_pins_fused_qkv(spec: ModelSpec, layer: LayerSpec) -> bool:
     """q/k/v sliced from one fused projection (Phi-3 qkv_proj, GPT-NeoX query_key_value): rotary
     embeddings replace q and k by new tensors, while the saved value, a view, keeps the whole
     projection output alive (a storage is freed only with its last view)."""
-    return (spec.position is Position.ROPE and spec.model_type not in QKV_INDEX_COPY_MODEL_TYPES
-            and any(lin.role is Role.QKV for lin in layer.linears))
+    return spec.position is Position.ROPE and any(lin.role is Role.QKV for lin in layer.linears)
 
 
 def _sink_bytes(ctx: LayerContext) -> int:
@@ -173,7 +162,7 @@ def attention_core(ctx: LayerContext, spec: ModelSpec, fused_qkv_pinned: bool,
     saved += LSE_BYTES * b * h_q * s                        # logsumexp
     if is_masked:
         # repeated k/v instead of k/v (repeat_kv: expand + reshape, a copy unless there is one kv
-        # head, integrations/sdpa_attention.py; Falcon's _split_heads copies likewise) and the bias
+        # head, integrations/sdpa_attention.py) and the bias
         expand = rep - 1 if spec.num_kv_heads > 1 else 0
         saved += c * t * (k_dim + v_dim) * expand + c * b * s * s
     return saved + pinned
