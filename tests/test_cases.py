@@ -343,3 +343,24 @@ def test_unstated_checkpointing_is_the_frameworks_default():
     assert stated.job.setup.grad_ckpt is GradCkpt.NONE
     memory = map_case(with_(TORCHTUNE_LORA, framework="XTuner", grad_ckpt="not stated", parallel={}))
     assert memory.job.setup.grad_ckpt is GradCkpt.FULL
+
+
+CARD = {"id": "card", "kind": "time", "model": {"name": "Llama-2-70B", "hf_id": "meta-llama/Llama-2-70b-hf"},
+        "method": "pretrain", "precision": {"compute": "bf16"}, "optimizer": "AdamW", "micro_batch": None,
+        "seq_len": 4096, "grad_ckpt": None, "attention": None, "gpus": {"type": "A100-80GB", "count": None},
+        "parallel": {}, "framework": "in-house", "measured": {"gpu_hours": 1.72e6, "tokens_total": 2e12},
+        "source": {"repo": "example/card"}, "confidence": "medium"}
+
+
+def test_model_card_uses_what_the_card_states():
+    # nothing stated: 2048 GPUs, tp 8 (hidden 8192), 16M tokens = 4096 sequences of 4096 -> dp 256, accum 16
+    job = map_case(CARD).job
+    assert (job.layout.num_gpus, job.layout.tp, job.layout.pp, job.setup.grad_accum) == (2048, 8, 1, 16)
+    # stated: 512 GPUs, tp 2, pp 4, global batch 1024 sequences -> dp 512 / 8 = 64, accum 1024 / 64 = 16
+    stated = map_case(with_(CARD, gpus={"type": "A100-80GB", "count": 512}, global_batch=1024,
+                            parallel={"tp": 2, "pp": 4})).job
+    assert (stated.layout.num_gpus, stated.layout.tp, stated.layout.pp, stated.setup.grad_accum) == (512, 2, 4, 16)
+    # an MoE model: experts over one node's 8 GPUs unless the card says otherwise
+    moe = with_(CARD, model={"name": "Mixtral-8x7B", "hf_id": "mistralai/Mixtral-8x7B-v0.1"})
+    assert map_case(moe).job.layout.ep == 8
+    assert map_case(with_(moe, parallel={"ep": 4})).job.layout.ep == 4

@@ -218,33 +218,50 @@ def map_case(case: dict) -> Mapped:
 def _model_card(case, spec, gpu, method, precision, impl, options) -> Mapped:
     """Model-card GPU-hours: pre-training of `tokens_total` tokens at the card's sequence length.
 
-    The cards give no layout. Assumed (stated, not fitted): Megatron-class stack with selective
-    recomputation, one sequence per micro-batch, 2048 GPUs on 8-GPU nodes (Meta's LLaMA-65B
-    cluster), the card's global batch (else Llama 3's 16M tokens), tensor parallelism 8 inside the
-    node for models of hidden size >= 8192 and otherwise just enough to give every data-parallel
-    rank one sequence, the distributed optimizer (ZeRO-1) across data parallel, gradient
-    accumulation for the rest. Inter-node: 200 Gb/s per GPU for A100 (Llama 2 paper: RSC
-    InfiniBand and production RoCE, '200 Gbps end-points'), 400 Gb/s NDR for H100.
+    What the card (or the paper beside it) states is used: the GPU count, tensor/pipeline/context/expert
+    parallelism, the global batch. The rest is assumed (stated, not fitted): a Megatron-class stack with
+    selective recomputation, one sequence per micro-batch, 2048 GPUs on 8-GPU nodes (Meta's LLaMA-65B
+    cluster), the card's global batch (else Llama 3's 16M tokens), tensor parallelism 8 inside the node
+    for models of hidden size >= 8192 and otherwise just enough to give every data-parallel rank one
+    sequence, expert parallelism over one node's 8 GPUs for an MoE model (the all-to-all inside NVLink),
+    the distributed optimizer (ZeRO-1) across data parallel, gradient accumulation for the rest.
+    Inter-node: 200 Gb/s per GPU for A100 (Llama 2 paper: RSC InfiniBand and production RoCE, '200 Gbps
+    end-points'), 400 Gb/s NDR for H100.
     """
     m = case["measured"]
     seq = case["seq_len"]
     if not m.get("tokens_total"):
         raise Skip("GPU-hours without the run's total tokens")
-    batch_tokens = m.get("global_batch_tokens") or CARD_BATCH_TOKENS
-    sequences = 2 ** round(math.log2(batch_tokens / seq))       # "4M tokens" = 2^22 = 1024 x 4096
-    tp = 8 if spec.hidden_size >= 8192 else max(1, CARD_GPUS // sequences)
-    dp = CARD_GPUS // tp
+    par = case.get("parallel") or {}
+    count = int((case.get("gpus") or {}).get("count") or CARD_GPUS)
+    pp, cp = int(par.get("pp") or 1), int(par.get("cp") or 1)
+    if case.get("global_batch"):
+        sequences = int(case["global_batch"])
+    else:
+        batch_tokens = m.get("global_batch_tokens") or CARD_BATCH_TOKENS
+        sequences = 2 ** round(math.log2(batch_tokens / seq))       # "4M tokens" = 2^22 = 1024 x 4096
+    ranks = max(1, count // (pp * cp))
+    tp = int(par.get("tp") or (8 if spec.hidden_size >= 8192 else max(1, min(8, ranks // sequences))))
+    dp = max(1, ranks // tp)
     grad_accum = max(1, sequences // dp)
+    ep = 1
+    if spec.moe is not None:
+        ep = int(par.get("ep") or min(GPUS_PER_NODE, spec.moe.num_experts))
+        ep = max(1, min(ep, dp * cp, spec.moe.num_experts))
     setup = TrainingSetup(model=spec, method=method, precision=precision, optimizer=Optimizer.ADAMW_FUSED,
                           batch_size=1, seq_len=seq, grad_accum=grad_accum, grad_ckpt=GradCkpt.SELECTIVE,
                           attention=Attention.FLASH, framework=Framework.MEGATRON, impl=impl)
-    layout = Layout(gpu_id=gpu.id, num_gpus=CARD_GPUS, nodes=CARD_GPUS // GPUS_PER_NODE,
-                    zero=ZeroStage.OPTIMIZER, tp=tp)
+    layout = Layout(gpu_id=gpu.id, num_gpus=count, nodes=max(1, count // GPUS_PER_NODE),
+                    zero=ZeroStage.OPTIMIZER, tp=tp, pp=pp, cp=cp, ep=ep)
     interconnect = "ib-ndr" if gpu.generation == "hopper" else "roce-200"
     samples = int(m["tokens_total"] // seq)
     workload = Workload(samples=samples, tokens_per_sample=seq, packing=True)
-    return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=replace(options, interconnect=interconnect), metric="gpu_hours",
-                  measured=m["gpu_hours"], note=f"{CARD_GPUS} GPUs, tp {tp}, grad-accum {grad_accum} assumed")
+    stated = [f"{k} {par[k]}" for k in ("tp", "pp", "cp", "ep") if par.get(k)]
+    note = (f"{count} GPUs ({'stated' if (case.get('gpus') or {}).get('count') else 'assumed'}), tp {tp}, pp {pp}, "
+            f"cp {cp}, ep {ep}, grad-accum {grad_accum}" + (f"; stated: {', '.join(stated)}" if stated else ""))
+    return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload,
+                  options=replace(options, interconnect=interconnect), metric="gpu_hours", measured=m["gpu_hours"],
+                  note=note)
 
 
 def predict(mapped: Mapped) -> tuple[float, TimeEstimate]:
