@@ -26,7 +26,7 @@ from trainplan.cases.memorycase import (
     memory_view,
 )
 from trainplan.cases.text import date_in_text, gpu_of
-from trainplan.enums import Framework, GradCkpt, Loss, Method, MlpKind, Position, Precision
+from trainplan.enums import Framework, GradCkpt, Loss, Method, MlpKind, Optimizer, Position, Precision
 from trainplan.errors import TrainplanError
 from trainplan.job.training import TrainingSetup
 from trainplan.timing.estimate import step_time
@@ -364,3 +364,31 @@ def test_model_card_uses_what_the_card_states():
     moe = with_(CARD, model={"name": "Mixtral-8x7B", "hf_id": "mistralai/Mixtral-8x7B-v0.1"})
     assert map_case(moe).job.layout.ep == 8
     assert map_case(with_(moe, parallel={"ep": 4})).job.layout.ep == 4
+
+
+def test_data_parallel_is_what_model_parallelism_leaves():
+    # no dp stated: 64 GPUs / (tp 4 x pp 4) = 4 data-parallel ranks; Megatron runs 128 // (1 x 4) = 32
+    # micro-batches (before: 128 // 64 = 2, the GPU count taken for the data-parallel size)
+    case = with_(MPT_TIME, micro_batch=1, global_batch=128, framework="NeMo 24.07",
+                 gpus={"type": "H100 SXM", "count": 64}, parallel={"tp": 4, "pp": 4, "cp": 1})
+    assert map_case(case).job.setup.grad_accum == 32
+    # Ulysses sequence parallel shares each sequence between its ranks as well: 8 / 4 = 2 ranks, 16 // 2 = 8
+    ulysses = with_(MPT_TIME, micro_batch=1, global_batch=16, grad_accum=None, framework="DeepSpeed",
+                    gpus={"type": "A100 80GB", "count": 8}, parallel={"zero_stage": 3, "sp": 4})
+    assert map_case(ulysses).job.setup.grad_accum == 8
+
+
+def test_megatron_distributed_optimizer_and_fused_adam():
+    # "distributed optimizer" named: ZeRO-1 over data parallel (megatron/core/optimizer/distrib_optimizer.py);
+    # Megatron's Adam is Transformer Engine's (else Apex's) FusedAdam, never torch's foreach AdamW
+    case = with_(MPT_TIME, micro_batch=1, global_batch=128, framework="Megatron-LM",
+                 optimizer="Adam (distributed optimizer)", gpus={"type": "H100 SXM", "count": 64},
+                 parallel={"tp": 4, "pp": 4})
+    job = map_case(case).job
+    assert job.layout.zero == 1 and job.setup.optimizer is Optimizer.ADAMW_FUSED
+    plain = map_case(with_(case, optimizer="Adam")).job
+    assert plain.layout.zero == 0 and plain.setup.optimizer is Optimizer.ADAMW_FUSED
+    hf = map_case(with_(case, framework="HF Trainer", optimizer="AdamW (torch)", parallel={})).job
+    assert hf.setup.optimizer is Optimizer.ADAMW
+    fsdp = map_case(with_(case, parallel={"fsdp": "Megatron-FSDP size 8"}, gpus={"type": "H100 SXM", "count": 8})).job
+    assert fsdp.layout.zero == 0                    # FSDP named: it shards the optimizer itself

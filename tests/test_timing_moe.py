@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from trainplan.enums import Method, Precision
+from trainplan.enums import Method, Precision, ZeroStage
 from trainplan.frozen import replace
-from trainplan.job.training import Layout, TrainingSetup
+from trainplan.job.training import Layout, LoraConfig, TrainingSetup
+from trainplan.model.params import count_params
 from trainplan.specs import GpuSpec, ModelSpec, MoeSpec
 from trainplan.timing.comm import CommInputs, fabric, layout_comm
 from trainplan.timing.efficiency import DEFAULT_MODEL, KernelStack, matmul_efficiency
 from trainplan.timing.estimate import TimingOptions, step_time
 from trainplan.timing.flops import flops_per_token
 from trainplan.timing.moe import ExpertShape, expert_layer_time, expert_shape, grouped_gemm_s
+from trainplan.timing.parts import params_on_gpu, sharded_params_on_gpu
 
 H100 = GpuSpec(id="h100-sxm", name="H100 SXM", vendor="NVIDIA", memory_bytes=80 * 10**9,
                reported_memory_bytes=None, memory_bw_bytes_per_s=3350e9,
@@ -102,3 +104,35 @@ def test_moe_term_only_for_moe_models():
     assert not any("routed experts" in n for n in pinned.notes)
     dense = replace(setup, model=replace(QWEN3_MOE, moe=None))
     assert not any("routed experts" in n for n in step_time(dense, Layout(num_gpus=8), H100).notes)
+
+
+def test_experts_are_held_and_sharded_by_expert_parallelism():
+    # a GPU holds its 1/ep of the routed experts (and all of the rest): the optimizer steps those, and
+    # with the distributed optimizer (ZeRO-1) everything is spread over the data-parallel ranks
+    setup = TrainingSetup(model=QWEN3_MOE, method=Method.FULL, batch_size=2, seq_len=4096)
+    total = count_params(QWEN3_MOE)
+    experts = total.experts                       # 4 layers x 128 experts x 3 x 2048 x 768
+    assert experts == 4 * 128 * 3 * 2048 * 768
+    dense, held = params_on_gpu(setup, Layout(num_gpus=8, ep=8), total.total, trainable=True)
+    assert (dense, held) == (total.total - experts, experts / 8)
+    zero1 = Layout(num_gpus=8, ep=8, zero=ZeroStage.OPTIMIZER)
+    assert sharded_params_on_gpu(setup, zero1, total.total, trainable=True) == pytest.approx(total.total / 8)
+    lora = replace(setup, method=Method.LORA, lora=LoraConfig(rank=8))   # frozen experts: none trained
+    assert params_on_gpu(lora, Layout(num_gpus=8, ep=8), 1e6, trainable=True) == (1e6, 0.0)
+
+
+def test_expert_gradients_reduce_over_the_expert_data_parallel_group():
+    # 16 GPUs on 2 nodes, EP 8: the experts' data-parallel group is 16 / 8 = 2 ranks, one per node, so their
+    # all-reduce crosses the InfiniBand NIC of one GPU: 2 x (2 - 1) / 2 x bytes / (400 Gb/s x 0.8); the dense
+    # gradients reduce over all 16 with a node's 8 NICs (min(NVLink 450, 8 x 50 GB/s) x 0.8)
+    layout = Layout(num_gpus=16, nodes=2, ep=8)
+    fab = fabric(H100, layout)
+    dense_p, expert_p = 1e9, 4e9
+    x = CommInputs(trainable_params=dense_p + expert_p, gathered_params=dense_p + expert_p, grad_bytes=4,
+                   weight_bytes=2, micro_batches=1, fwd_s=0, bwd_s=0, layers=1, activation_bytes=0,
+                   tp_collectives_per_layer=4, expert_trainable_params=expert_p, expert_gathered_params=expert_p)
+    dense_s = 2 * 15 / 16 * dense_p * 4 / (400e9 * 0.8)
+    expert_s = 2 * 1 / 2 * expert_p * 4 / (50e9 * 0.8)
+    comm = layout_comm(layout, fab, x)
+    assert comm.dp_s == pytest.approx(dense_s + expert_s)
+    assert any("expert data parallel (2 ranks)" in link for link in comm.links)

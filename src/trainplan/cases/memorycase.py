@@ -17,6 +17,7 @@ from trainplan.cases.text import (
     attention_of,
     embedded_settings,
     framework_of,
+    framework_optimizer,
     gpu_of,
     grad_ckpt_of,
     kbit_prep_fp32,
@@ -81,6 +82,18 @@ def _named_zero_stage(case: dict) -> tuple[int, str | None]:
     return int(found.group(1)), f"DeepSpeed ZeRO-{found.group(1)}: the config the case's text names"
 
 
+_DIST_OPT = re.compile(r"distributed[ _-]optimi[sz]er|use[_-]distributed[_-]optimizer")
+
+
+def _distributed_optimizer(case: dict) -> int:
+    """1 when the case's text names Megatron's distributed optimizer (--use-distributed-optimizer, NeMo and
+    Megatron-Bridge `use_distributed_optimizer`): optimizer states and fp32 master weights sharded over data
+    parallel, ZeRO-1 (megatron/core/optimizer/distrib_optimizer.py)."""
+    words = " ".join(text(case.get(k)) for k in ("optimizer", "framework", "notes", "precision")) + " " + \
+        text((case.get("parallel") or {}).get("other"))
+    return 1 if _DIST_OPT.search(words) else 0
+
+
 def layout_flags(case: dict) -> dict:
     """The case's layout as JobOptions fields (num_gpus, nodes, zero, fsdp, offload, tp, pp, cp, ep, ...),
     for the memory and the time readers alike."""
@@ -89,8 +102,10 @@ def layout_flags(case: dict) -> dict:
     fsdp_text = text(par.get("fsdp")).upper()
     zero = int(par.get("zero_stage") or 0)
     if par.get("zero_stage") is None:
-        zero = _named_zero_stage(case)[0]
+        zero = _named_zero_stage(case)[0] or _distributed_optimizer(case)
     fsdp = "none"
+    if fsdp_text.strip() and zero == 1 and par.get("zero_stage") is None:
+        zero = 0                              # FSDP named: it shards the optimizer itself
     if "SHARD_GRAD_OP" in fsdp_text:
         zero = 2                              # FSDP SHARD_GRAD_OP = ZeRO-2 semantics
     elif "HYBRID" in fsdp_text:
@@ -139,14 +154,22 @@ def grad_accum(case: dict, framework: Framework | None = None) -> int:
     data-parallel size decide it, and a grad-accumulation figure that disagrees with them is not what ran."""
     par = case.get("parallel") or {}
     global_batch, micro = case.get("global_batch"), int(case.get("micro_batch") or 1)
-    if framework is Framework.MEGATRON and global_batch and case.get("micro_batch") and par.get("dp"):
-        return max(1, int(global_batch) // (micro * int(par["dp"])))
+    dp = int(par.get("dp") or 0) or data_parallel(case)
+    if framework is Framework.MEGATRON and global_batch and case.get("micro_batch"):
+        return max(1, int(global_batch) // (micro * dp))
     if case.get("grad_accum"):
         return int(case["grad_accum"])
-    dp = int(par.get("dp") or (case.get("gpus") or {}).get("count") or 1)
     if not global_batch:
         return 1
-    return max(1, int(global_batch) // (micro * max(1, dp)))
+    return max(1, int(global_batch) // (micro * dp))
+
+
+def data_parallel(case: dict) -> int:
+    """The data-parallel size a case's layout leaves when it does not state one: GPUs / (tensor x
+    pipeline x context x Ulysses sequence parallel), each rank of which takes its own micro-batches."""
+    flags = layout_flags(case)
+    model_parallel = flags["tp"] * flags["pp"] * flags["cp"] * flags.get("ulysses", 1)
+    return max(1, flags["num_gpus"] // max(1, model_parallel))
 
 
 def _quant(case: dict) -> tuple[str | None, bool, str | None]:
@@ -190,6 +213,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
     zero_note = _named_zero_stage(case)[1] if (case.get("parallel") or {}).get("zero_stage") is None else None
     notes += [zero_note] if zero_note else []
     optimizer, onote = memory_optimizer(case.get("optimizer"))
+    optimizer = framework_optimizer(optimizer, framework)
     notes += [onote] if onote else []
     quant, double_quant, qnote = quant_of(case)
     notes += [qnote] if qnote else []

@@ -170,6 +170,15 @@ def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
     return None, f"optimizer {value!r} not recognised: the framework profile's default"
 
 
+def framework_optimizer(optimizer: Optimizer | None, framework: Framework) -> Optimizer | None:
+    """The optimizer as the framework implements it: Megatron-Core has no torch AdamW, its Adam is
+    Transformer Engine's FusedAdam (else Apex's; megatron/core/optimizer/__init__.py), so an Adam a
+    Megatron run names is the fused one."""
+    if framework is Framework.MEGATRON and optimizer is Optimizer.ADAMW:
+        return Optimizer.ADAMW_FUSED
+    return optimizer
+
+
 def precision_of(case: dict, framework: Framework, sharded: bool) -> tuple[str | None, bool | None, str | None]:
     """(precision, frozen weights in fp32, note) from the case's precision fields: what the weights,
     the compute, the master copy and the optimizer states are kept in."""

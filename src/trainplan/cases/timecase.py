@@ -16,6 +16,7 @@ from trainplan.cases.text import (
     attention_of,
     embedded_settings,
     framework_of,
+    framework_optimizer,
     gpu_of,
     grad_ckpt_of,
     kbit_prep_fp32,
@@ -155,7 +156,8 @@ def map_case(case: dict) -> Mapped:
             raise Skip("GPU-hours without the run's total tokens")
         workload = Workload(samples=int(measured["tokens_total"] // seq), tokens_per_sample=seq, packing=True)
     setup = TrainingSetup(model=spec, method=method, precision=precision,
-                          optimizer=memory_optimizer(case.get("optimizer"))[0] or Optimizer.ADAMW,
+                          optimizer=framework_optimizer(memory_optimizer(case.get("optimizer"))[0], framework)
+                                    or profile(framework).optimizer,
                           batch_size=micro, seq_len=seq, grad_accum=grad_accum(case, framework),
                           grad_ckpt=GradCkpt(grad_ckpt_of(case.get("grad_ckpt"), framework) or said.get("grad_ckpt")
                                              or profile(framework).grad_ckpt),

@@ -202,6 +202,8 @@ class CommInputs:
     moe_dispatch_bytes: float = 0.0  # tokens x top_k x hidden x bytes per all-to-all
     kv_bytes: float = 0.0            # one micro-batch's K and V per layer (context parallel)
     leaf_params: float = 0.0         # of gathered_params: ZeRO-3 fetches them whole, unprefetched (timing.hf_moe)
+    expert_trainable_params: float = 0.0   # of trainable_params: routed experts (this GPU's 1/ep of them)
+    expert_gathered_params: float = 0.0    # of gathered_params: routed experts
     overlap_comm: bool = True        # DeepSpeed ZeRO's overlap_comm: False runs its collectives on the compute stream
 
 
@@ -239,6 +241,62 @@ def _overlapped(comm_s: float, window_s: float, tail_s: float) -> float:
     return max(0.0, comm_s - window_s) + min(comm_s, tail_s)
 
 
+def _data_parallel(layout: Layout, fab: Fabric, x: CommInputs, trainable: float, gathered_params: float,
+                   leaf_params: float, dp: int, per_node: int) -> tuple[float, float, float, float, str]:
+    """(reduction, its exposed part, parameter gathers, their exposed part, link) of `trainable` gradients
+    and `gathered_params` weights over a data-parallel group of `dp` ranks with `per_node` in a node,
+    spread over the tp x dp x cp consecutive ranks of the layout's data-parallel block."""
+    tp, m = layout.tp, x.micro_batches
+    dp_span = tp * layout.dp_cp
+    grads = trainable * x.grad_bytes
+    weights16 = trainable * 2.0
+    gathered = gathered_params * x.weight_bytes
+    dp_s = dp_exp = gather_s = gather_exp = 0.0
+    sharded_params = layout.zero is ZeroStage.PARAMETERS or layout.fsdp is not Fsdp.NONE
+    shard_n, shard_span = dp, dp_span
+    if layout.fsdp is Fsdp.HYBRID:
+        shard_n = max(1, min(dp, fab.gpus_per_node // tp))
+        shard_span = tp * shard_n
+    bw = fab.bus_bw(shard_span if sharded_params else dp_span, per_node)
+    link = f"data parallel over {fab.link_name(shard_span if sharded_params else dp_span)}"
+    bucket_s = min(DDP_BUCKET_BYTES, grads) / bw if grads else 0.0
+    if sharded_params:
+        ag = allgather_s(gathered, shard_n, bw)
+        rs = reduce_scatter_s(grads, shard_n, bw)
+        gather_s = 2 * ag * m
+        dp_s = rs * m
+        layers = max(1, x.layers)
+        # MoE blocks ZeRO-3 fetches whole (z3 leaf modules) block compute, forward and backward
+        leaf = min(ag, allgather_s(leaf_params * x.weight_bytes, shard_n, bw))
+        ag -= leaf
+        fwd_exp = _overlapped(ag, x.fwd_s, ag / layers)
+        bwd_exp = _overlapped(ag + rs, x.bwd_s, rs / layers)
+        share = ag / (ag + rs) if ag + rs > 0 else 0.0
+        gather_exp = m * (fwd_exp + bwd_exp * share + 2 * leaf)
+        dp_exp = m * bwd_exp * (1.0 - share)
+        if layout.fsdp is Fsdp.HYBRID and dp > shard_n:
+            inter_bw = fab.bus_bw(dp_span, 1)
+            ar = ring_allreduce_s(grads / shard_n, dp // shard_n, inter_bw)
+            dp_s += ar * m
+            dp_exp += m * _overlapped(ar, x.bwd_s, bucket_s)
+    elif layout.zero is ZeroStage.GRADIENTS:
+        rs = reduce_scatter_s(grads, dp, bw)
+        dp_s = rs * m
+        dp_exp = m * _overlapped(rs, x.bwd_s, bucket_s)
+        gather_s = gather_exp = allgather_s(weights16, dp, bw)
+    else:
+        ar = ring_allreduce_s(grads, dp, bw)     # ZeRO-1 reduce-scatter + gather = same volume
+        if layout.zero is ZeroStage.OPTIMIZER:
+            rs = ar / 2.0
+            dp_s = rs
+            dp_exp = _overlapped(rs, x.bwd_s, bucket_s)
+            gather_s = gather_exp = allgather_s(weights16, dp, bw)
+        else:
+            dp_s = ar
+            dp_exp = _overlapped(ar, x.bwd_s, bucket_s)
+    return dp_s, dp_exp, gather_s, gather_exp, link
+
+
 def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
     """Communication of one optimizer step for `layout` (see the module docstring for placement).
 
@@ -253,55 +311,24 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
     # parallel ranks hold the same weights), as the memory model shards (memory.sharding.shard_level)
     dp, tp, cp, m = layout.dp_cp, layout.tp, layout.cp, x.micro_batches
     links = []
-    dp_span = tp * dp
-    grads = x.trainable_params * x.grad_bytes
-    weights16 = x.trainable_params * 2.0
-    gathered = x.gathered_params * x.weight_bytes
     dp_s = dp_exp = gather_s = gather_exp = 0.0
+    per_node = max(1, fab.gpus_per_node // tp)
     if dp > 1:
-        sharded_params = layout.zero is ZeroStage.PARAMETERS or layout.fsdp is not Fsdp.NONE
-        shard_n, shard_span = dp, dp_span
-        if layout.fsdp is Fsdp.HYBRID:
-            shard_n = max(1, min(dp, fab.gpus_per_node // tp))
-            shard_span = tp * shard_n
-        per_node = max(1, fab.gpus_per_node // tp)
-        bw = fab.bus_bw(shard_span if sharded_params else dp_span, per_node)
-        links.append(f"data parallel over {fab.link_name(shard_span if sharded_params else dp_span)}")
-        bucket_s = min(DDP_BUCKET_BYTES, grads) / bw if grads else 0.0
-        if sharded_params:
-            ag = allgather_s(gathered, shard_n, bw)
-            rs = reduce_scatter_s(grads, shard_n, bw)
-            gather_s = 2 * ag * m
-            dp_s = rs * m
-            layers = max(1, x.layers)
-            # MoE blocks ZeRO-3 fetches whole (z3 leaf modules) block compute, forward and backward
-            leaf = min(ag, allgather_s(x.leaf_params * x.weight_bytes, shard_n, bw))
-            ag -= leaf
-            fwd_exp = _overlapped(ag, x.fwd_s, ag / layers)
-            bwd_exp = _overlapped(ag + rs, x.bwd_s, rs / layers)
-            share = ag / (ag + rs) if ag + rs > 0 else 0.0
-            gather_exp = m * (fwd_exp + bwd_exp * share + 2 * leaf)
-            dp_exp = m * bwd_exp * (1.0 - share)
-            if layout.fsdp is Fsdp.HYBRID and dp > shard_n:
-                inter_bw = fab.bus_bw(dp_span, 1)
-                ar = ring_allreduce_s(grads / shard_n, dp // shard_n, inter_bw)
-                dp_s += ar * m
-                dp_exp += m * _overlapped(ar, x.bwd_s, bucket_s)
-        elif layout.zero is ZeroStage.GRADIENTS:
-            rs = reduce_scatter_s(grads, dp, bw)
-            dp_s = rs * m
-            dp_exp = m * _overlapped(rs, x.bwd_s, bucket_s)
-            gather_s = gather_exp = allgather_s(weights16, dp, bw)
-        else:
-            ar = ring_allreduce_s(grads, dp, bw)     # ZeRO-1 reduce-scatter + gather = same volume
-            if layout.zero is ZeroStage.OPTIMIZER:
-                rs = ar / 2.0
-                dp_s = rs
-                dp_exp = _overlapped(rs, x.bwd_s, bucket_s)
-                gather_s = gather_exp = allgather_s(weights16, dp, bw)
-            else:
-                dp_s = ar
-                dp_exp = _overlapped(ar, x.bwd_s, bucket_s)
+        # dense parameters reduce (and shard) over data x context parallel; routed experts over the
+        # expert data-parallel group, dp x cp / ep ranks, ep apart: Megatron-Core's expert data parallel
+        # group (parallel_state.py, world / (pp x ep x expert tp)), each of its members on a node of its own
+        # once the experts fill the node
+        dense = _data_parallel(layout, fab, x, x.trainable_params - x.expert_trainable_params,
+                               x.gathered_params - x.expert_gathered_params, x.leaf_params, dp, per_node)
+        dp_s, dp_exp, gather_s, gather_exp = dense[:4]
+        links.append(dense[4])
+        edp = dp // max(1, layout.ep)
+        if layout.ep > 1 and edp > 1 and x.expert_trainable_params > 0:
+            experts = _data_parallel(layout, fab, x, x.expert_trainable_params, x.expert_gathered_params, 0.0,
+                                     edp, max(1, per_node // layout.ep))
+            dp_s, dp_exp = dp_s + experts[0], dp_exp + experts[1]
+            gather_s, gather_exp = gather_s + experts[2], gather_exp + experts[3]
+            links.append(f"expert data parallel ({edp} ranks) over {experts[4].split(' over ', 1)[-1]}")
     tp_s = 0.0
     if tp > 1:
         bw = fab.bus_bw(tp)

@@ -140,8 +140,12 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     act_bytes = mb_tokens / layout.cp * ctx.hidden_size * ctx.compute_bytes
     moe = setup.model.moe
     moe_layers = ctx.moe_layers // layout.pp
+    train_gpu = parts.params_on_gpu(setup, layout, n_train, trainable=True)
+    total_gpu = parts.params_on_gpu(setup, layout, n_total, trainable=False)
     x = CommInputs(
-        trainable_params=n_train / (layout.tp * layout.pp), gathered_params=n_total / (layout.tp * layout.pp),
+        # what one GPU holds (routed experts / ep) and so reduces and gathers (parts.params_on_gpu)
+        trainable_params=sum(train_gpu), gathered_params=sum(total_gpu),
+        expert_trainable_params=train_gpu[1], expert_gathered_params=total_gpu[1],
         grad_bytes=ctx.grad_bytes, weight_bytes=ctx.weight_bytes,
         micro_batches=setup.grad_accum, fwd_s=compute_mb * fwd_share, bwd_s=compute_mb * (1 - fwd_share),
         layers=layers_stage, activation_bytes=act_bytes,

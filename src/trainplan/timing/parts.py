@@ -110,6 +110,26 @@ def _param_counts(model: ModelSpec, lora: LoraConfig | None, method: Method, fre
     return count_params(model).total, trainable
 
 
+def params_on_gpu(setup: TrainingSetup, layout: Layout, n: float, *, trainable: bool) -> tuple[float, float]:
+    """(dense, routed-expert) parameters of `n` (the setup's total or trainable count) that one GPU of
+    the model-parallel group holds: the dense part / (tp x pp), the routed experts / (tp x pp x ep), as
+    the memory model splits them (memory.parallel.linear_on_gpu). Trainable experts are those of a full
+    fine-tune (LoRA's expert adapters and frozen layers are left in the dense part)."""
+    mp = layout.tp * layout.pp
+    experts = count_params(setup.model).experts if setup.model.moe is not None else 0
+    if trainable and setup.method is not Method.FULL:
+        experts = 0
+    experts = min(experts, n)
+    return (n - experts) / mp, experts / (mp * max(1, layout.ep))
+
+
+def sharded_params_on_gpu(setup: TrainingSetup, layout: Layout, n: float, *, trainable: bool) -> float:
+    """`n`'s parameters on one GPU once sharded over data parallel (ZeRO-1+/FSDP: dense over dp x cp,
+    routed experts over the expert data-parallel group, dp x cp / ep)."""
+    dense, experts = params_on_gpu(setup, layout, n, trainable=trainable)
+    return dense / layout.dp_cp + experts / max(1.0, layout.dp_cp / max(1, layout.ep))
+
+
 def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: EfficiencyModel,
                              n_total: int, n_train: int, compute_mb: float, notes: list[str],
                              options: TimingOptions | None = None,
@@ -125,7 +145,8 @@ def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, 
     shard_mp = layout.tp * layout.pp
     if layout.offload is Offload.NONE:
         optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER or layout.fsdp is not Fsdp.NONE
-        n_opt = n_train / shard_mp / (layout.dp_cp if optimizer_sharded else 1)
+        n_opt = (sharded_params_on_gpu(setup, layout, n_train, trainable=True) if optimizer_sharded
+                 else sum(params_on_gpu(setup, layout, n_train, trainable=True)))
         return n_opt * optimizer_bytes_per_param(setup) / memory_bw(gpu, m), 0.0
     opts = options or TimingOptions()
     if host is None:
@@ -136,7 +157,8 @@ def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, 
     notes.extend(off.notes)
     if off.optimizer_s == 0.0:     # parameters offloaded, optimizer on the GPU (DeepSpeed ZeRO-3 offload_param)
         optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER
-        n_opt = n_train / shard_mp / (layout.dp_cp if optimizer_sharded else 1)
+        n_opt = (sharded_params_on_gpu(setup, layout, n_train, trainable=True) if optimizer_sharded
+                 else sum(params_on_gpu(setup, layout, n_train, trainable=True)))
         return n_opt * optimizer_bytes_per_param(setup) / memory_bw(gpu, m), off.traffic_s
     return off.optimizer_s, off.traffic_s
 
