@@ -235,3 +235,16 @@ def test_gpu_not_stated_stands_in_and_is_not_judged():
 def test_lora_targets_written_as_text(targets, names):
     from trainplan.cases.common import lora_targets
     assert lora_targets({"lora": {"targets": targets}})[0] == names
+
+
+@pytest.mark.parametrize("model, targets, names", [
+    # Megatron-Core's TransformerLayer modules, as NeMo/Megatron-Bridge LoRA target_modules name them
+    ("llama-2-7b", ("linear_qkv",), ["q_proj", "k_proj", "v_proj"]),
+    ("llama-2-7b", ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"),
+     ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
+    ("phi-3-mini-4k", ("linear_qkv", "linear_fc1"), ["qkv_proj", "gate_up_proj"]),   # fused in the HF model too
+])
+def test_megatron_module_names_as_lora_targets(model, targets, names):
+    from trainplan import catalog
+    from trainplan.model.params import resolve_lora_targets
+    assert [lin.name for lin, _ in resolve_lora_targets(catalog.resolve_model(model), targets)] == names

@@ -31,9 +31,14 @@ DEFAULT_LORA_TARGETS: dict[str, tuple[str, ...]] = {
 ALL_LINEAR = "all-linear"
 
 # Role names users may type instead of module names (litgpt calls them query/key/value ...).
-_ROLE_ALIASES: dict[str, Role] = {
-    "query": Role.Q, "key": Role.K, "value": Role.V, "projection": Role.O, "proj": Role.O,
-    "mlp": Role.DOWN,
+_ROLE_ALIASES: dict[str, tuple[Role, ...]] = {
+    "query": (Role.Q,), "key": (Role.K,), "value": (Role.V,), "projection": (Role.O,), "proj": (Role.O,),
+    "mlp": (Role.DOWN,),
+    # Megatron-Core's module names, which NeMo's and Megatron-Bridge's LoRA `target_modules` use (default
+    # linear_qkv, linear_proj, linear_fc1, linear_fc2): the fused q/k/v projection, the attention output,
+    # the fused gate/up projection and the down projection of a TransformerLayer
+    "linear_qkv": (Role.Q, Role.K, Role.V, Role.QKV), "linear_proj": (Role.O,),
+    "linear_fc1": (Role.GATE, Role.UP, Role.GATE_UP), "linear_fc2": (Role.DOWN,),
 }
 
 
@@ -133,8 +138,8 @@ def _converted_targets(spec: ModelSpec, linears: list[tuple[LinearSpec, int]],
     if any(t.lower() in (ALL_LINEAR, "all") for t in targets):
         wanted = {lin.name for lin, _ in linears if _nn_linear(lin)} | v4
     else:
-        wanted = set(targets) | {names[_ROLE_ALIASES[t.lower()]] for t in targets
-                                 if t.lower() in _ROLE_ALIASES and _ROLE_ALIASES[t.lower()] in names}
+        wanted = set(targets) | {names[role] for t in targets for role in _ROLE_ALIASES.get(t.lower(), ())
+                                 if role in names}
     params, modules = wanted & v4, wanted - v4
     gate, up = names.get(Role.GATE), names.get(Role.UP)
     if (gate in params) != (up in params):
@@ -169,7 +174,7 @@ def resolve_lora_targets(spec: ModelSpec, targets: tuple[str, ...]) -> list[tupl
     if any(t.lower() in (ALL_LINEAR, "all") for t in targets):
         return [(lin, n) for lin, n in linears if _nn_linear(lin)]
     wanted_names = {t for t in targets}
-    wanted_roles = {_ROLE_ALIASES[t.lower()] for t in targets if t.lower() in _ROLE_ALIASES}
+    wanted_roles = {role for t in targets for role in _ROLE_ALIASES.get(t.lower(), ())}
     # peft matches module names: the fused experts (parameters of one module) and router modules
     # that are not nn.Linear carry no adapter whatever their transformers 4 names
     chosen = [(lin, n) for lin, n in linears if _nn_linear(lin) and (lin.name in wanted_names or lin.role in wanted_roles)]
