@@ -166,6 +166,10 @@ def test_fp32_head_gives_fp32_logits_without_autocast():
     ("my-trainer (custom PyTorch trainer), transformers 4.49", Framework.PYTORCH),
     ("EasyContext train.py (accelerate + DeepSpeed ZeRO-3 offload)", Framework.HF),
     ("plain DeepSpeed engine", Framework.DEEPSPEED),
+    ("Hugging Face Trainer, bf16", Framework.HF), ("Megatron-DeepSpeed (BLOOM)", Framework.MEGATRON),
+    ("DeepSpeed-Chat step 1", Framework.DEEPSPEED), ("torch FSDP2 (fully_shard)", Framework.FSDP),
+    ("XTuner 0.1.x, DeepSpeed ZeRO-3", Framework.DEEPSPEED),
+    ("Llama weights from Hugging Face, trained with torchtune", Framework.TORCHTUNE),   # the trainer wins
 ])
 def test_framework_named_in_text(text, framework):
     assert framework_in_text(text)[0] is framework

@@ -154,6 +154,7 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     ("xtuner", Framework.DEEPSPEED),
     ("lit-gpt", Framework.LITGPT), ("litgpt", Framework.LITGPT),
     ("megatron sft", Framework.MEGATRON), ("megatron-swift", Framework.MEGATRON),
+    ("megatron-deepspeed", Framework.MEGATRON), ("deepspeed-chat", Framework.DEEPSPEED),
     ("megatron-lm", Framework.MEGATRON), ("megatron-core", Framework.MEGATRON), ("megatron bridge", Framework.MEGATRON),
     ("megatron-bridge", Framework.MEGATRON), ("nemo", Framework.MEGATRON),
     ("ms-swift", Framework.SWIFT), ("swift sft", Framework.SWIFT), ("swift", Framework.SWIFT),
@@ -161,12 +162,14 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     ("grpotrainer", Framework.TRL),
     ("custom pytorch", Framework.PYTORCH), ("plain pytorch", Framework.PYTORCH),
     ("pytorch training loop", Framework.PYTORCH), ("pytorch loop", Framework.PYTORCH),
-    ("hf trainer", Framework.HF), ("huggingface trainer", Framework.HF), ("transformers trainer", Framework.HF),
+    ("hf trainer", Framework.HF), ("huggingface trainer", Framework.HF), ("hugging face trainer", Framework.HF),
+    ("transformers trainer", Framework.HF),
     ("seq2seqtrainer", Framework.HF), ("transformers", Framework.HF), ("peft", Framework.HF),
     ("accelerate", Framework.HF),
     ("llm-foundry", Framework.FSDP), ("composer", Framework.FSDP),
     ("megatron", Framework.MEGATRON), ("deepspeed", Framework.DEEPSPEED),
-    ("fsdp", Framework.FSDP), ("fully_shard", Framework.FSDP),
+    ("fsdp", Framework.FSDP), ("fsdp2", Framework.FSDP), ("fully_shard", Framework.FSDP),
+    ("hugging face", Framework.HF),
 )
 
 
