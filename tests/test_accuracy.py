@@ -79,8 +79,8 @@ CLAIMS = {
                    "meta-llama/llama3": 0.419, "mosaicml/llm-foundry": 0.038, "pytorch/torchtune": 0.084}},
     DEV2: {"memory": {"predicted": 43, "all": 0.075, "Ledzy/BAdam": 0.081, "QwenLM/Qwen2.5": 0.153,
                       "THUDM/ChatGLM3": 0.157, "ljm565/universal-llm-trainer": 0.062},
-           "time": {"predicted": 63, "all": 0.130, "Dao-AILab/flash-attention": 0.050,
-                    "NVIDIA-NeMo/Megatron-Bridge": 0.393, "QwenLM/Qwen2.5": 0.848, "jzhang38/EasyContext": 0.055,
+           "time": {"predicted": 63, "all": 0.109, "Dao-AILab/flash-attention": 0.050,
+                    "NVIDIA-NeMo/Megatron-Bridge": 0.445, "QwenLM/Qwen2.5": 0.848, "jzhang38/EasyContext": 0.055,
                     "ljm565/universal-llm-trainer": 0.102}},
 }
 

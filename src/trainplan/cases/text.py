@@ -260,11 +260,19 @@ def gpu_of(case: dict) -> tuple[GpuSpec, str | None]:
     raise Skip(f"GPU {raw!r} not mapped")
 
 
-# Trainers without a profile of their own (they run on a profiled framework: a plain PyTorch loop, HF
-# Trainer) whose code fixes a behaviour the step's time depends on, read from that code: (the
-# trainer's name as a framework text writes it, Implementation fields, where the code says so). A
-# field's value may be a function of the case's GPU count.
+# Trainers and recipe libraries without a profile of their own (they run on a profiled framework: a plain
+# PyTorch loop, HF Trainer, Megatron-Core) whose code fixes a behaviour the step's time depends on, read
+# from that code: (the name as a framework text writes it, Implementation fields, where the code says so).
+# A field's value may be a function of the case's GPU count.
+_MEGATRON_RECIPES = ("NVIDIA-NeMo/Megatron-Bridge v0.2.0 recipes: llama/llama3.py CommOverlapConfig(tp_comm_overlap=True), "
+                     "qwen/qwen3_moe.py DistributedDataParallelConfig(overlap_grad_reduce=True, overlap_param_gather="
+                     "True), training/comm_overlap.py overlap_p2p_comm with virtual stages; NeMo 2.0's recipes through "
+                     "nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py MegatronCommOverlapCallback (tensor, "
+                     "pipeline and data parallel overlap): Megatron's communication overlap on")
 TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
+    ("nemo", {"comm_overlap": True}, _MEGATRON_RECIPES),
+    ("megatron-bridge", {"comm_overlap": True}, _MEGATRON_RECIPES),
+    ("megatron bridge", {"comm_overlap": True}, _MEGATRON_RECIPES),
     ("universal-llm-trainer", {"padding_mask": True},
      "ljm565/universal-llm-trainer 9efd14b src/data_collection/qa_dataset.py `_pad`/`__getitem__`: every "
      "sample is padded to max_length and its attention_mask ends in zeros; src/trainer/trainer.py "

@@ -132,6 +132,11 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--launch-blocking", action=argparse.BooleanOptionalAction, default=None,
                    help="the job runs with CUDA_LAUNCH_BLOCKING=1 (a debugging setting some trainers set): every "
                         "kernel launch waits for its kernel and nothing overlaps compute (default: off)")
+    g.add_argument("--comm-overlap", action=argparse.BooleanOptionalAction, default=None,
+                   help="Megatron's communication overlap, as NeMo's and Megatron-Bridge's recipes set it "
+                        "(tp_comm_overlap, overlap_grad_reduce/overlap_param_gather, overlap_p2p_comm): tensor-"
+                        "parallel collectives under the GEMMs, the distributed optimizer's all-gather under the "
+                        "next forward, pipeline sends under interleaved compute (default: off, Megatron-LM's)")
     h = p.add_argument_group("where it runs")
     h.add_argument("--gpu", default="a100-80gb")
     h.add_argument("--num-gpus", type=int, default=1)

@@ -183,6 +183,14 @@ def lm_arguments(job, estimate, ctx: ExportContext) -> list[str]:
     args += _recompute_lm(setup.grad_ckpt)
     if layout.zero is ZeroStage.OPTIMIZER:
         args += ["--use-distributed-optimizer"]
+    if setup.impl.comm_overlap:
+        # the overlap the estimate counted (timing.overlap): TP collectives under the GEMMs need sequence
+        # parallelism; the parameter all-gather overlap needs the distributed optimizer
+        if layout.tp > 1 and par.sequence_parallel:
+            args += ["--tp-comm-overlap"]
+        args += ["--overlap-grad-reduce"]
+        if layout.zero is ZeroStage.OPTIMIZER:
+            args += ["--overlap-param-gather"]
     if layout.offload is Offload.OPTIMIZER:
         args += ["--optimizer-cpu-offload"]
     args += _precision_lm(setup.precision)
@@ -229,6 +237,9 @@ def swift_arguments(job, estimate, ctx: ExportContext) -> dict[str, Any]:
     if setup.grad_ckpt is GradCkpt.FULL:
         args.update(recompute_method="uniform", recompute_num_layers=1)
     args["use_distributed_optimizer"] = layout.zero is ZeroStage.OPTIMIZER
+    if setup.impl.comm_overlap:          # megatron_args.py: tp_comm_overlap needs sequence_parallel
+        args.update(tp_comm_overlap=layout.tp > 1 and par.sequence_parallel, overlap_grad_reduce=True,
+                    overlap_param_gather=layout.zero is ZeroStage.OPTIMIZER)
     if layout.offload is Offload.OPTIMIZER:
         args["optimizer_cpu_offload"] = True
     args["torch_dtype"] = {Precision.BF16: "bfloat16", Precision.FP8: "bfloat16", Precision.FP16: "float16",

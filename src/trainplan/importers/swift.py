@@ -486,6 +486,11 @@ def _megatron(c: Collector, args: dict, world: int) -> None:
         c.set("zero", 0, key="use_distributed_optimizer", raw=args["use_distributed_optimizer"])
     else:
         default(c, "zero", _MEGATRON, defaults.VERSION)
+    overlap = [k for k in ("tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather") if _get(c, args, k, as_bool)]
+    if overlap:
+        # megatron_args.py: each False by default; any of them on is Megatron's overlap (timing.overlap)
+        c.set("comm_overlap", True, key=overlap[0], raw=True,
+              note="Megatron communication overlap: " + ", ".join(overlap))
     if _get(c, args, "optimizer_cpu_offload", as_bool):
         c.set("offload", "optimizer", key="optimizer_cpu_offload", raw=True)
         c.set("offload_device", "cpu", key="optimizer_cpu_offload", raw=True)
@@ -528,4 +533,5 @@ _MEGATRON_READ = _READ | set(_MEGATRON_UNMODELLED) | {
     "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
     "virtual_pipeline_model_parallel_size", "sequence_parallel", "micro_batch_size", "global_batch_size",
     "recompute_granularity", "recompute_method", "recompute_num_layers", "use_distributed_optimizer",
-    "optimizer_cpu_offload", "fp8_format", "fp8_recipe", "train_iters", "attention_backend", "recompute_modules"}
+    "optimizer_cpu_offload", "fp8_format", "fp8_recipe", "train_iters", "attention_backend", "recompute_modules",
+    "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather"}

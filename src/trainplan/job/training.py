@@ -67,6 +67,9 @@ class Implementation:
     load_fp32: bool = False               # frozen weights loaded in fp32 under mixed precision
     foreach_grad_clip: bool = True        # HF Trainer clips gradients (max_grad_norm=1.0)
     launch_blocking: bool = False         # CUDA_LAUNCH_BLOCKING=1: synchronous launches (timing.launch)
+    comm_overlap: bool = False            # Megatron's communication overlap: TP collectives under the GEMMs,
+                                          # the parameter all-gather under the next forward, pipeline sends
+                                          # under interleaved compute (timing.overlap)
     cpu_threads_per_rank: int = 0         # OMP_NUM_THREADS / torch.set_num_threads per rank (0: the launcher's)
 
 

@@ -220,6 +220,8 @@ class CommTimes:
     ep_s: float = 0.0                # expert-parallel all-to-all
     cp_s: float = 0.0                # context-parallel K/V ring (hidden behind attention)
     cp_exposed_s: float = 0.0        # ... unless nothing overlaps (CUDA_LAUNCH_BLOCKING)
+    tp_hidden_s: float = 0.0         # of tp_s, hidden under the GEMMs (Megatron tp_comm_overlap: timing.overlap)
+    pp_hidden_s: float = 0.0         # of pp_s, hidden under interleaved compute (overlap_p2p_comm)
     links: tuple[str, ...] = ()
 
     @property
@@ -228,11 +230,13 @@ class CommTimes:
 
     @property
     def exposed_s(self) -> float:
-        return self.dp_exposed_s + self.gather_exposed_s + self.tp_s + self.pp_s + self.ep_s + self.cp_exposed_s
+        return (self.dp_exposed_s + self.gather_exposed_s + self.tp_s - self.tp_hidden_s + self.pp_s
+                - self.pp_hidden_s + self.ep_s + self.cp_exposed_s)
 
     def serialised(self) -> CommTimes:
         """The same traffic with nothing hidden behind compute (synchronous launches: timing.launch)."""
-        return replace(self, dp_exposed_s=self.dp_s, gather_exposed_s=self.gather_s, cp_exposed_s=self.cp_s)
+        return replace(self, dp_exposed_s=self.dp_s, gather_exposed_s=self.gather_s, cp_exposed_s=self.cp_s,
+                       tp_hidden_s=0.0, pp_hidden_s=0.0)
 
 
 def _overlapped(comm_s: float, window_s: float, tail_s: float) -> float:

@@ -16,7 +16,7 @@ gpu_hours = total_s x GPUs / 3600; the retry factor (default 1.0) multiplies bot
 
 from __future__ import annotations
 
-from trainplan.enums import GradCkpt, Offload
+from trainplan.enums import Framework, GradCkpt, Offload
 from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.specs import GpuSpec
@@ -30,6 +30,7 @@ from trainplan.timing.hf_moe import hf_experts_delta_s, z3_leaf_params
 from trainplan.timing.launch import launch_blocking_note, launch_gap_s, launches_per_micro_batch
 from trainplan.timing.mask import dense_mask_note
 from trainplan.timing.options import TimingOptions
+from trainplan.timing.overlap import megatron_overlap
 from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule
 from trainplan.timing.quantized import fp32_adapter_note
 from trainplan.timing.steps import SequenceShape, global_batch, steps_per_epoch, total_steps
@@ -155,6 +156,9 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
         leaf_params=z3_leaf_params(setup, layout),
         overlap_comm=ctx.overlap_always or ctx.zero.overlap(int(layout.zero)))
     comm = layout_comm(layout, fab, x)
+    if setup.impl.comm_overlap or setup.framework is Framework.MEGATRON:
+        comm = megatron_overlap(comm, layout, layers_stage=layers_stage, virtual_stages=max(1, options.pp_interleave),
+                                fwd_s=x.fwd_s, bwd_s=x.bwd_s, tp_dp=setup.impl.comm_overlap, notes=notes)
     if blocking:
         comm = comm.serialised()
     notes += comm.links
