@@ -248,9 +248,10 @@ def map_memory_case(case: dict) -> MemoryMapping:
     view, why = memory_view(measured.get("what"))
     notes.append(why)
     gib_value = measured.get("peak_mem_gib")
-    grad_ckpt = grad_ckpt_of(case.get("grad_ckpt"), framework) or said.get("grad_ckpt")
-    if grad_ckpt_of(case.get("grad_ckpt"), framework) is None and "grad_ckpt" in defaults:
+    grad_ckpt = grad_ckpt_of(case.get("grad_ckpt"), framework)
+    if grad_ckpt is None and "grad_ckpt" in defaults:
         notes += default_notes
+    grad_ckpt = grad_ckpt or said.get("grad_ckpt")
     micro, accum = int(case["micro_batch"]), grad_accum(case, framework)
     if layout["pp"] > 1:          # the time reader's rule: a pipelined run's micro-batches and schedule
         micro, accum, schedule, stages, pp_notes = pipeline_of(case, framework, layout["pp"], micro, accum)

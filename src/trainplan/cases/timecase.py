@@ -121,8 +121,9 @@ def map_case(case: dict) -> Mapped:
         precision = Precision.FP8
         impl = replace(impl, fp8_recipe=recipe_from_text(prec_text, framework))   # None: the framework's
     facts, fact_notes = trainer_facts(case)
-    if case.get("grad_ckpt") is None or grad_ckpt_of(case.get("grad_ckpt"), framework) is None:
-        fact_notes = [*fact_notes, *(n for n in default_notes if "grad_ckpt" in defaults)]
+    stated_ckpt = grad_ckpt_of(case.get("grad_ckpt"), framework)
+    if stated_ckpt is None and "grad_ckpt" in defaults:
+        fact_notes = [*fact_notes, *default_notes]
     if facts:
         impl = replace(impl, **facts)
     quant = None
@@ -159,8 +160,7 @@ def map_case(case: dict) -> Mapped:
                           optimizer=framework_optimizer(memory_optimizer(case.get("optimizer"))[0], framework)
                                     or profile(framework).optimizer,
                           batch_size=micro, seq_len=seq, grad_accum=grad_accum(case, framework),
-                          grad_ckpt=GradCkpt(grad_ckpt_of(case.get("grad_ckpt"), framework) or said.get("grad_ckpt")
-                                             or profile(framework).grad_ckpt),
+                          grad_ckpt=GradCkpt(stated_ckpt or said.get("grad_ckpt") or profile(framework).grad_ckpt),
                           attention=supported_attention(spec, Attention(attention_of(case.get("attention"))
                                                                     or profile(framework).attention)),
                           lora=_lora(case, framework), quant=quant, framework=framework, impl=impl)

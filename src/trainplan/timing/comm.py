@@ -247,7 +247,7 @@ def _overlapped(comm_s: float, window_s: float, tail_s: float) -> float:
 
 def _data_parallel(layout: Layout, fab: Fabric, x: CommInputs, trainable: float, gathered_params: float,
                    leaf_params: float, dp: int, per_node: int) -> tuple[float, float, float, float, str]:
-    """(reduction, its exposed part, parameter gathers, their exposed part, link) of `trainable` gradients
+    """(reduction, its exposed part, parameter gathers, their exposed part, link name) of `trainable` gradients
     and `gathered_params` weights over a data-parallel group of `dp` ranks with `per_node` in a node,
     spread over the tp x dp x cp consecutive ranks of the layout's data-parallel block."""
     tp, m = layout.tp, x.micro_batches
@@ -262,7 +262,7 @@ def _data_parallel(layout: Layout, fab: Fabric, x: CommInputs, trainable: float,
         shard_n = max(1, min(dp, fab.gpus_per_node // tp))
         shard_span = tp * shard_n
     bw = fab.bus_bw(shard_span if sharded_params else dp_span, per_node)
-    link = f"data parallel over {fab.link_name(shard_span if sharded_params else dp_span)}"
+    link = fab.link_name(shard_span if sharded_params else dp_span)
     bucket_s = min(DDP_BUCKET_BYTES, grads) / bw if grads else 0.0
     if sharded_params:
         ag = allgather_s(gathered, shard_n, bw)
@@ -325,14 +325,14 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         dense = _data_parallel(layout, fab, x, x.trainable_params - x.expert_trainable_params,
                                x.gathered_params - x.expert_gathered_params, x.leaf_params, dp, per_node)
         dp_s, dp_exp, gather_s, gather_exp = dense[:4]
-        links.append(dense[4])
+        links.append(f"data parallel over {dense[4]}")
         edp = dp // max(1, layout.ep)
         if layout.ep > 1 and edp > 1 and x.expert_trainable_params > 0:
             experts = _data_parallel(layout, fab, x, x.expert_trainable_params, x.expert_gathered_params, 0.0,
                                      edp, max(1, per_node // layout.ep))
             dp_s, dp_exp = dp_s + experts[0], dp_exp + experts[1]
             gather_s, gather_exp = gather_s + experts[2], gather_exp + experts[3]
-            links.append(f"expert data parallel ({edp} ranks) over {experts[4].split(' over ', 1)[-1]}")
+            links.append(f"expert data parallel ({edp} ranks) over {experts[4]}")
     tp_s = 0.0
     if tp > 1:
         bw = fab.bus_bw(tp)

@@ -123,10 +123,13 @@ def params_on_gpu(setup: TrainingSetup, layout: Layout, n: float, *, trainable: 
     return (n - experts) / mp, experts / (mp * max(1, layout.ep))
 
 
-def sharded_params_on_gpu(setup: TrainingSetup, layout: Layout, n: float, *, trainable: bool) -> float:
-    """`n`'s parameters on one GPU once sharded over data parallel (ZeRO-1+/FSDP: dense over dp x cp,
-    routed experts over the expert data-parallel group, dp x cp / ep)."""
+def sharded_params_on_gpu(setup: TrainingSetup, layout: Layout, n: float, *, trainable: bool,
+                          sharded: bool = True) -> float:
+    """`n`'s parameters on one GPU, once sharded over data parallel when `sharded` (ZeRO-1+/FSDP: dense
+    over dp x cp, routed experts over the expert data-parallel group, dp x cp / ep)."""
     dense, experts = params_on_gpu(setup, layout, n, trainable=trainable)
+    if not sharded:
+        return dense + experts
     return dense / layout.dp_cp + experts / max(1.0, layout.dp_cp / max(1, layout.ep))
 
 
@@ -145,8 +148,7 @@ def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, 
     shard_mp = layout.tp * layout.pp
     if layout.offload is Offload.NONE:
         optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER or layout.fsdp is not Fsdp.NONE
-        n_opt = (sharded_params_on_gpu(setup, layout, n_train, trainable=True) if optimizer_sharded
-                 else sum(params_on_gpu(setup, layout, n_train, trainable=True)))
+        n_opt = sharded_params_on_gpu(setup, layout, n_train, trainable=True, sharded=optimizer_sharded)
         return n_opt * optimizer_bytes_per_param(setup) / memory_bw(gpu, m), 0.0
     opts = options or TimingOptions()
     if host is None:
@@ -156,9 +158,8 @@ def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, 
                        compute_mb_s=compute_mb, pcie_bytes_per_s=host[1], fsdp_config=opts.fsdp)
     notes.extend(off.notes)
     if off.optimizer_s == 0.0:     # parameters offloaded, optimizer on the GPU (DeepSpeed ZeRO-3 offload_param)
-        optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER
-        n_opt = (sharded_params_on_gpu(setup, layout, n_train, trainable=True) if optimizer_sharded
-                 else sum(params_on_gpu(setup, layout, n_train, trainable=True)))
+        n_opt = sharded_params_on_gpu(setup, layout, n_train, trainable=True,
+                                      sharded=layout.zero >= ZeroStage.OPTIMIZER)
         return n_opt * optimizer_bytes_per_param(setup) / memory_bw(gpu, m), off.traffic_s
     return off.optimizer_s, off.traffic_s
 
