@@ -80,7 +80,7 @@ CLAIMS = {
     DEV2: {"memory": {"predicted": 43, "all": 0.075, "Ledzy/BAdam": 0.081, "QwenLM/Qwen2.5": 0.153,
                       "THUDM/ChatGLM3": 0.157, "ljm565/universal-llm-trainer": 0.062},
            "time": {"predicted": 63, "all": 0.109, "Dao-AILab/flash-attention": 0.050,
-                    "NVIDIA-NeMo/Megatron-Bridge": 0.445, "QwenLM/Qwen2.5": 0.848, "jzhang38/EasyContext": 0.055,
+                    "NVIDIA-NeMo/Megatron-Bridge": 0.207, "QwenLM/Qwen2.5": 0.844, "jzhang38/EasyContext": 0.055,
                     "ljm565/universal-llm-trainer": 0.102}},
 }
 

@@ -136,3 +136,29 @@ def test_expert_gradients_reduce_over_the_expert_data_parallel_group():
     comm = layout_comm(layout, fab, x)
     assert comm.dp_s == pytest.approx(dense_s + expert_s)
     assert any("expert data parallel (2 ranks)" in link for link in comm.links)
+
+
+def test_alltoall_across_nodes_runs_at_one_nic_a_gpu():
+    # EP 32 over 4 nodes of 8 H100s (InfiniBand NDR, 400 Gb/s a GPU): each GPU sends 24/32 of its buffer
+    # to the other nodes through its own NIC (50 GB/s x 0.8) and 7/32 over NVLink (450 GB/s x 0.8) at
+    # the same time, so the NIC part decides: 24/32 x 268.4 MB / 40 GB/s = 5.03 ms an all-to-all, 4 of them
+    # per layer (dispatch + combine, forward + backward), 2 layers. A ring-style bus bandwidth (the node's 8
+    # NICs together) would have made it 8 x faster.
+    layout = Layout(num_gpus=32, nodes=4, ep=32)
+    dispatch = 8192 * 8 * 2048 * 2
+    x = CommInputs(trainable_params=0, gathered_params=0, grad_bytes=4, weight_bytes=2, micro_batches=1,
+                   fwd_s=0, bwd_s=0, layers=2, activation_bytes=0, tp_collectives_per_layer=4, moe_layers=2,
+                   moe_dispatch_bytes=dispatch)
+    per_call = 24 / 32 * dispatch / (50e9 * 0.8)
+    assert per_call == pytest.approx(5.03e-3, rel=1e-3)
+    assert layout_comm(layout, fabric(H100, layout), x).ep_s == pytest.approx(2 * 4 * per_call)
+
+
+def test_experts_without_expert_parallelism_reduce_with_the_rest():
+    # ep 1: the routed experts are ordinary data-parallel parameters; 8 GPUs of one node, DDP: the 1e9 dense
+    # and 4e9 expert fp32 gradients all-reduce together over NVLink, 2 x 7/8 x 20 GB / (450 GB/s x 0.8)
+    layout = Layout(num_gpus=8)
+    x = CommInputs(trainable_params=5e9, gathered_params=5e9, grad_bytes=4, weight_bytes=2, micro_batches=1,
+                   fwd_s=0, bwd_s=0, layers=1, activation_bytes=0, tp_collectives_per_layer=4,
+                   expert_trainable_params=4e9, expert_gathered_params=4e9)
+    assert layout_comm(layout, fabric(H100, layout), x).dp_s == pytest.approx(2 * 7 / 8 * 20e9 / (450e9 * 0.8))

@@ -135,11 +135,6 @@ def allgather_s(n_bytes: float, n: int, bus_bw_bytes_per_s: float) -> float:
 reduce_scatter_s = allgather_s
 
 
-def alltoall_s(n_bytes: float, n: int, bus_bw_bytes_per_s: float) -> float:
-    """All-to-all of `n_bytes` per GPU: (n-1)/n of it leaves the GPU."""
-    return allgather_s(n_bytes, n, bus_bw_bytes_per_s)
-
-
 @frozen
 class Fabric:
     """The links one layout's groups run over, with the achieved bus bandwidth of each."""
@@ -164,6 +159,27 @@ class Fabric:
             members = max(1, min(members_per_node, self.gpus_per_node))
             bw = min(self.intra.bw_bytes_per_s, self.inter.per_gpu_bytes_per_s(self.gpus_per_node) * members)
         return bw * self.collective_fraction
+
+    def alltoall_s(self, n_bytes: float, n: int, members_per_node: int) -> float:
+        """All-to-all of `n_bytes` per GPU among `n` ranks, `members_per_node` of them in each node.
+
+        Each GPU sends 1/n of its buffer to every other rank: (m - 1)/n of it to its own node's members
+        over the intra-node link and (n - m)/n to other nodes, which only its own NIC can carry (a node's
+        off-node traffic is its members' together, over its members' NICs, one each); both at once.
+        A ring-shaped collective is different (bus_bw: the crossing is shared by all NICs), and so
+        inter-node all-to-all runs at about one NIC's bandwidth a GPU: DeepEP (docs/legacy.md, V1 normal
+        kernels) measures
+        43-58 GB/s RDMA bottleneck bandwidth a GPU for EP 16-64 dispatch on H800 with 400 Gb/s
+        ConnectX-7 (about 50 GB/s), against 153 GB/s for EP 8 over NVLink.
+        """
+        if n <= 1 or n_bytes <= 0:
+            return 0.0
+        m = max(1, min(members_per_node, n, self.gpus_per_node))
+        on_node = (m - 1) / n * n_bytes / (self.intra.bw_bytes_per_s * self.collective_fraction)
+        if m >= n:
+            return on_node
+        nic = self.inter.per_gpu_bytes_per_s(self.gpus_per_node) * self.collective_fraction
+        return max(on_node, (n - m) / n * n_bytes / nic)
 
     def link_name(self, group_span: int) -> str:
         return self.intra.name if group_span <= self.gpus_per_node else self.inter.name
@@ -321,13 +337,17 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         # dense parameters reduce (and shard) over data x context parallel; routed experts over the
         # expert data-parallel group, dp x cp / ep ranks, ep apart: Megatron-Core's expert data parallel
         # group (parallel_state.py, world / (pp x ep x expert tp)), each of its members on a node of its own
-        # once the experts fill the node
-        dense = _data_parallel(layout, fab, x, x.trainable_params - x.expert_trainable_params,
-                               x.gathered_params - x.expert_gathered_params, x.leaf_params, dp, per_node)
+        # once the experts fill the node. Without expert parallelism (ep 1) the experts are dense
+        # parameters like any other and reduce over the whole group.
+        split = layout.ep > 1
+        expert_train = x.expert_trainable_params if split else 0.0
+        expert_gathered = x.expert_gathered_params if split else 0.0
+        dense = _data_parallel(layout, fab, x, x.trainable_params - expert_train,
+                               x.gathered_params - expert_gathered, x.leaf_params, dp, per_node)
         dp_s, dp_exp, gather_s, gather_exp = dense[:4]
         links.append(f"data parallel over {dense[4]}")
         edp = dp // max(1, layout.ep)
-        if layout.ep > 1 and edp > 1 and x.expert_trainable_params > 0:
+        if split and edp > 1 and (expert_train > 0 or expert_gathered > 0):
             experts = _data_parallel(layout, fab, x, x.expert_trainable_params, x.expert_gathered_params, 0.0,
                                      edp, max(1, per_node // layout.ep))
             dp_s, dp_exp = dp_s + experts[0], dp_exp + experts[1]
@@ -352,10 +372,9 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         # no dedup of a token's experts on one rank. Expert tensor parallel 1: the EP group is ep
         # consecutive ranks (expert rank order tp-ep-dp folds TP into EP).
         span = layout.ep
-        bw = fab.bus_bw(span, max(1, min(span, fab.gpus_per_node)))
         links.append(f"expert parallel over {fab.link_name(span)}")
         passes = 4 + (2 if x.tp_collectives_per_layer > 4 else 0)
-        ep_s = m * x.moe_layers * passes * alltoall_s(x.moe_dispatch_bytes / tp, layout.ep, bw)
+        ep_s = m * x.moe_layers * passes * fab.alltoall_s(x.moe_dispatch_bytes / tp, layout.ep, fab.gpus_per_node)
     if layout.zero > ZeroStage.NONE and layout.fsdp is Fsdp.NONE and not x.overlap_comm:
         # DeepSpeed without overlap_comm: gradient reduction on the current stream (stage_1_and_2.py
         # `stream = self.reduction_stream if self.overlap_comm else current_stream()`), ZeRO-3's
