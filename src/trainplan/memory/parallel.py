@@ -109,7 +109,9 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
         raise TrainplanError(
             f"--pp {pp}{f' x {cfg.virtual_stages} virtual stages' if cfg.virtual_stages > 1 else ''} does "
             f"not divide the {spec.num_layers} layers of {spec.name} ({spec.num_layers} % {chunks} = "
-            f"{spec.num_layers % chunks}); --pp {', '.join(fits[:8]) or '1'} would, or allow an uneven split")
+            f"{spec.num_layers % chunks}); --pp {', '.join(fits[:8]) or '1'} would, or "
+            + ("an uneven split, which is modelled without virtual stages (--vpp 1 --uneven-pipeline)"
+               if cfg.virtual_stages > 1 else "allow an uneven split (--uneven-pipeline)"))
     if cfg.virtual_stages > 1 and pp > 1 and setup.grad_accum % pp:
         raise TrainplanError(f"the interleaved schedule needs --grad-accum (micro-batches) divisible by "
                              f"--pp {pp}, got {setup.grad_accum}")
