@@ -168,9 +168,8 @@ class Fabric:
         off-node traffic is its members' together, over its members' NICs, one each); both at once.
         A ring-shaped collective is different (bus_bw: the crossing is shared by all NICs), and so
         inter-node all-to-all runs at about one NIC's bandwidth a GPU: DeepEP (docs/legacy.md, V1 normal
-        kernels) measures
-        43-58 GB/s RDMA bottleneck bandwidth a GPU for EP 16-64 dispatch on H800 with 400 Gb/s
-        ConnectX-7 (about 50 GB/s), against 153 GB/s for EP 8 over NVLink.
+        kernels) measures 43-58 GB/s RDMA bottleneck bandwidth a GPU for EP 16-64 dispatch on H800 with
+        400 Gb/s ConnectX-7 (about 50 GB/s), against 153 GB/s for EP 8 over NVLink.
         """
         if n <= 1 or n_bytes <= 0:
             return 0.0
