@@ -151,3 +151,11 @@ def test_time_model_notes_have_chinese(options):
     options = dict(options)
     for note in _notes(options.pop("model"), **options):
         assert CJK.search(_zh(note)), f"no Chinese for: {note}"
+
+
+def test_expert_parallel_across_nodes_note():
+    # EP 16 on two nodes of 8: half of each all-to-all goes to the other node, one NIC a GPU
+    notes = _notes("qwen3-30b-a3b", method="full", gpu="h100", num_gpus=16, nodes=2, framework="megatron", ep=16)
+    over = _note(notes, "expert parallel over ")
+    assert over.endswith("; 8/16 of each all-to-all leaves the node through each GPU's own NIC")
+    assert _zh(over).endswith("；每次 all-to-all 的 8/16 经各 GPU 自己的网卡离开节点")

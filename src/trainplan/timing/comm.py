@@ -371,7 +371,12 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         # no dedup of a token's experts on one rank. Expert tensor parallel 1: the EP group is ep
         # consecutive ranks (expert rank order tp-ep-dp folds TP into EP).
         span = layout.ep
-        links.append(f"expert parallel over {fab.link_name(span)}")
+        if span > fab.gpus_per_node:
+            off = span - fab.gpus_per_node
+            links.append(f"expert parallel over {fab.link_name(span)}; {off}/{span} of each all-to-all "
+                         "leaves the node through each GPU's own NIC")
+        else:
+            links.append(f"expert parallel over {fab.link_name(span)}")
         passes = 4 + (2 if x.tp_collectives_per_layer > 4 else 0)
         ep_s = m * x.moe_layers * passes * fab.alltoall_s(x.moe_dispatch_bytes / tp, layout.ep, fab.gpus_per_node)
     if layout.zero > ZeroStage.NONE and layout.fsdp is Fsdp.NONE and not x.overlap_comm:
