@@ -160,8 +160,8 @@ class Fabric:
             bw = min(self.intra.bw_bytes_per_s, self.inter.per_gpu_bytes_per_s(self.gpus_per_node) * members)
         return bw * self.collective_fraction
 
-    def alltoall_s(self, n_bytes: float, n: int, members_per_node: int) -> float:
-        """All-to-all of `n_bytes` per GPU among `n` ranks, `members_per_node` of them in each node.
+    def alltoall_s(self, n_bytes: float, n: int) -> float:
+        """All-to-all of `n_bytes` per GPU among `n` consecutive ranks, m = min(n, GPUs a node) in each node.
 
         Each GPU sends 1/n of its buffer to every other rank: (m - 1)/n of it to its own node's members
         over the intra-node link and (n - m)/n to other nodes, which only its own NIC can carry (a node's
@@ -173,7 +173,7 @@ class Fabric:
         """
         if n <= 1 or n_bytes <= 0:
             return 0.0
-        m = max(1, min(members_per_node, n, self.gpus_per_node))
+        m = max(1, min(n, self.gpus_per_node))
         on_node = (m - 1) / n * n_bytes / (self.intra.bw_bytes_per_s * self.collective_fraction)
         if m >= n:
             return on_node
@@ -378,7 +378,7 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         else:
             links.append(f"expert parallel over {fab.link_name(span)}")
         passes = 4 + (2 if x.tp_collectives_per_layer > 4 else 0)
-        ep_s = m * x.moe_layers * passes * fab.alltoall_s(x.moe_dispatch_bytes / tp, layout.ep, fab.gpus_per_node)
+        ep_s = m * x.moe_layers * passes * fab.alltoall_s(x.moe_dispatch_bytes / tp, layout.ep)
     if layout.zero > ZeroStage.NONE and layout.fsdp is Fsdp.NONE and not x.overlap_comm:
         # DeepSpeed without overlap_comm: gradient reduction on the current stream (stage_1_and_2.py
         # `stream = self.reduction_stream if self.overlap_comm else current_stream()`), ZeRO-3's
