@@ -69,7 +69,10 @@ def differences(a, b) -> list[str]:
     out = [f"setup.{f.name}: {getattr(a.setup, f.name)!r} != {getattr(b.setup, f.name)!r}"
            for f in fields(a.setup) if getattr(a.setup, f.name) != getattr(b.setup, f.name)]
     out += [f"layout.{f.name}: {getattr(a.layout, f.name)!r} != {getattr(b.layout, f.name)!r}"
-            for f in fields(a.layout) if getattr(a.layout, f.name) != getattr(b.layout, f.name)]
+            for f in fields(a.layout) if f.name != "etp" and getattr(a.layout, f.name) != getattr(b.layout, f.name)]
+    # etp unset means "as tp": an export states the size the experts run at, which reads back stated
+    if a.layout.expert_tp != b.layout.expert_tp:
+        out.append(f"layout.expert_tp: {a.layout.expert_tp} != {b.layout.expert_tp}")
     return out
 
 
@@ -664,3 +667,20 @@ def test_build_export_end_to_end(fmt, framework, kw, source, tmp_path, monkeypat
     back = read_back(src, monkeypatch, tmp_path, gpu="h100", **counts)
     assert differences(job, back) == []
     same_estimate(job, back)
+
+
+def test_megatron_exports_write_the_expert_tp():
+    # Megatron-LM runs the experts at tp unless told (arguments.py): the line says 1 when the job's is 1,
+    # and leaves it out when it is tp; Megatron-SWIFT defaults to 1 (megatron_args.py), so its line always
+    # states it for an MoE model
+    def lines(**kw):
+        job = job_of(model="qwen3-30b-a3b", framework="megatron", num_gpus=16, nodes=2, tp=2, ep=8, zero=1,
+                     seq_len=4096, **kw)
+        files = {f.name: f.text for f in exporter("megatron").export(job, None, ExportContext()).files}
+        return files
+    one = lines(etp=1)
+    assert _lm_args(one["megatron_lm.sh"])["--expert-tensor-parallel-size"] == ["1"]
+    assert "--expert_tensor_parallel_size 1" in " ".join(one["megatron_swift.sh"].split())
+    at_tp = lines()
+    assert "--expert-tensor-parallel-size" not in _lm_args(at_tp["megatron_lm.sh"])
+    assert "--expert_tensor_parallel_size 2" in " ".join(at_tp["megatron_swift.sh"].split())

@@ -74,9 +74,32 @@ def test_alltoall_volume_per_rank():
                    moe_dispatch_bytes=8192 * 8 * 2048 * 2)
     expected = 2 * 4 * 7 / 8 * (8192 * 8 * 2048 * 2) / (450e9 * 0.8)
     assert layout_comm(layout, fab, x).ep_s == pytest.approx(expected)
-    # TP 2 (sequence parallel): each rank dispatches its half of the tokens
-    layout2 = Layout(num_gpus=16, tp=2, ep=8)
+    # TP 2 (sequence parallel), expert TP 1: each rank dispatches its half of the tokens
+    layout2 = Layout(num_gpus=16, tp=2, ep=8, etp=1)
     assert layout_comm(layout2, fabric(H100, layout2), x).ep_s == pytest.approx(expected / 2)
+
+
+def test_expert_tensor_parallel_traffic():
+    # TP 2 with expert TP 2 (Megatron's default when unset) on two 8-GPU nodes: the EP group is 8 ranks 2
+    # apart, 4 in each node. Per rank 134.2 MB (half the 268.4 MB of tokens x top-k x h x 2 B):
+    # all-to-all: NVLink part 3/8 x 134.2 MB / 360 GB/s = 0.140 ms, NIC part 4/8 x 134.2 MB / (50 GB/s x 0.8)
+    # = 1.678 ms (the larger); expert-TP all-gather / reduce-scatter of the 2 ranks' 268.4 MB: 1/2 x 268.4 MB
+    # / 360 GB/s = 0.373 ms. 2 layers x 4 passes x (1.678 + 0.373) ms
+    per_rank = 8192 * 8 * 2048 * 2 / 2
+    x = CommInputs(trainable_params=0, gathered_params=0, grad_bytes=4, weight_bytes=2, micro_batches=1,
+                   fwd_s=0, bwd_s=0, layers=2, activation_bytes=0, tp_collectives_per_layer=4, moe_layers=2,
+                   moe_dispatch_bytes=8192 * 8 * 2048 * 2)
+    layout = Layout(num_gpus=16, nodes=2, tp=2, ep=8)
+    fab = fabric(H100, layout)
+    a2a = 4 / 8 * per_rank / (400e9 / 8 * 0.8)
+    gather = 1 / 2 * 2 * per_rank / (450e9 * 0.8)
+    comm = layout_comm(layout, fab, x)
+    assert comm.ep_s == pytest.approx(2 * 4 * (a2a + gather))
+    assert "expert parallel over InfiniBand NDR, 400 Gb/s per GPU; 4/8 of each all-to-all leaves the node " \
+           "through each GPU's own NIC" in comm.links
+    # expert TP 1: the EP group is one node's 8 consecutive ranks, no expert-TP collectives
+    one = Layout(num_gpus=16, nodes=2, tp=2, ep=8, etp=1)
+    assert layout_comm(one, fabric(H100, one), x).ep_s == pytest.approx(2 * 4 * 7 / 8 * per_rank / (450e9 * 0.8))
 
 
 def test_dispatch_bytes_per_layer():

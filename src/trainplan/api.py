@@ -72,6 +72,7 @@ class Options(TypedDict, total=False):
     pp: int
     cp: int
     ep: int
+    etp: int | None
     samples: int | None
     tokens_per_sample: int | None
     epochs: float

@@ -125,6 +125,10 @@ def layout_flags(case: dict) -> dict:
     out = {"num_gpus": count, "nodes": nodes_for(count), "zero": zero, "fsdp": fsdp, "offload": offload,
            "tp": int(par.get("tp") or 1), "pp": int(par.get("pp") or 1), "cp": int(par.get("cp") or 1),
            "ep": int(par.get("ep") or 1)}
+    # expert tensor parallel: as stated, else the trainer's recipe default, else (absent) the framework's
+    etp = par.get("etp") or trainer_defaults(case)[0].get("etp")
+    if etp:
+        out["etp"] = int(etp)
     sp = par.get("sp")
     if isinstance(sp, int) and sp > 1 and out["cp"] == 1:     # Ulysses (DeepSpeed/ms-swift/XTuner sequence parallel)
         out["ulysses"] = sp

@@ -288,7 +288,11 @@ TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
 
 
 # Trainers whose own code turns on a setting the case may leave unstated (the setting as JobOptions take it).
+_BRIDGE_ETP = ("NVIDIA-NeMo/Megatron-Bridge v0.2.0 and v0.3.0 scripts/performance/configs (qwen3, deepseek, gpt_oss "
+               "workload base configs): expert_tensor_parallel_size=1 in every MoE recipe")
 TRAINER_DEFAULTS: tuple[tuple[str, dict[str, Any], str], ...] = (
+    ("megatron-bridge", {"etp": 1}, _BRIDGE_ETP),
+    ("megatron bridge", {"etp": 1}, _BRIDGE_ETP),
     ("xtuner", {"grad_ckpt": "full"},
      "InternLM/xtuner v0.2.0 xtuner/model/sft.py: SupervisedFinetune(use_activation_checkpointing=True) calls "
      "gradient_checkpointing_enable() on the transformers model"),

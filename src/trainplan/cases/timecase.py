@@ -41,7 +41,7 @@ from trainplan.enums import (
     ZeroStage,
 )
 from trainplan.frozen import frozen, replace
-from trainplan.job.frameworks import profile
+from trainplan.job.frameworks import default_expert_tp, profile
 from trainplan.job.resolve import supported_attention
 from trainplan.job.training import (
     Implementation,
@@ -167,7 +167,8 @@ def map_case(case: dict) -> Mapped:
     # one reading of the layout for memory and time (cases/memorycase.py layout_flags, read above)
     layout = Layout(gpu_id=gpu.id, num_gpus=count, nodes=flags["nodes"], zero=ZeroStage(flags["zero"]),
                     fsdp=Fsdp(flags["fsdp"]), offload=Offload(flags["offload"]), tp=flags["tp"], pp=flags["pp"],
-                    cp=flags["cp"], ep=flags["ep"])
+                    cp=flags["cp"], ep=flags["ep"],
+                    etp=flags.get("etp", default_expert_tp(framework, flags["ep"])))
     nodes = layout.nodes
     version = fsdp_version(par)
     if version is not None and layout.fsdp is not Fsdp.NONE:
@@ -225,7 +226,8 @@ def _model_card(case, spec, gpu, method, precision, impl, options) -> Mapped:
     selective recomputation, one sequence per micro-batch, 2048 GPUs on 8-GPU nodes (Meta's LLaMA-65B
     cluster), the card's global batch (else Llama 3's 16M tokens), tensor parallelism 8 inside the node
     for models of hidden size >= 8192 and otherwise just enough to give every data-parallel rank one
-    sequence, expert parallelism over one node's 8 GPUs for an MoE model (the all-to-all inside NVLink),
+    sequence, expert parallelism over one node's 8 GPUs for an MoE model (the all-to-all inside NVLink) with
+    the experts unsplit by tensor parallelism (expert tensor parallel 1, as Megatron-Bridge's MoE recipes set it),
     the distributed optimizer (ZeRO-1) across data parallel, gradient accumulation for the rest.
     Inter-node: 200 Gb/s per GPU for A100 (Llama 2 paper: RSC InfiniBand and production RoCE, '200 Gbps
     end-points'), 400 Gb/s NDR for H100.
@@ -254,7 +256,7 @@ def _model_card(case, spec, gpu, method, precision, impl, options) -> Mapped:
                           batch_size=1, seq_len=seq, grad_accum=grad_accum, grad_ckpt=GradCkpt.SELECTIVE,
                           attention=Attention.FLASH, framework=Framework.MEGATRON, impl=impl)
     layout = Layout(gpu_id=gpu.id, num_gpus=count, nodes=max(1, count // GPUS_PER_NODE),
-                    zero=ZeroStage.OPTIMIZER, tp=tp, pp=pp, cp=cp, ep=ep)
+                    zero=ZeroStage.OPTIMIZER, tp=tp, pp=pp, cp=cp, ep=ep, etp=1)
     interconnect = "ib-ndr" if gpu.generation == "hopper" else "roce-200"
     samples = int(m["tokens_total"] // seq)
     workload = Workload(samples=samples, tokens_per_sample=seq, packing=True)

@@ -146,6 +146,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     h.add_argument("--offload", default="none", help="none | optimizer | params | all")
     for key in ("tp", "pp", "cp", "ep"):
         h.add_argument(f"--{key}", type=int, default=1)
+    h.add_argument("--etp", type=int, help="expert tensor parallel: the routed experts' tensor-parallel size "
+                   "(default: --tp, Megatron-Core's default; Megatron-Bridge recipes, ms-swift and torchtitan use 1)")
     h.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=True,
                    help="Megatron sequence parallelism with --tp > 1 (default on)")
     h.add_argument("--vpp", type=int, default=1, help="virtual pipeline stages (interleaved 1F1B)")

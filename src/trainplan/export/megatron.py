@@ -175,6 +175,8 @@ def lm_arguments(job, estimate, ctx: ExportContext) -> list[str]:
         args += ["--context-parallel-size", str(layout.cp)]
     if layout.ep > 1:
         args += ["--expert-model-parallel-size", str(layout.ep)]
+    if spec.moe is not None and layout.expert_tp != layout.tp:     # unset: Megatron runs the experts at tp
+        args += ["--expert-tensor-parallel-size", str(layout.expert_tp)]
     if layout.tp > 1 and par.sequence_parallel:
         args += ["--sequence-parallel"]
     args += ["--micro-batch-size", str(setup.batch_size), "--global-batch-size", str(global_batch(job)),
@@ -226,6 +228,8 @@ def swift_arguments(job, estimate, ctx: ExportContext) -> dict[str, Any]:
                     else list(lora.targets))
     args.update(tensor_model_parallel_size=layout.tp, pipeline_model_parallel_size=layout.pp,
                 context_parallel_size=layout.cp, expert_model_parallel_size=layout.ep)
+    if setup.model.moe is not None:          # ms-swift's default is 1, not tp (megatron_args.py)
+        args["expert_tensor_parallel_size"] = layout.expert_tp
     if par.virtual_stages > 1:
         args["virtual_pipeline_model_parallel_size"] = par.virtual_stages
     args["sequence_parallel"] = par.sequence_parallel

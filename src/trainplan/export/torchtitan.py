@@ -168,6 +168,8 @@ def config(job, estimate, ctx: ExportContext) -> tuple[dict[str, dict[str, Any]]
                                 "data_parallel_shard_degree": deg["shard"],
                                 "tensor_parallel_degree": layout.tp, "pipeline_parallel_degree": layout.pp,
                                 "context_parallel_degree": layout.cp, "expert_parallel_degree": layout.ep}
+    if layout.ep > 1:
+        parallel["expert_tensor_parallel_degree"] = layout.expert_tp
     if layout.pp > 1:   # one step = the local batch in microbatches; gradient accumulation is the microbatches
         training["local_batch_size"] = setup.batch_size * setup.grad_accum
         parallel["pipeline_parallel_microbatch_size"] = setup.batch_size

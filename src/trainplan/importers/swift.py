@@ -464,6 +464,8 @@ def _megatron(c: Collector, args: dict, world: int) -> None:
                             ("virtual_pipeline_model_parallel_size", "vpp")):
         size[field_name] = _put(c, args, key, field_name, as_int, None, minimum=1) or 1
     _put(c, args, "sequence_parallel", "sequence_parallel", as_bool, _MEGATRON)
+    if size["ep"] > 1 or "expert_tensor_parallel_size" in args:
+        _put(c, args, "expert_tensor_parallel_size", "etp", as_int, _MEGATRON, minimum=1)
     micro = _put(c, args, "micro_batch_size", "batch_size", as_int, _MEGATRON, minimum=1) or 1
     gbs = _get(c, args, "global_batch_size", as_int, minimum=1) or _MEGATRON["grad_accum"].raw
     dp = max(1, world // (size["tp"] * size["pp"] * size["cp"]))

@@ -169,6 +169,13 @@ def _parallel(c: Collector, par: dict, training: dict, data: dict, world: int | 
     for k in ("tp", "pp", "cp", "ep"):
         if d[k] > 1:
             c.set(k, d[k], key=f"parallelism.{keys[k]}", raw=d[k])
+    if d["ep"] > 1:      # expert tensor parallel: "no effect ... when ep = 1" (the experts follow tp)
+        etp = _degree(c, par, training, "expert_tensor_parallel_degree", old=old)
+        if etp is None:
+            c.default("etp", 1, key="parallelism.expert_tensor_parallel_degree",
+                      note="torchtitan/config/job_config.py Parallelism.expert_tensor_parallel_degree")
+        else:
+            c.set("etp", etp, key="parallelism.expert_tensor_parallel_degree", raw=etp)
     fsdp_on = d["dp_shard"] == -1 or d["dp_shard"] > 1 or d["cp"] > 1
     d["fsdp"] = fsdp_on
     if fsdp_on:

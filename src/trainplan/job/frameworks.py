@@ -206,6 +206,18 @@ def implementation(framework: Framework, **overrides) -> Implementation:
     return replace(base, **given)
 
 
+def default_expert_tp(framework: Framework, ep: int) -> int | None:
+    """The routed experts' tensor-parallel size a framework runs when the job does not say (None: tp,
+    Megatron-Core's default: megatron/training/arguments.py sets expert_tensor_parallel_size to
+    tensor_model_parallel_size when it is None). torchtitan: 1 with expert parallelism
+    (torchtitan/config/job_config.py Parallelism.expert_tensor_parallel_degree = 1, "no effect ... when
+    ep = 1", where the experts follow tp). ms-swift's `megatron sft` sets 1 itself
+    (swift/megatron/arguments/megatron_args.py expert_tensor_parallel_size: int = 1; its reader says so)."""
+    if framework is Framework.TORCHTITAN and ep > 1:
+        return 1
+    return None
+
+
 # --- what each framework can run (the planner searches only these; a flag outside them is an error) ---
 
 _ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM}

@@ -45,6 +45,7 @@ class JobOptions:
     pp: int = 1
     cp: int = 1
     ep: int = 1
+    etp: int | None = None          # expert tensor parallel (None: as tp, Megatron-Core's default)
     samples: int | None = None
     tokens_per_sample: int | None = None
     epochs: float = 1.0

@@ -28,7 +28,7 @@ from trainplan.enums import (
 )
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
-from trainplan.job.frameworks import RUNS_TRANSFORMERS, implementation, profile
+from trainplan.job.frameworks import RUNS_TRANSFORMERS, default_expert_tp, implementation, profile
 from trainplan.job.job import Job, check_headroom
 from trainplan.job.options import JobOptions
 from trainplan.job.training import (
@@ -225,8 +225,10 @@ def build_layout(req: JobOptions, gpu: GpuSpec) -> Layout:
             raise TrainplanError("--device-map auto splits one copy of the model over one node's GPUs: it does not "
                                  "combine with --zero, --fsdp, --tp, --pp, --cp or several nodes")
         pp = req.num_gpus
+    etp = req.etp if req.etp is not None else default_expert_tp(
+        parse_enum(Framework, req.framework, "--framework"), req.ep)
     return Layout(gpu_id=gpu.id, num_gpus=req.num_gpus, nodes=req.nodes, zero=zero, fsdp=fsdp,
-                  offload=parse_enum(Offload, req.offload, "--offload"), tp=tp, pp=pp, cp=cp, ep=req.ep)
+                  offload=parse_enum(Offload, req.offload, "--offload"), tp=tp, pp=pp, cp=cp, ep=req.ep, etp=etp)
 
 
 def build_workload(req: JobOptions) -> Workload:

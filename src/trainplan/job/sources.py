@@ -19,7 +19,7 @@ SETTINGS = ("model", "framework", "method", "stage", "precision", "optimizer", "
             "grad_accum", "seq_len", "packing", "padding_free", "padding_mask", "grad_ckpt", "grad_ckpt_every", "attention", "loss",
             "liger", "activation_offload", "optimizer_in_backward", "compile", "num_gpus", "nodes", "zero",
             "fsdp", "fsdp_version", "reshard_after_forward", "offload", "offload_device", "tp", "pp", "cp",
-            "ulysses", "ep", "device_map", "ref_model", "samples", "max_steps", "epochs", "reduce_bucket_size",
+            "ulysses", "ep", "etp", "device_map", "ref_model", "samples", "max_steps", "epochs", "reduce_bucket_size",
             "prefetch_bucket_size", "param_persistence_threshold", "max_live_parameters", "overlap_comm",
             "launch_blocking", "comm_overlap", "cpu_threads_per_rank")
 # options left None that resolution derives, and the value it derives
@@ -27,6 +27,9 @@ _DERIVED = {"lora_alpha": (lambda j: j.setup.lora.alpha if j.setup.lora else Non
             "lora_targets": (lambda j: list(j.setup.lora.targets or default_lora_targets(j.setup.model))
                              if j.setup.lora else None, "peft's default targets for the architecture"),
             "stage": (lambda j: "sft", "supervised fine-tuning"),
+            "etp": (lambda j: j.layout.expert_tp,
+                    "the framework's: tp (Megatron-Core's default when expert_tensor_parallel_size is unset, "
+                    "arguments.py); 1 under torchtitan with expert parallelism (job_config.py)"),
             "padding_mask": (lambda j: j.setup.impl.padding_mask,
                              "padding in the attention mask: unpacked samples of mixed lengths (--lengths-file), "
                              "more than one per micro-batch, under a transformers framework")}

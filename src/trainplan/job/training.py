@@ -150,11 +150,17 @@ class Layout:
     pp: int = 1
     cp: int = 1
     ep: int = 1
+    # expert tensor parallel: the TP size of the routed experts. None: as tp, Megatron-Core's default
+    # when it is unset (megatron/training/arguments.py `if args.expert_tensor_parallel_size is None:
+    # args.expert_tensor_parallel_size = args.tensor_model_parallel_size`; parallel_state.py the same)
+    etp: int | None = None
 
     def __post_init__(self) -> None:
-        for key in ("num_gpus", "nodes", "tp", "pp", "cp", "ep"):
+        for key in ("num_gpus", "nodes", "tp", "pp", "cp", "ep", "etp"):
             value = getattr(self, key)
-            if not isinstance(value, int) or value <= 0:
+            if key == "etp" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise TrainplanError(f"--{key.replace('_', '-')} must be a positive integer, got {value!r}")
         if self.num_gpus % self.nodes:
             raise TrainplanError(f"--num-gpus {self.num_gpus} is not divisible by --nodes {self.nodes}")
@@ -181,6 +187,18 @@ class Layout:
     @property
     def gpus_per_node(self) -> int:
         return self.num_gpus // self.nodes
+
+    @property
+    def expert_tp(self) -> int:
+        """Tensor-parallel size of the routed experts (etp, else tp)."""
+        return self.tp if self.etp is None else self.etp
+
+    @property
+    def expert_dp(self) -> int:
+        """Expert data-parallel size: the ranks that hold the same routed experts and reduce their
+        gradients together, GPUs / (pp x ep x expert tp) (Megatron-Core parallel_state.py: the expert
+        rank generator orders tp-ep-dp-pp with tp = expert tp). With expert tp = tp it is dp x cp / ep."""
+        return max(1, self.num_gpus // (self.pp * self.ep * self.expert_tp))
 
 
 @frozen

@@ -45,7 +45,7 @@ INTS: dict[str, tuple[int, int]] = {
 OPT_INTS: dict[str, tuple[int, int]] = {
     "samples": (1, BIG), "tokens_per_sample": (1, 1 << 25), "max_steps": (1, BIG),
     "grad_ckpt_every": (1, 1 << 20), "max_live_parameters": (0, BIG), "host_cpus": (1, 1 << 16),
-    "cpu_threads_per_rank": (1, 1 << 16),
+    "cpu_threads_per_rank": (1, 1 << 16), "etp": (1, 1024),
 }
 # field -> (low, high, low inclusive, high inclusive) for finite numbers
 FLOATS: dict[str, tuple[float, float, bool, bool]] = {

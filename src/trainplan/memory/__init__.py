@@ -40,6 +40,10 @@ def _parallel_notes(setup: TrainingSetup, layout: Layout, parallel: ParallelConf
     if layout.ep > 1:
         notes.append(f"expert parallel {layout.ep}: {setup.model.moe.num_experts // layout.ep} experts per GPU; "
                      "routed tokens assumed evenly balanced")
+    if setup.model.moe is not None and layout.expert_tp > 1:
+        notes.append(f"expert tensor parallel {layout.expert_tp}: each routed expert split over {layout.expert_tp} "
+                     f"GPUs, {layout.expert_dp} expert data-parallel ranks"
+                     + (" (as tp: Megatron-Core's default when --etp is unset)" if layout.etp is None else ""))
     if layout.pp > 1:
         schedule = "1F1B" if parallel.virtual_stages == 1 else f"interleaved 1F1B ({parallel.virtual_stages} chunks)"
         parts = [f"{i}: {len(s.stage.layers)} layers, {s.stage.in_flight:g} micro-batches, {gib(s.device):.1f} GiB"

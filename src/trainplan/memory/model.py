@@ -210,11 +210,11 @@ class MemoryModel:
         return stages
 
     def _gpu_params(self, v: _Variant, vkey: tuple, layout: Layout, stage: Stage) -> tuple:
-        key = (vkey, layout.tp, layout.ep, layout.pp, stage.index)
+        key = (vkey, layout.tp, layout.ep, layout.expert_tp, layout.pp, stage.index)
         hit = self._params.get(key)
         if hit is None:
             params = gpu_params(v.setup, layout, stage, small_threshold=self.zero.param_persistence_threshold)
-            split = layout.tp * layout.pp * layout.ep > 1
+            split = layout.tp * layout.pp * layout.ep * layout.expert_tp > 1
             mine = gpu_state(v.setup, v.regime, v.state, params) if split else v.state
             hit = (params, mine)
             self._params[key] = hit
@@ -222,7 +222,7 @@ class MemoryModel:
 
     def _shard(self, v: _Variant, vkey: tuple, layout: Layout, stage: Stage, params, mine: ModelState) -> Sharded:
         key = (vkey, layout.num_gpus, layout.nodes, layout.zero, layout.fsdp, layout.offload, layout.tp,
-               layout.pp, layout.cp, layout.ep, stage.index, v.setup.grad_accum > 1)   # FSDP no_sync
+               layout.pp, layout.cp, layout.ep, layout.expert_tp, stage.index, v.setup.grad_accum > 1)   # FSDP no_sync
         hit = self._sharded.get(key)
         if hit is None:
             sh = shard_state(v.setup, layout, mine, v.regime, params, self.zero, self.fsdp)

@@ -96,9 +96,13 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
             if value % tp:
                 raise TrainplanError(f"--tp {tp} does not divide the {value} {what} of {spec.name} "
                                      f"(Megatron splits them evenly); choose a tp that divides {value}")
-        if spec.moe and spec.moe.expert_intermediate_size % tp:
-            raise TrainplanError(f"--tp {tp} does not divide the expert intermediate size "
-                                 f"{spec.moe.expert_intermediate_size} of {spec.name}")
+    etp = layout.expert_tp
+    if layout.etp is not None and layout.etp > 1 and not spec.moe:
+        raise TrainplanError(f"--etp {layout.etp} needs a mixture-of-experts model; {spec.name} is dense")
+    if etp > 1 and spec.moe and spec.moe.expert_intermediate_size % etp:
+        flag = f"--etp {etp}" if layout.etp is not None else f"--tp {tp} (the experts' tensor parallel unless --etp)"
+        raise TrainplanError(f"{flag} does not divide the expert intermediate size "
+                             f"{spec.moe.expert_intermediate_size} of {spec.name}")
     if pp > spec.num_layers:
         raise TrainplanError(f"--pp {pp} is more than the {spec.num_layers} layers of {spec.name}")
     chunks = pp * cfg.virtual_stages
@@ -120,9 +124,12 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
             raise TrainplanError(f"--ep {ep} needs a mixture-of-experts model; {spec.name} is dense")
         if spec.moe.num_experts % ep:
             raise TrainplanError(f"--ep {ep} does not divide the {spec.moe.num_experts} experts of {spec.name}")
-        if (layout.dp * cp) % ep:
-            raise TrainplanError(f"--ep {ep} must divide dp x cp = {layout.dp} x {cp} (expert parallelism "
-                                 "is carved out of the data-parallel GPUs)")
+    if spec.moe and (ep > 1 or etp > 1) and (layout.num_gpus // pp) % (ep * etp):
+        # Megatron-Core parallel_state.py: the expert ranks are ordered tp-ep-dp-pp with tp = expert tp,
+        # so a pipeline stage's GPUs must split into ep x expert tp blocks (world % (etp x ep x pp) == 0)
+        raise TrainplanError(f"--ep {ep} x expert tensor parallel {etp} = {ep * etp} must divide the "
+                             f"{layout.num_gpus // pp} GPUs of a pipeline stage (experts are placed over "
+                             f"ep x etp GPUs; --etp sets the experts' tensor parallel, tp when unset)")
     if cp > 1 and setup.seq_len % (2 * cp):
         raise TrainplanError(f"--cp {cp} needs --seq-len divisible by 2 x cp = {2 * cp} (load-balanced "
                              f"causal split), got {setup.seq_len}")
@@ -169,13 +176,14 @@ def _copies_on_gpu(lin: LinearSpec, ep: int) -> int:
     return max(1, lin.copies // ep) if lin.group is Group.EXPERTS else lin.copies
 
 
-def linear_on_gpu(lin: LinearSpec, tp: int, ep: int) -> tuple[int, int]:
-    """(weight, bias) parameters of one linear on one GPU: experts / ep; column-parallel weight and
-    bias / tp; row-parallel weight / tp with its bias replicated; router and MLA down-projections
-    replicated."""
+def linear_on_gpu(lin: LinearSpec, tp: int, ep: int, etp: int | None = None) -> tuple[int, int]:
+    """(weight, bias) parameters of one linear on one GPU: experts / ep, split by the expert tensor
+    parallel size etp (None: tp); column-parallel weight and bias / tp; row-parallel weight / tp with its
+    bias replicated; router and MLA down-projections replicated."""
     weight, bias = lin.weight_params, lin.bias_params
     if lin.group is Group.EXPERTS:
         weight, bias = weight // ep, bias // ep
+        tp = tp if etp is None else etp
     if lin.role in _COLUMN:
         return _ceil_div(weight, tp), _ceil_div(bias, tp)
     if lin.role in _ROW:
@@ -183,10 +191,12 @@ def linear_on_gpu(lin: LinearSpec, tp: int, ep: int) -> tuple[int, int]:
     return weight, bias
 
 
-def _adapter_on_gpu(lin: LinearSpec, rank: int, dora: bool, tp: int, ep: int) -> int:
+def _adapter_on_gpu(lin: LinearSpec, rank: int, dora: bool, tp: int, ep: int, etp: int) -> int:
     """LoRA A (r x in) and B (out x r) follow the base linear's split dimension (NeMo/Megatron
     LoRA: A row-parallel under a row-parallel linear, B column-parallel under a column-parallel one)."""
     copies = _copies_on_gpu(lin, ep)
+    if lin.group is Group.EXPERTS:
+        tp = etp
     n_in, n_out = lin.in_features, lin.out_features
     if lin.role in _COLUMN:
         n_out = _ceil_div(n_out, tp)
@@ -195,11 +205,11 @@ def _adapter_on_gpu(lin: LinearSpec, rank: int, dora: bool, tp: int, ep: int) ->
     return copies * (rank * (n_in + n_out) + (n_out if dora else 0))
 
 
-def _small_tensors(layer: LayerSpec, tp: int, ep: int, threshold: int) -> int:
+def _small_tensors(layer: LayerSpec, tp: int, ep: int, etp: int, threshold: int) -> int:
     """Parameters in tensors under `threshold` elements (norm vectors, biases, small routers)."""
     small = layer.norm_params + layer.extra_params   # vectors of hidden/head size
     for lin in layer.linears:
-        weight, bias = linear_on_gpu(lin, tp, ep)
+        weight, bias = linear_on_gpu(lin, tp, ep, etp)
         if weight // _copies_on_gpu(lin, ep) < threshold:
             small += weight
         small += bias
@@ -218,16 +228,16 @@ class _KindOnGpu:
     adapters: int                # LoRA parameters of the adapted linears
 
 
-def _kind_on_gpu(layer: LayerSpec, tp: int, ep: int, small_threshold: int, lora_names: frozenset[str],
+def _kind_on_gpu(layer: LayerSpec, tp: int, ep: int, etp: int, small_threshold: int, lora_names: frozenset[str],
                  rank: int, dora: bool) -> _KindOnGpu:
-    split = [linear_on_gpu(lin, tp, ep) for lin in layer.linears]
+    split = [linear_on_gpu(lin, tp, ep, etp) for lin in layer.linears]
     return _KindOnGpu(
         params=sum(w + b for w, b in split) + layer.norm_params + layer.extra_params,
         weights=sum(w for w, _ in split),
         largest_tensor=max([0] + [w // _copies_on_gpu(lin, ep) for lin, (w, _) in zip(layer.linears, split)]),
-        small=_small_tensors(layer, tp, ep, small_threshold) if small_threshold else 0,
+        small=_small_tensors(layer, tp, ep, etp, small_threshold) if small_threshold else 0,
         expert_params=sum(w + b for lin, (w, b) in zip(layer.linears, split) if lin.group is Group.EXPERTS),
-        adapters=sum(_adapter_on_gpu(lin, rank, dora, tp, ep) for lin in layer.linears
+        adapters=sum(_adapter_on_gpu(lin, rank, dora, tp, ep, etp) for lin in layer.linears
                      if lora_key(lin) in lora_names) if lora_names else 0)
 
 
@@ -251,15 +261,15 @@ def _stretches(layers: tuple[int, ...], runs: tuple[tuple[int, int, int], ...],
 
 
 def gpu_params(setup: TrainingSetup, layout: Layout, stage: Stage, *, small_threshold: int = 0) -> GpuParams:
-    """What one GPU of `stage` holds, by kind, for `setup` split by layout.tp and layout.ep (each
-    decoder-layer kind is split once; the stage's layers add up their kinds)."""
+    """What one GPU of `stage` holds, by kind, for `setup` split by layout.tp, layout.ep and the experts'
+    tensor parallel size (each decoder-layer kind is split once; the stage's layers add up their kinds)."""
     spec = setup.model
     st = structure(spec)
-    tp, ep = layout.tp, layout.ep
+    tp, ep, etp = layout.tp, layout.ep, layout.expert_tp
     method = setup.method
     lora_names = lora_target_keys(setup)
     rank, dora = (setup.lora.rank, setup.lora.dora) if setup.lora else (0, False)
-    kinds = [_kind_on_gpu(layer, tp, ep, small_threshold, lora_names, rank, dora) for layer, _ in st.layers]
+    kinds = [_kind_on_gpu(layer, tp, ep, etp, small_threshold, lora_names, rank, dora) for layer, _ in st.layers]
     trained = trained_layers(setup)
     trainable = frozen = quantized = layers_total = small = largest_layer = largest_tensor = experts = 0
     per_layer: list[int] = []

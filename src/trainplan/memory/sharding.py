@@ -213,9 +213,10 @@ def shard_state(setup: TrainingSetup, layout: Layout, state: ModelState, regime:
     `fsdp` None: the framework's FSDP behaviour (fsdp_for)."""
     fsdp = fsdp or fsdp_for(setup.framework)
     stage, group = shard_level(layout)
-    # Expert parameters are already / ep on this GPU and shard over (dp x cp) / ep only.
+    # Expert parameters are already / (ep x expert tp) on this GPU and shard over the expert data-parallel
+    # group only, GPUs / (pp x ep x expert tp) = (dp x cp) x tp / (ep x expert tp) (Layout.expert_dp)
     e = params.expert_fraction
-    fraction = (1.0 - e + e * layout.ep) / group if stage else 1.0
+    fraction = (1.0 - e + e * layout.ep * layout.expert_tp / layout.tp) / group if stage else 1.0
     f_states = fraction if stage >= 1 else 1.0
     f_grads = fraction if stage >= 2 else 1.0
     f_weights = fraction if stage >= 3 else 1.0

@@ -160,8 +160,9 @@ class Fabric:
             bw = min(self.intra.bw_bytes_per_s, self.inter.per_gpu_bytes_per_s(self.gpus_per_node) * members)
         return bw * self.collective_fraction
 
-    def alltoall_s(self, n_bytes: float, n: int) -> float:
-        """All-to-all of `n_bytes` per GPU among `n` consecutive ranks, m = min(n, GPUs a node) in each node.
+    def alltoall_s(self, n_bytes: float, n: int, stride: int = 1) -> float:
+        """All-to-all of `n_bytes` per GPU among `n` ranks `stride` apart (an expert-parallel group under
+        expert tensor parallel `stride`), m = min(n, GPUs a node / stride) of them in each node.
 
         Each GPU sends 1/n of its buffer to every other rank: (m - 1)/n of it to its own node's members
         over the intra-node link and (n - m)/n to other nodes, which only its own NIC can carry (a node's
@@ -173,12 +174,16 @@ class Fabric:
         """
         if n <= 1 or n_bytes <= 0:
             return 0.0
-        m = max(1, min(n, self.gpus_per_node))
+        m = self.members_per_node(n, stride)
         on_node = (m - 1) / n * n_bytes / (self.intra.bw_bytes_per_s * self.collective_fraction)
         if m >= n:
             return on_node
         nic = self.inter.per_gpu_bytes_per_s(self.gpus_per_node) * self.collective_fraction
         return max(on_node, (n - m) / n * n_bytes / nic)
+
+    def members_per_node(self, n: int, stride: int = 1) -> int:
+        """Members of a group of `n` ranks `stride` apart that share a node."""
+        return max(1, min(n, self.gpus_per_node // max(1, stride)))
 
     def link_name(self, group_span: int) -> str:
         return self.intra.name if group_span <= self.gpus_per_node else self.inter.name
@@ -332,23 +337,23 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
     links = []
     dp_s = dp_exp = gather_s = gather_exp = 0.0
     per_node = max(1, fab.gpus_per_node // tp)
-    if dp > 1:
+    if dp > 1 or layout.expert_dp > 1:
         # dense parameters reduce (and shard) over data x context parallel; routed experts over the
-        # expert data-parallel group, dp x cp / ep ranks, ep apart: Megatron-Core's expert data parallel
-        # group (parallel_state.py, world / (pp x ep x expert tp)), each of its members on a node of its own
-        # once the experts fill the node. Without expert parallelism (ep 1) the experts are dense
-        # parameters like any other and reduce over the whole group.
-        split = layout.ep > 1
+        # expert data-parallel group, ep x expert tp apart: Megatron-Core's expert data parallel group
+        # (parallel_state.py, world / (pp x ep x expert tp)), each of its members on a node of its own
+        # once the experts fill the node. Without expert parallelism and with expert tp = tp the experts
+        # are dense parameters like any other and reduce over the whole group.
+        split = layout.ep > 1 or layout.expert_tp != layout.tp
         expert_train = x.expert_trainable_params if split else 0.0
         expert_gathered = x.expert_gathered_params if split else 0.0
         dense = _data_parallel(layout, fab, x, x.trainable_params - expert_train,
                                x.gathered_params - expert_gathered, x.leaf_params, dp, per_node)
         dp_s, dp_exp, gather_s, gather_exp = dense[:4]
         links.append(f"data parallel over {dense[4]}")
-        edp = dp // max(1, layout.ep)
+        edp = layout.expert_dp      # ranks ep x expert tp apart (Layout.expert_dp)
         if split and edp > 1 and (expert_train > 0 or expert_gathered > 0):
             experts = _data_parallel(layout, fab, x, x.expert_trainable_params, x.expert_gathered_params, 0.0,
-                                     edp, max(1, per_node // layout.ep))
+                                     edp, max(1, fab.gpus_per_node // (layout.ep * layout.expert_tp)))
             dp_s, dp_exp = dp_s + experts[0], dp_exp + experts[1]
             gather_s, gather_exp = gather_s + experts[2], gather_exp + experts[3]
             links.append(f"expert data parallel ({edp} ranks) over {experts[4]}")
@@ -368,17 +373,27 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         # Megatron-Core MoEAlltoAllTokenDispatcher (moe/token_dispatcher.py): each rank permutes its
         # own sequence-parallel 1/tp of the tokens to tokens x top_k rows and all-to-alls them over
         # the EP group (dispatch and combine, forward and backward; again with full recompute);
-        # no dedup of a token's experts on one rank. Expert tensor parallel 1: the EP group is ep
-        # consecutive ranks (expert rank order tp-ep-dp folds TP into EP).
-        span = layout.ep
+        # no dedup of a token's experts on one rank. The expert ranks are ordered tp-ep-dp-pp with
+        # tp = expert tp (parallel_state.py): the EP group is ep ranks expert-tp apart, spanning ep x etp.
+        etp, ep = layout.expert_tp, layout.ep
+        span = ep * etp
         if span > fab.gpus_per_node:
-            off = span - fab.gpus_per_node
-            links.append(f"expert parallel over {fab.link_name(span)}; {off}/{span} of each all-to-all "
+            off = ep - fab.members_per_node(ep, etp)
+            links.append(f"expert parallel over {fab.link_name(span)}; {off}/{ep} of each all-to-all "
                          "leaves the node through each GPU's own NIC")
         else:
             links.append(f"expert parallel over {fab.link_name(span)}")
         passes = 4 + (2 if x.tp_collectives_per_layer > 4 else 0)
-        ep_s = m * x.moe_layers * passes * fab.alltoall_s(x.moe_dispatch_bytes / tp, layout.ep)
+        ep_s = m * x.moe_layers * passes * fab.alltoall_s(x.moe_dispatch_bytes / tp, ep, etp)
+    if layout.expert_tp > 1 and x.moe_layers and x.moe_dispatch_bytes:
+        # expert tensor parallel: the dispatcher all-gathers the tokens each rank received over the expert
+        # TP group (etp consecutive ranks) before the experts and reduce-scatters their output after
+        # (token_dispatcher.py gather_from_sequence_parallel_region / reduce_scatter_to_sequence_parallel_
+        # region with the expert tp group); forward, backward (each the other's gradient) and recompute
+        etp = layout.expert_tp
+        links.append(f"expert tensor parallel over {fab.link_name(etp)}")
+        passes = 4 + (2 if x.tp_collectives_per_layer > 4 else 0)
+        ep_s += m * x.moe_layers * passes * allgather_s(etp * x.moe_dispatch_bytes / tp, etp, fab.bus_bw(etp))
     if layout.zero > ZeroStage.NONE and layout.fsdp is Fsdp.NONE and not x.overlap_comm:
         # DeepSpeed without overlap_comm: gradient reduction on the current stream (stage_1_and_2.py
         # `stream = self.reduction_stream if self.overlap_comm else current_stream()`), ZeRO-3's

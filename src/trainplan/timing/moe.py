@@ -69,21 +69,27 @@ class ExpertShape:
     intermediate: int        # expert intermediate size (fc2 input)
     fc1_out: int             # fc1 output width: 2 x intermediate when gated
     ep: int
+    etp: int = 1             # expert tensor parallel: intermediate and fc1_out are this GPU's 1/etp
 
     @property
     def tokens_per_expert(self) -> float:
-        """m: rows each local expert multiplies (balanced routing)."""
-        return self.tokens * self.top_k * self.ep / self.experts
+        """m: rows each local expert multiplies (balanced routing; the expert tensor-parallel group
+        gathers its members' tokens, so each slice of an expert sees etp ranks' rows)."""
+        return self.tokens * self.top_k * self.ep * self.etp / self.experts
 
     @property
     def routed_rows(self) -> float:
-        """Rows the GPU's experts see in total: tokens x top_k (balanced, what it sends = receives)."""
-        return self.tokens * self.top_k
+        """Rows the GPU's experts see in total: tokens x top_k x etp (balanced, what it sends = receives,
+        gathered over the expert tensor-parallel group)."""
+        return self.tokens * self.top_k * self.etp
 
 
 def expert_shape(setup: TrainingSetup, layout: Layout, tokens_mb_gpu: float) -> ExpertShape | None:
-    """The routed-expert GEMM shape; None for a dense model. Expert tensor parallel 1 assumed (each
-    TP rank dispatches its 1/tp of the tokens with sequence parallelism, experts unsplit)."""
+    """The routed-expert GEMM shape; None for a dense model. Each TP rank dispatches its 1/tp of the
+    tokens (sequence parallelism); with expert tensor parallel etp > 1 (Layout.expert_tp) Megatron-Core's
+    alltoall dispatcher gathers the etp ranks' received tokens (moe/token_dispatcher.py
+    gather_from_sequence_parallel_region over the expert TP group) and each GPU runs its 1/etp of every
+    local expert's intermediate width on all of them: the same FLOPs, narrower and taller GEMMs."""
     spec, moe = setup.model, setup.model.moe
     if moe is None:
         return None
@@ -95,9 +101,10 @@ def expert_shape(setup: TrainingSetup, layout: Layout, tokens_mb_gpu: float) -> 
     f = moe.expert_intermediate_size
     fc1_out = sum(lin.out_features for lin in experts if lin.in_features == spec.hidden_size)
     ep = max(1, min(layout.ep, moe.num_experts))
+    etp = layout.expert_tp
     return ExpertShape(tokens=tokens_mb_gpu / layout.tp, top_k=moe.top_k, experts=moe.num_experts,
-                       local_experts=moe.num_experts / ep, hidden=spec.hidden_size, intermediate=f,
-                       fc1_out=fc1_out or f, ep=ep)
+                       local_experts=moe.num_experts / ep, hidden=spec.hidden_size, intermediate=f // etp,
+                       fc1_out=(fc1_out or f) // etp, ep=ep, etp=etp)
 
 
 def expert_flops_per_token(setup: TrainingSetup) -> float:

@@ -112,25 +112,25 @@ def _param_counts(model: ModelSpec, lora: LoraConfig | None, method: Method, fre
 
 def params_on_gpu(setup: TrainingSetup, layout: Layout, n: float, *, trainable: bool) -> tuple[float, float]:
     """(dense, routed-expert) parameters of `n` (the setup's total or trainable count) that one GPU of
-    the model-parallel group holds: the dense part / (tp x pp), the routed experts / (tp x pp x ep), as
-    the memory model splits them (memory.parallel.linear_on_gpu). Trainable experts are those of a full
+    the model-parallel group holds: the dense part / (tp x pp), the routed experts / (expert tp x pp x ep),
+    as the memory model splits them (memory.parallel.linear_on_gpu). Trainable experts are those of a full
     fine-tune (LoRA's expert adapters and frozen layers are left in the dense part)."""
     mp = layout.tp * layout.pp
     experts = count_params(setup.model).experts if setup.model.moe is not None else 0
     if trainable and setup.method is not Method.FULL:
         experts = 0
     experts = min(experts, n)
-    return (n - experts) / mp, experts / (mp * max(1, layout.ep))
+    return (n - experts) / mp, experts / (layout.expert_tp * layout.pp * max(1, layout.ep))
 
 
 def sharded_params_on_gpu(setup: TrainingSetup, layout: Layout, n: float, *, trainable: bool,
                           sharded: bool = True) -> float:
     """`n`'s parameters on one GPU, once sharded over data parallel when `sharded` (ZeRO-1+/FSDP: dense
-    over dp x cp, routed experts over the expert data-parallel group, dp x cp / ep)."""
+    over dp x cp, routed experts over the expert data-parallel group, Layout.expert_dp)."""
     dense, experts = params_on_gpu(setup, layout, n, trainable=trainable)
     if not sharded:
         return dense + experts
-    return dense / layout.dp_cp + experts / max(1.0, layout.dp_cp / max(1, layout.ep))
+    return dense / layout.dp_cp + experts / layout.expert_dp
 
 
 def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, m: EfficiencyModel,

@@ -78,6 +78,8 @@ MEGATRON_DEFAULTS: tuple[Default, ...] = (
     Default(field="sequence_parallel", value=False, key="sequence_parallel", raw=False,
             source=f"{_MEG}.sequence_parallel"),
     Default(field="padding_free", value=True, key="padding_free", source=f"{_MEG}.padding_free"),
+    Default(field="etp", value=1, key="expert_tensor_parallel_size", source=f"{_MEG}.expert_tensor_parallel_size",
+            note="the routed experts unsplit by tensor parallelism (Megatron-Core's own default would be tp)"),
     Default(field="attention", value="flash", key="attention_backend", raw="flash", source=f"{_MEG}.attention_backend"),
     Default(field="zero", value=1, key="use_distributed_optimizer", raw=True,
             source=f"{_MEG}.use_distributed_optimizer",
