@@ -185,3 +185,18 @@ def test_experts_without_expert_parallelism_reduce_with_the_rest():
                    fwd_s=0, bwd_s=0, layers=1, activation_bytes=0, tp_collectives_per_layer=4,
                    expert_trainable_params=4e9, expert_gathered_params=4e9)
     assert layout_comm(layout, fabric(H100, layout), x).dp_s == pytest.approx(2 * 7 / 8 * 20e9 / (450e9 * 0.8))
+
+
+def test_moe_layers_have_no_mlp_tensor_parallel_collective():
+    # tp 2 with sequence parallelism: attention and MLP each all-gather + reduce-scatter (one all-reduce's
+    # traffic) a pass. 2 layers x 4 (forward and backward, attention and MLP) = 8 all-reduces of a dense
+    # stack; MoE layers without a shared expert keep attention's only: 2 x 2 = 4, each 2 x 1/2 x 33.55 MB
+    # (8192 tokens x 2048 x 2 B) / (450 GB/s x 0.8) = 93.2 us
+    layout = Layout(num_gpus=8, tp=2, ep=4, etp=1)
+    x = CommInputs(trainable_params=0, gathered_params=0, grad_bytes=4, weight_bytes=2, micro_batches=1,
+                   fwd_s=0, bwd_s=0, layers=2, activation_bytes=8192 * 2048 * 2, tp_collectives_per_layer=4,
+                   moe_layers=2, tp_free_moe_layers=2)
+    per = 2 * 1 / 2 * 8192 * 2048 * 2 / (450e9 * 0.8)
+    assert layout_comm(layout, fabric(H100, layout), x).tp_s == pytest.approx(4 * per)
+    shared = replace(x, tp_free_moe_layers=0)       # a shared expert: its MLP is TP-split, gathers as dense
+    assert layout_comm(layout, fabric(H100, layout), shared).tp_s == pytest.approx(8 * per)

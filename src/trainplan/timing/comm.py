@@ -219,6 +219,7 @@ class CommInputs:
     activation_bytes: float          # one micro-batch's hidden states: tokens x hidden x bytes
     tp_collectives_per_layer: int    # 4 (2 forward + 2 backward), 6 with full recomputation
     moe_layers: int = 0
+    tp_free_moe_layers: int = 0      # of moe_layers: MoE layers without a shared expert, whose MLP half has no TP collective
     moe_dispatch_bytes: float = 0.0  # tokens x top_k x hidden x bytes per all-to-all
     kv_bytes: float = 0.0            # one micro-batch's K and V per layer (context parallel)
     leaf_params: float = 0.0         # of gathered_params: ZeRO-3 fetches them whole, unprefetched (timing.hf_moe)
@@ -361,7 +362,11 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
     if tp > 1:
         bw = fab.bus_bw(tp)
         links.append(f"tensor parallel over {fab.link_name(tp)}")
-        tp_s = m * x.layers * x.tp_collectives_per_layer * ring_allreduce_s(x.activation_bytes, tp, bw)
+        # attention and MLP each gather and reduce-scatter their sequence-parallel input once a pass; an MoE
+        # layer without a shared expert has no TP collective in its MLP half: its tokens go through the
+        # dispatcher's all-to-all and, with expert tp > 1, the expert-TP gather below (token_dispatcher.py)
+        collectives = x.layers * x.tp_collectives_per_layer - x.tp_free_moe_layers * x.tp_collectives_per_layer / 2
+        tp_s = m * collectives * ring_allreduce_s(x.activation_bytes, tp, bw)
     pp_s = 0.0
     if layout.pp > 1:
         span = tp * cp * dp * 2          # neighbouring stages are one data-parallel block apart
