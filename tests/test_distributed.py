@@ -29,7 +29,9 @@ from trainplan.memory.megatron_ref import (
     compute_weight_and_optimizer_memory,
     megatron_args,
 )
+from trainplan.errors import TrainplanError
 from trainplan.memory.parallel import (
+    check_layout,
     gpu_params,
     in_flight_microbatches,
     pipeline_stages,
@@ -352,6 +354,16 @@ def test_interleaved_and_uneven_pipelines():
     assert [len(s.layers) for s in uneven] == [10, 11, 11]     # 32 = 10 + 11 + 11, extras at the end
     est = estimate_memory(setup, Layout(num_gpus=3, pp=3), H100, parallel=ParallelConfig(uneven_pipeline=True))
     assert len(est.per_stage_bytes) == 3
+    # uneven with virtual stages (Megatron's first/last-stage layer options or pipeline layout; torchtitan's
+    # own split): 32 layers over 3 stages x 2 chunks, the stages as above; in flight, interleaved with 9
+    # micro-batches (grad-accum divisible by pp): stage 0 (2 x 2 + 1 x 3 + 1) / 2 = 4 micro-batches
+    cfg = ParallelConfig(uneven_pipeline=True, virtual_stages=2)
+    both = pipeline_stages(replace(setup, grad_accum=9), Layout(num_gpus=3, pp=3), cfg)
+    assert [len(s.layers) for s in both] == [10, 11, 11]
+    assert both[0].in_flight == pytest.approx(4.0)
+    check_layout(replace(setup, grad_accum=9), Layout(num_gpus=3, pp=3), cfg)
+    with pytest.raises(TrainplanError, match="allow an uneven split"):
+        check_layout(replace(setup, grad_accum=9), Layout(num_gpus=3, pp=3), ParallelConfig(virtual_stages=2))
 
 
 @settings(max_examples=60, deadline=None)

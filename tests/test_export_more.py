@@ -684,3 +684,10 @@ def test_megatron_exports_write_the_expert_tp():
     at_tp = lines()
     assert "--expert-tensor-parallel-size" not in _lm_args(at_tp["megatron_lm.sh"])
     assert "--expert_tensor_parallel_size 2" in " ".join(at_tp["megatron_swift.sh"].split())
+
+
+def test_megatron_lm_line_carries_the_expert_all_to_all_overlap():
+    job = job_of(model="qwen3-30b-a3b", framework="megatron", num_gpus=16, nodes=2, ep=16, zero=1, seq_len=4096,
+                 grad_accum=8, moe_a2a_overlap=True)
+    lm = next(f for f in exporter("megatron").export(job, None, ExportContext()).files if f.name == "megatron_lm.sh")
+    assert "--overlap-moe-expert-parallel-comm" in _lm_args(lm.text)

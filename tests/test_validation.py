@@ -83,13 +83,15 @@ def test_table_bad_global_flag_is_exit_2_not_a_note_per_row(capsys):
     (["--gpu", "a100", "--precision", "fp8"], "--precision fp8 needs fp8 tensor cores"),
     (["--gpu", "v100", "--precision", "fp16", "--attention", "flash"], "use --attention sdpa"),
     (["--gpu", "t4", "--precision", "fp16", "--attention", "flash"], "compute capability 8.0"),
-    # Llama 2 7B's 32 layers over 3 stages: uneven; with 2 virtual stages the uneven split is not modelled,
-    # so the message says what is (the flag alone would be refused again)
+    # Llama 2 7B's 32 layers over 3 stages: uneven, with or without virtual stages
     (["--num-gpus", "3", "--pp", "3", "--grad-accum", "3"], "would, or allow an uneven split (--uneven-pipeline)"),
-    (["--num-gpus", "3", "--pp", "3", "--vpp", "2", "--grad-accum", "3", "--uneven-pipeline"],
-     "an uneven split, which is modelled without virtual stages (--vpp 1 --uneven-pipeline)"),
+    (["--num-gpus", "3", "--pp", "3", "--vpp", "2", "--grad-accum", "3"],
+     "would, or allow an uneven split (--uneven-pipeline)"),
+    # 32 layers over 4 stages x 16 virtual: 8 layers a stage for 16 chunks
+    (["--num-gpus", "4", "--pp", "4", "--vpp", "16", "--grad-accum", "4", "--uneven-pipeline"],
+     "leaves a stage fewer layers (8) than virtual stages: lower --vpp"),
 ], ids=["vpp-without-pp", "megatron-zero3", "dora-full", "64-per-node", "fp8-a100", "flash-v100", "flash-t4",
-        "pp-uneven", "vpp-uneven"])
+        "pp-uneven", "vpp-uneven", "vpp-too-deep"])
 def test_layout_and_hardware_refusals(argv, message, capsys):
     line = _one_line_exit_2(["estimate", "--model", "llama-2-7b", *argv], capsys)
     assert message in line

@@ -113,6 +113,7 @@ class Options(TypedDict, total=False):
     padding_mask: bool | None
     launch_blocking: bool | None
     comm_overlap: bool | None
+    moe_a2a_overlap: bool | None
     cpu_threads_per_rank: int | None
     grad_ckpt_every: int | None
     reduce_bucket_size: int | str | None

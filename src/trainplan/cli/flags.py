@@ -137,6 +137,10 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
                         "(tp_comm_overlap, overlap_grad_reduce/overlap_param_gather, overlap_p2p_comm): tensor-"
                         "parallel collectives under the GEMMs, the distributed optimizer's all-gather under the "
                         "next forward, pipeline sends under interleaved compute (default: off, Megatron-LM's)")
+    g.add_argument("--moe-a2a-overlap", action=argparse.BooleanOptionalAction, default=None,
+                   help="Megatron's expert all-to-all overlap (--overlap-moe-expert-parallel-comm, combined 1F1B; "
+                        "Megatron-Bridge's moe_a2a_overlap): one micro-batch's dispatch and combine under another "
+                        "micro-batch's compute; needs --ep > 1 and, with --pp > 1, --vpp > 1 (default: off)")
     h = p.add_argument_group("where it runs")
     h.add_argument("--gpu", default="a100-80gb")
     h.add_argument("--num-gpus", type=int, default=1)

@@ -193,6 +193,8 @@ def lm_arguments(job, estimate, ctx: ExportContext) -> list[str]:
         args += ["--overlap-grad-reduce"]
         if layout.zero is ZeroStage.OPTIMIZER:
             args += ["--overlap-param-gather"]
+    if setup.impl.moe_a2a_overlap:        # combined 1F1B (timing.overlap.moe_a2a_overlap)
+        args += ["--overlap-moe-expert-parallel-comm"]
     if layout.offload is Offload.OPTIMIZER:
         args += ["--optimizer-cpu-offload"]
     args += _precision_lm(setup.precision)

@@ -86,6 +86,7 @@ class JobOptions:
     padding_mask: bool | None = None  # the batches' attention mask has padding (None: from --lengths-file)
     launch_blocking: bool | None = None   # CUDA_LAUNCH_BLOCKING=1 in the job's environment (timing.launch)
     comm_overlap: bool | None = None      # Megatron's TP/DP/PP communication overlap (timing.overlap; None: off)
+    moe_a2a_overlap: bool | None = None   # Megatron's expert all-to-all overlap, combined 1F1B (None: off)
     cpu_threads_per_rank: int | None = None   # OMP_NUM_THREADS per rank for a CPU optimizer (None: the launcher's)
     grad_ckpt_every: int | None = None  # checkpoint every n-th layer only (torchtitan selective_ac_option=n)
     # DeepSpeed zero_optimization knobs (None: DeepSpeed's defaults; "auto": what the HF integration fills)

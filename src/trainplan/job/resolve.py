@@ -120,7 +120,7 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
                           activation_offload=req.activation_offload, liger_kernels=req.liger,
                           load_fp32=req.load_fp32, compiled=req.compile, padding_free=req.padding_free,
                           padding_mask=req.padding_mask, launch_blocking=req.launch_blocking,
-                          comm_overlap=req.comm_overlap,
+                          comm_overlap=req.comm_overlap, moe_a2a_overlap=req.moe_a2a_overlap,
                           cpu_threads_per_rank=req.cpu_threads_per_rank,
                           fp8_recipe=None if req.fp8_recipe is None else
                           parse_enum(Fp8Recipe, req.fp8_recipe, "--fp8-recipe"))

@@ -21,7 +21,7 @@ SETTINGS = ("model", "framework", "method", "stage", "precision", "optimizer", "
             "fsdp", "fsdp_version", "reshard_after_forward", "offload", "offload_device", "tp", "pp", "cp",
             "ulysses", "ep", "etp", "device_map", "ref_model", "samples", "max_steps", "epochs", "reduce_bucket_size",
             "prefetch_bucket_size", "param_persistence_threshold", "max_live_parameters", "overlap_comm",
-            "launch_blocking", "comm_overlap", "cpu_threads_per_rank")
+            "launch_blocking", "comm_overlap", "moe_a2a_overlap", "cpu_threads_per_rank")
 # options left None that resolution derives, and the value it derives
 _DERIVED = {"lora_alpha": (lambda j: j.setup.lora.alpha if j.setup.lora else None, "2 x lora_rank"),
             "lora_targets": (lambda j: list(j.setup.lora.targets or default_lora_targets(j.setup.model))
@@ -41,7 +41,8 @@ _PROFILE = {"precision": lambda j: str(j.setup.precision), "optimizer": lambda j
             "optimizer_in_backward": lambda j: j.setup.impl.optimizer_in_backward,
             "compile": lambda j: j.setup.impl.compiled,
             "launch_blocking": lambda j: j.setup.impl.launch_blocking,
-            "comm_overlap": lambda j: j.setup.impl.comm_overlap}
+            "comm_overlap": lambda j: j.setup.impl.comm_overlap,
+            "moe_a2a_overlap": lambda j: j.setup.impl.moe_a2a_overlap}
 
 
 def _plain(value: Any) -> Any:

@@ -70,6 +70,8 @@ class Implementation:
     comm_overlap: bool = False            # Megatron's communication overlap: TP collectives under the GEMMs,
                                           # the parameter all-gather under the next forward, pipeline sends
                                           # under interleaved compute (timing.overlap)
+    moe_a2a_overlap: bool = False         # Megatron's combined 1F1B (--overlap-moe-expert-parallel-comm): one
+                                          # micro-batch's expert all-to-alls under another's compute (timing.overlap)
     cpu_threads_per_rank: int = 0         # OMP_NUM_THREADS / torch.set_num_threads per rank (0: the launcher's)
 
 

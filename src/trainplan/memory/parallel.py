@@ -26,7 +26,7 @@ Sources:
 
 from __future__ import annotations
 
-from trainplan.enums import Method
+from trainplan.enums import Framework, Method
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup
@@ -106,16 +106,17 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
     if pp > spec.num_layers:
         raise TrainplanError(f"--pp {pp} is more than the {spec.num_layers} layers of {spec.name}")
     chunks = pp * cfg.virtual_stages
-    if pp > 1 and spec.num_layers % chunks and not ((cfg.uneven_pipeline or cfg.sequential)
-                                                    and cfg.virtual_stages == 1):
+    if pp > 1 and spec.num_layers % chunks and not (cfg.uneven_pipeline or cfg.sequential):
         fits = [str(d) for d in range(2, min(spec.num_layers, 64) + 1)
                 if spec.num_layers % (d * cfg.virtual_stages) == 0]
         raise TrainplanError(
             f"--pp {pp}{f' x {cfg.virtual_stages} virtual stages' if cfg.virtual_stages > 1 else ''} does "
             f"not divide the {spec.num_layers} layers of {spec.name} ({spec.num_layers} % {chunks} = "
-            f"{spec.num_layers % chunks}); --pp {', '.join(fits[:8]) or '1'} would, or "
-            + ("an uneven split, which is modelled without virtual stages (--vpp 1 --uneven-pipeline)"
-               if cfg.virtual_stages > 1 else "allow an uneven split (--uneven-pipeline)"))
+            f"{spec.num_layers % chunks}); --pp {', '.join(fits[:8]) or '1'} would, or allow an uneven split "
+            "(--uneven-pipeline)")
+    if pp > 1 and cfg.virtual_stages > 1 and spec.num_layers // pp < cfg.virtual_stages:
+        raise TrainplanError(f"--pp {pp} x --vpp {cfg.virtual_stages} leaves a stage fewer layers "
+                             f"({spec.num_layers // pp}) than virtual stages: lower --vpp")
     if cfg.virtual_stages > 1 and pp > 1 and setup.grad_accum % pp:
         raise TrainplanError(f"the interleaved schedule needs --grad-accum (micro-batches) divisible by "
                              f"--pp {pp}, got {setup.grad_accum}")
@@ -130,6 +131,16 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
         raise TrainplanError(f"--ep {ep} x expert tensor parallel {etp} = {ep * etp} must divide the "
                              f"{layout.num_gpus // pp} GPUs of a pipeline stage (experts are placed over "
                              f"ep x etp GPUs; --etp sets the experts' tensor parallel, tp when unset)")
+    if setup.impl.moe_a2a_overlap:
+        # Megatron-Bridge docs (skills/perf-moe-comm-overlap, training/comm_overlap.py validation): expert
+        # parallelism > 1, and with pipeline parallelism the interleaved schedule (virtual stages)
+        if setup.framework is not Framework.MEGATRON:
+            raise TrainplanError("--moe-a2a-overlap is Megatron's combined 1F1B schedule: use --framework megatron")
+        if ep <= 1:
+            raise TrainplanError("--moe-a2a-overlap hides the expert-parallel all-to-all: it needs --ep > 1")
+        if pp > 1 and cfg.virtual_stages <= 1:
+            raise TrainplanError("--moe-a2a-overlap with --pp > 1 runs only under the interleaved schedule: "
+                                 "add --vpp > 1 (or --no-moe-a2a-overlap)")
     if cp > 1 and setup.seq_len % (2 * cp):
         raise TrainplanError(f"--cp {cp} needs --seq-len divisible by 2 x cp = {2 * cp} (load-balanced "
                              f"causal split), got {setup.seq_len}")

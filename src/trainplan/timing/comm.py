@@ -242,6 +242,7 @@ class CommTimes:
     cp_s: float = 0.0                # context-parallel K/V ring (hidden behind attention)
     cp_exposed_s: float = 0.0        # ... unless nothing overlaps (CUDA_LAUNCH_BLOCKING)
     tp_hidden_s: float = 0.0         # of tp_s, hidden under the GEMMs (Megatron tp_comm_overlap: timing.overlap)
+    ep_hidden_s: float = 0.0         # of ep_s, hidden under another micro-batch (combined 1F1B: timing.overlap)
     pp_hidden_s: float = 0.0         # of pp_s, hidden under interleaved compute (overlap_p2p_comm)
     links: tuple[str, ...] = ()
 
@@ -252,12 +253,12 @@ class CommTimes:
     @property
     def exposed_s(self) -> float:
         return (self.dp_exposed_s + self.gather_exposed_s + self.tp_s - self.tp_hidden_s + self.pp_s
-                - self.pp_hidden_s + self.ep_s + self.cp_exposed_s)
+                - self.pp_hidden_s + self.ep_s - self.ep_hidden_s + self.cp_exposed_s)
 
     def serialised(self) -> CommTimes:
         """The same traffic with nothing hidden behind compute (synchronous launches: timing.launch)."""
         return replace(self, dp_exposed_s=self.dp_s, gather_exposed_s=self.gather_s, cp_exposed_s=self.cp_s,
-                       tp_hidden_s=0.0, pp_hidden_s=0.0)
+                       tp_hidden_s=0.0, pp_hidden_s=0.0, ep_hidden_s=0.0)
 
 
 def _overlapped(comm_s: float, window_s: float, tail_s: float) -> float:

@@ -30,7 +30,7 @@ from trainplan.timing.hf_moe import hf_experts_delta_s, z3_leaf_params
 from trainplan.timing.launch import launch_blocking_note, launch_gap_s, launches_per_micro_batch
 from trainplan.timing.mask import dense_mask_note
 from trainplan.timing.options import TimingOptions
-from trainplan.timing.overlap import megatron_overlap
+from trainplan.timing.overlap import megatron_overlap, moe_a2a_overlap
 from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule
 from trainplan.timing.quantized import fp32_adapter_note
 from trainplan.timing.steps import SequenceShape, global_batch, steps_per_epoch, total_steps
@@ -160,6 +160,9 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     if setup.impl.comm_overlap or setup.framework is Framework.MEGATRON:
         comm = megatron_overlap(comm, layout, layers_stage=layers_stage, virtual_stages=max(1, options.pp_interleave),
                                 fwd_s=x.fwd_s, bwd_s=x.bwd_s, tp_dp=setup.impl.comm_overlap, notes=notes)
+    if setup.impl.moe_a2a_overlap:
+        comm = moe_a2a_overlap(comm, layout, micro_batches=setup.grad_accum, virtual_stages=options.pp_interleave,
+                               compute_mb_s=compute_mb, notes=notes)
     if blocking:
         comm = comm.serialised()
     notes += comm.links

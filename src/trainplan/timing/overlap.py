@@ -18,6 +18,14 @@ switch it on (Megatron-LM leaves each knob off by default):
   default, not only the recipes': megatron/training/arguments.py declares `--no-overlap-p2p-communication`
   (store_false, so overlap_p2p_comm defaults to True) and turns it off for a non-interleaved schedule;
   Megatron-Bridge does the same (src/megatron/bridge/training/comm_overlap.py, "PP overlap selection").
+- Expert all-to-all (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge `moe_a2a_overlap`; Megatron-Core
+  docs "Combined 1F1B: Expert-Parallel All-to-All Overlap", core/pipeline_parallel/combined_1f1b.py): the
+  forward of one micro-batch is co-scheduled layer by layer with the backward of another, "EP A2A in forward
+  step is hidden by the attention/mlp computation in the backward step, and vice versa". Only micro-batches
+  in the steady 1F1B phase are paired: without pipelining the first forward and the last backward run alone
+  (1 of m unpaired); under the interleaved schedule the warm-up forwards and cool-down backwards,
+  (pp - 1) x 2 + (v - 1) x pp model chunks of the m x v (Megatron's num_warmup_microbatches for the first
+  stage). A paired micro-batch's all-to-alls hide behind the other micro-batch's compute, up to that compute.
 """
 
 from __future__ import annotations
@@ -53,3 +61,21 @@ def megatron_overlap(comm: CommTimes, layout: Layout, *, layers_stage: int, virt
         notes.append(f"Megatron communication overlap: pipeline sends under the interleaved schedule's compute "
                      f"({pp_hidden:.3g} s per step hidden)")
     return out
+
+
+def moe_a2a_overlap(comm: CommTimes, layout: Layout, *, micro_batches: int, virtual_stages: int,
+                    compute_mb_s: float, notes: list[str]) -> CommTimes:
+    """`comm` with the expert all-to-alls that Megatron's combined 1F1B hides taken out (module docstring).
+    `compute_mb_s`: one micro-batch's forward and backward on this GPU, the window a paired one hides in."""
+    if comm.ep_s <= 0 or micro_batches < 1:
+        return comm
+    v = max(1, virtual_stages) if layout.pp > 1 else 1
+    chunks = micro_batches * v
+    alone = min(chunks, (layout.pp - 1) * 2 + (v - 1) * layout.pp if layout.pp > 1 and v > 1 else 1)
+    paired = (chunks - alone) / chunks
+    per_mb = comm.ep_s / micro_batches
+    hidden = paired * micro_batches * min(per_mb, compute_mb_s)
+    notes.append(f"Megatron expert all-to-all overlap (combined 1F1B): {chunks - alone} of {chunks} micro-batch "
+                 f"passes paired, {hidden:.3g} of {comm.ep_s:.3g} s of all-to-all per step under the other "
+                 "micro-batch's compute")
+    return replace(comm, ep_hidden_s=hidden)
