@@ -104,11 +104,27 @@ def test_unread_and_memory_budget(tmp_path):
                  'pipeline_parallel_schedule = "Interleaved1F1B"\n'
                  '[activation_checkpoint]\nmode = "memory_budget"\n[optimizer]\nname = "Muon"\n')
     o = options(f)
-    # an interleaved schedule's chunks per rank come from split points, which are not read: unread
-    assert set(unread(o)) == {"model.flavor", "parallelism.pipeline_parallel_schedule", "activation_checkpoint.mode",
-                              "optimizer.name"}
+    # an interleaved schedule without split points runs torchtitan's 2 stages per rank
+    assert set(unread(o)) == {"model.flavor", "activation_checkpoint.mode", "optimizer.name"}
     assert (o.num_gpus, o.pp, o.reshard_after_forward) == (16, 2, False)
-    assert o.pp_schedule is None
+    assert (o.pp_schedule, o.vpp) == ("interleaved-1f1b", 2)
+    assert origin(o, "vpp") is Origin.FRAMEWORK_DEFAULT
+    # with split points the stages per rank are the file's: not read, the user says --vpp
+    f.write_text(f.read_text().replace('pipeline_parallel_schedule = "Interleaved1F1B"\n',
+                                       'pipeline_parallel_schedule = "Interleaved1F1B"\n'
+                                       'pipeline_parallel_split_points = ["layers.4", "layers.8", "layers.12"]\n'))
+    o = options(f)
+    assert "parallelism.pipeline_parallel_schedule" in unread(o) and o.pp_schedule is None
+
+
+def test_old_files_keep_the_schedule_under_experimental(tmp_path):
+    # torchtitan before the [parallelism] section: [experimental].pipeline_parallel_schedule (read, not dropped)
+    f = tmp_path / "old.toml"
+    f.write_text('[model]\nname = "llama3"\nflavor = "70B"\n[training]\nbatch_size = 8\n'
+                 'data_parallel_shard_degree = 2\n[experimental]\npipeline_parallel_degree = 4\n'
+                 'pipeline_parallel_schedule = "Interleaved1F1B"\n')
+    o = options(f)
+    assert (o.pp, o.pp_schedule, o.vpp) == (4, "interleaved-1f1b", 2)
 
 
 @pytest.mark.parametrize("name, expected", [("ZBVZeroBubble", "zbv"), ("GPipe", "gpipe"), ("1F1B", "1f1b"),
@@ -121,6 +137,8 @@ def test_pipeline_schedules(tmp_path, name, expected):
     o = options(f)
     assert o.pp_schedule == expected
     assert ("parallelism.pipeline_parallel_schedule" in unread(o)) is (expected is None)
+    # looped schedules other than ZB-V (always two chunks) run 2 stages per rank by default
+    assert o.vpp == (2 if name == "InterleavedZeroBubble" else 1)
 
 
 @pytest.mark.parametrize("text, needle", [

@@ -157,7 +157,8 @@ def _parallel(c: Collector, par: dict, training: dict, data: dict, world: int | 
         else:
             d["known"] = False
             c.skip("parallelism.data_parallel_shard_degree", -1, "-1: the GPUs the launcher starts divided by "
-                   f"replicate x cp x tp x pp = {others}; give --num-gpus (or --from the launch line)")
+                   f"replicate x cp x tp x pp = {others}; the file alone does not say how many (--num-gpus or "
+                   "--from the launch line gives them)")
     else:
         d["known"] = True
         if not world:
@@ -191,21 +192,27 @@ def _parallel(c: Collector, par: dict, training: dict, data: dict, world: int | 
                   note="FSDP2 CPUOffloadPolicy: parameters, gradients and the optimizer step on the CPU")
     elif d["dp_replicate"] > 1:
         c.ignore()   # DDP: replicated weights, trainplan's default data parallelism
-    schedule = str(par.get("pipeline_parallel_schedule", "1F1B"))
-    if d["pp"] > 1 and "pipeline_parallel_schedule" in par:
+    # older files keep the schedule under [experimental] (torchtitan before the [parallelism] move)
+    where = par if "pipeline_parallel_schedule" in par else old
+    schedule = str(where.get("pipeline_parallel_schedule", "1F1B"))
+    key = f"{'parallelism' if where is par else 'experimental'}.pipeline_parallel_schedule"
+    if d["pp"] > 1 and "pipeline_parallel_schedule" in where:
         known = titan.schedule_named(schedule)
+        # a looped schedule's stages per rank come from explicit split points / layers per stage when the
+        # file gives them, else torchtitan's default of 2 (job/defaults/torchtitan LOOPED_STAGES_PER_RANK)
+        split = next((k for k in ("pipeline_parallel_split_points", "pipeline_parallel_layers_per_stage")
+                      if k in par or k in old), None)
         if known is None:
-            c.skip("parallelism.pipeline_parallel_schedule", schedule, "a schedule trainplan has no bubble for")
-        elif known is PipeSchedule.INTERLEAVED:
-            c.skip("parallelism.pipeline_parallel_schedule", schedule, "interleaved: its virtual stages per rank "
-                   "come from the split points; give --vpp (and --pp-schedule interleaved-1f1b)")
+            c.skip(key, schedule, "a schedule trainplan has no bubble for")
+        elif split is not None and known_looped(schedule):
+            c.skip(key, schedule, f"a looped schedule whose stages per rank {split} sets: give --vpp and "
+                   f"--pp-schedule {known.value}")
         else:
-            c.set("pp_schedule", known.value, key="parallelism.pipeline_parallel_schedule", raw=schedule,
-                  note="a looped schedule: its virtual stages per rank come from the split points; give --vpp"
-                  if known_looped(schedule) else "")
-    etp = par.get("expert_tensor_parallel_degree", 1)
-    if as_int(etp, "parallelism.expert_tensor_parallel_degree", c.file, minimum=1) > 1:
-        c.skip("parallelism.expert_tensor_parallel_degree", etp, "expert tensor parallelism is not modelled")
+            c.set("pp_schedule", known.value, key=key, raw=schedule)
+            if known_looped(schedule):
+                c.default("vpp", titan.LOOPED_STAGES_PER_RANK, key=key,
+                          note="multi-stage schedules: 2 stages per rank without split points "
+                               "(distributed/pipeline_parallel.py)")
     used = set(keys.values()) | {"fsdp_reshard_after_forward", "pipeline_parallel_schedule",
                                  "expert_tensor_parallel_degree", "pipeline_parallel_microbatch_size"}
     c.ignore(sum(1 for k in par if k not in used))
