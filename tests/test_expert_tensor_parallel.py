@@ -99,3 +99,16 @@ def test_readers_give_the_frameworks_expert_tp(tmp_path):
     f.write_text('[model]\nname = "qwen3"\nflavor = "30B-A3B"\n[parallelism]\ndata_parallel_shard_degree = 8\n'
                  'tensor_parallel_degree = 2\nexpert_parallel_degree = 8\n')
     assert options(f).etp == 1
+
+
+def test_case_reader_takes_the_expert_tp_the_layout_needs():
+    from trainplan.cases.memorycase import layout_flags
+    gpus = {"type": "H800", "count": 256}
+    # tp 2, pp 32, ep 8: a stage's 8 GPUs hold ep 8 only at expert tp 1 (with tp's 2 it would need 16)
+    assert layout_flags({"gpus": gpus, "parallel": {"tp": 2, "pp": 32, "ep": 8}})["etp"] == 1
+    # tp 2, pp 8, ep 8: 32 GPUs a stage fit 8 x 2; nothing stated, nothing deduced (the framework's default)
+    assert "etp" not in layout_flags({"gpus": gpus, "parallel": {"tp": 2, "pp": 8, "ep": 8}})
+    assert layout_flags({"gpus": gpus, "parallel": {"tp": 2, "pp": 8, "ep": 8, "etp": 2}})["etp"] == 2
+    # Megatron-Bridge's recipes set 1 (cases.text.TRAINER_DEFAULTS)
+    bridge = {"gpus": gpus, "parallel": {"tp": 2, "pp": 8, "ep": 8}, "framework": "Megatron-Bridge 25.11"}
+    assert layout_flags(bridge)["etp"] == 1

@@ -127,6 +127,9 @@ def layout_flags(case: dict) -> dict:
            "ep": int(par.get("ep") or 1)}
     # expert tensor parallel: as stated, else the trainer's recipe default, else (absent) the framework's
     etp = par.get("etp") or trainer_defaults(case)[0].get("etp")
+    stage = count // max(1, out["pp"])
+    if not etp and out["ep"] > 1 and out["tp"] > 1 and stage % (out["ep"] * out["tp"]) and not stage % out["ep"]:
+        etp = 1      # the experts at tp do not fit the stated layout (world % (etp x ep x pp)): the run set 1
     if etp:
         out["etp"] = int(etp)
     sp = par.get("sp")
