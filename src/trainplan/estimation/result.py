@@ -62,7 +62,8 @@ class Estimate:
                                for k, v in asdict(s.impl).items()},
             "gpu": self.gpu.id, "num_gpus": self.layout.num_gpus, "nodes": self.layout.nodes,
             "zero": int(self.layout.zero), "fsdp": str(self.layout.fsdp), "offload": str(self.layout.offload),
-            "tp": self.layout.tp, "pp": self.layout.pp, "cp": self.layout.cp, "ep": self.layout.ep, "etp": self.layout.expert_tp,
+            "tp": self.layout.tp, "pp": self.layout.pp, "cp": self.layout.cp, "ep": self.layout.ep,
+            "etp": self.layout.expert_tp,
             "dp": self.layout.dp, "headroom": self.memory.headroom,
         }
         w = self.workload

@@ -533,7 +533,8 @@ _MEGATRON_UNMODELLED = {
 }
 _MEGATRON_READ = _READ | set(_MEGATRON_UNMODELLED) | {
     "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
-    "expert_tensor_parallel_size", "virtual_pipeline_model_parallel_size", "sequence_parallel", "micro_batch_size", "global_batch_size",
+    "expert_tensor_parallel_size", "virtual_pipeline_model_parallel_size", "sequence_parallel", "micro_batch_size",
+    "global_batch_size",
     "recompute_granularity", "recompute_method", "recompute_num_layers", "use_distributed_optimizer",
     "optimizer_cpu_offload", "fp8_format", "fp8_recipe", "train_iters", "attention_backend", "recompute_modules",
     "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather"}

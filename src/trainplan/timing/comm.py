@@ -219,7 +219,7 @@ class CommInputs:
     activation_bytes: float          # one micro-batch's hidden states: tokens x hidden x bytes
     tp_collectives_per_layer: int    # 4 (2 forward + 2 backward), 6 with full recomputation
     moe_layers: int = 0
-    tp_free_moe_layers: int = 0      # of moe_layers: MoE layers without a shared expert, whose MLP half has no TP collective
+    tp_free_moe_layers: int = 0      # of moe_layers: no shared expert, so no TP collective in the MLP half
     moe_dispatch_bytes: float = 0.0  # tokens x top_k x hidden x bytes per all-to-all
     kv_bytes: float = 0.0            # one micro-batch's K and V per layer (context parallel)
     leaf_params: float = 0.0         # of gathered_params: ZeRO-3 fetches them whole, unprefetched (timing.hf_moe)
