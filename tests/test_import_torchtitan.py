@@ -158,3 +158,15 @@ def test_bad_input_names_the_file(tmp_path, text, needle):
     with pytest.raises(TrainplanError) as err:
         read_config(str(f))
     assert needle in str(err.value) and str(f) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_torchtitan_splits_uneven_pipelines_itself(tmp_path, capsys):
+    # Llama 3.1 405B's 126 layers over pp 8 x 2 stages a rank (Interleaved1F1B): 126 % 16 = 14, which
+    # torchtitan's generate_llm_fqn_per_model_part spreads unevenly; no --uneven-pipeline needed
+    f = tmp_path / "405b.toml"
+    f.write_text('[model]\nname = "llama3"\nflavor = "405B"\n[training]\nlocal_batch_size = 32\nseq_len = 8192\n'
+                 '[parallelism]\ndata_parallel_shard_degree = -1\ntensor_parallel_degree = 8\n'
+                 'pipeline_parallel_degree = 8\npipeline_parallel_schedule = "Interleaved1F1B"\n'
+                 'pipeline_parallel_microbatch_size = 4\n[activation_checkpoint]\nmode = "full"\n')
+    d = est(capsys, "--from", str(f), "--gpu", "h100", "--num-gpus", "512", "--nodes", "64")
+    assert any("interleaved-1f1b" in n and "v=2" in n for n in d["time"]["assumptions"])

@@ -106,7 +106,10 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
     if pp > spec.num_layers:
         raise TrainplanError(f"--pp {pp} is more than the {spec.num_layers} layers of {spec.name}")
     chunks = pp * cfg.virtual_stages
-    if pp > 1 and spec.num_layers % chunks and not (cfg.uneven_pipeline or cfg.sequential):
+    # torchtitan splits the layers over its stages itself, unevenly where they do not divide
+    # (torchtitan/distributed/pipeline_parallel.py generate_llm_fqn_per_model_part)
+    uneven = cfg.uneven_pipeline or cfg.sequential or setup.framework is Framework.TORCHTITAN
+    if pp > 1 and spec.num_layers % chunks and not uneven:
         fits = [str(d) for d in range(2, min(spec.num_layers, 64) + 1)
                 if spec.num_layers % (d * cfg.virtual_stages) == 0]
         raise TrainplanError(
