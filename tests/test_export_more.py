@@ -691,3 +691,10 @@ def test_megatron_lm_line_carries_the_expert_all_to_all_overlap():
                  grad_accum=8, moe_a2a_overlap=True)
     lm = next(f for f in exporter("megatron").export(job, None, ExportContext()).files if f.name == "megatron_lm.sh")
     assert "--overlap-moe-expert-parallel-comm" in _lm_args(lm.text)
+
+
+def test_torchtitan_export_takes_expert_tp_1_or_tp():
+    job = job_of(model="qwen3-30b-a3b", framework="torchtitan", num_gpus=16, nodes=2, tp=4, ep=4, etp=2,
+                 fsdp="full", seq_len=4096)
+    with pytest.raises(TrainplanError, match="expert tensor parallel 1 or tp \\(4\\), not 2"):
+        exporter("torchtitan").export(job, None, ExportContext())

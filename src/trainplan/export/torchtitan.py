@@ -81,6 +81,10 @@ def check(job) -> None:
     if layout.fsdp is Fsdp.NONE and layout.dp > 1 and (layout.tp > 1 or layout.pp > 1 or layout.cp > 1):
         raise pieces.refuse(FORMAT, "torchtitan combines TP/PP/CP with FSDP, not with DDP (parallelize.py: DDP is "
                                     "1-D only): add --fsdp full")
+    if layout.ep > 1 and layout.expert_tp not in (1, layout.tp):
+        # job_config.py Parallelism.expert_tensor_parallel_degree: "we only support either etp = tp or etp = 1"
+        raise pieces.refuse(FORMAT, f"torchtitan runs the experts at expert tensor parallel 1 or tp ({layout.tp}), "
+                                    f"not {layout.expert_tp}: use --etp 1 or --etp {layout.tp}")
     if layout.fsdp is Fsdp.NONE and layout.cp > 1:
         raise pieces.refuse(FORMAT, "context parallelism shards the weights over the cp ranks (FSDP on): "
                                     "add --fsdp full")
