@@ -104,6 +104,24 @@ def test_fsdp1_traffic_per_micro_batch():
     assert short.traffic_s == pytest.approx(4 * (8e9 / 31e9 - 0.1) + 4e9 / 32 / 31e9, rel=1e-9)
 
 
+def test_gpus_under_one_pcie_switch_share_its_link_to_the_cpu():
+    # DGX A100: GPU pairs under one PCIe switch with one x16 Gen4 link to the CPU (hosts.toml). The same
+    # FSDP1 job at 0.1 s of compute a micro-batch: 2 ranks copy at once, 31e9 / 2 = 15.5e9 B/s each:
+    # 4 x (8e9 / 15.5e9 - 0.1) + 4e9 / 32 / 15.5e9
+    assert host_for("a100-sxm4-80gb").gpus_per_pcie_uplink == 2
+    assert host_for("h100-sxm").gpus_per_pcie_uplink == 1          # no shared uplink in the table
+    setup = _setup(framework=Framework.HF, grad_accum=4)
+    paired = replace(HOST, gpus_per_pcie_uplink=2)
+    off = offload_time(setup, Layout(num_gpus=8, fsdp=Fsdp.FULL, offload=Offload.ALL), paired, n_total=8e9,
+                       n_train=8e9, compute_mb_s=0.1, pcie_bytes_per_s=PCIE)
+    assert off.traffic_s == pytest.approx(4 * (8e9 / 15.5e9 - 0.1) + 4e9 / 32 / 15.5e9, rel=1e-9)
+    assert any("2 GPUs share each PCIe switch's x16 link to the CPU" in n for n in off.notes)
+    # one GPU on the node has the link to itself
+    alone = offload_time(replace(setup, grad_accum=4), Layout(num_gpus=1, fsdp=Fsdp.FULL, offload=Offload.ALL),
+                         paired, n_total=8e9, n_train=8e9, compute_mb_s=0.1, pcie_bytes_per_s=PCIE)
+    assert not any("share each PCIe switch" in n for n in alone.notes)
+
+
 def test_fsdp2_gradients_block_and_add_on_the_cpu_after_the_first_micro_batch():
     # torchtune (FSDP2), same shard: micro-batches 2..4 copy the 4e9 B gradient shard blocking
     # (3 x 4e9 / 31e9 = 0.387 s) and add it on the CPU: 1e9 elements per rank at

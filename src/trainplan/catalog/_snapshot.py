@@ -3020,12 +3020,19 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                              'cpu_cores': 128,
                                              'gpu_ids': ['a100-sxm4-40gb', 'a100-sxm4-80gb', 'a800-sxm4-80gb'],
                                              'gpus': 8,
+                                             'gpus_per_pcie_uplink': 2,
                                              'mem_channels': 16,
                                              'mem_mt_per_s': 3200,
                                              'name': 'DGX A100',
                                              'source': 'NVIDIA DGX A100 datasheet / user guide: dual AMD Rome 7742, '
                                                        '128 cores total, 1 TB (2 TB on the 640 GB system) DDR4-3200, 8 '
-                                                       'channels per socket'},
+                                                       'channels per socket; PCIe pairs: nvidia-smi topo -m of a DGX '
+                                                       "A100 (public HPC notes, 'Below is for DGX A100'): GPU0 and "
+                                                       'GPU1 reach mlx5_0/mlx5_1 through PCIe bridges without the host '
+                                                       'bridge (PXB) with one CPU affinity (48-63), likewise GPU2/3, '
+                                                       '4/5, 6/7: each pair under one PCIe switch, which has one x16 '
+                                                       "Gen4 link to its CPU; an 8 x A100 NVLink server's topo shows "
+                                                       'the same pairs (GPU0/1 PXB to NIC0/1)'},
                                             {'cpu': '2x Intel Xeon Platinum 8480C (56 cores each)',
                                              'cpu_cores': 112,
                                              'gpu_ids': ['h100-sxm', 'h800-sxm', 'h200-sxm'],
@@ -3173,7 +3180,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                  'source': 'Azure ND H100 v5-series page: 96 vCPUs (4th-gen Xeon, no '
                                                            'SMT), 1900 GiB, 8 H100',
                                                  'vcpus': 96}]},
-                          'fingerprint': '2b8f4c4c-6176'},
+                          'fingerprint': 'c0194f1e-6696'},
            'models.toml': {'data': {'model': [{'aliases': ['meta-llama/Llama-2-7b-chat-hf',
                                                            'llama2-7b',
                                                            'lmsys/vicuna-7b-v1.5'],

@@ -103,6 +103,7 @@ class HostSpec:
     mem_bw_bytes_per_s: float       # DRAM wire rate (channels x MT/s x 8 B), before HOST_BW_FRACTION
     gpus: int = 8                   # GPUs it serves
     gpu_link_bytes_per_s: float | None = None   # CPU<->GPU per GPU and direction when not PCIe
+    gpus_per_pcie_uplink: int = 1   # GPUs behind one PCIe switch whose x16 link to the CPU they share
     guess: bool = False
     source: str = ""
 
@@ -143,6 +144,7 @@ def _table() -> tuple[dict[str, HostSpec], dict[str, HostSpec], HostSpec]:
         link = e.get("gpu_link_gb_per_s")
         spec = HostSpec(name=e["name"], cpu_cores=int(e["cpu_cores"]), mem_bw_bytes_per_s=_wire_rate(e),
                         gpus=int(e["gpus"]), gpu_link_bytes_per_s=float(link) * 1e9 if link else None,
+                        gpus_per_pcie_uplink=int(e.get("gpus_per_pcie_uplink", 1)),
                         guess=bool(e.get("guess", False)), source=e["source"])
         for gpu_id in e["gpu_ids"]:
             by_gpu[gpu_id] = spec
@@ -180,7 +182,8 @@ def resolve_host(gpu: GpuSpec, *, cpus: int | None = None, mem_bw_bytes_per_s: f
     return HostSpec(name=host.name + " (user values)", cpu_cores=cpus if cpus is not None else host.cpu_cores,
                     mem_bw_bytes_per_s=mem_bw_bytes_per_s if mem_bw_bytes_per_s is not None
                     else host.mem_bw_bytes_per_s,
-                    gpus=host.gpus, gpu_link_bytes_per_s=host.gpu_link_bytes_per_s, guess=False,
+                    gpus=host.gpus, gpu_link_bytes_per_s=host.gpu_link_bytes_per_s,
+                    gpus_per_pcie_uplink=host.gpus_per_pcie_uplink, guess=False,
                     source="user" if cpus is not None and mem_bw_bytes_per_s is not None else host.source)
 
 
@@ -243,6 +246,14 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
     notes: list[str] = []
     bw = host.gpu_link_bytes_per_s or pcie_bytes_per_s
     ga = setup.grad_accum
+    ranks = max(1, min(layout.gpus_per_node, host.gpus))   # ranks sharing one host's cores and DRAM
+    # every rank copies at once (the same layer's shard, the same step): GPUs under one PCIe switch share
+    # its link to the CPU
+    sharing = min(host.gpus_per_pcie_uplink, ranks) if host.gpu_link_bytes_per_s is None else 1
+    if sharing > 1:
+        bw /= sharing
+        notes.append(f"PCIe: {sharing} GPUs share each PCIe switch's x16 link to the CPU on {host.name}, "
+                     f"{bw / 1e9:.1f} GB/s a GPU for their concurrent copies")
     fsdp = layout.fsdp is not Fsdp.NONE
     deepspeed = not fsdp
     dp, per_node = layout.dp_cp, layout.gpus_per_node     # the shards span data x context parallel
@@ -257,7 +268,6 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
     fetches = 2 + (1 if setup.grad_ckpt is GradCkpt.FULL and deepspeed else 0)
     up_mb = down_mb = up_step = down_step = 0.0
     exposed_s = 0.0
-    ranks = max(1, min(per_node, host.gpus))   # ranks sharing one host's cores and DRAM
     if fsdp:
         e = state_elem_bytes(setup)                        # the CPU shard's dtype, copied as stored
         # frozen weights stay in the dtype they were loaded in (16-bit; 4-bit under QLoRA), trained ones in e
