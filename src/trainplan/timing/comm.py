@@ -375,6 +375,7 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         links.append(f"pipeline over {fab.link_name(span)}")
         pp_s = m * 2 * x.activation_bytes / bw
     ep_s = 0.0
+    passes = 4 + (2 if x.tp_collectives_per_layer > 4 else 0)   # MoE token exchanges a layer and micro-batch
     if layout.ep > 1 and x.moe_layers:
         # Megatron-Core MoEAlltoAllTokenDispatcher (moe/token_dispatcher.py): each rank permutes its
         # own sequence-parallel 1/tp of the tokens to tokens x top_k rows and all-to-alls them over
@@ -389,7 +390,6 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
                          "leaves the node through each GPU's own NIC")
         else:
             links.append(f"expert parallel over {fab.link_name(span)}")
-        passes = 4 + (2 if x.tp_collectives_per_layer > 4 else 0)
         ep_s = m * x.moe_layers * passes * fab.alltoall_s(x.moe_dispatch_bytes / tp, ep, etp)
     if layout.expert_tp > 1 and x.moe_layers and x.moe_dispatch_bytes:
         # expert tensor parallel: the dispatcher all-gathers the tokens each rank received over the expert
@@ -398,7 +398,6 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         # region with the expert tp group); forward, backward (each the other's gradient) and recompute
         etp = layout.expert_tp
         links.append(f"expert tensor parallel over {fab.link_name(etp)}")
-        passes = 4 + (2 if x.tp_collectives_per_layer > 4 else 0)
         ep_s += m * x.moe_layers * passes * allgather_s(etp * x.moe_dispatch_bytes / tp, etp, fab.bus_bw(etp))
     if layout.zero > ZeroStage.NONE and layout.fsdp is Fsdp.NONE and not x.overlap_comm:
         # DeepSpeed without overlap_comm: gradient reduction on the current stream (stage_1_and_2.py

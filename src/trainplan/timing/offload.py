@@ -65,7 +65,7 @@ import os
 
 from trainplan.enums import Framework, Fsdp, GradCkpt, Method, Offload, Optimizer, ZeroStage
 from trainplan.errors import TrainplanError
-from trainplan.frozen import frozen
+from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.sharding import FsdpConfig, fsdp_for
 from trainplan.specs import GpuSpec
@@ -179,12 +179,11 @@ def resolve_host(gpu: GpuSpec, *, cpus: int | None = None, mem_bw_bytes_per_s: f
         return host
     if (cpus is not None and cpus <= 0) or (mem_bw_bytes_per_s is not None and mem_bw_bytes_per_s <= 0):
         raise TrainplanError("--host-cpus and --host-mem-gb-per-s must be positive")
-    return HostSpec(name=host.name + " (user values)", cpu_cores=cpus if cpus is not None else host.cpu_cores,
-                    mem_bw_bytes_per_s=mem_bw_bytes_per_s if mem_bw_bytes_per_s is not None
-                    else host.mem_bw_bytes_per_s,
-                    gpus=host.gpus, gpu_link_bytes_per_s=host.gpu_link_bytes_per_s,
-                    gpus_per_pcie_uplink=host.gpus_per_pcie_uplink, guess=False,
-                    source="user" if cpus is not None and mem_bw_bytes_per_s is not None else host.source)
+    return replace(host, name=host.name + " (user values)",
+                   cpu_cores=cpus if cpus is not None else host.cpu_cores,
+                   mem_bw_bytes_per_s=mem_bw_bytes_per_s if mem_bw_bytes_per_s is not None
+                   else host.mem_bw_bytes_per_s, guess=False,
+                   source="user" if cpus is not None and mem_bw_bytes_per_s is not None else host.source)
 
 
 def threads_per_rank(framework: Framework, ranks_per_node: int, cores: int, stated: int = 0) -> int:
