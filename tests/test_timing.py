@@ -211,6 +211,24 @@ def test_torchtitan_runs_eager_kernels_unless_compiled():
     assert megatron.stack is KernelStack.FUSED
 
 
+def test_meta_h100_variant_is_timed_on_its_own_memory_system():
+    # torchtitan's Grand Teton benchmarks ran on H100s "equipped with 96GB HBM2e with 2.4 TB/sec peak memory
+    # bandwidth" at 500 W (benchmarks/llama3_h100_202412_torchtitan.md); torchao measured 78% of peak on it
+    # (roofline_utils.py pct_achievable_gemm_tops). Same dense peak, 2.4 instead of 3.35 TB/s: the ridge
+    # 989 / 2.4 = 412 FLOP/byte lies past the H100 anchor and the line through (153, 0.94) and (295, 0.76)
+    # gives 0.94 - 0.18 x (412.08 - 153) / 142 = 0.6116; E = 0.78 x 0.6116 = 0.477 (the SXM5: 0.803 x 0.76).
+    from trainplan import catalog
+    meta = catalog.resolve_gpu("h100-96gb")
+    assert meta.id == "h100-sxm-96gb" and meta.memory_bw_bytes_per_s == 2.4e12 and meta.tdp_w == 500
+    eff = matmul_efficiency(meta, "bf16", hidden_size=8192, tokens_per_micro_batch=8192, stack=KernelStack.FUSED)
+    ridge = 989e12 / 2.4e12
+    assert eff.ridge == pytest.approx(ridge) and eff.mamf_fraction == 0.78 and eff.mamf_known
+    assert eff.sustained == pytest.approx(0.94 - 0.18 * (ridge - 153) / 142, rel=1e-9)
+    assert eff.sustained == pytest.approx(0.6116, abs=1e-4)
+    sxm = matmul_efficiency(H100, "bf16", hidden_size=8192, tokens_per_micro_batch=8192, stack=KernelStack.FUSED)
+    assert eff.value / sxm.value < 0.80     # E 0.477 vs 0.610, and a larger memory-bound share at the wider ridge
+
+
 def test_efficiency_override():
     st = step_time(_seed_setup(), Layout(), A100, options=TimingOptions(efficiency=0.5))
     assert st.efficiency.value == 0.5

@@ -28,6 +28,7 @@ GENERATION = {
     "a100-sxm4-40gb": "ampere", "a100-sxm4-80gb": "ampere", "a100-pcie-40gb": "ampere",
     "a100-pcie-80gb": "ampere", "a800-sxm4-80gb": "ampere", "rtx3090": "ampere", "rtx-a6000": "ampere",
     "h100-sxm": "hopper", "h100-pcie": "hopper", "h100-nvl": "hopper", "h800-sxm": "hopper",
+    "h100-sxm-96gb": "hopper",
     "h20": "hopper", "h200-sxm": "hopper",
     "b200": "blackwell", "gb200": "blackwell", "rtx5090": "blackwell",
     "l4": "ada", "l20": "ada", "l40": "ada", "l40s": "ada", "rtx4090": "ada", "rtx4090d": "ada",
@@ -53,6 +54,7 @@ ALIASES = {
     "h100-sxm": ["h100", "h100-80gb", "h100-sxm5", "h100-sxm-80gb", "h100-sxm5-80gb"],
     "h100-pcie": ["h100-pcie-80gb"],
     "h100-nvl": ["h100-nvl-94gb", "h100nvl"],
+    "h100-sxm-96gb": ["h100-96gb", "h100-hbm2e", "h100-sxm5-96gb"],
     "h800-sxm": ["h800", "h800-80gb", "h800-sxm5"],
     "h20": ["h20-96gb"],
     "h200-sxm": ["h200", "h200-141gb", "h200-sxm-141gb"],
@@ -140,6 +142,27 @@ EXTRA_REPORTED_MIB = {
     "l20": (46068, "nvidia-smi 'NVIDIA L20 ... 46068MiB' (code index find_string '46068MiB')"),
     "l40s": (46068, "nvidia-smi 'NVIDIA L40S ... 46068MiB' (code index find_string '46068MiB')"),
 }
+
+# Parts gpus.csv does not list, in its columns, each with the public text that states it. None is rented
+# from a cloud (no price): they are here so that runs published on them are timed on their own memory
+# system, not on the part they share a name with.
+_TITAN_BENCH = ("github:pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md and "
+                "benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md@b5bcd76 (Hardware: 'Each H100 GPU is "
+                "equipped with 96GB HBM2e with 2.4 TB/sec peak memory bandwidth', 'default 500W power limit', "
+                "NVLink inside the host) | github:pytorch/ao torchao/testing/training/roofline_utils.py@36027d8 "
+                "('2.4 TB per second, custom to Meta's H100 variant'; bf16 989 / fp8 1979 TFLOP/s dense)")
+EXTRA_GPU_ROWS = (
+    {"gpu_id": "h100-sxm-96gb", "vendor": "NVIDIA", "name": "H100 SXM5 96GB HBM2e (Meta Grand Teton)",
+     "form_factor": "SXM5", "memory_gb": "96", "memory_gib_total_reported": "", "memory_type": "HBM2e",
+     "mem_bw_gbps": "2400", "fp32_tflops": "67", "tf32_tflops_dense": "494.5", "bf16_tflops_dense": "989",
+     "fp16_tflops_dense": "989", "fp8_tflops_dense": "1979", "int8_tops_dense": "1979",
+     "flops_basis": "dense; the H100 SXM5 figures, as torchao's roofline and torchtitan's MFU use them",
+     "gpu_interconnect": "NVLink 4 + NVSwitch", "gpu_gpu_bw_gbps_bidir": "900", "pcie": "Gen5 x16 (128 GB/s)",
+     "tdp_w": "500", "launch_year": "", "confidence": "medium", "source": _TITAN_BENCH,
+     "notes": "Meta's H100 variant (Grand Teton), not sold by clouds. torchtitan: 'the actual peak TFLOPs number "
+              "is between SXM and NVL, and we don't know its exact value' at the 500 W limit; the SXM peak is "
+              "kept. NVLink figure assumed equal to the SXM5 part ('fully connected with NVLink')."},
+)
 
 SEED_ID = "003_983e069e5a6f046f"
 PEAK_COLUMNS = {"fp32": "fp32_tflops", "tf32": "tf32_tflops_dense", "bf16": "bf16_tflops_dense",
@@ -312,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     ref = args.shared / "reference"
 
     gpus = [gpu_entry(r) for r in csv.DictReader(open(ref / "gpus.csv", encoding="utf-8"))]
+    gpus += [gpu_entry(r) for r in EXTRA_GPU_ROWS]
     ids = {g["id"] for g in gpus}
     names = [n for g in gpus for n in [g["id"], *g["aliases"]]]
     if len(names) != len(set(names)):

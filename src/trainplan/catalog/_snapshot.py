@@ -3004,8 +3004,44 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                      'cites vendor pages) | '
                                                      'https://www.yobitel.com/knowledge-base/intel-gaudi-3',
                                            'tdp_w': 900,
-                                           'vendor': 'Intel'}]},
-                         'fingerprint': 'fbea33de-34210'},
+                                           'vendor': 'Intel'},
+                                          {'aliases': ['h100-96gb', 'h100-hbm2e', 'h100-sxm5-96gb'],
+                                           'confidence': 'medium',
+                                           'flops_basis': "dense; the H100 SXM5 figures, as torchao's roofline and "
+                                                          "torchtitan's MFU use them",
+                                           'form_factor': 'SXM5',
+                                           'generation': 'hopper',
+                                           'gpu_gpu_bw_gbps_bidir': 900,
+                                           'id': 'h100-sxm-96gb',
+                                           'interconnect': 'NVLink 4 + NVSwitch',
+                                           'mem_bw_gbps': 2400,
+                                           'memory_gb': 96,
+                                           'memory_type': 'HBM2e',
+                                           'name': 'H100 SXM5 96GB HBM2e (Meta Grand Teton)',
+                                           'notes': "Meta's H100 variant (Grand Teton), not sold by clouds. "
+                                                    "torchtitan: 'the actual peak TFLOPs number is between SXM and "
+                                                    "NVL, and we don't know its exact value' at the 500 W limit; the "
+                                                    'SXM peak is kept. NVLink figure assumed equal to the SXM5 part '
+                                                    "('fully connected with NVLink').",
+                                           'pcie': 'Gen5 x16 (128 GB/s)',
+                                           'peak_tflops': {'bf16': 989,
+                                                           'fp16': 989,
+                                                           'fp32': 67,
+                                                           'fp8': 1979,
+                                                           'int8': 1979,
+                                                           'tf32': 494.5},
+                                           'source': 'github:pytorch/torchtitan '
+                                                     'benchmarks/llama3_h100_202412_torchtitan.md and '
+                                                     'benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md@b5bcd76 '
+                                                     "(Hardware: 'Each H100 GPU is equipped with 96GB HBM2e with 2.4 "
+                                                     "TB/sec peak memory bandwidth', 'default 500W power limit', "
+                                                     'NVLink inside the host) | github:pytorch/ao '
+                                                     "torchao/testing/training/roofline_utils.py@36027d8 ('2.4 TB per "
+                                                     "second, custom to Meta's H100 variant'; bf16 989 / fp8 1979 "
+                                                     'TFLOP/s dense)',
+                                           'tdp_w': 500,
+                                           'vendor': 'NVIDIA'}]},
+                         'fingerprint': '35a60bb2-35512'},
            'hosts.toml': {'data': {'host': [{'cpu': '2x Intel Xeon E5-2698 v4 (20 cores each)',
                                              'cpu_cores': 40,
                                              'gpu_ids': ['v100-sxm2-16gb', 'v100-sxm2-32gb'],

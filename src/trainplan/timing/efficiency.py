@@ -60,6 +60,10 @@ MAMF_FRACTION: dict[str, dict[str, float]] = {
     "a800-sxm4-80gb": {"bf16": 0.869},                      # A100 die, NVLink capped
     "a100-pcie-40gb": {"bf16": 0.811}, "a100-pcie-80gb": {"bf16": 0.811},
     "h100-sxm": {"bf16": 0.803, "fp8": 0.709}, "h800-sxm": {"bf16": 0.803, "fp8": 0.709},
+    # Meta's 96GB HBM2e H100 at 500 W: bf16 0.78, torchao's "pct_achievable_gemm_tops ... based on experimental
+    # observation with sample large inputs" on it (torchao/testing/training/roofline_utils.py, the part whose
+    # 2.4 TB/s it lists); FP8 not measured on it: the SXM5's
+    "h100-sxm-96gb": {"bf16": 0.78, "fp8": 0.709},
     "h200-sxm": {"bf16": 0.803, "fp8": 0.734},             # "same as H100" for bf16
     "gh200": {"bf16": 0.838, "fp8": 0.776},
     "b200": {"bf16": 0.776, "fp8": 0.763}, "gb200": {"bf16": 0.729, "fp8": 0.723},
