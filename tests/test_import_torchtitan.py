@@ -170,3 +170,18 @@ def test_torchtitan_splits_uneven_pipelines_itself(tmp_path, capsys):
                  'pipeline_parallel_microbatch_size = 4\n[activation_checkpoint]\nmode = "full"\n')
     d = est(capsys, "--from", str(f), "--gpu", "h100", "--num-gpus", "512", "--nodes", "64")
     assert any("interleaved-1f1b" in n and "v=2" in n for n in d["time"]["assumptions"])
+
+
+def test_async_tensor_parallel_is_said_to_be_timed_as_vanilla(tmp_path):
+    # enable_async_tensor_parallel changes how the TP collectives overlap, which trainplan does not model: it
+    # is listed as not read (timed as vanilla TP), and only where there is tensor parallelism to speed up
+    f = tmp_path / "j.toml"
+    f.write_text('[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 2\n'
+                 '[parallelism]\ndata_parallel_shard_degree = 2\ntensor_parallel_degree = 4\n'
+                 'enable_async_tensor_parallel = true\n')
+    o = options(f)
+    assert unread(o) == {"parallelism.enable_async_tensor_parallel": True} and o.tp == 4
+    assert "vanilla TP" in next(u.why for u in o.unread)
+    f.write_text(f.read_text().replace("tensor_parallel_degree = 4", "tensor_parallel_degree = 1")
+                 .replace("data_parallel_shard_degree = 2", "data_parallel_shard_degree = 8"))
+    assert unread(options(f)) == {}

@@ -167,6 +167,18 @@ def test_tensor_parallel_all_reduces_are_counted():
     assert st.comm.tp_s == pytest.approx(32 * 4 * one)
 
 
+@pytest.mark.parametrize("ckpt, collectives", [(GradCkpt.NONE, 4), (GradCkpt.OP, 5), (GradCkpt.FULL, 6)])
+def test_op_level_checkpointing_reruns_the_tensor_parallel_all_gathers(ckpt, collectives):
+    # torchtitan's op-level SAC saves reduce-scatter outputs, not all-gather outputs
+    # (distributed/activation_checkpoint.py _get_default_save_ops): the backward reruns the attention and MLP
+    # all-gathers, half an all-reduce's volume each: 4 + 1 = 5 per layer; full recomputation reruns all: 6
+    setup = replace(TrainingSetup(model=LLAMA2_7B, batch_size=1, seq_len=2048, grad_ckpt=ckpt),
+                    framework=Framework.TORCHTITAN)
+    st = step_time(setup, Layout(num_gpus=2, tp=2), A100)
+    one = ring_allreduce_s(2048 * 4096 * 2, 2, 300e9 * 0.8)
+    assert st.comm.tp_s == pytest.approx(32 * collectives * one)
+
+
 # --- pipeline bubble -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("p, m, v", [(4, 8, 1), (2, 16, 1), (8, 8, 2)])

@@ -213,8 +213,15 @@ def _parallel(c: Collector, par: dict, training: dict, data: dict, world: int | 
                 c.default("vpp", titan.LOOPED_STAGES_PER_RANK, key=key,
                           note="multi-stage schedules: 2 stages per rank without split points "
                                "(distributed/pipeline_parallel.py)")
+    async_tp = par.get("enable_async_tensor_parallel")
+    if d["tp"] > 1 and async_tp is not None and as_bool(async_tp, "parallelism.enable_async_tensor_parallel", c.file):
+        c.skip("parallelism.enable_async_tensor_parallel", async_tp,
+               "async TP (inductor's micro-pipelined all-gather / reduce-scatter matmuls) is not modelled: the "
+               "tensor-parallel collectives are timed as vanilla TP's, exposed (torchtitan measured async TP "
+               "1.04-1.16x faster: benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md)")
     used = set(keys.values()) | {"fsdp_reshard_after_forward", "pipeline_parallel_schedule",
-                                 "expert_tensor_parallel_degree", "pipeline_parallel_microbatch_size"}
+                                 "expert_tensor_parallel_degree", "pipeline_parallel_microbatch_size",
+                                 "enable_async_tensor_parallel"}
     c.ignore(sum(1 for k in par if k not in used))
     return d
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from trainplan.enums import Fsdp, ZeroStage
+from trainplan.enums import Fsdp, GradCkpt, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout
@@ -217,11 +217,12 @@ class CommInputs:
     bwd_s: float                     # ... of its backward (with recomputation)
     layers: int                      # decoder layers on this GPU's pipeline stage
     activation_bytes: float          # one micro-batch's hidden states: tokens x hidden x bytes
-    tp_collectives_per_layer: int    # 4 (2 forward + 2 backward), 6 with full recomputation
+    tp_collectives_per_layer: float  # all-reduce volumes a layer and micro-batch (tp_collectives_per_layer())
     moe_layers: int = 0
     tp_free_moe_layers: int = 0      # of moe_layers: no shared expert, so no TP collective in the MLP half
     moe_dispatch_bytes: float = 0.0  # tokens x top_k x hidden x bytes per all-to-all
     kv_bytes: float = 0.0            # one micro-batch's K and V per layer (context parallel)
+    moe_exchanges_per_layer: int = 4     # MoE token exchanges a layer and micro-batch: 6 with full recomputation
     leaf_params: float = 0.0         # of gathered_params: ZeRO-3 fetches them whole, unprefetched (timing.hf_moe)
     expert_trainable_params: float = 0.0   # of trainable_params: routed experts (this GPU's 1/ep of them)
     expert_gathered_params: float = 0.0    # of gathered_params: routed experts
@@ -259,6 +260,21 @@ class CommTimes:
         """The same traffic with nothing hidden behind compute (synchronous launches: timing.launch)."""
         return replace(self, dp_exposed_s=self.dp_s, gather_exposed_s=self.gather_s, cp_exposed_s=self.cp_s,
                        tp_hidden_s=0.0, pp_hidden_s=0.0, ep_hidden_s=0.0)
+
+
+def tp_collectives_per_layer(grad_ckpt: GradCkpt) -> float:
+    """All-reduce volumes of tensor-parallel traffic one decoder layer makes per micro-batch. Forward: attention
+    and MLP each all-gather their sequence-parallel input and reduce-scatter their output (together an
+    all-reduce's volume): 2; backward, each the other's gradient: 2. Full recomputation reruns the forward's
+    2. torchtitan's op-level selective checkpointing saves what reduce-scatters return but not what
+    all-gathers return (its save list: torch.ops._c10d_functional.reduce_scatter_tensor and
+    all_to_all_single among the "Communication ops whose outputs should be saved to avoid
+    re-communication", no all_gather_into_tensor; torchtitan/distributed/activation_checkpoint.py
+    _get_default_save_ops @b5bcd76, the same set as the older parallelize_llama.py `_save_list`); every
+    op outside the list is recomputed, so the backward reruns the 2 all-gathers: half an all-reduce each."""
+    if grad_ckpt is GradCkpt.FULL:
+        return 6.0
+    return 5.0 if grad_ckpt is GradCkpt.OP else 4.0
 
 
 def _overlapped(comm_s: float, window_s: float, tail_s: float) -> float:
@@ -375,7 +391,7 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         links.append(f"pipeline over {fab.link_name(span)}")
         pp_s = m * 2 * x.activation_bytes / bw
     ep_s = 0.0
-    passes = 4 + (2 if x.tp_collectives_per_layer > 4 else 0)   # MoE token exchanges a layer and micro-batch
+    passes = x.moe_exchanges_per_layer
     if layout.ep > 1 and x.moe_layers:
         # Megatron-Core MoEAlltoAllTokenDispatcher (moe/token_dispatcher.py): each rank permutes its
         # own sequence-parallel 1/tp of the tokens to tokens x top_k rows and all-to-alls them over

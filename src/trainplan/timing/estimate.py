@@ -21,7 +21,7 @@ from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.specs import GpuSpec
 from trainplan.timing import parts
-from trainplan.timing.comm import CommInputs, CommTimes, layout_comm
+from trainplan.timing.comm import CommInputs, CommTimes, layout_comm, tp_collectives_per_layer
 from trainplan.timing.context import SetupFacts, setup_facts
 from trainplan.timing.efficiency import Efficiency
 from trainplan.timing.flops import FlopsPerToken
@@ -150,7 +150,8 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
         grad_bytes=ctx.grad_bytes, weight_bytes=ctx.weight_bytes,
         micro_batches=setup.grad_accum, fwd_s=compute_mb * fwd_share, bwd_s=compute_mb * (1 - fwd_share),
         layers=layers_stage, activation_bytes=act_bytes,
-        tp_collectives_per_layer=6 if setup.grad_ckpt is GradCkpt.FULL else 4,
+        tp_collectives_per_layer=tp_collectives_per_layer(setup.grad_ckpt),
+        moe_exchanges_per_layer=6 if setup.grad_ckpt is GradCkpt.FULL else 4,
         moe_layers=moe_layers, moe_dispatch_bytes=act_bytes * (moe.top_k if moe else 0),
         tp_free_moe_layers=moe_layers if moe and not (moe.num_shared_experts or moe.shared_intermediate_size) else 0,
         kv_bytes=mb_tokens / layout.cp * 2 * ctx.kv_dim * ctx.compute_bytes,
