@@ -273,6 +273,12 @@ TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("nemo", {"comm_overlap": True}, _MEGATRON_RECIPES),
     ("megatron-bridge", {"comm_overlap": True}, _MEGATRON_RECIPES),
     ("megatron bridge", {"comm_overlap": True}, _MEGATRON_RECIPES),
+    ("llm-foundry", {"fused_ce": True},
+     "mosaicml/llm-foundry llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM: `loss_fn` defaults to "
+     "'fused_crossentropy', flash-attn's fused CrossEntropyLoss, when the model config does not name one"),
+    ("flash-attention training", {"fused_ce": True},
+     "Dao-AILab/flash-attention training/configs/experiment/pile/base.yaml: `loss_fn: "
+     "src.losses.cross_entropy_apex.CrossEntropyLossApex, inplace_backward: True` (apex xentropy, fused)"),
     ("universal-llm-trainer", {"padding_mask": True},
      "ljm565/universal-llm-trainer 9efd14b src/data_collection/qa_dataset.py `_pad`/`__getitem__`: every "
      "sample is padded to max_length and its attention_mask ends in zeros; src/trainer/trainer.py "

@@ -64,6 +64,8 @@ class Implementation:
     empty_cache_per_step: bool = False    # reserve falls back to allocated between steps
     loss_chunks: int = 8                  # chunks for Loss.CHUNKED (0: one per 128 tokens, litgpt)
     loss_upcast: bool = True              # cross-entropy on fp32 logits (HF, torchtune) or 16-bit (litgpt)
+    fused_ce: bool = False                # one fused cross-entropy kernel on the 16-bit logits (flash-attn's,
+                                          # apex xentropy): the loss's traffic (timing.loss), not its memory
     load_fp32: bool = False               # frozen weights loaded in fp32 under mixed precision
     foreach_grad_clip: bool = True        # HF Trainer clips gradients (max_grad_norm=1.0)
     launch_blocking: bool = False         # CUDA_LAUNCH_BLOCKING=1: synchronous launches (timing.launch)

@@ -28,6 +28,7 @@ from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.fp8 import fp8_step_delta_s
 from trainplan.timing.hf_moe import hf_experts_delta_s, z3_leaf_params
 from trainplan.timing.launch import launch_blocking_note, launch_gap_s, launches_per_micro_batch
+from trainplan.timing.loss import loss_note
 from trainplan.timing.mask import dense_mask_note
 from trainplan.timing.options import TimingOptions
 from trainplan.timing.overlap import megatron_overlap, moe_a2a_overlap
@@ -106,7 +107,11 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     mb_tokens = ctx.mb_tokens                    # micro_sequences x padded_len
     tokens_mb_gpu = mb_tokens / layout.cp
     # compute per micro-batch on one GPU of the model-parallel group
-    compute_mb = parts.compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m)
+    compiled = bool(options.compiled)
+    compute_mb = parts.compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m, compiled=compiled)
+    loss_mb = parts.loss_traffic_s(setup, gpu, mb_tokens / model_parallel, m, compiled=compiled)
+    if (note := loss_note(setup, loss_mb, compute_mb, compiled=compiled)) is not None:
+        notes.append(note)
     if (adapter_note := fp32_adapter_note(setup)) is not None:
         notes.append(adapter_note)
     if (mask_note := dense_mask_note(setup, gpu, ft, mb_tokens / model_parallel)) is not None:

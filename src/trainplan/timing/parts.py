@@ -14,6 +14,7 @@ from trainplan.timing.attention import attention_kernel
 from trainplan.timing.comm import is_consumer, pcie_link
 from trainplan.timing.efficiency import Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency, memory_bw
 from trainplan.timing.flops import FlopsPerToken
+from trainplan.timing.loss import loss_bytes_per_token
 from trainplan.timing.mask import dense_mask_s
 from trainplan.timing.offload import HostSpec, offload_time, resolve_host
 from trainplan.timing.options import TimingOptions
@@ -81,14 +82,22 @@ def core_compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: E
     return linear + attn
 
 
+def loss_traffic_s(setup: TrainingSetup, gpu: GpuSpec, tokens: float, m: EfficiencyModel, *,
+                   compiled: bool = False) -> float:
+    """Seconds of the cross-entropy over `tokens` x vocabulary logits on one GPU, memory-bound (timing.loss)."""
+    return loss_bytes_per_token(setup, compiled=compiled) * tokens / memory_bw(gpu, m)
+
+
 def compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
-              m: EfficiencyModel) -> float:
-    """Seconds of compute for `tokens` padded tokens on one GPU (already divided by model parallel)."""
+              m: EfficiencyModel, *, compiled: bool = False) -> float:
+    """Seconds of compute for `tokens` padded tokens on one GPU (already divided by model parallel).
+    `compiled`: torch.compile covers the loss (trainplan.timing.loss)."""
     adapters = adapter_bytes_per_token(setup) * tokens / memory_bw(gpu, m)
+    loss = loss_traffic_s(setup, gpu, tokens, m, compiled=compiled)
     # QLoRA with fp32 non-quantized weights: 4-byte elementwise traffic, casts, fp32 GEMMs; peft's fp32
     # adapters over a 16-bit model without autocast: their GEMMs at the fp32 peak (timing.quantized)
     # SDPA over transformers' 4D mask: the memory-efficient kernel reads it for every head (timing.mask)
-    return (core_compute_s(setup, gpu, ft, eff, tokens, m) + adapters
+    return (core_compute_s(setup, gpu, ft, eff, tokens, m) + adapters + loss
             + fp32_path_s(setup, gpu, ft, eff, tokens, m, memory_bw(gpu, m))
             + fp32_adapter_gemm_s(setup, gpu, ft, eff, tokens, m)
             + dense_mask_s(setup, gpu, ft, tokens))
