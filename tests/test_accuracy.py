@@ -135,10 +135,10 @@ def test_issue_13_targets():
 
 def test_readme_expert_tensor_parallel_figure():
     """README's prose: the Megatron-SWIFT Qwen3-30B-A3B run (tp 2, ep 8, expert tp unset = tp under
-    Megatron-Core) goes from -74% to -53% once its expert ranks span both nodes and gather over the pair."""
+    Megatron-Core) goes from -74% to -52% once its expert ranks span both nodes and gather over the pair."""
     case = next(c for c in json.loads(DEV2.read_text())
                 if c["id"] == "qwen-docs-megatron-swift-qwen3-30b-a3b-full-16xa800-time")
     (result,) = [r for r in evaluate([case]) if r.kind == "time"]
-    assert round(100 * result.error) == -53
+    assert round(100 * result.error) == -52
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert "from -74% to -53%" in " ".join(readme.split())
+    assert "from -74% to -52%" in " ".join(readme.split())
