@@ -47,7 +47,8 @@ class QuantConfig:
 
 @frozen
 class Implementation:
-    """How the framework runs the step: every field is a framework-profile default and a flag."""
+    """How the framework runs the step: every field is a framework-profile default and a flag, but fused_ce,
+    which only a published run's trainer sets (cases.text TRAINER_FACTS; users say --loss fused)."""
 
     master_weights: MasterWeights = MasterWeights.AUTOCAST
     loss: Loss = Loss.FULL
