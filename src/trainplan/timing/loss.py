@@ -20,10 +20,11 @@ here, per logit element (e = bytes of the logits as the head writes them):
   softcap, trainplan.timing.traffic SOFTCAP_FWD / SOFTCAP_BWD).
 * A model returning fp32 logits that the loop holds (Lightning Fabric bf16-true, Implementation.output_fp32):
   the cast is the model's instead of the loss's, the same bytes.
-* torch.compile over the loss (torchtune's compiled loss, torchtitan with compile): inductor fuses the upcast,
-  the softcap and log_softmax into its reductions and saves the logits as the loss receives them plus a
-  logsumexp (trainplan.memory.logits._compiled_loss): two reads forward, one read and one write backward:
-  4 x the loss's input bytes, plus the cast outside the compiled region when the model upcasts first.
+* torch.compile over the loss (torchtune's compiled loss, torchtitan with compile): inductor fuses the softcap
+  and log_softmax into its reductions; as the memory model has it (trainplan.memory.logits._compiled_loss)
+  the loss receives the logits upcast by a cast outside the compiled region and saves them plus a logsumexp:
+  two reads forward, one read and one write backward of the loss's input (4 x 4), and the cast (2 x (e + 4)):
+  28 for bf16 logits.
 * A fused linear cross-entropy (Liger's LigerFusedLinearCrossEntropy, Unsloth's, Implementation.loss FUSED):
   each chunk's logits are written by the head's GEMM and read by one Triton kernel twice (an online
   max / sum pass, then the gradient written in place: liger_kernel ops/cross_entropy.py
