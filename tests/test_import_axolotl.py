@@ -147,16 +147,28 @@ def test_legacy_fsdp_list_with_prefixed_keys():
 def test_liger_plugin_and_sample_packing():
     o = options(FIX / "liger-packing-3b.yml")
     assert values(o, "model", "method", "liger", "loss", "packing", "seq_len", "precision", "attention",
-                  "grad_ckpt") == {
+                  "grad_ckpt", "padding_free") == {
         "model": "meta-llama/Llama-3.2-3B", "method": "full", "liger": True, "loss": "fused", "packing": True,
-        "seq_len": 4096, "precision": "bf16-pure", "attention": "flash", "grad_ckpt": "full"}
+        "seq_len": 4096, "precision": "bf16-pure", "attention": "flash", "grad_ckpt": "full", "padding_free": True}
     assert unread(o) == set()
+
+
+def test_sample_packing_attends_per_sample_only_under_flash(tmp_path):
+    # multipack under flash attention hands flash varlen per-sample cu_seqlens: padding-free; under SDPA
+    # the samples share one block-diagonal 4D mask instead (not padding-free)
+    f = tmp_path / "p.yml"
+    f.write_text("base_model: meta-llama/Llama-3.2-3B\nsample_packing: true\nsequence_len: 4096\n"
+                 "flash_attention: true\n")
+    assert options(f).padding_free is True
+    f.write_text("base_model: meta-llama/Llama-3.2-3B\nsample_packing: true\nsequence_len: 4096\n"
+                 "sdp_attention: true\n")
+    assert options(f).padding_free is None
 
 
 def test_liger_same_estimate_as_flags(capsys):
     same_estimate(capsys, FIX / "liger-packing-3b.yml",
                   "--model", "meta-llama/Llama-3.2-3B", "--framework", "axolotl", "--method", "full",
-                  "--liger", "--loss", "fused", "--packing", "--seq-len", "4096", "--batch-size", "2",
+                  "--liger", "--loss", "fused", "--packing", "--padding-free", "--seq-len", "4096", "--batch-size", "2",
                   "--grad-accum", "4", "--epochs", "1", "--grad-ckpt", "full", "--attention", "flash",
                   "--precision", "bf16-pure", "--optimizer", "adamw-fused", extra=("--gpu", "h100-80gb"))
 

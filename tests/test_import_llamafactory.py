@@ -163,6 +163,8 @@ def test_stage_rules(tmp_path):
     assert dpo_liger["liger"] is True and dpo_liger["loss"] == "full"   # logits needed: no fused CE
     neat = read("neat_packing: true\ncutoff_len: 2048\n")
     assert neat["packing"] is True and neat["seq_len"] == 2047
+    assert neat["padding_free"] is True          # block-diagonal: flash varlen per sample
+    assert "padding_free" not in read("packing: true\ncutoff_len: 2048\n")
 
 
 def test_badam_and_bottom_layers(tmp_path):

@@ -23,6 +23,7 @@ from trainplan.enums import (
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
 from trainplan.job.training import (
+    Implementation,
     Layout,
     LoraConfig,
     QuantConfig,
@@ -39,6 +40,7 @@ from trainplan.timing.comm import (
     ring_allreduce_s,
 )
 from trainplan.timing.efficiency import KernelStack, matmul_efficiency
+from trainplan.timing.flops import flops_per_token
 from trainplan.timing.estimate import TimingOptions, estimate_time, step_time
 from trainplan.timing.steps import (
     expected_batch_max,
@@ -115,6 +117,27 @@ def test_packing_reduces_steps_and_padding_costs_compute():
                             lengths=(100, 200, 300, 900))
     assert padded.real_tokens == 375
     assert padded.padded_len > padded.real_tokens
+
+
+def test_padding_free_packing_attends_within_each_sample():
+    # packed without padding-free: one causal span over the whole 8192-token pack
+    assert sequence_shape(seq_len=8192, micro_batch=1, tokens_per_sample=512, packing=True).attention_span == 8192
+    # padding-free (flash varlen over each sample's position ids): the sample's span, 16 samples a pack
+    free = sequence_shape(seq_len=8192, micro_batch=1, tokens_per_sample=512, packing=True, padding_free=True)
+    assert (free.padded_len, free.samples_per_sequence, free.attention_span) == (8192, 16, 512)
+    # lengths 256 and 768: a token's causal span averages sum(L^2) / sum(L) = (65,536 + 589,824) / 1024 = 640
+    mixed = sequence_shape(seq_len=8192, micro_batch=1, tokens_per_sample=None, packing=True, padding_free=True,
+                           lengths=(256, 768))
+    assert mixed.attention_span == 640
+    # the step runs 8192 tokens a sequence with the attention FLOPs of 512-token sequences
+    setup = replace(TrainingSetup(model=LLAMA2_7B, batch_size=1, seq_len=8192), impl=Implementation(padding_free=True))
+    st = step_time(setup, Layout(), A100, workload=Workload(tokens_per_sample=512, packing=True))
+    assert st.per_token.attention_fwd == flops_per_token(setup, seq_len=512).attention_fwd
+    assert st.tokens_per_step == 8192
+    whole = step_time(replace(setup, impl=Implementation()), Layout(), A100,
+                      workload=Workload(tokens_per_sample=512, packing=True))
+    assert whole.per_token.attention_fwd == flops_per_token(setup, seq_len=8192).attention_fwd
+    assert st.step_s < whole.step_s
 
 
 # --- communication -------------------------------------------------------------------------------

@@ -130,6 +130,10 @@ def read(data: dict, path: str, ctx: ReadContext | None = None) -> Imported:
     _batches(c, get)
     _checkpointing(c, get)
     attention = _attention(c, get)
+    if get.flag("sample_packing") and attention is not None and attention.startswith("flash"):
+        c.derived("padding_free", True, key="sample_packing",
+                  note="multipack under flash attention: each packed sample attends only within itself "
+                       "(src/axolotl/monkeypatch/utils.py get_unpad_data: per-sample cu_seqlens)")
     _kernels(c, get)
     engine, ds = _distributed(c, get, ctx)
     _precision(c, get, method, engine, attention)

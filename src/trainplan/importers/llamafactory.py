@@ -343,6 +343,9 @@ def _sequence(c: Collector, get, stage: str) -> None:
     if neat:
         c.set("packing", True, key="neat_packing", raw=True,
               note="packing without cross-attention between the packed sequences (block-diagonal mask)")
+        c.derived("padding_free", True, key="neat_packing",
+                  note="each packed sample attends only within itself: flash varlen over per-sample cu_seqlens "
+                       f"({_SRC}model/model_utils/packing.py get_unpad_data, block_diag_attn)")
     elif packing is not None:
         c.set("packing", packing, key="packing", raw=packing_raw)
     else:

@@ -207,14 +207,14 @@ def _compute_bound_s(setup: TrainingSetup, gpu: GpuSpec, workload: Workload, opt
     shape = sequence_shape(seq_len=setup.seq_len, micro_batch=setup.batch_size,
                            tokens_per_sample=workload.tokens_per_sample, packing=workload.packing,
                            padding_free=setup.impl.padding_free, lengths=options.sample_lengths)
-    padded = max(1, round(shape.padded_len))
-    key = (setup.method, setup.grad_ckpt, setup.attention, setup.lora, padded)
+    span = max(1, round(shape.attention_span))      # the attention's sequence (a packed sample's when padding-free)
+    key = (setup.method, setup.grad_ckpt, setup.attention, setup.lora, span)
     ft = flops_cache.get(key)
     if ft is None:
-        ft = flops_per_token(setup, seq_len=padded, mfu_convention=options.mfu_convention)
+        ft = flops_per_token(setup, seq_len=span, mfu_convention=options.mfu_convention)
         flops_cache[key] = ft
     tokens = setup.batch_size * shape.padded_len
-    eff = step_efficiency(setup, gpu, tokens_per_micro_batch=tokens, seq_len=padded, options=options)
+    eff = step_efficiency(setup, gpu, tokens_per_micro_batch=tokens, seq_len=span, options=options)
     return core_compute_s(setup, gpu, ft, eff, tokens, options.model)    # what step_time's compute starts from
 
 

@@ -64,7 +64,7 @@ class SetupFacts:
                 ": a frozen copy of the model" if setup.reference_model else ": the model with its adapters disabled"))
         self.shape: SequenceShape = shape
         self.head_notes: tuple[str, ...] = tuple(notes)      # the notes step_time starts from
-        ft = self.per_token = flops_per_token(setup, seq_len=max(1, round(shape.padded_len)),
+        ft = self.per_token = flops_per_token(setup, seq_len=max(1, round(shape.attention_span)),
                                               mfu_convention=options.mfu_convention)
         # per token (FLOP): the forward, what runs, the MFU numerator; the forward's share of what runs
         self.forward_flops: float = ft.forward
@@ -95,7 +95,8 @@ class SetupFacts:
         self.run_notes: tuple[str, ...] = tuple(run_notes)
         # setups that differ only where the efficiency does not look (accumulation, recomputation, the
         # optimizer: most of a plan's) share one cache of what `on` returns
-        self._on = _shared_on(options, (*parts.efficiency_inputs(setup), self.mb_tokens, shape.padded_len))
+        self._on = _shared_on(options, (*parts.efficiency_inputs(setup), self.mb_tokens, shape.padded_len,
+                                        shape.attention_span))
 
     def on(self, gpu: GpuSpec, cp: int) -> OnGpu:
         """What the step reads of `gpu` at context-parallel size `cp`."""
@@ -116,9 +117,10 @@ class OnGpu:
 
     def __init__(self, facts: SetupFacts, gpu: GpuSpec, cp: int) -> None:
         self.gpu_facts = gpu_facts(gpu, facts.options)
-        padded = facts.shape.padded_len
+        # the attention kernel's sequence: the context-parallel share of the span it runs over
+        span = min(facts.shape.attention_span, facts.shape.padded_len / cp)
         eff = self.efficiency = parts.step_efficiency(facts.setup, gpu, tokens_per_micro_batch=facts.mb_tokens / cp,
-                                                      seq_len=max(1, round(padded / cp)), options=facts.options)
+                                                      seq_len=max(1, round(span)), options=facts.options)
         self.efficiency_notes: tuple[str, ...] = efficiency_notes(eff, gpu, facts.dtype)
 
 

@@ -38,30 +38,46 @@ def expected_batch_max(lengths: tuple[int, ...], batch_size: int) -> float:
 class SequenceShape:
     """What one sequence in a micro-batch looks like to the kernels and to the data."""
 
-    padded_len: float            # tokens the model computes per sequence (attention context too)
+    padded_len: float            # tokens the model computes per sequence
     real_tokens: float           # dataset tokens per sequence (tokens/s counts these)
     samples_per_sequence: float  # > 1 when packing
     note: str
+    attention_len: float = 0.0   # the causal span the attention kernel sees (0: padded_len, the whole
+                                 # sequence); padding-free packing: each sample's own
+
+    @property
+    def attention_span(self) -> float:
+        """Tokens the attention runs over, per sequence of the kernel: padded_len unless each packed
+        sample attends only within itself."""
+        return self.attention_len or self.padded_len
 
 
 def sequence_shape(*, seq_len: int, micro_batch: int, tokens_per_sample: float | None,
                    packing: bool, padding_free: bool = False,
                    lengths: tuple[int, ...] | None = None) -> SequenceShape:
-    """Packing fills every sequence to seq_len (attention spans the whole pack, no cross-document
-    mask assumed). Without packing each sample is its own sequence, truncated at seq_len and padded
-    to the longest in its micro-batch (expected from `lengths` when given; with only a mean length
-    every sample is taken to have that length, so no padding is counted). Padding-free batching
-    (flash varlen) computes only real tokens."""
+    """Packing fills every sequence to seq_len; the attention spans the whole pack, unless the batches
+    are padding-free: packed samples laid end to end with their own position ids, which flash varlen
+    attention reads as one causal span per sample (transformers' DataCollatorWithFlattening and
+    `_flash_attention_forward` turning position_ids into cu_seqlens; TRL's padding_free / bfd packing,
+    ms-swift's packing, which turns padding_free on). The span is then a sample's: sum(L^2) / sum(L)
+    over the lengths given (a longer sample costs quadratically more), else the mean.
+    Without packing each sample is its own sequence, truncated at seq_len and padded to the longest
+    in its micro-batch (expected from `lengths` when given; with only a mean length every sample is
+    taken to have that length, so no padding is counted). Padding-free batching (flash varlen)
+    computes only real tokens."""
     if lengths:
         clipped = tuple(min(x, seq_len) for x in lengths)
         mean = sum(clipped) / len(clipped)
     else:
         mean = float(min(tokens_per_sample or seq_len, seq_len))
     if packing:
+        span = 0.0
+        note = f"packed: {seq_len / mean:.2f} samples of {mean:.0f} tokens per {seq_len}-token sequence"
+        if padding_free and mean < seq_len:
+            span = sum(x * x for x in clipped) / sum(clipped) if lengths else mean
+            note += f"; padding-free, so each sample attends only within itself ({span:.0f}-token causal span)"
         return SequenceShape(padded_len=float(seq_len), real_tokens=float(seq_len),
-                             samples_per_sequence=seq_len / mean,
-                             note=f"packed: {seq_len / mean:.2f} samples of {mean:.0f} tokens per "
-                                  f"{seq_len}-token sequence")
+                             samples_per_sequence=seq_len / mean, note=note, attention_len=span)
     if padding_free or not lengths:
         why = "padding-free batching" if padding_free else "uniform sample length assumed (no padding counted)"
         return SequenceShape(padded_len=mean, real_tokens=mean, samples_per_sequence=1.0,
