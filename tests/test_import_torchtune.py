@@ -92,9 +92,12 @@ def test_full_compile_packed_estimate(capsys):
     o = options(PACKED)
     assert (o.model, o.method, o.optimizer, o.optimizer_in_backward) == ("qwen2.5-7b", "full", "paged-adamw-8bit", True)
     assert (o.compile, o.packing, o.seq_len, o.batch_size, o.grad_accum) == (True, True, 2048, 1, 1)
+    # a packed dataset's samples attend within themselves (torchtune's block-causal document mask)
+    assert o.padding_free is True and origin(o, "padding_free") is Origin.DERIVED
     a = est(capsys, "--from", str(PACKED))
     b = est(capsys, "--model", "qwen2.5-7b", "--framework", "torchtune", "--precision", "bf16-pure",
-            "--optimizer", "paged-adamw-8bit", "--optimizer-in-backward", "--compile", "--packing", "--seq-len", "2048",
+            "--optimizer", "paged-adamw-8bit", "--optimizer-in-backward", "--compile", "--packing", "--padding-free",
+            "--seq-len", "2048",
             "--batch-size", "1", "--grad-ckpt", "full", "--loss", "chunked", "--no-activation-offload")
     same(a, b)
 

@@ -307,6 +307,10 @@ def _data(c: Collector, data: dict) -> None:
     if any(packed):
         c.set("packing", True, key="dataset.packed", raw=True,
               note="PackedDataset fills every sample to tokenizer.max_seq_len")
+        c.derived("padding_free", True, key="dataset.packed",
+                  note="each packed sample attends only within itself: a block-causal document mask, a flex "
+                       "attention BlockMask where flex runs (torchtune/modules/attention_utils.py "
+                       "packed_block_causal_mask, _SUPPORTS_FLEX_ATTENTION)")
     elif sets and all("packed" in s for s in sets if isinstance(s, dict)):
         c.set("packing", False, key="dataset.packed", raw=False)
     elif sets:
