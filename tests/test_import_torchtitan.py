@@ -185,3 +185,18 @@ def test_async_tensor_parallel_is_said_to_be_timed_as_vanilla(tmp_path):
     f.write_text(f.read_text().replace("tensor_parallel_degree = 4", "tensor_parallel_degree = 1")
                  .replace("data_parallel_shard_degree = 2", "data_parallel_shard_degree = 8"))
     assert unread(options(f)) == {}
+
+
+def test_flex_and_varlen_flavors_attend_per_document(tmp_path, capsys):
+    # llama3 8B_flex: a block-causal document mask over the packed documents -> padding-free packing, the
+    # attention span a document's (--tokens-per-sample); the plain flavor attends over the whole sequence
+    f = tmp_path / "j.toml"
+    f.write_text('[model]\nname = "llama3"\nflavor = "8B_flex"\n[training]\nlocal_batch_size = 1\nseq_len = 8192\n'
+                 '[parallelism]\ndata_parallel_shard_degree = 8\n')
+    o = options(f)
+    assert (o.model, o.packing, o.padding_free) == ("llama-3.1-8b", True, True) and unread(o) == {}
+    flex = est(capsys, "--from", str(f), "--tokens-per-sample", "512")
+    f.write_text(f.read_text().replace('"8B_flex"', '"8B"'))
+    plain = est(capsys, "--from", str(f), "--tokens-per-sample", "512", "--packing")
+    assert flex["time"]["step_s"] < plain["time"]["step_s"]
+    assert any("attends only within itself (512-token causal span)" in a for a in flex["time"]["assumptions"])

@@ -124,8 +124,13 @@ def _model(c: Collector, model: dict) -> None:
     if key in _FLAVORS:
         c.set("model", _FLAVORS[key], key="model.name/flavor", raw=f"{name} {flavor}", note=_FLAVOR_NOTES.get(key, ""))
         if base != flavor.lower():
-            c.skip("model.flavor", flavor, "flex/varlen attention with block-causal masks (documents packed per "
-                                           "sample): modelled as the plain SDPA flavor")
+            # the _flex / _varlen flavors mask attention block-causally over the documents the dataloader
+            # packs into each sequence: each document attends within itself (padding-free packing); the
+            # span is a document's, so --tokens-per-sample (the dataset's mean document length) sets it
+            c.derived("packing", True, key="model.flavor", note="documents packed into seq_len windows")
+            c.derived("padding_free", True, key="model.flavor",
+                      note=f"{flavor}: flex/varlen attention with a block-causal document mask; give "
+                           "--tokens-per-sample (the mean document length) for the attention span")
     else:
         c.skip("model.flavor", f"{name} {flavor}", "a model flavor trainplan has no catalog model for: give --model")
     c.ignore(sum(1 for k in model if k not in ("name", "flavor", "converters")))
