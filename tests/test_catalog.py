@@ -434,6 +434,10 @@ def test_stale_snapshot_falls_back_to_the_toml(monkeypatch):
     ("NVIDIA H100 NVL", "h100-nvl"), ("H100 SXM 80GB (DGX-H100)", "h100-sxm"), ("8xH100", "h100-sxm"),
     ("H100 96GB HBM2e (Grand Teton, 500W)", "h100-sxm-96gb"), ("8x H100 SXM5 96GB", "h100-sxm-96gb"),
     ("H100 NVL 94GB", "h100-nvl"), ("H100", "h100-sxm"),
+    # the memory type decides between parts of one size: torchtitan's "HBM2e based lower TDP SXM H100(95GB)"
+    # (docs/performance.md, Dec 2024) is Meta's HBM2e part; a bare "94GB" is the NVL (HBM3)
+    ("HBM2e based lower TDP SXM H100(95GB)", "h100-sxm-96gb"), ("H100 (94GB memory)", "h100-nvl"),
+    ("H100 94GB HBM2e", "h100-sxm-96gb"), ("H100 PCIe 80GB HBM2e", "h100-pcie"),
     ("A100 40GB", "a100-sxm4-40gb"), ("A100 40GB PCIe", "a100-pcie-40gb"), ("NVIDIA A100-PCIE-40GB", "a100-pcie-40gb"),
     ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"), ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
     ("8x A100 80G", "a100-sxm4-80gb"), ("2*A100 40G", "a100-sxm4-40gb"),

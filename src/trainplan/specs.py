@@ -152,6 +152,7 @@ class GpuSpec:
     confidence: str = ""
     source: str = ""
     notes: str = ""
+    memory_type: str = ""                # "HBM3", "HBM2e", "GDDR6X" ... as the catalog states it
 
     @property
     def capacity_bytes(self) -> int:

@@ -9,9 +9,11 @@ One home for the rule, read by the probe (the local device's CUDA name) and the 
    of consecutive words joined together ("rtx" "4090" "d" -> "rtx4090d"). The longest name found
    picks the family: the GPU's id without its form and memory words (h100-sxm, h100-pcie and
    h100-nvl are the family h100; a100-sxm4-40gb ... a100-pcie-80gb the family a100).
-3. Within the family, the text's form word (PCIe, NVL, SXM) and memory size ("40GB", "80G") choose
-   the member; a text that names neither gets the SXM part of the size the bare family name is an
-   alias of (H100 -> h100-sxm, A100 -> a100-sxm4-80gb, as `trainplan gpus` lists them).
+3. Within the family, the text's form word (PCIe, NVL, SXM), memory size ("40GB", "80G") and memory
+   type (HBM3, HBM2e, GDDR6X: the catalog's memory_type) choose the member; a text that names none
+   gets the SXM part of the size the bare family name is an alias of (H100 -> h100-sxm, A100 ->
+   a100-sxm4-80gb, as `trainplan gpus` lists them). "HBM2e ... SXM H100 (95GB)" is Meta's 96 GB
+   HBM2e part, "H100 94GB" the NVL.
 
 So "H100 PCIe" is the PCIe card (not the SXM part that a substring match on "h100" gives), "A100
 40GB PCIe" the PCIe 40 GB card, and "4090 D" the China-market RTX 4090 D.
@@ -29,6 +31,7 @@ _VENDOR_WORDS = frozenset({"nvidia", "geforce", "tesla", "amd", "instinct", "int
 _FORM_WORDS = {"pcie": "pcie", "nvl": "nvl"}
 _MEMORY = re.compile(r"^(\d+)g(?:b|ib)?$")
 _ID_QUALIFIER = re.compile(r"^(sxm\d*|pcie|nvl|\d+gb)$")
+_MEMORY_TYPES = frozenset({"hbm3e", "hbm3", "hbm2e", "hbm2", "gddr7", "gddr6x", "gddr6"})
 
 
 def _compact(name: str) -> str:
@@ -89,6 +92,7 @@ def gpu_in_text(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> G
     members = [g for g in gpus if family(g) == fam]
     default = index.get(fam)
     form, memory_gb = _text_form(words), _text_memory_gb(words)
+    memory_type = next((w for w in words if w in _MEMORY_TYPES), None)
 
     def score(gpu_id: str) -> tuple:
         gpu_form = _form_of_id(gpu_id)
@@ -98,6 +102,8 @@ def gpu_in_text(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> G
             form_score = 2 if gpu_form == form else -2
         size = round(gpus[gpu_id].memory_bytes / 1e9)
         mem_score = 0 if memory_gb is None else (1 if abs(size - memory_gb) <= 1 else -1)
-        return form_score + mem_score, best.get(gpu_id, 0), gpu_id == default, gpu_id
+        kind = gpus[gpu_id].memory_type.lower()
+        type_score = 0 if memory_type is None or not kind else (1 if kind == memory_type else -1)
+        return form_score + mem_score + type_score, best.get(gpu_id, 0), gpu_id == default, gpu_id
 
     return gpus[max(members, key=score)]
