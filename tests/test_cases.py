@@ -392,3 +392,15 @@ def test_megatron_distributed_optimizer_and_fused_adam():
     assert hf.setup.optimizer is Optimizer.ADAMW
     fsdp = map_case(with_(case, parallel={"fsdp": "Megatron-FSDP size 8"}, gpus={"type": "H100 SXM", "count": 8})).job
     assert fsdp.layout.zero == 0                    # FSDP named: it shards the optimizer itself
+
+
+def test_time_case_reads_ulysses_sequence_parallel():
+    """A run's `sp` (DeepSpeed / XTuner / ms-swift sequence parallel) is Ulysses over that many GPUs: each
+    holds 1/sp of every sequence and trades it for a head shard around attention (the same reading as the
+    memory cases'); `cp` stays ring attention."""
+    case = with_(MPT_TIME, framework="XTuner (DeepSpeed ZeRO-3)", seq_len=32768, micro_batch=1,
+                 parallel={"zero_stage": 3, "sp": 8})
+    m = map_case(case)
+    assert (m.job.layout.cp, m.job.layout.ulysses) == (8, True)
+    ring = map_case(with_(MPT_TIME, seq_len=32768, micro_batch=1, parallel={"fsdp": "FULL_SHARD", "cp": 8}))
+    assert (ring.job.layout.cp, ring.job.layout.ulysses) == (8, False)

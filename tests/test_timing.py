@@ -202,6 +202,26 @@ def test_op_level_checkpointing_reruns_the_tensor_parallel_all_gathers(ckpt, col
     assert st.comm.tp_s == pytest.approx(32 * collectives * one)
 
 
+def test_ulysses_all_to_alls_are_exposed_ring_exchange_is_hidden():
+    # Llama-2-7B, 1 x 32768 tokens over 8 A100s as 8-way sequence parallelism, no recomputation (2 passes).
+    # Ulysses (DeepSpeed DistributedAttention): per layer and pass all-to-alls of q and output (4096 local
+    # tokens x 4096 x 2 bytes each) and of k, v (4096 x 2 x 4096 x 2): 134.2 MB, 7/8 of it over NVLink 3 at
+    # 0.8 x 300 GB/s = 0.489 ms; x 32 layers x 2 passes = 31.3 ms, all of it on the step
+    setup = TrainingSetup(model=LLAMA2_7B, batch_size=1, seq_len=32768)
+    uly_step = step_time(setup, Layout(num_gpus=8, cp=8, ulysses=True), A100)
+    uly = uly_step.comm
+    [note] = [n for n in uly_step.notes if n.startswith("Ulysses")]
+    from trainplan.i18n import translate
+    assert translate(note, lang="zh") == ("Ulysses 序列并行经由 NVLink 3：注意力前后对 q、k、v 和输出做 all-to-all，"
+                                          "不与计算重叠")
+    per_pass = 7 / 8 * (2 * 4096 * 4096 * 2 + 4096 * 2 * 4096 * 2) / (0.8 * 300e9)
+    assert uly.cp_s == pytest.approx(32 * 2 * per_pass) and uly.cp_s == pytest.approx(0.0313, abs=1e-4)
+    assert uly.cp_exposed_s == uly.cp_s
+    # ring attention (Megatron / torchtitan context parallelism): the K/V exchange runs under attention
+    ring = step_time(setup, Layout(num_gpus=8, cp=8), A100).comm
+    assert ring.cp_s > 0 and ring.cp_exposed_s == 0
+
+
 # --- pipeline bubble -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("p, m, v", [(4, 8, 1), (2, 16, 1), (8, 8, 2)])

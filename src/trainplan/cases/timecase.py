@@ -167,8 +167,8 @@ def map_case(case: dict) -> Mapped:
     # one reading of the layout for memory and time (cases/memorycase.py layout_flags, read above)
     layout = Layout(gpu_id=gpu.id, num_gpus=count, nodes=flags["nodes"], zero=ZeroStage(flags["zero"]),
                     fsdp=Fsdp(flags["fsdp"]), offload=Offload(flags["offload"]), tp=flags["tp"], pp=flags["pp"],
-                    cp=flags["cp"], ep=flags["ep"],
-                    etp=flags.get("etp", default_expert_tp(framework, flags["ep"])))
+                    cp=flags.get("ulysses", flags["cp"]), ep=flags["ep"],
+                    etp=flags.get("etp", default_expert_tp(framework, flags["ep"])), ulysses="ulysses" in flags)
     nodes = layout.nodes
     version = fsdp_version(par)
     if version is not None and layout.fsdp is not Fsdp.NONE:

@@ -228,7 +228,8 @@ def build_layout(req: JobOptions, gpu: GpuSpec) -> Layout:
     etp = req.etp if req.etp is not None else default_expert_tp(
         parse_enum(Framework, req.framework, "--framework"), req.ep)
     return Layout(gpu_id=gpu.id, num_gpus=req.num_gpus, nodes=req.nodes, zero=zero, fsdp=fsdp,
-                  offload=parse_enum(Offload, req.offload, "--offload"), tp=tp, pp=pp, cp=cp, ep=req.ep, etp=etp)
+                  offload=parse_enum(Offload, req.offload, "--offload"), tp=tp, pp=pp, cp=cp, ep=req.ep, etp=etp,
+                  ulysses=ulysses > 1)
 
 
 def build_workload(req: JobOptions) -> Workload:

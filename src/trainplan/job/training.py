@@ -159,6 +159,9 @@ class Layout:
     # when it is unset (megatron/training/arguments.py `if args.expert_tensor_parallel_size is None:
     # args.expert_tensor_parallel_size = args.tensor_model_parallel_size`; parallel_state.py the same)
     etp: int | None = None
+    # cp > 1 as Ulysses sequence parallelism (DeepSpeed / ms-swift / XTuner: all-to-alls that trade the
+    # sequence shard for a head shard around attention) rather than ring attention (Megatron, torchtitan)
+    ulysses: bool = False
 
     def __post_init__(self) -> None:
         for key in ("num_gpus", "nodes", "tp", "pp", "cp", "ep", "etp"):

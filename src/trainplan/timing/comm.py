@@ -223,6 +223,7 @@ class CommInputs:
     moe_dispatch_bytes: float = 0.0  # tokens x top_k x hidden x bytes per all-to-all
     kv_bytes: float = 0.0            # one micro-batch's K and V per layer (context parallel)
     moe_exchanges_per_layer: int = 4     # MoE token exchanges a layer and micro-batch: 6 with full recomputation
+    layer_passes: int = 2            # a layer's passes a micro-batch: forward, backward (3 with full recomputation)
     leaf_params: float = 0.0         # of gathered_params: ZeRO-3 fetches them whole, unprefetched (timing.hf_moe)
     expert_trainable_params: float = 0.0   # of trainable_params: routed experts (this GPU's 1/ep of them)
     expert_gathered_params: float = 0.0    # of gathered_params: routed experts
@@ -423,10 +424,19 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         dp_exp, gather_exp = dp_s, gather_s
         links.append("DeepSpeed overlap_comm off: gradient reduction and parameter gathers on the compute stream, "
                      "not overlapped")
-    cp_s = 0.0
-    if cp > 1:
+    cp_s = cp_exposed = 0.0
+    if cp > 1 and layout.ulysses:
+        # Ulysses: around each attention the sequence shard of q, k and v is traded for a head shard and the
+        # output traded back, four all-to-alls in the forward, their mirror in the backward, again under full
+        # recomputation; they run inline, the attention waiting on them (deepspeed/sequence/layer.py
+        # DistributedAttention: _SeqAllToAll.apply on the current stream, sp_overlap_comm only with an sp_stream)
+        links.append(f"Ulysses sequence parallel over {fab.link_name(tp * cp)}: q, k, v and output all-to-alls "
+                     "around attention, not overlapped")
+        per_pass = fab.alltoall_s(2 * x.activation_bytes + x.kv_bytes, cp, tp)
+        cp_s = cp_exposed = m * x.layers * x.layer_passes * per_pass
+    elif cp > 1:
         bw = fab.bus_bw(tp * cp)
         links.append(f"context parallel over {fab.link_name(tp * cp)}")
         cp_s = m * x.layers * 3 * (cp - 1) * x.kv_bytes / bw
     return CommTimes(dp_s=dp_s, dp_exposed_s=dp_exp, gather_s=gather_s, gather_exposed_s=gather_exp,
-                     tp_s=tp_s, pp_s=pp_s, ep_s=ep_s, cp_s=cp_s, links=tuple(links))
+                     tp_s=tp_s, pp_s=pp_s, ep_s=ep_s, cp_s=cp_s, cp_exposed_s=cp_exposed, links=tuple(links))

@@ -157,6 +157,7 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
         layers=layers_stage, activation_bytes=act_bytes,
         tp_collectives_per_layer=tp_collectives_per_layer(setup.grad_ckpt),
         moe_exchanges_per_layer=6 if setup.grad_ckpt is GradCkpt.FULL else 4,
+        layer_passes=3 if setup.grad_ckpt is GradCkpt.FULL else 2,
         moe_layers=moe_layers, moe_dispatch_bytes=act_bytes * (moe.top_k if moe else 0),
         tp_free_moe_layers=moe_layers if moe and not (moe.num_shared_experts or moe.shared_intermediate_size) else 0,
         kv_bytes=mb_tokens / layout.cp * 2 * ctx.kv_dim * ctx.compute_bytes,
