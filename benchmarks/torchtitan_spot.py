@@ -21,23 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "torchtitan_benchmarks.json"
 
 
-def toml_text(sections: dict) -> str:
-    """The row's TOML: one [section] per key, scalars and lists of strings."""
-    def value(v) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, list):
-            return "[" + ", ".join(json.dumps(x) for x in v) + "]"
-        return json.dumps(v)
-    out = []
-    for name, body in sections.items():
-        out.append(f"[{name}]")
-        out += [f"{k} = {value(v)}" for k, v in body.items()]
-    return "\n".join(out) + "\n"
-
-
 def predict(row: dict, folder: Path) -> tuple[float | None, str]:
     from trainplan import catalog
+    from trainplan.export.pieces import toml_text
 
     gpu = catalog.gpu_in_text(row["hardware"])
     path = folder / f"{row['id']}.toml"

@@ -222,7 +222,6 @@ class CommInputs:
     tp_free_moe_layers: int = 0      # of moe_layers: no shared expert, so no TP collective in the MLP half
     moe_dispatch_bytes: float = 0.0  # tokens x top_k x hidden x bytes per all-to-all
     kv_bytes: float = 0.0            # one micro-batch's K and V per layer (context parallel)
-    moe_exchanges_per_layer: int = 4     # MoE token exchanges a layer and micro-batch: 6 with full recomputation
     layer_passes: int = 2            # a layer's passes a micro-batch: forward, backward (3 with full recomputation)
     leaf_params: float = 0.0         # of gathered_params: ZeRO-3 fetches them whole, unprefetched (timing.hf_moe)
     expert_trainable_params: float = 0.0   # of trainable_params: routed experts (this GPU's 1/ep of them)
@@ -392,7 +391,7 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         links.append(f"pipeline over {fab.link_name(span)}")
         pp_s = m * 2 * x.activation_bytes / bw
     ep_s = 0.0
-    passes = x.moe_exchanges_per_layer
+    passes = 2 * x.layer_passes      # MoE token exchanges a layer and micro-batch: dispatch and combine a pass
     if layout.ep > 1 and x.moe_layers:
         # Megatron-Core MoEAlltoAllTokenDispatcher (moe/token_dispatcher.py): each rank permutes its
         # own sequence-parallel 1/tp of the tokens to tokens x top_k rows and all-to-alls them over

@@ -108,8 +108,9 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     tokens_mb_gpu = mb_tokens / layout.cp
     # compute per micro-batch on one GPU of the model-parallel group
     compiled = bool(options.compiled)
-    compute_mb = parts.compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m, compiled=compiled)
+    # the cross-entropy's traffic is compute-stream work too, said in a note where it counts (timing.loss)
     loss_mb = parts.loss_traffic_s(setup, gpu, mb_tokens / model_parallel, m, compiled=compiled)
+    compute_mb = parts.compute_s(setup, gpu, ft, eff, mb_tokens / model_parallel, m) + loss_mb
     if (note := loss_note(setup, loss_mb, compute_mb, compiled=compiled)) is not None:
         notes.append(note)
     if (adapter_note := fp32_adapter_note(setup)) is not None:
@@ -156,7 +157,6 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
         micro_batches=setup.grad_accum, fwd_s=compute_mb * fwd_share, bwd_s=compute_mb * (1 - fwd_share),
         layers=layers_stage, activation_bytes=act_bytes,
         tp_collectives_per_layer=tp_collectives_per_layer(setup.grad_ckpt),
-        moe_exchanges_per_layer=6 if setup.grad_ckpt is GradCkpt.FULL else 4,
         layer_passes=3 if setup.grad_ckpt is GradCkpt.FULL else 2,
         moe_layers=moe_layers, moe_dispatch_bytes=act_bytes * (moe.top_k if moe else 0),
         tp_free_moe_layers=moe_layers if moe and not (moe.num_shared_experts or moe.shared_intermediate_size) else 0,

@@ -52,20 +52,26 @@ FUSED_PASSES = 3.0           # Liger: online max/sum read, gradient read + write
 COMPILED_PASSES = 4.0        # inductor: two reductions forward, one read + one write backward
 
 
-def loss_bytes_per_logit(setup: TrainingSetup, *, compiled: bool = False) -> float:
-    """HBM bytes the loss moves per logit element (tokens x vocabulary) for the setup's loss
-    implementation (module docstring); `compiled`: torch.compile covers the loss (or setup.impl.compiled)."""
+def _loss_path(setup: TrainingSetup, compiled: bool) -> tuple[str, float]:
+    """(how the loss runs, in its note's words; HBM bytes it moves per logit): the module docstring's cases."""
     impl = setup.impl
     e = float(setup.precision.compute_bytes)
     if impl.loss is Loss.FUSED or impl.fused_ce:
-        return FUSED_PASSES * e
+        return "a fused cross-entropy kernel", FUSED_PASSES * e
     upcast = (impl.loss_upcast or impl.output_fp32) and e != FP32
     loss_in = FP32 if upcast else e
     cast = 2.0 * (e + FP32) if upcast else 0.0          # forward e -> 4, backward 4 -> e
     if compiled or impl.compiled:
-        return COMPILED_PASSES * loss_in + cast
+        return "a compiled cross-entropy", COMPILED_PASSES * loss_in + cast
     cap = (SOFTCAP_FWD + SOFTCAP_BWD) * e if setup.model.final_logit_softcapping else 0.0
-    return (SOFTMAX_FWD_PASSES + NLL_GRAD_PASSES + SOFTMAX_BWD_PASSES) * loss_in + cast + cap
+    kind = "eager cross-entropy on an fp32 copy" if upcast else "eager cross-entropy"
+    return kind, (SOFTMAX_FWD_PASSES + NLL_GRAD_PASSES + SOFTMAX_BWD_PASSES) * loss_in + cast + cap
+
+
+def loss_bytes_per_logit(setup: TrainingSetup, *, compiled: bool = False) -> float:
+    """HBM bytes the loss moves per logit element (tokens x vocabulary) for the setup's loss
+    implementation (module docstring); `compiled`: torch.compile covers the loss (or setup.impl.compiled)."""
+    return _loss_path(setup, compiled)[1]
 
 
 def loss_bytes_per_token(setup: TrainingSetup, *, compiled: bool = False) -> float:
@@ -73,22 +79,10 @@ def loss_bytes_per_token(setup: TrainingSetup, *, compiled: bool = False) -> flo
     return loss_bytes_per_logit(setup, compiled=compiled) * setup.model.vocab_size
 
 
-def loss_kind(setup: TrainingSetup, *, compiled: bool = False) -> str:
-    """How the loss runs, in the words its note uses (one of four phrases, each in the zh catalog)."""
-    impl = setup.impl
-    if impl.loss is Loss.FUSED or impl.fused_ce:
-        return "a fused cross-entropy kernel"
-    if compiled or impl.compiled:
-        return "a compiled cross-entropy"
-    if (impl.loss_upcast or impl.output_fp32) and setup.precision.compute_bytes != FP32:
-        return "eager cross-entropy on an fp32 copy"
-    return "eager cross-entropy"
-
-
 def loss_note(setup: TrainingSetup, loss_s: float, compute_s: float, *, compiled: bool = False) -> str | None:
     """The note on the loss's traffic where it is at least 1% of the micro-batch's compute."""
     if compute_s <= 0 or loss_s < 0.01 * compute_s:
         return None
-    return (f"loss traffic: {loss_kind(setup, compiled=compiled)} moves "
-            f"{loss_bytes_per_logit(setup, compiled=compiled):g} bytes per logit over a {setup.model.vocab_size:,}-token "
+    kind, per_logit = _loss_path(setup, compiled)
+    return (f"loss traffic: {kind} moves {per_logit:g} bytes per logit over a {setup.model.vocab_size:,}-token "
             f"vocabulary, {1e3 * loss_s:.3g} ms per micro-batch ({loss_s / compute_s:.1%} of its compute)")

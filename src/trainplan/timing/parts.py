@@ -89,15 +89,14 @@ def loss_traffic_s(setup: TrainingSetup, gpu: GpuSpec, tokens: float, m: Efficie
 
 
 def compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
-              m: EfficiencyModel, *, compiled: bool = False) -> float:
-    """Seconds of compute for `tokens` padded tokens on one GPU (already divided by model parallel).
-    `compiled`: torch.compile covers the loss (trainplan.timing.loss)."""
+              m: EfficiencyModel) -> float:
+    """Seconds of compute for `tokens` padded tokens on one GPU (already divided by model parallel), the
+    loss's traffic apart (loss_traffic_s: step_time adds it)."""
     adapters = adapter_bytes_per_token(setup) * tokens / memory_bw(gpu, m)
-    loss = loss_traffic_s(setup, gpu, tokens, m, compiled=compiled)
     # QLoRA with fp32 non-quantized weights: 4-byte elementwise traffic, casts, fp32 GEMMs; peft's fp32
     # adapters over a 16-bit model without autocast: their GEMMs at the fp32 peak (timing.quantized)
     # SDPA over transformers' 4D mask: the memory-efficient kernel reads it for every head (timing.mask)
-    return (core_compute_s(setup, gpu, ft, eff, tokens, m) + adapters + loss
+    return (core_compute_s(setup, gpu, ft, eff, tokens, m) + adapters
             + fp32_path_s(setup, gpu, ft, eff, tokens, m, memory_bw(gpu, m))
             + fp32_adapter_gemm_s(setup, gpu, ft, eff, tokens, m)
             + dense_mask_s(setup, gpu, ft, tokens))
