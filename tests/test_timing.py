@@ -284,6 +284,21 @@ def test_meta_h100_variant_is_timed_on_its_own_memory_system():
     assert eff.value / sxm.value < 0.80     # E 0.477 vs 0.610, and a larger memory-bound share at the wider ridge
 
 
+def test_fp8_ceiling_unmeasured_falls_back_to_the_gpus_own_bf16_ceiling():
+    # stas00 ml-engineering MAMF table: MI300X bf16 668.4 of 1300 TFLOP/s = 51.4%, FP8 not measured. The FP8
+    # GEMMs use that 51.4%, not the 80% NVIDIA median a GPU with no measurement at all gets (an L40S).
+    from trainplan import catalog
+    from trainplan.timing.efficiency import mamf_fraction
+    mi300x = catalog.resolve_gpu("mi300x")
+    assert mamf_fraction(mi300x, "fp8") == (0.514, False)
+    assert mamf_fraction(mi300x, "bf16") == (0.514, True)
+    assert mamf_fraction(H100, "fp8") == (0.709, True)
+    assert mamf_fraction(catalog.resolve_gpu("l40s"), "fp8") == (0.80, False)
+    setup = replace(_seed_setup(), precision=Precision.FP8)
+    notes = step_time(setup, Layout(gpu_id="mi300x"), mi300x).notes
+    assert "no measured FP8 matmul ceiling for mi300x: its bf16 one, 51% of peak, assumed" in notes
+
+
 def test_efficiency_override():
     st = step_time(_seed_setup(), Layout(), A100, options=TimingOptions(efficiency=0.5))
     assert st.efficiency.value == 0.5

@@ -192,3 +192,37 @@ def test_the_planner_plans_mxfp8_on_blackwell_only():
     result = plan(pr, details=False)
     assert {p.found.rentable.gpu.id for p in result.plans} == {"b200"}
     assert any(r.gpu == "h100-sxm" and "te-mxfp8 needs Blackwell" in r.reason for r in pr.rejected)
+
+
+def test_quant_elements_by_tensor_parallel_side_llama2_7b():
+    q = quant_elements(LLAMA2_7B)
+    # column-parallel inputs gathered by TP: the q/k/v input and the gate/up input, 2 x 4096 a layer
+    assert q.column_inputs_per_token == 32 * 8192
+    # row-parallel output gradients (o, down), gathered in the backward: 2 x 4096 a layer
+    assert q.row_grads_per_token == 32 * 8192
+    # input-gradient outputs: column linears q, k, v, gate, up 5 x 4096; row linears o 4096 + down 11008
+    assert q.column_dgrad_per_token == 32 * 20480
+    assert q.row_dgrad_per_token == 32 * 15104
+
+
+def test_torchao_rowwise_under_tensor_parallel():
+    # torchtitan: "For rowwise recipes, we use regular TP and all-gather happens in high precision", so each of
+    # the 8 TP ranks quantises the gathered column inputs and row output gradients whole: 7 more copies of
+    # 32 x 8192 each, over the 32 x (23296 + 42496) the GPU's share already quantises. 10 bytes an element,
+    # 1000 tokens (the GPU's share), 1 TB/s: 32 x (65792 + 2 x 7 x 8192) x 1000 x 10 / 1e12 = 0.0577536 s
+    kw = dict(tokens=1000, fp8_flops_per_s=1000e12, bf16_flops_per_s=500e12, bw_bytes_per_s=1e12,
+              grad_ckpt=GradCkpt.NONE, model_parallel=8, weight_casts_per_micro_batch=0.0, tp=8)
+    rw = fp8_cost(Fp8Recipe.TORCHAO_ROWWISE, H100, LLAMA2_7B, _ft(), **kw)
+    assert rw.quant_s == pytest.approx(32 * (65792 + 2 * 7 * 8192) * 1000 * 10 / 1e12)
+    # backward outputs rescaled (cuBLAS with unit scales, then `output *= post_inverse_scale`), 4 bytes an
+    # element: input gradients (20480 x 8 + 15104) x 32 x 1000 = 5,726,208,000, weight gradients
+    # 32 x 202,375,168 / 8 = 809,500,672: 6,535,708,672 x 4 / 1e12 = 0.026142834688 s
+    assert rw.rescale_s == pytest.approx(0.026142834688)
+    assert rw.delta_s == pytest.approx(rw.quant_s + rw.rescale_s)
+    # tensorwise gathers FP8 (cast before the all-gather) and keeps cuBLAS scales: the share only, 6 bytes
+    tw = fp8_cost(Fp8Recipe.TORCHAO_TENSORWISE, H100, LLAMA2_7B, _ft(), **kw)
+    assert tw.quant_s == pytest.approx(32 * 65792 * 1000 * 6 / 1e12) and tw.rescale_s == 0.0
+    # without TP the row-wise recipe quantises the share only, and rescales every input gradient once
+    solo = fp8_cost(Fp8Recipe.TORCHAO_ROWWISE, H100, LLAMA2_7B, _ft(), **{**kw, "tp": 1, "model_parallel": 1})
+    assert solo.quant_s == pytest.approx(32 * 65792 * 1000 * 10 / 1e12)
+    assert solo.rescale_s == pytest.approx(((20480 + 15104) * 32 * 1000 + 32 * 202_375_168) * 4 / 1e12)

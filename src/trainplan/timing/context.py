@@ -20,7 +20,7 @@ from trainplan.specs import GpuSpec
 from trainplan.timing import parts
 from trainplan.timing.attention import padded_sdpa
 from trainplan.timing.comm import Fabric, fabric, is_consumer, pcie_link
-from trainplan.timing.efficiency import Efficiency
+from trainplan.timing.efficiency import MAMF_FRACTION, Efficiency
 from trainplan.timing.flops import flops_per_token
 from trainplan.timing.offload import HostSpec, resolve_host
 from trainplan.timing.options import TimingOptions
@@ -177,7 +177,10 @@ def efficiency_notes(eff: Efficiency, gpu: GpuSpec, dtype: str) -> tuple[str, ..
                         if dtype == "bf16" and gpu.supports("fp16") else ""))
     elif eff.peak_dtype == "fp32":
         notes.append("fp32 matmuls at the FP32 peak (PyTorch leaves TF32 off for matmuls by default)")
-    if not eff.mamf_known:
+    if not eff.mamf_known and eff.peak_dtype == "fp8" and "bf16" in MAMF_FRACTION.get(gpu.id, {}):
+        notes.append(f"no measured FP8 matmul ceiling for {gpu.id}: its bf16 one, {eff.mamf_fraction:.0%} of "
+                     "peak, assumed")
+    elif not eff.mamf_known:
         notes.append(f"no measured matmul ceiling for {gpu.id}: {eff.mamf_fraction:.0%} of peak assumed")
     notes.append(f"matmul efficiency {eff.value:.1%} of {eff.peak_dtype} peak ({stack.value} kernels"
                  + (", user override" if eff.overridden else "") + f"); attention kernel {eff.attention_kernel}: {eff.attention_fwd:.0%} forward, "

@@ -136,11 +136,20 @@ def peak_for(gpu: GpuSpec, dtype: str) -> tuple[float, str]:
 
 
 def mamf_fraction(gpu: GpuSpec, dtype: str) -> tuple[float, bool]:
-    """(MAMF / peak, known?) for `gpu` and `dtype`; DEFAULT_MAMF_FRACTION when not measured."""
+    """(MAMF / peak, known?) for `gpu` and `dtype`; DEFAULT_MAMF_FRACTION when not measured.
+
+    FP8 not measured on a GPU whose bf16 ceiling is: that GPU's bf16 fraction (known? False), not the
+    NVIDIA median. The FP8 and bf16 GEMMs run on the same tensor cores under the same clock and power
+    limits; where both are measured the FP8 fraction is at or below the bf16 one (H100 0.709 / 0.803,
+    H200 0.734 / 0.803, B200 0.763 / 0.776, GB200 0.723 / 0.729, Gaudi 2 0.955 / 0.969; Gaudi 3 0.769 /
+    0.741 the exception), so it is a ceiling, while the median (0.80) would give MI300X, measured at
+    0.514 in bf16, 0.80 in FP8."""
     row = MAMF_FRACTION.get(gpu.id, {})
     key = "fp8" if dtype == "fp8" else "bf16"
     if key in row:
         return row[key], True
+    if key == "fp8" and "bf16" in row:
+        return row["bf16"], False
     return DEFAULT_MAMF_FRACTION, False
 
 

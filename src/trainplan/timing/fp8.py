@@ -41,6 +41,25 @@ An FP8 step differs from a bf16 step in three ways, each taken from the framewor
    micro-batches: Megatron-Core passes `is_first_microbatch` to TE, which casts on the first
    micro-batch and reuses the copy (megatron/core/extensions/transformer_engine.py TELinear.forward).
 
+4. torchao's row-wise recipes under tensor parallelism. torchtitan gives float8 all-gathers to TP only for
+   tensorwise scaling: "For rowwise recipes, we use regular TP and all-gather happens in high precision"
+   (torchtitan parallelize.py, `enable_float8_tensorwise_tp = enable_float8_linear and not
+   float8_is_rowwise`). So under sequence-parallel TP every rank quantises the whole gathered tensor, tp
+   times the tokens it owns: the inputs of the column-parallel linears (q/k/v, gate/up: the forward
+   all-gather) and the output gradients of the row-parallel ones (o, down: the backward all-gather of the
+   reduce-scatter's gradient). Tensorwise casts its shard before the all-gather (torchao
+   float8_tensor_parallel.py Float8ColwiseParallel) and Transformer Engine gathers FP8 too.
+5. torchao's `rowwise` recipe runs the backward GEMMs (input and weight gradients) without fast
+   accumulation (config.py Float8LinearConfig: `gemm_config_grad_input` / `gemm_config_grad_weight`
+   default `use_fast_accum=False`), and there "The rowwise CUTLASS-based kernel is so slow without
+   fast-accum that we'd rather use the tensorwise cuBLAS-based kernel and do the scaling manually
+   afterwards" (float8_ops.py addmm_float8_unwrapped: `output *= post_inverse_scale`): one more pass
+   over each backward GEMM's output, read and written in bf16 (4 bytes an element). The input-gradient
+   output of a column-parallel linear is full width on every TP rank (summed by the reduce-scatter after
+   it), a row-parallel one's is 1/tp; the weight gradients are each rank's shard. The forward GEMM runs
+   the CUTLASS row-wise kernel with fast accumulation, "most shapes within 90-100% of tensor-wise
+   efficiency, but there's a long tail going down to 50%" (pytorch/pytorch#147971): not modelled.
+
 Cross-check (not fitted): TE's GEMM benchmark for a 5B model (hidden 4096, intermediate 16384,
 M = 31 x 512 tokens) on H200 reports pre-quantised FP8 at 1.92x bf16 and, with quantisation, delayed
 1.69x and current 1.57x (speedups.rst, docs/examples/gemm_profiling/gemm_profiling.rst): quantisation
@@ -75,6 +94,8 @@ class RecipeTraits:
     scale_bytes_per_element: float
     wgrad_fp8: bool = True
     blackwell_only: bool = False
+    gathers_high_precision: bool = False   # TP all-gathers in bf16: each rank quantises the gathered tensor (item 4)
+    rescaled_backward: bool = False        # backward GEMMs rescaled by a separate pass over their output (item 5)
 
 
 TRAITS: dict[Fp8Recipe, RecipeTraits] = {
@@ -86,12 +107,15 @@ TRAITS: dict[Fp8Recipe, RecipeTraits] = {
                                      blackwell_only=True),
     Fp8Recipe.TORCHAO_TENSORWISE: RecipeTraits(reads=2, copies_hopper=2, copies_blackwell=2,
                                                scale_bytes_per_element=0.0),
-    Fp8Recipe.TORCHAO_ROWWISE: RecipeTraits(reads=4, copies_hopper=2, copies_blackwell=2, scale_bytes_per_element=0.0),
+    Fp8Recipe.TORCHAO_ROWWISE: RecipeTraits(reads=4, copies_hopper=2, copies_blackwell=2, scale_bytes_per_element=0.0,
+                                            gathers_high_precision=True, rescaled_backward=True),
     Fp8Recipe.TORCHAO_ROWWISE_GW_HP: RecipeTraits(reads=2, copies_hopper=1, copies_blackwell=1,
-                                                  scale_bytes_per_element=0.0, wgrad_fp8=False),
+                                                  scale_bytes_per_element=0.0, wgrad_fp8=False,
+                                                  gathers_high_precision=True),
 }
 
 BF16_BYTES = 2
+RESCALE_BYTES = 2 * BF16_BYTES    # `output *= post_inverse_scale`: read and write the bf16 GEMM output
 
 
 # trainplan's Transformer Engine recipes -> Megatron's --fp8-recipe (megatron/training/arguments.py; ms-swift
@@ -154,6 +178,8 @@ def bytes_per_element(traits: RecipeTraits, gpu: GpuSpec) -> float:
     return traits.reads * BF16_BYTES + copies * (1.0 + traits.scale_bytes_per_element)
 
 
+_COLUMN_PARALLEL = {Role.Q, Role.K, Role.V, Role.QKV, Role.GATE, Role.UP, Role.GATE_UP, Role.Q_B, Role.KV_B}
+_ROW_PARALLEL = {Role.O, Role.DOWN}
 _SHARED_INPUT = {Role.Q: "attn", Role.K: "attn", Role.V: "attn", Role.QKV: "attn", Role.Q_A: "attn",
                  Role.KV_A: "attn", Role.GATE: "mlp", Role.UP: "mlp", Role.GATE_UP: "mlp"}
 
@@ -165,6 +191,10 @@ class QuantElements:
     inputs_per_token: float      # activation inputs of FP8 linears (a shared input counted once)
     grads_per_token: float       # gradients of their outputs
     weights: int                 # weight elements of FP8 linears (routed experts: all of them)
+    column_inputs_per_token: float = 0.0   # of inputs: those of tensor-parallel column linears (gathered)
+    row_grads_per_token: float = 0.0       # of grads: those of row-parallel linears' outputs (gathered)
+    column_dgrad_per_token: float = 0.0    # input-gradient outputs of column linears (full width per rank)
+    row_dgrad_per_token: float = 0.0       # input-gradient outputs of row linears (1/tp per rank)
 
 
 def quant_elements(spec: ModelSpec) -> QuantElements:
@@ -172,7 +202,7 @@ def quant_elements(spec: ModelSpec) -> QuantElements:
     LayerNormLinear / linear_qkv, linear_fc1); routed experts see top_k copies of each token."""
     st = structure(spec)
     top_k = spec.moe.top_k if spec.moe else 1
-    inputs = grads = 0.0
+    inputs = grads = col_in = row_grads = col_dgrad = row_dgrad = 0.0
     weights = 0
     for kind, count in st.layers:
         seen: set[tuple[str, str]] = set()
@@ -180,13 +210,22 @@ def quant_elements(spec: ModelSpec) -> QuantElements:
             if lin.group is Group.ROUTER or lin.role in (Role.ROUTER, Role.SHARED_GATE):
                 continue
             per_token = top_k if lin.group is Group.EXPERTS else lin.copies
+            dense = lin.group is not Group.EXPERTS
             key = (lin.group.value, _SHARED_INPUT.get(lin.role, lin.name))
             if key not in seen:
                 seen.add(key)
                 inputs += count * per_token * lin.in_features
+                col_in += count * per_token * lin.in_features if dense and lin.role in _COLUMN_PARALLEL else 0
             grads += count * per_token * lin.out_features
             weights += count * lin.weight_params
-    return QuantElements(inputs_per_token=inputs, grads_per_token=grads, weights=weights)
+            if dense and lin.role in _COLUMN_PARALLEL:
+                col_dgrad += count * per_token * lin.in_features
+            elif dense and lin.role in _ROW_PARALLEL:
+                row_grads += count * per_token * lin.out_features
+                row_dgrad += count * per_token * lin.in_features
+    return QuantElements(inputs_per_token=inputs, grads_per_token=grads, weights=weights,
+                         column_inputs_per_token=col_in, row_grads_per_token=row_grads,
+                         column_dgrad_per_token=col_dgrad, row_dgrad_per_token=row_dgrad)
 
 
 def fp8_gemm_flops_per_token(ft, traits: RecipeTraits) -> float:
@@ -206,19 +245,21 @@ class Fp8Cost:
     bf16_gemm_s: float           # extra time of the GEMMs left in bf16 (LM head, adapters, bf16 wgrad)
     quant_s: float               # activation and gradient quantisation traffic
     weight_quant_s: float        # weight quantisation (per micro-batch, or per step / micro-batches)
+    rescale_s: float = 0.0       # torchao rowwise: the backward GEMMs' rescaling pass (module docstring, item 5)
 
     @property
     def delta_s(self) -> float:
-        return self.bf16_gemm_s + self.quant_s + self.weight_quant_s
+        return self.bf16_gemm_s + self.quant_s + self.weight_quant_s + self.rescale_s
 
 
 def fp8_cost(recipe: Fp8Recipe, gpu: GpuSpec, spec: ModelSpec, ft, *, tokens: float, fp8_flops_per_s: float,
              bf16_flops_per_s: float, bw_bytes_per_s: float, grad_ckpt: GradCkpt, model_parallel: int,
-             weight_casts_per_micro_batch: float) -> Fp8Cost:
+             weight_casts_per_micro_batch: float, tp: int = 1) -> Fp8Cost:
     """Seconds FP8 adds to a micro-batch whose linears were all timed at `fp8_flops_per_s`.
 
     tokens: padded tokens of the micro-batch on this GPU, already divided by model parallel (as the
-    FLOPs are); model_parallel: tp x pp, dividing the weights each GPU casts."""
+    FLOPs are); model_parallel: tp x pp, dividing the weights each GPU casts; tp: the tensor-parallel
+    degree, by which a gathered tensor is larger than the GPU's share (module docstring, items 4-5)."""
     traits = TRAITS[recipe]
     linear = ft.hardware - ft.attention_hardware
     bf16_flops = linear - fp8_gemm_flops_per_token(ft, traits)
@@ -226,9 +267,17 @@ def fp8_cost(recipe: Fp8Recipe, gpu: GpuSpec, spec: ModelSpec, ft, *, tokens: fl
     q = quant_elements(spec)
     per_elem = bytes_per_element(traits, gpu)
     forward_uses = 2 if grad_ckpt is GradCkpt.FULL else 1
-    quant_s = (q.inputs_per_token * forward_uses + q.grads_per_token) * tokens * per_elem / bw_bytes_per_s
+    gathered = tp - 1 if traits.gathers_high_precision else 0
+    inputs = q.inputs_per_token + gathered * q.column_inputs_per_token
+    grads = q.grads_per_token + gathered * q.row_grads_per_token
+    quant_s = (inputs * forward_uses + grads) * tokens * per_elem / bw_bytes_per_s
     weight_quant_s = q.weights / model_parallel * per_elem * weight_casts_per_micro_batch / bw_bytes_per_s
-    return Fp8Cost(recipe=recipe, bf16_gemm_s=bf16_gemm_s, quant_s=quant_s, weight_quant_s=weight_quant_s)
+    rescale_s = 0.0
+    if traits.rescaled_backward:
+        dgrad = (q.column_dgrad_per_token * tp + q.row_dgrad_per_token) * tokens
+        rescale_s = (dgrad + q.weights / model_parallel) * RESCALE_BYTES / bw_bytes_per_s
+    return Fp8Cost(recipe=recipe, bf16_gemm_s=bf16_gemm_s, quant_s=quant_s, weight_quant_s=weight_quant_s,
+                   rescale_s=rescale_s)
 
 
 def fp8_step_delta_s(setup, layout, gpu: GpuSpec, ft, eff, m, *, tokens_per_micro_batch: float, tokens: float,
@@ -251,11 +300,17 @@ def fp8_step_delta_s(setup, layout, gpu: GpuSpec, ft, eff, m, *, tokens_per_micr
                     bf16_flops_per_s=bf16.peak_flops_per_s * bf16.value,
                     bw_bytes_per_s=memory_bw(gpu, m),
                     grad_ckpt=setup.grad_ckpt, model_parallel=layout.tp * layout.pp,
-                    weight_casts_per_micro_batch=1.0 / max(1, setup.grad_accum) if cached else 1.0)
+                    weight_casts_per_micro_batch=1.0 / max(1, setup.grad_accum) if cached else 1.0, tp=layout.tp)
     notes.append(f"FP8 ({recipe.value}{'' if stated else ', the framework default'}): decoder linears "
                  f"(fprop, dgrad{', wgrad' if TRAITS[recipe].wgrad_fp8 else ''}) at {eff.value:.1%} of the FP8 "
                  f"peak, LM head and attention in bf16 ({bf16.value:.1%} of the bf16 peak); quantisation "
                  f"{bytes_per_element(TRAITS[recipe], gpu):g} bytes per element, "
                  f"{1e3 * (cost.quant_s + cost.weight_quant_s):.3g} ms per micro-batch"
                  + (" (weights cast once per step)" if cached else ""))
+    if TRAITS[recipe].gathers_high_precision and layout.tp > 1:
+        notes.append(f"{recipe.value} under tensor parallel {layout.tp}: the all-gathers run in bf16, so each rank "
+                     f"quantises the gathered tensors, {layout.tp} ranks' tokens")
+    if cost.rescale_s:
+        notes.append(f"{recipe.value}: backward GEMM outputs rescaled in a separate pass, "
+                     f"{1e3 * cost.rescale_s:.3g} ms per micro-batch")
     return cost.delta_s
