@@ -1,6 +1,7 @@
 """FP8 training recipes: which matmuls run in FP8, and what quantising their operands costs.
 
-An FP8 step differs from a bf16 step in three ways, each taken from the frameworks' own definitions:
+An FP8 step differs from a bf16 step in three ways (1-3), and torchao's row-wise recipes in two more (4-5),
+each taken from the frameworks' own definitions:
 
 1. Which GEMMs run in FP8. Transformer Engine runs the three GEMMs of every linear layer in FP8
    (fprop, dgrad, wgrad: "the 12 GEMMs per transformer layer (4 Fprop + 4 Dgrad + 4 Wgrad)",
