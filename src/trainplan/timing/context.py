@@ -20,7 +20,7 @@ from trainplan.specs import GpuSpec
 from trainplan.timing import parts
 from trainplan.timing.attention import padded_sdpa
 from trainplan.timing.comm import Fabric, fabric, is_consumer, pcie_link
-from trainplan.timing.efficiency import MAMF_FRACTION, Efficiency
+from trainplan.timing.efficiency import Efficiency, bf16_ceiling_stands_in
 from trainplan.timing.flops import flops_per_token
 from trainplan.timing.offload import HostSpec, resolve_host
 from trainplan.timing.options import TimingOptions
@@ -177,7 +177,7 @@ def efficiency_notes(eff: Efficiency, gpu: GpuSpec, dtype: str) -> tuple[str, ..
                         if dtype == "bf16" and gpu.supports("fp16") else ""))
     elif eff.peak_dtype == "fp32":
         notes.append("fp32 matmuls at the FP32 peak (PyTorch leaves TF32 off for matmuls by default)")
-    if not eff.mamf_known and eff.peak_dtype == "fp8" and "bf16" in MAMF_FRACTION.get(gpu.id, {}):
+    if bf16_ceiling_stands_in(gpu, eff.peak_dtype):
         notes.append(f"no measured FP8 matmul ceiling for {gpu.id}: its bf16 one, {eff.mamf_fraction:.0%} of "
                      "peak, assumed")
     elif not eff.mamf_known:

@@ -148,9 +148,15 @@ def mamf_fraction(gpu: GpuSpec, dtype: str) -> tuple[float, bool]:
     key = "fp8" if dtype == "fp8" else "bf16"
     if key in row:
         return row[key], True
-    if key == "fp8" and "bf16" in row:
+    if bf16_ceiling_stands_in(gpu, dtype):
         return row["bf16"], False
     return DEFAULT_MAMF_FRACTION, False
+
+
+def bf16_ceiling_stands_in(gpu: GpuSpec, dtype: str) -> bool:
+    """Whether `mamf_fraction` gives `gpu`'s FP8 GEMMs its measured bf16 ceiling (FP8 itself not measured)."""
+    row = MAMF_FRACTION.get(gpu.id, {})
+    return dtype == "fp8" and "fp8" not in row and "bf16" in row
 
 
 def memory_bw(gpu: GpuSpec, m: EfficiencyModel = DEFAULT_MODEL) -> float:
