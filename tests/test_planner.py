@@ -5,6 +5,7 @@ through `trainplan estimate` with the flags it prints, the fit search, and one-l
 import json
 import random
 import shlex
+import zlib
 
 import pytest
 
@@ -57,12 +58,16 @@ SAMPLE_SETUPS = [("llama-2-7b", "full", "hf"), ("llama-2-7b", "lora", "hf"), ("l
 @pytest.mark.parametrize("model, method, framework", SAMPLE_SETUPS, ids=[f"{m}-{k}-{f}" for m, k, f in SAMPLE_SETUPS])
 def test_planner_numbers_are_the_breakdown_sums(model, method, framework):
     """MemoryModel.device_bytes (what the planner ranks by, totals only) against estimate_memory's
-    breakdown (its components added up, then the reserve and the context), on random layouts."""
-    rng = random.Random(hash((model, method)) & 0xFFFF)
+    breakdown (its components added up, then the reserve and the context), on random layouts.
+    The seed is a checksum of the setup's name (str hash is salted per process, which once left
+    a run with 9 valid layouts of 40), and draws go on until 12 layouts have been compared."""
+    rng = random.Random(zlib.crc32(f"{model}/{method}/{framework}".encode()))
     base = build_setup(JobOptions(model=model, method=method, framework=framework))
     fast = MemoryModel()
     checked = 0
-    for _ in range(40):
+    for _ in range(400):
+        if checked == 12:
+            break
         n = rng.choice([1, 2, 4, 8, 16, 32])
         tp, pp = rng.choice([(1, 1), (1, 1), (2, 1), (4, 1), (1, 2), (2, 2), (1, 4)])
         zero = rng.choice([0, 1, 2, 3])
@@ -87,7 +92,7 @@ def test_planner_numbers_are_the_breakdown_sums(model, method, framework):
         if expected.per_stage_bytes:
             assert fast.stage_device_bytes(setup, layout) == expected.per_stage_bytes
         checked += 1
-    assert checked >= 10
+    assert checked == 12
 
 
 def test_fast_path_with_sequence_parallel_off_and_interleaving():
