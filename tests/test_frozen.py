@@ -53,7 +53,7 @@ tags = st.tuples(*[names] * 2)
 
 
 @given(name=names, size=sizes, tags=tags)
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 def test_same_semantics_as_a_frozen_dataclass(name, size, tags):
     ours, theirs = Part(name=name, size=size, tags=tags), DPart(name=name, size=size, tags=tags)
     assert repr(ours) == repr(theirs).replace("DPart(", "Part(")
