@@ -100,6 +100,8 @@ ALIASES["Qwen2.5-1.5B"] += ["Qwen/Qwen2-1.5B", "Qwen/Qwen2-1.5B-Instruct"]
 ALIASES["Qwen2.5-7B"] += ["Qwen/Qwen2.5-Coder-7B", "Qwen/Qwen2.5-Coder-7B-Instruct"]
 ALIASES["Qwen2.5-32B"] += ["Qwen/Qwen2.5-Coder-32B", "Qwen/Qwen2.5-Coder-32B-Instruct"]
 ALIASES["Qwen3-30B-A3B"].append("Qwen/Qwen3-30B-A3B-Instruct-2507")
+ALIASES["Qwen2.5-32B"].append("Qwen/QwQ-32B")
+ALIASES["Llama-3.1-70B"].append("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF")
 
 _MLC = "mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5"
 _LITGPT = "Lightning-AI/litgpt, litgpt/config.py@26857050fe3f"
@@ -123,7 +125,10 @@ ALIAS_NOTES: dict[str, list[str]] = {
     "Llama-3.1-70B": [(f"aliases meta-llama/Llama-3.3-70B-Instruct and deepseek-ai/DeepSeek-R1-Distill-Llama-70B: "
                       f"{_TORCHTUNE}, torchtune/models/llama3_3/_model_builders.py (llama3_3_70b = llama3_1_70b, "
                       f"'identical models apart from the checkpoints'); {_LITGPT} [Llama-3.3-70B-Instruct, "
-                      "R1-Distill-Llama-70B] equal its [Llama-3.1-70B] entry field for field")],
+                      "R1-Distill-Llama-70B] equal its [Llama-3.1-70B] entry field for field"),
+                      (f"alias nvidia/Llama-3.1-Nemotron-70B-Instruct-HF: {_LITGPT} [Llama-3.1-Nemotron-70B-"
+                       "Instruct-HF] equals its [Llama-3.1-70B{}] entry field for field (80 layers, 8192, 64 heads, "
+                       "8 query groups, 28672, padded vocab 128256, rope 500000 + llama3 scaling factor 8)")],
     "Qwen2.5-0.5B": [(f"aliases Qwen/Qwen2-0.5B(-Instruct): same shapes and tie flag ({_TORCHTUNE}, "
                      f"torchtune/models/qwen2/_model_builders.py [qwen2_0_5b]; {_MLC} [qwen2_0_5b]; rwth-i6/"
                      "i6_experiments, users/juanola/experiments/e25_11_13_ctc/configurations/qwen2/qwen2_configs.py"
@@ -138,7 +143,10 @@ ALIAS_NOTES: dict[str, list[str]] = {
                    "the same count (6,993,420,288, itself not this row's count: corroborates equality only)")],
     "Qwen2.5-32B": [(f"aliases Qwen/Qwen2.5-Coder-32B(-Instruct): {_LITGPT} [Qwen2.5-Coder-32B] differs from "
                     "[Qwen2.5-32B] only in context (32768); keras_hub qwen_presets.py [qwen2.5_coder_32b: "
-                    "32,763,876,352 = this count]")],
+                    "32,763,876,352 = this count]"),
+                    (f"alias Qwen/QwQ-32B: {_LITGPT} [QwQ-32B] equals its [Qwen2.5-32B{{}}] entry field for field "
+                     "(64 layers, 5120, 40 heads, 8 query groups, 27648, padded vocab 152064, rope 1e6, 131072 "
+                     "context)")],
     "Qwen3-30B-A3B": [(f"alias Qwen/Qwen3-30B-A3B-Instruct-2507: {_LITGPT} [Qwen3-30B-A3B-Instruct-2507] differs "
                       "from [Qwen3-30B-A3B] only in context (262144) and rope_theta (1e7), neither of which changes "
                       "parameters or memory")],
@@ -307,14 +315,17 @@ HF_CONFIG_MODELS: list[dict[str, Any]] = [
                 "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": 131072,
                 "tie_word_embeddings": False, "use_cache": True, "use_sliding_window": False, "vocab_size": 152064}},
     {"name": "phi-3-mini-128k", "display_name": "Phi-3-mini-128k", "hf_id": "microsoft/Phi-3-mini-128k-instruct",
-     "aliases": ["phi-3-mini-128k-instruct", "phi3-mini-128k"],
+     "aliases": ["phi-3-mini-128k-instruct", "phi3-mini-128k", "microsoft/Phi-3.5-mini-instruct"],
      "source": (f"{_KERAS}, keras_hub/src/models/phi3/phi3_presets.py [phi3_mini_128k_instruct_en: 3,821,079,552]; "
                 "code-index file 23232855458 (the LongRoPE factor lists, as in microsoft/Phi-3.5-mini-instruct); "
                 "Azure/azureml-assets, assets/models/system/phi-3-mini-128k-instruct/description.md (3.8B)"),
      "verification": ("Phi-3-mini-4k shapes with max_position_embeddings 131072, original_max_position_embeddings "
                       "4096, sliding_window 262144 and rope_scaling longrope; the 48+48 LongRoPE factors are those "
                       "of the Phi-3.5-mini config (not checked against this repository's own file): trainplan reads "
-                      "rope_scaling for nothing, they only let transformers build the rotary table"),
+                      "rope_scaling for nothing, they only let transformers build the rotary table; alias "
+                      f"microsoft/Phi-3.5-mini-instruct: {_LITGPT} [Phi-3.5-mini-instruct] has the shapes of its "
+                      "[Phi-3-mini-128k-instruct] (32 layers, 3072, 8192, padded vocab 32064, no bias) and differs "
+                      "only in block_size and sliding window, which change neither parameters nor memory"),
      "measured_params": 3821079552,
      "config": {"architectures": ["Phi3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
                 "bos_token_id": 1, "embd_pdrop": 0.0, "eos_token_id": 32000, "hidden_act": "silu",

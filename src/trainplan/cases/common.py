@@ -85,11 +85,14 @@ def case_model(case: dict) -> tuple[ModelSpec, str]:
     if hf_id.lower() in _SAME_ARCHITECTURE:
         spec = catalog.resolve_model(_SAME_ARCHITECTURE[hf_id.lower()])
         return replace(spec, name=m.get("name") or hf_id), f"same architecture as catalog {spec.name}"
-    if hf_id:
+    for named in (hf_id, str(m.get("name") or "")):
+        if not named:
+            continue
         try:
-            return catalog.resolve_model(hf_id), "catalog"
+            spec = catalog.resolve_model(named)
         except TrainplanError:
-            pass
+            continue
+        return spec, catalog.model_name_note(named) or "catalog"
     if hf_id.lower() in _NEOX_FAMILIES and m.get("layers"):
         return _litgpt_neox(m, _NEOX_FAMILIES[hf_id.lower()]), \
             "GPT-NeoX-style block from the case's numbers (litgpt config: parallel residual, LayerNorm, GELU MLP)"

@@ -30,6 +30,8 @@ TYPE_CHECKING = False   # annotations only: typing is not imported on the estima
 if TYPE_CHECKING:
     from typing import Any
 
+    from trainplan.catalog.model_names import NameMatch
+
 DATA_DIR = _DATA_DIR
 
 # Offers that are not a price one can count on: the lowest listing a crawler saw on a marketplace.
@@ -474,8 +476,28 @@ def resolve_model(name_or_path: str, path: str | os.PathLike[str] | None = None)
         if os.path.exists(os.path.expanduser(name_or_path)):
             raise TrainplanError(f"'{name_or_path}' is neither a catalog model nor a config.json "
                                  "(or a folder holding one)")
-        raise _unknown("model", name_or_path, index, "models")
+        match = _name_variant(name_or_path, index)
+        if match is None:
+            raise _unknown("model", name_or_path, index, "models")
+        i = match.entry
     return _model_spec(p, i)
+
+
+def _name_variant(name: str, index: dict[str, int]) -> NameMatch | None:
+    from trainplan.catalog.model_names import variant_match
+
+    return variant_match(name, _key(name), index)
+
+
+def model_name_note(name: str, path: str | os.PathLike[str] | None = None) -> str | None:
+    """What `resolve_model(name)` read past to find its catalog entry (catalog/model_names.py), or
+    None when the name is one of the entry's own (or not a catalog model at all)."""
+    p = _models_path(path)
+    entries, index = _model_catalog(p)
+    if _is_config_path(name) or _key(name) in index or hf_cached_config(name) is not None:
+        return None
+    match = _name_variant(name, index)
+    return None if match is None else match.note(name, entries[match.entry]["name"])
 
 
 # --- rows for `trainplan models / gpus / prices` (no printing) ----------------------------------

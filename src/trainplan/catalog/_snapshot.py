@@ -212,6 +212,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'microsoft/phi-3-medium-4k-instruct': 36,
                                       'microsoft/phi-3-mini-128k-instruct': 71,
                                       'microsoft/phi-3-mini-4k-instruct': 35,
+                                      'microsoft/phi-3.5-mini-instruct': 71,
                                       'microsoft/phi-4': 37,
                                       'ministral-8b': 79,
                                       'ministral-8b-instruct-2410': 79,
@@ -240,6 +241,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'mixtral-8x7b-v0.1': 26,
                                       'moonshotai/kimi-k2-base': 82,
                                       'moonshotai/kimi-k2-instruct': 82,
+                                      'nvidia/llama-3.1-nemotron-70b-instruct-hf': 6,
                                       'olmo-2-0425-1b': 78,
                                       'olmo-2-1124-13b': 105,
                                       'olmo-2-1124-7b': 104,
@@ -320,6 +322,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'qwen/qwen3-4b-base': 19,
                                       'qwen/qwen3-8b': 20,
                                       'qwen/qwen3-8b-base': 20,
+                                      'qwen/qwq-32b': 15,
                                       'qwen1.5-7b': 98,
                                       'qwen1.5-moe-a2.7b': 99,
                                       'qwen2-72b': 70,
@@ -362,7 +365,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'yi-6b': 44,
                                       'zai-org/glm-4.5': 76,
                                       'zai-org/glm-4.5-air': 77},
-                             'fingerprint': '43d54638-137988'},
+                             'fingerprint': '2945c02c-139849'},
              'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b","lmsys/vicuna-7b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
@@ -443,7 +446,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'pytorch/torchtune, torchtune/models/llama3_1/_model_builders.py@bd2a0fc7c314; '
                                       'Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":128256}',
-                                      '{"aliases":["meta-llama/Llama-3.1-70B-Instruct","meta-llama/Meta-Llama-3.1-70B","meta-llama/Meta-Llama-3.1-70B-Instruct","llama3.1-70b","meta-llama/Llama-3.3-70B-Instruct","llama3.3-70b","deepseek-ai/DeepSeek-R1-Distill-Llama-70B"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["meta-llama/Llama-3.1-70B-Instruct","meta-llama/Meta-Llama-3.1-70B","meta-llama/Meta-Llama-3.1-70B-Instruct","llama3.1-70b","meta-llama/Llama-3.3-70B-Instruct","llama3.3-70b","deepseek-ai/DeepSeek-R1-Distill-Llama-70B","nvidia/Llama-3.1-Nemotron-70B-Instruct-HF"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 8192, \\"intermediate_size\\": '
                                       '28672, \\"max_position_embeddings\\": 131072, \\"mlp_bias\\": false, '
@@ -560,7 +563,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       '152064}","hf_id":"Qwen/Qwen2.5-14B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":13824,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2.5-14b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":8,"num_layers":48,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"pytorch/torchtune, '
                                       'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":152064}',
-                                      '{"aliases":["Qwen/Qwen2.5-32B-Instruct","Qwen/Qwen2.5-Coder-32B","Qwen/Qwen2.5-Coder-32B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen2.5-32B-Instruct","Qwen/Qwen2.5-Coder-32B","Qwen/Qwen2.5-Coder-32B-Instruct","Qwen/QwQ-32B"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
                                       '5120, \\"intermediate_size\\": 27648, \\"max_position_embeddings\\": 131072, '
                                       '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 40, '
@@ -1293,7 +1296,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       '[Qwen2_72B_Instruct]; keras-team/keras-hub@71453d08f59e, '
                                       'keras_hub/src/models/qwen/qwen_presets.py [qwen2.5_instruct_72b_en: same '
                                       'shapes, 72,706,203,648]","tied_embeddings":false,"vocab_size":152064}',
-                                      '{"aliases":["phi-3-mini-128k-instruct","phi3-mini-128k"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":96,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["phi-3-mini-128k-instruct","phi3-mini-128k","microsoft/Phi-3.5-mini-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":96,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Phi3ForCausalLM\\"], \\"attention_bias\\": false, \\"attention_dropout\\": '
                                       '0.0, \\"bos_token_id\\": 1, \\"embd_pdrop\\": 0.0, \\"eos_token_id\\": 32000, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 3072, \\"initializer_range\\": '
@@ -1944,7 +1947,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'python/mlc_llm/model/model_preset.py@79d603f085f5 [olmo2_13b: the config.json]; '
                                       'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f [OLMo-2-1124-13B, '
                                       'OLMo-2-1124-13B-Instruct]","tied_embeddings":false,"vocab_size":100352}'],
-                             'fingerprint': 'a0f1feda-178181'}},
+                             'fingerprint': '2fa23981-179117'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',
@@ -3429,7 +3432,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                            'llama3.1-70b',
                                                            'meta-llama/Llama-3.3-70B-Instruct',
                                                            'llama3.3-70b',
-                                                           'deepseek-ai/DeepSeek-R1-Distill-Llama-70B'],
+                                                           'deepseek-ai/DeepSeek-R1-Distill-Llama-70B',
+                                                           'nvidia/Llama-3.1-Nemotron-70B-Instruct-HF'],
                                                'computed_params': 70553706496,
                                                'config': {'architectures': ['LlamaForCausalLM'],
                                                           'attention_bias': False,
@@ -3470,7 +3474,13 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                                "from the checkpoints'); Lightning-AI/litgpt, "
                                                                'litgpt/config.py@26857050fe3f [Llama-3.3-70B-Instruct, '
                                                                'R1-Distill-Llama-70B] equal its [Llama-3.1-70B] entry '
-                                                               'field for field'},
+                                                               'field for field; alias '
+                                                               'nvidia/Llama-3.1-Nemotron-70B-Instruct-HF: '
+                                                               'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                               '[Llama-3.1-Nemotron-70B-Instruct-HF] equals its '
+                                                               '[Llama-3.1-70B{}] entry field for field (80 layers, '
+                                                               '8192, 64 heads, 8 query groups, 28672, padded vocab '
+                                                               '128256, rope 500000 + llama3 scaling factor 8)'},
                                               {'aliases': ['meta-llama/Llama-3.1-405B-Instruct',
                                                            'meta-llama/Meta-Llama-3.1-405B',
                                                            'llama3.1-405b'],
@@ -3737,7 +3747,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                'verification': 'torchtune (base+instruct builders) + litgpt agree'},
                                               {'aliases': ['Qwen/Qwen2.5-32B-Instruct',
                                                            'Qwen/Qwen2.5-Coder-32B',
-                                                           'Qwen/Qwen2.5-Coder-32B-Instruct'],
+                                                           'Qwen/Qwen2.5-Coder-32B-Instruct',
+                                                           'Qwen/QwQ-32B'],
                                                'computed_params': 32763876352,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'hidden_act': 'silu',
@@ -3765,7 +3776,12 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                                'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
                                                                '[Qwen2.5-Coder-32B] differs from [Qwen2.5-32B] only in '
                                                                'context (32768); keras_hub qwen_presets.py '
-                                                               '[qwen2.5_coder_32b: 32,763,876,352 = this count]'},
+                                                               '[qwen2.5_coder_32b: 32,763,876,352 = this count]; '
+                                                               'alias Qwen/QwQ-32B: Lightning-AI/litgpt, '
+                                                               'litgpt/config.py@26857050fe3f [QwQ-32B] equals its '
+                                                               '[Qwen2.5-32B{}] entry field for field (64 layers, '
+                                                               '5120, 40 heads, 8 query groups, 27648, padded vocab '
+                                                               '152064, rope 1e6, 131072 context)'},
                                               {'aliases': ['Qwen/Qwen2.5-72B-Instruct'],
                                                'computed_params': 72706203648,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
@@ -5286,7 +5302,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          '[qwen2.5_instruct_72b_en: same shapes, 72,706,203,648]',
                                                'verification': 'verbatim base config.json; Instruct: '
                                                                'max_position_embeddings 32768, rms_norm_eps 1e-06'},
-                                              {'aliases': ['phi-3-mini-128k-instruct', 'phi3-mini-128k'],
+                                              {'aliases': ['phi-3-mini-128k-instruct',
+                                                           'phi3-mini-128k',
+                                                           'microsoft/Phi-3.5-mini-instruct'],
                                                'config': {'architectures': ['Phi3ForCausalLM'],
                                                           'attention_bias': False,
                                                           'attention_dropout': 0.0,
@@ -5425,7 +5443,13 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                                '48+48 LongRoPE factors are those of the Phi-3.5-mini '
                                                                "config (not checked against this repository's own "
                                                                'file): trainplan reads rope_scaling for nothing, they '
-                                                               'only let transformers build the rotary table'},
+                                                               'only let transformers build the rotary table; alias '
+                                                               'microsoft/Phi-3.5-mini-instruct: Lightning-AI/litgpt, '
+                                                               'litgpt/config.py@26857050fe3f [Phi-3.5-mini-instruct] '
+                                                               'has the shapes of its [Phi-3-mini-128k-instruct] (32 '
+                                                               'layers, 3072, 8192, padded vocab 32064, no bias) and '
+                                                               'differs only in block_size and sliding window, which '
+                                                               'change neither parameters nor memory'},
                                               {'aliases': ['gpt-oss:20b'],
                                                'config': {'architectures': ['GptOssForCausalLM'],
                                                           'attention_bias': True,
@@ -6737,7 +6761,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'OLMo-2-1124-13B-Instruct]',
                                                'verification': 'config.json verbatim; litgpt agrees and gives the '
                                                                'Instruct upload the same fields'}]},
-                           'fingerprint': 'f4165c0a-112812'},
+                           'fingerprint': '6ba06291-113748'},
            'prices.toml': {'data': {'price': [{'as_of': '2026-11-09',
                                                'currency': 'USD',
                                                'gpu_id': 'a100-sxm4-40gb',

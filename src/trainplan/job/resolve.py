@@ -426,4 +426,6 @@ def resolve_job(req: JobOptions, *, today: date | None = None, calibration: Any 
               recorded=recorded,
               gpus=gpus, gpus_note=gpus_note, options=req)
     notes = check_job(job, layout_given=layout_given)
+    named = catalog.model_name_note(req.model) if isinstance(req.model, str) else None
+    notes = (named, *notes) if named else notes
     return replace(job, notes=notes) if notes else job

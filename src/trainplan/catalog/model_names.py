@@ -1,0 +1,84 @@
+"""Checkpoint names that are a catalog model's under another name: a copy, a storage format, a release.
+
+The model catalog matches its own names, display names, Hugging Face ids and aliases exactly (as
+lookup keys). Users and published runs also name the same checkpoint in three other ways, none of
+which changes a parameter or a tensor shape:
+
+* another organisation's copy of the same repository name: ModelScope's mirrors
+  (`LLM-Research/Meta-Llama-3-8B-Instruct`, `ZhipuAI/glm-4-9b-chat`), re-uploads
+  (`NousResearch/Llama-2-7b-hf`, `unsloth/...`);
+* a storage format appended to the name: pre-quantised uploads (`-bnb-4bit`, `-4bit`, `-GPTQ`,
+  `-AWQ`, `-Int4`, `-FP8`, `-GGUF`, `-MLX`), which a QLoRA run loads as it would quantise the original;
+* the vendor's release variant (`-Instruct`, `-Chat`, `-it`, `-Base`, `-hf`): the same architecture
+  trained further (every such pair in the catalog shares its config.json shapes).
+
+`variant_match` reads past these, in that order, and accepts a catalog entry only when exactly one
+entry has that remaining repository name; otherwise the name stays unknown (and the caller says so).
+"""
+
+from __future__ import annotations
+
+import re
+
+from trainplan.frozen import frozen
+
+_STORAGE_SUFFIX = re.compile(r"(?:-unsloth)?(?:-bnb)?-[48]bit$|"
+                             r"-(?:gptq|awq|gguf|int4|int8|fp8|mlx|exl2)(?:[-.][a-z0-9.-]*)?$")
+_RELEASE_SUFFIX = re.compile(r"-(?:instruct|chat|it|base|hf)$")
+
+
+@frozen
+class NameMatch:
+    """A catalog entry (index into the model entries) and what of the name was read past."""
+
+    entry: int
+    read_past: tuple[str, ...]
+
+    def note(self, name: str, catalog_name: str) -> str:
+        return f"model '{name.strip()}' read as catalog {catalog_name}: " + "; ".join(self.read_past)
+
+
+def _basenames(index: dict[str, int]) -> dict[str, set[int]]:
+    """Repository name (after the last '/') of every lookup key -> the entries that have it."""
+    out: dict[str, set[int]] = {}
+    for key, entry in index.items():
+        out.setdefault(key.rpartition("/")[2], set()).add(entry)
+    return out
+
+
+def variant_match(name: str, key: str, index: dict[str, int]) -> NameMatch | None:
+    """The one catalog entry that `name` (lookup key `key`, not in `index`) names without its
+    organisation, under another one, with a storage suffix or a release suffix (module docstring);
+    None when none or several."""
+    org, _, base = key.rpartition("/")
+    names = _basenames(index)
+    suffixes: list[str] = []
+
+    def found(candidate: str) -> NameMatch | None:
+        entries = names.get(candidate, set())
+        if len(entries) != 1:
+            return None
+        entry = next(iter(entries))
+        keys = [k for k, i in index.items() if i == entry]
+        orgs = sorted({k.rpartition("/")[0] for k in keys if "/" in k})
+        said = name.strip().rpartition("/")[0]
+        if org:
+            read_past = [] if org in orgs else [f"organisation '{said}' (another copy of that repository name)"]
+        else:
+            read_past = [] if candidate in keys else [f"no organisation (the repository name of an id of "
+                                                      f"{' or '.join(orgs)})"]
+        return NameMatch(entry=entry, read_past=(*read_past, *suffixes))
+
+    if (match := found(base)) is not None:
+        return match
+    if m := _STORAGE_SUFFIX.search(base):
+        base = base[:m.start()]
+        suffixes.append(f"'{m.group(0)[1:]}' (how the weights are stored)")
+        if (match := found(base)) is not None:
+            return match
+    while m := _RELEASE_SUFFIX.search(base):
+        base = base[:m.start()]
+        suffixes.append(f"'{m.group(0)[1:]}' (a release of the same architecture)")
+        if (match := found(base)) is not None:
+            return match
+    return None

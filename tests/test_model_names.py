@@ -1,0 +1,88 @@
+"""Checkpoint names that are a catalog model's under another name (catalog/model_names.py): another
+organisation's copy, a storage suffix, a release suffix; accepted only when one entry has the name."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainplan import catalog
+from trainplan.catalog.model_names import variant_match
+from trainplan.cli import main
+from trainplan.errors import UnknownNameError
+
+
+@pytest.mark.parametrize("name, entry, read_past", [
+    # ModelScope's mirror of meta-llama/Meta-Llama-3-8B-Instruct (an alias of llama-3-8b)
+    ("LLM-Research/Meta-Llama-3-8B-Instruct", "llama-3-8b",
+     "organisation 'LLM-Research' (another copy of that repository name)"),
+    ("NousResearch/Llama-2-7b-hf", "llama-2-7b", "organisation 'NousResearch' (another copy of that repository name)"),
+    # a pre-quantised upload: organisation and storage suffix read past, then the catalog name llama-3-8b
+    ("unsloth/llama-3-8b-bnb-4bit", "llama-3-8b",
+     "organisation 'unsloth' (another copy of that repository name); 'bnb-4bit' (how the weights are stored)"),
+    # the vendor's own quantised upload: Qwen is an organisation of qwen2.5-7b's ids, so only the suffix
+    ("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "qwen2.5-7b", "'gptq-int4' (how the weights are stored)"),
+    ("llama-3-8b-instruct", "llama-3-8b", "'instruct' (a release of the same architecture)"),
+    ("Meta-Llama-3-8B-Instruct", "llama-3-8b", "no organisation (the repository name of an id of meta-llama)"),
+    ("unsloth/gemma-2-9b-it-bnb-4bit", "gemma-2-9b",
+     "organisation 'unsloth' (another copy of that repository name); 'bnb-4bit' (how the weights are stored)"),
+])
+def test_variant_names_resolve_with_a_note(name, entry, read_past):
+    assert catalog.resolve_model(name).name == entry
+    assert catalog.model_name_note(name) == f"model '{name}' read as catalog {entry}: {read_past}"
+
+
+@pytest.mark.parametrize("name", ["meta-llama/Llama-2-7b-hf", "llama-3-8b", "Qwen/Qwen2.5-7B-Instruct"])
+def test_own_names_carry_no_note(name):
+    assert catalog.model_name_note(name) is None
+
+
+@pytest.mark.parametrize("name", [
+    "Qwen/Qwen1.5-14B-Chat",        # Qwen1.5-14B is not in the catalog: '-chat' read past leaves an unknown name
+    "Qwen/Qwen2.5-7B-Instruct-1M",  # '-1M' is neither a storage nor a release suffix
+    "someone/llama-2-8b",
+])
+def test_names_that_match_no_single_entry_stay_unknown(name):
+    with pytest.raises(UnknownNameError, match=f"unknown model '{name}'"):
+        catalog.resolve_model(name)
+    assert catalog.model_name_note(name) is None
+
+
+def test_a_repository_name_two_entries_share_is_not_guessed():
+    index = {"acme/base-7b": 0, "other/base-7b": 1, "acme/solo-7b": 2}
+    assert variant_match("mirror/base-7b", "mirror/base-7b", index) is None
+    match = variant_match("Mirror/Solo-7B-Instruct-AWQ", "mirror/solo-7b-instruct-awq", index)
+    assert match is not None and match.entry == 2
+    assert match.read_past == ("organisation 'Mirror' (another copy of that repository name)",
+                               "'awq' (how the weights are stored)", "'instruct' (a release of the same architecture)")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-./_ ", max_size=40))
+def test_any_name_resolves_to_one_entry_or_says_unknown(name):
+    try:
+        spec = catalog.resolve_model(name)
+    except UnknownNameError:
+        assert catalog.model_name_note(name) is None
+    except Exception as exc:        # a path-like name may be read as a config path; never another error
+        assert type(exc).__name__ == "TrainplanError", exc
+    else:
+        assert spec.name in catalog.load_models()
+
+
+def test_estimate_says_how_it_read_the_model(capsys):
+    assert main(["estimate", "--model", "unsloth/llama-3-8b-bnb-4bit", "--method", "qlora", "--gpu", "a100"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("llama-3-8b  qlora")
+    assert ("model 'unsloth/llama-3-8b-bnb-4bit' read as catalog llama-3-8b: organisation 'unsloth' (another "
+            "copy of that repository name); 'bnb-4bit' (how the weights are stored)") in out
+
+
+@pytest.mark.parametrize("alias, entry", [
+    ("Qwen/QwQ-32B", "qwen2.5-32b"),                                  # litgpt config.py: QwQ-32B = Qwen2.5-32B
+    ("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF", "llama-3.1-70b"),   # litgpt: same shapes as Llama-3.1-70B
+    ("microsoft/Phi-3.5-mini-instruct", "phi-3-mini-128k"),           # litgpt: shapes of Phi-3-mini-128k
+])
+def test_same_architecture_aliases(alias, entry):
+    assert catalog.resolve_model(alias).name == entry and catalog.model_name_note(alias) is None
