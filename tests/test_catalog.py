@@ -36,7 +36,7 @@ def test_every_gpus_csv_row_loads_with_its_label_memory():
     gpus = catalog.load_gpus()
     rows = _csv("gpus.csv")
     # plus the parts tools/build_hw_catalog.py adds from their own public statement (EXTRA_GPU_ROWS)
-    assert set(gpus) - {r["gpu_id"] for r in rows} == {"h100-sxm-96gb"}
+    assert set(gpus) - {r["gpu_id"] for r in rows} == {"h100-sxm-96gb", "gh200"}
     for row in rows:
         gpu = gpus[row["gpu_id"]]
         assert gpu.memory_bytes == round(float(row["memory_gb"]) * GB), row["gpu_id"]
@@ -195,10 +195,10 @@ def test_cheapest_price():
 
 
 def test_every_usable_price_row_is_kept():
-    # cloud_prices.csv has 87 rows; GH200 (Lambda) and B300 (Hyperstack) have no catalog GPU
+    # cloud_prices.csv has 87 rows; B300 (Hyperstack) has no catalog GPU
     rows = _csv("cloud_prices.csv")
-    skipped = [r for r in rows if r["gpu"].split()[0] in ("GH200", "B300")]
-    assert len(skipped) == 2
+    skipped = [r for r in rows if r["gpu"].split()[0] in ("B300",)]
+    assert len(skipped) == 1
     assert len(catalog.load_prices()) == len(rows) - len(skipped) + 1      # + the seed article's offer
 
 
@@ -237,6 +237,17 @@ def test_price_rows():
     capacity_block = [r for r in rows if r["pricing"] == "capacity-block"]
     assert capacity_block and all(r["stale"] and not r["date_known"] for r in capacity_block)  # "late 2024"
     assert {"provider", "instance", "pricing", "price_per_gpu_hour", "currency", "as_of", "stale"} <= set(rows[0])
+
+
+def test_gh200_is_the_h100_die_with_96_gb_of_hbm3_at_4_tb_s():
+    gh200 = catalog.resolve_gpu("gh200")
+    assert gh200.memory_bytes == 96 * GB and gh200.memory_bw_bytes_per_s == 4000e9
+    assert gh200.peak_flops("bf16") == 989e12 and gh200.peak_flops("fp8") == 1979e12 and gh200.generation == "hopper"
+    assert catalog.resolve_gpu("GH200 480GB") is gh200
+    # cloud_prices.csv: Lambda '1x GH200', 'GH200 96GB', 2.29 USD on 2026-09-25 (skipped before the entry existed)
+    [offer] = [o for o in catalog.load_prices() if o.gpu_id == "gh200"]
+    assert (offer.provider, offer.instance, offer.price_per_gpu_hour, offer.as_of) == ("Lambda", "1x GH200", 2.29,
+                                                                                      "2026-09-25")
 
 
 def test_gpu_rows():
@@ -447,7 +458,9 @@ def test_stale_snapshot_falls_back_to_the_toml(monkeypatch):
     ("NVIDIA RTX A6000", "rtx-a6000"), ("NVIDIA RTX 6000 Ada Generation", "rtx6000-ada"),
     ("AMD Instinct MI300X", "mi300x"), ("GB200 NVL72", "gb200"), ("B200 (DGX-B200)", "b200"),
     ("Ascend 910B", "ascend-910b"), ("Gaudi 2", "gaudi2"),
-    ("TPU v5e", None), ("NVIDIA GH200 480GB", None), ("", None)])
+    # nvidia-smi's name for the 96 GB superchip counts the Grace side's 480 GB LPDDR5X
+    ("NVIDIA GH200 480GB", "gh200"), ("GH200 96GB HBM3", "gh200"), ("NVIDIA GB200", "gb200"),
+    ("TPU v5e", None), ("", None)])
 def test_gpu_named_in_text(text, gpu_id):
     gpu = catalog.gpu_in_text(text)
     assert (gpu.id if gpu else None) == gpu_id

@@ -78,6 +78,12 @@ def test_reference_hosts_and_instances():
     assert g5.guess
 
 
+def test_gh200_offloads_over_nvlink_c2c_to_its_own_grace():
+    """One Grace per Hopper: 72 cores, 512 GB/s LPDDR5X, NVLink-C2C 900 GB/s bidirectional = 450 per direction."""
+    host = host_for("gh200")
+    assert (host.cpu_cores, host.gpus, host.mem_bw_bytes_per_s, host.gpu_link_bytes_per_s) == (72, 1, 512e9, 450e9)
+
+
 def test_user_host_values_replace_the_table():
     host = resolve_host(A100, cpus=16, mem_bw_bytes_per_s=100e9)
     assert (host.cpu_cores, host.mem_bw_bytes_per_s) == (16, 100e9)

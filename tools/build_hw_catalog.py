@@ -28,7 +28,7 @@ GENERATION = {
     "a100-sxm4-40gb": "ampere", "a100-sxm4-80gb": "ampere", "a100-pcie-40gb": "ampere",
     "a100-pcie-80gb": "ampere", "a800-sxm4-80gb": "ampere", "rtx3090": "ampere", "rtx-a6000": "ampere",
     "h100-sxm": "hopper", "h100-pcie": "hopper", "h100-nvl": "hopper", "h800-sxm": "hopper",
-    "h100-sxm-96gb": "hopper",
+    "h100-sxm-96gb": "hopper", "gh200": "hopper",
     "h20": "hopper", "h200-sxm": "hopper",
     "b200": "blackwell", "gb200": "blackwell", "rtx5090": "blackwell",
     "l4": "ada", "l20": "ada", "l40": "ada", "l40s": "ada", "rtx4090": "ada", "rtx4090d": "ada",
@@ -58,6 +58,7 @@ ALIASES = {
     "h800-sxm": ["h800", "h800-80gb", "h800-sxm5"],
     "h20": ["h20-96gb"],
     "h200-sxm": ["h200", "h200-141gb", "h200-sxm-141gb"],
+    "gh200": ["gh200-96gb", "gh200-480gb", "grace-hopper", "gh200-superchip"],
     "b200": ["b200-180gb", "b200-sxm"],
     "gb200": ["gb200-nvl72"],
     "l4": ["l4-24gb"],
@@ -88,7 +89,7 @@ PRICE_GPU = {
     "H200 141GB": ("h200-sxm", ""), "H200 SXM 141GB": ("h200-sxm", ""),
     "B200 180GB": ("b200", ""), "B200": ("b200", ""),
     "B200 192GB": ("b200", "source labels B200 192GB; catalog B200 uses the 180 GB HGX figure"),
-    "GB200 186GB": ("gb200", ""),
+    "GB200 186GB": ("gb200", ""), "GH200 96GB": ("gh200", ""),
     "A100 SXM 80GB": ("a100-sxm4-80gb", ""), "A100 SXM 40GB": ("a100-sxm4-40gb", ""),
     "A100 40GB": ("a100-sxm4-40gb", "source says 'A100 40GB'; GCP a2-highgpu uses A100 SXM4 40GB"),
     "A100 80GB": ("a100-sxm4-80gb", "source does not say SXM or PCIe; mapped to SXM4"),
@@ -162,6 +163,27 @@ EXTRA_GPU_ROWS = (
      "notes": "Meta's H100 variant (Grand Teton), not sold by clouds. torchtitan: 'the actual peak TFLOPs number "
               "is between SXM and NVL, and we don't know its exact value' at the 500 W limit; the SXM peak is "
               "kept. NVLink figure assumed equal to the SXM5 part ('fully connected with NVLink')."},
+)
+
+_GH200 = ("github:stas00/ml-engineering compute/accelerator/README.md@744d01e (Maximum Achievable Matmul FLOPS: "
+          "'NVIDIA GH200 (900 W)', bf16 peak 989, fp8 peak 1979 TFLOP/s; network/README.md: NVLink 4 for H100, H200, "
+          "GH200; shared reference hardware.md 1.3-1.4) | nishikiout.net/entry/2023/08/09/143040 (GH200: Hopper "
+          "with 96GB HBM3 at 4 TB/s; Grace, 72 Arm Neoverse V2 cores, 480GB LPDDR5X; NVLink-C2C between them) | "
+          "code index: dcgm-exporter modelName 'NVIDIA GH200 96GB HBM3' (file 1624910371), 'a GH200 96GB HBM3 part "
+          "with a 4.0 TB/s nominal peak and a measured 3.6 TB/s achieved copy rate' (file 57479413698) | "
+          "spheron.network/blog/nvidia-gh200-guide (96 GB HBM3 + 480 GB LPDDR5X; NVLink-C2C 900 GB/s bidirectional)")
+EXTRA_GPU_ROWS += (
+    {"gpu_id": "gh200", "vendor": "NVIDIA", "name": "GH200 Grace Hopper Superchip (H100 GPU, 96GB HBM3)",
+     "form_factor": "Superchip module", "memory_gb": "96", "memory_gib_total_reported": "", "memory_type": "HBM3",
+     "mem_bw_gbps": "4000", "fp32_tflops": "67", "tf32_tflops_dense": "494.5", "bf16_tflops_dense": "989",
+     "fp16_tflops_dense": "989", "fp8_tflops_dense": "1979", "int8_tops_dense": "1979",
+     "flops_basis": "dense; the H100 SXM5 peaks, as stas00's MAMF table gives them for the GH200",
+     "gpu_interconnect": "NVLink 4", "gpu_gpu_bw_gbps_bidir": "900", "pcie": "NVLink-C2C to the Grace CPU (900 GB/s)",
+     "tdp_w": "900", "launch_year": "", "confidence": "medium", "source": _GH200,
+     "notes": "nvidia-smi names it 'NVIDIA GH200 480GB' (the 480 GB is the Grace side's LPDDR5X); the GPU has 96 GB. "
+              "Rented as one superchip per machine (Lambda '1x GH200'); NVLink 4 between superchips applies to "
+              "multi-superchip nodes only. The 144 GB HBM3e variant is not this entry. TDP: the module's 900 W "
+              "setting of the MAMF row."},
 )
 
 SEED_ID = "003_983e069e5a6f046f"

@@ -3043,8 +3043,48 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                      "second, custom to Meta's H100 variant'; bf16 989 / fp8 1979 "
                                                      'TFLOP/s dense)',
                                            'tdp_w': 500,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['gh200-96gb', 'gh200-480gb', 'grace-hopper', 'gh200-superchip'],
+                                           'confidence': 'medium',
+                                           'flops_basis': "dense; the H100 SXM5 peaks, as stas00's MAMF table gives "
+                                                          'them for the GH200',
+                                           'form_factor': 'Superchip module',
+                                           'generation': 'hopper',
+                                           'gpu_gpu_bw_gbps_bidir': 900,
+                                           'id': 'gh200',
+                                           'interconnect': 'NVLink 4',
+                                           'mem_bw_gbps': 4000,
+                                           'memory_gb': 96,
+                                           'memory_type': 'HBM3',
+                                           'name': 'GH200 Grace Hopper Superchip (H100 GPU, 96GB HBM3)',
+                                           'notes': "nvidia-smi names it 'NVIDIA GH200 480GB' (the 480 GB is the Grace "
+                                                    "side's LPDDR5X); the GPU has 96 GB. Rented as one superchip per "
+                                                    "machine (Lambda '1x GH200'); NVLink 4 between superchips applies "
+                                                    'to multi-superchip nodes only. The 144 GB HBM3e variant is not '
+                                                    "this entry. TDP: the module's 900 W setting of the MAMF row.",
+                                           'pcie': 'NVLink-C2C to the Grace CPU (900 GB/s)',
+                                           'peak_tflops': {'bf16': 989,
+                                                           'fp16': 989,
+                                                           'fp32': 67,
+                                                           'fp8': 1979,
+                                                           'int8': 1979,
+                                                           'tf32': 494.5},
+                                           'source': 'github:stas00/ml-engineering '
+                                                     'compute/accelerator/README.md@744d01e (Maximum Achievable Matmul '
+                                                     "FLOPS: 'NVIDIA GH200 (900 W)', bf16 peak 989, fp8 peak 1979 "
+                                                     'TFLOP/s; network/README.md: NVLink 4 for H100, H200, GH200; '
+                                                     'shared reference hardware.md 1.3-1.4) | '
+                                                     'nishikiout.net/entry/2023/08/09/143040 (GH200: Hopper with 96GB '
+                                                     'HBM3 at 4 TB/s; Grace, 72 Arm Neoverse V2 cores, 480GB LPDDR5X; '
+                                                     'NVLink-C2C between them) | code index: dcgm-exporter modelName '
+                                                     "'NVIDIA GH200 96GB HBM3' (file 1624910371), 'a GH200 96GB HBM3 "
+                                                     'part with a 4.0 TB/s nominal peak and a measured 3.6 TB/s '
+                                                     "achieved copy rate' (file 57479413698) | "
+                                                     'spheron.network/blog/nvidia-gh200-guide (96 GB HBM3 + 480 GB '
+                                                     'LPDDR5X; NVLink-C2C 900 GB/s bidirectional)',
+                                           'tdp_w': 900,
                                            'vendor': 'NVIDIA'}]},
-                         'fingerprint': '35a60bb2-35512'},
+                         'fingerprint': 'a866fdb2-37163'},
            'hosts.toml': {'data': {'host': [{'cpu': '2x Intel Xeon E5-2698 v4 (20 cores each)',
                                              'cpu_cores': 40,
                                              'gpu_ids': ['v100-sxm2-16gb', 'v100-sxm2-32gb'],
@@ -3103,6 +3143,19 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                        'Blackwell per tray, up to 512 GB/s LPDDR5X per Grace, '
                                                        'NVLink-C2C 900 GB/s bidirectional per Grace shared by its 2 '
                                                        'GPUs (225 per GPU and direction)'},
+                                            {'cpu': '1x NVIDIA Grace (72 Arm Neoverse V2 cores)',
+                                             'cpu_cores': 72,
+                                             'gpu_ids': ['gh200'],
+                                             'gpu_link_gb_per_s': 450,
+                                             'gpus': 1,
+                                             'mem_bw_gb_per_s': 512,
+                                             'name': 'GH200 Grace Hopper superchip',
+                                             'source': 'NVIDIA Grace CPU / GH200 datasheets as the GB200 NVL72 tray '
+                                                       'entry reads them (one Grace: 72 Neoverse V2 cores, up to 512 '
+                                                       'GB/s LPDDR5X); NVLink-C2C 900 GB/s bidirectional between the '
+                                                       'Grace and its one Hopper '
+                                                       "(spheron.network/blog/nvidia-gh200-guide: '900 GB/s of "
+                                                       "bidirectional bandwidth'): 450 per direction"},
                                             {'cpu': 'one socket, 32 cores, 8 channels DDR4-3200',
                                              'cpu_cores': 32,
                                              'gpu_ids': [],
@@ -3219,7 +3272,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                  'source': 'Azure ND H100 v5-series page: 96 vCPUs (4th-gen Xeon, no '
                                                            'SMT), 1900 GiB, 8 H100',
                                                  'vcpus': 96}]},
-                          'fingerprint': 'c0194f1e-6696'},
+                          'fingerprint': 'a84b6144-7203'},
            'models.toml': {'data': {'model': [{'aliases': ['meta-llama/Llama-2-7b-chat-hf',
                                                            'llama2-7b',
                                                            'lmsys/vicuna-7b-v1.5'],
@@ -7201,6 +7254,21 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          '(transcribed from lambda.ai/instances; docs search excerpt)'},
                                               {'as_of': '2026-09-25',
                                                'currency': 'USD',
+                                               'gpu_id': 'gh200',
+                                               'gpu_label': 'GH200 96GB',
+                                               'gpus_per_instance': 1,
+                                               'instance': '1x GH200',
+                                               'kind': 'on-demand',
+                                               'notes': '',
+                                               'price_per_gpu_hour': 2.29,
+                                               'price_per_instance_hour': 2.29,
+                                               'pricing': 'on-demand',
+                                               'provider': 'Lambda',
+                                               'region': 'US',
+                                               'source': 'github:tgarg01/silybench-data '
+                                                         'derived/csv/gpu_prices.csv@045df3b'},
+                                              {'as_of': '2026-09-25',
+                                               'currency': 'USD',
                                                'gpu_id': 'a100-sxm4-80gb',
                                                'gpu_label': 'A100 SXM 80GB',
                                                'gpus_per_instance': 8,
@@ -8109,7 +8177,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                  {'aliases': [], 'name': '晨涧云'},
                                                  {'aliases': ['矩池云', 'Matpool'], 'name': '矩池云 (Matpool)'},
                                                  {'aliases': [], 'name': '算家云'}]},
-                           'fingerprint': 'b0cd2e33-41509'},
+                           'fingerprint': '94e9bdcb-41863'},
            'rates.toml': {'data': {'base': 'USD',
                                    'currency': [{'aliases': ['US$', 'dollar'],
                                                  'code': 'USD',
