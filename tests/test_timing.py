@@ -401,3 +401,15 @@ def test_geforce_boxes_are_not_given_infiniband(capsys):
     out = capsys.readouterr().out
     assert "inter-node network assumed: Ethernet, 25 Gb/s per node; a guess for GeForce servers" in out
     assert "InfiniBand" not in out.replace("rarely have InfiniBand", "")
+
+
+def test_l20_matmul_ceiling_is_its_measured_torch_matmul():
+    # DefTruth/CUDA-Learn-Notes hgemm/README.md, L20 table: torch.matmul fp16 114.40 TFLOP/s at 4096 x 16384 x 2048,
+    # of 119.5 TFLOP/s dense: 114.40 / 119.5 = 0.957. Ridge 119.5e12 / 864e9 = 138 FLOP/B, below A100's 153, so the
+    # sustained fraction is at its 0.95 cap: a 4096-wide layer at 4096 tokens runs at 0.957 x 0.95 x width x tokens.
+    from trainplan import catalog
+    from trainplan.timing.efficiency import mamf_fraction
+    l20 = catalog.resolve_gpu("l20")
+    assert mamf_fraction(l20, "bf16") == (0.957, True)
+    eff = matmul_efficiency(l20, "bf16", hidden_size=4096, tokens_per_micro_batch=4096, stack=KernelStack.FUSED)
+    assert eff.ridge == pytest.approx(119.5e12 / 864e9) and eff.sustained == 0.95

@@ -68,6 +68,10 @@ MAMF_FRACTION: dict[str, dict[str, float]] = {
     "gh200": {"bf16": 0.838, "fp8": 0.776},
     "b200": {"bf16": 0.776, "fp8": 0.763}, "gb200": {"bf16": 0.729, "fp8": 0.723},
     "mi300x": {"bf16": 0.514}, "mi325x": {"bf16": 0.604},
+    # L20 (Ada, 119.5 TFLOP/s 16-bit dense, 864 GB/s): torch.matmul fp16 with fp32 accumulation at 114.40 TFLOP/s
+    # (M=4096, N=16384, K=2048), the best of the L20 table in DefTruth/CUDA-Learn-Notes hgemm/README.md@03cb5355
+    # ("f16_th"; cuBLAS 105-115 TFLOPS there); Ada's data-centre parts run bf16 at the fp16 rate
+    "l20": {"bf16": 0.957},
     "gaudi2": {"bf16": 0.969, "fp8": 0.955}, "gaudi3": {"bf16": 0.741, "fp8": 0.769},
 }
 DEFAULT_MAMF_FRACTION = 0.80   # median of the NVIDIA rows above; stated when used
