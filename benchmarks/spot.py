@@ -1,0 +1,102 @@
+"""Published throughput runs outside both development sets, each read the way a user would give it:
+
+* benchmarks/data/torchtitan_benchmarks.json: torchtitan's own benchmark files and torchao's float8 table, each
+  row's job written as a torchtitan TOML; measured tokens/s per GPU;
+* benchmarks/data/swift_benchmarks.json: ms-swift's documented figures, each row's launch script as the
+  repository has it; measured seconds per step.
+
+Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU its hardware text names
+(trainplan's GPU-name rule) and is scored against what the source printed.
+
+    python benchmarks/spot.py [--gpu-text]
+
+Prints each row's prediction and error (as throughput: measured step time / predicted - 1 for the
+step-time rows), the median and p90 |error| by file and over all rows. `--gpu-text` shows which catalog GPU
+each hardware text picked. Nothing here is fitted: the rows stand in for published runs the model was not built on.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = (ROOT / "benchmarks" / "data" / "torchtitan_benchmarks.json", ROOT / "benchmarks" / "data" / "swift_benchmarks.json")
+
+
+def launch_file(row: dict, folder: Path) -> Path:
+    """The row's job as a file `--from` reads: a torchtitan TOML, or the launch script as published."""
+    if "torchtitan_toml" in row:
+        from trainplan.export.pieces import toml_text
+
+        path = folder / f"{row['id']}.toml"
+        path.write_text(toml_text(row["torchtitan_toml"]))
+        return path
+    path = folder / row["id"] / row["launch_name"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(row["launch_text"])
+    return path
+
+
+def predict(row: dict, folder: Path) -> tuple[dict | None, str]:
+    """(the estimate's time block, the catalog GPU id), or (None, why not)."""
+    from trainplan import catalog
+
+    gpu = catalog.gpu_in_text(row["hardware"])
+    n = row["num_gpus"]
+    cmd = [sys.executable, "-m", "trainplan", "estimate", "--from", str(launch_file(row, folder)), "--gpu", gpu.id,
+           "--num-gpus", str(n), "--nodes", str(max(1, n // 8)), *row["extra_flags"], "--json"]
+    if row.get("interconnect"):
+        cmd += ["--interconnect", row["interconnect"]]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode:
+        return None, (done.stderr or done.stdout).strip().splitlines()[-1]
+    return json.loads(done.stdout)["time"], gpu.id
+
+
+def throughput_error(row: dict, time: dict) -> tuple[float, str]:
+    """(predicted throughput / measured - 1, what was compared) for either kind of row."""
+    if "measured_tokens_per_s_per_gpu" in row:
+        measured = row["measured_tokens_per_s_per_gpu"]
+        predicted = time["tokens_per_s_per_gpu"]
+        return predicted / measured - 1, f"measured {measured:>8} tok/s predicted {predicted:9.1f}"
+    measured = row["measured_step_s"]
+    predicted = time["step_s"]
+    return measured / predicted - 1, f"measured {measured:>8} s/step predicted {predicted:9.2f}"
+
+
+def summary(errors: list[float]) -> str:
+    errors = sorted(errors)
+    p90 = errors[max(0, int(round(0.9 * len(errors))) - 1)]
+    return f"median |error| {100 * statistics.median(errors):.1f}%, p90 {100 * p90:.1f}%"
+
+
+def main(argv: list[str]) -> int:
+    every: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for data in DATA:
+            rows = json.loads(data.read_text())["rows"]
+            errors = []
+            for row in rows:
+                time, info = predict(row, Path(tmp))
+                if time is None:
+                    print(f"{row['id']:22s} not predicted: {info}")
+                    continue
+                err, compared = throughput_error(row, time)
+                errors.append(abs(err))
+                gpu = f"  {info}" if "--gpu-text" in argv else ""
+                print(f"{row['id']:22s} {compared} error {100 * err:+6.1f}%{gpu}")
+            if errors:
+                print(f"{data.name}: {len(errors)}/{len(rows)} predicted; {summary(errors)}\n")
+            every += errors
+    if every:
+        print(f"all rows: {len(every)} predicted; {summary(every)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
