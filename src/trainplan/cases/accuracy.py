@@ -59,6 +59,10 @@ def evaluate(cases: Iterable[dict], *, min_runs: int = DEFAULT_MIN_RUNS) -> list
             staged.append((case, None, None, str(exc)))
         except TrainplanError as exc:
             staged.append((case, None, None, f"estimate failed: {exc}"))
+        except (ArithmeticError, AttributeError, KeyError, TypeError, ValueError) as exc:
+            # a field of a shape the estimate cannot take (a number where a table belongs, ...): this case
+            # is reported as not predicted, and the rest of the file is still scored
+            staged.append((case, None, None, f"estimate failed on a malformed field ({type(exc).__name__}: {exc})"))
     obs = {case["id"]: Observation(source=m.source, framework=str(m.job.setup.framework), gpu=m.job.layout.gpu_id,
                                    method=str(m.job.setup.method), estimate=values, measured={m.metric: m.measured},
                                    run_id=case["id"])

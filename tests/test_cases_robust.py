@@ -1,0 +1,78 @@
+"""A published-runs file with a field of an unexpected shape still scores: `trainplan accuracy` reports that
+case as not predicted, with the reason, and scores the rest (cases.accuracy.evaluate). Cases of both
+development files are mutated field by field: a value another case has at that place, a value from
+another place, None, or an odd scalar; every one must come back predicted or skipped with a reason."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trainplan.cases.accuracy import evaluate
+
+DATA = Path(__file__).parent / "data"
+CASES = [c for name in ("published_dev.json", "published_dev2.json")
+         for c in json.loads((DATA / name).read_text(encoding="utf-8"))]
+
+
+def _leaves(value, prefix=()):
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _leaves(inner, (*prefix, key))
+    else:
+        yield prefix, value
+
+
+POOL: dict[tuple, list] = {}
+for _case in CASES:
+    for _path, _value in _leaves(_case):
+        if _path[0] not in ("id", "kind", "source"):
+            POOL.setdefault(_path, []).append(_value)
+PATHS = sorted(POOL, key=repr)
+ODD = [0, -1, 1, 3, 2.5, "", "unknown", 10**9, [], {}, {"x": 1}, ["a"], True]
+
+
+def _set(case: dict, path: tuple, value) -> None:
+    for key in path[:-1]:
+        if not isinstance(case.get(key), dict):
+            case[key] = {}
+        case = case[key]
+    case[path[-1]] = value
+
+
+mutation = st.tuples(st.sampled_from(PATHS), st.integers(0, 3), st.integers(0, 10**6), st.sampled_from(PATHS))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(CASES))), st.lists(mutation, min_size=1, max_size=4))
+def test_a_mutated_case_is_predicted_or_skipped_with_a_reason(index, mutations):
+    case = copy.deepcopy(CASES[index])
+    for path, kind, pick, other in mutations:
+        values = POOL[path] if kind == 0 else POOL[other] if kind == 1 else ODD
+        _set(case, path, None if kind == 3 else values[pick % len(values)])
+    [result] = evaluate([case])
+    assert result.id == case["id"]
+    assert (result.predicted is not None) != bool(result.skipped), result
+
+
+def _case(case_id: str) -> dict:
+    return copy.deepcopy(next(c for c in CASES if c["id"] == case_id))
+
+
+def test_found_shapes_are_skipped_with_the_reason_and_the_rest_still_scores():
+    """Two mutations the random search once found: a number for the LoRA table (AttributeError while
+    mapping) and a table for the model's name (TypeError inside the estimate, hashing the setup)."""
+    lora_int = _case("universal-trainer-llama31-lora-1xa100-time")
+    lora_int["lora"] = 3
+    dict_name = _case("qwen1-readme-14b-lora-len2048-mem")
+    dict_name["model"]["name"] = {}          # Qwen-1 is built from its hf_id, named by this field
+    intact = _case("universal-trainer-llama31-lora-1xa100-time")
+    first, second, third = evaluate([lora_int, dict_name, intact])
+    assert first.predicted is None and first.skipped.startswith("malformed field (AttributeError")
+    assert second.predicted is None and "(TypeError: unhashable type: 'dict')" in second.skipped
+    assert third.skipped is None and third.error is not None
