@@ -76,3 +76,12 @@ def test_found_shapes_are_skipped_with_the_reason_and_the_rest_still_scores():
     assert first.predicted is None and first.skipped.startswith("malformed field (AttributeError")
     assert second.predicted is None and "(TypeError: unhashable type: 'dict')" in second.skipped
     assert third.skipped is None and third.error is not None
+
+
+def test_a_case_beyond_any_real_model_is_refused_before_it_is_built():
+    """A billion layers once reached the layer-by-layer inventory (MemoryError after gigabytes): the case's
+    numbers are held to the bounds `trainplan estimate` holds any model to (job/validate.check_model_size)."""
+    case = _case("flashattn-training-gpt3-125m-8xa100-80g")
+    case["model"]["layers"] = 10**9
+    [result] = evaluate([case])
+    assert result.predicted is None and "num_layers = 1000000000 is beyond any real model" in result.skipped

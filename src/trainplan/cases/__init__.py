@@ -90,7 +90,7 @@ def map_case(case: dict) -> CaseMapping:
         return _map_memory(case) if case.get("kind") == "memory" else _map_time(case)
     except TrainplanError as exc:
         raise Skip(f"not a valid setup: {exc}") from None
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
         raise Skip(f"malformed field ({type(exc).__name__}: {exc})") from None
 
 

@@ -14,6 +14,7 @@ from trainplan import catalog
 from trainplan.enums import Framework, MlpKind, NormKind, Position
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
+from trainplan.job.validate import check_model_size
 from trainplan.model.hfconfig import spec_from_hf_config
 from trainplan.specs import ModelSpec
 
@@ -70,7 +71,14 @@ def is_encoder_decoder(case: dict) -> bool:
 
 def case_model(case: dict) -> tuple[ModelSpec, str]:
     """(ModelSpec, how it was found). Catalog first, then known architecture tables, then the
-    case's own architecture numbers; otherwise Skip with the reason."""
+    case's own architecture numbers (within the bounds `trainplan estimate` holds any model to:
+    job/validate.check_model_size); otherwise Skip with the reason."""
+    spec, how = _case_model(case)
+    check_model_size(spec)
+    return spec, how
+
+
+def _case_model(case: dict) -> tuple[ModelSpec, str]:
     m = case.get("model") or {}
     if is_encoder_decoder(case):
         raise Skip(f"model {m.get('name')}: encoder-decoder (T5/mT0 family), which trainplan does not model")
