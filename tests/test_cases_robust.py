@@ -85,3 +85,30 @@ def test_a_case_beyond_any_real_model_is_refused_before_it_is_built():
     case["model"]["layers"] = 10**9
     [result] = evaluate([case])
     assert result.predicted is None and "num_layers = 1000000000 is beyond any real model" in result.skipped
+
+
+def test_accuracy_scores_a_file_whose_cases_lack_fields(tmp_path, capsys):
+    """`trainplan accuracy` (not strict) keeps a case without a method or a kind and says why it was not
+    predicted; an import (strict) still refuses the file."""
+    from trainplan.cases import load_cases
+    from trainplan.cli import main
+    from trainplan.errors import TrainplanError
+
+    no_method, no_kind, whole = (_case("universal-trainer-llama31-full-1xh100-time"),
+                                 _case("universal-trainer-llama31-lora-1xh100-time"),
+                                 _case("universal-trainer-llama31-qlora-1xh100-time"))
+    del no_method["method"]
+    del no_kind["kind"]
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps([no_method, no_kind, whole]))
+    assert main(["accuracy", "--cases", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "universal-trainer-llama31-full-1xh100-time: malformed field (KeyError: 'method')" in out
+    assert "universal-trainer-llama31-lora-1xh100-time: kind None is neither memory nor time" in out
+    assert "time                               predicted   1/2" in out
+    try:
+        load_cases(path, strict=True)
+    except TrainplanError as exc:
+        assert "lacks method" in str(exc)
+    else:
+        raise AssertionError("an import must refuse a case without a method")
