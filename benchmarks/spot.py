@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = (ROOT / "benchmarks" / "data" / "torchtitan_benchmarks.json", ROOT / "benchmarks" / "data" / "swift_benchmarks.json")
+DATA = tuple(ROOT / "benchmarks" / "data" / name for name in ("torchtitan_benchmarks.json", "swift_benchmarks.json"))
 
 
 def launch_file(row: dict, folder: Path) -> Path:

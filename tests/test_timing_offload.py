@@ -82,6 +82,7 @@ def test_gh200_offloads_over_nvlink_c2c_to_its_own_grace():
     """One Grace per Hopper: 72 cores, 512 GB/s LPDDR5X, NVLink-C2C 900 GB/s bidirectional = 450 per direction."""
     host = host_for("gh200")
     assert (host.cpu_cores, host.gpus, host.mem_bw_bytes_per_s, host.gpu_link_bytes_per_s) == (72, 1, 512e9, 450e9)
+    assert host.gpu_link == "NVLink-C2C" and host_for("h100-sxm").gpu_link == "PCIe"
 
 
 def test_user_host_values_replace_the_table():
@@ -233,3 +234,13 @@ def test_fsdp_cpu_adamw_with_the_threads_the_job_sets():
     assert "CPU optimizer threads: 16 per rank, as the job sets them (OMP_NUM_THREADS / torch.set_num_threads)" \
         in many.notes
     assert not any("CPU optimizer threads" in n for n in one.notes)
+
+
+def test_offload_notes_name_the_link_the_bytes_cross():
+    from trainplan.api import estimate as api_estimate
+
+    gh200 = api_estimate(model="llama-3.1-8b", method="full", gpu="gh200", zero=2, offload="optimizer")
+    h100 = api_estimate(model="llama-3.1-8b", method="full", gpu="h100", zero=2, offload="optimizer")
+    # 8.03B params: fp32 grads down + bf16 params up = 6 B/param = 48.18 GB, over C2C at 450 GB/s = 0.107 s
+    assert any("48.18 GB per step over NVLink-C2C" in n for n in gh200.notes)
+    assert any("48.18 GB per step over PCIe" in n for n in h100.notes)

@@ -103,6 +103,7 @@ class HostSpec:
     mem_bw_bytes_per_s: float       # DRAM wire rate (channels x MT/s x 8 B), before HOST_BW_FRACTION
     gpus: int = 8                   # GPUs it serves
     gpu_link_bytes_per_s: float | None = None   # CPU<->GPU per GPU and direction when not PCIe
+    gpu_link: str = "PCIe"          # the CPU<->GPU link's name (NVLink-C2C on Grace hosts)
     gpus_per_pcie_uplink: int = 1   # GPUs behind one PCIe switch whose x16 link to the CPU they share
     guess: bool = False
     source: str = ""
@@ -144,6 +145,7 @@ def _table() -> tuple[dict[str, HostSpec], dict[str, HostSpec], HostSpec]:
         link = e.get("gpu_link_gb_per_s")
         spec = HostSpec(name=e["name"], cpu_cores=int(e["cpu_cores"]), mem_bw_bytes_per_s=_wire_rate(e),
                         gpus=int(e["gpus"]), gpu_link_bytes_per_s=float(link) * 1e9 if link else None,
+                        gpu_link=str(e.get("gpu_link", "PCIe")),
                         gpus_per_pcie_uplink=int(e.get("gpus_per_pcie_uplink", 1)),
                         guess=bool(e.get("guess", False)), source=e["source"])
         for gpu_id in e["gpu_ids"]:
@@ -317,13 +319,14 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
         if stage3:   # the last micro-batch's backward also sends the fp32 gradient down
             exposed_s += ((ga - 1) * _overlapped_s(up_mb, down_mb, bw, compute_mb_s)
                           + _overlapped_s(up_mb, down_mb + down_step, bw, compute_mb_s) + up_step / bw)
-            notes.append(f"DeepSpeed ZeRO-3 offload: {(up_mb + down_mb) / 1e9:.2f} GB per micro-batch over PCIe "
-                         f"(gradient buffer{', parameter fetches' if params_offloaded else ''}; overlapped "
-                         f"with compute), {(up_step + down_step) / 1e9:.2f} GB at the step")
+            fetched = ", parameter fetches" if params_offloaded else ""
+            notes.append(f"DeepSpeed ZeRO-3 offload: {(up_mb + down_mb) / 1e9:.2f} GB per micro-batch over "
+                         f"{host.gpu_link} (gradient buffer{fetched}; overlapped with compute), "
+                         f"{(up_step + down_step) / 1e9:.2f} GB at the step")
         else:
             exposed_s += (up_step + down_step) / bw
             notes.append(f"DeepSpeed {'ZeRO-' + str(int(layout.zero)) if layout.zero else 'ZeRO-Offload'} "
-                         f"optimizer offload: {(up_step + down_step) / 1e9:.2f} GB per step over PCIe "
+                         f"optimizer offload: {(up_step + down_step) / 1e9:.2f} GB per step over {host.gpu_link} "
                          "(gradient accumulation included) on the compute stream (overlap_comm off below ZeRO-3)"
                          + ("; offload_param needs ZeRO-3: parameters stay on the GPU"
                             if layout.offload in (Offload.PARAMS, Offload.ALL) else ""))
