@@ -413,3 +413,15 @@ def test_l20_matmul_ceiling_is_its_measured_torch_matmul():
     assert mamf_fraction(l20, "bf16") == (0.957, True)
     eff = matmul_efficiency(l20, "bf16", hidden_size=4096, tokens_per_micro_batch=4096, stack=KernelStack.FUSED)
     assert eff.ridge == pytest.approx(119.5e12 / 864e9) and eff.sustained == 0.95
+
+
+def test_packed_padding_free_without_lengths_says_its_attention_is_an_upper_bound():
+    from trainplan.timing.steps import sequence_shape
+
+    unknown = sequence_shape(seq_len=8192, micro_batch=1, tokens_per_sample=None, packing=True, padding_free=True)
+    assert unknown.samples_per_sequence == 1.0 and unknown.attention_span == 8192
+    assert "sample lengths not given: each pack is timed as one sample, the most attention it can cost" in unknown.note
+    # 2,000-token samples: 4.10 a pack, each attending within its own 2,000 tokens
+    known = sequence_shape(seq_len=8192, micro_batch=1, tokens_per_sample=2000, packing=True, padding_free=True)
+    assert known.attention_span == 2000 and known.samples_per_sequence == pytest.approx(4.096)
+    assert "not given" not in known.note

@@ -76,6 +76,9 @@ def sequence_shape(*, seq_len: int, micro_batch: int, tokens_per_sample: float |
         if padding_free and mean < seq_len:
             span = sum(x * x for x in clipped) / sum(clipped) if lengths else mean
             note += f"; padding-free, so each sample attends only within itself ({span:.0f}-token causal span)"
+        elif padding_free and not lengths and tokens_per_sample is None:
+            note += ("; sample lengths not given: each pack is timed as one sample, the most attention it can "
+                     "cost (--tokens-per-sample or --lengths-file give the data's)")
         return SequenceShape(padded_len=float(seq_len), real_tokens=float(seq_len),
                              samples_per_sequence=seq_len / mean, note=note, attention_len=span)
     if padding_free or not lengths:
