@@ -122,8 +122,8 @@ def test_qwen_full_parameter_uses_the_scripts_deepspeed_config():
 @pytest.mark.parametrize("field, value, reason", [
     ("model", {"name": "T0_3B", "hf_id": "bigscience/T0_3B"}, "encoder-decoder"),
     ("model", {"name": "mystery-9b", "hf_id": "acme/mystery-9b"}, "no architecture numbers"),
-    ("lora", {"rank": 64, "alpha": 16, "targets": ["c_attn"], "modules_to_save": ["wte", "lm_head"]},
-     "modules_to_save"),
+    ("lora", {"rank": 64, "alpha": 16, "targets": ["c_attn"], "modules_to_save": ["wte", "score"]},
+     "modules-to-save 'score'"),       # the embedding and head copies are modelled, a classifier is not
     ("framework", "my own trainer", "framework"),
     ("gpus", {"type": "abacus", "count": 1}, "GPU"),
 ])

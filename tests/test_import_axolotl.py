@@ -77,7 +77,8 @@ def test_qlora():
         "model": "meta-llama/Meta-Llama-3-8B", "method": "qlora", "quant": "nf4", "double_quant": True,
         "lora_rank": 32, "lora_alpha": 16.0, "lora_targets": ("q_proj", "k_proj", "v_proj", "o_proj"),
         "optimizer": "paged-adamw-8bit", "attention": "flash", "precision": "bf16", "grad_ckpt": "full"}
-    assert unread(o) == {"lora_modules_to_save"}
+    assert unread(o) == set()
+    assert o.modules_to_save == "embed_tokens,lm_head"          # lora_modules_to_save: peft's trained copies
     assert origin(o, "quant") is Origin.FRAMEWORK_DEFAULT      # axolotl's BitsAndBytesConfig: nf4, double quant
     assert origin(o, "double_quant") is Origin.FRAMEWORK_DEFAULT
     attention = next(s for s in o.provenance if s.field == "attention")
@@ -90,7 +91,8 @@ def test_qlora_same_estimate_as_flags(capsys):
                   "--quant", "nf4", "--double-quant", "--lora-rank", "32", "--lora-alpha", "16", "--lora-dropout",
                   "0.05", "--lora-targets", "q_proj,k_proj,v_proj,o_proj", "--seq-len", "4096", "--packing",
                   "--batch-size", "2", "--grad-accum", "4", "--epochs", "4", "--grad-ckpt", "full",
-                  "--attention", "flash", "--precision", "bf16", "--optimizer", "paged-adamw-8bit", "--loss", "full")
+                  "--attention", "flash", "--precision", "bf16", "--optimizer", "paged-adamw-8bit", "--loss", "full",
+                  "--modules-to-save", "embed_tokens,lm_head")
 
 
 def test_full_finetune_with_zero3_json():

@@ -203,7 +203,7 @@ def test_kernels_and_precision_rules(tmp_path):
     ("finetuning_type: oft\n", "finetuning_type"),
     ("quantization_bit: 4\nquantization_method: hqq\n", "quantization_bit"),
     ("finetuning_type: freeze\nfreeze_trainable_modules: mlp,self_attn\n", "freeze_trainable_modules"),
-    ("additional_target: embed_tokens,lm_head\n", "additional_target"),
+    ("additional_target: embed_tokens,score\n", "additional_target"),       # score: not modelled
     ("optim: lomo\n", "optim"),
     ("finetuning_type: full\nuse_badam: true\nbadam_mode: ratio\n", "use_badam"),
     ("finetuning_type: full\nuse_adam_mini: true\n", "use_adam_mini"),
@@ -339,3 +339,11 @@ def test_defaults_module():
     table = defaults("llamafactory")
     assert all(d.field in OPTION_NAMES and d.source for d in table.values())
     assert table["method"].value == "lora" and table["seq_len"].value == 2048 and table["lora_rank"].value == 8
+
+
+def test_additional_target_trains_copies_of_the_embedding_and_head(tmp_path):
+    """LLaMA-Factory's additional_target is peft's modules_to_save (model/adapter.py _setup_lora_tuning)."""
+    imported = read_config(write(tmp_path, "model_name_or_path: Qwen/Qwen3-8B\nfinetuning_type: lora\n"
+                                           "additional_target: embed_tokens,lm_head\n"))
+    assert imported.values()["modules_to_save"] == "embed_tokens,lm_head"
+    assert "additional_target" not in {u.key for u in imported.unread}

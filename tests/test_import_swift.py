@@ -263,11 +263,11 @@ def test_gpus_from_the_environment():
 
 def test_keys_that_matter_but_are_not_understood(tmp_path):
     text = ("model: Qwen/Qwen2.5-7B-Instruct\ntuner_type: lora\nmax_length: 2048\nquant_method: hqq\nquant_bits: 4\n"
-            "modules_to_save: [embed_tokens]\nuse_galore: true\noptim: adamw_anyprecision\n"
+            "modules_to_save: [embed_tokens, classifier]\nuse_galore: true\noptim: adamw_anyprecision\n"
             "target_regex: '.*proj'\nrlhf_type: gkd\n")
     o = options(write(tmp_path, text))
     assert unread(o) == {"quant_method", "modules_to_save", "use_galore", "optim", "target_regex", "rlhf_type"}
-    assert o.method == "lora"
+    assert o.method == "lora" and o.modules_to_save == "embed_tokens"    # classifier: not modelled
     o = options(write(tmp_path, "model: Qwen/Qwen2.5-7B-Instruct\ntuner_type: vera\nmax_length: 512\n", "v.yaml"))
     assert unread(o) == {"tuner_type"}
 

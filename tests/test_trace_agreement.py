@@ -102,6 +102,21 @@ CASES = [
                         padding_mask=True)),
     ("tiny_mistral", dict(method="lora", precision="bf16-pure", batch_size=4, seq_len=256, attention="sdpa",
                           padding_mask=True)),
+    # peft modules_to_save: trained copies of the embedding and the head beside the adapters, in the dtype
+    # they were copied in (bf16 here), or fp32 where the framework casts every trainable parameter
+    # (LLaMA-Factory: the residual stream then leaves the embedding in fp32 and autocast casts the head's
+    # copy); the tied GPT-2 head gets a copy of its own
+    ("tiny_llama", dict(method="lora", precision="bf16", batch_size=4, seq_len=256,
+                        modules_to_save="embed_tokens,lm_head")),
+    ("tiny_llama", dict(method="lora", precision="bf16", batch_size=4, seq_len=256, framework="llamafactory",
+                        grad_ckpt="none", modules_to_save="embed_tokens,lm_head")),
+    ("tiny_llama", dict(method="lora", precision="bf16", batch_size=4, seq_len=256, framework="llamafactory",
+                        grad_ckpt="full", modules_to_save="embed_tokens,lm_head")),
+    ("tiny_llama", dict(method="lora", precision="bf16-pure", batch_size=4, seq_len=256, grad_accum=2,
+                        modules_to_save="lm_head")),
+    ("tiny_gpt2", dict(method="lora", precision="bf16", batch_size=4, seq_len=256, modules_to_save="lm_head")),
+    ("tiny_qwen2", dict(method="lora", precision="fp32", batch_size=4, seq_len=256, optimizer="adamw",
+                        modules_to_save="embed_tokens,lm_head")),
 ]
 
 

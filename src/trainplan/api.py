@@ -47,6 +47,7 @@ class Options(TypedDict, total=False):
     lora_alpha: float | None
     lora_dropout: float
     lora_targets: str | tuple[str, ...] | None
+    modules_to_save: str | tuple[str, ...] | None
     dora: bool
     quant: str | None
     double_quant: bool

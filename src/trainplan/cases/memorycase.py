@@ -194,9 +194,6 @@ def _quant(case: dict) -> tuple[str | None, bool, str | None]:
 def map_memory_case(case: dict) -> MemoryMapping:
     """The memory case as a JobOptions and the view to compare; Skip with the reason otherwise."""
     lora = case.get("lora") or {}
-    if isinstance(lora, dict) and lora.get("modules_to_save"):
-        raise Skip(f"LoRA with modules_to_save {lora['modules_to_save']} (a trained copy of the embedding "
-                   "and head) is not modelled")
     framework = framework_of(case)
     said, said_notes = embedded_settings(case.get("framework"))
     defaults, default_notes = trainer_defaults(case)
@@ -240,6 +237,10 @@ def map_memory_case(case: dict) -> MemoryMapping:
         notes += [tnote] if tnote else []
         flags.update(lora_rank=int(lora["rank"]), lora_alpha=float(lora.get("alpha") or 2 * lora["rank"]),
                      lora_dropout=lora_dropout(case, framework), lora_targets=targets or None)
+        if lora.get("modules_to_save"):     # peft's trained copies (model.params.saved_modules reads the names)
+            saved = lora["modules_to_save"]
+            flags["modules_to_save"] = saved if isinstance(saved, str) else tuple(str(n) for n in saved)
+            notes.append(f"LoRA modules_to_save {lora['modules_to_save']}: fully trained copies beside the adapters")
     flags.update({k: v for k, v in said.items() if k in ("compile", "optimizer_in_backward", "activation_offload",
                                                          "loss", "liger")})
     if "activation offload" in text((case.get("parallel") or {}).get("offload")):

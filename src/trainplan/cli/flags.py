@@ -100,6 +100,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lora-dropout", type=float, default=0.05)
     g.add_argument("--lora-targets", help="comma-separated module names, or all-linear (default: peft's)")
     g.add_argument("--dora", action="store_true")
+    g.add_argument("--modules-to-save", help="modules trained in full beside the adapters (peft modules_to_save): "
+                   "embed_tokens, lm_head (comma list)")
     g.add_argument("--quant", help="nf4 | fp4 | int8 (qlora)")
     g.add_argument("--double-quant", action="store_true")
     g.add_argument("--freeze-layers", type=int, default=2,

@@ -54,7 +54,8 @@ class Estimate:
             "framework": str(s.framework),
             "lora": None if s.lora is None else {"rank": s.lora.rank, "alpha": s.lora.alpha,
                                                  "dropout": s.lora.dropout,
-                                                 "targets": list(s.lora.targets or default_lora_targets(s.model))},
+                                                 "targets": list(s.lora.targets or default_lora_targets(s.model)),
+                                                 "modules_to_save": list(s.lora.modules_to_save)},
             "quant": None if s.quant is None else {"kind": str(s.quant.kind), "double_quant": s.quant.double_quant},
             "freeze_layers": ((-1 if s.freeze_bottom else 1) * s.freeze_trainable_layers
                               if str(s.method) == "freeze" else None),

@@ -28,7 +28,16 @@ from typing import Any
 
 from trainplan.errors import TrainplanError
 from trainplan.importers import deepspeed
-from trainplan.importers.base import Collector, Imported, ReadContext, as_bool, as_float, as_int, names
+from trainplan.importers.base import (
+    Collector,
+    Imported,
+    ReadContext,
+    as_bool,
+    as_float,
+    as_int,
+    names,
+    read_modules_to_save,
+)
 from trainplan.job.defaults import axolotl as defaults
 
 FORMAT = "axolotl"
@@ -49,7 +58,6 @@ HF_OPTIMIZERS: dict[str, tuple[str, str]] = {
 }
 _UNMODELLED = {
     "tiled_mlp": "ALST tiled MLP (MLP activations computed in shards) is not modelled",
-    "lora_modules_to_save": "fully trained extra modules (embed_tokens/lm_head) beside LoRA are not modelled",
     "lora_target_parameters": "LoRA on 3-D expert parameters is not modelled",
     "peft_layers_to_transform": "LoRA on a subset of layers is not modelled",
     "unfrozen_parameters": "full fine-tuning of a parameter subset (regex) is not modelled",
@@ -204,6 +212,8 @@ def _method(c: Collector, get: _Keys) -> str:
     else:
         c.skip("lora_target_modules", None, "no LoRA targets given (lora_target_modules / lora_target_linear)")
     get.put("peft_use_dora", "dora", as_bool)
+    if get("lora_modules_to_save"):   # PEFT modules_to_save (axolotl loaders/adapter.py load_lora)
+        read_modules_to_save(c, get("lora_modules_to_save"), "lora_modules_to_save")
     return method
 
 

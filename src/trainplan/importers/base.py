@@ -233,6 +233,27 @@ def is_auto(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() == "auto"
 
 
+def read_modules_to_save(c: Collector, value: Any, key: str) -> None:
+    """peft modules_to_save (LoRA's fully trained module copies) under the format's own key: the input
+    embedding and the LM head are modelled (JobOptions.modules_to_save); any other module is reported unread."""
+    from trainplan.errors import TrainplanError
+    from trainplan.model.params import saved_modules
+
+    kept, other = [], []
+    for name in names(value):
+        try:
+            saved_modules((name,))
+        except TrainplanError:
+            other.append(name)
+        else:
+            kept.append(name)
+    if kept:
+        c.set("modules_to_save", ",".join(kept), key=key, raw=value)
+    if other:
+        c.skip(key, ",".join(other), "fully trained copies of modules other than the embedding and the LM head "
+                                     "are not modelled")
+
+
 def names(value: Any) -> tuple[str, ...]:
     """A list of module names from a YAML list or a comma-separated string."""
     if value is None:

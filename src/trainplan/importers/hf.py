@@ -29,7 +29,16 @@ from typing import Any
 
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
-from trainplan.importers.base import Collector, Imported, ReadContext, as_bool, as_float, as_int, names
+from trainplan.importers.base import (
+    Collector,
+    Imported,
+    ReadContext,
+    as_bool,
+    as_float,
+    as_int,
+    names,
+    read_modules_to_save,
+)
 from trainplan.job.defaults import Default
 from trainplan.job.defaults import hf as hf_defaults
 from trainplan.job.defaults import trl as trl_defaults
@@ -81,7 +90,6 @@ _UNREAD = (("auto_find_batch_size", "the micro-batch is found at run time (halve
            ("use_cpu", "training on the CPU is not modelled"),
            ("parallelism_config", ("an accelerate ParallelismConfig object: read the accelerate config "
                                    "(parallelism_config_* keys) with --from instead")),
-           ("lora_modules_to_save", "fully trained copies of these modules are not modelled"),
            ("lora_target_parameters", "LoRA on raw parameters (MoE experts) is not modelled"))
 
 
@@ -240,6 +248,9 @@ class _Reader:
                   key="lora_target_modules", raw=targets)
         if self.rest.get("use_dora") is not None:
             c.set("dora", self.b(self.rest["use_dora"], "use_dora"), key="use_dora", raw=self.pop("use_dora"))
+        saved = self.pop("lora_modules_to_save")    # TRL ModelConfig -> peft LoraConfig.modules_to_save
+        if saved:
+            read_modules_to_save(c, saved, "lora_modules_to_save")
         if eight:
             c.set("quant", "int8", key="load_in_8bit", raw=True, note="bitsandbytes LLM.int8 base weights")
         elif four:

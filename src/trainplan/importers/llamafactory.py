@@ -40,6 +40,7 @@ from trainplan.importers.base import (
     as_float,
     as_int,
     names,
+    read_modules_to_save,
 )
 from trainplan.job.defaults import defaults
 
@@ -76,7 +77,6 @@ _SHIPPED = {"ds_z0_config.json": (0, "none", 1), "ds_z2_config.json": (2, "none"
             "ds_z3_fp8_config.json": (3, "optimizer", 1)}
 # keys that change memory or time but that trainplan does not model (key -> why), when set to a non-default
 _UNMODELLED = {
-    "additional_target": "extra fully trained modules (PEFT modules_to_save) are not modelled",
     "freeze_extra_modules": "extra fully trained non-layer modules are not modelled",
     "use_llama_pro": "LLaMA Pro expanded blocks are not modelled",
     "shift_attn": "LongLoRA shifted sparse attention is not modelled",
@@ -247,6 +247,8 @@ def _lora(c: Collector, get) -> None:
     else:
         c.set("lora_targets", names(target), key="lora_target", raw=target)
     _value(c, get, "use_dora", "dora", as_bool)
+    if get("additional_target"):     # PEFT modules_to_save (llamafactory/model/adapter.py _setup_lora_tuning)
+        read_modules_to_save(c, get("additional_target"), "additional_target")
 
 
 def _freeze(c: Collector, get) -> None:

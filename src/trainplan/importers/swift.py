@@ -31,7 +31,16 @@ from typing import Any
 from trainplan.errors import TrainplanError
 from trainplan.importers import deepspeed
 from trainplan.importers.axolotl import default, hf_optimizer
-from trainplan.importers.base import Collector, Imported, ReadContext, as_bool, as_float, as_int, names
+from trainplan.importers.base import (
+    Collector,
+    Imported,
+    ReadContext,
+    as_bool,
+    as_float,
+    as_int,
+    names,
+    read_modules_to_save,
+)
 from trainplan.job.defaults import swift as defaults
 from trainplan.timing.fp8 import MEGATRON_RECIPE_NAMES
 
@@ -268,6 +277,8 @@ def _swift(c: Collector, args: dict, sub: str, world: int, ctx: ReadContext) -> 
     c.set("framework", "swift", key=f"(swift {sub})", note="HF Trainer underneath (swift/trainers)")
     spec = _model_spec(args)
     method = _tuner(c, args, _DEFAULTS)
+    if method in ("lora", "qlora") and args.get("modules_to_save"):
+        read_modules_to_save(c, args["modules_to_save"], "modules_to_save")   # swift/arguments tuner_args
     _common(c, args, spec, _DEFAULTS)
     bs = _put(c, args, "per_device_train_batch_size", "batch_size", as_int, _DEFAULTS, minimum=1)
     rlhf = str(args.get("rlhf_type") or ("dpo" if sub == "rlhf" else "")).lower()
@@ -324,7 +335,6 @@ def _unmodelled(c: Collector, args: dict, table: dict[str, str]) -> None:
 
 
 _UNMODELLED = {
-    "modules_to_save": "fully trained extra modules beside LoRA are not modelled",
     "freeze_parameters": "freezing a parameter subset is not modelled",
     "freeze_parameters_ratio": "freezing a fraction of the parameters is not modelled",
     "trainable_parameters": "training a parameter subset is not modelled",
@@ -335,7 +345,7 @@ _UNMODELLED = {
     "tuner_backend": "the unsloth backend's kernels are not applied (give --framework unsloth)",
     "use_vllm": "vLLM rollout memory (vllm_gpu_memory_utilization, default 0.9) is not modelled",
 }
-_READ = {"model", "tuner_type", "train_type", "quant_method", "quant_bits", "bnb_4bit_quant_type",
+_READ = {"modules_to_save", "model", "tuner_type", "train_type", "quant_method", "quant_bits", "bnb_4bit_quant_type",
          "bnb_4bit_use_double_quant", "lora_rank", "lora_alpha", "lora_dropout", "target_modules", "target_regex",
          "use_dora", "packing", "packing_length", "max_length", "padding_free", "attn_impl",
          "per_device_train_batch_size", "gradient_accumulation_steps", "max_epochs", "num_train_epochs", "max_steps",

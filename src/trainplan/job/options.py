@@ -21,6 +21,7 @@ class JobOptions:
     lora_dropout: float = 0.05
     lora_targets: str | tuple[str, ...] | None = None
     dora: bool = False
+    modules_to_save: str | tuple[str, ...] | None = None
     quant: str | None = None
     double_quant: bool = False
     batch_size: int = 1

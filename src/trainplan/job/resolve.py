@@ -44,6 +44,7 @@ from trainplan.ledger.calibration import load_active
 from trainplan.ledger.recorded import recorded_runs
 from trainplan.memory.parallel import ParallelConfig
 from trainplan.memory.sharding import FsdpConfig, ZeroConfig, fsdp_for
+from trainplan.model.params import saved_modules
 from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.timing.estimate import TimingOptions
 from trainplan.units import date
@@ -128,7 +129,11 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
     if method in (Method.LORA, Method.QLORA):
         alpha = req.lora_alpha if req.lora_alpha is not None else 2.0 * req.lora_rank
         lora = LoraConfig(rank=req.lora_rank, alpha=alpha, dropout=req.lora_dropout,
-                          targets=_targets(req.lora_targets), dora=req.dora)
+                          targets=_targets(req.lora_targets), dora=req.dora,
+                          modules_to_save=saved_modules(req.modules_to_save))
+    elif saved_modules(req.modules_to_save):
+        raise TrainplanError("--modules-to-save trains copies of modules beside LoRA adapters: it needs "
+                             "--method lora or qlora (a full fine-tune trains them already)")
     if method is Method.QLORA:
         kind = parse_enum(Quant, req.quant or "nf4", "--quant")
         quant = QuantConfig(kind=kind, double_quant=req.double_quant)

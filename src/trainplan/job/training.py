@@ -29,6 +29,9 @@ class LoraConfig:
     dropout: float = 0.05
     targets: tuple[str, ...] = ()   # module names, roles, or "all-linear"; () = peft's default for the model
     dora: bool = False
+    # peft modules_to_save: fully trained copies of these modules beside the adapters, as canonical roles
+    # "embed_tokens" / "lm_head" (trainplan.model.params.saved_modules reads the names users write)
+    modules_to_save: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.rank <= 0:

@@ -233,6 +233,7 @@ def validate_options(opts: JobOptions) -> JobOptions:
         if isinstance(v(name), str):
             _check_text(name, v(name))
     _check_names("lora_targets", v("lora_targets"))
+    _check_names("modules_to_save", v("modules_to_save"))
     price = v("price")
     if not isinstance(price, (tuple, list)) or not all(isinstance(p, str) for p in price):
         raise TrainplanError(f"--price must be a list of GPU=AMOUNT strings, got {price!r}")

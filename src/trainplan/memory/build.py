@@ -20,7 +20,7 @@ from trainplan.memory.peak import StepInputs
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState
 from trainplan.model.architecture import structure
-from trainplan.model.params import first_trained_layer, lora_target_keys, trained_layers
+from trainplan.model.params import first_trained_layer, lora_target_keys, saved_copy_params, trained_layers
 
 NO_LOGITS = LogitsMemory(forward_peak_bytes=0, saved_bytes=0, backward_peak_bytes=0, after_bytes=0)
 
@@ -34,9 +34,14 @@ def embedding_output_requires_grad(setup: TrainingSetup) -> bool:
     whole-layer activation checkpointing calls `enable_input_require_grads` (so that checkpointed
     frozen layers pass gradients on: they then keep their inputs and recompute in backward);
     otherwise nothing below the first trainable parameter requires grad."""
-    if setup.method is Method.FULL:
+    if setup.method is Method.FULL or "embed_tokens" in _saved(setup):
         return True
     return setup.grad_ckpt in (GradCkpt.FULL, GradCkpt.OP) and setup.framework not in _OWN_MODEL_FRAMEWORKS
+
+
+def _saved(setup: TrainingSetup) -> tuple[str, ...]:
+    """The modules peft trains whole copies of beside the adapters (LoraConfig.modules_to_save)."""
+    return setup.lora.modules_to_save if setup.lora is not None else ()
 
 
 def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
@@ -89,7 +94,8 @@ def _layer_grad_bytes(setup: TrainingSetup, regime: Regime, state: ModelState) -
     if setup.method is Method.FREEZE:
         span = trained_layers(setup)
         return [per_kind[k] if i in span else 0 for i, k in enumerate(st.layer_kinds_in_order)]
-    per_layer = state.gradients // n
+    copies = sum(saved_copy_params(spec, _saved(setup)).values()) * regime.copy_bytes
+    per_layer = (state.gradients - copies) // n        # the copies' gradients are the head's and the embedding's
     return [per_layer] * n
 
 
@@ -125,6 +131,8 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     layers = _layers(spec, st, runs, layer_cache)
     t, h, v = setup.tokens_per_micro_batch, spec.hidden_size, spec.vocab_size
     full = setup.method is Method.FULL
+    saved = _saved(setup)
+    head_trained, embed_trained = full or "lm_head" in saved, full or "embed_tokens" in saved
     c = regime.compute_bytes
     last = runs[-1][2]
     # The final norm's input needs a gradient once any layer trains; its weight trains with full.
@@ -132,15 +140,22 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
                                   for _, _, ctx in runs)
     head_saved = sum(_norm_saves(replace(last, weights_trained=full), spec, h, input_grad=head_input_grad,
                                  weight_grad=full))
-    if full:
+    if head_trained:
         head_saved += (c if regime.autocast else regime.residual_bytes) * t * h   # lm_head input
     if spec.embedding_dropout > 0 and embedding_output_requires_grad(setup):
         head_saved += t * h                                                       # embedding dropout mask
-    head_weight_bytes = regime.trainable_weight_bytes if full else regime.frozen_weight_bytes
+    # a modules_to_save copy of the head computes the logits (the frozen original idles) in its own dtype
+    # (Regime.copy_bytes): its gradient is that wide, and autocast casts it, and computes its gradient,
+    # 16-bit first where the copy is wider
+    copy_grad_bytes = regime.copy_bytes
+    head_weight_bytes = (regime.trainable_weight_bytes if full else copy_grad_bytes if "lm_head" in saved
+                         else regime.frozen_weight_bytes)
     head_copy = c * v * h if regime.autocast and head_weight_bytes != c else 0
-    head_grad = v * h * regime.grad_bytes if full else 0
-    head_transient = c * v * h if full and regime.autocast else 0
+    head_grad = v * h * (regime.grad_bytes if full else copy_grad_bytes) if head_trained else 0
+    head_transient = c * v * h if regime.autocast and (full or (head_trained and copy_grad_bytes != c)) else 0
     emb_grad = v * h * regime.grad_bytes if full and not spec.tied_embeddings else 0
+    if not full and embed_trained:     # the copy is untied from the head even where the model ties them
+        emb_grad = v * h * copy_grad_bytes
     # The embedding's new gradient (V x h) is a temporary when it meets an existing one. Tied: the
     # lm_head's gradient waits in the autograd InputBuffer; it arrives through TBackward as a view,
     # so the engine adds out of place (old + new -> sum): two V x h temporaries at that moment.
@@ -150,6 +165,8 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
         emb_transient = 2 * v * h * regime.grad_bytes
     elif full and setup.grad_accum > 1:
         emb_transient = v * h * regime.grad_bytes
+    elif embed_trained and setup.grad_accum > 1:
+        emb_transient = v * h * copy_grad_bytes
     grads = _layer_grad_bytes(setup, regime, state)
     if grad_scale != 1.0:
         grads = [int(g * grad_scale) for g in grads]

@@ -32,6 +32,15 @@ class Regime:
     compute_bytes: int            # dtype of matmul inputs/outputs (2 for bf16/fp16, 4 for fp32)
     fp8_weight_cache_bytes: int = 0  # Transformer Engine fp8 copies (weight + transpose)
     fp32_adapter_chain: bool = False   # peft's fp32 adapters run in fp32 over a 16-bit model (PEFT_FP32_ADAPTERS)
+    copies_upcast: bool = False   # modules_to_save copies cast with the trainable parameters (UPCAST_TRAINABLES)
+
+    @property
+    def copy_bytes(self) -> int:
+        """dtype of a modules_to_save copy: peft deep-copies the module as loaded (peft/utils/other.py
+        ModulesToSaveWrapper; its fp32 autocast of adapters, cast_adapter_dtype, reaches BaseTunerLayer
+        modules only), so the frozen weights' dtype (fp32 where prepare_model_for_kbit_training cast the
+        embedding and head); the trainable parameters' where the framework casts every trainable one."""
+        return self.trainable_weight_bytes if self.copies_upcast else self.frozen_weight_bytes
 
     @property
     def description(self) -> str:
@@ -55,6 +64,11 @@ class Regime:
 # every parameter to its 16-bit dtype (deepspeed/runtime/engine.py _configure_distributed_model).
 PEFT_FP32_ADAPTERS = frozenset({Framework.HF, Framework.PYTORCH, Framework.TRL, Framework.SWIFT,
                                 Framework.AXOLOTL})
+# Frameworks that cast every trainable parameter to fp32 under mixed precision, modules_to_save copies
+# included: LLaMA-Factory (model/adapter.py init_adapter, cast_trainable_params_to_fp32 unless pure_bf16 /
+# BAdam / unquantized ZeRO-3; _setup_lora_tuning: `param.data = param.data.to(torch.float32)` for every
+# parameter that requires grad)
+UPCAST_TRAINABLES = frozenset({Framework.LLAMAFACTORY})
 
 
 def resolve_regime(setup: TrainingSetup) -> Regime:
@@ -82,7 +96,11 @@ def resolve_regime(setup: TrainingSetup) -> Regime:
                       state_bytes=4, residual_bytes=2, compute_bytes=2, fp8_weight_cache_bytes=fp8_cache)
     # Mixed precision with autocast (HF Trainer, FSDP MixedPrecision off, LLaMA-Factory, swift).
     frozen = 4 if impl.load_fp32 else 2
-    full_like = setup.method is Method.FULL
-    residual = 4 if (full_like or frozen == 4) else 2
+    upcast = setup.framework in UPCAST_TRAINABLES
+    # the residual stream leaves the embedding in its dtype: fp32 for a full fine-tune's fp32 model, an fp32
+    # load, or a modules_to_save copy of the embedding that the framework cast to fp32
+    fp32_embedding = upcast and setup.lora is not None and "embed_tokens" in setup.lora.modules_to_save
+    residual = 4 if (setup.method is Method.FULL or fp32_embedding or frozen == 4) else 2
     return Regime(autocast=True, trainable_weight_bytes=4, frozen_weight_bytes=frozen, adapter_bytes=4,
-                  grad_bytes=4, master_bytes=0, state_bytes=4, residual_bytes=residual, compute_bytes=2)
+                  grad_bytes=4, master_bytes=0, state_bytes=4, residual_bytes=residual, compute_bytes=2,
+                  copies_upcast=upcast)

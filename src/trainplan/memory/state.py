@@ -18,7 +18,7 @@ Optimizer state sizes:
 from __future__ import annotations
 
 from trainplan.enums import Method, Optimizer, Quant
-from trainplan.frozen import frozen
+from trainplan.frozen import frozen, replace
 from trainplan.job.training import QuantConfig, TrainingSetup
 from trainplan.memory.regime import Regime
 from trainplan.model.architecture import Group, structure
@@ -27,6 +27,7 @@ from trainplan.model.params import (
     default_lora_targets,
     lora_rank_factor,
     resolve_lora_targets,
+    saved_copy_params,
     trained_layers,
 )
 
@@ -54,14 +55,21 @@ class ParamGroups:
     quantized_params: int       # frozen linear weights stored quantized (QLoRA)
     quantized_rows: int         # output rows of quantized linears (int8 row scales)
     frozen_params: int          # frozen, not quantized
+    # peft modules_to_save: trained copies of whole modules beside the adapters, in the dtype of the
+    # frozen module they copy (peft/utils/other.py ModulesToSaveWrapper: copy.deepcopy of the original)
+    copies: tuple[TensorGroup, ...] = ()
+
+    @property
+    def copy_params(self) -> int:
+        return sum(g.numel for g in self.copies)
 
     @property
     def trainable_params(self) -> int:
-        return sum(g.numel for g in self.trainable)
+        return sum(g.numel for g in self.trainable) + self.copy_params
 
     @property
     def largest_trainable(self) -> int:
-        return max((g.rows * g.cols for g in self.trainable), default=0)
+        return max((g.rows * g.cols for g in (*self.trainable, *self.copies)), default=0)
 
 
 def _layer_tensors(kind, n: int) -> list[TensorGroup]:
@@ -111,6 +119,8 @@ def param_groups(setup: TrainingSetup) -> ParamGroups:
         groups.append(TensorGroup(rows=lin.out_features, cols=lora.rank * lora_rank_factor(spec, lin), count=copies))
         if lora.dora:
             groups.append(TensorGroup(rows=lin.out_features, cols=1, count=copies))
+    copies = tuple(TensorGroup(rows=spec.vocab_size, cols=n // spec.vocab_size, count=1)
+                   for n in saved_copy_params(spec, lora.modules_to_save).values())
     quantized = quantized_rows = 0
     if setup.method is Method.QLORA:
         # bitsandbytes quantizes nn.Linear (and Conv1D) modules only (transformers 5.24
@@ -124,7 +134,7 @@ def param_groups(setup: TrainingSetup) -> ParamGroups:
                 quantized += lin.weight_params * n
                 quantized_rows += lin.out_features * lin.copies * n
     return ParamGroups(trainable=tuple(groups), adapter=True, quantized_params=quantized,
-                       quantized_rows=quantized_rows, frozen_params=total - quantized)
+                       quantized_rows=quantized_rows, frozen_params=total - quantized, copies=copies)
 
 
 def quantized_bytes(quant: QuantConfig, params: int, rows: int) -> tuple[int, int]:
@@ -188,9 +198,10 @@ def _optimizer_bytes(opt: Optimizer, groups: ParamGroups, elem: int) -> tuple[in
 def model_state(setup: TrainingSetup, regime: Regime) -> ModelState:
     groups = param_groups(setup)
     trainable = groups.trainable_params
+    copies = groups.copy_params          # modules_to_save copies: weights, gradients and states in their dtype
     train_w = regime.adapter_bytes if groups.adapter else regime.trainable_weight_bytes
     frozen_w = regime.frozen_weight_bytes
-    weights = trainable * train_w + groups.frozen_params * frozen_w
+    weights = (trainable - copies) * train_w + groups.frozen_params * frozen_w + copies * regime.copy_bytes
     consts = 0
     if groups.quantized_params and setup.quant is not None:
         packed, consts = quantized_bytes(setup.quant, groups.quantized_params, groups.quantized_rows)
@@ -198,7 +209,15 @@ def model_state(setup: TrainingSetup, regime: Regime) -> ModelState:
     grad_elem = regime.adapter_bytes if groups.adapter else regime.grad_bytes
     master = trainable * regime.master_bytes
     state_elem = 4 if regime.master_bytes else (train_w if train_w else regime.state_bytes)
-    states, temp = _optimizer_bytes(setup.optimizer, groups, state_elem)
+    states, temp = _optimizer_bytes(setup.optimizer, replace(groups, copies=()), state_elem)
+    if copies:
+        copy_elem = 4 if regime.master_bytes else regime.copy_bytes
+        copy_states, copy_temp = _optimizer_bytes(setup.optimizer, replace(groups, trainable=groups.copies, copies=()),
+                                                  copy_elem)
+        # foreach AdamW steps its tensors one dtype group at a time (torch/optim/adam.py _multi_tensor_adam,
+        # _group_tensors_by_device_and_dtype): one group's temporary when the dtypes agree, the larger otherwise
+        temp = temp + copy_temp if copy_elem == state_elem else max(temp, copy_temp)
+        states += copy_states
     paged = states if setup.optimizer is Optimizer.PAGED_ADAMW_8BIT else 0
     fp8 = 0
     if regime.fp8_weight_cache_bytes:
@@ -208,6 +227,7 @@ def model_state(setup: TrainingSetup, regime: Regime) -> ModelState:
     # create_ref_model): the same network frozen, loaded in the compute dtype
     reference = (groups.trainable_params + groups.frozen_params) * regime.compute_bytes \
         if setup.reference_model else 0
-    return ModelState(weights=weights, quant_constants=consts, gradients=trainable * grad_elem,
+    gradients = (trainable - copies) * grad_elem + copies * regime.copy_bytes
+    return ModelState(weights=weights, quant_constants=consts, gradients=gradients,
                       master_weights=master, optimizer=states - paged, optimizer_paged=paged,
                       optimizer_temp=temp, fp8_cache=fp8, trainable_params=trainable, reference_weights=reference)

@@ -237,13 +237,50 @@ def freeze_trainable_params(spec: ModelSpec, layers: int, bottom: bool = False) 
     return sum(st.layer(i).params for i in span)
 
 
+# Names of the input embedding and the LM head across the architectures (Hugging Face, GPT-2, BLOOM,
+# GPT-NeoX, Qwen-1, ChatGLM, torchtune/litgpt), for peft's modules_to_save (matched by the module name's end)
+_SAVED_ROLES = {
+    "embed_tokens": ("embed_tokens", "wte", "word_embeddings", "tok_embeddings", "embed_in", "embeddings",
+                     "embedding", "embed"),
+    "lm_head": ("lm_head", "output", "embed_out", "output_layer", "head"),
+}
+
+
+def saved_modules(names: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
+    """peft `modules_to_save` names as the roles trainplan models ("embed_tokens", "lm_head"), in that order;
+    TrainplanError for any other module (a classification head, a norm: not modelled)."""
+    if not names:
+        return ()
+    items = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
+    roles = set()
+    for name in items:
+        key = name.lower().rsplit(".", 1)[-1]
+        role = next((r for r, spellings in _SAVED_ROLES.items() if key in spellings), None)
+        if role is None:
+            raise TrainplanError(f"--modules-to-save {name!r}: trainplan models trained copies of the input "
+                                 f"embedding and the LM head only ({', '.join(_SAVED_ROLES['embed_tokens'][:3])}, "
+                                 "lm_head, ...)")
+        roles.add(role)
+    return tuple(r for r in _SAVED_ROLES if r in roles)
+
+
+def saved_copy_params(spec: ModelSpec, roles: tuple[str, ...]) -> dict[str, int]:
+    """Parameters of each fully trained copy peft's ModulesToSaveWrapper adds (peft/utils/other.py: a deep
+    copy of the module, trained, beside the frozen original): the word embedding (vocab x hidden) and the
+    LM head (vocab x hidden, also when tied to the embedding: the copy is a module of its own)."""
+    st = structure(spec)
+    sizes = {"embed_tokens": st.embedding_params, "lm_head": st.lm_head.params if st.lm_head else st.embedding_params}
+    return {role: sizes[role] for role in roles}
+
+
 def trainable_params(spec: ModelSpec, method: Method, *, lora_targets: tuple[str, ...] = (),
                      lora_rank: int = 0, dora: bool = False, freeze_layers: int = 0,
-                     freeze_bottom: bool = False) -> int:
+                     freeze_bottom: bool = False, modules_to_save: tuple[str, ...] = ()) -> int:
     if method is Method.FULL:
         return count_params(spec).total
     if method in (Method.LORA, Method.QLORA):
-        return lora_params(spec, lora_targets or default_lora_targets(spec), lora_rank, dora)
+        return (lora_params(spec, lora_targets or default_lora_targets(spec), lora_rank, dora)
+                + sum(saved_copy_params(spec, modules_to_save).values()))
     if method is Method.FREEZE:
         return freeze_trainable_params(spec, freeze_layers, freeze_bottom)
     raise TrainplanError(f"unknown method {method!r}")

@@ -49,7 +49,9 @@ def _header(est: Estimate) -> str:
     if s.lora is not None:
         targets = s.lora.targets or default_lora_targets(s.model)
         method += " (" + _("rank {rank}, alpha {alpha}").format(rank=s.lora.rank, alpha=f"{s.lora.alpha:g}") \
-            + (", DoRA" if s.lora.dora else "") + ", " + _("targets {targets}").format(targets=",".join(targets)) + ")"
+            + (", DoRA" if s.lora.dora else "") + ", " + _("targets {targets}").format(targets=",".join(targets)) \
+            + ((", " + _("trained copies {modules}").format(modules=",".join(s.lora.modules_to_save)))
+               if s.lora.modules_to_save else "") + ")"
     return (f"{s.model.name}  {method}  {s.precision}  {s.optimizer}  "
             + _("micro-batch {batch} x seq {seq}").format(batch=s.batch_size, seq=s.seq_len)
             + "  " + _("grad-ckpt {mode}").format(mode=s.grad_ckpt) + f"  {s.attention}  [{s.framework}]")

@@ -39,7 +39,7 @@ def options_flags(options: JobOptions) -> str:
         elif name == "price":
             for item in value:
                 parts += [flag, shlex.quote(item)]
-        elif name == "lora_targets":
+        elif name in ("lora_targets", "modules_to_save"):
             parts += [flag, shlex.quote(value if isinstance(value, str) else ",".join(value))]
         else:
             parts += [flag, shlex.quote(str(int(value) if name == "zero" else value))]

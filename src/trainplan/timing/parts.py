@@ -114,7 +114,8 @@ def _param_counts(model: ModelSpec, lora: LoraConfig | None, method: Method, fre
     # the fields read, not per setup (model.params caches per value, hashing the model's ~40 fields)
     trainable = trainable_params(model, method, lora_targets=lora.targets if lora else (),
                                  lora_rank=lora.rank if lora else 0, dora=lora.dora if lora else False,
-                                 freeze_layers=freeze_trainable_layers, freeze_bottom=freeze_bottom)
+                                 freeze_layers=freeze_trainable_layers, freeze_bottom=freeze_bottom,
+                                 modules_to_save=lora.modules_to_save if lora else ())
     return count_params(model).total, trainable
 
 

@@ -130,9 +130,12 @@ def build_model(setup: TrainingSetup, *, device: str, notes: list[str],
         model = _apply_lora(model, setup)
     elif setup.method is Method.FREEZE:
         _train_only(model, trained_layers(setup))
-    if not (setup.method in (Method.LORA, Method.QLORA) and resolve_regime(setup).adapter_bytes == 4
-            and plan.autocast is None):
-        _cast_trainable(model, plan.trainable)      # peft's fp32 adapters stay fp32 (memory.regime.PEFT_FP32_ADAPTERS)
+    regime = resolve_regime(setup)
+    if not (setup.method in (Method.LORA, Method.QLORA) and regime.adapter_bytes == 4 and plan.autocast is None):
+        # peft's fp32 adapters stay fp32 (memory.regime.PEFT_FP32_ADAPTERS); its modules_to_save copies keep the
+        # dtype they were copied in unless the framework casts every trainable parameter (Regime.copy_bytes)
+        keep = set() if regime.copies_upcast else {id(p) for p in _saved_copies(model)}
+        _cast_trainable(model, plan.trainable, keep=keep)
     if setup.grad_ckpt is GradCkpt.FULL:
         _enable_checkpointing(model)
     model.train()
@@ -156,6 +159,13 @@ def lora_target_modules(setup: TrainingSetup) -> str | list[str]:
     return sorted({lin.name for lin, _ in resolve_lora_targets(setup.model, targets)})
 
 
+def _saved_module_names(model: nn.Module, roles: tuple[str, ...]) -> list[str] | None:
+    """peft modules_to_save for the roles: this model's own names of its input embedding and LM head."""
+    wanted = {"embed_tokens": model.get_input_embeddings(), "lm_head": model.get_output_embeddings()}
+    names = {id(module): name for name, module in model.named_modules()}
+    return [names[id(wanted[role])].rsplit(".", 1)[-1] for role in roles] or None
+
+
 def _apply_lora(model: nn.Module, setup: TrainingSetup) -> nn.Module:
     from peft import LoraConfig, get_peft_model
 
@@ -163,7 +173,7 @@ def _apply_lora(model: nn.Module, setup: TrainingSetup) -> nn.Module:
     assert lora is not None
     config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
                         target_modules=lora_target_modules(setup), use_dora=lora.dora,
-                        task_type="CAUSAL_LM")
+                        task_type="CAUSAL_LM", modules_to_save=_saved_module_names(model, lora.modules_to_save))
     if setup.method is Method.QLORA:
         config._register_custom_module(qlora.custom_lora_modules())
     try:
@@ -192,10 +202,16 @@ def _train_only(model: nn.Module, layers: range) -> None:
             param.requires_grad_(True)
 
 
-def _cast_trainable(model: nn.Module, dtype: torch.dtype) -> None:
+def _cast_trainable(model: nn.Module, dtype: torch.dtype, keep: set[int] = frozenset()) -> None:
     for param in model.parameters():
-        if param.requires_grad and param.dtype.is_floating_point and param.dtype != dtype:
+        if param.requires_grad and param.dtype.is_floating_point and param.dtype != dtype and id(param) not in keep:
             param.data = param.data.to(dtype)
+
+
+def _saved_copies(model: nn.Module) -> list[nn.Parameter]:
+    """The parameters of peft's modules_to_save copies (ModulesToSaveWrapper.modules_to_save)."""
+    return [p for m in model.modules() if type(m).__name__ == "ModulesToSaveWrapper"
+            for p in m.modules_to_save.parameters()]
 
 
 def _enable_checkpointing(model: nn.Module) -> None:

@@ -50,6 +50,7 @@ class Setup(_Record):
     lora_dropout: float | None = None
     lora_targets: str | None = Field(default=None, max_length=MAX_TEXT * 4, description="comma list or all-linear")
     dora: bool | None = None
+    modules_to_save: str | None = Field(default=None, max_length=MAX_TEXT, description="embed_tokens,lm_head")
     quant: str | None = _text()
     double_quant: bool | None = None
     freeze_layers: int | None = None
