@@ -138,6 +138,11 @@ class TrainingSetup:
     def tokens_per_micro_batch(self) -> int:
         return self.micro_sequences * self.seq_len
 
+    @property
+    def saved_modules(self) -> tuple[str, ...]:
+        """Modules peft trains whole copies of beside the adapters (LoraConfig.modules_to_save)."""
+        return self.lora.modules_to_save if self.lora is not None else ()
+
     def layer_checkpointed(self, index: int) -> bool:
         """Whether decoder layer `index` (0-based) is checkpointed: every layer, or with
         grad_ckpt_every n the n-th, 2n-th, ... (torchtitan's layer SAC: `ac_freq`, counted from 1)."""

@@ -34,14 +34,9 @@ def embedding_output_requires_grad(setup: TrainingSetup) -> bool:
     whole-layer activation checkpointing calls `enable_input_require_grads` (so that checkpointed
     frozen layers pass gradients on: they then keep their inputs and recompute in backward);
     otherwise nothing below the first trainable parameter requires grad."""
-    if setup.method is Method.FULL or "embed_tokens" in _saved(setup):
+    if setup.method is Method.FULL or "embed_tokens" in setup.saved_modules:
         return True
     return setup.grad_ckpt in (GradCkpt.FULL, GradCkpt.OP) and setup.framework not in _OWN_MODEL_FRAMEWORKS
-
-
-def _saved(setup: TrainingSetup) -> tuple[str, ...]:
-    """The modules peft trains whole copies of beside the adapters (LoraConfig.modules_to_save)."""
-    return setup.lora.modules_to_save if setup.lora is not None else ()
 
 
 def layer_contexts(setup: TrainingSetup, regime: Regime) -> list[LayerContext]:
@@ -94,7 +89,7 @@ def _layer_grad_bytes(setup: TrainingSetup, regime: Regime, state: ModelState) -
     if setup.method is Method.FREEZE:
         span = trained_layers(setup)
         return [per_kind[k] if i in span else 0 for i, k in enumerate(st.layer_kinds_in_order)]
-    copies = sum(saved_copy_params(spec, _saved(setup)).values()) * regime.copy_bytes
+    copies = sum(saved_copy_params(spec, setup.saved_modules).values()) * regime.copy_bytes
     per_layer = (state.gradients - copies) // n        # the copies' gradients are the head's and the embedding's
     return [per_layer] * n
 
@@ -131,7 +126,7 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     layers = _layers(spec, st, runs, layer_cache)
     t, h, v = setup.tokens_per_micro_batch, spec.hidden_size, spec.vocab_size
     full = setup.method is Method.FULL
-    saved = _saved(setup)
+    saved = setup.saved_modules
     head_trained, embed_trained = full or "lm_head" in saved, full or "embed_tokens" in saved
     c = regime.compute_bytes
     last = runs[-1][2]

@@ -320,7 +320,7 @@ def gpu_params(setup: TrainingSetup, layout: Layout, stage: Stage, *, small_thre
         small += st.final_norm_params if stage.has_head else 0
         small += st.embedding_norm_params if stage.has_embedding else 0
     root_trainable = root if method is Method.FULL else 0
-    saved = setup.lora.modules_to_save if setup.lora is not None else ()
+    saved = setup.saved_modules
     copies = (vocab * spec.hidden_size) * ((stage.has_embedding and "embed_tokens" in saved)
                                            + (stage.has_head and "lm_head" in saved))
     root += copies                  # peft modules_to_save: trained copies beside the frozen originals

@@ -99,7 +99,7 @@ def resolve_regime(setup: TrainingSetup) -> Regime:
     upcast = setup.framework in UPCAST_TRAINABLES
     # the residual stream leaves the embedding in its dtype: fp32 for a full fine-tune's fp32 model, an fp32
     # load, or a modules_to_save copy of the embedding that the framework cast to fp32
-    fp32_embedding = upcast and setup.lora is not None and "embed_tokens" in setup.lora.modules_to_save
+    fp32_embedding = upcast and "embed_tokens" in setup.saved_modules
     residual = 4 if (setup.method is Method.FULL or fp32_embedding or frozen == 4) else 2
     return Regime(autocast=True, trainable_weight_bytes=4, frozen_weight_bytes=frozen, adapter_bytes=4,
                   grad_bytes=4, master_bytes=0, state_bytes=4, residual_bytes=residual, compute_bytes=2,

@@ -55,8 +55,8 @@ class ParamGroups:
     quantized_params: int       # frozen linear weights stored quantized (QLoRA)
     quantized_rows: int         # output rows of quantized linears (int8 row scales)
     frozen_params: int          # frozen, not quantized
-    # peft modules_to_save: trained copies of whole modules beside the adapters, in the dtype of the
-    # frozen module they copy (peft/utils/other.py ModulesToSaveWrapper: copy.deepcopy of the original)
+    # peft modules_to_save: trained copies of whole modules beside the adapters (peft/utils/other.py
+    # ModulesToSaveWrapper: copy.deepcopy of the original), in Regime.copy_bytes
     copies: tuple[TensorGroup, ...] = ()
 
     @property
@@ -225,7 +225,7 @@ def model_state(setup: TrainingSetup, regime: Regime) -> ModelState:
             lin.weight_params * n for kind, n in structure(setup.model).layers for lin in kind.linears)
     # the reference model of a preference run (TRL create_reference_model / LLaMA-Factory
     # create_ref_model): the same network frozen, loaded in the compute dtype
-    reference = (groups.trainable_params + groups.frozen_params) * regime.compute_bytes \
+    reference = (groups.trainable_params - copies + groups.frozen_params) * regime.compute_bytes \
         if setup.reference_model else 0
     gradients = (trainable - copies) * grad_elem + copies * regime.copy_bytes
     return ModelState(weights=weights, quant_constants=consts, gradients=gradients,

@@ -276,7 +276,7 @@ def _flops_per_token(setup: TrainingSetup, seq_len: int | None, attention_conven
     head = lm_head_flops(spec)
     # LoRA/QLoRA/freeze keep the head frozen (input gradient only), unless peft trains a copy of it
     # (modules_to_save: its weight gradient too)
-    head_trained = full_ft or (setup.lora is not None and "lm_head" in setup.lora.modules_to_save)
+    head_trained = full_ft or "lm_head" in setup.saved_modules
     return FlopsPerToken(
         seq_len=s, attention_convention=conv, mfu_convention=mfu_convention,
         linear_fwd=lin_fwd, attention_fwd=attn_all, lm_head_fwd=head,
