@@ -152,11 +152,11 @@ _TITAN_BENCH = ("github:pytorch/torchtitan benchmarks/llama3_h100_202412_torchti
                 "equipped with 96GB HBM2e with 2.4 TB/sec peak memory bandwidth', 'default 500W power limit', "
                 "NVLink inside the host) | github:pytorch/ao torchao/testing/training/roofline_utils.py@36027d8 "
                 "('2.4 TB per second, custom to Meta's H100 variant'; bf16 989 / fp8 1979 TFLOP/s dense)")
+# An extra part on a die gpus.csv already lists names it in `peaks_of` and takes that row's dense peaks.
 EXTRA_GPU_ROWS = (
     {"gpu_id": "h100-sxm-96gb", "vendor": "NVIDIA", "name": "H100 SXM5 96GB HBM2e (Meta Grand Teton)",
      "form_factor": "SXM5", "memory_gb": "96", "memory_gib_total_reported": "", "memory_type": "HBM2e",
-     "mem_bw_gbps": "2400", "fp32_tflops": "67", "tf32_tflops_dense": "494.5", "bf16_tflops_dense": "989",
-     "fp16_tflops_dense": "989", "fp8_tflops_dense": "1979", "int8_tops_dense": "1979",
+     "mem_bw_gbps": "2400", "peaks_of": "h100-sxm",
      "flops_basis": "dense; the H100 SXM5 figures, as torchao's roofline and torchtitan's MFU use them",
      "gpu_interconnect": "NVLink 4 + NVSwitch", "gpu_gpu_bw_gbps_bidir": "900", "pcie": "Gen5 x16 (128 GB/s)",
      "tdp_w": "500", "launch_year": "", "confidence": "medium", "source": _TITAN_BENCH,
@@ -175,8 +175,7 @@ _GH200 = ("github:stas00/ml-engineering compute/accelerator/README.md@744d01e (M
 EXTRA_GPU_ROWS += (
     {"gpu_id": "gh200", "vendor": "NVIDIA", "name": "GH200 Grace Hopper Superchip (H100 GPU, 96GB HBM3)",
      "form_factor": "Superchip module", "memory_gb": "96", "memory_gib_total_reported": "", "memory_type": "HBM3",
-     "mem_bw_gbps": "4000", "fp32_tflops": "67", "tf32_tflops_dense": "494.5", "bf16_tflops_dense": "989",
-     "fp16_tflops_dense": "989", "fp8_tflops_dense": "1979", "int8_tops_dense": "1979",
+     "mem_bw_gbps": "4000", "peaks_of": "h100-sxm",
      "flops_basis": "dense; the H100 SXM5 peaks, as stas00's MAMF table gives them for the GH200",
      "gpu_interconnect": "NVLink 4", "gpu_gpu_bw_gbps_bidir": "900", "pcie": "NVLink-C2C to the Grace CPU (900 GB/s)",
      "tdp_w": "900", "launch_year": "", "confidence": "medium", "source": _GH200,
@@ -357,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     ref = args.shared / "reference"
 
     gpus = [gpu_entry(r) for r in csv.DictReader(open(ref / "gpus.csv", encoding="utf-8"))]
-    gpus += [gpu_entry(r) for r in EXTRA_GPU_ROWS]
+    rows = {r["gpu_id"]: r for r in csv.DictReader(open(ref / "gpus.csv", encoding="utf-8"))}
+    gpus += [gpu_entry({**{c: rows[r["peaks_of"]][c] for c in PEAK_COLUMNS.values()}, **r}) for r in EXTRA_GPU_ROWS]
     ids = {g["id"] for g in gpus}
     names = [n for g in gpus for n in [g["id"], *g["aliases"]]]
     if len(names) != len(set(names)):

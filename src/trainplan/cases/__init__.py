@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainplan.cases.common import CASE_FIELDS, REQUIRED_FIELDS, Skip, source_of
+from trainplan.cases.common import CASE_FIELDS, MALFORMED, REQUIRED_FIELDS, Skip, source_of
 from trainplan.cases.memorycase import map_memory_case
 from trainplan.cases.timecase import METRIC_KEYS
 from trainplan.cases.timecase import map_case as map_time
@@ -93,7 +93,7 @@ def map_case(case: dict) -> CaseMapping:
         return _map_memory(case) if case.get("kind") == "memory" else _map_time(case)
     except TrainplanError as exc:
         raise Skip(f"not a valid setup: {exc}") from None
-    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
+    except MALFORMED as exc:
         raise Skip(f"malformed field ({type(exc).__name__}: {exc})") from None
 
 

@@ -12,6 +12,7 @@ import statistics
 from typing import Any, Iterable
 
 from trainplan.cases import PREDICTED_KEYS, Skip, map_case, predict, source_of
+from trainplan.cases.common import MALFORMED
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen
 from trainplan.ledger.calibration import DEFAULT_MIN_RUNS, adjust
@@ -59,9 +60,7 @@ def evaluate(cases: Iterable[dict], *, min_runs: int = DEFAULT_MIN_RUNS) -> list
             staged.append((case, None, None, str(exc)))
         except TrainplanError as exc:
             staged.append((case, None, None, f"estimate failed: {exc}"))
-        except (ArithmeticError, AttributeError, KeyError, TypeError, ValueError) as exc:
-            # a field of a shape the estimate cannot take (a number where a table belongs, ...): this case
-            # is reported as not predicted, and the rest of the file is still scored
+        except MALFORMED as exc:      # a field of a shape the estimate cannot take (cases.common.MALFORMED)
             staged.append((case, None, None, f"estimate failed on a malformed field ({type(exc).__name__}: {exc})"))
     obs = {case["id"]: Observation(source=m.source, framework=str(m.job.setup.framework), gpu=m.job.layout.gpu_id,
                                    method=str(m.job.setup.method), estimate=values, measured={m.metric: m.measured},

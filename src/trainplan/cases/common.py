@@ -51,6 +51,11 @@ class Skip(Exception):
     """This case cannot be mapped; the message says why."""
 
 
+# What reading a field of an unexpected shape raises (a number where a table belongs, a table for a name,
+# a zero count): the case is reported as not predicted, with the error, and the rest of the file is scored.
+MALFORMED = (KeyError, TypeError, ValueError, AttributeError, ArithmeticError)
+
+
 def source_of(case: dict) -> str:
     """The case's source repository (or url), the unit of leave-one-source-out validation."""
     src = case.get("source") or {}

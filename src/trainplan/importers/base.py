@@ -236,17 +236,10 @@ def is_auto(value: Any) -> bool:
 def read_modules_to_save(c: Collector, value: Any, key: str) -> None:
     """peft modules_to_save (LoRA's fully trained module copies) under the format's own key: the input
     embedding and the LM head are modelled (JobOptions.modules_to_save); any other module is reported unread."""
-    from trainplan.errors import TrainplanError
-    from trainplan.model.params import saved_modules
+    from trainplan.model.params import saved_role
 
-    kept, other = [], []
-    for name in names(value):
-        try:
-            saved_modules((name,))
-        except TrainplanError:
-            other.append(name)
-        else:
-            kept.append(name)
+    kept = [n for n in names(value) if saved_role(n)]
+    other = [n for n in names(value) if not saved_role(n)]
     if kept:
         c.set("modules_to_save", ",".join(kept), key=key, raw=value)
     if other:

@@ -246,6 +246,12 @@ _SAVED_ROLES = {
 }
 
 
+def saved_role(name: str) -> str | None:
+    """The role ("embed_tokens", "lm_head") a peft `modules_to_save` name gives, None for any other module."""
+    key = name.strip().lower().rsplit(".", 1)[-1]
+    return next((r for r, spellings in _SAVED_ROLES.items() if key in spellings), None)
+
+
 def saved_modules(names: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
     """peft `modules_to_save` names as the roles trainplan models ("embed_tokens", "lm_head"), in that order;
     TrainplanError for any other module (a classification head, a norm: not modelled)."""
@@ -254,8 +260,7 @@ def saved_modules(names: str | tuple[str, ...] | list[str] | None) -> tuple[str,
     items = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
     roles = set()
     for name in items:
-        key = name.lower().rsplit(".", 1)[-1]
-        role = next((r for r, spellings in _SAVED_ROLES.items() if key in spellings), None)
+        role = saved_role(name)
         if role is None:
             raise TrainplanError(f"--modules-to-save {name!r}: trainplan models trained copies of the input "
                                  f"embedding and the LM head only ({', '.join(_SAVED_ROLES['embed_tokens'][:3])}, "
