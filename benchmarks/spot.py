@@ -3,7 +3,10 @@
 * benchmarks/data/torchtitan_benchmarks.json: torchtitan's own benchmark files and torchao's float8 table, each
   row's job written as a torchtitan TOML; measured tokens/s per GPU;
 * benchmarks/data/swift_benchmarks.json: ms-swift's documented figures, each row's launch script as the
-  repository has it; measured seconds per step.
+  repository has it; measured seconds per step;
+* benchmarks/data/xtuner_cases.json: XTuner's speed benchmark (and the LLaMA-Factory runs it compares with),
+  written as published cases (the shared/ground_truth schema) and scored the way `trainplan accuracy` scores
+  them (raw, no calibration); measured tokens/s per GPU.
 
 Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU its hardware text names
 (trainplan's GPU-name rule) and is scored against what the source printed.
@@ -26,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = tuple(ROOT / "benchmarks" / "data" / name for name in ("torchtitan_benchmarks.json", "swift_benchmarks.json"))
+CASES = (ROOT / "benchmarks" / "data" / "xtuner_cases.json",)
 
 
 def launch_file(row: dict, folder: Path) -> Path:
@@ -93,6 +97,21 @@ def main(argv: list[str]) -> int:
             if errors:
                 print(f"{data.name}: {len(errors)}/{len(rows)} predicted; {summary(errors)}\n")
             every += errors
+    for path in CASES:
+        from trainplan.cases.accuracy import evaluate
+
+        cases = json.loads(path.read_text())["cases"]
+        errors = []
+        for result in evaluate(cases):
+            if result.error is None:
+                print(f"{result.id:40s} not predicted: {result.skipped}")
+                continue
+            errors.append(abs(result.error))
+            print(f"{result.id:40s} measured {result.measured_value:>8} tok/s predicted "
+                  f"{result.predicted[result.metric]:9.1f} error {100 * result.error:+6.1f}%")
+        if errors:
+            print(f"{path.name}: {len(errors)}/{len(cases)} predicted; {summary(errors)}\n")
+        every += errors
     if every:
         print(f"all rows: {len(every)} predicted; {summary(every)}")
     return 0

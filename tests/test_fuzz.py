@@ -101,6 +101,7 @@ BASE: dict[str, list[str]] = {
     "trace": ["trace", "--model", TINY, "--batch-size", "1", "--seq-len", "32"],
     "models": ["models"],
     "gpus": ["gpus"],
+    "datasets": ["datasets"],
     "plan": ["plan", "--model", "llama-2-7b", "--method", "lora", "--gpus", "h100,a100", "--max-gpus", "8"],
     "table": ["table", "--models", "llama-2-7b", "--methods", "lora", "--gpus", "h100", "--max-gpus", "8"],
     "fit": ["fit", "--model", "llama-2-7b", "--method", "lora", "--gpu", "h100"],
@@ -122,6 +123,7 @@ _SLOW_WITH_VALID = {("accuracy", "--cases"), ("probe", "--print-launch"), ("prob
                     ("serve", "--dry-run")}   # serve without --dry-run starts a server: never dropped below
 # examples per command (x SCALE): > 2,000 in all; trace and probe import torch and run models
 EXAMPLES = {"estimate": 500, "plan": 150, "table": 100, "fit": 200, "trace": 40, "models": 40, "gpus": 40,
+            "datasets": 40,
             "record": 220, "runs": 80, "import": 60, "calibrate": 60, "accuracy": 60, "probe": 40,
             "prices": 80, "rates": 40, "export": 200, "serve": 40}
 

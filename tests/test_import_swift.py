@@ -69,7 +69,8 @@ def test_lora_yaml_same_estimate_as_flags(capsys):
                   "--lora-rank", "8", "--lora-alpha", "32", "--lora-dropout", "0.05", "--lora-targets", "all-linear",
                   "--seq-len", "2048", "--batch-size", "1", "--grad-accum", "16", "--epochs", "1",
                   "--grad-ckpt", "full", "--attention", "sdpa", "--precision", "bf16", "--optimizer", "adamw-fused",
-                  "--loss", "full")
+                  "--loss", "full", "--dataset", "AI-ModelScope/alpaca-gpt4-data-zh#500,"
+                  "AI-ModelScope/alpaca-gpt4-data-en#500,swift/self-cognition#500")
 
 
 def test_command_line_with_nproc_and_zero3_preset():
@@ -123,7 +124,8 @@ def test_qlora_same_estimate_as_flags(capsys):
                   "nf4", "--double-quant", "--lora-rank", "16", "--lora-alpha", "32", "--lora-dropout", "0.05",
                   "--lora-targets", "all-linear", "--seq-len", "2048", "--batch-size", "2", "--grad-accum", "8",
                   "--epochs", "1", "--grad-ckpt", "full", "--attention", "sdpa", "--precision", "bf16",
-                  "--optimizer", "adamw-fused", "--loss", "full")
+                  "--optimizer", "adamw-fused", "--loss", "full",
+                  "--dataset", "AI-ModelScope/alpaca-gpt4-data-zh#500,swift/self-cognition#500")
 
 
 def test_sequence_parallel():
@@ -186,7 +188,9 @@ def test_command_naming_a_yaml_same_estimate_as_flags(capsys):
                   "--lora-rank", "16", "--lora-alpha", "32", "--lora-dropout", "0.05", "--lora-targets", "all-linear",
                   "--seq-len", "2048", "--batch-size", "1", "--grad-accum", "8", "--epochs", "1", "--num-gpus", "2",
                   "--grad-ckpt", "full", "--attention", "sdpa", "--precision", "bf16", "--optimizer", "adamw-fused",
-                  "--loss", "full")
+                  "--loss", "full",
+                  "--dataset", "AI-ModelScope/alpaca-gpt4-data-zh#500,AI-ModelScope/alpaca-gpt4-data-en#500,"
+                  "swift/self-cognition#500")
 
 
 # --- rules and defaults ---------------------------------------------------------------------------

@@ -27,6 +27,10 @@ from trainplan.errors import UnknownNameError
     ("Meta-Llama-3-8B-Instruct", "llama-3-8b", "no organisation (the repository name of an id of meta-llama)"),
     ("unsloth/gemma-2-9b-it-bnb-4bit", "gemma-2-9b",
      "organisation 'unsloth' (another copy of that repository name); 'bnb-4bit' (how the weights are stored)"),
+    # a longer-context release: Yi-34B-200K is Yi-34B's shapes (01-ai's id; its own organisation, no note for it)
+    ("01-ai/Yi-34B-200K", "yi-34b", "'200k' (a longer-context release: the same shapes)"),
+    ("Qwen/Qwen2.5-7B-Instruct-1M", "qwen2.5-7b",
+     "'1m' (a longer-context release: the same shapes)"),
 ])
 def test_variant_names_resolve_with_a_note(name, entry, read_past):
     assert catalog.resolve_model(name).name == entry
@@ -40,7 +44,6 @@ def test_own_names_carry_no_note(name):
 
 @pytest.mark.parametrize("name", [
     "Qwen/Qwen1.5-14B-Chat",        # Qwen1.5-14B is not in the catalog: '-chat' read past leaves an unknown name
-    "Qwen/Qwen2.5-7B-Instruct-1M",  # '-1M' is neither a storage nor a release suffix
     "someone/llama-2-8b",
 ])
 def test_names_that_match_no_single_entry_stay_unknown(name):
@@ -86,3 +89,10 @@ def test_estimate_says_how_it_read_the_model(capsys):
 ])
 def test_same_architecture_aliases(alias, entry):
     assert catalog.resolve_model(alias).name == entry and catalog.model_name_note(alias) is None
+
+
+def test_a_long_context_release_the_catalog_has_is_matched_exactly():
+    # phi-3-mini-128k is its own catalog entry (longrope scaling): the exact name wins, no suffix is read past
+    assert catalog.resolve_model("microsoft/Phi-3-mini-128k-instruct").name == catalog.resolve_model(
+        "phi-3-mini-128k").name
+    assert catalog.model_name_note("microsoft/Phi-3-mini-128k-instruct") is None

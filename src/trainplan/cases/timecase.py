@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 
+from trainplan.cases import data
 from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, lora_dropout, lora_targets
 from trainplan.cases.memorycase import fsdp_version, grad_accum, layout_flags
 from trainplan.cases.text import (
@@ -128,6 +129,14 @@ def map_case(case: dict) -> Mapped:
         impl = replace(impl, **facts)
     quant = None
     options = TimingOptions(compiled=compiled)
+    if data.padding_free(case):
+        # packed samples that attend only within themselves: the catalog dataset the text names gives
+        # their lengths, else each pack is timed as one sample (trainplan.timing.steps.sequence_shape)
+        impl = replace(impl, padding_free=True)
+        stats = data.dataset(case)
+        if stats is not None:
+            options = replace(options, sample_lengths=stats.lengths())
+            fact_notes = [*fact_notes, "padding-free packing (the description says so); " + stats.describe()]
     if method is Method.QLORA:
         qtext = json.dumps(case.get("quantization") or {}).lower()
         kind, double_quant, _ = quant_of(case)

@@ -10,7 +10,11 @@ which changes a parameter or a tensor shape:
 * a storage format appended to the name: pre-quantised uploads (`-bnb-4bit`, `-4bit`, `-GPTQ`,
   `-AWQ`, `-Int4`, `-FP8`, `-GGUF`, `-MLX`), which a QLoRA run loads as it would quantise the original;
 * the vendor's release variant (`-Instruct`, `-Chat`, `-it`, `-Base`, `-hf`): the same architecture
-  trained further (every such pair in the catalog shares its config.json shapes).
+  trained further (every such pair in the catalog shares its config.json shapes);
+* a context-length variant (`-200K`, `-32k`, `-1M`: Yi-34B-200K, Qwen2.5-7B-Instruct-1M): the same
+  shapes trained at longer positions (a larger RoPE base, max_position_embeddings), which change
+  neither a parameter count nor what a step at a given --seq-len computes. Where the catalog has the
+  long-context release itself (Phi-3-mini-128k), the exact name matches it first.
 
 `variant_match` reads past these, in that order, and accepts a catalog entry only when exactly one
 entry has that remaining repository name; otherwise the name stays unknown (and the caller says so).
@@ -25,6 +29,7 @@ from trainplan.frozen import frozen
 _STORAGE_SUFFIX = re.compile(r"(?:-unsloth)?(?:-bnb)?-[48]bit$|"
                              r"-(?:gptq|awq|gguf|int4|int8|fp8|mlx|exl2)(?:[-.][a-z0-9.-]*)?$")
 _RELEASE_SUFFIX = re.compile(r"-(?:instruct|chat|it|base|hf)$")
+_CONTEXT_SUFFIX = re.compile(r"-\d+(?:\.\d+)?[km]$")
 
 
 @frozen
@@ -76,9 +81,11 @@ def variant_match(name: str, key: str, index: dict[str, int]) -> NameMatch | Non
         suffixes.append(f"'{m.group(0)[1:]}' (how the weights are stored)")
         if (match := found(base)) is not None:
             return match
-    while m := _RELEASE_SUFFIX.search(base):
+    while m := _RELEASE_SUFFIX.search(base) or _CONTEXT_SUFFIX.search(base):
         base = base[:m.start()]
-        suffixes.append(f"'{m.group(0)[1:]}' (a release of the same architecture)")
+        context = m.re is _CONTEXT_SUFFIX
+        suffixes.append(f"'{m.group(0)[1:]}' " + ("(a longer-context release: the same shapes)" if context
+                                                  else "(a release of the same architecture)"))
         if (match := found(base)) is not None:
             return match
     return None

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("trainplan.cli.estimate", "exact memory of one step traced with fake tensors (CPU, needs torch)"),
     "models": ("trainplan.cli.estimate", "the model catalog"),
     "gpus": ("trainplan.cli.estimate", "the GPU catalog"),
+    "datasets": ("trainplan.cli.estimate", "public datasets and the token lengths of their samples (--dataset)"),
     "plan": ("trainplan.cli.plan", "the cheapest setups that fit, ranked by cost or time, Pareto front"),
     "table": ("trainplan.cli.table", "the resource table: models x methods x precisions -> memory, GPUs"),
     "fit": ("trainplan.cli.plan", "the largest micro-batch and the longest sequence that fit one layout"),
@@ -164,7 +165,7 @@ def _main(argv: list[str]) -> int:
 # Commands that hold nothing an interpreter teardown must release (no database, no torch, no child
 # processes; their files are closed before they return): the `trainplan` executable ends them with
 # os._exit once their output is flushed, saving the teardown of every module (~3 ms of a ~30 ms estimate).
-FAST_EXIT = frozenset({"estimate", "models", "gpus", "prices", "plan", "table", "fit"})
+FAST_EXIT = frozenset({"estimate", "models", "gpus", "datasets", "prices", "plan", "table", "fit"})
 
 
 def run() -> None:

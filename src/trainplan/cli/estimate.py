@@ -1,4 +1,4 @@
-"""`trainplan estimate`, `trace`, and the catalogs (`models`, `gpus`, `prices`)."""
+"""`trainplan estimate`, `trace`, and the catalogs (`models`, `gpus`, `datasets`, `prices`)."""
 
 from __future__ import annotations
 
@@ -65,6 +65,16 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     return _listing(gpu_rows(args.filter), args)
 
 
+def cmd_datasets(args: argparse.Namespace) -> int:
+    from trainplan.catalog.datasets import dataset_rows
+
+    rows = dataset_rows(args.filter)
+    if not args.json:     # the table for people: one line a dataset, the source once below it
+        rows = [{k: (", ".join(v) if isinstance(v, list) else v) for k, v in r.items() if k != "source"}
+                for r in rows]
+    return _listing(rows, args)
+
+
 def _book(args: argparse.Namespace):
     from trainplan.cost.sources import price_book
 
@@ -96,9 +106,9 @@ def add(sub, name: str, helptext: str) -> None:
         if name == "trace":
             p.add_argument("--plot", help="write the memory timeline to PNG or SVG")
         p.set_defaults(func=cmd_estimate if name == "estimate" else cmd_trace)
-    elif name in ("models", "gpus"):
+    elif name in ("models", "gpus", "datasets"):
         p.add_argument("filter", nargs="?", help="substring to match")
-        p.set_defaults(func=cmd_models if name == "models" else cmd_gpus)
+        p.set_defaults(func={"models": cmd_models, "gpus": cmd_gpus, "datasets": cmd_datasets}[name])
     else:
         if name == "prices":
             p.add_argument("--gpu")

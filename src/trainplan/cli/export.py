@@ -28,11 +28,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.gpus_per_node is not None and "num_gpus" not in given:   # --nodes N --gpus-per-node G: N x G GPUs
         args.num_gpus = args.nodes * args.gpus_per_node
         args._given = given | {"num_gpus"}
+    named = args.dataset      # --dataset: the name the configs write; its lengths when the catalog knows every name
+    if named:
+        from trainplan.catalog.datasets import mixture
+
+        if mixture([n.strip() for n in named.split(",") if n.strip()])[1]:
+            args.dataset = None
     job = resolve_job(options_from_args(args))
     est = estimate(job)
     ctx = context_for(job, nodes=args.nodes if "nodes" in getattr(args, "_given", set()) else None,
                       gpus_per_node=args.gpus_per_node, master_addr=args.master_addr, master_port=args.master_port,
-                      dataset=args.dataset, output_dir=args.output_dir, model_path=args.model_path)
+                      dataset=named, output_dir=args.output_dir, model_path=args.model_path)
     export = build_export(job, est, args.format, ctx)
     written = write_export(export, args.out, force=args.force) if args.out else ()
     if args.json:
@@ -70,7 +76,6 @@ def add(sub, name: str, helptext: str) -> None:
     e.add_argument("--gpus-per-node", type=int, help="GPUs per node (default: --num-gpus / --nodes)")
     e.add_argument("--master-addr", help="node 0's address in the launch lines (default: $MASTER_ADDR)")
     e.add_argument("--master-port", type=int, help="the rendezvous port (default 29500)")
-    e.add_argument("--dataset", help="the dataset the configs name (default: a placeholder)")
     e.add_argument("--output-dir", help="the training output folder the configs name (default: output)")
     e.add_argument("--model-path", help="what the configs name as the model (default: its HF id)")
     p.add_argument("--json", action="store_true")

@@ -210,6 +210,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     w.add_argument("--checkpoint-saves", type=int, default=0)
     w.add_argument("--disk-gb-per-s", type=float, default=1.0, help="checkpoint write bandwidth (GB/s)")
     w.add_argument("--lengths-file", help="sample lengths in tokens: one per line, or a JSON list")
+    w.add_argument("--dataset", help="a public dataset the run trains on (ModelScope or Hugging Face id; several "
+                   "comma-separated): its sample lengths and size from the catalog (`trainplan datasets`)")
     w.add_argument("--calibration", action=argparse.BooleanOptionalAction, default=True,
                    help="apply the calibration `trainplan calibrate` fitted (--no-calibration: the raw model)")
     add_lang_flag(p)

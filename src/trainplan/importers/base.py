@@ -247,6 +247,22 @@ def read_modules_to_save(c: Collector, value: Any, key: str) -> None:
                                      "are not modelled")
 
 
+def read_dataset(c: Collector, value: Any, key: str) -> None:
+    """The datasets a config trains on, by name (a list, or names separated by commas or spaces): their sample
+    lengths and size from the dataset catalog (JobOptions.dataset) when every one is in it; else unread."""
+    from trainplan.catalog.datasets import find_dataset
+
+    given = tuple(n.strip("'\"") for part in names(value) for n in part.split() if n.strip("'\""))
+    unknown = [n for n in given if find_dataset(n) is None]
+    if not given:
+        return
+    if unknown:
+        c.skip(key, ",".join(given), f"{', '.join(unknown)}: not in the dataset catalog (`trainplan datasets`), so the "
+                                     "sample lengths are unknown; give --tokens-per-sample or --lengths-file")
+        return
+    c.set("dataset", ",".join(given), key=key, raw=value)
+
+
 def names(value: Any) -> tuple[str, ...]:
     """A list of module names from a YAML list or a comma-separated string."""
     if value is None:

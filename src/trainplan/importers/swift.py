@@ -39,6 +39,7 @@ from trainplan.importers.base import (
     as_float,
     as_int,
     names,
+    read_dataset,
     read_modules_to_save,
 )
 from trainplan.job.defaults import swift as defaults
@@ -255,6 +256,7 @@ def _common(c: Collector, args: dict, spec, table: dict) -> None:
         c.skip("max_length", None, "unset: ms-swift truncates at the model's max_model_len "
                "(base_args.py __post_init__), a bound, not the samples' length; give --seq-len")
     _put(c, args, "packing", "packing", as_bool, _DEFAULTS)
+    read_dataset(c, args.get("dataset"), "dataset")
     if packing:
         c.derived("padding_free", True, key="packing", note="packing implies padding_free (sft_args.py "
                   "_check_padding_free)")
@@ -351,7 +353,7 @@ _READ = {"modules_to_save", "model", "tuner_type", "train_type", "quant_method",
          "per_device_train_batch_size", "gradient_accumulation_steps", "max_epochs", "num_train_epochs", "max_steps",
          "gradient_checkpointing", "use_liger_kernel", "sequence_parallel_size", "deepspeed", "fsdp", "fsdp_config",
          "deepspeed_autotp_size", "torch_dtype", "bf16", "fp16", "optim", "rlhf_type", "beta", "ref_model",
-         "device_map", "lora_dtype", *_UNMODELLED}
+         "device_map", "lora_dtype", "dataset", *_UNMODELLED}
 
 
 def _engines(c: Collector, args: dict, ctx: ReadContext) -> Imported | str:

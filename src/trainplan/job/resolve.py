@@ -53,6 +53,8 @@ TYPE_CHECKING = False   # annotations only: typing is not imported on the estima
 if TYPE_CHECKING:
     from typing import Any, TypeVar
 
+    from trainplan.catalog.datasets import DatasetStats
+
     E = TypeVar("E", bound=Enum)
 
 
@@ -237,15 +239,30 @@ def build_layout(req: JobOptions, gpu: GpuSpec) -> Layout:
                   ulysses=ulysses > 1)
 
 
+def dataset_of(req: JobOptions) -> DatasetStats | None:
+    """The catalog dataset(s) --dataset names (catalog.datasets.named); None without --dataset."""
+    if not req.dataset:
+        return None
+    from trainplan.catalog.datasets import named
+
+    return named(req.dataset)
+
+
 def build_workload(req: JobOptions) -> Workload:
     if req.eval_fraction < 0 or req.checkpoint_saves < 0 or req.disk_gb_per_s <= 0:
         raise TrainplanError("--eval-fraction and --checkpoint-saves must be >= 0, --disk-gb-per-s > 0")
     samples = req.samples
+    data = dataset_of(req)
+    per_sample = req.tokens_per_sample
+    if data is not None and per_sample is None and req.lengths_file is None:
+        per_sample = max(1, round(data.mean_tokens))
     if req.tokens is not None:
         if req.samples is not None or req.max_steps is not None:
             raise TrainplanError("--tokens gives the run length: leave out --samples and --max-steps")
-        samples = max(1, math.ceil(req.tokens / (req.tokens_per_sample or req.seq_len)))
-    return Workload(samples=samples, tokens=req.tokens, steps=req.max_steps, tokens_per_sample=req.tokens_per_sample,
+        samples = max(1, math.ceil(req.tokens / (per_sample or req.seq_len)))
+    elif data is not None and samples is None and req.max_steps is None:
+        samples = data.samples
+    return Workload(samples=samples, tokens=req.tokens, steps=req.max_steps, tokens_per_sample=per_sample,
                     epochs=req.epochs,
                     packing=req.packing, padding_mask=req.padding_mask, retry_factor=req.retry_factor, eval_fraction=req.eval_fraction,
                     checkpoint_saves=req.checkpoint_saves, disk_bw_bytes_per_s=req.disk_gb_per_s * 1e9)
@@ -336,8 +353,10 @@ def build_parallel(req: JobOptions) -> ParallelConfig:
 
 def build_timing(req: JobOptions) -> TimingOptions:
     """The time model's options; reads --lengths-file."""
+    lengths = read_lengths(req.lengths_file)
+    data = dataset_of(req) if lengths is None and req.tokens_per_sample is None else None
     return TimingOptions(interconnect=req.interconnect, compiled=req.compile, efficiency=check_efficiency(req.efficiency),
-                         pp_interleave=req.vpp, sample_lengths=read_lengths(req.lengths_file),
+                         pp_interleave=req.vpp, sample_lengths=data.lengths() if data is not None else lengths,
                          host_cpus=req.host_cpus,
                          host_mem_bw_bytes_per_s=None if req.host_mem_gb_per_s is None else req.host_mem_gb_per_s * 1e9,
                          pp_schedule=None if req.pp_schedule is None else
@@ -433,4 +452,9 @@ def resolve_job(req: JobOptions, *, today: date | None = None, calibration: Any 
     notes = check_job(job, layout_given=layout_given)
     named = catalog.model_name_note(req.model) if isinstance(req.model, str) else None
     notes = (named, *notes) if named else notes
+    data = dataset_of(req)
+    if data is not None:
+        counted = req.samples is None and req.tokens is None and req.max_steps is None
+        lengths = req.lengths_file is None and req.tokens_per_sample is None
+        notes = (*notes, data.describe() + data.use_note(samples=counted, lengths=lengths))
     return replace(job, notes=notes) if notes else job

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 # The settings that decide memory and time, in the order they are listed.
 SETTINGS = ("model", "framework", "method", "stage", "precision", "optimizer", "lora_rank", "lora_alpha",
             "lora_dropout", "lora_targets", "dora", "modules_to_save", "quant", "double_quant", "freeze_layers", "batch_size",
-            "grad_accum", "seq_len", "packing", "padding_free", "padding_mask", "grad_ckpt", "grad_ckpt_every", "attention", "loss",
+            "grad_accum", "seq_len", "packing", "padding_free", "padding_mask", "dataset",
+            "grad_ckpt", "grad_ckpt_every", "attention", "loss",
             "liger", "activation_offload", "optimizer_in_backward", "compile", "num_gpus", "nodes", "zero",
             "fsdp", "fsdp_version", "reshard_after_forward", "offload", "offload_device", "tp", "pp", "cp",
             "ulysses", "ep", "etp", "device_map", "ref_model", "samples", "max_steps", "epochs", "reduce_bucket_size",

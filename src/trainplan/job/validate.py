@@ -70,7 +70,7 @@ CHOICES = {"stage": ("sft", "pt", "dpo", "ipo", "kto", "orpo", "simpo", "cpo", "
            "device_map": ("auto", "balanced", "balanced_low_0", "sequential"),
            "offload_device": ("cpu", "nvme"),
            "price_kind": ("on-demand", "spot", "marketplace", "reserved", "any")}
-TEXTS = ("provider", "currency", "interconnect")
+TEXTS = ("provider", "currency", "interconnect", "dataset")
 PATHS = ("prices", "lengths_file")        # read by safeio, which quotes them
 BUCKETS = ("reduce_bucket_size", "prefetch_bucket_size", "param_persistence_threshold")
 

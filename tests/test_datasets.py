@@ -1,0 +1,192 @@
+"""The dataset catalog (catalog/data/datasets.toml, catalog/datasets.py) and what reads it: `--dataset`,
+`trainplan datasets`, ms-swift's `--dataset` under `--from`, and a published case's text.
+
+Expected values are copied by hand from ms-swift's dataset table (docs/source_en/Instruction/
+Supported-models-and-datasets.md @3602360a5623, column "Statistic (token)", Qwen2.5 tokenizer) or derived
+from them by hand below."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import estimate_json as est
+from conftest import options_from as options
+from trainplan.cases import data as case_data
+from trainplan.catalog.datasets import DatasetStats, dataset_in_word, find_dataset, mixture, named
+from trainplan.cli import main
+from trainplan.errors import UnknownNameError
+from trainplan.timing.steps import sequence_shape
+
+# |[AI-ModelScope/alpaca-gpt4-data-en](...)|default|52002|167.6±123.9, min=29, max=607|chat, general, 🔥|
+#  [vicgalle/alpaca-gpt4](...)|
+ALPACA_GPT4_EN = ("AI-ModelScope/alpaca-gpt4-data-en", 52002, 167.6, 123.9, 29, 607)
+# |[AI-ModelScope/alpaca-gpt4-data-zh](...)|default|48818|157.2±93.2, min=27, max=544|
+ALPACA_GPT4_ZH = ("AI-ModelScope/alpaca-gpt4-data-zh", 48818, 157.2, 93.2, 27, 544)
+
+
+def cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("name", ["AI-ModelScope/alpaca-gpt4-data-en", "vicgalle/alpaca-gpt4",
+                                  "ai-modelscope/ALPACA-GPT4-DATA-EN", "alpaca-gpt4-data-en"])
+def test_a_dataset_by_its_ids_and_repository_name(name):
+    s = find_dataset(name)
+    assert (s.id, s.samples, s.mean_tokens, s.std_tokens, s.min_tokens, s.max_tokens) == ALPACA_GPT4_EN
+    assert "ms-swift" in s.source and "3602360a5623" in s.source and s.alias_note == ""
+
+
+def test_attention_span_is_the_second_moment_over_the_mean():
+    # sum(L^2) / sum(L) = mean + std^2 / mean = 167.6 + 123.9^2 / 167.6 = 167.6 + 15351.21 / 167.6 = 259.194
+    assert find_dataset("vicgalle/alpaca-gpt4").attention_tokens == pytest.approx(259.194, abs=1e-3)
+
+
+def test_swift_sampling_and_subset_suffixes_are_read_past():
+    # ms-swift `dataset#N` takes N samples; `dataset:subset` names a subset (the lengths stay the table's)
+    assert find_dataset("AI-ModelScope/alpaca-gpt4-data-en#500").samples == 500
+    assert find_dataset("AI-ModelScope/alpaca-gpt4-data-en:default").samples == 52002
+
+
+def test_aliases_say_how_they_were_read():
+    s = find_dataset("tatsu-lab/alpaca")
+    # |[AI-ModelScope/alpaca-cleaned](...)|default|51760|170.1±122.9, min=29, max=1028|
+    assert (s.id, s.samples, s.mean_tokens) == ("AI-ModelScope/alpaca-cleaned", 51760, 170.1)
+    assert "cleaned release" in s.alias_note
+    assert "tatsu-lab/alpaca" not in find_dataset("yahma/alpaca-cleaned").alias_note
+
+
+@pytest.mark.parametrize("word, expected", [
+    ("instruct", None), ("cot", None), ("sharegpt", None),     # plain words: too common to name one dataset
+    ("alpaca", "AI-ModelScope/alpaca-cleaned"), ("gsm8k", "modelscope/gsm8k"),
+    ("longalpaca-12k", "AI-ModelScope/LongAlpaca-12k"), ("swift/sharegpt", "swift/sharegpt")])
+def test_free_text_words_name_a_dataset_only_when_specific(word, expected):
+    found = dataset_in_word(word)
+    assert (found.id if found else None) == expected
+
+
+def test_mixture_pools_samples_mean_and_spread():
+    both, unknown = mixture(["AI-ModelScope/alpaca-gpt4-data-en", "AI-ModelScope/alpaca-gpt4-data-zh", "nope/x"])
+    assert unknown == ["nope/x"]
+    assert both.samples == 52002 + 48818
+    # (52002 x 167.6 + 48818 x 157.2) / 100820 = (8,715,535.2 + 7,674,189.6) / 100,820 = 162.5642
+    assert both.mean_tokens == pytest.approx(162.5642, abs=1e-4)
+    # E[L^2] = (52002 (123.9^2 + 167.6^2) + 48818 (93.2^2 + 157.2^2)) / 100820
+    #        = (52002 x 43441.97 + 48818 x 33397.08) / 100820 = 38,576.58; std = sqrt(38,576.58 - 162.5642^2)
+    second = (52002 * 43441.97 + 48818 * 33397.08) / 100820
+    assert both.std_tokens == pytest.approx(math.sqrt(second - 162.5642 ** 2), rel=1e-5)
+    assert (both.min_tokens, both.max_tokens) == (27, 607)
+
+
+def test_unknown_names_are_refused_with_the_closest():
+    with pytest.raises(UnknownNameError, match="unknown dataset 'alpaka'.*did you mean alpaca"):
+        named("alpaka")
+    with pytest.raises(UnknownNameError):
+        named(" , ")
+
+
+@settings(max_examples=200, deadline=None)
+@given(mean=st.floats(1.0, 1e5), cv=st.floats(0.0, 5.0), lo=st.integers(1, 50), span=st.integers(0, 10 ** 6))
+def test_synthetic_lengths_stay_within_min_and_max(mean, cv, lo, span):
+    s = DatasetStats(id="x", samples=10, mean_tokens=mean, std_tokens=cv * mean, min_tokens=lo,
+                     max_tokens=lo + span, source="test")
+    lengths = s.lengths()
+    assert len(lengths) == 256
+    assert all(lo <= x <= lo + span for x in lengths)
+    assert list(lengths) == sorted(lengths)
+
+
+def test_synthetic_lengths_keep_the_mean_and_span():
+    lengths = find_dataset("vicgalle/alpaca-gpt4").lengths()
+    mean = sum(lengths) / len(lengths)
+    assert mean == pytest.approx(167.6, rel=0.03)
+    span = sum(x * x for x in lengths) / sum(lengths)
+    # the max (607) clips the log-normal's tail: the span falls a little short of mean + std^2 / mean
+    assert 0.9 * 259.194 < span < 259.194
+    shape = sequence_shape(seq_len=8192, micro_batch=1, tokens_per_sample=None, packing=True, padding_free=True,
+                           lengths=lengths)
+    assert shape.attention_span == pytest.approx(span)
+
+
+def test_estimate_takes_the_size_and_lengths(capsys):
+    data = est(capsys, "--model", "llama-2-7b", "--method", "full", "--gpu", "a100-80gb", "--num-gpus", "8",
+               "--zero", "3", "--seq-len", "8192", "--packing", "--padding-free", "--dataset", "vicgalle/alpaca-gpt4")
+    assert data["setup"]["samples"] == 52002
+    note = next(n for n in data["notes"] if n.startswith("dataset AI-ModelScope/alpaca-gpt4-data-en"))
+    assert "52,002 samples of 167.6 +- 123.9 tokens" in note and "its size for --samples" in note
+    packed = next(n for n in data["notes"] if n.startswith("packed:"))
+    assert "padding-free, so each sample attends only within itself" in packed
+    # the same run timed with the whole pack as one sample is slower (attention over 8192 tokens)
+    whole = est(capsys, "--model", "llama-2-7b", "--method", "full", "--gpu", "a100-80gb", "--num-gpus", "8",
+                "--zero", "3", "--seq-len", "8192", "--packing", "--padding-free")
+    assert whole["time"]["tokens_per_s_per_gpu"] < 0.9 * data["time"]["tokens_per_s_per_gpu"]
+
+
+def test_given_samples_and_lengths_win(capsys):
+    data = est(capsys, "--model", "llama-2-7b", "--gpu", "a100-80gb", "--samples", "1000", "--tokens-per-sample",
+               "512", "--dataset", "vicgalle/alpaca-gpt4")
+    assert data["setup"]["samples"] == 1000 and data["setup"]["tokens_per_sample"] == 512
+    assert any("nothing (--samples and the lengths were given) used" in n for n in data["notes"])
+
+
+def test_unknown_dataset_is_one_line_and_exit_2(capsys):
+    code, out, err = cli(capsys, "estimate", "--model", "llama-2-7b", "--gpu", "a100-80gb", "--dataset", "alpaka")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "unknown dataset 'alpaka'" in err and "Traceback" not in err
+
+
+def test_datasets_command_lists_and_filters(capsys):
+    code, out, _ = cli(capsys, "datasets", "alpaca-gpt4", "--json")
+    rows = json.loads(out)
+    assert code == 0
+    assert {r["id"] for r in rows} == {"AI-ModelScope/alpaca-gpt4-data-en", "AI-ModelScope/alpaca-gpt4-data-zh"}
+    en = next(r for r in rows if r["id"].endswith("-en"))
+    assert (en["samples"], en["mean_tokens"], en["std_tokens"]) == (52002, 167.6, 123.9)
+    code, out, _ = cli(capsys, "datasets", "alpaca-gpt4")
+    assert code == 0 and "vicgalle/alpaca-gpt4" in out and "52,002" in out
+
+
+def test_swift_dataset_is_read_from_a_launch_line():
+    o = options("NPROC_PER_NODE=8 swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type full "
+                "--dataset 'AI-ModelScope/alpaca-gpt4-data-en#500' 'AI-ModelScope/alpaca-gpt4-data-zh#500' "
+                "--packing true --max_length 8192")
+    assert o.dataset == "AI-ModelScope/alpaca-gpt4-data-en#500,AI-ModelScope/alpaca-gpt4-data-zh#500"
+    assert named(o.dataset).samples == 1000
+
+
+def test_swift_dataset_outside_the_catalog_is_unread():
+    o = options("swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type lora --dataset my/own-data")
+    assert o.dataset is None
+    why = next(u.why for u in o.unread if u.key == "dataset")
+    assert "my/own-data: not in the dataset catalog" in why
+
+
+def _case(**over) -> dict:
+    case = {"id": "c", "kind": "time", "attention": "flash-attn 2", "seq_len_note": "", "framework": "XTuner",
+            "notes": "", "parallel": {}}
+    case.update(over)
+    return case
+
+
+@pytest.mark.parametrize("field, text", [
+    ("attention", "flash-attn varlen (use_varlen_attn=True)"), ("seq_len_note", "packed, padding-free"),
+    ("framework", "LLaMA-Factory neat_packing"), ("notes", "DataCollatorWithFlattening"),
+    ("attention", "flex attention with a document mask"), ("notes", "Megatron reset_attention_mask")])
+def test_case_text_says_padding_free(field, text):
+    assert case_data.padding_free(_case(**{field: text}))
+
+
+def test_case_text_without_a_padding_free_word():
+    assert not case_data.padding_free(_case(attention="FlashAttention-2", seq_len_note="packed to 4096 tokens"))
+
+
+def test_case_text_names_its_dataset():
+    found = case_data.dataset(_case(seq_len_note="Alpaca en + zh (tatsu-lab/alpaca, silk-road/...) packed"))
+    assert found.id == "AI-ModelScope/alpaca-cleaned"
+    assert case_data.dataset(_case(seq_len_note="our own instruct data, CoT style")) is None
