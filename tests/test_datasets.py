@@ -43,11 +43,6 @@ def test_a_dataset_by_its_ids_and_repository_name(name):
     assert "ms-swift" in s.source and "3602360a5623" in s.source and s.alias_note == ""
 
 
-def test_attention_span_is_the_second_moment_over_the_mean():
-    # sum(L^2) / sum(L) = mean + std^2 / mean = 167.6 + 123.9^2 / 167.6 = 167.6 + 15351.21 / 167.6 = 259.194
-    assert find_dataset("vicgalle/alpaca-gpt4").attention_tokens == pytest.approx(259.194, abs=1e-3)
-
-
 def test_swift_sampling_and_subset_suffixes_are_read_past():
     # ms-swift `dataset#N` takes N samples; `dataset:subset` names a subset (the lengths stay the table's)
     assert find_dataset("AI-ModelScope/alpaca-gpt4-data-en#500").samples == 500
@@ -107,7 +102,8 @@ def test_synthetic_lengths_keep_the_mean_and_span():
     mean = sum(lengths) / len(lengths)
     assert mean == pytest.approx(167.6, rel=0.03)
     span = sum(x * x for x in lengths) / sum(lengths)
-    # the max (607) clips the log-normal's tail: the span falls a little short of mean + std^2 / mean
+    # sum(L^2) / sum(L) of lengths with this mean and spread: mean + std^2 / mean = 167.6 + 123.9^2 / 167.6
+    # = 167.6 + 15351.21 / 167.6 = 259.194; the max (607) clips the log-normal's tail: the span falls a little short of mean + std^2 / mean
     assert 0.9 * 259.194 < span < 259.194
     shape = sequence_shape(seq_len=8192, micro_batch=1, tokens_per_sample=None, packing=True, padding_free=True,
                            lengths=lengths)
@@ -160,11 +156,11 @@ def test_swift_dataset_is_read_from_a_launch_line():
     assert named(o.dataset).samples == 1000
 
 
-def test_swift_dataset_outside_the_catalog_is_unread():
-    o = options("swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type lora --dataset my/own-data")
-    assert o.dataset is None
-    why = next(u.why for u in o.unread if u.key == "dataset")
-    assert "my/own-data: not in the dataset catalog" in why
+def test_swift_dataset_outside_the_catalog_is_left_out():
+    o = options("swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type lora --dataset my/own-data "
+                "'AI-ModelScope/alpaca-gpt4-data-en'")
+    assert o.dataset is None                      # the lengths of a mixture with an unknown part are unknown
+    assert "dataset" not in {u.key for u in o.unread}
 
 
 def _case(**over) -> dict:
@@ -190,3 +186,24 @@ def test_case_text_names_its_dataset():
     found = case_data.dataset(_case(seq_len_note="Alpaca en + zh (tatsu-lab/alpaca, silk-road/...) packed"))
     assert found.id == "AI-ModelScope/alpaca-cleaned"
     assert case_data.dataset(_case(seq_len_note="our own instruct data, CoT style")) is None
+
+
+def test_dataset_note_in_chinese(capsys):
+    from trainplan.i18n import translate
+
+    data = est(capsys, "--model", "llama-2-7b", "--gpu", "a100-80gb", "--dataset", "tatsu-lab/alpaca")
+    note = next(n for n in data["notes"] if n.startswith("dataset "))
+    zh = translate(note, lang="zh")
+    assert zh.startswith("数据集 AI-ModelScope/alpaca-cleaned (Stanford Alpaca's 52,002 samples;")
+    assert "：51,760 个样本，每个 170.1 ± 122.9 token（最短 29，最长 1,028；" in zh
+    assert zh.endswith("用于填充、打包和注意力跨度")
+
+
+def test_axolotl_and_trl_name_their_datasets():
+    from pathlib import Path
+
+    fix = Path(__file__).parent / "fixtures" / "configs"
+    assert options(fix / "axolotl" / "fft-8b-zero3.yml").dataset == "tatsu-lab/alpaca"   # datasets: - path:
+    assert options(fix / "axolotl" / "lora-8b.yml").dataset is None       # mhenrichsen/alpaca_2k_test: not listed
+    assert options(fix / "hf" / "trl_sft_qlora.yaml").dataset == "HuggingFaceH4/ultrachat_200k"   # dataset_name
+    assert options(fix / "hf" / "trl_dpo.yaml").dataset is None

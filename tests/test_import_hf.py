@@ -143,7 +143,8 @@ def test_estimate_qlora_equals_flags(capsys):
                    "--lora-rank", "16", "--lora-alpha", "32", "--lora-dropout", "0.05",
                    "--lora-targets", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", "--batch-size", "4",
                    "--grad-accum", "4", "--seq-len", "2048", "--grad-ckpt", "full", "--optimizer", "paged-adamw-8bit",
-                   "--loss", "chunked", "--attention", "sdpa", "--epochs", "2"])
+                   "--loss", "chunked", "--attention", "sdpa", "--epochs", "2",
+                   "--dataset", "HuggingFaceH4/ultrachat_200k"])      # dataset_name, in the dataset catalog
 
 
 def test_estimate_trl_lora_fp32_base_equals_flags(capsys, tmp_path):

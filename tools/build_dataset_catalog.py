@@ -30,7 +30,7 @@ ALIASES: dict[str, list[str]] = {
 }
 ALIAS_NOTES: dict[str, str] = {
     "tatsu-lab/alpaca": "Stanford Alpaca's 52,002 samples; the table lists its cleaned release (yahma/alpaca-cleaned, "
-                        "51,760 samples: the same instructions with malformed ones fixed or removed, per its card)",
+                        "51,760 samples, the same instructions with malformed ones fixed or removed, per its card)",
     "alpaca": "Stanford Alpaca (tatsu-lab/alpaca), read as its cleaned release yahma/alpaca-cleaned",
     "silk-road/alpaca-data-gpt4-chinese": "the Alpaca instructions answered by GPT-4 in Chinese, as "
                                           "llm-wizard/alpaca-gpt4-data-zh is (the table's row)",

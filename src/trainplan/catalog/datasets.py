@@ -40,12 +40,6 @@ class DatasetStats:
     hf_id: str = ""
     alias_note: str = ""       # how the name given was read, when it was an alias
 
-    @property
-    def attention_tokens(self) -> float:
-        """sum(L^2) / sum(L) = mean + variance / mean: the causal span one token attends over on average
-        when each sample attends within itself."""
-        return self.mean_tokens + self.std_tokens ** 2 / self.mean_tokens
-
     def lengths(self, points: int = 256) -> tuple[int, ...]:
         """Sample lengths with this mean and spread, for the time model: `points` quantiles of a log-normal
         (positive, right-skewed, as token counts of text are) of the same mean and standard deviation,

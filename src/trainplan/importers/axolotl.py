@@ -36,6 +36,7 @@ from trainplan.importers.base import (
     as_float,
     as_int,
     names,
+    read_dataset,
     read_modules_to_save,
 )
 from trainplan.job.defaults import axolotl as defaults
@@ -143,6 +144,11 @@ def read(data: dict, path: str, ctx: ReadContext | None = None) -> Imported:
                   note="multipack under flash attention: each packed sample attends only within itself "
                        "(src/axolotl/monkeypatch/utils.py get_unpad_data: per-sample cu_seqlens)")
     _kernels(c, get)
+    sets = get("datasets")
+    if isinstance(sets, list):      # axolotl `datasets: [{path: tatsu-lab/alpaca, type: alpaca}, ...]`
+        paths = [d.get("path") for d in sets if isinstance(d, dict)]
+        if paths and all(isinstance(p, str) and p for p in paths):
+            read_dataset(c, paths, "datasets")
     engine, ds = _distributed(c, get, ctx)
     _precision(c, get, method, engine, attention)
     _rl(c, get, method)

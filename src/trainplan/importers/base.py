@@ -249,7 +249,8 @@ def read_modules_to_save(c: Collector, value: Any, key: str) -> None:
 
 def read_dataset(c: Collector, value: Any, key: str) -> None:
     """The datasets a config trains on, by name (a list, or names separated by commas or spaces): their sample
-    lengths and size from the dataset catalog (JobOptions.dataset) when every one is in it; else unread."""
+    lengths and size from the dataset catalog (JobOptions.dataset) when every one is in it; else the key counts
+    as ignored, as it did before the catalog (a dataset of one's own: --tokens-per-sample / --lengths-file)."""
     from trainplan.catalog.datasets import find_dataset
 
     given = tuple(n.strip("'\"") for part in names(value) for n in part.split() if n.strip("'\""))
@@ -257,8 +258,7 @@ def read_dataset(c: Collector, value: Any, key: str) -> None:
     if not given:
         return
     if unknown:
-        c.skip(key, ",".join(given), f"{', '.join(unknown)}: not in the dataset catalog (`trainplan datasets`), so the "
-                                     "sample lengths are unknown; give --tokens-per-sample or --lengths-file")
+        c.ignore()
         return
     c.set("dataset", ",".join(given), key=key, raw=value)
 

@@ -37,6 +37,7 @@ from trainplan.importers.base import (
     as_float,
     as_int,
     names,
+    read_dataset,
     read_modules_to_save,
 )
 from trainplan.job.defaults import Default
@@ -185,6 +186,8 @@ class _Reader:
         if steps is not None and as_int(steps, "max_steps", self.path) > 0:
             c.set("max_steps", int(steps), key="max_steps", raw=steps)
         self._sequence()
+        if self.rest.get("dataset_name"):         # TRL ScriptArguments.dataset_name (trl/scripts/utils.py)
+            read_dataset(c, self.pop("dataset_name"), "dataset_name")
         self._precision(method, engine)
         self._optimizer()
         self._checkpointing()
