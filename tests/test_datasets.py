@@ -207,3 +207,28 @@ def test_axolotl_and_trl_name_their_datasets():
     assert options(fix / "axolotl" / "lora-8b.yml").dataset is None       # mhenrichsen/alpaca_2k_test: not listed
     assert options(fix / "hf" / "trl_sft_qlora.yaml").dataset == "HuggingFaceH4/ultrachat_200k"   # dataset_name
     assert options(fix / "hf" / "trl_dpo.yaml").dataset is None
+
+
+def test_llamafactory_dataset_names():
+    # data/dataset_info.json @ff6d4d12: "alpaca_gpt4_zh": {"hf_hub_url": "llamafactory/alpaca_gpt4_zh",
+    # "ms_hub_url": "llamafactory/alpaca_gpt4_zh", "om_hub_url": "State_Cloud/alpaca-gpt4-data-zh"}
+    s = find_dataset("alpaca_gpt4_zh")
+    assert (s.id, s.samples) == ALPACA_GPT4_ZH[:2]
+    assert "LLaMA-Factory's name for it" in s.alias_note
+    # "belle_math": {"hf_hub_url": "BelleGroup/school_math_0.25M", ...}: a name with a separator reads in free
+    # text too; a plain word ("firefly", "guanaco") only where a config names a dataset
+    assert dataset_in_word("belle_math").id == "AI-ModelScope/school_math_0.25M"
+    assert find_dataset("firefly").id == "AI-ModelScope/firefly-train-1.1M" and dataset_in_word("firefly") is None
+    # local demo files have no hub id: not in the catalog
+    assert find_dataset("alpaca_en_demo") is None and find_dataset("identity") is None
+
+
+def test_llamafactory_config_names_its_datasets(tmp_path):
+    f = tmp_path / "sft.yaml"
+    f.write_text("model_name_or_path: Qwen/Qwen2.5-7B-Instruct\nstage: sft\nfinetuning_type: lora\n"
+                 "dataset: alpaca_gpt4_en,alpaca_gpt4_zh\ncutoff_len: 2048\n")
+    assert options(f).dataset == "alpaca_gpt4_en,alpaca_gpt4_zh"
+    f.write_text("model_name_or_path: Qwen/Qwen2.5-7B-Instruct\nstage: sft\nfinetuning_type: lora\n"
+                 "dataset: identity,alpaca_en_demo\ncutoff_len: 2048\n")
+    o = options(f)
+    assert o.dataset is None and "dataset" not in {u.key for u in o.unread}

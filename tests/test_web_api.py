@@ -374,3 +374,12 @@ def test_an_uploaded_config_cannot_make_the_server_read_its_files(tmp_path, monk
     (upload / "train.yaml").write_text("model_name_or_path: m\ndeepspeed: ../server.json\n")
     with pytest.raises(TrainplanError, match="a file outside the upload"), confined_reads():
         read_config(str(upload / "train.yaml"))
+
+
+def test_estimate_takes_a_catalog_dataset(client):
+    params = {"model": "llama-2-7b", "method": "lora", "gpu": "a100-80gb", "dataset": "vicgalle/alpaca-gpt4"}
+    expected = _plain(trainplan.estimate(**params).to_dict())
+    got = client.post("/api/estimate", json=params).json()
+    assert got == expected and got["setup"]["samples"] == 52002     # ms-swift's table: 52,002 samples
+    assert "unknown dataset 'alpaka'" in _one_line_error(
+        client.post("/api/estimate", json={**params, "dataset": "alpaka"}), 400)

@@ -6,9 +6,10 @@ costs sum(L^2) / sum(L) tokens of causal span per token, which is mean + varianc
 dataset whose lengths have that mean and standard deviation. The catalog gives both, per dataset,
 from ms-swift's dataset table (tools/build_dataset_catalog.py; counted with the Qwen2.5 tokenizer).
 
-Names match the ModelScope id, the Hugging Face id, an alias, or (when exactly one entry has it) the
-repository name without its organisation, case-insensitively; a `#N` sample count (ms-swift's
-`dataset#20000`) and a `:subset` are read past.
+Names match the ModelScope id, the Hugging Face id, an alias, LLaMA-Factory's name for it (its
+data/dataset_info.json: `alpaca_gpt4_zh`), or (when exactly one entry has it) the repository name without
+its organisation, case-insensitively; a `#N` sample count (ms-swift's `dataset#20000`) and a `:subset` are
+read past.
 """
 
 from __future__ import annotations
@@ -72,21 +73,25 @@ def _key(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _catalog() -> tuple[tuple[dict, ...], dict[str, tuple[int, str]]]:
-    """Entries, and lookup key -> (entry index, alias note)."""
+def _catalog() -> tuple[tuple[dict, ...], dict[str, tuple[int, str, bool]]]:
+    """Entries, and lookup key -> (entry index, alias note, whether the key names the dataset in free text
+    too: ids and aliases do; a repository name or a LLaMA-Factory name only when not a plain word)."""
     entries = tuple(read(PATH).get("dataset", ()))
-    index: dict[str, tuple[int, str]] = {}
+    index: dict[str, tuple[int, str, bool]] = {}
     bases: dict[str, set[int]] = {}
     for i, e in enumerate(entries):
         for name in (e["id"], e.get("hf_id") or ""):
             if name:
-                index[name.lower()] = (i, "")
+                index[name.lower()] = (i, "", True)
                 bases.setdefault(name.lower().rpartition("/")[2], set()).add(i)
         for alias, note in zip(e.get("aliases", ()), e.get("alias_notes", ())):
-            index[alias.lower()] = (i, note)
+            index[alias.lower()] = (i, note, True)
+        for name in e.get("llamafactory_names", ()):
+            index.setdefault(name.lower(), (i, f"LLaMA-Factory's name for it, {e['llamafactory_source']}",
+                                            not name.isalpha()))
     for base, found in bases.items():
         if len(found) == 1 and base not in index:
-            index[base] = (next(iter(found)), "")
+            index[base] = (next(iter(found)), "", not base.isalpha())
     return entries, index
 
 
@@ -116,9 +121,8 @@ def dataset_in_word(word: str) -> DatasetStats | None:
     'cot', 'sharegpt') is too common a word to name one dataset: an id, an alias, or a repository name
     with a digit or a separator in it."""
     key = _key(word)
-    base = key.rpartition("/")[2]
     _, index = _catalog()
-    if "/" not in key and base.isalpha() and index.get(base, (0, ""))[1] == "":
+    if "/" not in key and not index.get(key, (0, "", False))[2]:
         return None
     return find_dataset(word)
 

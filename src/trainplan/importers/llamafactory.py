@@ -40,6 +40,7 @@ from trainplan.importers.base import (
     as_float,
     as_int,
     names,
+    read_dataset,
     read_modules_to_save,
 )
 from trainplan.job.defaults import defaults
@@ -150,6 +151,8 @@ def read(data: dict, path: str, ctx: ReadContext | None = None) -> Imported:
     _sequence(c, get, stage)
     _kernels(c, get, stage, zero)
     _batch(c, get)
+    # `dataset: a,b`: names in LLaMA-Factory's data/dataset_info.json (catalog.datasets reads them)
+    read_dataset(c, get("dataset"), "dataset")
     _optimizer(c, get)
     for key, why in _UNMODELLED.items():
         used.add(key)

@@ -85,6 +85,7 @@ class Setup(_Record):
     samples: int | None = None
     max_steps: int | None = None
     tokens_per_sample: int | None = None
+    dataset: str | None = _text()
     epochs: float | None = None
     packing: bool | None = None
     retry_factor: float | None = None
