@@ -6,7 +6,9 @@
   repository has it; measured seconds per step;
 * benchmarks/data/xtuner_cases.json: XTuner's speed benchmark (and the LLaMA-Factory runs it compares with),
   written as published cases (the shared/ground_truth schema) and scored the way `trainplan accuracy` scores
-  them (raw, no calibration); measured tokens/s per GPU.
+  them (raw, no calibration); measured tokens/s per GPU;
+* benchmarks/data/nemo_cases.json: NeMo 24.07's performance summary (FP8 pre-training, SFT and LoRA on
+  DGX-H100), written and scored the same way.
 
 Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU its hardware text names
 (trainplan's GPU-name rule) and is scored against what the source printed.
@@ -29,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = tuple(ROOT / "benchmarks" / "data" / name for name in ("torchtitan_benchmarks.json", "swift_benchmarks.json"))
-CASES = (ROOT / "benchmarks" / "data" / "xtuner_cases.json",)
+CASES = tuple(ROOT / "benchmarks" / "data" / name for name in ("xtuner_cases.json", "nemo_cases.json"))
 
 
 def launch_file(row: dict, folder: Path) -> Path:

@@ -232,3 +232,16 @@ def test_llamafactory_config_names_its_datasets(tmp_path):
                  "dataset: identity,alpaca_en_demo\ncutoff_len: 2048\n")
     o = options(f)
     assert o.dataset is None and "dataset" not in {u.key for u in o.unread}
+
+
+@pytest.mark.parametrize("framework, method, expected", [
+    ("SWIFT", "full", True),          # ms-swift: packing turns padding_free on (sft_args.py _check_padding_free)
+    ("MEGATRON", "lora", True),       # NeMo / Megatron packed SFT and PEFT: per-sample cu_seqlens (THD)
+    ("MEGATRON", "pretrain", False),  # pre-training packs documents under one causal mask
+    ("LLAMAFACTORY", "full", False),  # LLaMA-Factory `packing` without neat_packing attends across samples
+])
+def test_packing_alone_is_padding_free_where_the_framework_packs_only_that_way(framework, method, expected):
+    from trainplan.enums import Framework
+
+    case = _case(attention="flash-attn 2", seq_len_note="--packing true --max_length 8192 (packed)", method=method)
+    assert case_data.padding_free(case, Framework[framework]) is expected

@@ -6,7 +6,13 @@ the frameworks and their READMEs: flash-attention "varlen" (XTuner `use_varlen_a
 "padding-free" / padding_free (TRL, ms-swift), LLaMA-Factory `neat_packing`, transformers'
 DataCollatorWithFlattening, a "document mask" / "block-causal" mask (torchtune packed datasets,
 torchtitan flex attention), cu_seqlens, Megatron `reset_attention_mask`. Any of them in the case's
-attention, sequence-length note, framework or notes marks the run as padding-free.
+attention, sequence-length note, framework or notes marks the run as padding-free. So does packing alone
+where the framework only packs that way (PACKING_IS_PADDING_FREE): ms-swift, whose `packing` turns
+`padding_free` on (swift/arguments/sft_args.py _check_padding_free; `megatron sft` the same), and
+Megatron / NeMo fine-tuning, whose packed SFT and PEFT datasets carry each sample's cu_seqlens to the
+attention ("each input sequence should be treated individually", NeMo docs features/optimizations/
+sequence_packing; Megatron-Bridge docs/training/packed-sequences.md, PackedSeqParams in THD format);
+Megatron pre-training packs documents under one causal mask (`--reset-attention-mask` off by default).
 
 The dataset: the first word of those fields (and the case's `dataset`, when it has one) that names a
 catalog dataset (trainplan.catalog.datasets.dataset_in_word: ids, Hugging Face ids, aliases, repository names
@@ -19,10 +25,13 @@ import re
 
 from trainplan.cases.common import text
 from trainplan.catalog.datasets import DatasetStats, dataset_in_word
+from trainplan.enums import Framework
 
 _PADDING_FREE = re.compile(r"varlen|padding[- _]?free|neat[_ ]packing|datacollatorwithflattening|cu_seqlens|"
                            r"document[- ](?:causal[- ])?mask|block[- ]causal|reset_attention_mask")
 _FIELDS = ("dataset", "attention", "seq_len_note", "framework", "notes")
+_PACKED = re.compile(r"\bpack(?:ed|ing)\b")
+PACKING_IS_PADDING_FREE = frozenset({Framework.SWIFT, Framework.MEGATRON})
 _WORD = re.compile(r"[a-z0-9][a-z0-9_./\-]*[a-z0-9]")
 
 
@@ -32,9 +41,14 @@ def _texts(case: dict) -> list[str]:
     return [t for t in out if t]
 
 
-def padding_free(case: dict) -> bool:
-    """The case's packed samples attend only within themselves (module docstring)."""
-    return any(_PADDING_FREE.search(t) for t in _texts(case))
+def padding_free(case: dict, framework: Framework | None = None) -> bool:
+    """The case's packed samples attend only within themselves (module docstring): its words say so, or it
+    packs under a framework that packs no other way (fine-tuning, for Megatron)."""
+    texts = _texts(case)
+    if any(_PADDING_FREE.search(t) for t in texts):
+        return True
+    fine_tune = str(case.get("method")) != "pretrain"
+    return framework in PACKING_IS_PADDING_FREE and fine_tune and any(_PACKED.search(t) for t in texts)
 
 
 def dataset(case: dict) -> DatasetStats | None:

@@ -129,7 +129,7 @@ def map_case(case: dict) -> Mapped:
         impl = replace(impl, **facts)
     quant = None
     options = TimingOptions(compiled=compiled)
-    if data.padding_free(case):
+    if data.padding_free(case, framework):
         # packed samples that attend only within themselves: the catalog dataset the text names gives
         # their lengths, else each pack is timed as one sample (trainplan.timing.steps.sequence_shape)
         impl = replace(impl, padding_free=True)
