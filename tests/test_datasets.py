@@ -144,6 +144,7 @@ def test_datasets_command_lists_and_filters(capsys):
     assert {r["id"] for r in rows} == {"AI-ModelScope/alpaca-gpt4-data-en", "AI-ModelScope/alpaca-gpt4-data-zh"}
     en = next(r for r in rows if r["id"].endswith("-en"))
     assert (en["samples"], en["mean_tokens"], en["std_tokens"]) == (52002, 167.6, 123.9)
+    assert en["llamafactory"] == ["alpaca_gpt4_en"]      # LLaMA-Factory's name (data/dataset_info.json)
     code, out, _ = cli(capsys, "datasets", "alpaca-gpt4")
     assert code == 0 and "vicgalle/alpaca-gpt4" in out and "52,002" in out
 

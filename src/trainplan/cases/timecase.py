@@ -136,7 +136,7 @@ def map_case(case: dict) -> Mapped:
         stats = data.dataset(case)
         if stats is not None:
             options = replace(options, sample_lengths=stats.lengths())
-            fact_notes = [*fact_notes, "padding-free packing (the description says so); " + stats.describe()]
+            fact_notes = [*fact_notes, "padding-free packing (cases.data.padding_free); " + stats.describe()]
     if method is Method.QLORA:
         qtext = json.dumps(case.get("quantization") or {}).lower()
         kind, double_quant, _ = quant_of(case)

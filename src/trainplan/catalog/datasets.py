@@ -178,6 +178,7 @@ def dataset_rows(filter: str | None = None) -> list[dict]:
     want = (filter or "").lower()
     return [{"id": e["id"], "hf_id": e.get("hf_id", ""), "samples": e["samples"], "mean_tokens": e["mean_tokens"],
              "std_tokens": e["std_tokens"], "min_tokens": e["min_tokens"], "max_tokens": e["max_tokens"],
-             "aliases": list(e.get("aliases", ())), "source": e["source"]}
+             "aliases": list(e.get("aliases", ())), "llamafactory": list(e.get("llamafactory_names", ())),
+             "source": e["source"]}
             for e in entries if want in e["id"].lower() or want in (e.get("hf_id") or "").lower()
-            or any(want in a.lower() for a in e.get("aliases", ()))]
+            or any(want in a.lower() for a in (*e.get("aliases", ()), *e.get("llamafactory_names", ())))]

@@ -69,10 +69,14 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     from trainplan.catalog.datasets import dataset_rows
 
     rows = dataset_rows(args.filter)
-    if not args.json:     # the table for people: one line a dataset, the source once below it
-        rows = [{k: (", ".join(v) if isinstance(v, list) else v) for k, v in r.items() if k != "source"}
-                for r in rows]
-    return _listing(rows, args)
+    if args.json:
+        return _listing(rows, args)
+    # the table for people: one line a dataset, the sources once below it
+    _listing([{k: (", ".join(v) if isinstance(v, list) else v) for k, v in r.items() if k != "source"}
+              for r in rows], args)
+    for source in sorted({r["source"] for r in rows}):
+        print(f"tokens per sample: {source}")
+    return 0
 
 
 def _book(args: argparse.Namespace):
