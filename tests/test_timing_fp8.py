@@ -226,3 +226,23 @@ def test_torchao_rowwise_under_tensor_parallel():
     solo = fp8_cost(Fp8Recipe.TORCHAO_ROWWISE, H100, LLAMA2_7B, _ft(), **{**kw, "tp": 1, "model_parallel": 1})
     assert solo.quant_s == pytest.approx(32 * 65792 * 1000 * 10 / 1e12)
     assert solo.rescale_s == pytest.approx(((20480 + 15104) * 32 * 1000 + 32 * 202_375_168) * 4 / 1e12)
+
+
+def test_frozen_weights_quantise_inputs_and_gradients_once_under_transformer_engine():
+    # TE: input_quantizer.set_usage(rowwise=True, columnwise=backward_needs_input), backward_needs_input =
+    # is_grad_enabled and weight.requires_grad: a frozen linear's input and output gradient get one copy
+    assert bytes_per_element(TRAITS[Fp8Recipe.TE_DELAYED], H100, one_use=True) == 3.0     # 1 x 2 + 1 x 1
+    assert bytes_per_element(TRAITS[Fp8Recipe.TE_CURRENT], H100, one_use=True) == 5.0     # 2 x 2 + 1 x 1
+    assert bytes_per_element(TRAITS[Fp8Recipe.TE_MXFP8], B200, one_use=True) == pytest.approx(3.03125)  # 2 + 1.03125
+    kw = dict(tokens=1000, fp8_flops_per_s=1e15, bf16_flops_per_s=5e14, bw_bytes_per_s=1e12,
+              grad_ckpt=GradCkpt.NONE, model_parallel=1, weight_casts_per_micro_batch=1.0)
+    full = fp8_cost(Fp8Recipe.TE_DELAYED, H100, LLAMA2_7B, _ft(), **kw)
+    lora = fp8_cost(Fp8Recipe.TE_DELAYED, H100, LLAMA2_7B, _ft(), frozen_weights=True, **kw)
+    # (inputs 32 x 23296 + gradients 32 x 42496) x 1000 tokens x 4 (3) bytes / 1e12 B/s
+    assert full.quant_s == pytest.approx(2_105_344 * 1000 * 4 / 1e12)
+    assert lora.quant_s == pytest.approx(2_105_344 * 1000 * 3 / 1e12)
+    # the weights keep both copies (fprop and dgrad): 32 x 202,375,168 x 4 bytes / 1e12
+    assert lora.weight_quant_s == full.weight_quant_s == pytest.approx(32 * 202_375_168 * 4 / 1e12)
+    # torchao's recipes are not Transformer Engine's: unchanged
+    tw = fp8_cost(Fp8Recipe.TORCHAO_TENSORWISE, H100, LLAMA2_7B, _ft(), **kw)
+    assert fp8_cost(Fp8Recipe.TORCHAO_TENSORWISE, H100, LLAMA2_7B, _ft(), frozen_weights=True, **kw) == tw

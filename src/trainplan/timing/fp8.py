@@ -38,6 +38,12 @@ each taken from the frameworks' own definitions:
    - scales: MXFP8 one E8M0 byte per 32 elements (TE .../mxfp8.rst), blockwise one fp32 per 128
      (TE .../fp8_blockwise_scaling.rst, 1x128 activations); per-tensor and per-row scales are
      negligible.
+   A frozen weight (LoRA's base model) has no weight gradient, and Transformer Engine then quantises
+   the linear's input and its output gradient for their one use only: `backward_needs_input =
+   is_grad_enabled and weight.requires_grad`, `input_quantizer.set_usage(rowwise=True,
+   columnwise=backward_needs_input)` (transformer_engine/pytorch/module/linear.py and
+   layernorm_linear.py, _Linear / _LayerNormLinear.forward); the output gradient's columnwise copy
+   feeds only the weight-gradient GEMM. One copy each, not two; the weight keeps both (fprop, dgrad).
    Weights are quantised per micro-batch unless the framework caches the FP8 weights across
    micro-batches: Megatron-Core passes `is_first_microbatch` to TE, which casts on the first
    micro-batch and reuses the copy (megatron/core/extensions/transformer_engine.py TELinear.forward).
@@ -78,7 +84,7 @@ from __future__ import annotations
 
 import re
 
-from trainplan.enums import Fp8Recipe, Framework, GradCkpt, Precision
+from trainplan.enums import Fp8Recipe, Framework, GradCkpt, Method, Precision
 from trainplan.frozen import frozen
 from trainplan.model.architecture import Group, Role, structure
 from trainplan.specs import GpuSpec, ModelSpec
@@ -173,10 +179,16 @@ def recipe_from_text(text: str, framework: Framework) -> Fp8Recipe | None:
     return {"mxfp8": Fp8Recipe.TE_MXFP8, "blockwise": Fp8Recipe.TE_BLOCKWISE, "delayed": Fp8Recipe.TE_DELAYED}[kind]
 
 
-def bytes_per_element(traits: RecipeTraits, gpu: GpuSpec) -> float:
-    """HBM bytes moved to quantise one bf16 element: reads x 2 + copies x (1 + scale bytes)."""
+def bytes_per_element(traits: RecipeTraits, gpu: GpuSpec, *, one_use: bool = False) -> float:
+    """HBM bytes moved to quantise one bf16 element: reads x 2 + copies x (1 + scale bytes). `one_use`: the
+    tensor feeds one GEMM only (an input or output gradient of a frozen Transformer Engine linear): one copy."""
     copies = traits.copies_blackwell if gpu.generation == "blackwell" else traits.copies_hopper
+    if one_use:
+        copies = min(copies, 1)
     return traits.reads * BF16_BYTES + copies * (1.0 + traits.scale_bytes_per_element)
+
+
+TE_RECIPES = frozenset({Fp8Recipe.TE_DELAYED, Fp8Recipe.TE_CURRENT, Fp8Recipe.TE_BLOCKWISE, Fp8Recipe.TE_MXFP8})
 
 
 _COLUMN_PARALLEL = {Role.Q, Role.K, Role.V, Role.QKV, Role.GATE, Role.UP, Role.GATE_UP, Role.Q_B, Role.KV_B}
@@ -255,23 +267,26 @@ class Fp8Cost:
 
 def fp8_cost(recipe: Fp8Recipe, gpu: GpuSpec, spec: ModelSpec, ft, *, tokens: float, fp8_flops_per_s: float,
              bf16_flops_per_s: float, bw_bytes_per_s: float, grad_ckpt: GradCkpt, model_parallel: int,
-             weight_casts_per_micro_batch: float, tp: int = 1) -> Fp8Cost:
+             weight_casts_per_micro_batch: float, tp: int = 1, frozen_weights: bool = False) -> Fp8Cost:
     """Seconds FP8 adds to a micro-batch whose linears were all timed at `fp8_flops_per_s`.
 
     tokens: padded tokens of the micro-batch on this GPU, already divided by model parallel (as the
     FLOPs are); model_parallel: tp x pp, dividing the weights each GPU casts; tp: the tensor-parallel
-    degree, by which a gathered tensor is larger than the GPU's share (module docstring, items 4-5)."""
+    degree, by which a gathered tensor is larger than the GPU's share (module docstring, items 4-5);
+    frozen_weights: the FP8 linears compute no weight gradient (LoRA), so a Transformer Engine recipe
+    quantises their inputs and output gradients once (module docstring, item 3)."""
     traits = TRAITS[recipe]
     linear = ft.hardware - ft.attention_hardware
     bf16_flops = linear - fp8_gemm_flops_per_token(ft, traits)
     bf16_gemm_s = bf16_flops * tokens * (1.0 / bf16_flops_per_s - 1.0 / fp8_flops_per_s)
     q = quant_elements(spec)
     per_elem = bytes_per_element(traits, gpu)
+    act_elem = bytes_per_element(traits, gpu, one_use=frozen_weights and recipe in TE_RECIPES)
     forward_uses = 2 if grad_ckpt is GradCkpt.FULL else 1
     gathered = tp - 1 if traits.gathers_high_precision else 0
     inputs = q.inputs_per_token + gathered * q.column_inputs_per_token
     grads = q.grads_per_token + gathered * q.row_grads_per_token
-    quant_s = (inputs * forward_uses + grads) * tokens * per_elem / bw_bytes_per_s
+    quant_s = (inputs * forward_uses + grads) * tokens * act_elem / bw_bytes_per_s
     weight_quant_s = q.weights / model_parallel * per_elem * weight_casts_per_micro_batch / bw_bytes_per_s
     rescale_s = 0.0
     if traits.rescaled_backward:
@@ -296,18 +311,25 @@ def fp8_step_delta_s(setup, layout, gpu: GpuSpec, ft, eff, m, *, tokens_per_micr
                              tokens_per_micro_batch=tokens_per_micro_batch, stack=eff.stack, m=m,
                              override=eff.value if eff.overridden else None)
     cached = setup.framework is Framework.MEGATRON   # TE weight cache via is_first_microbatch
+    frozen = setup.method in (Method.LORA, Method.QLORA)     # the FP8 base linears compute no weight gradient
     cost = fp8_cost(recipe, gpu, setup.model, ft, tokens=tokens,
                     fp8_flops_per_s=eff.peak_flops_per_s * eff.value,
                     bf16_flops_per_s=bf16.peak_flops_per_s * bf16.value,
                     bw_bytes_per_s=memory_bw(gpu, m),
                     grad_ckpt=setup.grad_ckpt, model_parallel=layout.tp * layout.pp,
-                    weight_casts_per_micro_batch=1.0 / max(1, setup.grad_accum) if cached else 1.0, tp=layout.tp)
+                    weight_casts_per_micro_batch=1.0 / max(1, setup.grad_accum) if cached else 1.0, tp=layout.tp,
+                    frozen_weights=frozen)
+    wgrad = TRAITS[recipe].wgrad_fp8 and not frozen
     notes.append(f"FP8 ({recipe.value}{'' if stated else ', the framework default'}): decoder linears "
-                 f"(fprop, dgrad{', wgrad' if TRAITS[recipe].wgrad_fp8 else ''}) at {eff.value:.1%} of the FP8 "
+                 f"(fprop, dgrad{', wgrad' if wgrad else ''}) at {eff.value:.1%} of the FP8 "
                  f"peak, LM head and attention in bf16 ({bf16.value:.1%} of the bf16 peak); quantisation "
-                 f"{bytes_per_element(TRAITS[recipe], gpu):g} bytes per element, "
+                 f"{bytes_per_element(TRAITS[recipe], gpu, one_use=frozen and recipe in TE_RECIPES):g} bytes per "
+                 "element, "
                  f"{1e3 * (cost.quant_s + cost.weight_quant_s):.3g} ms per micro-batch"
                  + (" (weights cast once per step)" if cached else ""))
+    if frozen and recipe in TE_RECIPES:
+        notes.append("frozen FP8 weights: Transformer Engine quantises each linear's input and output gradient for "
+                     "their one GEMM (one copy, no transposed copy for a weight gradient)")
     if TRAITS[recipe].gathers_high_precision and layout.tp > 1:
         notes.append(f"{recipe.value} under tensor parallel {layout.tp}: the all-gathers run in bf16, so each rank "
                      f"quantises the gathered tensors, {layout.tp} ranks' tokens")
