@@ -206,3 +206,19 @@ def test_table_one_gpu_per_sub_row_downloads_and_runs(server, page, tmp_path):
     page.click("#run-runs")
     page.wait_for_selector("#runs-chart circle.point")
     assert "llama-2-7b" in page.inner_text("#runs-table")
+
+
+def test_a_dataset_named_in_the_form_reaches_the_estimate(server, page):
+    page.goto(server + "/")
+    _ready(page)
+    page.fill("#model", "llama-2-7b")
+    page.select_option("select[name=method]", "lora")
+    page.select_option("#gpu", "a100-80gb")
+    page.fill("input[name=dataset]", "vicgalle/alpaca-gpt4")
+    page.click("#run-estimate")
+    page.wait_for_selector("#verdict.fits")
+    page.wait_for_selector("#notes li", state="attached")        # in the closed "Assumptions and notes"
+    notes = page.text_content("#notes")
+    # ms-swift's dataset table: 52,002 samples of 167.6 +- 123.9 tokens
+    assert "dataset AI-ModelScope/alpaca-gpt4-data-en: 52,002 samples of 167.6 +- 123.9 tokens" in notes
+    assert "dataset=vicgalle%2Falpaca-gpt4" in page.url or "dataset=vicgalle/alpaca-gpt4" in page.url

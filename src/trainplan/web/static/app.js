@@ -9,7 +9,7 @@ const $ = (id) => document.getElementById(id);
 const form = $("setup");
 const state = {configs: [], configJson: null, configJsonName: "", info: {export_formats: []}};
 const FILLED_FROM_IMPORT = ["model", "method", "precision", "optimizer", "batch_size", "grad_accum", "seq_len",
-  "grad_ckpt", "framework", "num_gpus", "nodes", "zero", "fsdp", "offload", "samples", "epochs"];
+  "grad_ckpt", "framework", "num_gpus", "nodes", "zero", "fsdp", "offload", "samples", "epochs", "dataset"];
 const PARTS = {weights: t("weights"), gradients: t("gradients"), optimizer: t("optimizer states"),
   master_weights: t("fp32 master weights"), activations: t("saved activations"), autocast_weight_copies: t("autocast copies"),
   logits_loss: t("logits + loss"), temporaries: t("temporaries"), reference_model: t("reference model"),
