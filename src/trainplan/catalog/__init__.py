@@ -560,3 +560,7 @@ def clear_caches() -> None:
     for cached in (store.read, store._snapshot_file, _gpu_catalog, _price_entries, _offers, load_rates, _model_catalog,
                    _model_spec, _snapshot_specs):
         cached.cache_clear()
+    from trainplan.catalog import datasets   # read only when a dataset is named
+
+    datasets._catalog.cache_clear()
+    datasets.named.cache_clear()

@@ -145,8 +145,9 @@ def mixture(names: list[str]) -> tuple[DatasetStats | None, list[str]]:
     """Several datasets trained together (ms-swift `--dataset a b`, LLaMA-Factory `dataset: a,b`) as one:
     samples added, the mean and the spread pooled over all their samples; and the names not in the
     catalog. None when no name is known."""
-    known = [s for s in (find_dataset(n) for n in names) if s is not None]
-    unknown = [n for n in names if find_dataset(n) is None]
+    found = [(n, find_dataset(n)) for n in names]
+    known = [s for _, s in found if s is not None]
+    unknown = [n for n, s in found if s is None]
     if not known:
         return None, unknown
     if len(known) == 1:
@@ -160,9 +161,16 @@ def mixture(names: list[str]) -> tuple[DatasetStats | None, list[str]]:
                         source=known[0].source), unknown
 
 
+def dataset_names(text: str) -> list[str]:
+    """The names of a comma-separated --dataset value."""
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+@functools.lru_cache(maxsize=32)
 def named(text: str) -> DatasetStats:
-    """The dataset(s) a comma-separated list names, pooled (mixture); an unknown name is an error."""
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    """The dataset(s) a comma-separated list names, pooled (mixture); an unknown name is an error. Cached: one
+    resolution of a job asks for it for the workload, the timing options and the note."""
+    names = dataset_names(text)
     if not names:
         raise UnknownNameError("--dataset names no dataset")
     for name in names:

@@ -30,9 +30,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         args._given = given | {"num_gpus"}
     named = args.dataset      # --dataset: the name the configs write; its lengths when the catalog knows every name
     if named:
-        from trainplan.catalog.datasets import mixture
+        from trainplan.catalog.datasets import dataset_names, mixture
 
-        if mixture([n.strip() for n in named.split(",") if n.strip()])[1]:
+        if mixture(dataset_names(named))[1]:
             args.dataset = None
     job = resolve_job(options_from_args(args))
     est = estimate(job)
