@@ -7,6 +7,8 @@
 * benchmarks/data/xtuner_cases.json: XTuner's speed benchmark (and the LLaMA-Factory runs it compares with),
   written as published cases (the shared/ground_truth schema) and scored the way `trainplan accuracy` scores
   them (raw, no calibration); measured tokens/s per GPU;
+* benchmarks/data/xtuner_2024_cases.json: the same benchmark as XTuner's documentation now prints it
+  (docs/zh_cn/acceleration/benchmark.rst @7575f2c9), re-measured with use_varlen_attn = False, scored the same way;
 * benchmarks/data/nemo_cases.json: NeMo 24.07's performance summary (FP8 pre-training, SFT and LoRA on
   DGX-H100), written and scored the same way.
 
@@ -31,7 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = tuple(ROOT / "benchmarks" / "data" / name for name in ("torchtitan_benchmarks.json", "swift_benchmarks.json"))
-CASES = tuple(ROOT / "benchmarks" / "data" / name for name in ("xtuner_cases.json", "nemo_cases.json"))
+CASES = tuple(ROOT / "benchmarks" / "data" / name
+              for name in ("xtuner_cases.json", "xtuner_2024_cases.json", "nemo_cases.json"))
 
 
 def launch_file(row: dict, folder: Path) -> Path:

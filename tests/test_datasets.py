@@ -183,6 +183,15 @@ def test_case_text_without_a_padding_free_word():
     assert not case_data.padding_free(_case(attention="FlashAttention-2", seq_len_note="packed to 4096 tokens"))
 
 
+@pytest.mark.parametrize("text", [
+    "flash-attn 2 (use_varlen_attn=False)", "padding_free: false", "neat_packing = off", "no varlen attention",
+    "packed without padding-free attention", "padding_free=0"])
+def test_case_text_that_switches_padding_free_off(text):
+    # XTuner's speed-benchmark configs after e179091c set use_varlen_attn = False: one causal mask per pack
+    assert not case_data.padding_free(_case(attention=text))
+    assert case_data.padding_free(_case(attention=text, notes="varlen flash attention per sample"))
+
+
 def test_case_text_names_its_dataset():
     found = case_data.dataset(_case(seq_len_note="Alpaca en + zh (tatsu-lab/alpaca, silk-road/...) packed"))
     assert found.id == "AI-ModelScope/alpaca-cleaned"

@@ -13,6 +13,7 @@ Megatron / NeMo fine-tuning, whose packed SFT and PEFT datasets carry each sampl
 attention ("each input sequence should be treated individually", NeMo docs features/optimizations/
 sequence_packing; Megatron-Bridge docs/training/packed-sequences.md, PackedSeqParams in THD format);
 Megatron pre-training packs documents under one causal mask (`--reset-attention-mask` off by default).
+A name that is switched off (`use_varlen_attn=False`, "padding_free: false", "no varlen") does not count.
 
 The dataset: the first word of those fields (and the case's `dataset`, when it has one) that names a
 catalog dataset (trainplan.catalog.datasets.dataset_in_word: ids, Hugging Face ids, aliases, repository names
@@ -29,6 +30,9 @@ from trainplan.enums import Framework
 
 _PADDING_FREE = re.compile(r"varlen|padding[- _]?free|neat[_ ]packing|datacollatorwithflattening|cu_seqlens|"
                            r"document[- ](?:causal[- ])?mask|block[- ]causal|reset_attention_mask")
+# a setting written off: `name=False`, `name: off`, "no name", "without name"
+_OFF_AFTER = re.compile(r"\w*\s*[=:]\s*(?:false|off|no|0)\b")
+_OFF_BEFORE = re.compile(r"\b(?:no|not|without|disabled?)\s+\S*$")
 _FIELDS = ("dataset", "attention", "seq_len_note", "framework", "notes")
 _PACKED = re.compile(r"\bpack(?:ed|ing)\b")
 PACKING_IS_PADDING_FREE = frozenset({Framework.SWIFT, Framework.MEGATRON})
@@ -41,11 +45,17 @@ def _texts(case: dict) -> list[str]:
     return [t for t in out if t]
 
 
+def _said_on(t: str) -> bool:
+    """A padding-free name in `t` that is not switched off (module docstring)."""
+    return any(not _OFF_AFTER.match(t, m.end()) and not _OFF_BEFORE.search(t, 0, m.start())
+               for m in _PADDING_FREE.finditer(t))
+
+
 def padding_free(case: dict, framework: Framework | None = None) -> bool:
     """The case's packed samples attend only within themselves (module docstring): its words say so, or it
     packs under a framework that packs no other way (fine-tuning, for Megatron)."""
     texts = _texts(case)
-    if any(_PADDING_FREE.search(t) for t in texts):
+    if any(_said_on(t) for t in texts):
         return True
     fine_tune = str(case.get("method")) != "pretrain"
     return framework in PACKING_IS_PADDING_FREE and fine_tune and any(_PACKED.search(t) for t in texts)
