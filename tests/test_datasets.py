@@ -255,3 +255,25 @@ def test_packing_alone_is_padding_free_where_the_framework_packs_only_that_way(f
 
     case = _case(attention="flash-attn 2", seq_len_note="--packing true --max_length 8192 (packed)", method=method)
     assert case_data.padding_free(case, Framework[framework]) is expected
+
+
+def test_unpacked_time_case_naming_a_catalog_dataset_is_timed_with_its_lengths():
+    # torchtune's README flags table, baseline row: unpacked alpaca (torchtune alpaca_dataset: source
+    # tatsu-lab/alpaca, the catalog's alias of yahma/alpaca-cleaned), micro-batch 2, max_seq_len 4096
+    from pathlib import Path
+
+    from trainplan.cases import Skip
+    from trainplan.cases.timecase import map_case, predict
+
+    cases = json.loads((Path(__file__).parent / "data" / "published_dev.json").read_text())
+    case = next(c for c in cases if c["id"] == "torchtune-3b-flags-00-baseline-tps")
+    mapped = map_case(case)
+    assert not mapped.workload.packing
+    lengths = mapped.options.sample_lengths
+    assert len(lengths) == 256 and max(lengths) <= 1050 and abs(sum(lengths) / 256 - 170.1) < 5
+    _, est = predict(mapped)
+    # two samples a micro-batch, each its own length: far fewer than 2 x 4096 tokens a step
+    assert 250 < est.tokens_per_step < 450
+    unnamed = {**case, "seq_len_note": "unpacked samples (max_seq_len 4096, actual samples much shorter)"}
+    with pytest.raises(Skip, match="unpacked"):
+        map_case(unnamed)

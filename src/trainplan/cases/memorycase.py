@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from trainplan import catalog
+from trainplan.cases import data
 from trainplan.cases.common import Skip, case_model, lora_dropout, lora_targets, nodes_for, text
 from trainplan.cases.text import (
     attention_of,
@@ -198,9 +199,17 @@ def map_memory_case(case: dict) -> MemoryMapping:
     said, said_notes = embedded_settings(case.get("framework"))
     defaults, default_notes = trainer_defaults(case)
     said = {**defaults, **said}
+    seq_len = int(case.get("seq_len") or 0)
     if said.get("packing") is False:
-        raise Skip("unpacked dataset: the peak is set by the longest batch, which the case does not give "
-                   "(seq_len is only the maximum)")
+        # the peak is set by the longest micro-batch: the longest sample of the catalog dataset the text
+        # names (cases.data.dataset), padded; without one the case does not give it
+        stats = data.dataset(case)
+        if stats is None:
+            raise Skip("unpacked dataset: the peak is set by the longest batch, which the case does not give "
+                       "(seq_len is only the maximum)")
+        seq_len = min(seq_len, stats.max_tokens) if seq_len else 0
+        said_notes = [*said_notes, f"unpacked: the peak micro-batch is padded to the longest sample, "
+                                   f"{seq_len:,} tokens; " + stats.describe()]
     spec, how = case_model(case)
     gpu, gnote, gpu_stated = _memory_gpu(case)
     if not case.get("seq_len") or not case.get("micro_batch"):
@@ -268,7 +277,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
     options = JobOptions(model=spec, method=method, precision=precision,
                          optimizer=None if optimizer is None else optimizer.value,
                          quant=quant, double_quant=double_quant, batch_size=micro,
-                         grad_accum=accum, seq_len=int(case["seq_len"]),
+                         grad_accum=accum, seq_len=seq_len,
                          grad_ckpt=grad_ckpt, attention=attention_of(case.get("attention")),
                          framework=framework.value, load_fp32=load_fp32, gpu=gpu, **layout, **flags)
     return MemoryMapping(options=options, view=view, notes=tuple(notes), gpu_stated=gpu_stated,

@@ -98,7 +98,8 @@ def map_case(case: dict) -> Mapped:
         # no profile for the framework named: a Megatron-class stack is assumed for time (stated)
         framework = Framework.MEGATRON
     compiled = said.get("compile")
-    if said.get("packing") is False:
+    unpacked = data.dataset(case) if said.get("packing") is False else None
+    if said.get("packing") is False and unpacked is None:
         raise Skip("unpacked dataset: real sample lengths are not given (seq_len is only the maximum)")
     spec, _ = case_model(case)
     gpu, _ = gpu_of(case)
@@ -129,6 +130,11 @@ def map_case(case: dict) -> Mapped:
         impl = replace(impl, **facts)
     quant = None
     options = TimingOptions(compiled=compiled)
+    if unpacked is not None:
+        # unpacked samples of the catalog dataset the text names: each its own length, padded to the
+        # longest of its micro-batch (trainplan.timing.steps.sequence_shape)
+        options = replace(options, sample_lengths=unpacked.lengths())
+        fact_notes = [*fact_notes, "unpacked samples (cases.data.dataset); " + unpacked.describe()]
     if data.padding_free(case, framework):
         # packed samples that attend only within themselves: the catalog dataset the text names gives
         # their lengths, else each pack is timed as one sample (trainplan.timing.steps.sequence_shape)
@@ -155,7 +161,7 @@ def map_case(case: dict) -> Mapped:
     par = case.get("parallel") or {}
     count = (case.get("gpus") or {}).get("count")
     measured = case.get("measured") or {}
-    workload = Workload(tokens_per_sample=seq, packing=True)
+    workload = Workload(tokens_per_sample=seq, packing=unpacked is None)
     note = "; ".join(fact_notes)
     if measured.get("gpu_hours") and not (micro and count):
         return _model_card(case, spec, gpu, method, precision, impl, options)
