@@ -277,3 +277,18 @@ def test_unpacked_time_case_naming_a_catalog_dataset_is_timed_with_its_lengths()
     unnamed = {**case, "seq_len_note": "unpacked samples (max_seq_len 4096, actual samples much shorter)"}
     with pytest.raises(Skip, match="unpacked"):
         map_case(unnamed)
+
+
+@pytest.mark.parametrize("measured, per_gpu", [
+    ({"tokens_per_s_total": 80000.0}, 10000.0),                 # 80,000 tokens/s over 8 GPUs
+    ({"hours_per_1B_tokens": 1e9 / 80000.0 / 3600.0}, 10000.0),   # the same run as hours per billion tokens
+])
+def test_time_case_reporting_a_total_is_compared_per_gpu(measured, per_gpu):
+    from pathlib import Path
+
+    from trainplan.cases.timecase import map_case
+
+    cases = json.loads((Path(__file__).parent / "data" / "published_dev.json").read_text())
+    base = next(c for c in cases if c["id"] == "mpt-bench-7b-seq2048-8xa100_80gb-amp_bf16")
+    mapped = map_case({**base, "measured": {**measured, "what": "total"}})
+    assert mapped.metric == "tokens_per_s_per_gpu" and mapped.measured == pytest.approx(per_gpu)

@@ -217,6 +217,14 @@ def map_case(case: dict) -> Mapped:
     tps = measured.get("tokens_per_s_per_gpu")
     if tps:
         return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="tokens_per_s_per_gpu", measured=tps, note=note)
+    total, per_billion = measured.get("tokens_per_s_total"), measured.get("hours_per_1B_tokens")
+    if total or per_billion:
+        # the same throughput over all the run's GPUs (or as hours per billion tokens): per GPU, exactly
+        per_gpu = float(total) / count if total else 1e9 / (float(per_billion) * 3600.0) / count
+        what = "tokens/s over all GPUs" if total else "hours per 1B tokens"
+        note = "; ".join([*fact_notes, f"the source's {what} read per GPU over its {count} GPUs"])
+        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options,
+                      metric="tokens_per_s_per_gpu", measured=per_gpu, note=note)
     reported = measured.get("tokens_per_s_reported")
     if reported:
         est = estimate_time(setup, layout, gpu, workload, options)
