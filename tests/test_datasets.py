@@ -292,3 +292,27 @@ def test_time_case_reporting_a_total_is_compared_per_gpu(measured, per_gpu):
     base = next(c for c in cases if c["id"] == "mpt-bench-7b-seq2048-8xa100_80gb-amp_bf16")
     mapped = map_case({**base, "measured": {**measured, "what": "total"}})
     assert mapped.metric == "tokens_per_s_per_gpu" and mapped.measured == pytest.approx(per_gpu)
+
+
+def test_time_case_without_micro_batch_or_gpu_count_is_filled_from_its_other_fields():
+    from pathlib import Path
+
+    from trainplan.cases import Skip
+    from trainplan.cases.timecase import map_case
+
+    cases = json.loads((Path(__file__).parent / "data" / "published_dev.json").read_text())
+    base = next(c for c in cases if c["id"] == "mpt-bench-7b-seq2048-8xa100_80gb-amp_bf16")
+    # llm-foundry's row: micro-batch 8 on 8 GPUs, no accumulation -> global batch 64
+    no_micro = {**base, "micro_batch": None, "global_batch": 64, "grad_accum": 1}
+    assert map_case(no_micro).setup.batch_size == 8
+    assert "global batch 64 / (8 data-parallel GPUs x 1 accumulation) = 8" in map_case(no_micro).note
+    with pytest.raises(Skip, match="micro-batch"):       # 60 does not divide over 8 GPUs
+        map_case({**no_micro, "global_batch": 60})
+    no_count = {**base, "gpus": {"type": base["gpus"]["type"], "count": None}}
+    assert map_case(no_count).layout.num_gpus == 8     # 37,130 tokens/s in all / 4,641 per GPU = 8
+    no_count = {**no_count, "measured": {"tokens_per_s_per_gpu": 4641, "what": "tokens/s per GPU"}}
+    mapped = map_case(no_count)
+    assert mapped.layout.num_gpus == 1 and "GPU count not stated: 1 assumed" in mapped.note
+    step_timed = {**no_count, "measured": {"step_time_s": 1.0, "what": "s/step"}}
+    with pytest.raises(Skip, match="GPU count"):          # a step time depends on the count: not assumed
+        map_case(step_timed)

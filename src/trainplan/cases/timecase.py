@@ -12,7 +12,7 @@ import math
 
 from trainplan.cases import data
 from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, lora_dropout, lora_targets
-from trainplan.cases.memorycase import fsdp_version, grad_accum, layout_flags
+from trainplan.cases.memorycase import data_parallel, fsdp_version, grad_accum, layout_flags
 from trainplan.cases.text import (
     attention_of,
     embedded_settings,
@@ -87,8 +87,43 @@ def _lora(case: dict, framework: Framework) -> LoraConfig | None:
                       dropout=lora_dropout(case, framework), targets=targets)
 
 
+def _filled(case: dict) -> tuple[dict, list[str]]:
+    """The case with what its other fields fix filled in: a micro-batch from the global batch (global /
+    (data-parallel GPUs x accumulation), when it divides exactly), and, for a throughput per GPU, a GPU
+    count not stated taken as the smallest the layout needs (tensor x pipeline x context parallel: data
+    parallelism adds GPUs that each run the same micro-batches, which changes tokens/s per GPU little)."""
+    notes: list[str] = []
+    measured = case.get("measured") or {}
+    gpus = case.get("gpus") or {}
+    per_gpu = any(measured.get(k) for k in ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu"))
+    per_step = any(measured.get(k) for k in ("step_time_s", "gpu_hours", "hours_per_1B_tokens",
+                                            "tokens_per_s_reported"))
+    total, tps = measured.get("tokens_per_s_total"), measured.get("tokens_per_s_per_gpu")
+    if not gpus.get("count") and total and tps and round(float(total) / float(tps)) >= 1:
+        case = {**case, "gpus": {**gpus, "count": round(float(total) / float(tps))}}
+        notes.append(f"GPU count not stated: {case['gpus']['count']}, the source's total over its per-GPU tokens/s")
+    elif not gpus.get("count") and case.get("micro_batch") and per_gpu and not per_step and not total:
+        par = case.get("parallel") or {}
+        smallest = 1
+        for key in ("tp", "pp", "cp", "sp"):
+            value = par.get(key)
+            smallest *= value if isinstance(value, int) and value > 0 else 1
+        case = {**case, "gpus": {**gpus, "count": smallest}}
+        notes.append(f"GPU count not stated: {smallest} assumed, the smallest its layout needs "
+                     "(tokens/s per GPU changes little with data-parallel GPUs)")
+    global_batch, count = case.get("global_batch"), (case.get("gpus") or {}).get("count")
+    if not case.get("micro_batch") and isinstance(global_batch, int) and global_batch > 0 and count:
+        dp, accum = data_parallel(case), int(case.get("grad_accum") or 1)
+        if global_batch % (dp * accum) == 0:
+            case = {**case, "micro_batch": global_batch // (dp * accum)}
+            notes.append(f"micro-batch not stated: global batch {global_batch} / ({dp} data-parallel GPUs x "
+                         f"{accum} accumulation) = {case['micro_batch']}")
+    return case, notes
+
+
 def map_case(case: dict) -> Mapped:
     """The time case as setup, layout, GPU, workload, timing options and the metric to predict."""
+    case, filled_notes = _filled(case)
     said, _ = embedded_settings(case.get("framework"))
     defaults, default_notes = trainer_defaults(case)
     said = {**defaults, **said}
@@ -123,6 +158,7 @@ def map_case(case: dict) -> Mapped:
         precision = Precision.FP8
         impl = replace(impl, fp8_recipe=recipe_from_text(prec_text, framework))   # None: the framework's
     facts, fact_notes = trainer_facts(case)
+    fact_notes = [*filled_notes, *fact_notes]
     stated_ckpt = grad_ckpt_of(case.get("grad_ckpt"), framework)
     if stated_ckpt is None and "grad_ckpt" in defaults:
         fact_notes = [*fact_notes, *default_notes]
