@@ -56,7 +56,8 @@ FAMILY_FIXTURES: tuple[tuple[str, str], ...] = (
     ("gpt2", "tiny_gpt2"), ("gpt_neox", "tiny_gpt_neox"), ("gpt_oss", "tiny_gpt_oss"),
     ("internlm3", "tiny_internlm3"), ("kimi_k2", "tiny_kimi_k2"), ("llama", "tiny_llama"),
     ("llama4", "tiny_llama4_scout"), ("llama4_text", "tiny_llama4"), ("mistral", "tiny_mistral"),
-    ("mixtral", "tiny_mixtral"), ("olmo2", "tiny_olmo2"), ("olmo3", "tiny_olmo3"), ("opt", "tiny_opt"),
+    ("mixtral", "tiny_mixtral"), ("nemotron", "tiny_nemotron"), ("olmo2", "tiny_olmo2"), ("olmo3", "tiny_olmo3"),
+    ("opt", "tiny_opt"),
     ("phi3", "tiny_phi3"), ("qwen2", "tiny_qwen2"), ("qwen2_moe", "tiny_qwen2_moe"), ("qwen3", "tiny_qwen3"),
     ("qwen3_moe", "tiny_qwen3_moe"), ("seed_oss", "tiny_seed_oss"),
 )

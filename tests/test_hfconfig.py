@@ -52,6 +52,8 @@ EXPECTED: dict[str, dict[str, object]] = {
     "gpt2": dict(naming="gpt2", mlp_kind=MlpKind.PLAIN, norm_kind=NormKind.LAYER,
                  position=Position.LEARNED, intermediate_size=256, tied_embeddings=True,
                  qkv_bias=True, out_bias=True, mlp_bias=True, max_position_embeddings=128),
+    "nemotron": dict(naming="llama", mlp_kind=MlpKind.PLAIN, norm_kind=NormKind.LAYER, hidden_act="relu2",
+                     num_kv_heads=2, head_dim=16, tied_embeddings=False, qkv_bias=False, mlp_bias=False),
     "gpt_neox": dict(naming="neox", parallel_attn_mlp=True, tied_embeddings=False, qkv_bias=True,
                      mlp_bias=True, mlp_kind=MlpKind.PLAIN),
     "opt": dict(naming="opt", position=Position.LEARNED, learned_position_offset=2,

@@ -263,7 +263,7 @@ def test_no_huggingface_hub_import(hf_home):
 # --- against transformers: full-size catalog configs on the meta device (extra 'trace') ---------------
 
 NATIVE = ["gemma-7b", "qwen2-7b", "phi-3-mini-128k", "gpt-oss-20b", "glm-4.5-air", "llama-4-scout",
-          "olmo-2-0425-1b", "ministral-8b", "seed-oss-36b", "internlm3-8b"]
+          "nemotron-3-8b", "olmo-2-0425-1b", "ministral-8b", "seed-oss-36b", "internlm3-8b"]
 
 
 @pytest.mark.trace
@@ -282,3 +282,27 @@ def test_catalog_count_equals_transformers(name):
     real = sum(p.numel() for n, p in model.named_parameters() if "vision" not in n)
     real += sum(b.numel() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias"))
     assert count_params(spec(name)).total == real
+
+
+# --- Nemotron (transformers models/nemotron: plain relu2 MLP, LayerNorm1P with bias) -------------------
+
+def test_nemotron_4_340b_count_by_hand():
+    # Megatron-Bridge Nemotron4ModelProvider340B: 96 layers, hidden 18432, 96 heads, 8 query groups (head 192),
+    # ffn 73728, no linear bias, untied embeddings of NemotronConfig's 256000 tokens
+    h, layers, kv, ffn, vocab = 18432, 96, 8 * 192, 73728, 256000
+    attention = 2 * h * h + 2 * h * kv              # q, o + k, v
+    mlp = 2 * h * ffn                               # up_proj, down_proj (no gate)
+    norms = 2 * 2 * h                               # two LayerNorms with weight and bias
+    total = layers * (attention + mlp + norms) + 2 * h + 2 * vocab * h
+    assert total == 341_029_195_776                 # "Nemotron-4 340B"
+    assert count_params(spec("nvidia/Nemotron-4-340B-Base")).total == total
+    assert count_params(spec("Nemotron-340B")).total == total   # the name NeMo's performance table uses
+    assert count_params(spec("Nemotron-8B")).total == 8_540_135_424
+
+
+def test_relu2_saves_its_relu_output_and_an_fp32_copy_under_autocast():
+    from trainplan.memory.mlp_saves import _act_own_bytes
+
+    # relu saves its output and square (pow) its input, the same bf16 tensor; autocast runs pow in fp32
+    assert _act_own_bytes("relu2", 2, autocast=False) == 2
+    assert _act_own_bytes("relu2", 2, autocast=True) == 2 + 4

@@ -724,6 +724,35 @@ HF_CONFIG_MODELS += [
                 "num_hidden_layers": 40, "num_key_value_heads": 40}},
 ]
 
+_MB_NEMOTRON = ("NVIDIA-NeMo/Megatron-Bridge, src/megatron/bridge/models/nemotron/nemotron_provider.py@dc805f5cf9e0 "
+                "[{provider}; NemotronModelProvider: LayerNorm, squared_relu, rope with rotary_percent 0.5, "
+                "add_bias_linear false, untied embeddings]; tests/unit_tests/models/nemotron/test_nemotron_provider.py "
+                "[the same shapes]; huggingface/transformers, models/nemotron/configuration_nemotron.py (NemotronConfig: "
+                "vocab_size 256000, relu2, norm_eps 1e-5, partial_rotary_factor 0.5)")
+_NEMOTRON = {"architectures": ["NemotronForCausalLM"], "attention_bias": False, "hidden_act": "relu2",
+             "max_position_embeddings": 4096, "mlp_bias": False, "model_type": "nemotron", "norm_eps": 1e-05,
+             "partial_rotary_factor": 0.5, "rope_theta": 10000.0, "tie_word_embeddings": False, "vocab_size": 256000}
+_NEMOTRON_NOTE = ("Megatron-Bridge's provider shapes in the HF NemotronForCausalLM form (its NemotronBridge maps "
+                  "linear_fc1 -> up_proj, linear_fc2 -> down_proj, LayerNorm weight and bias); the vocabulary is "
+                  "NemotronConfig's 256000 (the providers take it from the tokenizer)")
+
+HF_CONFIG_MODELS += [
+    {"name": "nemotron-3-8b", "display_name": "Nemotron-3-8B", "hf_id": "nvidia/nemotron-3-8b-base-4k",
+     "aliases": ["nemotron-8b", "nemotron3-8b"],
+     "source": _MB_NEMOTRON.format(provider="Nemotron3ModelProvider8B: 32 layers, 4096, 32 heads, MHA, 16384"),
+     "verification": _NEMOTRON_NOTE,
+     "config": {**_NEMOTRON, "hidden_size": 4096, "intermediate_size": 16384, "num_attention_heads": 32,
+                "num_hidden_layers": 32, "num_key_value_heads": 32}},
+    {"name": "nemotron-4-340b", "display_name": "Nemotron-4-340B", "hf_id": "nvidia/Nemotron-4-340B-Base",
+     "aliases": ["nvidia/Nemotron-4-340B-Instruct", "nemotron-340b", "nemotron4-340b"],
+     "source": _MB_NEMOTRON.format(provider="Nemotron4ModelProvider340B: 96 layers, 18432, 96 heads, 8 query "
+                                            "groups, 73728; its test: 'Should match nvidia/Nemotron-4-340B-Base/"
+                                            "Instruct'"),
+     "verification": _NEMOTRON_NOTE,
+     "config": {**_NEMOTRON, "hidden_size": 18432, "intermediate_size": 73728, "num_attention_heads": 96,
+                "num_hidden_layers": 96, "num_key_value_heads": 8}},
+]
+
 
 def hf_config_rows() -> list[dict[str, Any]]:
     """The HF_CONFIG_MODELS rows in the catalog's form (JSON nulls listed in config_null_keys)."""

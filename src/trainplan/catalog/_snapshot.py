@@ -241,7 +241,16 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'mixtral-8x7b-v0.1': 26,
                                       'moonshotai/kimi-k2-base': 82,
                                       'moonshotai/kimi-k2-instruct': 82,
+                                      'nemotron-3-8b': 106,
+                                      'nemotron-340b': 107,
+                                      'nemotron-4-340b': 107,
+                                      'nemotron-8b': 106,
+                                      'nemotron3-8b': 106,
+                                      'nemotron4-340b': 107,
                                       'nvidia/llama-3.1-nemotron-70b-instruct-hf': 6,
+                                      'nvidia/nemotron-3-8b-base-4k': 106,
+                                      'nvidia/nemotron-4-340b-base': 107,
+                                      'nvidia/nemotron-4-340b-instruct': 107,
                                       'olmo-2-0425-1b': 78,
                                       'olmo-2-1124-13b': 105,
                                       'olmo-2-1124-7b': 104,
@@ -365,7 +374,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'yi-6b': 44,
                                       'zai-org/glm-4.5': 76,
                                       'zai-org/glm-4.5-air': 77},
-                             'fingerprint': '3569b2b3-140000'},
+                             'fingerprint': '5c76d3eb-142817'},
              'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b","lmsys/vicuna-7b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
@@ -1946,8 +1955,47 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'width"],"num_heads":40,"num_kv_heads":40,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
                                       'python/mlc_llm/model/model_preset.py@79d603f085f5 [olmo2_13b: the config.json]; '
                                       'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f [OLMo-2-1124-13B, '
-                                      'OLMo-2-1124-13B-Instruct]","tied_embeddings":false,"vocab_size":100352}'],
-                             'fingerprint': '2fa23981-179117'}},
+                                      'OLMo-2-1124-13B-Instruct]","tied_embeddings":false,"vocab_size":100352}',
+                                      '{"aliases":["nemotron-8b","nemotron3-8b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"NemotronForCausalLM\\"], \\"attention_bias\\": false, \\"hidden_act\\": '
+                                      '\\"relu2\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": 16384, '
+                                      '\\"max_position_embeddings\\": 4096, \\"mlp_bias\\": false, \\"model_type\\": '
+                                      '\\"nemotron\\", \\"norm_eps\\": 1e-05, \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 32, '
+                                      '\\"partial_rotary_factor\\": 0.5, \\"rope_theta\\": 10000.0, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '256000}","hf_id":"nvidia/nemotron-3-8b-base-4k","hidden_act":"relu2","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":16384,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"plain","model_type":"nemotron","moe":null,"name":"nemotron-3-8b","naming":"llama","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 50% of each '
+                                      'head"],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"NVIDIA-NeMo/Megatron-Bridge, '
+                                      'src/megatron/bridge/models/nemotron/nemotron_provider.py@dc805f5cf9e0 '
+                                      '[Nemotron3ModelProvider8B: 32 layers, 4096, 32 heads, MHA, 16384; '
+                                      'NemotronModelProvider: LayerNorm, squared_relu, rope with rotary_percent 0.5, '
+                                      'add_bias_linear false, untied embeddings]; '
+                                      'tests/unit_tests/models/nemotron/test_nemotron_provider.py [the same shapes]; '
+                                      'huggingface/transformers, models/nemotron/configuration_nemotron.py '
+                                      '(NemotronConfig: vocab_size 256000, relu2, norm_eps 1e-5, partial_rotary_factor '
+                                      '0.5)","tied_embeddings":false,"vocab_size":256000}',
+                                      '{"aliases":["nvidia/Nemotron-4-340B-Instruct","nemotron-340b","nemotron4-340b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":192,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"NemotronForCausalLM\\"], \\"attention_bias\\": false, \\"hidden_act\\": '
+                                      '\\"relu2\\", \\"hidden_size\\": 18432, \\"intermediate_size\\": 73728, '
+                                      '\\"max_position_embeddings\\": 4096, \\"mlp_bias\\": false, \\"model_type\\": '
+                                      '\\"nemotron\\", \\"norm_eps\\": 1e-05, \\"num_attention_heads\\": 96, '
+                                      '\\"num_hidden_layers\\": 96, \\"num_key_value_heads\\": 8, '
+                                      '\\"partial_rotary_factor\\": 0.5, \\"rope_theta\\": 10000.0, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '256000}","hf_id":"nvidia/Nemotron-4-340B-Base","hidden_act":"relu2","hidden_dropout":0.0,"hidden_size":18432,"intermediate_size":73728,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"plain","model_type":"nemotron","moe":null,"name":"nemotron-4-340b","naming":"llama","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 50% of each '
+                                      'head"],"num_heads":96,"num_kv_heads":8,"num_layers":96,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"NVIDIA-NeMo/Megatron-Bridge, '
+                                      'src/megatron/bridge/models/nemotron/nemotron_provider.py@dc805f5cf9e0 '
+                                      '[Nemotron4ModelProvider340B: 96 layers, 18432, 96 heads, 8 query groups, 73728; '
+                                      "its test: 'Should match nvidia/Nemotron-4-340B-Base/Instruct'; "
+                                      'NemotronModelProvider: LayerNorm, squared_relu, rope with rotary_percent 0.5, '
+                                      'add_bias_linear false, untied embeddings]; '
+                                      'tests/unit_tests/models/nemotron/test_nemotron_provider.py [the same shapes]; '
+                                      'huggingface/transformers, models/nemotron/configuration_nemotron.py '
+                                      '(NemotronConfig: vocab_size 256000, relu2, norm_eps 1e-5, partial_rotary_factor '
+                                      '0.5)","tied_embeddings":false,"vocab_size":256000}'],
+                             'fingerprint': '6de48a74-183762'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',
@@ -6815,8 +6863,86 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'litgpt/config.py@26857050fe3f [OLMo-2-1124-13B, '
                                                          'OLMo-2-1124-13B-Instruct]',
                                                'verification': 'config.json verbatim; litgpt agrees and gives the '
-                                                               'Instruct upload the same fields'}]},
-                           'fingerprint': '6ba06291-113748'},
+                                                               'Instruct upload the same fields'},
+                                              {'aliases': ['nemotron-8b', 'nemotron3-8b'],
+                                               'config': {'architectures': ['NemotronForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'hidden_act': 'relu2',
+                                                          'hidden_size': 4096,
+                                                          'intermediate_size': 16384,
+                                                          'max_position_embeddings': 4096,
+                                                          'mlp_bias': False,
+                                                          'model_type': 'nemotron',
+                                                          'norm_eps': 1e-05,
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 32,
+                                                          'partial_rotary_factor': 0.5,
+                                                          'rope_theta': 10000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 256000},
+                                               'display_name': 'Nemotron-3-8B',
+                                               'hf_id': 'nvidia/nemotron-3-8b-base-4k',
+                                               'name': 'nemotron-3-8b',
+                                               'source': 'NVIDIA-NeMo/Megatron-Bridge, '
+                                                         'src/megatron/bridge/models/nemotron/nemotron_provider.py@dc805f5cf9e0 '
+                                                         '[Nemotron3ModelProvider8B: 32 layers, 4096, 32 heads, MHA, '
+                                                         '16384; NemotronModelProvider: LayerNorm, squared_relu, rope '
+                                                         'with rotary_percent 0.5, add_bias_linear false, untied '
+                                                         'embeddings]; '
+                                                         'tests/unit_tests/models/nemotron/test_nemotron_provider.py '
+                                                         '[the same shapes]; huggingface/transformers, '
+                                                         'models/nemotron/configuration_nemotron.py (NemotronConfig: '
+                                                         'vocab_size 256000, relu2, norm_eps 1e-5, '
+                                                         'partial_rotary_factor 0.5)',
+                                               'verification': "Megatron-Bridge's provider shapes in the HF "
+                                                               'NemotronForCausalLM form (its NemotronBridge maps '
+                                                               'linear_fc1 -> up_proj, linear_fc2 -> down_proj, '
+                                                               'LayerNorm weight and bias); the vocabulary is '
+                                                               "NemotronConfig's 256000 (the providers take it from "
+                                                               'the tokenizer)'},
+                                              {'aliases': ['nvidia/Nemotron-4-340B-Instruct',
+                                                           'nemotron-340b',
+                                                           'nemotron4-340b'],
+                                               'config': {'architectures': ['NemotronForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'hidden_act': 'relu2',
+                                                          'hidden_size': 18432,
+                                                          'intermediate_size': 73728,
+                                                          'max_position_embeddings': 4096,
+                                                          'mlp_bias': False,
+                                                          'model_type': 'nemotron',
+                                                          'norm_eps': 1e-05,
+                                                          'num_attention_heads': 96,
+                                                          'num_hidden_layers': 96,
+                                                          'num_key_value_heads': 8,
+                                                          'partial_rotary_factor': 0.5,
+                                                          'rope_theta': 10000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 256000},
+                                               'display_name': 'Nemotron-4-340B',
+                                               'hf_id': 'nvidia/Nemotron-4-340B-Base',
+                                               'name': 'nemotron-4-340b',
+                                               'source': 'NVIDIA-NeMo/Megatron-Bridge, '
+                                                         'src/megatron/bridge/models/nemotron/nemotron_provider.py@dc805f5cf9e0 '
+                                                         '[Nemotron4ModelProvider340B: 96 layers, 18432, 96 heads, 8 '
+                                                         "query groups, 73728; its test: 'Should match "
+                                                         "nvidia/Nemotron-4-340B-Base/Instruct'; "
+                                                         'NemotronModelProvider: LayerNorm, squared_relu, rope with '
+                                                         'rotary_percent 0.5, add_bias_linear false, untied '
+                                                         'embeddings]; '
+                                                         'tests/unit_tests/models/nemotron/test_nemotron_provider.py '
+                                                         '[the same shapes]; huggingface/transformers, '
+                                                         'models/nemotron/configuration_nemotron.py (NemotronConfig: '
+                                                         'vocab_size 256000, relu2, norm_eps 1e-5, '
+                                                         'partial_rotary_factor 0.5)',
+                                               'verification': "Megatron-Bridge's provider shapes in the HF "
+                                                               'NemotronForCausalLM form (its NemotronBridge maps '
+                                                               'linear_fc1 -> up_proj, linear_fc2 -> down_proj, '
+                                                               'LayerNorm weight and bias); the vocabulary is '
+                                                               "NemotronConfig's 256000 (the providers take it from "
+                                                               'the tokenizer)'}]},
+                           'fingerprint': 'cd7ccd4b-116565'},
            'prices.toml': {'data': {'price': [{'as_of': '2026-11-09',
                                                'currency': 'USD',
                                                'gpu_id': 'a100-sxm4-40gb',

@@ -43,7 +43,7 @@ from trainplan.memory.linear_saves import FP32_PRODUCT_NORM_MODEL_TYPES
 from trainplan.memory.linear_saves import has_lora as _has_lora
 from trainplan.memory.linear_saves import linears_saves as _linears_saves
 from trainplan.memory.linear_saves import norm_out_bytes as _norm_out_bytes
-from trainplan.memory.mlp_saves import mlp_saves
+from trainplan.memory.mlp_saves import mlp_backward_bytes, mlp_saves
 from trainplan.model.architecture import Group, LayerSpec, LinearSpec, Role
 from trainplan.specs import ModelSpec
 
@@ -247,7 +247,7 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
                 released = _shared_experts_bytes(ctx, spec, by_group[Group.SHARED_EXPERTS], grads, detail)
     fwd_unsaved, bwd_attention, consumed = attention_transients(ctx, spec, is_masked)
     dense_width = max((lin.in_features for lin in by_group[Group.MLP] if lin.role is Role.DOWN), default=0)
-    transient = max(transient, 3 * c * t * dense_width, 2 * c * t * spec.q_dim)
+    transient = max(transient, mlp_backward_bytes(act, c, ctx.autocast) * t * dense_width, 2 * c * t * spec.q_dim)
     transient += 2 * a * t * h                                  # incoming and outgoing hidden grads
     saved = sum(detail.values())
     upto = peak = ckpt_peak = 0

@@ -25,15 +25,30 @@ def _act_own_bytes(act: str, c: int, autocast: bool) -> int:
     NewGELUActivation ("gelu_new", GPT-2) is a Python chain: pow saves x, tanh its output, and the
     final product both factors (0.5*x and 1+tanh); under CUDA autocast pow runs in fp32, so the
     chain after it is fp32 (activations.py in transformers; CUDA autocast fp32 op list).
-    QuickGELU: sigmoid output and x.
+    QuickGELU: sigmoid output and x. ReLUSquaredActivation ("relu2", Nemotron) is relu then torch.square:
+    relu saves its output, square (pow) saves its input, the same tensor; under CUDA autocast pow runs in
+    fp32, so it saves an fp32 copy of it besides.
     """
     if act in ("relu",):
         return 0
+    if act == "relu2":
+        return c + (4 if autocast else 0)
     if act in ("gelu_new", "gelu_fast"):
         return (4 + 4 + c + 4) if autocast else 4 * c
     if act == "quick_gelu":
         return 2 * c
     return c
+
+
+def mlp_backward_bytes(act: str, c: int, autocast: bool) -> int:
+    """Bytes per intermediate element alive at once while the MLP's activation runs backward: three
+    16-bit buffers (the incoming gradient, the activation's gradient, its input's), or, for relu2 under
+    autocast, pow's fp32 backward: the gradient cast up to fp32 and pow_backward's grad * (2 * x.pow(1)),
+    three fp32 temporaries of one expression (torch/csrc/autograd/FunctionsManual.cpp pow_backward), less
+    the down projection's 16-bit input, which its backward, run just before, has released."""
+    if act == "relu2" and autocast:
+        return 4 * 4 - c
+    return 3 * c
 
 
 def mlp_saves(ctx: LayerContext, lins: list[LinearSpec], tokens: int, act: str) -> int:

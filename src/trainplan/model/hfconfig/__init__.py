@@ -62,6 +62,7 @@ _PARSERS: dict[str, Callable[[ConfigReader], dense.Fields]] = {
     "falcon": classic.falcon,
     "RefinedWeb": classic.falcon,      # Falcon-40B remote code (new decoder architecture)
     "RefinedWebModel": classic.falcon,  # Falcon-7B remote code
+    "nemotron": classic.nemotron,
 }
 
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(_PARSERS, key=str.lower))

@@ -1,4 +1,4 @@
-"""Pre-Llama decoders with LayerNorm and plain MLPs: GPT-2, GPT-NeoX/Pythia, OPT, BLOOM, Falcon.
+"""Decoders with LayerNorm and plain MLPs: GPT-2, GPT-NeoX/Pythia, OPT, BLOOM, Falcon, Nemotron.
 
 Defaults as the transformers 5 config classes apply them; structure per `modeling_<type>.py`.
 """
@@ -155,5 +155,35 @@ def falcon(r: ConfigReader) -> Fields:
         "parallel_attn_mlp": parallel or new_arch,
         "position": Position.ALIBI if alibi else Position.ROPE,
         "max_position_embeddings": r.integer("max_position_embeddings", 2048),
+        "notes": notes,
+    }
+
+
+def nemotron(r: ConfigReader) -> Fields:
+    """NVIDIA Nemotron-3/4 (transformers models/nemotron): Llama-named q/k/v/o and a plain MLP
+    (up_proj -> relu2 -> down_proj), NemotronLayerNorm1P (a LayerNorm with bias, its weight applied as
+    weight + 1), rotary on partial_rotary_factor of each head (0.5 by default). NemotronConfig
+    defaults are the Nemotron-4 15B shapes; num_key_value_heads absent means multi-head attention."""
+    r.require("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+    hidden = r.integer("hidden_size", positive=True)
+    heads = r.integer("num_attention_heads", positive=True)
+    kv_heads = r.integer("num_key_value_heads", heads, positive=True)
+    if heads % kv_heads:
+        raise r.fail(f"has num_key_value_heads {kv_heads}, which does not divide num_attention_heads {heads}")
+    bias = r.flag("attention_bias", False)
+    rotary = r.config.get("partial_rotary_factor", 0.5)
+    notes = (f"rotary on {rotary:.0%} of each head",) if isinstance(rotary, int | float) else ()
+    return {
+        **_CLASSIC, "naming": "llama",
+        "hidden_size": hidden,
+        "num_layers": r.integer("num_hidden_layers", positive=True),
+        "num_heads": heads, "num_kv_heads": kv_heads,
+        "head_dim": r.integer("head_dim", max(hidden // heads, 1), positive=True),
+        "intermediate_size": r.integer("intermediate_size", positive=True),
+        "vocab_size": r.integer("vocab_size", 256000, positive=True),
+        "tied_embeddings": r.flag("tie_word_embeddings", False),
+        "hidden_act": r.string("hidden_act", "relu2"),
+        "qkv_bias": bias, "out_bias": bias, "mlp_bias": r.flag("mlp_bias", False),
+        "max_position_embeddings": r.integer("max_position_embeddings", 4096),
         "notes": notes,
     }
