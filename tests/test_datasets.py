@@ -124,6 +124,20 @@ def test_estimate_takes_the_size_and_lengths(capsys):
     assert whole["time"]["tokens_per_s_per_gpu"] < 0.9 * data["time"]["tokens_per_s_per_gpu"]
 
 
+def test_unpacked_run_says_the_datasets_own_peak_length(capsys):
+    base = ("--model", "llama-3.2-3b", "--method", "full", "--gpu", "a100-80gb", "--seq-len", "4096",
+            "--batch-size", "2", "--dataset", "tatsu-lab/alpaca")
+    data = est(capsys, *base)
+    # alpaca-cleaned's longest sample is 1,028 tokens in ms-swift's table: shorter than --seq-len 4096
+    assert ("unpacked: the memory peak assumes a sample of --seq-len 4096 tokens; the longest of "
+            "AI-ModelScope/alpaca-cleaned is 1028 tokens (as the dataset table counts them): --seq-len 1028 "
+            "gives the dataset's own peak") in data["notes"]
+    shorter = est(capsys, *base[:-6], "--seq-len", "1028", "--batch-size", "2", "--dataset", "tatsu-lab/alpaca")
+    assert shorter["memory"]["peak_allocated_bytes"] < data["memory"]["peak_allocated_bytes"]
+    packed = est(capsys, *base, "--packing")
+    assert not any(n.startswith("unpacked:") for n in packed["notes"])
+
+
 def test_given_samples_and_lengths_win(capsys):
     data = est(capsys, "--model", "llama-2-7b", "--gpu", "a100-80gb", "--samples", "1000", "--tokens-per-sample",
                "512", "--dataset", "vicgalle/alpaca-gpt4")

@@ -112,7 +112,8 @@ def _filled(case: dict) -> tuple[dict, list[str]]:
         notes.append(f"GPU count not stated: {smallest} assumed, the smallest its layout needs "
                      "(tokens/s per GPU changes little with data-parallel GPUs)")
     global_batch, count = case.get("global_batch"), (case.get("gpus") or {}).get("count")
-    if not case.get("micro_batch") and isinstance(global_batch, int) and global_batch > 0 and count:
+    if (not case.get("micro_batch") and isinstance(global_batch, int) and global_batch > 0 and count
+            and not measured.get("gpu_hours")):    # GPU-hours without a micro-batch: the model-card reading
         dp, accum = data_parallel(case), int(case.get("grad_accum") or 1)
         if global_batch % (dp * accum) == 0:
             case = {**case, "micro_batch": global_batch // (dp * accum)}

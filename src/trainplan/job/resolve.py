@@ -457,4 +457,10 @@ def resolve_job(req: JobOptions, *, today: date | None = None, calibration: Any 
         counted = req.samples is None and req.tokens is None and req.max_steps is None
         lengths = req.lengths_file is None and req.tokens_per_sample is None
         notes = (*notes, data.describe() + data.use_note(samples=counted, lengths=lengths))
+        if lengths and not req.packing and data.max_tokens < req.seq_len:
+            # unpacked, the peak is the longest micro-batch: a sample of --seq-len tokens is the bound the
+            # memory estimate keeps; the dataset's own longest sample is shorter (by its tokenizer's count)
+            notes = (*notes, f"unpacked: the memory peak assumes a sample of --seq-len {req.seq_len} tokens; "
+                             f"the longest of {data.id} is {data.max_tokens} tokens (as the dataset table counts "
+                             f"them): --seq-len {data.max_tokens} gives the dataset's own peak")
     return replace(job, notes=notes) if notes else job
