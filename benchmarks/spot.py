@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = tuple(ROOT / "benchmarks" / "data" / name for name in ("torchtitan_benchmarks.json", "swift_benchmarks.json"))
 CASES = tuple(ROOT / "benchmarks" / "data" / name
-              for name in ("xtuner_cases.json", "xtuner_2024_cases.json", "nemo_cases.json"))
+              for name in ("xtuner_cases.json", "xtuner_2024_cases.json", "nemo_cases.json", "mbridge_2608_cases.json"))
 
 
 def launch_file(row: dict, folder: Path) -> Path:

@@ -36,7 +36,7 @@ def test_every_gpus_csv_row_loads_with_its_label_memory():
     gpus = catalog.load_gpus()
     rows = _csv("gpus.csv")
     # plus the parts tools/build_hw_catalog.py adds from their own public statement (EXTRA_GPU_ROWS)
-    assert set(gpus) - {r["gpu_id"] for r in rows} == {"h100-sxm-96gb", "gh200"}
+    assert set(gpus) - {r["gpu_id"] for r in rows} == {"h100-sxm-96gb", "gh200", "gb300", "b300"}
     for row in rows:
         gpu = gpus[row["gpu_id"]]
         assert gpu.memory_bytes == round(float(row["memory_gb"]) * GB), row["gpu_id"]
@@ -195,11 +195,12 @@ def test_cheapest_price():
 
 
 def test_every_usable_price_row_is_kept():
-    # cloud_prices.csv has 87 rows; B300 (Hyperstack) has no catalog GPU
+    # cloud_prices.csv has 87 rows, every one on a catalog GPU (B300, Hyperstack's 7.40 USD, since the B300
+    # entry), + the seed article's offer
     rows = _csv("cloud_prices.csv")
-    skipped = [r for r in rows if r["gpu"].split()[0] in ("B300",)]
-    assert len(skipped) == 1
-    assert len(catalog.load_prices()) == len(rows) - len(skipped) + 1      # + the seed article's offer
+    assert len(rows) == 87
+    assert len(catalog.load_prices()) == len(rows) + 1
+    assert catalog.cheapest_price("b300").price_per_gpu_hour == 7.4
 
 
 def test_every_price_names_a_catalog_gpu_and_has_source_and_date():
@@ -460,7 +461,17 @@ def test_stale_snapshot_falls_back_to_the_toml(monkeypatch):
     ("Ascend 910B", "ascend-910b"), ("Gaudi 2", "gaudi2"),
     # nvidia-smi's name for the 96 GB superchip counts the Grace side's 480 GB LPDDR5X
     ("NVIDIA GH200 480GB", "gh200"), ("GH200 96GB HBM3", "gh200"), ("NVIDIA GB200", "gb200"),
+    ("DGX-GB300", "gb300"), ("DGX-B300", "b300"), ("NVIDIA B300 SXM6 AC", "b300"),
     ("TPU v5e", None), ("", None)])
 def test_gpu_named_in_text(text, gpu_id):
     gpu = catalog.gpu_in_text(text)
     assert (gpu.id if gpu else None) == gpu_id
+
+
+def test_blackwell_ultra_peaks_as_published():
+    # verda's per-GPU table (dense): GB300 BF16 2.5 / FP8 5 PFLOPS at 8 TB/s; B300 2.25 / 4.5 (glennklockwood's
+    # HGX B300 table and torchao's roofline give the same)
+    gb300, b300 = catalog.resolve_gpu("gb300"), catalog.resolve_gpu("b300")
+    assert (gb300.peak_flops("bf16"), gb300.peak_flops("fp8"), gb300.memory_bw_bytes_per_s) == (2.5e15, 5e15, 8e12)
+    assert (b300.peak_flops("bf16"), b300.peak_flops("fp8")) == (2.25e15, 4.5e15)
+    assert gb300.nvlink_domain_gpus == 72 and b300.nvlink_domain_gpus == 0

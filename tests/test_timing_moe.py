@@ -200,3 +200,22 @@ def test_moe_layers_have_no_mlp_tensor_parallel_collective():
     assert layout_comm(layout, fabric(H100, layout), x).tp_s == pytest.approx(4 * per)
     shared = replace(x, tp_free_moe_layers=0)       # a shared expert: its MLP is TP-split, gathers as dense
     assert layout_comm(layout, fabric(H100, layout), shared).tp_s == pytest.approx(8 * per)
+
+
+def test_nvl72_domain_keeps_expert_all_to_all_on_nvlink():
+    # GB200 NVL72: 72 GPUs on one NVLink fabric (catalog nvlink_domain_gpus), 4 to a compute tray. EP 64 of
+    # 256 GPUs stays inside a rack: each GPU sends 63/64 of its buffer over NVLink 5 (1800 GB/s
+    # bidirectional -> 900 one way) at the collective fraction 0.8, none of it over the NICs.
+    from trainplan import catalog
+
+    gb200 = catalog.resolve_gpu("gb200")
+    assert gb200.nvlink_domain_gpus == 72 and catalog.resolve_gpu("h100-sxm").nvlink_domain_gpus == 0
+    layout = Layout(gpu_id="gb200", num_gpus=256, nodes=64, ep=64)
+    fab = fabric(gb200, layout)
+    assert fab.gpus_per_node == 72
+    assert fab.alltoall_s(1e9, 64) == pytest.approx(63 / 64 * 1e9 / (900e9 * 0.8))
+    # a group wider than the rack leaves it through each GPU's own NIC (NDR 400 Gb/s = 50 GB/s)
+    assert fab.alltoall_s(1e9, 128) == pytest.approx(56 / 128 * 1e9 / (50e9 * 0.8))
+    # H100 nodes of 8: the same EP 64 crosses nodes
+    h100 = fabric(catalog.resolve_gpu("h100-sxm"), Layout(gpu_id="h100-sxm", num_gpus=256, nodes=32, ep=64))
+    assert h100.gpus_per_node == 8

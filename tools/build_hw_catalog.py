@@ -30,7 +30,7 @@ GENERATION = {
     "h100-sxm": "hopper", "h100-pcie": "hopper", "h100-nvl": "hopper", "h800-sxm": "hopper",
     "h100-sxm-96gb": "hopper", "gh200": "hopper",
     "h20": "hopper", "h200-sxm": "hopper",
-    "b200": "blackwell", "gb200": "blackwell", "rtx5090": "blackwell",
+    "b200": "blackwell", "gb200": "blackwell", "rtx5090": "blackwell", "b300": "blackwell", "gb300": "blackwell",
     "l4": "ada", "l20": "ada", "l40": "ada", "l40s": "ada", "rtx4090": "ada", "rtx4090d": "ada",
     "rtx6000-ada": "ada",
     "mi250x": "cdna2", "mi300x": "cdna3", "mi325x": "cdna3",
@@ -61,6 +61,7 @@ ALIASES = {
     "gh200": ["gh200-96gb", "gh200-480gb", "grace-hopper", "gh200-superchip"],
     "b200": ["b200-180gb", "b200-sxm"],
     "gb200": ["gb200-nvl72"],
+    "gb300": ["gb300-nvl72"], "b300": ["b300-sxm", "hgx-b300"],
     "l4": ["l4-24gb"],
     "l20": ["l20-48gb"],
     "l40": ["l40-48gb"],
@@ -90,6 +91,7 @@ PRICE_GPU = {
     "B200 180GB": ("b200", ""), "B200": ("b200", ""),
     "B200 192GB": ("b200", "source labels B200 192GB; catalog B200 uses the 180 GB HGX figure"),
     "GB200 186GB": ("gb200", ""), "GH200 96GB": ("gh200", ""),
+    "B300 288GB": ("b300", "source labels B300 288GB (the package); catalog B300 uses the 270 GB per-GPU figure"),
     "A100 SXM 80GB": ("a100-sxm4-80gb", ""), "A100 SXM 40GB": ("a100-sxm4-40gb", ""),
     "A100 40GB": ("a100-sxm4-40gb", "source says 'A100 40GB'; GCP a2-highgpu uses A100 SXM4 40GB"),
     "A100 80GB": ("a100-sxm4-80gb", "source does not say SXM or PCIe; mapped to SXM4"),
@@ -144,9 +146,9 @@ EXTRA_REPORTED_MIB = {
     "l40s": (46068, "nvidia-smi 'NVIDIA L40S ... 46068MiB' (code index find_string '46068MiB')"),
 }
 
-# Parts gpus.csv does not list, in its columns, each with the public text that states it. None is rented
-# from a cloud (no price): they are here so that runs published on them are timed on their own memory
-# system, not on the part they share a name with.
+# Parts gpus.csv does not list, in its columns, each with the public text that states it: so that runs
+# published on them are timed on their own memory system and peaks, not on the part they share a name with
+# (only B300 has a price row, Hyperstack's).
 _TITAN_BENCH = ("github:pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md and "
                 "benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md@b5bcd76 (Hardware: 'Each H100 GPU is "
                 "equipped with 96GB HBM2e with 2.4 TB/sec peak memory bandwidth', 'default 500W power limit', "
@@ -185,6 +187,37 @@ EXTRA_GPU_ROWS += (
               "setting of the MAMF row."},
 )
 
+_BLACKWELL_ULTRA = ("https://verda.com/blog/gb300-nvl72-architecture (per-GPU table without sparsity: GB300 FP8 5, "
+                    "FP16/BF16 2.5, TF32 1.25, FP32 0.080 PFLOPS, INT8 0.165 POPS, 279 GB HBM3E, 8 TB/s, 1.4 kW; "
+                    "B300 FP8 4.5, FP16/BF16 2.25, TF32 1.1, FP32 0.075 PFLOPS, INT8 0.15 POPS, 270 GB, 7.7 TB/s, "
+                    "1.1 kW; NVLink 5 1.8 TB/s) | https://glennklockwood.com/garden/processors/B300 (HGX B300: "
+                    "dense FP16/BF16 2250, FP8 4500, TF32 1125, FP32 75 TFLOP/s; 288 GB HBM3e, 8 TB/s; GB300 NVL72 "
+                    "360 PF FP8, 72 ConnectX-8 NICs) | github:pytorch/ao torchao/testing/training/roofline_utils.py"
+                    "@36027d8 ('NVIDIA B300 SXM6 AC': bf16 2.25e15, fp8 4.5e15, 8e12 B/s)")
+EXTRA_GPU_ROWS += (
+    {"gpu_id": "gb300", "vendor": "NVIDIA", "name": "GB300 (per Blackwell Ultra GPU, NVL72)",
+     "form_factor": "Superchip (Blackwell Ultra GPUs + Grace)", "memory_gb": "279", "memory_gib_total_reported": "",
+     "memory_type": "HBM3e", "mem_bw_gbps": "8000", "peaks_of": "gb200",
+     "fp32_tflops": "80", "tf32_tflops_dense": "1250", "bf16_tflops_dense": "2500", "fp16_tflops_dense": "2500",
+     "fp8_tflops_dense": "5000", "int8_tops_dense": "165",
+     "flops_basis": "dense per GPU (verda's table without sparsity)",
+     "gpu_interconnect": "NVLink 5 (72-GPU NVLink domain)", "gpu_gpu_bw_gbps_bidir": "1800", "pcie": "",
+     "tdp_w": "1400", "launch_year": "2025", "confidence": "medium", "source": _BLACKWELL_ULTRA,
+     "notes": "288 GB HBM3e on the package (12-high stacks); the per-GPU table gives 279 GB, taken as the label. "
+              "INT8 is cut to 0.165 POPS on Blackwell Ultra. Megatron-Bridge's performance tables call it DGX-GB300."},
+    {"gpu_id": "b300", "vendor": "NVIDIA", "name": "B300 SXM (HGX/DGX B300, Blackwell Ultra)",
+     "form_factor": "SXM6", "memory_gb": "270", "memory_gib_total_reported": "",
+     "memory_type": "HBM3e", "mem_bw_gbps": "7700", "peaks_of": "b200",
+     "fp32_tflops": "75", "tf32_tflops_dense": "1125", "bf16_tflops_dense": "2250", "fp16_tflops_dense": "2250",
+     "fp8_tflops_dense": "4500", "int8_tops_dense": "150",
+     "flops_basis": "dense (glennklockwood's HGX B300 table; verda and torchao's roofline give the same peaks)",
+     "gpu_interconnect": "NVLink 5 + NVSwitch", "gpu_gpu_bw_gbps_bidir": "1800", "pcie": "Gen6 x16",
+     "tdp_w": "1100", "launch_year": "2025", "confidence": "medium", "source": _BLACKWELL_ULTRA,
+     "notes": "Memory: 288 GB HBM3e on the package, 270 GB in verda's per-GPU table (taken as the label); bandwidth "
+              "8 TB/s (glennklockwood, torchao) vs 7.7 (verda): the lower kept. TDP 1.1 kW (verda) vs 1.4 kW "
+              "maximum (glennklockwood). TF32 1125 (glennklockwood) vs 1100 (verda)."},
+)
+
 SEED_ID = "003_983e069e5a6f046f"
 PEAK_COLUMNS = {"fp32": "fp32_tflops", "tf32": "tf32_tflops_dense", "bf16": "bf16_tflops_dense",
                 "fp16": "fp16_tflops_dense", "fp8": "fp8_tflops_dense", "int8": "int8_tops_dense"}
@@ -206,6 +239,12 @@ def exact_reported_bytes(notes: str) -> int | None:
         return int(m.group(1)) * 2**20
     return None
 
+
+# Rack-scale parts whose NVLink domain spans more GPUs than a host: NVL72, 72 GPUs on one NVLink switch
+# fabric (gpus.csv's interconnect text for gb200, "NVLink 5 (72-GPU NVLink domain)"; glennklockwood GB300
+# NVL72: 18 NVLink switches at 130 TB/s; verda: "each GPU ... 1.8 TB/s" across the rack). Groups inside it
+# run at the NVLink bandwidth however many compute trays they span.
+NVLINK_DOMAIN_GPUS = {"gb200": 72, "gb300": 72}
 
 def gpu_entry(row: dict[str, str]) -> dict:
     gid = row["gpu_id"]
@@ -233,6 +272,8 @@ def gpu_entry(row: dict[str, str]) -> dict:
     entry["interconnect"] = row["gpu_interconnect"]
     if (link := num(row["gpu_gpu_bw_gbps_bidir"])) is not None:
         entry["gpu_gpu_bw_gbps_bidir"] = link
+    if gid in NVLINK_DOMAIN_GPUS:
+        entry["nvlink_domain_gpus"] = NVLINK_DOMAIN_GPUS[gid]
     entry["pcie"] = row["pcie"]
     for key, col in (("tdp_w", "tdp_w"), ("launch_year", "launch_year")):
         if (value := num(row[col])) is not None:

@@ -153,6 +153,7 @@ class GpuSpec:
     source: str = ""
     notes: str = ""
     memory_type: str = ""                # "HBM3", "HBM2e", "GDDR6X" ... as the catalog states it
+    nvlink_domain_gpus: int = 0          # GPUs on one NVLink fabric beyond a host (NVL72: 72); 0 = the host
 
     @property
     def capacity_bytes(self) -> int:

@@ -120,7 +120,8 @@ def _gpu_spec(entry: dict[str, Any], ratio_of_label: float) -> GpuSpec:
         pcie=entry.get("pcie", ""), tdp_w=entry.get("tdp_w"), launch_year=entry.get("launch_year"),
         generation=entry.get("generation", ""), aliases=tuple(entry.get("aliases", ())),
         confidence=entry.get("confidence", ""), source=entry.get("source", ""),
-        notes=entry.get("notes", ""), memory_type=entry.get("memory_type", ""))
+        notes=entry.get("notes", ""), memory_type=entry.get("memory_type", ""),
+        nvlink_domain_gpus=int(entry.get("nvlink_domain_gpus", 0)))
 
 
 @functools.lru_cache(maxsize=None)

@@ -374,7 +374,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'yi-6b': 44,
                                       'zai-org/glm-4.5': 76,
                                       'zai-org/glm-4.5-air': 77},
-                             'fingerprint': '5c76d3eb-142817'},
+                             'fingerprint': '23142cbc-142885'},
              'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b","lmsys/vicuna-7b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
@@ -1995,7 +1995,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                       'huggingface/transformers, models/nemotron/configuration_nemotron.py '
                                       '(NemotronConfig: vocab_size 256000, relu2, norm_eps 1e-5, partial_rotary_factor '
                                       '0.5)","tied_embeddings":false,"vocab_size":256000}'],
-                             'fingerprint': '6de48a74-183762'}},
+                             'fingerprint': 'a1b3d620-183871'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',
@@ -2602,6 +2602,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                            'notes': 'FP32: 80 (stas00) vs 90 (glennklockwood at 1200 W). TDP 1200 W = '
                                                     'configuration quoted by glennklockwood, not an official TDP. '
                                                     'MLPerf system json: 186 GB per GPU, NVLink-C2C to Grace.',
+                                           'nvlink_domain_gpus': 72,
                                            'pcie': '',
                                            'peak_tflops': {'bf16': 2500,
                                                            'fp16': 2500,
@@ -3131,8 +3132,85 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                      'spheron.network/blog/nvidia-gh200-guide (96 GB HBM3 + 480 GB '
                                                      'LPDDR5X; NVLink-C2C 900 GB/s bidirectional)',
                                            'tdp_w': 900,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['gb300-nvl72'],
+                                           'confidence': 'medium',
+                                           'flops_basis': "dense per GPU (verda's table without sparsity)",
+                                           'form_factor': 'Superchip (Blackwell Ultra GPUs + Grace)',
+                                           'generation': 'blackwell',
+                                           'gpu_gpu_bw_gbps_bidir': 1800,
+                                           'id': 'gb300',
+                                           'interconnect': 'NVLink 5 (72-GPU NVLink domain)',
+                                           'launch_year': 2025,
+                                           'mem_bw_gbps': 8000,
+                                           'memory_gb': 279,
+                                           'memory_type': 'HBM3e',
+                                           'name': 'GB300 (per Blackwell Ultra GPU, NVL72)',
+                                           'notes': '288 GB HBM3e on the package (12-high stacks); the per-GPU table '
+                                                    'gives 279 GB, taken as the label. INT8 is cut to 0.165 POPS on '
+                                                    "Blackwell Ultra. Megatron-Bridge's performance tables call it "
+                                                    'DGX-GB300.',
+                                           'nvlink_domain_gpus': 72,
+                                           'pcie': '',
+                                           'peak_tflops': {'bf16': 2500,
+                                                           'fp16': 2500,
+                                                           'fp32': 80,
+                                                           'fp8': 5000,
+                                                           'int8': 165,
+                                                           'tf32': 1250},
+                                           'source': 'https://verda.com/blog/gb300-nvl72-architecture (per-GPU table '
+                                                     'without sparsity: GB300 FP8 5, FP16/BF16 2.5, TF32 1.25, FP32 '
+                                                     '0.080 PFLOPS, INT8 0.165 POPS, 279 GB HBM3E, 8 TB/s, 1.4 kW; '
+                                                     'B300 FP8 4.5, FP16/BF16 2.25, TF32 1.1, FP32 0.075 PFLOPS, INT8 '
+                                                     '0.15 POPS, 270 GB, 7.7 TB/s, 1.1 kW; NVLink 5 1.8 TB/s) | '
+                                                     'https://glennklockwood.com/garden/processors/B300 (HGX B300: '
+                                                     'dense FP16/BF16 2250, FP8 4500, TF32 1125, FP32 75 TFLOP/s; 288 '
+                                                     'GB HBM3e, 8 TB/s; GB300 NVL72 360 PF FP8, 72 ConnectX-8 NICs) | '
+                                                     'github:pytorch/ao '
+                                                     "torchao/testing/training/roofline_utils.py@36027d8 ('NVIDIA B300 "
+                                                     "SXM6 AC': bf16 2.25e15, fp8 4.5e15, 8e12 B/s)",
+                                           'tdp_w': 1400,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['b300-sxm', 'hgx-b300'],
+                                           'confidence': 'medium',
+                                           'flops_basis': "dense (glennklockwood's HGX B300 table; verda and torchao's "
+                                                          'roofline give the same peaks)',
+                                           'form_factor': 'SXM6',
+                                           'generation': 'blackwell',
+                                           'gpu_gpu_bw_gbps_bidir': 1800,
+                                           'id': 'b300',
+                                           'interconnect': 'NVLink 5 + NVSwitch',
+                                           'launch_year': 2025,
+                                           'mem_bw_gbps': 7700,
+                                           'memory_gb': 270,
+                                           'memory_type': 'HBM3e',
+                                           'name': 'B300 SXM (HGX/DGX B300, Blackwell Ultra)',
+                                           'notes': "Memory: 288 GB HBM3e on the package, 270 GB in verda's per-GPU "
+                                                    'table (taken as the label); bandwidth 8 TB/s (glennklockwood, '
+                                                    'torchao) vs 7.7 (verda): the lower kept. TDP 1.1 kW (verda) vs '
+                                                    '1.4 kW maximum (glennklockwood). TF32 1125 (glennklockwood) vs '
+                                                    '1100 (verda).',
+                                           'pcie': 'Gen6 x16',
+                                           'peak_tflops': {'bf16': 2250,
+                                                           'fp16': 2250,
+                                                           'fp32': 75,
+                                                           'fp8': 4500,
+                                                           'int8': 150,
+                                                           'tf32': 1125},
+                                           'source': 'https://verda.com/blog/gb300-nvl72-architecture (per-GPU table '
+                                                     'without sparsity: GB300 FP8 5, FP16/BF16 2.5, TF32 1.25, FP32 '
+                                                     '0.080 PFLOPS, INT8 0.165 POPS, 279 GB HBM3E, 8 TB/s, 1.4 kW; '
+                                                     'B300 FP8 4.5, FP16/BF16 2.25, TF32 1.1, FP32 0.075 PFLOPS, INT8 '
+                                                     '0.15 POPS, 270 GB, 7.7 TB/s, 1.1 kW; NVLink 5 1.8 TB/s) | '
+                                                     'https://glennklockwood.com/garden/processors/B300 (HGX B300: '
+                                                     'dense FP16/BF16 2250, FP8 4500, TF32 1125, FP32 75 TFLOP/s; 288 '
+                                                     'GB HBM3e, 8 TB/s; GB300 NVL72 360 PF FP8, 72 ConnectX-8 NICs) | '
+                                                     'github:pytorch/ao '
+                                                     "torchao/testing/training/roofline_utils.py@36027d8 ('NVIDIA B300 "
+                                                     "SXM6 AC': bf16 2.25e15, fp8 4.5e15, 8e12 B/s)",
+                                           'tdp_w': 1100,
                                            'vendor': 'NVIDIA'}]},
-                         'fingerprint': 'a866fdb2-37163'},
+                         'fingerprint': '7958665d-40071'},
            'hosts.toml': {'data': {'host': [{'cpu': '2x Intel Xeon E5-2698 v4 (20 cores each)',
                                              'cpu_cores': 40,
                                              'gpu_ids': ['v100-sxm2-16gb', 'v100-sxm2-32gb'],
@@ -8058,6 +8136,22 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                          'derived/csv/gpu_prices.csv@045df3b'},
                                               {'as_of': '2026-08-26',
                                                'currency': 'USD',
+                                               'gpu_id': 'b300',
+                                               'gpu_label': 'B300 288GB',
+                                               'gpus_per_instance': 1,
+                                               'instance': 'on-demand GPU',
+                                               'kind': 'on-demand',
+                                               'notes': 'source labels B300 288GB (the package); catalog B300 uses the '
+                                                        '270 GB per-GPU figure.',
+                                               'price_per_gpu_hour': 7.4,
+                                               'price_per_instance_hour': 7.4,
+                                               'pricing': 'on-demand',
+                                               'provider': 'Hyperstack',
+                                               'region': '(not stated)',
+                                               'source': 'https://raw.githubusercontent.com/api-evangelist/nexgen-cloud/refs/heads/main/plans/nexgen-cloud-plans-pricing.yml '
+                                                         '(docs search excerpt)'},
+                                              {'as_of': '2026-08-26',
+                                               'currency': 'USD',
                                                'gpu_id': 'b200',
                                                'gpu_label': 'B200 192GB',
                                                'gpus_per_instance': 1,
@@ -8305,7 +8399,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-34b': 43,
                                                  {'aliases': [], 'name': '晨涧云'},
                                                  {'aliases': ['矩池云', 'Matpool'], 'name': '矩池云 (Matpool)'},
                                                  {'aliases': [], 'name': '算家云'}]},
-                           'fingerprint': '94e9bdcb-41863'},
+                           'fingerprint': '3cf464cc-42389'},
            'rates.toml': {'data': {'base': 'USD',
                                    'currency': [{'aliases': ['US$', 'dollar'],
                                                  'code': 'USD',

@@ -10,6 +10,8 @@ A group that fits inside one node uses the intra-node link (NVLink or PCIe); a g
 nodes is limited by each GPU's share of the inter-node network (rail-optimised clusters give every
 GPU its own NIC: DGX A100 8 x 200 Gb/s HDR, DGX H100 8 x 400 Gb/s NDR). Groups are placed
 Megatron-style: tensor parallel innermost, then context, then data parallel, pipeline outermost.
+On a rack-scale NVLink fabric (GB200/GB300 NVL72: the catalog's nvlink_domain_gpus) "the node" is the
+NVLink domain, not the compute tray: a group inside it runs at the NVLink bandwidth.
 """
 
 from __future__ import annotations
@@ -195,8 +197,10 @@ def fabric(gpu: GpuSpec, layout: Layout, *, interconnect: str | None = None,
     if not intra.name.startswith("PCIe") and is_bridged(gpu) and layout.gpus_per_node > 2 and intranode is None:
         intra = pcie_link(gpu)
     inter = internode_link(interconnect or default_interconnect(gpu))
-    return Fabric(intra=intra, inter=inter, gpus_per_node=layout.gpus_per_node,
-                  collective_fraction=collective_fraction)
+    # a rack-scale NVLink domain (NVL72): groups inside it stay on NVLink whatever trays they span
+    span = max(layout.gpus_per_node, min(gpu.nvlink_domain_gpus, layout.num_gpus)) if intranode is None \
+        else layout.gpus_per_node
+    return Fabric(intra=intra, inter=inter, gpus_per_node=span, collective_fraction=collective_fraction)
 
 
 # --- traffic of a layout -------------------------------------------------------------------------

@@ -67,6 +67,9 @@ MAMF_FRACTION: dict[str, dict[str, float]] = {
     "h200-sxm": {"bf16": 0.803, "fp8": 0.734},             # "same as H100" for bf16
     "gh200": {"bf16": 0.838, "fp8": 0.776},
     "b200": {"bf16": 0.776, "fp8": 0.763}, "gb200": {"bf16": 0.729, "fp8": 0.723},
+    # B300: torchao's roofline "pct_achievable_gemm_tops: 0.82  # From measurement on hardware" for
+    # 'NVIDIA B300 SXM6 AC' (torchao/testing/training/roofline_utils.py@36027d8), one figure for its GEMMs
+    "b300": {"bf16": 0.82, "fp8": 0.82},
     "mi300x": {"bf16": 0.514}, "mi325x": {"bf16": 0.604},
     # L20 (Ada, 119.5 TFLOP/s 16-bit dense, 864 GB/s): torch.matmul fp16 with fp32 accumulation at 114.40 TFLOP/s
     # (M=4096, N=16384, K=2048), the best of the L20 table in DefTruth/CUDA-Learn-Notes hgemm/README.md@03cb5355
