@@ -10,7 +10,10 @@
 * benchmarks/data/xtuner_2024_cases.json: the same benchmark as XTuner's documentation now prints it
   (docs/zh_cn/acceleration/benchmark.rst @7575f2c9), re-measured with use_varlen_attn = False, scored the same way;
 * benchmarks/data/nemo_cases.json: NeMo 24.07's performance summary (FP8 pre-training, SFT and LoRA on
-  DGX-H100), written and scored the same way.
+  DGX-H100), written and scored the same way;
+* benchmarks/data/mbridge_2608_cases.json and mbridge_2604_2606_cases.json: Megatron-Bridge's current
+  performance summary (26.08) and its archived 26.04-26.06.01 containers (tools/build_mbridge_cases.py),
+  newer than the dev set's, scored the same way.
 
 Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU its hardware text names
 (trainplan's GPU-name rule) and is scored against what the source printed.
@@ -34,7 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = tuple(ROOT / "benchmarks" / "data" / name for name in ("torchtitan_benchmarks.json", "swift_benchmarks.json"))
 CASES = tuple(ROOT / "benchmarks" / "data" / name
-              for name in ("xtuner_cases.json", "xtuner_2024_cases.json", "nemo_cases.json", "mbridge_2608_cases.json"))
+              for name in ("xtuner_cases.json", "xtuner_2024_cases.json", "nemo_cases.json", "mbridge_2608_cases.json",
+                           "mbridge_2604_2606_cases.json"))
 
 
 def launch_file(row: dict, folder: Path) -> Path:
