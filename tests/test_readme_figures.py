@@ -60,3 +60,21 @@ def test_the_golden_seed_chain_is_the_article_by_hand():
     assert t["steps"] == 939
     assert c["price_per_gpu_hour"] == 27.08 and c["currency"] == "CNY"
     assert c["total"] == pytest.approx(t["total_s"] / 3600 * 27.08 * 3)
+
+
+def test_spot_row_counts_quoted_are_the_files():
+    """The row counts README's "Published runs outside both sets" paragraph quotes are the rows of the files it
+    names (each file's count: the numbers of rows said since the previous file)."""
+    import re
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("**Published runs outside both sets**")
+    para = text[start:text.index("\n\n", start)]
+    pieces = re.split(r"\(benchmarks/data/([\w.]+)", para)
+    checked = 0
+    for said, name in zip(pieces[0::2], pieces[1::2]):
+        quoted = sum(int(n) for n in re.findall(r"(\d+) (?:throughput )?(?:rows|figures)\b", said))
+        data = json.loads((ROOT / "benchmarks" / "data" / name).read_text())
+        assert quoted == len(data.get("rows", data.get("cases", ()))), name
+        checked += 1
+    assert checked == 7
