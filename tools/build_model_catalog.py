@@ -727,8 +727,8 @@ HF_CONFIG_MODELS += [
 _MB_NEMOTRON = ("NVIDIA-NeMo/Megatron-Bridge, src/megatron/bridge/models/nemotron/nemotron_provider.py@dc805f5cf9e0 "
                 "[{provider}; NemotronModelProvider: LayerNorm, squared_relu, rope with rotary_percent 0.5, "
                 "add_bias_linear false, untied embeddings]; tests/unit_tests/models/nemotron/test_nemotron_provider.py "
-                "[the same shapes]; huggingface/transformers, models/nemotron/configuration_nemotron.py (NemotronConfig: "
-                "vocab_size 256000, relu2, norm_eps 1e-5, partial_rotary_factor 0.5)")
+                "[the same shapes]; huggingface/transformers, models/nemotron/configuration_nemotron.py "
+                "(NemotronConfig: vocab_size 256000, relu2, norm_eps 1e-5, partial_rotary_factor 0.5)")
 _NEMOTRON = {"architectures": ["NemotronForCausalLM"], "attention_bias": False, "hidden_act": "relu2",
              "max_position_embeddings": 4096, "mlp_bias": False, "model_type": "nemotron", "norm_eps": 1e-05,
              "partial_rotary_factor": 0.5, "rope_theta": 10000.0, "tie_word_embeddings": False, "vocab_size": 256000}
