@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -198,6 +199,16 @@ def test_load_cases_errors_are_one_line(tmp_path):
         load_cases(bad)
     with pytest.raises(TrainplanError):
         load_cases(tmp_path / "missing.json")
+    with pytest.raises(TrainplanError, match="expected a JSON list of cases"):
+        bad.write_text('{"about": "no cases here"}')
+        load_cases(bad)
+
+
+def test_case_file_may_describe_itself_beside_its_cases(tmp_path):
+    # benchmarks/data/*_cases.json: {"about": ..., "cases": [...]}; the description is not a case
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({"about": "where these came from", "cases": [QWEN_QLORA]}))
+    assert [c["id"] for c in load_cases(path, strict=False)] == [QWEN_QLORA["id"]]
 
 
 def test_dev_set_maps_and_every_memory_case_names_its_view():

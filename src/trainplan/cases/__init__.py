@@ -46,17 +46,18 @@ class CaseMapping:
 
 
 def load_cases(path: str | Path, *, strict: bool = True, what: str = "case file") -> list[dict]:
-    """The cases of a JSON file (a list, or {"cases": [...]}), validated; TrainplanError otherwise.
+    """The cases of a JSON file (a list, or {"cases": [...]} with any other top-level keys as the file's own
+    description: "about", "source"), validated; TrainplanError otherwise.
     `strict=False` (accuracy) tolerates fields outside the schema; an import refuses them. The file
     is read through safeio: a regular UTF-8 file of at most CASE_FILE_LIMIT_BYTES, nested at most
     MAX_DEPTH levels (a FIFO or a device is refused, never read)."""
     from trainplan.safeio import CASE_FILE_LIMIT_BYTES, parse_json, read_user_text
 
     data = parse_json(read_user_text(path, what=what, limit_bytes=CASE_FILE_LIMIT_BYTES), what=what, path=path)
-    if isinstance(data, dict) and set(data) == {"cases"}:
+    if isinstance(data, dict) and isinstance(data.get("cases"), list):
         data = data["cases"]
     if not isinstance(data, list):
-        raise TrainplanError(f"{path}: expected a JSON list of cases")
+        raise TrainplanError(f"{path}: expected a JSON list of cases (or an object whose \"cases\" is one)")
     validate_cases(data, str(path), strict=strict)
     return data
 
