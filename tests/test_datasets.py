@@ -271,16 +271,21 @@ def test_packing_alone_is_padding_free_where_the_framework_packs_only_that_way(f
     assert case_data.padding_free(case, Framework[framework]) is expected
 
 
+def _dev1_case(case_id: str) -> dict:
+    """One case of the vendored first development set, by id."""
+    from pathlib import Path
+
+    cases = json.loads((Path(__file__).parent / "data" / "published_dev.json").read_text())
+    return next(c for c in cases if c["id"] == case_id)
+
+
 def test_unpacked_time_case_naming_a_catalog_dataset_is_timed_with_its_lengths():
     # torchtune's README flags table, baseline row: unpacked alpaca (torchtune alpaca_dataset: source
     # tatsu-lab/alpaca, the catalog's alias of yahma/alpaca-cleaned), micro-batch 2, max_seq_len 4096
-    from pathlib import Path
-
     from trainplan.cases import Skip
     from trainplan.cases.timecase import map_case, predict
 
-    cases = json.loads((Path(__file__).parent / "data" / "published_dev.json").read_text())
-    case = next(c for c in cases if c["id"] == "torchtune-3b-flags-00-baseline-tps")
+    case = _dev1_case("torchtune-3b-flags-00-baseline-tps")
     mapped = map_case(case)
     assert not mapped.workload.packing
     lengths = mapped.options.sample_lengths
@@ -298,24 +303,18 @@ def test_unpacked_time_case_naming_a_catalog_dataset_is_timed_with_its_lengths()
     ({"hours_per_1B_tokens": 1e9 / 80000.0 / 3600.0}, 10000.0),   # the same run as hours per billion tokens
 ])
 def test_time_case_reporting_a_total_is_compared_per_gpu(measured, per_gpu):
-    from pathlib import Path
-
     from trainplan.cases.timecase import map_case
 
-    cases = json.loads((Path(__file__).parent / "data" / "published_dev.json").read_text())
-    base = next(c for c in cases if c["id"] == "mpt-bench-7b-seq2048-8xa100_80gb-amp_bf16")
+    base = _dev1_case("mpt-bench-7b-seq2048-8xa100_80gb-amp_bf16")
     mapped = map_case({**base, "measured": {**measured, "what": "total"}})
     assert mapped.metric == "tokens_per_s_per_gpu" and mapped.measured == pytest.approx(per_gpu)
 
 
 def test_time_case_without_micro_batch_or_gpu_count_is_filled_from_its_other_fields():
-    from pathlib import Path
-
     from trainplan.cases import Skip
     from trainplan.cases.timecase import map_case
 
-    cases = json.loads((Path(__file__).parent / "data" / "published_dev.json").read_text())
-    base = next(c for c in cases if c["id"] == "mpt-bench-7b-seq2048-8xa100_80gb-amp_bf16")
+    base = _dev1_case("mpt-bench-7b-seq2048-8xa100_80gb-amp_bf16")
     # llm-foundry's row: micro-batch 8 on 8 GPUs, no accumulation -> global batch 64
     no_micro = {**base, "micro_batch": None, "global_batch": 64, "grad_accum": 1}
     assert map_case(no_micro).setup.batch_size == 8
