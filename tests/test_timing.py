@@ -33,11 +33,13 @@ from trainplan.job.training import (
 from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.timing.comm import (
     INTERCONNECTS,
+    CommInputs,
     Fabric,
     allgather_s,
     fabric,
     internode_link,
     ring_allreduce_s,
+    ring_cp_s,
 )
 from trainplan.timing.efficiency import KernelStack, matmul_efficiency
 from trainplan.timing.flops import flops_per_token
@@ -220,6 +222,34 @@ def test_ulysses_all_to_alls_are_exposed_ring_exchange_is_hidden():
     # ring attention (Megatron / torchtitan context parallelism): the K/V exchange runs under attention
     ring = step_time(setup, Layout(num_gpus=8, cp=8), A100).comm
     assert ring.cp_s > 0 and ring.cp_exposed_s == 0
+    # the ring's bytes by hand: per layer (forward + backward's K/V and their gradients) 3 x 7 sends of one
+    # 4096-token block's K and V, 4096 x 2 x 4096 x 2 bytes = 67.1 MB, at 0.8 x 300 GB/s over NVLink 3
+    assert ring.cp_s == pytest.approx(32 * 3 * 7 * 4096 * 2 * 4096 * 2 / (0.8 * 300e9))
+
+
+def test_ring_context_parallel_exposes_what_a_send_takes_beyond_its_block():
+    # by hand: sends of 1 GB at 100 GB/s = 10 ms; cp 4 (3 sends per pass); 2 layers whose attention takes
+    # 80 ms forward and 80 ms backward per micro-batch: a block is 80 / 2 / 4 = 10 ms. Forward: 10 ms sends
+    # under 10 ms blocks, hidden. Backward: K/V and their gradients, 20 ms per send under a 10 ms block,
+    # 10 ms exposed each: 2 layers x 3 x 10 ms = 60 ms. On the wire: 2 layers x (1 + 2) x 3 x 10 ms = 180 ms;
+    # with full recomputation the forward ring runs twice: 2 x 4 x 3 x 10 = 240 ms, the same 60 ms exposed
+    x = CommInputs(trainable_params=0.0, gathered_params=0.0, grad_bytes=2, weight_bytes=2.0, micro_batches=1,
+                   fwd_s=1.0, bwd_s=2.0, layers=2, activation_bytes=0.0, tp_collectives_per_layer=4,
+                   kv_bytes=1e9, attention_fwd_s=0.08, attention_bwd_s=0.08)
+    assert ring_cp_s(x, 4, 100e9) == pytest.approx((0.180, 0.060))
+    assert ring_cp_s(replace(x, layer_passes=3), 4, 100e9) == pytest.approx((0.240, 0.060))
+    # a block longer than its sends hides them all
+    assert ring_cp_s(replace(x, attention_bwd_s=0.2), 4, 100e9)[1] == 0.0
+
+
+def test_ring_context_parallel_sends_each_gpus_tp_shard_of_the_heads():
+    # Megatron-Core's CP (docs/user-guide/features/context_parallel.md): "KV communication happens between a
+    # GPU and its counterparts in other TP groups": with TP 2 each GPU sends half the heads' K and V. Both
+    # layouts stay in one 8-GPU NVLink node (same bandwidth), the same micro-batch tokens: half the bytes
+    setup = TrainingSetup(model=LLAMA2_7B, batch_size=1, seq_len=32768)
+    alone = step_time(setup, Layout(num_gpus=4, cp=4), A100).comm
+    with_tp = step_time(setup, Layout(num_gpus=8, tp=2, cp=4), A100).comm
+    assert with_tp.cp_s == pytest.approx(alone.cp_s / 2)
 
 
 # --- pipeline bubble -----------------------------------------------------------------------------

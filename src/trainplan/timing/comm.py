@@ -225,7 +225,9 @@ class CommInputs:
     moe_layers: int = 0
     tp_free_moe_layers: int = 0      # of moe_layers: no shared expert, so no TP collective in the MLP half
     moe_dispatch_bytes: float = 0.0  # tokens x top_k x hidden x bytes per all-to-all
-    kv_bytes: float = 0.0            # one micro-batch's K and V per layer (context parallel)
+    kv_bytes: float = 0.0            # one micro-batch's K and V per layer on this GPU (its TP shard of the heads)
+    attention_fwd_s: float = 0.0     # the attention kernels' forward of one micro-batch on this GPU (all its layers)
+    attention_bwd_s: float = 0.0     # ... their backward
     layer_passes: int = 2            # a layer's passes a micro-batch: forward, backward (3 with full recomputation)
     leaf_params: float = 0.0         # of gathered_params: ZeRO-3 fetches them whole, unprefetched (timing.hf_moe)
     expert_trainable_params: float = 0.0   # of trainable_params: routed experts (this GPU's 1/ep of them)
@@ -343,6 +345,25 @@ def _data_parallel(layout: Layout, fab: Fabric, x: CommInputs, trainable: float,
     return dp_s, dp_exp, gather_s, gather_exp, link
 
 
+def ring_cp_s(x: CommInputs, cp: int, bw_bytes_per_s: float) -> tuple[float, float]:
+    """(seconds on the wire, seconds exposed) of the context-parallel K/V ring, one optimizer step.
+
+    Megatron-Core / Transformer Engine (docs/user-guide/features/context_parallel.md): the K/V all-gather
+    and the reduce-scatter of their gradients run as point-to-point sends in a ring, each GPU with its
+    counterparts in the other TP groups (its own shard of the K/V heads); the backward gathers K/V again.
+    So per layer a forward pass sends cp - 1 K/V blocks (again when full recomputation reruns it) and the
+    backward cp - 1 blocks of K/V and of their gradients; the ring attention of PyTorch's context_parallel
+    (torchtitan) moves the same. Each send overlaps the attention of one block, 1/cp of the layer's
+    attention: what a send takes beyond its block is exposed."""
+    fwd_passes = x.layer_passes - 1                 # the forward, and its rerun under full recomputation
+    send_s = x.kv_bytes / bw_bytes_per_s
+    fwd_block_s = x.attention_fwd_s / max(1, x.layers) / cp
+    bwd_block_s = x.attention_bwd_s / max(1, x.layers) / cp
+    per_layer_wire = (fwd_passes + 2) * (cp - 1) * send_s
+    per_layer_exposed = (cp - 1) * (fwd_passes * max(0.0, send_s - fwd_block_s) + max(0.0, 2 * send_s - bwd_block_s))
+    return x.micro_batches * x.layers * per_layer_wire, x.micro_batches * x.layers * per_layer_exposed
+
+
 def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
     """Communication of one optimizer step for `layout` (see the module docstring for placement).
 
@@ -351,7 +372,8 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
     all-gathers are prefetched behind forward and backward except one layer's (and the MoE blocks
     ZeRO-3 fetches whole, x.leaf_params, which wait in both); the ZeRO-1/2 parameter
     all-gather after the optimizer step, tensor-parallel all-reduces, pipeline sends and expert
-    all-to-alls are exposed; context-parallel K/V exchange is hidden behind attention.
+    all-to-alls are exposed; the context-parallel K/V ring is hidden behind attention as far as each
+    block's attention lasts (ring_cp_s).
     """
     # the gradient reduction and the ZeRO/FSDP shards span data x context parallel (Layout.dp_cp: context-
     # parallel ranks hold the same weights), as the memory model shards (memory.sharding.shard_level)
@@ -438,8 +460,7 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
         per_pass = fab.alltoall_s(2 * x.activation_bytes + x.kv_bytes, cp, tp)
         cp_s = cp_exposed = m * x.layers * x.layer_passes * per_pass
     elif cp > 1:
-        bw = fab.bus_bw(tp * cp)
         links.append(f"context parallel over {fab.link_name(tp * cp)}")
-        cp_s = m * x.layers * 3 * (cp - 1) * x.kv_bytes / bw
+        cp_s, cp_exposed = ring_cp_s(x, cp, fab.bus_bw(tp * cp))
     return CommTimes(dp_s=dp_s, dp_exposed_s=dp_exp, gather_s=gather_s, gather_exposed_s=gather_exp,
                      tp_s=tp_s, pp_s=pp_s, ep_s=ep_s, cp_s=cp_s, cp_exposed_s=cp_exposed, links=tuple(links))

@@ -149,6 +149,8 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     moe_layers = ctx.moe_layers // layout.pp
     train_gpu = parts.params_on_gpu(setup, layout, n_train, trainable=True)
     total_gpu = parts.params_on_gpu(setup, layout, n_total, trainable=False)
+    kv_split = min(layout.tp, max(1, setup.model.num_kv_heads))
+    attention_fwd_s, attention_bwd_s = parts.attention_kernel_s(ft, eff, mb_tokens / model_parallel)
     x = CommInputs(
         # what one GPU holds (routed experts / ep) and so reduces and gathers (parts.params_on_gpu)
         trainable_params=sum(train_gpu), gathered_params=sum(total_gpu),
@@ -160,7 +162,9 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
         layer_passes=3 if setup.grad_ckpt is GradCkpt.FULL else 2,
         moe_layers=moe_layers, moe_dispatch_bytes=act_bytes * (moe.top_k if moe else 0),
         tp_free_moe_layers=moe_layers if moe and not (moe.num_shared_experts or moe.shared_intermediate_size) else 0,
-        kv_bytes=mb_tokens / layout.cp * 2 * ctx.kv_dim * ctx.compute_bytes,
+        # K and V of this GPU's heads: its TP shard (Megatron-Core splits the query groups over TP)
+        kv_bytes=mb_tokens / layout.cp * 2 * ctx.kv_dim / kv_split * ctx.compute_bytes,
+        attention_fwd_s=attention_fwd_s, attention_bwd_s=attention_bwd_s,
         leaf_params=z3_leaf_params(setup, layout),
         overlap_comm=ctx.overlap_always or ctx.zero.overlap(int(layout.zero)))
     comm = layout_comm(layout, fab, x)

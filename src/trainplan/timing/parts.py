@@ -82,6 +82,14 @@ def core_compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: E
     return linear + attn
 
 
+def attention_kernel_s(ft: FlopsPerToken, eff: Efficiency, tokens: float) -> tuple[float, float]:
+    """(forward, backward) seconds of the attention kernels for `tokens` padded tokens on one GPU: one
+    forward pass (its rerun under recomputation apart) and the backward, as core_compute_s times them."""
+    fwd = ft.attention_fwd * tokens / ((eff.attention_fwd or eff.attention) * eff.attention_peak_flops_per_s)
+    bwd = ft.attention_bwd * tokens / ((eff.attention_bwd or eff.attention) * eff.attention_peak_flops_per_s)
+    return fwd, bwd
+
+
 def loss_traffic_s(setup: TrainingSetup, gpu: GpuSpec, tokens: float, m: EfficiencyModel, *,
                    compiled: bool = False) -> float:
     """Seconds of the cross-entropy over `tokens` x vocabulary logits on one GPU, memory-bound (timing.loss)."""
