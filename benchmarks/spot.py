@@ -13,7 +13,9 @@
   DGX-H100), written and scored the same way;
 * benchmarks/data/mbridge_2608_cases.json and mbridge_2604_2606_cases.json: Megatron-Bridge's current
   performance summary (26.08) and its archived 26.04-26.06.01 containers (tools/build_mbridge_cases.py),
-  newer than the dev set's, scored the same way.
+  newer than the dev set's, scored the same way;
+* benchmarks/data/nemo_long_sequence_cases.json: NeMo's long-sequence tables (context parallel pre-training
+  at 4K-1M tokens on DGX-B200 and DGX-H100, tools/build_nemo_long_sequence_cases.py), TFLOPS per GPU.
 
 Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU its hardware text names
 (trainplan's GPU-name rule) and is scored against what the source printed.
@@ -38,7 +40,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = tuple(ROOT / "benchmarks" / "data" / name for name in ("torchtitan_benchmarks.json", "swift_benchmarks.json"))
 CASES = tuple(ROOT / "benchmarks" / "data" / name
               for name in ("xtuner_cases.json", "xtuner_2024_cases.json", "nemo_cases.json", "mbridge_2608_cases.json",
-                           "mbridge_2604_2606_cases.json"))
+                           "mbridge_2604_2606_cases.json", "nemo_long_sequence_cases.json"))
+# how each compared metric (trainplan.cases PREDICTED_KEYS) is printed
+UNITS = {"tokens_per_s_per_gpu": "tok/s", "tflops_per_gpu": "TFLOP/s", "step_s": "s/step", "mfu": "MFU",
+         "gpu_hours": "GPU-h"}
 
 
 def launch_file(row: dict, folder: Path) -> Path:
@@ -116,7 +121,8 @@ def main(argv: list[str]) -> int:
                 print(f"{result.id:40s} not predicted: {result.skipped}")
                 continue
             errors.append(abs(result.error))
-            print(f"{result.id:40s} measured {result.measured_value:>8} tok/s predicted "
+            unit = UNITS.get(result.metric, result.metric)
+            print(f"{result.id:40s} measured {result.measured_value:>8} {unit} predicted "
                   f"{result.predicted[result.metric]:9.1f} error {100 * result.error:+6.1f}%")
         if errors:
             print(f"{path.name}: {len(errors)}/{len(cases)} predicted; {summary(errors)}\n")
