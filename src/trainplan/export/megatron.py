@@ -12,9 +12,9 @@ ZeRO-1), --optimizer-cpu-offload, --bf16 / --fp16 (none: fp32), --fp8-format hyb
 --attention-backend flash|unfused, and the model's shape (--num-layers, --hidden-size, --ffn-hidden-size,
 --num-attention-heads, --group-query-attention --num-query-groups, --kv-channels, --normalization,
 --swiglu, --position-embedding-type, --untie-embeddings-and-output-weights, --disable-bias-linear /
---add-qkv-bias, --qk-layernorm, --num-experts / --moe-router-topk / --moe-ffn-hidden-size). Megatron-LM
-has no reader in trainplan (its arguments after `pretrain_gpt.py` are not a config format `--from`
-reads); tests check them against the job by hand.
+--add-qkv-bias, --qk-layernorm, --num-experts / --moe-router-topk / --moe-ffn-hidden-size). `--from`
+reads the written script back (importers/megatron_lm.py); tests check the arguments against the job by
+hand and the round trip.
 
 Megatron-SWIFT names (modelscope/ms-swift 3602360 swift/megatron/arguments/megatron_args.py; the
 defaults differ from Megatron-LM's: use_distributed_optimizer True, recompute_granularity selective,
@@ -318,7 +318,6 @@ def export(job, estimate, ctx: ExportContext) -> Exported:
                                                                     "pretrain_gpt.py"], _groups(lm)),
                                 format="megatron-lm"))
         commands.append(f"bash {LM_FILE}")
-        notes.append("Megatron-LM arguments have no trainplan reader: --from reads the megatron_swift.sh line")
     else:
         notes.append("pretrain_gpt.py has no LoRA: only the Megatron-SWIFT line (megatron sft --tuner_type lora) "
                      "is written")

@@ -94,6 +94,9 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, enum.Enum):
         return value.value
+    name = getattr(value, "name", None)
+    if isinstance(name, str) and hasattr(value, "num_layers"):   # a model a reader built from flags (megatron_lm)
+        return name
     return value
 
 

@@ -35,13 +35,14 @@ from typing import Any
 
 from trainplan.errors import TrainplanError
 from trainplan.importers import accelerate as accelerate_reader
+from trainplan.importers import megatron_lm
 from trainplan.importers import torchtitan as titan
 from trainplan.importers import torchtune as tune
 from trainplan.importers.base import Collector, Imported, Origin, ReadContext, as_int
 
 FORMAT = "launch"
 _ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
-_MINE = {"torchrun", "deepspeed", "accelerate", "llamafactory-cli", "lmf", "tune", "python", "python3"}
+_MINE = {"torchrun", "deepspeed", "accelerate", "llamafactory-cli", "lmf", "tune", "python", "python3", "srun"}
 _NOT_MINE = {"swift", "megatron"}          # importers/swift.py
 _SEPARATORS = {"&&", "||", ";", "|"}
 _TORCHRUN_FLAGS = {"standalone", "m", "module", "no_python", "run_path", "virtual_local_rank", "use_env"}
@@ -151,8 +152,11 @@ def read(data: list[str], path: str, ctx: ReadContext | None = None) -> Imported
         if len(words) < 2 or words[1] != "run":
             raise TrainplanError(f"--from {path}: only `tune run RECIPE --config FILE` starts training")
         _tune(c, words[2:], ctx)
+    elif first == "srun":
+        _srun(c, words[1:], ctx, env)
     elif first in ("python", "python3"):
-        _script(c, _options(words[1:], {"u", "O", "B", "m"})[1], ctx, env, None)   # one process
+        rest = _options(words[1:], {"u", "O", "B", "m"})[1]
+        _script(c, rest, ctx, env, 1 if rest and megatron_lm.is_megatron_lm(rest[0]) else None)   # one process
     elif first.endswith(".py"):
         _script(c, words, ctx, env, None)
     elif first.endswith(".sh") and (first == "run_train.sh" or "CONFIG_FILE" in env):
@@ -166,6 +170,31 @@ def read(data: list[str], path: str, ctx: ReadContext | None = None) -> Imported
     else:
         c.skip("command", " ".join(words[:2]), "a script trainplan cannot look into: give the launch command itself")
     return c.result()
+
+
+def _srun(c: Collector, words: list[str], ctx: ReadContext | None, env: dict) -> None:
+    """`srun [options] [sh -c] python pretrain_gpt.py ...` under sbatch: one rank per Slurm task, the tasks
+    from srun's -N/--nodes x --ntasks-per-node (or -n/--ntasks), else the job's (SLURM_NNODES x
+    SLURM_NTASKS_PER_NODE, SLURM_NTASKS: what sbatch's #SBATCH directives set, importers/shell.py)."""
+    opts, _ = _options(words, {"l", "label", "exclusive", "u", "unbuffered"})
+    def count(key: str, *values: Any) -> int | None:
+        value = next((v for v in values if v not in (None, True)), None)
+        return None if value is None else _count(value, key, c.file)
+
+    nodes = count("--nodes", opts.get("nodes"), opts.get("N"), env.get("SLURM_NNODES"))
+    per_node = count("--ntasks-per-node", opts.get("ntasks_per_node"), env.get("SLURM_NTASKS_PER_NODE"))
+    total = count("--ntasks", opts.get("ntasks"), opts.get("n"), env.get("SLURM_NTASKS"))
+    world = per_node * (nodes or 1) if per_node else total
+    at = next((i for i, w in enumerate(words) if w.endswith(".py")), None)
+    if at is None:
+        c.skip("command", " ".join(words[:2]), "srun of a script trainplan cannot look into: give the launch command")
+        return
+    _script(c, words[at:], ctx, env, world)
+    if world:
+        c.derived("num_gpus", world, key="srun / #SBATCH", note="one rank per Slurm task: "
+                  + (f"{nodes or 1} node(s) x {per_node} tasks per node" if per_node else f"{total} tasks"))
+        if nodes and nodes > 1:
+            c.derived("nodes", nodes, key="srun / #SBATCH", note="Slurm nodes")
 
 
 def _world(per_node: int | None, nodes: int | None) -> int | None:
@@ -278,7 +307,9 @@ def _load(c: Collector, name: str, ctx: ReadContext | None, key: str) -> tuple[s
 
 def _script(c: Collector, words: list[str], ctx: ReadContext | None, env: dict, world: int | None) -> None:
     """The training script (a path, or the module of `-m`) and its arguments."""
-    if words and titan.is_torchtitan(words[1:], words[0]):
+    if words and megatron_lm.is_megatron_lm(words[0]):
+        megatron_lm.read_args(c, words[1:], world)
+    elif words and titan.is_torchtitan(words[1:], words[0]):
         _titan(c, words[1:], ctx, env, world)
     elif words:
         script_args(c, words[1:], ctx)

@@ -4,7 +4,8 @@ Formats (one module each): LLaMA-Factory YAML/JSON (llamafactory), HF TrainingAr
 configs, JSON or YAML (hf), DeepSpeed JSON (deepspeed), axolotl YAML (axolotl), ms-swift YAML/JSON
 and `swift sft ...` (swift), torchtune YAML (torchtune), torchtitan TOML (torchtitan), accelerate
 config YAML (accelerate), and launch lines (launch: torchrun, deepspeed, accelerate launch,
-llamafactory-cli, swift, tune run), given as a file or as the command itself.
+llamafactory-cli, swift, tune run, srun; Megatron-LM's pretrain_gpt.py arguments: megatron_lm, its
+scripts' bash expanded by shell), given as a file or as the command itself.
 
 `read_config(source)` parses the file, finds its format (`detect` of each reader: the keys only
 that format has) and returns an Imported; `merge.apply` lays several over the defaults, flags last.
@@ -27,7 +28,7 @@ from trainplan.safeio import CONFIG_LIMIT_BYTES, MAX_DEPTH, check_depth, read_us
 
 # reader modules, asked in this order when a file's format is detected (the first best score wins)
 READERS = ("launch", "deepspeed", "accelerate", "torchtitan", "torchtune", "axolotl", "swift", "llamafactory", "hf")
-LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "llamafactory-cli", "lmf", "swift", "tune", "python",
+LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "llamafactory-cli", "lmf", "swift", "tune", "python", "srun",
              "python3", "megatron", "nproc_per_node", "cuda_visible_devices", "nnodes")
 MAX_CONFIG_BYTES = CONFIG_LIMIT_BYTES    # a training config is a few KiB; anything this large is not one
 
@@ -82,6 +83,12 @@ def _parse(text: str, path: str) -> Any:
         except ValueError as exc:   # an integer of more digits than Python converts
             raise TrainplanError(f"--from {path!r}: malformed JSON: {str(exc).splitlines()[0]}") from None
     if ext in (".sh", ".bash", ".txt", ".cmd") or _is_command(_first_command_line(text)):
+        if "pretrain_gpt.py" in text:     # Megatron-LM scripts build their arguments in bash (importers/shell.py)
+            from trainplan.importers.shell import command_running
+
+            words = command_running(text, "pretrain_gpt.py", path)
+            if words:
+                return words
         return command_words(text, path)
     return _yaml(text, path)
 
@@ -143,7 +150,7 @@ def detect(data: Any, path: str) -> str:
         raise TrainplanError(f"--from {path}: not a training config trainplan reads ({what} of no known format: "
                              "LLaMA-Factory, HF TrainingArguments/TRL, DeepSpeed, axolotl, ms-swift, torchtune, "
                              "torchtitan, accelerate, or a torchrun/deepspeed/accelerate/llamafactory-cli/swift/"
-                             "tune launch line)")
+                             "tune/srun launch line, Megatron-LM pretrain_gpt.py included)")
     return best
 
 

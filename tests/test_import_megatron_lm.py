@@ -1,0 +1,96 @@
+"""Megatron-LM `pretrain_gpt.py` launch lines and scripts read with --from (importers/megatron_lm.py, with
+the bash of importers/shell.py): the model built from the flags, the layout, batch and precision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import options_from as options
+from trainplan.errors import TrainplanError
+from trainplan.export import megatron as megatron_export
+from trainplan.export.base import ExportContext
+from trainplan.importers.shell import command_running
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import resolve_job
+from trainplan.model.params import count_params
+
+DIR = Path(__file__).parent / "fixtures" / "configs" / "megatron_lm"
+
+
+def unread(opts) -> dict:
+    return {u.key: u.value for u in opts.unread}
+
+
+def test_gpt3_175b_under_sbatch_and_srun():
+    o = options(DIR / "gpt_175b_sbatch.sh")
+    # one rank per Slurm task: #SBATCH --nodes=128 x --ntasks-per-node=8
+    assert (o.num_gpus, o.nodes, o.framework, o.tp, o.pp) == (1024, 128, "megatron", 8, 16)
+    # data parallel 1024 / (8 x 16) = 8: 1536 / (1 x 8) = 192 micro-batches per step
+    assert (o.batch_size, o.grad_accum, o.seq_len) == (1, 192, 2048)
+    assert (o.precision, o.grad_ckpt, o.zero) == ("fp16", "full", 0)
+    assert o.max_steps == 95368                       # ceil(146484375 / 1536)
+    assert o.sequence_parallel is False               # model_parallel_config.py: off unless --sequence-parallel
+    spec = o.model
+    # GPT-2 BPE (50257) padded to a multiple of 128 x tp 8 = 1024: 51200; FFN 4h; learned positions, biases,
+    # LayerNorm, tied embeddings (transformer_config.py defaults)
+    assert (spec.vocab_size, spec.intermediate_size, spec.head_dim, spec.tied_embeddings) == (51200, 49152, 128, True)
+    # by hand: per layer qkv 12288 x 36864 + 36864, proj 12288^2 + 12288, fc1 12288 x 49152 + 49152,
+    # fc2 49152 x 12288 + 12288, two LayerNorms 4 x 12288: 1,812,099,072; x 96 = 173,961,510,912;
+    # + embeddings 51200 x 12288 + positions 2048 x 12288 + final LayerNorm 2 x 12288
+    assert count_params(spec).total == 173_961_510_912 + 629_145_600 + 25_165_824 + 24_576
+    assert "--rampup-batch-size" in unread(o)
+
+
+def test_llama3_shape_from_bash_arrays_and_an_if_block():
+    o = options(DIR / "llama3_8b_arrays.sh")
+    assert (o.num_gpus, o.nodes, o.tp, o.cp) == (16, 2, 2, 1)
+    # dp = 16 / 2 = 8: 256 / (2 x 8) = 16
+    assert (o.batch_size, o.grad_accum, o.seq_len, o.max_steps) == (2, 16, 8192, 1000)
+    # the `if [[ "$DTYPE" == "fp8" ]]` branch ran, its array elements split into words
+    assert (o.precision, o.fp8_recipe, o.grad_ckpt) == ("fp8", "te-current", "selective")
+    assert (o.zero, o.comm_overlap) == (1, True)
+    assert (o.sequence_parallel, o.attention) == (True, "flash")
+    spec = o.model
+    assert (spec.num_kv_heads, spec.head_dim, spec.vocab_size, spec.tied_embeddings) == (8, 128, 128256, False)
+    assert (spec.qkv_bias, spec.mlp_bias, spec.hidden_dropout, spec.attention_dropout) == (False, False, 0.0, 0.0)
+    # Llama 3.1 8B's count (the catalog's, and meta-llama's): the same shape
+    assert count_params(spec).total == 8_030_261_248
+
+
+def test_export_then_read_back_is_the_same_job():
+    job = resolve_job(JobOptions(model="llama-3.1-70b", gpu="h100", framework="megatron", num_gpus=32, nodes=4, tp=8,
+                                 pp=4, vpp=5, zero=1, grad_accum=8, grad_ckpt="full", seq_len=4096),
+                      calibration=None, priced=False)
+    lm = next(f for f in megatron_export.export(job, None, ExportContext()).files if f.name == "megatron_lm.sh")
+    words = command_running(lm.text, "pretrain_gpt.py", "megatron_lm.sh")
+    o = options(" ".join(words))
+    assert (o.num_gpus, o.nodes, o.tp, o.pp, o.vpp, o.zero, o.grad_accum, o.grad_ckpt, o.seq_len, o.precision) == \
+        (32, 4, 8, 4, 5, 1, 8, "full", 4096, "bf16")
+    # the tokenizer names the catalog model: its vocabulary, padded to 128 x 8 (128256 = 125.25 x 1024 -> 129024)
+    assert o.model.vocab_size == 129024
+    assert count_params(o.model).total - count_params(job.setup.model).total == 2 * (129024 - 128256) * 8192
+
+
+def test_shell_arrays_defaults_and_arithmetic():
+    text = """
+N=4
+ARGS=(--a 1 --b "$N")
+ARGS+=(--c $((N*2)))
+X=${UNSET:-fallback}
+python pretrain_gpt.py ${ARGS[@]} --d $X
+"""
+    assert command_running(text, "pretrain_gpt.py", "t.sh") == ["python", "pretrain_gpt.py", "--a", "1", "--b", "4",
+                                                                "--c", "8", "--d", "fallback"]
+    assert command_running("echo pretrain_gpt.py\n", "pretrain_gpt.py", "t.sh") is None
+    with pytest.raises(TrainplanError, match="never closed"):
+        command_running('A="open\npython pretrain_gpt.py\n', "pretrain_gpt.py", "t.sh")
+
+
+def test_unknown_vocabulary_leaves_the_model_to_the_flag():
+    o = options("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 256 "
+                "--num-attention-heads 4 --seq-length 512 --micro-batch-size 1 --tokenizer-type "
+                "SentencePieceTokenizer --tokenizer-model /data/tok.model")
+    assert o.model == "" and "--tokenizer-type" in unread(o)
+    assert (o.num_gpus, o.grad_accum) == (8, 1)       # no --global-batch-size: micro x data parallel
