@@ -4,6 +4,8 @@
   row's job written as a torchtitan TOML; measured tokens/s per GPU;
 * benchmarks/data/swift_benchmarks.json: ms-swift's documented figures, each row's launch script as the
   repository has it; measured seconds per step;
+* benchmarks/data/megatron_lm_benchmarks.json: Megatron-LM README's GPT-3 175B iteration time, with the launch
+  script of the same commit (srun under #SBATCH) read by `--from`; measured seconds per step;
 * benchmarks/data/xtuner_cases.json: XTuner's speed benchmark (and the LLaMA-Factory runs it compares with),
   written as published cases (the shared/ground_truth schema) and scored the way `trainplan accuracy` scores
   them (raw, no calibration); measured tokens/s per GPU;
@@ -37,7 +39,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = tuple(ROOT / "benchmarks" / "data" / name for name in ("torchtitan_benchmarks.json", "swift_benchmarks.json"))
+DATA = tuple(ROOT / "benchmarks" / "data" / name
+             for name in ("torchtitan_benchmarks.json", "swift_benchmarks.json", "megatron_lm_benchmarks.json"))
 CASES = tuple(ROOT / "benchmarks" / "data" / name
               for name in ("xtuner_cases.json", "xtuner_2024_cases.json", "nemo_cases.json", "mbridge_2608_cases.json",
                            "mbridge_2604_2606_cases.json", "nemo_long_sequence_cases.json"))
