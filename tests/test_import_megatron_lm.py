@@ -94,3 +94,14 @@ def test_unknown_vocabulary_leaves_the_model_to_the_flag():
                 "SentencePieceTokenizer --tokenizer-model /data/tok.model")
     assert o.model == "" and "--tokenizer-type" in unread(o)
     assert (o.num_gpus, o.grad_accum) == (8, 1)       # no --global-batch-size: micro x data parallel
+
+
+def test_megatron_deepspeed_flags_are_said_not_dropped():
+    # Megatron-DeepSpeed runs the same pretrain_gpt.py with a DeepSpeed engine; its ZeRO flags are listed as
+    # not read, never silently dropped
+    o = options("deepspeed --num_gpus 8 pretrain_gpt.py --num-layers 2 --hidden-size 256 --num-attention-heads 4 "
+                "--seq-length 512 --micro-batch-size 1 --vocab-size 1000 --deepspeed --deepspeed_config ds.json "
+                "--zero-stage 3")
+    assert {"--deepspeed", "--deepspeed-config", "--zero-stage"} <= set(unread(o))
+    assert (o.num_gpus, o.zero, o.model.vocab_size) == (8, 0, 1024)      # 1000 padded to a multiple of 128
+

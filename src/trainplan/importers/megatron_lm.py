@@ -51,6 +51,11 @@ _UNMODELLED = {
     "decoder_last_pipeline_num_layers": "an uneven last pipeline stage is not modelled",
     "recompute_modules": "recompute modules other than the attention core are not modelled",
     "cross_entropy_loss_fusion": "Megatron's fused cross-entropy kernel: the loss is timed as the unfused fp32 one",
+    # Megatron-DeepSpeed's pretrain_gpt.py: its DeepSpeed engine is configured by a JSON this reader does not open
+    "deepspeed": "Megatron-DeepSpeed: the DeepSpeed engine (ZeRO stage, offload) is not read from these flags: "
+                 "give --zero / --offload",
+    "deepspeed_config": "Megatron-DeepSpeed's DeepSpeed JSON is not read here: give it with another --from",
+    "zero_stage": "Megatron-DeepSpeed's ZeRO stage is not read: give --zero",
 }
 # the flags read here (the others are counted as ignored: learning rate, logging, data paths, ...)
 _READ = {
