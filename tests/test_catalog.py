@@ -459,6 +459,8 @@ def test_stale_snapshot_falls_back_to_the_toml(monkeypatch):
     ("NVIDIA RTX A6000", "rtx-a6000"), ("NVIDIA RTX 6000 Ada Generation", "rtx6000-ada"),
     ("AMD Instinct MI300X", "mi300x"), ("GB200 NVL72", "gb200"), ("B200 (DGX-B200)", "b200"),
     ("Ascend 910B", "ascend-910b"), ("Gaudi 2", "gaudi2"),
+    # Chinese vendor names, written against the model as Chinese sources do
+    ("昇腾910B", "ascend-910b"), ("华为昇腾 910B", "ascend-910b"), ("8卡英伟达A100 80G", "a100-sxm4-80gb"),
     # nvidia-smi's name for the 96 GB superchip counts the Grace side's 480 GB LPDDR5X
     ("NVIDIA GH200 480GB", "gh200"), ("GH200 96GB HBM3", "gh200"), ("NVIDIA GB200", "gb200"),
     ("DGX-GB300", "gb300"), ("DGX-B300", "b300"), ("NVIDIA B300 SXM6 AC", "b300"),

@@ -38,7 +38,14 @@ def _compact(name: str) -> str:
     return "".join(part for part in _SPLIT.split(name.lower()) if part)
 
 
+# vendor and brand names as Chinese sources write them, often without a space before the model
+# ("英伟达A100", "昇腾910B"): read as the English words
+_CHINESE_NAMES = {"英伟达": " nvidia ", "华为": " huawei ", "昇腾": " ascend "}
+
+
 def _words(text: str) -> list[str]:
+    for name, english in _CHINESE_NAMES.items():
+        text = text.replace(name, english)
     words = (_COUNT.sub("", w) for w in _SPLIT.split(text.lower()))
     return [w for w in words if w and w not in _VENDOR_WORDS]
 
