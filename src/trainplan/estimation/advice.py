@@ -141,6 +141,30 @@ def _pairs(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: float, 
     return found
 
 
+def _more_gpus(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: float, model: MemoryModel,
+               current: MemoryEstimate) -> list[Suggestion]:
+    """The fewest GPUs (up to 256) over which the model state, sharded the way the framework shards it
+    (DeepSpeed ZeRO-3, else FSDP full sharding), fits; none for a framework that runs neither (Megatron's
+    distributed optimizer shards the optimizer states only: `trainplan plan` searches its TP/PP layouts)."""
+    caps = capabilities(setup.framework)
+    zero3 = ZeroStage.PARAMETERS in caps.zero
+    sharded = layout.zero >= ZeroStage.PARAMETERS or layout.fsdp is not Fsdp.NONE
+    if not (zero3 or caps.fsdp) or (sharded and layout.num_gpus > 1):
+        return []
+    flag = "--zero 3" if zero3 else "--fsdp full"
+    for n in (2, 4, 8, 16, 32, 64, 128, 256):
+        if n < layout.num_gpus:
+            continue
+        more = replace(layout, num_gpus=n, nodes=max(1, n // 8),
+                       zero=ZeroStage.PARAMETERS if zero3 else ZeroStage.NONE, fsdp=Fsdp.NONE if zero3 else Fsdp.FULL)
+        est = _try(setup, more, gpu, headroom, model)
+        if est and est.fits:
+            return [Suggestion(change=f"--num-gpus {n} {flag}", device_bytes=est.device_bytes,
+                               saves_bytes=current.device_bytes - est.device_bytes, fits=True,
+                               cost=f"{n} GPUs: communication overhead, {n}x the hourly price")]
+    return []
+
+
 def suggestions(job: Job, current: MemoryEstimate, model: MemoryModel) -> list[Suggestion]:
     """Single changes that lower the peak, those that make it fit first. `model`: the memory model of
     the estimate, whose cached parts the changes share (a new GPU type or count reuses the walk)."""
@@ -161,18 +185,7 @@ def suggestions(job: Job, current: MemoryEstimate, model: MemoryModel) -> list[S
                                     saves_bytes=0, fits=True,
                                     cost=f"a {other.memory_bytes // 10**9} GB GPU (see `trainplan prices --gpu {other.id}`)"))
             break
-    if layout.num_gpus == 1 or layout.zero < ZeroStage.PARAMETERS:
-        for n in (2, 4, 8, 16, 32, 64, 128, 256):
-            if n < layout.num_gpus:
-                continue
-            nodes = max(1, n // 8)
-            more = replace(layout, num_gpus=n, nodes=nodes, zero=ZeroStage.PARAMETERS, fsdp=Fsdp.NONE)
-            est = _try(setup, more, gpu, headroom, model)
-            if est and est.fits:
-                found.append(Suggestion(change=f"--num-gpus {n} --zero 3", device_bytes=est.device_bytes,
-                                        saves_bytes=current.device_bytes - est.device_bytes, fits=True,
-                                        cost=f"{n} GPUs: communication overhead, {n}x the hourly price"))
-                break
+    found += _more_gpus(setup, layout, gpu, headroom, model, current)
     singles = sorted(found, key=lambda s: (not s.fits, -s.saves_bytes))
     if not pairs:
         return singles

@@ -1,0 +1,26 @@
+"""The changes an estimate suggests when a job does not fit keep to what its framework runs."""
+
+from __future__ import annotations
+
+from trainplan.estimation import estimate
+from trainplan.job.options import JobOptions
+from trainplan.job.resolve import resolve_job
+
+
+def _more_gpus(**kw) -> list[str]:
+    est = estimate(resolve_job(JobOptions(model="llama-3.1-8b", gpu="a100-40gb", **kw)))
+    assert not est.memory.fits
+    return [s.change for s in est.suggestions if s.change.startswith("--num-gpus")]
+
+
+def test_more_gpus_sharded_the_way_the_framework_shards():
+    # Llama-3.1-8B full fine-tune does not fit one 40 GB A100 (16 B/param of model state alone). Sharding the
+    # model state over more GPUs is DeepSpeed ZeRO-3 for the HF Trainer, FSDP for torchtitan (it has no ZeRO:
+    # job/frameworks.py CAPABILITIES), and nothing for Megatron, whose distributed optimizer shards only the
+    # optimizer states (its TP/PP layouts are `trainplan plan`'s)
+    hf = _more_gpus(grad_ckpt="full")
+    titan = _more_gpus(framework="torchtitan", grad_ckpt="full")
+    megatron = _more_gpus(framework="megatron", grad_ckpt="full")
+    assert len(hf) == 1 and hf[0].endswith("--zero 3")
+    assert len(titan) == 1 and titan[0].endswith("--fsdp full")
+    assert megatron == []
