@@ -24,3 +24,18 @@ def test_more_gpus_sharded_the_way_the_framework_shards():
     assert len(hf) == 1 and hf[0].endswith("--zero 3")
     assert len(titan) == 1 and titan[0].endswith("--fsdp full")
     assert megatron == []
+
+
+def test_megatron_is_never_offered_or_given_a_quantized_base():
+    # Megatron (Megatron-Bridge, Megatron-SWIFT, pretrain_gpt.py) trains adapters over 16-bit weights only
+    # (LLaMA-Factory's Megatron path: "not with DeepSpeed or quantization", framework_configs.md section 8)
+    import pytest
+
+    from trainplan.errors import TrainplanError
+
+    est = estimate(resolve_job(JobOptions(model="llama-3.1-8b", gpu="a100-40gb", framework="megatron")))
+    changes = [s.change for s in est.suggestions]
+    assert any(c.startswith("--method lora") for c in changes)
+    assert not any("qlora" in c for c in changes)
+    with pytest.raises(TrainplanError, match=r"--framework megatron cannot run a 4-bit quantized base"):
+        resolve_job(JobOptions(model="llama-3.1-8b", gpu="h100", framework="megatron", method="qlora"))

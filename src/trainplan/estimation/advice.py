@@ -96,7 +96,7 @@ def _changes(setup: TrainingSetup) -> list[_Change]:
         out.append(_Change(flags="--method lora --lora-targets all-linear", slot="method",
                            apply=lambda s, lora=lora: replace(s, method=Method.LORA, lora=lora, **_adapter_precision(s)),
                            cost="trains ~1% of the weights: usually close to full fine-tuning quality, not always"))
-    if setup.method is not Method.QLORA:
+    if setup.method is not Method.QLORA and capabilities(setup.framework).quantized_base:
         lora = setup.lora or LoraConfig(rank=16, alpha=32, targets=("all-linear",))
         # bitsandbytes computes in 16 bits over the 4-bit weights: an fp32 job's QLoRA runs bf16
         sixteen = {"precision": Precision.BF16} if setup.precision is Precision.FP32 else {}

@@ -251,6 +251,7 @@ class Capabilities:
     losses: frozenset[Loss] = frozenset({Loss.FULL})
     liger: bool = False
     attentions: frozenset[Attention] = _ATTN
+    quantized_base: bool = True   # adapters over a 4-bit (bitsandbytes) base: QLoRA
     instead: str = ""             # where to go for what it cannot run
 
     def cannot_run(self, framework: Framework, what: str) -> str:
@@ -320,7 +321,10 @@ CAPABILITIES: dict[Framework, Capabilities] = {
                "decoupled weight decay); ms-swift `megatron sft` and LLaMA-Factory USE_MCA=1 run Megatron-core",
         zero=(0, 1), offload=(Offload.OPTIMIZER,), tp=True, pp=True, cp=True, ep=True, mp_zero1=True,
         optimizers=frozenset({Optimizer.ADAMW, Optimizer.ADAMW_FUSED, Optimizer.SGD}),
-        attentions=frozenset({Attention.FLASH, Attention.EAGER})),
+        attentions=frozenset({Attention.FLASH, Attention.EAGER}),
+        # LoRA over 16-bit weights only: LLaMA-Factory's Megatron path "not with DeepSpeed or quantization"
+        # (shared/reference/framework_configs.md, section 8), pretrain_gpt.py has no adapters at all
+        quantized_base=False),
     Framework.TORCHTITAN: Capabilities(
         layouts="DDP, FSDP2/HSDP with CPU offload, TP, PP, CP, EP",
         source="torchtitan v0.2.2: distributed/parallel_dims.py (dp_replicate, dp_shard, tp, pp, cp, ep), "

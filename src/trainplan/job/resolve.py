@@ -28,7 +28,7 @@ from trainplan.enums import (
 )
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
-from trainplan.job.frameworks import RUNS_TRANSFORMERS, default_expert_tp, implementation, profile
+from trainplan.job.frameworks import RUNS_TRANSFORMERS, capabilities, default_expert_tp, implementation, profile
 from trainplan.job.job import Job, check_headroom
 from trainplan.job.options import JobOptions
 from trainplan.job.training import (
@@ -137,6 +137,9 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
         raise TrainplanError("--modules-to-save trains copies of modules beside LoRA adapters: it needs "
                              "--method lora or qlora (a full fine-tune trains them already)")
     if method is Method.QLORA:
+        if not capabilities(framework).quantized_base:
+            raise TrainplanError(capabilities(framework).cannot_run(
+                framework, "a 4-bit quantized base (--method qlora)") + "; use --method lora (16-bit weights)")
         kind = parse_enum(Quant, req.quant or "nf4", "--quant")
         quant = QuantConfig(kind=kind, double_quant=req.double_quant)
     elif req.quant:
