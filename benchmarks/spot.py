@@ -25,7 +25,8 @@ Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU 
     python benchmarks/spot.py [--gpu-text]
 
 Prints each row's prediction and error (as throughput: measured step time / predicted - 1 for the
-step-time rows), the median and p90 |error| by file and over all rows. `--gpu-text` shows which catalog GPU
+step-time rows), the median and p90 |error| by file and over all rows; for the rows that print their
+peak memory (torchtitan's files and torchao's table: max reserved, GiB), that error too. `--gpu-text` shows which catalog GPU
 each hardware text picked. Nothing here is fitted: the rows stand in for published runs the model was not built on.
 """
 
@@ -64,7 +65,7 @@ def launch_file(row: dict, folder: Path) -> Path:
 
 
 def predict(row: dict, folder: Path) -> tuple[dict | None, str]:
-    """(the estimate's time block, the catalog GPU id), or (None, why not)."""
+    """(the estimate's --json output, the catalog GPU id), or (None, why not)."""
     from trainplan import catalog
 
     gpu = catalog.gpu_in_text(row["hardware"])
@@ -76,7 +77,7 @@ def predict(row: dict, folder: Path) -> tuple[dict | None, str]:
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if done.returncode:
         return None, (done.stderr or done.stdout).strip().splitlines()[-1]
-    return json.loads(done.stdout)["time"], gpu.id
+    return json.loads(done.stdout), gpu.id
 
 
 def throughput_error(row: dict, time: dict) -> tuple[float, str]:
@@ -90,6 +91,15 @@ def throughput_error(row: dict, time: dict) -> tuple[float, str]:
     return measured / predicted - 1, f"measured {measured:>8} s/step predicted {predicted:9.2f}"
 
 
+def memory_error(row: dict, estimate: dict) -> tuple[float, str] | None:
+    """(predicted peak reserved / measured - 1, what was compared) for a row that prints its memory."""
+    measured = row.get("measured_memory_gib")
+    if not measured:
+        return None
+    predicted = estimate["memory"]["peak_reserved_bytes"] / 2**30
+    return predicted / measured - 1, f"memory {measured:>6} GiB predicted {predicted:6.1f}"
+
+
 def summary(errors: list[float]) -> str:
     errors = sorted(errors)
     p90 = errors[max(0, int(round(0.9 * len(errors))) - 1)]
@@ -98,22 +108,31 @@ def summary(errors: list[float]) -> str:
 
 def main(argv: list[str]) -> int:
     every: list[float] = []
+    memory: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         for data in DATA:
             rows = json.loads(data.read_text())["rows"]
-            errors = []
+            errors, memory_errors = [], []
             for row in rows:
-                time, info = predict(row, Path(tmp))
-                if time is None:
+                estimate, info = predict(row, Path(tmp))
+                if estimate is None:
                     print(f"{row['id']:22s} not predicted: {info}")
                     continue
-                err, compared = throughput_error(row, time)
+                err, compared = throughput_error(row, estimate["time"])
                 errors.append(abs(err))
                 gpu = f"  {info}" if "--gpu-text" in argv else ""
-                print(f"{row['id']:22s} {compared} error {100 * err:+6.1f}%{gpu}")
+                line = f"{row['id']:22s} {compared} error {100 * err:+6.1f}%"
+                if (mem := memory_error(row, estimate)) is not None:
+                    memory_errors.append(abs(mem[0]))
+                    line += f"   {mem[1]} error {100 * mem[0]:+6.1f}%"
+                print(line + gpu)
             if errors:
-                print(f"{data.name}: {len(errors)}/{len(rows)} predicted; {summary(errors)}\n")
+                print(f"{data.name}: {len(errors)}/{len(rows)} predicted; {summary(errors)}")
+            if memory_errors:
+                print(f"{data.name} memory (peak reserved): {len(memory_errors)} rows; {summary(memory_errors)}")
+            print()
             every += errors
+            memory += memory_errors
     for path in CASES:
         from trainplan.cases.accuracy import evaluate
 
@@ -132,6 +151,8 @@ def main(argv: list[str]) -> int:
         every += errors
     if every:
         print(f"all rows: {len(every)} predicted; {summary(every)}")
+    if memory:
+        print(f"memory, the rows that print it: {len(memory)}; {summary(memory)}")
     return 0
 
 
