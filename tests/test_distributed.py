@@ -386,3 +386,19 @@ def test_model_parallel_invariants(tp, pp, cp, dp, zero, method, ckpt, batch, se
         assert est.device_bytes == max(est.per_stage_bytes)
     bigger = estimate_memory(replace(setup, batch_size=batch + 1), layout, H100)
     assert bigger.peak_allocated_bytes >= est.peak_allocated_bytes
+
+
+def test_pipeline_over_fsdp2_keeps_the_stages_whole_gradient_in_fp32():
+    # torch.distributed.pipelining (torchtitan's PP) runs each micro-batch's backward with gradient sync off
+    # (stage.py backward_maybe_with_nosync) and FSDP2 keeps every unit's unsharded gradient cast to the
+    # reduce dtype, fp32 (_fsdp_param_group.py post_backward -> to_accumulated_grad_if_needed). Llama-2-7B
+    # over pp 2: stage 0 holds 16 decoder layers of 202,383,360 params and the 32000 x 4096 embedding:
+    # (16 x 202,383,360 + 131,072,000) x 4 bytes, whatever the micro-batch count
+    setup = _setup(framework=Framework.TORCHTITAN, grad_ckpt=GradCkpt.FULL, grad_accum=2)
+    sh = _gpu0(setup, Layout(num_gpus=4, pp=2, fsdp=Fsdp.FULL)).sharded
+    assert sh.extras.backward["fsdp_unsynced_grads"] == (16 * 202_383_360 + 32000 * 4096) * 4
+    one = _gpu0(replace(setup, grad_accum=1), Layout(num_gpus=4, pp=2, fsdp=Fsdp.FULL)).sharded
+    assert one.extras.backward["fsdp_unsynced_grads"] == (16 * 202_383_360 + 32000 * 4096) * 4
+    # without a pipeline FSDP2 reduce-scatters every micro-batch: one unit's gradient at a time
+    flat = _gpu0(setup, Layout(num_gpus=4, fsdp=Fsdp.FULL)).sharded
+    assert "fsdp_unsynced_grads" not in flat.extras.backward

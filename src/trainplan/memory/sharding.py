@@ -244,7 +244,7 @@ def shard_state(setup: TrainingSetup, layout: Layout, state: ModelState, regime:
         notes.append("DDP gradient buckets: one flat copy of the gradients (gradient_as_bucket_view=False)")
     elif is_fsdp:
         _fsdp_extras(extras, layout, state, regime, params, fsdp, notes)
-        _fsdp_grad_extras(extras, setup, regime, params, fsdp, group, notes)
+        _fsdp_grad_extras(extras, setup, regime, params, fsdp, group, notes, pipelined=layout.pp > 1)
     elif stage:
         _zero_extras(extras, stage, state, regime, params, zero, f_states, layout.offload, notes)
         if stage == 3 and layout.offload in (Offload.NONE, Offload.PARAMS):
@@ -327,10 +327,18 @@ def _fsdp_extras(extras: PhaseExtras, layout: Layout, state: ModelState, regime:
 
 
 def _fsdp_grad_extras(extras: PhaseExtras, setup: TrainingSetup, regime: Regime, params: GpuParams,
-                      fsdp: FsdpConfig, group: int, notes: list[str]) -> None:
+                      fsdp: FsdpConfig, group: int, notes: list[str], *, pipelined: bool = False) -> None:
     """The gradients FSDP holds beyond each GPU's shard of the trainable ones: a unit's unsharded
     gradient before its reduce-scatter, whole units under use_orig_params, every unit's unsharded
-    gradient at the end of an unsynchronised micro-batch."""
+    gradient at the end of an unsynchronised micro-batch.
+
+    Pipeline parallelism over FSDP2 (torch.distributed.pipelining, torchtitan): the stage runs every
+    micro-batch's backward with set_requires_gradient_sync(False) and set_reshard_after_backward(False)
+    and reduce-scatters once, after the last (pipelining/stage.py backward_maybe_with_nosync); FSDP2's
+    post-backward then keeps each unit's unsharded gradient, cast to the reduce dtype
+    (_fsdp_param_group.py post_backward: to_accumulated_grad_if_needed, `unsharded_grad.to(self.reduce_dtype)`):
+    the stage's whole gradient, unsharded, in fp32 under torchtitan's MixedPrecisionPolicy(reduce_dtype=float32),
+    from the first backward to the last."""
     elem, shard_elem = regime.compute_bytes, regime.grad_bytes   # unsharded in param_dtype, shards in theirs
     whole = fsdp.version == 1 and fsdp.whole_unit_grads
     adapters = setup.method in (Method.LORA, Method.QLORA)     # layer_trainable counts the adapters only
@@ -338,7 +346,8 @@ def _fsdp_grad_extras(extras: PhaseExtras, setup: TrainingSetup, regime: Regime,
     root = params.root if whole and params.root_trainable else params.root_trainable
     extras.backward["fsdp_unsharded_grads"] = (max(units, default=0) + root) * elem
     frozen_in_units = sum(units) + root - sum(params.layer_trainable) - params.root_trainable
-    unsynced = setup.grad_accum > 1 and not fsdp.sync_every_microbatch
+    fsdp2_pipeline = pipelined and fsdp.version == 2
+    unsynced = (setup.grad_accum > 1 and not fsdp.sync_every_microbatch) or fsdp2_pipeline
     if frozen_in_units > 0:
         shards = frozen_in_units * shard_elem // max(1, group)
         extras.optimizer["fsdp_frozen_grad_shards"] = shards
@@ -346,7 +355,12 @@ def _fsdp_grad_extras(extras: PhaseExtras, setup: TrainingSetup, regime: Regime,
             extras.backward["fsdp_frozen_grad_shards"] = shards
         notes.append("FSDP1 use_orig_params: frozen and trainable parameters share each unit's flat parameter, "
                      "so its gradient covers the frozen weights too")
-    if unsynced:
+    if fsdp2_pipeline:   # reduce dtype fp32: torchtitan's mixed_precision_reduce default (job/defaults/torchtitan.py)
+        extras.backward["fsdp_unsynced_grads"] = (sum(units) + root) * 4
+        notes.append("pipeline over FSDP2: each stage keeps its whole gradient unsharded (in the reduce dtype) from "
+                     "the first micro-batch's backward to the reduce-scatter after the last (torch.distributed."
+                     "pipelining: gradient sync off for every micro-batch)")
+    elif unsynced:
         extras.backward["fsdp_unsynced_grads"] = (sum(units) + root) * elem
         notes.append(f"FSDP gradient accumulation without sync (no_sync): each unit's gradient stays unsharded "
                      f"on every GPU until the last of {setup.grad_accum} micro-batches; syncing every micro-batch "
