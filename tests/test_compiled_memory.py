@@ -100,3 +100,19 @@ def test_fp32_output_logits_are_held_through_backward():
     assert held.saved_bytes - base.saved_bytes == 4 * n
     assert held.forward_peak_bytes - base.forward_peak_bytes == 4 * n + 2 * n   # bf16 output while cast
     assert held.backward_peak_bytes - base.backward_peak_bytes == 4 * n
+
+
+def test_a_model_compiled_without_its_loss_keeps_the_eager_losss_bytes():
+    # torchtitan's compile.components = ["model"] (and its releases of 2024-12-18 to 2025-04-02, whose
+    # training.compile left the loss eager): the blocks compiled, the cross-entropy eager on an fp32 copy,
+    # 12 bytes per logit at its backward (the peak here) instead of the compiled loss's 8 + a logsumexp
+    spec = catalog.resolve_model("llama-3.2-3b")
+    base = TrainingSetup(model=spec, method=Method.FULL, precision=Precision.BF16, batch_size=2, seq_len=4096,
+                         impl=Implementation(master_weights=MasterWeights.OPTIMIZER, compiled=True))
+    gpu, layout = catalog.resolve_gpu("h100"), Layout(num_gpus=1)
+    both = estimate_memory(base, layout, gpu)
+    model_only = estimate_memory(replace(base, impl=replace(base.impl, loss_compiled=False)), layout, gpu)
+    n = T * V
+    assert both.peak_phase == model_only.peak_phase == "backward (loss)"
+    assert both.components_bytes["logits_loss"] == 8 * n + 4 * T
+    assert model_only.components_bytes["logits_loss"] == 12 * n

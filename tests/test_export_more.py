@@ -416,7 +416,8 @@ REFUSED = [
     ("swift", {"framework": "swift", "method": "freeze"}, "llamafactory"),
     ("megatron", {"framework": "deepspeed", "num_gpus": 8, "zero": 3}, "ZeRO-2/3"),
     ("megatron", {"framework": "megatron", "num_gpus": 8, "fsdp": "full"}, "--zero 1"),
-    ("megatron", {"framework": "megatron", "method": "qlora", "lora_targets": "all-linear"}, "QLoRA"),
+    # a Megatron job cannot be QLoRA at all (Capabilities.quantized_base): an HF QLoRA job asked for Megatron args
+    ("megatron", {"framework": "hf", "method": "qlora", "lora_targets": "all-linear"}, "QLoRA"),
     ("megatron", {"framework": "megatron", "precision": "bf16-pure"}, "--precision bf16"),
 ]
 

@@ -200,3 +200,18 @@ def test_flex_and_varlen_flavors_attend_per_document(tmp_path, capsys):
     plain = est(capsys, "--from", str(f), "--tokens-per-sample", "512", "--packing")
     assert flex["time"]["step_s"] < plain["time"]["step_s"]
     assert any("attends only within itself (512-token causal span)" in a for a in flex["time"]["assumptions"])
+
+
+@pytest.mark.parametrize("components, compile_, compile_loss", [
+    (["model", "loss"], True, None), (["model"], True, False), (["loss"], False, True)])
+def test_compile_components_say_what_is_compiled(tmp_path, components, compile_, compile_loss):
+    # job_config.py Compile.components (default ["model", "loss"]): the model's blocks and the loss compile apart
+    text = L8B.read_text()
+    old = '[compile]\nenable=false\ncomponents = ["model", "loss"]'
+    assert old in text
+    path = tmp_path / "job.toml"
+    listed = ", ".join(f'"{c}"' for c in components)
+    path.write_text(text.replace(old, f"[compile]\nenable = true\ncomponents = [{listed}]"))
+    o = options(path)
+    assert (o.compile, o.compile_loss) == (compile_, compile_loss)
+

@@ -97,6 +97,7 @@ class Options(TypedDict, total=False):
     pp_schedule: str | None         # gpipe | 1f1b | interleaved-1f1b | zb-h1 | zbv
     uneven_pipeline: bool
     compile: bool | None
+    compile_loss: bool | None       # torch.compile over the loss (None: as compile)
     eval_fraction: float
     checkpoint_saves: int
     disk_gb_per_s: float

@@ -205,6 +205,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     w.add_argument("--interconnect", help="inter-node network: ib-ndr, ib-hdr, roce-200, efa-3200, ethernet-100, ...")
     w.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                    help="torch.compile: fused kernels (time), fused norm/SwiGLU saves and a compiled loss (memory)")
+    w.add_argument("--compile-loss", action=argparse.BooleanOptionalAction, default=None,
+                   help="torch.compile over the loss too (default: as --compile; torchtitan's compile.components)")
     w.add_argument("--efficiency", type=float, help="override the matmul efficiency (fraction of peak)")
     w.add_argument("--eval-fraction", type=float, default=0.0, help="evaluation tokens / training tokens")
     w.add_argument("--checkpoint-saves", type=int, default=0)

@@ -211,10 +211,16 @@ def config(job, estimate, ctx: ExportContext) -> tuple[dict[str, dict[str, Any]]
     sections = {"job": {"dump_folder": ctx.output_dir, "description": f"{setup.model.name} (trainplan export)"},
                 "model": model, "optimizer": optimizer, "training": training, "parallelism": parallel,
                 "activation_checkpoint": _checkpointing(setup),
-                "compile": {"enable": setup.impl.compiled, "components": ["model", "loss"]}}
+                "compile": _compile_section(setup)}
     if setup.precision is Precision.FP8 and setup.impl.fp8_recipe is not None:
         sections["quantize.linear.float8"] = {"recipe_name": titan.float8_recipe_name(setup.impl.fp8_recipe)}
     return sections, notes
+
+
+def _compile_section(setup) -> dict:
+    """[compile]: enable with the components compiled (job_config.py Compile.components, default model + loss)."""
+    parts = (["model"] if setup.impl.compiled else []) + (["loss"] if setup.impl.compiled_loss else [])
+    return {"enable": bool(parts), "components": parts or ["model", "loss"]}
 
 
 def launch(job, ctx: ExportContext) -> str:

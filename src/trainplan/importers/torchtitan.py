@@ -373,14 +373,18 @@ def _compile(c: Collector, data: dict, training: dict) -> None:
     if "enable" in comp:
         on = as_bool(comp["enable"], "compile.enable", c.file)
         parts = names(comp.get("components", ["model", "loss"]))
-        if on and "model" not in parts:
-            c.skip("compile.components", list(parts), "only the loss compiled: not modelled (compile = model + loss)")
-        else:
-            c.set("compile", on, key="compile.enable", raw=comp["enable"],
-                  note="per-block torch.compile after AC wrapping (parallelize.py apply_compile)" if on else "")
+        c.set("compile", on and "model" in parts, key="compile.enable", raw=comp["enable"],
+              note="per-block torch.compile after AC wrapping (parallelize.py apply_compile)" if on else "")
+        if on and ("model" in parts) != ("loss" in parts):
+            # compile.components (job_config.py Compile, default ["model", "loss"]): the loss compiled
+            # on its own (components/loss.py build_cross_entropy_loss) or left eager
+            c.set("compile_loss", "loss" in parts, key="compile.components", raw=list(parts))
     elif "compile" in training:
         c.set("compile", as_bool(training["compile"], "training.compile", c.file), key="training.compile",
-              raw=training["compile"])
+              raw=training["compile"],
+              note="the older key: from 2025-04 (bbb1b616) it compiled the loss too, as compile.components' "
+                   "default does; releases from 2024-12-18 (e8977b00) to then compiled the model only "
+                   "(--no-compile-loss for those)")
     else:
         _default(c, "compile")
     c.ignore(sum(1 for k in comp if k not in ("enable", "components")))

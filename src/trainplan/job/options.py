@@ -70,6 +70,7 @@ class JobOptions:
     pp_schedule: str | None = None    # pipeline schedule (trainplan.enums.PipeSchedule; None: the framework's)
     uneven_pipeline: bool = False
     compile: bool | None = None       # torch.compile / fused kernels (time model)
+    compile_loss: bool | None = None  # torch.compile over the loss too (None: as compile)
     eval_fraction: float = 0.0        # evaluation tokens as a fraction of training tokens
     checkpoint_saves: int = 0
     disk_gb_per_s: float = 1.0        # checkpoint write bandwidth

@@ -121,7 +121,8 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
         raise TrainplanError(f"--fp8-recipe {req.fp8_recipe} is an FP8 recipe: it needs --precision fp8")
     impl = implementation(framework, loss=loss, optimizer_in_backward=req.optimizer_in_backward,
                           activation_offload=req.activation_offload, liger_kernels=req.liger,
-                          load_fp32=req.load_fp32, compiled=req.compile, padding_free=req.padding_free,
+                          load_fp32=req.load_fp32, compiled=req.compile, loss_compiled=req.compile_loss,
+                          padding_free=req.padding_free,
                           padding_mask=req.padding_mask, launch_blocking=req.launch_blocking,
                           comm_overlap=req.comm_overlap, moe_a2a_overlap=req.moe_a2a_overlap,
                           cpu_threads_per_rank=req.cpu_threads_per_rank,

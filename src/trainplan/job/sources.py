@@ -14,15 +14,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 # The settings that decide memory and time, in the order they are listed.
-SETTINGS = ("model", "framework", "method", "stage", "precision", "optimizer", "lora_rank", "lora_alpha",
-            "lora_dropout", "lora_targets", "dora", "modules_to_save", "quant", "double_quant", "freeze_layers", "batch_size",
-            "grad_accum", "seq_len", "packing", "padding_free", "padding_mask", "dataset",
-            "grad_ckpt", "grad_ckpt_every", "attention", "loss",
-            "liger", "activation_offload", "optimizer_in_backward", "compile", "num_gpus", "nodes", "zero",
-            "fsdp", "fsdp_version", "reshard_after_forward", "offload", "offload_device", "tp", "pp", "cp",
-            "ulysses", "ep", "etp", "device_map", "ref_model", "samples", "max_steps", "epochs", "reduce_bucket_size",
-            "prefetch_bucket_size", "param_persistence_threshold", "max_live_parameters", "overlap_comm",
-            "launch_blocking", "comm_overlap", "moe_a2a_overlap", "cpu_threads_per_rank")
+SETTINGS = ("model", "framework", "method", "stage", "precision", "fp8_recipe", "optimizer", "lora_rank",
+            "lora_alpha", "lora_dropout", "lora_targets", "dora", "modules_to_save", "quant", "double_quant",
+            "freeze_layers", "batch_size", "grad_accum", "seq_len", "packing", "padding_free", "padding_mask",
+            "dataset", "grad_ckpt", "grad_ckpt_every", "attention", "loss", "liger", "activation_offload",
+            "optimizer_in_backward", "compile", "compile_loss", "num_gpus", "nodes", "zero", "fsdp", "fsdp_version",
+            "reshard_after_forward", "offload", "offload_device", "tp", "sequence_parallel", "pp", "vpp",
+            "pp_schedule", "cp", "ulysses", "ep", "etp", "device_map", "ref_model", "samples", "max_steps", "epochs",
+            "reduce_bucket_size", "prefetch_bucket_size", "param_persistence_threshold", "max_live_parameters",
+            "overlap_comm", "launch_blocking", "comm_overlap", "moe_a2a_overlap", "cpu_threads_per_rank")
 # options left None that resolution derives, and the value it derives
 _DERIVED = {"lora_alpha": (lambda j: j.setup.lora.alpha if j.setup.lora else None, "2 x lora_rank"),
             "lora_targets": (lambda j: list(j.setup.lora.targets or default_lora_targets(j.setup.model))
@@ -41,6 +41,7 @@ _PROFILE = {"precision": lambda j: str(j.setup.precision), "optimizer": lambda j
             "activation_offload": lambda j: j.setup.impl.activation_offload,
             "optimizer_in_backward": lambda j: j.setup.impl.optimizer_in_backward,
             "compile": lambda j: j.setup.impl.compiled,
+            "compile_loss": lambda j: j.setup.impl.compiled_loss,
             "launch_blocking": lambda j: j.setup.impl.launch_blocking,
             "comm_overlap": lambda j: j.setup.impl.comm_overlap,
             "moe_a2a_overlap": lambda j: j.setup.impl.moe_a2a_overlap}

@@ -60,6 +60,13 @@ class Implementation:
     grad_dtype_fp32_accum: bool = False   # Megatron main_grad: fp32 gradient accumulation buffer
     liger_kernels: bool = False           # fused RMSNorm/SwiGLU/RoPE: fewer saved tensors
     compiled: bool = False                # torch.compile: fused pointwise ops, min-cut saves (and loss)
+    loss_compiled: bool | None = None     # torch.compile over the loss (None: as compiled; torchtitan's
+                                          # compile.components, or a release that compiled the model only)
+
+    @property
+    def compiled_loss(self) -> bool:
+        """Whether the cross-entropy runs compiled (memory.logits, timing.loss)."""
+        return self.compiled if self.loss_compiled is None else self.loss_compiled
     fp8_recipe: Fp8Recipe | None = None   # precision fp8: None = the framework's (timing.fp8.default_recipe)
     fused_qkv: bool = False               # one q/k/v projection (litgpt): v keeps it alive; LoRA zero-pads
     output_fp32: bool = False             # logits returned in fp32 and held through backward (Fabric bf16-true)

@@ -170,7 +170,7 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
     # casts it, or an fp32 model) returns fp32 logits
     logit_bytes = c if regime.autocast else max(c, head_weight_bytes)
     logits = logits_memory(tokens=t, vocab=v, hidden=h, compute_bytes=logit_bytes, loss=setup.impl.loss,
-                           chunks=chunks, upcast=setup.impl.loss_upcast, compiled=setup.impl.compiled,
+                           chunks=chunks, upcast=setup.impl.loss_upcast, compiled=setup.impl.compiled_loss,
                            softcap=bool(spec.final_logit_softcapping))
     if setup.impl.output_fp32 and c != 4:
         logits = held_fp32_logits(logits, tokens=t, vocab=v, compute_bytes=c)

@@ -61,7 +61,8 @@ def _loss_path(setup: TrainingSetup, compiled: bool) -> tuple[str, float]:
     upcast = (impl.loss_upcast or impl.output_fp32) and e != FP32
     loss_in = FP32 if upcast else e
     cast = 2.0 * (e + FP32) if upcast else 0.0          # forward e -> 4, backward 4 -> e
-    if compiled or impl.compiled:
+    loss_compiled = impl.loss_compiled if impl.loss_compiled is not None else (compiled or impl.compiled)
+    if loss_compiled:
         return "a compiled cross-entropy", COMPILED_PASSES * loss_in + cast
     cap = (SOFTCAP_FWD + SOFTCAP_BWD) * e if setup.model.final_logit_softcapping else 0.0
     kind = "eager cross-entropy on an fp32 copy" if upcast else "eager cross-entropy"
