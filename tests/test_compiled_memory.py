@@ -116,3 +116,24 @@ def test_a_model_compiled_without_its_loss_keeps_the_eager_losss_bytes():
     assert both.peak_phase == model_only.peak_phase == "backward (loss)"
     assert both.components_bytes["logits_loss"] == 8 * n + 4 * T
     assert model_only.components_bytes["logits_loss"] == 12 * n
+
+
+def test_torchtitan_loss_parallel_holds_one_fp32_logits_copy_more():
+    # torchtitan with TP computes the loss on vocabulary-sharded logits through DTensor's decomposed
+    # log_softmax / nll_loss (torch/distributed/tensor/parallel/loss.py): at the backward peak the saved
+    # log-probabilities, zeros_like, exp and their sum, 4 fp32 tensors of this rank's tokens x V/tp logits
+    # (16 bytes each) where the fused eager loss holds 3 (12 bytes)
+    from trainplan.enums import Framework, Fsdp, GradCkpt
+    from trainplan.job.frameworks import implementation
+
+    spec = catalog.resolve_model("llama-3.2-1b")
+    setup = TrainingSetup(model=spec, method=Method.FULL, precision=Precision.BF16, batch_size=1, seq_len=8192,
+                          grad_ckpt=GradCkpt.FULL, framework=Framework.TORCHTITAN,
+                          impl=implementation(Framework.TORCHTITAN))
+    gpu = catalog.resolve_gpu("h100")
+    n = 8192 * 128256
+    alone = estimate_memory(setup, Layout(num_gpus=2, fsdp=Fsdp.FULL), gpu)
+    sharded = estimate_memory(setup, Layout(num_gpus=2, tp=2), gpu)
+    assert alone.peak_phase == sharded.peak_phase == "backward (loss)"
+    assert alone.components_bytes["logits_loss"] == 12 * n
+    assert sharded.components_bytes["logits_loss"] == 16 * (n // 2)

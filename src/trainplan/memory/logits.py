@@ -71,6 +71,19 @@ def _compiled_loss(*, n: int, c: int, tokens: int, loss: Loss, chunks: int, upca
                         backward_peak_bytes=2 * inp * n + lse, after_bytes=c * n)
 
 
+def loss_parallel(base: LogitsMemory, *, tokens: int, vocab: int) -> LogitsMemory:
+    """The loss over vocabulary-sharded logits, as torchtitan runs it with tensor parallelism
+    (torch.distributed.tensor.parallel.loss_parallel, on unless parallelism.disable_loss_parallel): DTensor
+    dispatches log_softmax and nll_loss to decomposed versions (torch/distributed/tensor/parallel/loss.py).
+    `_log_softmax` holds its fp32 input, `x - max` and `exp(...)` at once, one fp32 tensor more than the
+    fused kernel; `_nll_loss_and_log_softmax_backward` holds the saved log-probabilities,
+    `zeros_like(x)`, `exp(x)` and their sum: four fp32 tensors where the fused backward has three.
+    `vocab` is this rank's shard of it."""
+    extra = 4 * tokens * vocab
+    return replace(base, forward_peak_bytes=base.forward_peak_bytes + extra,
+                   backward_peak_bytes=base.backward_peak_bytes + extra)
+
+
 def held_fp32_logits(base: LogitsMemory, *, tokens: int, vocab: int, compute_bytes: int) -> LogitsMemory:
     """The model returns its logits cast to fp32 and the training loop holds them until backward
     ends (Lightning Fabric bf16-true: `precision.convert_output` to the default dtype): the loss

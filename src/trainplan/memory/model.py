@@ -28,10 +28,11 @@ What each part depends on (so what is cached, and keyed by):
 
 from __future__ import annotations
 
-from trainplan.enums import Method
+from trainplan.enums import Framework, Loss, Method
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.build import split_layer, stage_slice, step_inputs
+from trainplan.memory.logits import loss_parallel
 from trainplan.memory.engine import engine_setup
 from trainplan.memory.overhead import (
     Overhead,
@@ -243,6 +244,10 @@ class MemoryModel:
             run = v.setup if tp == 1 and layout.cp == 1 else activation_setup(v.setup, layout, split_heads=split_heads)
             hit = replace(step_inputs(run, v.regime, v.state, {}, grad_scale=1.0, layer_cache=self.layer_cache),
                           optimizer_temp=0)
+            if tp > 1 and run.framework is Framework.TORCHTITAN and run.impl.loss is Loss.FULL \
+                    and not run.impl.compiled_loss:
+                hit = replace(hit, logits=loss_parallel(hit.logits, tokens=run.batch_size * run.seq_len,
+                                                         vocab=run.model.vocab_size))
             self._inputs[key] = hit
         return hit
 
