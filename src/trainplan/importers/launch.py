@@ -25,6 +25,9 @@ to importers/llamafactory.py, `train.py --key value` arguments (over a positiona
 (or the reader whose format they are), --deepspeed JSONs through those readers, accelerate YAMLs (with the
 launch flags laid over them) to importers/accelerate.py, torchtune/torchtitan configs (with their overrides)
 to importers/torchtune.py and torchtitan.py.
+
+The GPU and node counts are read in importers/launch_counts.py, the training script and its arguments in
+importers/launch_script.py.
 """
 
 from __future__ import annotations
@@ -36,9 +39,11 @@ from typing import Any
 from trainplan.errors import TrainplanError
 from trainplan.importers import accelerate as accelerate_reader
 from trainplan.importers import megatron_lm
-from trainplan.importers import torchtitan as titan
 from trainplan.importers import torchtune as tune
-from trainplan.importers.base import Collector, Imported, Origin, ReadContext, as_int
+from trainplan.importers.base import Collector, Imported, ReadContext, as_int
+from trainplan.importers.launch_counts import _count, _deepspeed_counts, _gpus, _torchrun_counts, _visible, _world
+from trainplan.importers.launch_script import _CONFIG_EXT, _absorb, _load, _scalar, _script, _titan
+from trainplan.importers.launch_script import script_args as script_args
 
 FORMAT = "launch"
 _ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -51,7 +56,6 @@ _DS_FLAGS = {"module", "no_python", "no_local_rank", "no_ssh", "no_ssh_check", "
 _ACC_FLAGS = {"cpu", "multi_gpu", "tpu", "use_deepspeed", "use_fsdp", "use_megatron_lm", "use_xpu", "m", "module",
               "no_python", "quiet", "q", "debug", "same_network", "use_parallelism_config", "ipex", "mps",
               "tpu_use_cluster", "tpu_use_sudo", "downcast_bf16", "enable_cpu_affinity"}
-_CONFIG_EXT = (".yaml", ".yml", ".json", ".toml")
 
 
 def detect(data: Any, path: str) -> int:
@@ -195,210 +199,6 @@ def _srun(c: Collector, words: list[str], ctx: ReadContext | None, env: dict) ->
                   + (f"{nodes or 1} node(s) x {per_node} tasks per node" if per_node else f"{total} tasks"))
         if nodes and nodes > 1:
             c.derived("nodes", nodes, key="srun / #SBATCH", note="Slurm nodes")
-
-
-def _world(per_node: int | None, nodes: int | None) -> int | None:
-    return per_node * (nodes or 1) if per_node else None
-
-
-def _gpus(c: Collector, per_node: int | None, nodes: int | None, what: str) -> None:
-    if nodes is not None:
-        c.set("nodes", nodes, key=what.split(" x ")[-1] if " x " in what else what, raw=nodes)
-    if per_node is not None:
-        c.set("num_gpus", per_node * (nodes or 1), key=what, raw={"per_node": per_node, "nodes": nodes or 1},
-              note=f"{per_node} per node x {nodes or 1} node(s)")
-
-
-def _count(value: Any, key: str, file: str) -> int | None:
-    """A process count; None for "auto"/"gpu" (every visible GPU) and for MIN:MAX ranges."""
-    text = str(value).strip().lower()
-    if ":" in text:
-        low, _, high = text.partition(":")
-        return as_int(low, key, file, minimum=1) if low == high else None
-    if text in ("auto", "gpu", "cuda", "xpu", "cpu"):
-        return None
-    return as_int(text, key, file, minimum=1)
-
-
-def _visible(env: dict[str, str]) -> int | None:
-    devices = env.get("CUDA_VISIBLE_DEVICES")
-    return len([d for d in devices.split(",") if d.strip()]) if devices else None
-
-
-def _torchrun_counts(c: Collector, opts: dict, env: dict) -> tuple[int | None, int | None]:
-    per = opts.get("nproc_per_node", env.get("PET_NPROC_PER_NODE"))
-    nnodes = opts.get("nnodes", env.get("PET_NNODES"))
-    per_node = 1 if per is None else _count(per, "--nproc_per_node", c.file)
-    if per_node is None:
-        vis = _visible(env)
-        if vis:
-            per_node = vis
-        else:
-            c.skip("--nproc_per_node", per, "every GPU of the node: give --num-gpus")
-    nodes = None
-    if opts.get("standalone") is True:
-        nodes = 1
-    elif nnodes is not None:
-        nodes = _count(nnodes, "--nnodes", c.file)
-        if nodes is None:
-            c.skip("--nnodes", nnodes, "an elastic MIN:MAX node range: give --nodes")
-    return per_node, nodes
-
-
-def _deepspeed_counts(c: Collector, opts: dict, env: dict, ctx: ReadContext | None) -> tuple[int | None, int | None]:
-    num_gpus = as_int(opts.get("num_gpus", opts.get("num_accelerators", -1)), "--num_gpus", c.file, minimum=-1)
-    num_nodes = as_int(opts.get("num_nodes", -1), "--num_nodes", c.file, minimum=-1)
-    for key in ("include", "i", "exclude", "e"):
-        if key in opts:
-            c.skip(f"--{key}", opts[key], "host/slot filters are not applied: give --num-gpus and --nodes")
-    hostfile = opts.get("hostfile", opts.get("H"))
-    if hostfile:
-        found = ctx.resolve_path(str(hostfile)) if ctx is not None else None
-        if found is None:
-            c.skip("--hostfile", hostfile, "file not found: hosts and slots unknown")
-        else:
-            slots = _hostfile(found, c.file)
-            hosts = slots[:num_nodes] if num_nodes > 0 else slots
-            per = [min(s, num_gpus) if num_gpus > 0 else s for s in hosts]
-            c.includes.append(found)
-            if len(set(per)) == 1:
-                return per[0], len(per)
-            c.skip("--hostfile", hostfile, f"hosts with different slot counts {per}: give --num-gpus and --nodes")
-            return None, len(per)
-    vis = _visible(env)
-    per_node = num_gpus if num_gpus > 0 else vis
-    if per_node is None:
-        c.skip("--num_gpus", num_gpus, "-1: every GPU of the node: give --num-gpus")
-    return per_node, (num_nodes if num_nodes > 0 else None)
-
-
-def _hostfile(path: str, where: str) -> list[int]:
-    """Slots per host, in order (deepspeed/launcher/runner.py _parse_hostfile). Read through safeio:
-    a regular text file only (a FIFO or a device is refused, never read)."""
-    from trainplan.safeio import CONFIG_LIMIT_BYTES, read_user_text
-
-    slots: dict[str, int] = {}
-    for line in read_user_text(path, what="hostfile", limit_bytes=CONFIG_LIMIT_BYTES).splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = re.search(r"^(\S+)\s+slots=(\d+)", line)
-        if not m:
-            raise TrainplanError(f"--from {where}: hostfile {path} has a bad entry: {line!r}")
-        if m.group(1) in slots:
-            raise TrainplanError(f"--from {where}: hostfile {path} lists {m.group(1)} twice")
-        slots[m.group(1)] = int(m.group(2))
-    if not slots:
-        raise TrainplanError(f"--from {where}: hostfile {path} is empty")
-    return list(slots.values())
-
-
-def _load(c: Collector, name: str, ctx: ReadContext | None, key: str) -> tuple[str, Any] | None:
-    """A config file's path and parsed content (to apply overrides before its reader runs)."""
-    from trainplan import importers
-
-    found = ctx.resolve_path(name) if ctx is not None else None
-    if found is None:
-        c.skip(key, name, "file not found: its settings are not read")
-        return None
-    found = os.path.normpath(found)
-    return found, importers.parse(importers._read_text(found), found)
-
-
-def _script(c: Collector, words: list[str], ctx: ReadContext | None, env: dict, world: int | None) -> None:
-    """The training script (a path, or the module of `-m`) and its arguments."""
-    if words and megatron_lm.is_megatron_lm(words[0]):
-        megatron_lm.read_args(c, words[1:], world)
-    elif words and titan.is_torchtitan(words[1:], words[0]):
-        _titan(c, words[1:], ctx, env, world)
-    elif words:
-        script_args(c, words[1:], ctx)
-
-
-def _titan(c: Collector, args: list[str], ctx: ReadContext | None, env: dict, world: int | None) -> None:
-    name = titan.config_file_of(args, env)
-    if name is None:
-        c.skip("--job.config_file", None, "torchtitan without a TOML job config: its defaults are not assumed")
-        return
-    loaded = _load(c, name, ctx, "--job.config_file")
-    if loaded is None:
-        return
-    found, data = loaded
-    if not isinstance(data, dict):
-        raise TrainplanError(f"--from {c.file}: {found} is not a torchtitan TOML job config")
-    merged, rest = titan.apply_overrides(data, args, c.file)
-    c.merge(titan.read_job(merged, found, ctx, world=world))
-    c.ignore(len(rest))
-
-
-def script_args(c: Collector, args: list[str], ctx: ReadContext | None) -> None:
-    """A training script's arguments (`--per_device_train_batch_size 4 --bf16 --deepspeed ds.json`, and a
-    positional YAML/JSON config as HfArgumentParser.parse_yaml_file and LLaMA-Factory's read_args take it,
-    the `--key value` arguments laid over it), read by the reader of that config's format (HF
-    TrainingArguments when nothing else claims them)."""
-    from trainplan.importers import read as reader
-
-    values: dict[str, Any] = {}
-    config, i = None, 0
-    while i < len(args):
-        word = args[i]
-        if word.startswith("--") and len(word) > 2:
-            name, eq, value = word[2:].partition("=")
-            items = [value] if eq else []
-            while not eq and i + 1 < len(args) and not args[i + 1].startswith("--"):
-                items.append(args[i + 1])
-                i += 1
-            parsed = [_scalar(x) for x in items]
-            values[name.replace("-", "_")] = True if not parsed else parsed[0] if len(parsed) == 1 else parsed
-        elif word.lower().endswith(_CONFIG_EXT) and config is None:
-            config = word
-        else:
-            c.ignore()
-        i += 1
-    where, data = c.file, {}
-    if config is not None:
-        loaded = _load(c, config, ctx, "(script config)")
-        if loaded is not None:
-            where, data = loaded
-            if not isinstance(data, dict):
-                raise TrainplanError(f"--from {c.file}: {where} is not a mapping of training arguments")
-    if not values and not data:
-        return
-    merged = {**data, **values}
-    try:
-        name = reader.detect(merged, where)
-    except TrainplanError:
-        name = "hf"
-    name = name if name in ("llamafactory", "hf", "axolotl", "swift") else "hf"
-    imported = reader._reader(name).read(merged, where, ctx)
-    if where == c.file:
-        _absorb(c, imported)
-    else:
-        c.merge(imported)
-
-
-def _absorb(c: Collector, imported: Imported) -> None:
-    """Another reader's settings for this same command line (not a file it named). The script's framework
-    defaults do not replace what the launcher's config set: under `accelerate launch` the Trainer takes
-    mixed precision and FSDP from the environment the launcher exports (ACCELERATE_MIXED_PRECISION,
-    ACCELERATE_USE_FSDP, FSDP_* in accelerate utils/launch.py) unless its own arguments say otherwise."""
-    have = {s.field for s in c.settings}
-    c.settings.extend(s for s in imported.settings if s.field not in have or (
-        s.origin is not Origin.FRAMEWORK_DEFAULT and not (s.field == "framework" and s.value == "hf")))
-    c.unread.extend(imported.unread)
-    c.ignored += imported.ignored
-    c.includes.extend(imported.includes)
-
-
-def _scalar(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    import yaml
-
-    try:
-        return yaml.safe_load(value) if value.strip() else value
-    except yaml.YAMLError:
-        return value
 
 
 def _accelerate(c: Collector, words: list[str], ctx: ReadContext | None, env: dict) -> None:
