@@ -105,3 +105,27 @@ def test_megatron_deepspeed_flags_are_said_not_dropped():
     assert {"--deepspeed", "--deepspeed-config", "--zero-stage"} <= set(unread(o))
     assert (o.num_gpus, o.zero, o.model.vocab_size) == (8, 0, 1024)      # 1000 padded to a multiple of 128
 
+
+
+def test_argument_loops_wrappers_and_llama2_tokenizer():
+    # Megatron-LM's newer example scripts parse their own options in a `while ... case ... esac done` loop
+    # (with `exit` inside), run under `uv run` / nsys wrappers, and name Llama 2's SentencePiece tokenizer
+    text = """
+CKPT=/ckpt
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --checkpoint-path) CKPT="$2"; shift 2 ;;
+        -h|--help) echo usage; exit 0 ;;
+    esac
+done
+PREFIX="uv run"
+$PREFIX python -m torch.distributed.run --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 256 \\
+    --num-attention-heads 4 --seq-length 512 --micro-batch-size 1 --global-batch-size 16 --swiglu \\
+    --tokenizer-type Llama2Tokenizer --tokenizer-model /data/tokenizer.model --use-megatron-fsdp
+"""
+    words = command_running(text, "pretrain_gpt.py", "t.sh")
+    assert words[:4] == ["uv", "run", "python", "-m"]
+    o = options(" ".join(words))
+    assert (o.num_gpus, o.grad_accum) == (8, 2)                 # 16 / (1 x 8)
+    assert o.model.vocab_size == 32000                          # a multiple of 128 already
+    assert "--use-megatron-fsdp" in unread(o)

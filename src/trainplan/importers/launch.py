@@ -50,6 +50,9 @@ _ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _MINE = {"torchrun", "deepspeed", "accelerate", "llamafactory-cli", "lmf", "tune", "python", "python3", "srun"}
 _NOT_MINE = {"swift", "megatron"}          # importers/swift.py
 _SEPARATORS = {"&&", "||", ";", "|"}
+# commands that run another one (`uv run python -m torch.distributed.run ...`, `nsys profile ... torchrun ...`):
+# the launcher after them is the command read
+_WRAPPERS = {"uv", "nsys", "numactl", "time", "nohup", "stdbuf", "taskset", "exec"}
 _TORCHRUN_FLAGS = {"standalone", "m", "module", "no_python", "run_path", "virtual_local_rank", "use_env"}
 _DS_FLAGS = {"module", "no_python", "no_local_rank", "no_ssh", "no_ssh_check", "force_multi", "save_pid",
              "elastic_training", "bind_cores_to_rank", "autotuning_run"}
@@ -90,8 +93,12 @@ def _command(data: list[str]) -> tuple[dict[str, str], list[str]]:
             key, value = _ENV.match(words[i]).groups()
             env[key] = value
             i += 1
-        if i < len(words) and os.path.basename(words[i]).lower() not in ("cd", "source", ".", "set", "echo", "mkdir"):
-            return env, words[i:]
+        rest = words[i:]
+        if rest and os.path.basename(rest[0]).lower() in _WRAPPERS:
+            at = next((k for k, w in enumerate(rest) if os.path.basename(w).lower() in _MINE), None)
+            rest = rest[at:] if at is not None else rest
+        if rest and os.path.basename(rest[0]).lower() not in ("cd", "source", ".", "set", "echo", "mkdir"):
+            return env, rest
     return env, []
 
 

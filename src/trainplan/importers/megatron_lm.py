@@ -34,6 +34,7 @@ _ARGS = "megatron/training/arguments.py"
 _TC = "megatron/core/transformer/transformer_config.py"
 _MPC = "megatron/core/model_parallel_config.py"
 GPT2_BPE_VOCAB = 50257   # GPT-2's BPE vocabulary (gpt2-vocab.json; transformers GPT2Config.vocab_size)
+LLAMA2_VOCAB = 32000     # Llama 2's SentencePiece tokenizer (Llama-2 config.json vocab_size; Mixtral's is the same)
 
 # flags that change memory or time and that trainplan does not model: said, never dropped
 _UNMODELLED = {
@@ -55,6 +56,11 @@ _UNMODELLED = {
     "deepspeed": "Megatron-DeepSpeed: the DeepSpeed engine (ZeRO stage, offload) is not read from these flags: "
                  "give --zero / --offload",
     "deepspeed_config": "Megatron-DeepSpeed's DeepSpeed JSON is not read here: give it with another --from",
+    # Megatron-FSDP (megatron/core/distributed/fsdp): parameters, gradients and optimizer states sharded over
+    # data parallel, which trainplan's Megatron profile does not run (its distributed optimizer is ZeRO-1)
+    "use_megatron_fsdp": "Megatron-FSDP shards parameters and gradients too: not modelled for --framework "
+                         "megatron (estimated with the distributed optimizer's sharding only)",
+    "data_parallel_sharding_strategy": "Megatron-FSDP's sharding strategy is not modelled",
     "zero_stage": "Megatron-DeepSpeed's ZeRO stage is not read: give --zero",
 }
 # the flags read here (the others are counted as ignored: learning rate, logging, data paths, ...)
@@ -274,6 +280,8 @@ def _vocab(c: Collector, f: _Flags) -> tuple[int, str] | None:
     kind = f.text("tokenizer_type") or ""
     if kind == "GPT2BPETokenizer" or (not kind and f.on("merge_file")):
         return GPT2_BPE_VOCAB, "GPT-2's BPE files (gpt2-vocab.json / gpt2-merges.txt): 50,257 tokens"
+    if kind == "Llama2Tokenizer":
+        return LLAMA2_VOCAB, "Llama2Tokenizer: Llama 2's SentencePiece model, 32,000 pieces"
     name = f.text("tokenizer_model")
     if name:
         from trainplan.catalog import resolve_model

@@ -29,7 +29,8 @@ from trainplan.safeio import CONFIG_LIMIT_BYTES, MAX_DEPTH, check_depth, read_us
 # reader modules, asked in this order when a file's format is detected (the first best score wins)
 READERS = ("launch", "deepspeed", "accelerate", "torchtitan", "torchtune", "axolotl", "swift", "llamafactory", "hf")
 LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "llamafactory-cli", "lmf", "swift", "tune", "python", "srun",
-             "python3", "megatron", "nproc_per_node", "cuda_visible_devices", "nnodes")
+             "python3", "megatron", "nproc_per_node", "cuda_visible_devices", "nnodes",
+             "uv", "nsys", "numactl", "nohup")          # wrappers launch.py looks past (launch._WRAPPERS)
 MAX_CONFIG_BYTES = CONFIG_LIMIT_BYTES    # a training config is a few KiB; anything this large is not one
 
 

@@ -9,7 +9,8 @@ and older ones a string spliced into `srun ... sh -c "${run_cmd}"` under `#SBATC
 `+=` appends, `$NAME`, `${NAME}`, `${NAME[@]}` (its elements split into words, as unquoted), `${NAME:-default}`,
 `$((integer arithmetic))`, and `if`/`elif`/`else`/`fi` over `[[ ... ]]` / `[ ... ]` string tests (`==`, `!=`,
 `-z`, `-n`, joined by `||` / `&&`; any other test, such as a file test, counts as false). Positional
-parameters (`$1`, `$@`) and command substitutions expand to nothing, as unknown. Nothing is run.
+parameters (`$1`, `$@`) and command substitutions expand to nothing, as unknown, so the bodies of `while` /
+`until` / `for` loops and `case` blocks (argument parsing) are not run. Nothing is run.
 
 The `#SBATCH` node and task counts become Slurm's own environment variables (SLURM_NNODES,
 SLURM_NTASKS_PER_NODE: what sbatch exports to the job), placed before the command as assignments.
@@ -200,6 +201,7 @@ def command_running(text: str, script: str, where: str) -> list[str] | None:
     array: tuple[str, list[str], bool] | None = None
     open_quote = ""
     branches: list[list[bool]] = []    # per open `if`: [this branch runs, an earlier branch ran, enclosing runs]
+    loops = 0                          # open while / until / for / case blocks: not run (no arguments to loop over)
     for line in _logical_lines(text):
         stripped = line.strip()
         if not open_quote and stripped.startswith("#SBATCH"):
@@ -226,6 +228,14 @@ def command_running(text: str, script: str, where: str) -> list[str] | None:
                     sh.arrays[name] = (sh.arrays.get(name, []) if append else []) + items
                     sh.scalars.pop(name, None)
                 array = None
+            continue
+        if words and words[0] in ("while", "until", "for", "case"):
+            loops += 1
+            continue
+        if words and words[0] in ("done", "esac"):
+            loops = max(0, loops - 1)
+            continue
+        if loops:
             continue
         if words and words[0] in ("if", "elif", "else", "fi"):
             _branch(sh, branches, words)
