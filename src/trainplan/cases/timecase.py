@@ -176,7 +176,7 @@ def map_case(case: dict) -> Mapped:
         # packed samples that attend only within themselves: the catalog dataset the text names gives
         # their lengths, else each pack is timed as one sample (trainplan.timing.steps.sequence_shape)
         impl = replace(impl, padding_free=True)
-        stats = data.dataset(case)
+        stats = unpacked if unpacked is not None else data.dataset(case)   # the text's dataset, looked up once
         if stats is not None:
             options = replace(options, sample_lengths=stats.lengths())
             fact_notes = [*fact_notes, "padding-free packing (cases.data.padding_free); " + stats.describe()]
