@@ -233,10 +233,10 @@ def _precision(c: Collector, f: _Flags) -> None:
     if f.on("fp8_format"):
         c.set("precision", "fp8", key="--fp8-format", raw=f.text("fp8_format"),
               note="Transformer Engine FP8 GEMMs over bf16; " + note)
-        from trainplan.timing.fp8 import MEGATRON_RECIPE_NAMES
+        from trainplan.timing.fp8 import megatron_recipe
 
         recipe = (f.text("fp8_recipe") or "delayed").lower()
-        known = {v: k for k, v in MEGATRON_RECIPE_NAMES.items()}.get(recipe)
+        known = megatron_recipe(recipe)
         if known is None:
             c.skip("--fp8-recipe", recipe, "an FP8 recipe trainplan has no cost for")
         elif f.on("fp8_recipe"):

@@ -22,7 +22,7 @@ from trainplan.importers.swift_args import (
     _unmodelled,
 )
 from trainplan.job.defaults import swift as defaults
-from trainplan.timing.fp8 import MEGATRON_RECIPE_NAMES
+from trainplan.timing.fp8 import megatron_recipe
 
 _MEGATRON = {d.field: d for d in defaults.MEGATRON_DEFAULTS}
 
@@ -77,7 +77,7 @@ def _megatron(c: Collector, args: dict, world: int) -> None:
               note="Transformer Engine fp8 GEMMs; " + note)
         recipe = args.get("fp8_recipe")
         if recipe is not None:
-            known = {v: k for k, v in MEGATRON_RECIPE_NAMES.items()}.get(str(recipe).lower())
+            known = megatron_recipe(str(recipe))
             if known is None:
                 c.skip("fp8_recipe", recipe, "an FP8 recipe trainplan has no cost for")
             else:

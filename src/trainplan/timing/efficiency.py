@@ -228,6 +228,11 @@ class Efficiency:
     attention_kernel: str = ""   # trainplan.timing.attention.AttentionKernel that runs ("" unknown)
     attention_source: str = ""   # the published benchmark, or "" for the fitted interpolation
 
+    @property
+    def attention_fwd_bwd(self) -> tuple[float, float]:
+        """(forward, backward) attention efficiency: the kernel's published pair, else `attention` for both."""
+        return self.attention_fwd or self.attention, self.attention_bwd or self.attention
+
 
 def matmul_efficiency(gpu: GpuSpec, dtype: str, *, hidden_size: int, tokens_per_micro_batch: float,
                       stack: KernelStack, m: EfficiencyModel = DEFAULT_MODEL,

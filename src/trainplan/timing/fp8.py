@@ -131,6 +131,11 @@ MEGATRON_RECIPE_NAMES: dict[Fp8Recipe, str] = {Fp8Recipe.TE_DELAYED: "delayed", 
                                                Fp8Recipe.TE_BLOCKWISE: "blockwise", Fp8Recipe.TE_MXFP8: "mxfp8"}
 
 
+def megatron_recipe(name: str) -> Fp8Recipe | None:
+    """The recipe a Megatron --fp8-recipe / fp8_recipe value names (MEGATRON_RECIPE_NAMES), None when none."""
+    return next((recipe for recipe, megatron in MEGATRON_RECIPE_NAMES.items() if megatron == name.lower()), None)
+
+
 def default_recipe(framework: Framework) -> Fp8Recipe:
     """The recipe a framework uses when FP8 is asked for without naming one: torchtitan's
     Float8LinearConverter, with `recipe_name` left at its default None, builds torchao's

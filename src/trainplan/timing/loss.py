@@ -61,8 +61,7 @@ def _loss_path(setup: TrainingSetup, compiled: bool) -> tuple[str, float]:
     upcast = (impl.loss_upcast or impl.output_fp32) and e != FP32
     loss_in = FP32 if upcast else e
     cast = 2.0 * (e + FP32) if upcast else 0.0          # forward e -> 4, backward 4 -> e
-    loss_compiled = impl.loss_compiled if impl.loss_compiled is not None else (compiled or impl.compiled)
-    if loss_compiled:
+    if impl.compiled_loss or (compiled and impl.loss_compiled is None):   # the flag's compile covers the loss
         return "a compiled cross-entropy", COMPILED_PASSES * loss_in + cast
     cap = (SOFTCAP_FWD + SOFTCAP_BWD) * e if setup.model.final_logit_softcapping else 0.0
     kind = "eager cross-entropy on an fp32 copy" if upcast else "eager cross-entropy"

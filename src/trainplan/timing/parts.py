@@ -77,17 +77,17 @@ def core_compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: E
     else:
         # forward and recomputation at the kernel's forward efficiency, backward at its backward
         # efficiency (trainplan.timing.attention); the fitted single value where none is published
-        attn = (ft.attention_fwd_hardware / (eff.attention_fwd or eff.attention)
-                + ft.attention_bwd / (eff.attention_bwd or eff.attention)) * tokens / eff.attention_peak_flops_per_s
+        e_fwd, e_bwd = eff.attention_fwd_bwd
+        attn = (ft.attention_fwd_hardware / e_fwd + ft.attention_bwd / e_bwd) * tokens / eff.attention_peak_flops_per_s
     return linear + attn
 
 
 def attention_kernel_s(ft: FlopsPerToken, eff: Efficiency, tokens: float) -> tuple[float, float]:
     """(forward, backward) seconds of the attention kernels for `tokens` padded tokens on one GPU: one
     forward pass (its rerun under recomputation apart) and the backward, as core_compute_s times them."""
-    fwd = ft.attention_fwd * tokens / ((eff.attention_fwd or eff.attention) * eff.attention_peak_flops_per_s)
-    bwd = ft.attention_bwd * tokens / ((eff.attention_bwd or eff.attention) * eff.attention_peak_flops_per_s)
-    return fwd, bwd
+    e_fwd, e_bwd = eff.attention_fwd_bwd
+    return (ft.attention_fwd * tokens / (e_fwd * eff.attention_peak_flops_per_s),
+            ft.attention_bwd * tokens / (e_bwd * eff.attention_peak_flops_per_s))
 
 
 def loss_traffic_s(setup: TrainingSetup, gpu: GpuSpec, tokens: float, m: EfficiencyModel, *,

@@ -173,7 +173,7 @@ def mem_efficient_fp32_extra_s(ft: FlopsPerToken, eff: Efficiency, tokens: float
     the step's own efficiencies where none is published) x the fp32 / 16-bit ratios at its head dim
     (mem_efficient_fp32_ratios) for the forward and recomputation and for the backward."""
     fwd_flops = ft.attention_fwd_hardware
-    e_fwd, e_bwd = eff.attention_fwd or eff.attention, eff.attention_bwd or eff.attention
+    e_fwd, e_bwd = eff.attention_fwd_bwd
     me = kernel_efficiency(AttentionKernel.MEM_EFFICIENT, gpu.generation, head_dim, ft.seq_len)
     me_fwd, me_bwd = (me.fwd, me.bwd) if me is not None else (e_fwd, e_bwd)
     r_fwd, r_bwd = mem_efficient_fp32_ratios(head_dim)
