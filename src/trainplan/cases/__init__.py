@@ -7,14 +7,16 @@ predicts for them. Used by `trainplan accuracy`, `trainplan import` and benchmar
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from trainplan.cases.common import CASE_FIELDS, MALFORMED, REQUIRED_FIELDS, Skip, source_of
 from trainplan.cases.memorycase import map_memory_case
+from trainplan.cases.normalize import normalized
 from trainplan.cases.timecase import METRIC_KEYS
 from trainplan.cases.timecase import map_case as map_time
 from trainplan.errors import TrainplanError
-from trainplan.frozen import frozen
+from trainplan.frozen import frozen, replace
 from trainplan.job.job import Job
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import resolve_job
@@ -87,11 +89,18 @@ def validate_cases(cases: list, where: str = "cases", *, strict: bool = True) ->
 
 
 def map_case(case: dict) -> CaseMapping:
-    """The case as a setup; Skip (with the reason) when its fields do not allow one."""
+    """The case as a setup; Skip (with the reason) when its fields do not allow one. Numbers and names
+    written as text are read first (cases.normalize), each reading noted."""
     if case.get("kind") not in ("memory", "time"):
         raise Skip(f"kind {case.get('kind')!r} is neither memory nor time")
     try:
-        return _map_memory(case) if case.get("kind") == "memory" else _map_time(case)
+        case, read = normalized(case)
+        mapping = _map_memory(case) if case.get("kind") == "memory" else _map_time(case)
+        value = mapping.measured
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or value <= 0):
+            raise Skip(f"measured {mapping.metric} {value!r:.40} is not a positive number")
+        return replace(mapping, notes=(*read, *mapping.notes)) if read else mapping
     except TrainplanError as exc:
         raise Skip(f"not a valid setup: {exc}") from None
     except MALFORMED as exc:

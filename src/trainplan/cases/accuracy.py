@@ -71,7 +71,8 @@ def evaluate(cases: Iterable[dict], *, min_runs: int = DEFAULT_MIN_RUNS) -> list
         fits[source] = fit([o for o in obs.values() if o.source != source], min_runs=min_runs)
     results = []
     for case, m, values, skipped in staged:
-        base = dict(id=case["id"], kind=str(case.get("kind")), source=source_of(case), method=str(case.get("method")),
+        method = m.method if m is not None else str(case.get("method"))     # as read (cases.normalize)
+        base = dict(id=case["id"], kind=str(case.get("kind")), source=source_of(case), method=method,
                     confidence=case.get("confidence"), measured=case.get("measured"))
         if m is None:
             results.append(CaseResult(**base, skipped=skipped))

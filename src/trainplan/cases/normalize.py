@@ -1,0 +1,114 @@
+"""A published case with its numbers and names written the way people write them, read as the schema's
+values before it is mapped: "4k" tokens, "8" GPUs, "1,234.5" tokens/s, "45%" MFU, method "LoRA".
+
+The development files write these as JSON numbers and lower-case names; a file from another writer may
+not, and a number that arrives as text would otherwise make the case unpredictable (a setup refuses a
+string batch size) or the whole accuracy run fail (a measured value divided as text). Each reading
+that changed a value is returned as a note, so the report says what was read.
+
+Rules (nothing else is guessed; a value that matches no rule is left as it was, to be refused where it
+is used):
+- counts and sizes (`seq_len`, `micro_batch`, `grad_accum`, `global_batch`, `gpus.count`, the
+  `parallel` degrees, `lora.rank` / `lora.alpha`): an integer written as text, with thousands
+  separators or spaces; `seq_len` may carry the k / M suffix of context lengths, binary as the
+  sources use it ("4k" = 4,096, "32K" = 32,768, "1M" = 1,048,576 tokens);
+- measured values: a number written as text, with thousands separators and a trailing unit word
+  ("9.6 s", "1,234 tokens/s"); a percentage ("45%") for `mfu` / `hfu` is the fraction 0.45;
+- `method`: lower case, and the names frameworks use for the schema's five: "sft", "full-parameter",
+  "full fine-tune" (full), "pre-training" (pretrain), "q-lora" (qlora).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+INT_FIELDS = ("seq_len", "micro_batch", "grad_accum", "global_batch")
+PARALLEL_FIELDS = ("zero_stage", "tp", "pp", "dp", "cp", "ep", "sp")
+FRACTION_METRICS = ("mfu", "hfu")
+# the measured values the mappings read as numbers (cases.timecase, cases.memorycase); the block's other
+# keys are text ("what", "scope", "model_mem": "15 GiB") and stay as written
+MEASURED_NUMBERS = ("step_time_s", "tokens_per_s_per_gpu", "tokens_per_s_total", "tokens_per_s_reported",
+                    "tflops_per_gpu", "mfu", "hfu", "gpu_hours", "tokens_total", "global_batch_tokens",
+                    "hours_per_1B_tokens", "peak_mem_gib", "reported_value", "time_per_1k_iters_min")
+CONTEXT_SUFFIX = {"k": 1024, "m": 1024 ** 2}
+
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d{1,3}(?:[,\s]\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+                     r"\s*(%|[A-Za-z/][\w/ .-]*)?\s*$")
+_CONTEXT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM])\s*$")
+
+METHOD_NAMES = {
+    "full": "full", "sft": "full", "fft": "full", "full-parameter": "full", "full parameter": "full",
+    "full-finetune": "full", "full finetune": "full", "full fine-tune": "full", "full-fine-tune": "full",
+    "full fine-tuning": "full", "full-ft": "full", "full_ft": "full", "full_finetune": "full",
+    "pretrain": "pretrain", "pre-train": "pretrain", "pretraining": "pretrain", "pre-training": "pretrain",
+    "lora": "lora", "qlora": "qlora", "q-lora": "qlora", "freeze": "freeze",
+}
+
+
+def _number(text: str) -> tuple[float, str] | None:
+    """(value, unit) of a number written as text, thousands separators allowed; None if it is not one."""
+    m = _NUMBER.match(text)
+    if not m:
+        return None
+    return float(re.sub(r"[,\s]", "", m.group(1))), (m.group(2) or "").strip()
+
+
+def _integer(value: object, *, context: bool = False) -> int | None:
+    """An integer written as text ("8", "4,096"; with `context`, "4k", "1M"); None otherwise."""
+    if not isinstance(value, str):
+        return None
+    if context and (m := _CONTEXT.match(value)):
+        n = float(m.group(1)) * CONTEXT_SUFFIX[m.group(2).lower()]
+        return int(n) if n.is_integer() else None
+    got = _number(value)
+    if got is None or got[1] or not got[0].is_integer():
+        return None
+    return int(got[0])
+
+
+def _measured(key: str, value: object) -> float | None:
+    if not isinstance(value, str) or key not in MEASURED_NUMBERS:
+        return None
+    got = _number(value)
+    if got is None:
+        return None
+    number, unit = got
+    if unit == "%":
+        return number / 100.0 if key in FRACTION_METRICS else None
+    return number
+
+
+def normalized(case: dict) -> tuple[dict, list[str]]:
+    """The case with the readings above applied (a copy; the input is left as it was) and a note per
+    value read from text."""
+    out = copy.deepcopy(case)
+    notes: list[str] = []
+
+    def read(holder: dict, key: str, where: str, *, context: bool = False) -> None:
+        got = _integer(holder.get(key), context=context)
+        if got is not None:
+            notes.append(f"{where} {holder[key]!r} read as {got}")
+            holder[key] = got
+
+    for key in INT_FIELDS:
+        read(out, key, key, context=key == "seq_len")
+    for block, keys in (("gpus", ("count",)), ("parallel", PARALLEL_FIELDS), ("lora", ("rank", "alpha"))):
+        inner = out.get(block)
+        if isinstance(inner, dict):
+            for key in keys:
+                read(inner, key, f"{block}.{key}")
+    measured = out.get("measured")
+    if isinstance(measured, dict):
+        for key, value in list(measured.items()):
+            got = _measured(key, value)
+            if got is not None:
+                notes.append(f"measured.{key} {value!r} read as {got:g}")
+                measured[key] = got
+    method = out.get("method")
+    if isinstance(method, str):
+        name = METHOD_NAMES.get(re.sub(r"\s+", " ", method.strip().lower()))
+        if name is not None and name != method:
+            notes.append(f"method {method!r} read as {name}")
+            out["method"] = name
+    return out, notes

@@ -1,0 +1,105 @@
+"""Published cases whose numbers and names are written as text are read as the schema's values
+(cases.normalize), scored exactly as the same case written with JSON numbers, and a measured value
+that is no number makes that case unpredicted with the reason, never the whole run fail."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from trainplan.cases.accuracy import evaluate
+from trainplan.cases.normalize import normalized
+
+DATA = Path(__file__).parent / "data"
+CASES = [c for name in ("published_dev.json", "published_dev2.json")
+         for c in json.loads((DATA / name).read_text(encoding="utf-8"))]
+BY_ID = {c["id"]: c for c in CASES}
+# a time case and a memory case of the development files, both predicted as written
+TIME_ID = "universal-trainer-llama31-lora-1xh100-time"
+MEMORY_ID = "universal-trainer-llama31-qlora-1xh100-mem"
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("4k", 4096), ("4K", 4096), ("32k", 32768), ("1M", 1048576), ("8192", 8192), ("8,192", 8192), (" 2048 ", 2048),
+])
+def test_sequence_lengths_as_sources_write_them(text, value):
+    case, notes = normalized({"seq_len": text})
+    assert case["seq_len"] == value
+    assert notes == [f"seq_len {text!r} read as {value}"]
+
+
+@pytest.mark.parametrize(("key", "text", "value"), [
+    ("tokens_per_s_per_gpu", "1,234.5", 1234.5), ("step_time_s", "9.6 s", 9.6), ("step_time_s", "9.6s/it", 9.6),
+    ("mfu", "45%", 0.45), ("hfu", "62.7 %", 0.627), ("gpu_hours", "1 720 320", 1720320.0),
+    ("tokens_total", "2e12", 2e12),
+])
+def test_measured_numbers_written_as_text(key, text, value):
+    case, _ = normalized({"measured": {key: text}})
+    assert case["measured"][key] == pytest.approx(value)
+
+
+@pytest.mark.parametrize("measured", [
+    {"model_mem": "15 GiB"}, {"what": "12 s per step"}, {"tokens_per_s_per_gpu": "fast"},
+    {"step_time_s": "45%"},     # a percentage is a fraction only for MFU / HFU
+])
+def test_text_that_is_not_a_reading_stays_as_written(measured):
+    case, notes = normalized({"measured": dict(measured)})
+    assert case["measured"] == measured
+    assert notes == []
+
+
+@pytest.mark.parametrize(("text", "method"), [
+    ("LoRA", "lora"), ("QLoRA", "qlora"), ("Q-LoRA", "qlora"), ("Full", "full"), ("SFT", "full"),
+    ("full fine-tune", "full"), ("Full-Parameter", "full"), ("Pre-training", "pretrain"), ("freeze", "freeze"),
+])
+def test_method_names(text, method):
+    assert normalized({"method": text})[0]["method"] == method
+
+
+def test_unknown_method_and_non_numbers_are_left_to_be_refused_where_used():
+    case = {"method": "p-tuning v2", "seq_len": "long", "gpus": {"count": "eight"}, "micro_batch": "2.5"}
+    assert normalized(case) == (case, [])
+
+
+def test_the_input_is_not_changed():
+    case = {"seq_len": "4k", "gpus": {"count": "8"}}
+    normalized(case)
+    assert case == {"seq_len": "4k", "gpus": {"count": "8"}}
+
+
+def _as_text(case: dict) -> dict:
+    """The case with every count, size and measured value written as text, the method capitalised."""
+    out = copy.deepcopy(case)
+    for key in ("seq_len", "micro_batch", "grad_accum", "global_batch"):
+        if isinstance(out.get(key), int):
+            out[key] = f"{out[key]:,}"
+    if isinstance((out.get("gpus") or {}).get("count"), int):
+        out["gpus"]["count"] = str(out["gpus"]["count"])
+    for key, value in out["measured"].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out["measured"][key] = f"{value:,}"
+    out["method"] = {"lora": "LoRA", "qlora": "QLoRA", "full": "Full"}.get(out["method"], out["method"])
+    return out
+
+
+@pytest.mark.parametrize("case_id", [TIME_ID, MEMORY_ID])
+def test_a_case_written_as_text_scores_as_written_with_numbers(case_id):
+    [plain] = evaluate([BY_ID[case_id]])
+    [text] = evaluate([_as_text(BY_ID[case_id])])
+    assert plain.predicted is not None and text.predicted is not None
+    assert text.error == pytest.approx(plain.error, abs=1e-12)
+    assert text.method == plain.method == BY_ID[case_id]["method"]
+    assert any("read as" in n for n in text.notes)
+
+
+def test_a_measured_value_that_is_no_number_skips_that_case_and_the_rest_scores():
+    cases = [copy.deepcopy(BY_ID[TIME_ID]), copy.deepcopy(BY_ID[MEMORY_ID])]
+    cases[0]["measured"] = {"tokens_per_s_per_gpu": "fast"}
+    cases[1]["measured"] = {**cases[1]["measured"], "peak_mem_gib": -1}
+    results = evaluate(cases + [BY_ID["universal-trainer-llama2-lora-1xh100-time"]])
+    assert [r.predicted is None for r in results] == [True, True, False]
+    assert "could not convert" in results[0].skipped or "not a positive number" in results[0].skipped
+    assert results[1].skipped
