@@ -103,3 +103,15 @@ def test_a_measured_value_that_is_no_number_skips_that_case_and_the_rest_scores(
     assert [r.predicted is None for r in results] == [True, True, False]
     assert "could not convert" in results[0].skipped or "not a positive number" in results[0].skipped
     assert results[1].skipped
+
+
+@pytest.mark.parametrize(("text", "framework"), [
+    ("FastChat (fastchat/train/train_lora.py) + DeepSpeed ZeRO-3", "hf"),   # a transformers Trainer
+    ("alpaca-lora finetune.py", "hf"), ("Firefly", "hf"),
+    ("OpenRLHF", "deepspeed"), ("GPT-NeoX", "megatron"), ("nanoGPT train.py", "pytorch"),
+    ("PyTorch DDP", "pytorch"),
+])
+def test_trainers_named_by_what_they_are_built_on(text, framework):
+    from trainplan.cases.text import framework_of
+
+    assert str(framework_of({"framework": text})) == framework

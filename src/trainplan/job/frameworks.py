@@ -162,6 +162,16 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     ("grpotrainer", Framework.TRL),
     ("custom pytorch", Framework.PYTORCH), ("plain pytorch", Framework.PYTORCH),
     ("pytorch training loop", Framework.PYTORCH), ("pytorch loop", Framework.PYTORCH),
+    # trainers built on the transformers Trainer: lm-sys/FastChat fastchat/train/train.py and train_lora.py
+    # (`Trainer(model=model, tokenizer=tokenizer, args=training_args, ...)`), tloen/alpaca-lora finetune.py
+    # (`transformers.Trainer` over a peft model), yangjianxin1/Firefly component/trainer.py (a
+    # `transformers.Trainer` subclass)
+    ("fastchat", Framework.HF), ("alpaca-lora", Framework.HF), ("firefly", Framework.HF),
+    # OpenRLHF trains transformers models under its DeepSpeed strategy (openrlhf/utils/deepspeed/deepspeed.py);
+    # GPT-NeoX "is based on NVIDIA's Megatron Language Model and has been augmented with techniques from
+    # DeepSpeed" (its README); nanoGPT's train.py is a plain PyTorch loop under DistributedDataParallel
+    ("openrlhf", Framework.DEEPSPEED), ("gpt-neox", Framework.MEGATRON), ("nanogpt", Framework.PYTORCH),
+    ("pytorch ddp", Framework.PYTORCH), ("distributeddataparallel", Framework.PYTORCH),
     ("hf trainer", Framework.HF), ("huggingface trainer", Framework.HF), ("hugging face trainer", Framework.HF),
     ("transformers trainer", Framework.HF),
     ("seq2seqtrainer", Framework.HF), ("transformers", Framework.HF), ("peft", Framework.HF),
