@@ -115,3 +115,42 @@ def test_trainers_named_by_what_they_are_built_on(text, framework):
     from trainplan.cases.text import framework_of
 
     assert str(framework_of({"framework": text})) == framework
+
+
+@pytest.mark.parametrize(("gpus", "count", "type_"), [
+    ({"type": "8x A100 80GB", "count": None}, 8, "A100 80GB"), ({"type": "8 × H100"}, 8, "H100"),
+    ({"type": "2*A100"}, 2, "A100"), ({"type": "A100-SXM4-80GB x 4", "count": None}, 4, "A100-SXM4-80GB"),
+    ("16x H800", 16, "H800"),
+])
+def test_a_gpu_count_written_into_the_type(gpus, count, type_):
+    case, notes = normalized({"gpus": gpus})
+    assert (case["gpus"]["count"], case["gpus"]["type"]) == (count, type_)
+    assert notes
+
+
+def test_a_stated_count_is_kept_and_the_type_left_alone():
+    case, notes = normalized({"gpus": {"type": "8x A100", "count": 16}})
+    assert case["gpus"] == {"type": "8x A100", "count": 16} and notes == []
+
+
+@pytest.mark.parametrize(("lora", "expected"), [
+    ({"r": 8, "lora_alpha": 16}, {"rank": 8, "alpha": 16}),
+    ({"lora_rank": "64", "lora_dropout": 0.05, "target_modules": ["q_proj"]},
+     {"rank": 64, "dropout": 0.05, "targets": ["q_proj"]}),
+    ({"rank": 4, "r": 99}, {"rank": 4, "r": 99}),      # the schema's own key wins
+])
+def test_lora_keys_as_peft_and_the_trainers_name_them(lora, expected):
+    assert normalized({"lora": lora})[0]["lora"] == expected
+
+
+@pytest.mark.parametrize(("text", "stage"), [("ZeRO-3", 3), ("zero2", 2), ("stage 1", 1), ("DeepSpeed ZeRO-3", 3)])
+def test_zero_stage_as_text(text, stage):
+    assert normalized({"parallel": {"zero_stage": text}})[0]["parallel"]["zero_stage"] == stage
+
+
+def test_a_time_case_with_its_gpus_as_one_text_scores_as_before():
+    case = copy.deepcopy(BY_ID[TIME_ID])
+    [plain] = evaluate([case])
+    case["gpus"] = f"{case['gpus']['count']}x {case['gpus']['type']}"
+    [text] = evaluate([case])
+    assert text.error == pytest.approx(plain.error, abs=1e-12)

@@ -15,7 +15,12 @@ is used):
 - measured values: a number written as text, with thousands separators and a trailing unit word
   ("9.6 s", "1,234 tokens/s"); a percentage ("45%") for `mfu` / `hfu` is the fraction 0.45;
 - `method`: lower case, and the names frameworks use for the schema's five: "sft", "full-parameter",
-  "full fine-tune" (full), "pre-training" (pretrain), "q-lora" (qlora).
+  "full fine-tune" (full), "pre-training" (pretrain), "q-lora" (qlora);
+- `gpus`: a text ("8x A100 80GB") is the type with its count; a count written into the type ("8x A100",
+  "8 × H100", "2*A100", "A100 x 8") is the count when the case gives none;
+- `lora`: peft's and the trainers' key names for the schema's (`r`, `lora_r`, `lora_rank` -> rank;
+  `lora_alpha` -> alpha; `lora_dropout` -> dropout; `target_modules`, `lora_target` -> targets);
+- `parallel.zero_stage`: DeepSpeed's stage as text ("ZeRO-3", "zero3", "stage 2") is its number.
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ CONTEXT_SUFFIX = {"k": 1024, "m": 1024 ** 2}
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d{1,3}(?:[,\s]\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?)"
                      r"\s*(%|[A-Za-z/][\w/ .-]*)?\s*$")
 _CONTEXT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM])\s*$")
+# "8x A100", "8 × H100", "2*A100" (count first) or "A100 x 8" (count last)
+_COUNT_FIRST = re.compile(r"^\s*(\d{1,5})\s*[x×*]\s*(?=\S)", re.IGNORECASE)
+_COUNT_LAST = re.compile(r"\s+[x×*]\s*(\d{1,5})\s*$", re.IGNORECASE)
+_ZERO = re.compile(r"^\s*(?:deepspeed\s*)?(?:zero|stage)[\s_-]*([0-3])\s*$", re.IGNORECASE)
+LORA_KEYS = {"r": "rank", "lora_r": "rank", "lora_rank": "rank", "lora_alpha": "alpha", "lora_dropout": "dropout",
+             "target_modules": "targets", "lora_target": "targets", "lora_target_modules": "targets"}
 
 METHOD_NAMES = {
     "full": "full", "sft": "full", "fft": "full", "full-parameter": "full", "full parameter": "full",
@@ -93,7 +104,7 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
 
     for key in INT_FIELDS:
         read(out, key, key, context=key == "seq_len")
-    for block, keys in (("gpus", ("count",)), ("parallel", PARALLEL_FIELDS), ("lora", ("rank", "alpha"))):
+    for block, keys in (("gpus", ("count",)), ("parallel", PARALLEL_FIELDS)):
         inner = out.get(block)
         if isinstance(inner, dict):
             for key in keys:
@@ -105,6 +116,13 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
             if got is not None:
                 notes.append(f"measured.{key} {value!r} read as {got:g}")
                 measured[key] = got
+    _gpus(out, notes)
+    _lora(out, notes)
+    parallel = out.get("parallel")
+    if isinstance(parallel, dict) and isinstance(parallel.get("zero_stage"), str):
+        if m := _ZERO.match(parallel["zero_stage"]):
+            notes.append(f"parallel.zero_stage {parallel['zero_stage']!r} read as {m.group(1)}")
+            parallel["zero_stage"] = int(m.group(1))
     method = out.get("method")
     if isinstance(method, str):
         name = METHOD_NAMES.get(re.sub(r"\s+", " ", method.strip().lower()))
@@ -112,3 +130,33 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
             notes.append(f"method {method!r} read as {name}")
             out["method"] = name
     return out, notes
+
+
+def _gpus(case: dict, notes: list[str]) -> None:
+    gpus = case.get("gpus")
+    if isinstance(gpus, str):
+        notes.append(f"gpus {gpus!r} read as the GPU type")
+        gpus = case["gpus"] = {"type": gpus, "count": None}
+    if not isinstance(gpus, dict) or gpus.get("count") or not isinstance(gpus.get("type"), str):
+        return
+    raw = gpus["type"]
+    m = _COUNT_FIRST.match(raw) or _COUNT_LAST.search(raw)
+    if m and int(m.group(1)) > 0:
+        gpus["count"] = int(m.group(1))
+        gpus["type"] = (raw[:m.start()] + raw[m.end():]).strip()
+        notes.append(f"gpus.type {raw!r} read as {gpus['count']} x {gpus['type']}")
+
+
+def _lora(case: dict, notes: list[str]) -> None:
+    lora = case.get("lora")
+    if not isinstance(lora, dict):
+        return
+    for key, name in LORA_KEYS.items():
+        if key in lora and name not in lora:
+            notes.append(f"lora.{key} read as lora.{name}")
+            lora[name] = lora.pop(key)
+    for key in ("rank", "alpha"):
+        got = _integer(lora.get(key))
+        if got is not None:
+            notes.append(f"lora.{key} {lora[key]!r} read as {got}")
+            lora[key] = got
