@@ -11,7 +11,8 @@ from trainplan.catalog import resolve_gpu, resolve_model
 from trainplan.enums import Method, ZeroStage
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.sharding import shard_level
-from trainplan.timing.comm import CommInputs, Fabric, Link, layout_comm
+from trainplan.timing.comm import CommInputs, layout_comm
+from trainplan.timing.links import Fabric, Link
 from trainplan.timing.efficiency import DEFAULT_MODEL, memory_bw
 from trainplan.timing.parts import optimizer_and_offload_s
 from trainplan.timing.traffic import optimizer_bytes_per_param

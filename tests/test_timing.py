@@ -31,17 +31,9 @@ from trainplan.job.training import (
     Workload,
 )
 from trainplan.specs import GpuSpec, ModelSpec
-from trainplan.timing.comm import (
-    INTERCONNECTS,
-    CommInputs,
-    Fabric,
-    allgather_s,
-    fabric,
-    internode_link,
-    ring_allreduce_s,
-    ring_cp_s,
-)
+from trainplan.timing.comm import CommInputs, ring_cp_s
 from trainplan.timing.efficiency import KernelStack, matmul_efficiency
+from trainplan.timing.links import INTERCONNECTS, Fabric, allgather_s, fabric, internode_link, ring_allreduce_s
 from trainplan.timing.flops import flops_per_token
 from trainplan.timing.estimate import TimingOptions, estimate_time, step_time
 from trainplan.timing.steps import (

@@ -8,7 +8,8 @@ from trainplan.enums import Framework, Method, ZeroStage
 from trainplan.frozen import replace
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.specs import GpuSpec, ModelSpec, MoeSpec
-from trainplan.timing.comm import CommInputs, Fabric, Link, layout_comm
+from trainplan.timing.comm import CommInputs, layout_comm
+from trainplan.timing.links import Fabric, Link
 from trainplan.timing.estimate import step_time
 from trainplan.timing.hf_moe import (
     ExpertsImpl,

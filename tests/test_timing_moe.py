@@ -9,7 +9,8 @@ from trainplan.frozen import replace
 from trainplan.job.training import Layout, LoraConfig, TrainingSetup
 from trainplan.model.params import count_params
 from trainplan.specs import GpuSpec, ModelSpec, MoeSpec
-from trainplan.timing.comm import CommInputs, fabric, layout_comm
+from trainplan.timing.comm import CommInputs, layout_comm
+from trainplan.timing.links import fabric
 from trainplan.timing.efficiency import DEFAULT_MODEL, KernelStack, matmul_efficiency
 from trainplan.timing.estimate import TimingOptions, step_time
 from trainplan.timing.flops import flops_per_token

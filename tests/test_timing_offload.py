@@ -29,7 +29,7 @@ A100 = GpuSpec(id="a100-sxm4-80gb", name="A100 SXM4 80GB", vendor="NVIDIA", memo
                peak_flops_per_s={"fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12, "fp16": 312e12},
                interconnect="NVLink 3", gpu_gpu_bw_bytes_per_s=600e9, pcie="Gen4 x16", generation="ampere")
 HOST = HostSpec(name="test host", cpu_cores=64, mem_bw_bytes_per_s=400e9, gpus=8)
-PCIE = 31e9                 # PCIe 4 x16 per direction (comm.PCIE_BYTES_PER_S)
+PCIE = 31e9                 # PCIe 4 x16 per direction (links.PCIE_BYTES_PER_S)
 
 
 def _setup(**kw) -> TrainingSetup:

@@ -19,7 +19,7 @@ from trainplan.model.architecture import moe_layer_count
 from trainplan.specs import GpuSpec
 from trainplan.timing import parts
 from trainplan.timing.attention import padded_sdpa
-from trainplan.timing.comm import Fabric, fabric, is_consumer, pcie_link
+from trainplan.timing.links import Fabric, fabric, is_consumer, pcie_link
 from trainplan.timing.efficiency import Efficiency, bf16_ceiling_stands_in
 from trainplan.timing.flops import flops_per_token
 from trainplan.timing.offload import HostSpec, resolve_host
@@ -136,7 +136,7 @@ class GpuFacts:
         self._by_node: dict[int, tuple[Fabric, str, str]] = {}
 
     def fabric(self, layout: Layout) -> tuple[Fabric, str, str]:
-        """The links of `layout`'s groups (timing.comm.fabric reads its GPUs per node) with the notes on
+        """The links of `layout`'s groups (timing.links.fabric reads its GPUs per node) with the notes on
         what was assumed: the inter-node network ("" when --interconnect was given) and PCIe peer to
         peer on GeForce ("" where it does not apply)."""
         hit = self._by_node.get(layout.gpus_per_node)

@@ -14,7 +14,7 @@ from trainplan.timing.flops import AttnConvention
 class TimingOptions:
     """Every link of the chain a user may override (None: the default, stated in the notes)."""
 
-    interconnect: str | None = None        # inter-node preset (trainplan.timing.comm.INTERCONNECTS)
+    interconnect: str | None = None        # inter-node preset (trainplan.timing.links.INTERCONNECTS)
     intranode: str | None = None           # "nvlink" or "pcie"
     compiled: bool | None = None           # torch.compile / fused kernels (None: framework default)
     efficiency: float | None = None        # override the matmul efficiency (fraction of peak)
