@@ -447,3 +447,16 @@ def test_packed_padding_free_without_lengths_says_its_attention_is_an_upper_boun
     known = sequence_shape(seq_len=8192, micro_batch=1, tokens_per_sample=2000, packing=True, padding_free=True)
     assert known.attention_span == 2000 and known.samples_per_sequence == pytest.approx(4.096)
     assert "not given" not in known.note
+
+
+def test_a_pcie_link_of_fewer_lanes_carries_that_share():
+    """PCIe bandwidth is per lane: Gen4 x16 31 GB/s a direction (hardware.md 1.3), so an x8 card 15.5,
+    a Gen5 x16 card 63; a GPU whose catalog entry names no width is taken as x16."""
+    from trainplan import catalog
+    from trainplan.timing.links import pcie_link
+
+    base = catalog.resolve_gpu("rtx4090")
+    assert pcie_link(replace(base, pcie="Gen4 x8")).bw_bytes_per_s == pytest.approx(15.5e9)
+    assert pcie_link(replace(base, pcie="Gen4 x8")).name == "PCIe Gen4 x8"
+    assert pcie_link(replace(base, pcie="Gen5 x16 (128 GB/s bidir)")).bw_bytes_per_s == pytest.approx(63e9)
+    assert pcie_link(replace(base, pcie="Gen3")).bw_bytes_per_s == pytest.approx(15.75e9)

@@ -68,11 +68,16 @@ PCIE_BYTES_PER_S: dict[int, float] = {3: 15.75e9, 4: 31e9, 5: 63e9, 6: 121e9}
 
 
 def pcie_link(gpu: GpuSpec) -> Link:
-    """The GPU's PCIe x16 link (Gen4 when the catalog does not say)."""
+    """The GPU's PCIe link: the generation and lane count the catalog's `pcie` names (Gen4 x16 when it
+    does not say). A link of fewer lanes carries that share of the x16 bandwidth (PCIe bandwidth is per
+    lane: an x8 card, e.g. the RTX 4060 Ti, moves half of an x16 one's)."""
     match = re.search(r"Gen\s*(\d)", gpu.pcie or "")
     gen = int(match.group(1)) if match else 4
-    return Link(name=f"PCIe Gen{gen} x16", bw_bytes_per_s=PCIE_BYTES_PER_S.get(gen, 31e9),
-                source="hardware.md section 1.3 (PCIe 4 x16: 31 GB/s, PCIe 5 x16: 63 GB/s per direction)")
+    width = re.search(r"x\s*(1|2|4|8|16)\b", gpu.pcie or "")
+    lanes = int(width.group(1)) if width else 16
+    return Link(name=f"PCIe Gen{gen} x{lanes}", bw_bytes_per_s=PCIE_BYTES_PER_S.get(gen, 31e9) * lanes / 16,
+                source="hardware.md section 1.3 (PCIe 4 x16: 31 GB/s, PCIe 5 x16: 63 GB/s per direction), "
+                       "per lane")
 
 
 def intranode_link(gpu: GpuSpec, choice: str | None = None) -> Link:
