@@ -180,3 +180,33 @@ def test_cuda_launch_blocking_in_the_environment_is_read(capsys):
     blocked = est(capsys, "--from", line)
     plain = est(capsys, "--from", line.split(" ", 1)[1])
     assert blocked["time"]["step_s"] > plain["time"]["step_s"]
+
+
+def test_a_script_with_variables_and_setup_commands_reads_its_training_command():
+    """The training command as bash runs it: $VARS and ${VARS} expanded, the `if` branch taken, the
+    exported CUDA_VISIBLE_DEVICES in its environment; `pip install`, data preparation before and the
+    evaluation after are not the training command, nor are `nohup` and the redirections."""
+    o = options(DIR / "script_with_variables.sh")
+    assert (o.model, o.framework, o.zero, o.num_gpus) == ("meta-llama/Llama-3.1-8B", "deepspeed", 3, 8)
+    assert (o.batch_size, o.grad_accum, o.precision, o.grad_ckpt, o.epochs) == (4, 2, "bf16", "full", 2.0)
+    assert included(o) == {"script_with_variables.sh", "ds_zero3.json"}
+
+
+def test_an_exported_process_count_reaches_the_trainer_it_launches():
+    """ms-swift reads NPROC_PER_NODE from its environment: exported on a line of its own, it counts; the
+    `swift infer` after training is not read."""
+    o = options(DIR / "swift_exported_nproc.sh")
+    assert (o.model, o.framework, o.method, o.num_gpus, o.zero) == ("Qwen/Qwen2.5-7B-Instruct", "swift", "lora", 4, 2)
+    assert (o.batch_size, o.grad_accum, o.seq_len) == (2, 8, 2048)
+
+
+def test_a_single_gpu_script_after_pip_installs_reads_the_python_training_script():
+    o = options(DIR / "single_gpu_python.sh")
+    assert (o.model, o.num_gpus, o.batch_size, o.grad_accum, o.grad_ckpt) == ("Qwen/Qwen2-7B", 1, 1, 16, "full")
+
+
+def test_a_script_that_runs_no_training_is_refused_in_one_line(tmp_path):
+    script = tmp_path / "setup.sh"
+    script.write_text("MODEL=x\npip install -r requirements.txt\necho $MODEL\n", encoding="utf-8")
+    with pytest.raises(TrainplanError, match="not a training config"):
+        options(script)

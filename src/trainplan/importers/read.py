@@ -84,10 +84,14 @@ def _parse(text: str, path: str) -> Any:
         except ValueError as exc:   # an integer of more digits than Python converts
             raise TrainplanError(f"--from {path!r}: malformed JSON: {str(exc).splitlines()[0]}") from None
     if ext in (".sh", ".bash", ".txt", ".cmd") or _is_command(_first_command_line(text)):
-        if "pretrain_gpt.py" in text:     # Megatron-LM scripts build their arguments in bash (importers/shell.py)
-            from trainplan.importers.shell import command_running
+        from trainplan.importers import shell
 
-            words = command_running(text, "pretrain_gpt.py", path)
+        if "pretrain_gpt.py" in text:     # Megatron-LM scripts build their arguments in bash (importers/shell.py)
+            words = shell.command_running(text, "pretrain_gpt.py", path)
+            if words:
+                return words
+        if shell.is_script(text):         # variables, several commands: the training command as bash runs it
+            words = shell.launch_command(text, path)
             if words:
                 return words
         return command_words(text, path)

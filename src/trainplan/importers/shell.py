@@ -14,11 +14,18 @@ parameters (`$1`, `$@`) and command substitutions expand to nothing, as unknown,
 
 The `#SBATCH` node and task counts become Slurm's own environment variables (SLURM_NNODES,
 SLURM_NTASKS_PER_NODE: what sbatch exports to the job), placed before the command as assignments.
+
+Any other launch script of several commands or with variables (importers/read.py) is read the same way by
+`launch_command`: its training command is the first distributed launcher or trainer subcommand (`torchrun`,
+`deepspeed`, `accelerate launch`, `swift sft`, `llamafactory-cli train`, `tune run`, `srun`), else the first
+`python script.py` (not `python -m pip`); the variables the script `export`ed before it are its environment
+(NPROC_PER_NODE, CUDA_VISIBLE_DEVICES: what the trainers count GPUs by), and its redirections are dropped.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shlex
 
@@ -68,6 +75,10 @@ class _Shell:
         self.scalars: dict[str, str] = {}
         self.arrays: dict[str, list[str]] = {}
         self.slurm: dict[str, str] = {}
+        self.exported: list[str] = []      # names `export`ed, in order: the launched command's environment
+
+    def exported_env(self) -> list[str]:
+        return [f"{name}={self.scalars[name]}" for name in self.exported if name in self.scalars]
 
     def _lookup(self, name: str) -> str:
         if name in self.arrays:
@@ -197,6 +208,13 @@ def _branch(sh: _Shell, branches: list[list[bool]], words: list[str]) -> None:
 def command_running(text: str, script: str, where: str) -> list[str] | None:
     """The words (Slurm's environment first, then the command) of the first command of the script
     `text` whose expansion runs `script`, or None when no command does."""
+    return first_command(text, lambda words: any(w == script or w.endswith("/" + script) for w in words), where)
+
+
+def first_command(text: str, runs, where: str, *, exported: bool = False) -> list[str] | None:
+    """The words of the first command of the script `text` whose expanded words satisfy `runs`: Slurm's
+    environment first, then (with `exported`) the variables the script `export`ed before it, then the
+    assignments on its own line and the command. None when no command does."""
     sh = _Shell()
     array: tuple[str, list[str], bool] | None = None
     open_quote = ""
@@ -246,22 +264,115 @@ def command_running(text: str, script: str, where: str) -> list[str] | None:
             continue
         if words[0] == "exit":
             break
+        exporting = bool(words) and words[0] == "export"
         if words and words[0] in ("export", "local", "declare", "readonly"):
             words = words[1:]
         env, i = [], 0
         while i < len(words) and (m := _ASSIGN.match(words[i])):
             env.append((m.group(1), sh.expand_text(m.group(2))))
             i += 1
-        if i == len(words):
+        if i == len(words) or exporting:      # assignments only (an `export` line runs nothing)
             for name, value in env:
                 sh.scalars[name] = value
                 sh.arrays.pop(name, None)
+            if exporting:     # `export NAME=value` and `export NAME` of a name set earlier
+                names = [name for name, _ in env] + [w for w in words[i:] if re.fullmatch(r"[A-Za-z_]\w*", w)]
+                sh.exported += [name for name in names if name not in sh.exported]
             continue
         if words[i] in _SHELL_WORDS:
             continue
         expanded = [w for word in words[i:] for w in sh.expand_word(word)]
-        if any(w == script or w.endswith("/" + script) for w in expanded):
-            return sh.slurm_env() + [f"{k}={v}" for k, v in env] + expanded
+        if runs(expanded):
+            return sh.slurm_env() + (sh.exported_env() if exported else []) + [f"{k}={v}" for k, v in env] + expanded
     if open_quote:
         raise TrainplanError(f"--from {where}: a quotation in the script is never closed")
     return None
+
+
+# The commands that start training, with the subcommand that does where the tool has others
+# (`accelerate config`, `swift infer`, `llamafactory-cli chat` are not training).
+_TRAINING_SUBCOMMAND = {"accelerate": {"launch"}, "swift": {"sft", "pt", "rlhf"}, "megatron": {"sft", "pt", "rlhf"},
+                        "llamafactory-cli": {"train"}, "lmf": {"train"}, "tune": {"run"}}
+_LAUNCHERS = {"torchrun", "deepspeed", "srun", *_TRAINING_SUBCOMMAND}
+_DISTRIBUTED_MODULES = ("torch.distributed.run", "torch.distributed.launch", "deepspeed.launcher.runner",
+                        "accelerate.commands.launch")
+_NOT_TRAINING_MODULES = ("pip", "venv", "ensurepip", "json.tool", "http.server")
+
+
+def _after_wrappers(words: list[str]) -> list[str]:
+    """The command a wrapper (`nohup`, `uv run`, `numactl ...`, importers.launch._WRAPPERS) runs: the
+    words from the first launcher or Python on."""
+    from trainplan.importers.launch import _WRAPPERS
+
+    if not words or os.path.basename(words[0]).lower() not in _WRAPPERS:
+        return words
+    for k, word in enumerate(words):
+        name = os.path.basename(word).lower()
+        if name in _LAUNCHERS or name in ("python", "python3") or name.endswith(".py"):
+            return words[k:]
+    return []
+
+
+def _launches_training(words: list[str]) -> bool:
+    """A distributed launcher or a trainer's training subcommand (`torchrun`, `deepspeed`,
+    `accelerate launch`, `swift sft`, `llamafactory-cli train`, `tune run`, `srun`, `python -m
+    torch.distributed.run`)."""
+    words = _after_wrappers(words)
+    if not words:
+        return False
+    name = os.path.basename(words[0]).lower()
+    if name in _TRAINING_SUBCOMMAND:
+        return len(words) > 1 and words[1] in _TRAINING_SUBCOMMAND[name]
+    if name in _LAUNCHERS:
+        return True
+    return name in ("python", "python3") and any(
+        words[k] == "-m" and words[k + 1] in _DISTRIBUTED_MODULES for k in range(min(len(words) - 1, 3)))
+
+
+def _runs_python_script(words: list[str]) -> bool:
+    """`python train.py ...` (or `train.py ...`): a Python script, not `python -m pip` or `python -c`."""
+    words = _after_wrappers(words)
+    if not words:
+        return False
+    name = os.path.basename(words[0]).lower()
+    if name.endswith(".py"):
+        return True
+    if name not in ("python", "python3") or "-c" in words[1:3]:
+        return False
+    if "-m" in words[1:3]:
+        module = words[words.index("-m") + 1] if words.index("-m") + 1 < len(words) else ""
+        return bool(module) and not module.startswith(_NOT_TRAINING_MODULES)
+    return any(w.endswith(".py") for w in words[1:3])
+
+
+def launch_command(text: str, where: str) -> list[str] | None:
+    """The training command of a launch script, expanded as bash would run it (its variables, arrays,
+    `if` branches), with the Slurm environment and the variables the script exports before it: the first
+    distributed launcher or trainer subcommand, else the first Python training script; None when the
+    script runs neither."""
+    words = (first_command(text, _launches_training, where, exported=True)
+             or first_command(text, _runs_python_script, where, exported=True))
+    return None if words is None else _without_redirections(words)
+
+
+_REDIRECT = re.compile(r"^(?:\d*|&)(?:>>?|<)(?:&\d+)?$")    # >, >>, 2>, &>, <, 2>&1 (a target may follow)
+_REDIRECT_JOINED = re.compile(r"^(?:\d*|&)(?:>>?|<)(?:&\d+|\S+)$")   # 2>&1, >train.log
+
+
+def _without_redirections(words: list[str]) -> list[str]:
+    """The command's words without its redirections (`> train.log 2>&1`) and a trailing `&`."""
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif _REDIRECT.match(word):
+            skip = not word.endswith(("&1", "&2"))
+        elif not _REDIRECT_JOINED.match(word) and word != "&":
+            out.append(word)
+    return out
+
+
+def is_script(text: str) -> bool:
+    """More than one command, or one that uses shell variables: what bash has to expand first."""
+    commands = [line for line in _logical_lines(text) if line.strip() and not line.lstrip().startswith("#")]
+    return len(commands) > 1 or "$" in text
