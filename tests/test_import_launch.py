@@ -210,3 +210,14 @@ def test_a_script_that_runs_no_training_is_refused_in_one_line(tmp_path):
     script.write_text("MODEL=x\npip install -r requirements.txt\necho $MODEL\n", encoding="utf-8")
     with pytest.raises(TrainplanError, match="not a training config"):
         options(script)
+
+
+def test_fastchat_model_max_length_is_the_sequence_length(tmp_path):
+    """FastChat's (and stanford_alpaca's) train.py caps the tokenizer with a TrainingArguments field of its
+    own, model_max_length, padding every sample to it (fastchat/train/train.py, padding="max_length")."""
+    script = tmp_path / "train_vicuna.sh"
+    script.write_text("torchrun --nproc_per_node=4 fastchat/train/train_mem.py --model_name_or_path "
+                      "lmsys/vicuna-7b-v1.5 --bf16 True --per_device_train_batch_size 2 --model_max_length 2048 "
+                      "--gradient_checkpointing True --output_dir out\n", encoding="utf-8")
+    o = options(script)
+    assert (o.seq_len, o.num_gpus, o.batch_size) == (2048, 4, 2)

@@ -255,6 +255,13 @@ class _Reader(_EngineMixin):
         if "max_length" in self.rest and self.rest["max_length"] is None:
             c.skip("max_length", self.pop("max_length"), "no truncation: the sequence length is the data's, give "
                    "--seq-len")
+        elif "max_length" not in self.rest and "max_seq_length" not in self.rest and "model_max_length" in self.rest:
+            # the cap of the training scripts derived from stanford_alpaca's train.py: a TrainingArguments
+            # field given to the tokenizer (FastChat fastchat/train/train.py: "Maximum sequence length.
+            # Sequences will be right padded (and possibly truncated)", tokenized with padding="max_length")
+            self.value("seq_len", "model_max_length", self.n,
+                       note="model_max_length: the training script's tokenizer cap (stanford_alpaca / FastChat "
+                            "train.py); FastChat pads every sample to it")
         else:
             old = "max_seq_length" in self.rest and "max_length" not in self.rest
             self.value("seq_len", "max_length", self.n, alias="max_seq_length",
