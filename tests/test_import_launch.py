@@ -221,3 +221,14 @@ def test_fastchat_model_max_length_is_the_sequence_length(tmp_path):
                       "--gradient_checkpointing True --output_dir out\n", encoding="utf-8")
     o = options(script)
     assert (o.seq_len, o.num_gpus, o.batch_size) == (2048, 4, 2)
+
+
+def test_a_script_argument_named_like_a_sequence_cap_is_listed_not_dropped(tmp_path):
+    """An unknown script's own `--max_len` may set the sequence length: it is listed among the keys that
+    matter but were not used (with what to do), not counted among those that change nothing."""
+    script = tmp_path / "train.sh"
+    script.write_text("torchrun --nproc_per_node 2 my_train.py --model_name_or_path Qwen/Qwen2-7B --max_len 3072 "
+                      "--max_source_length 512 --group_by_length True --output_dir o\n", encoding="utf-8")
+    o = options(script)
+    assert set(unread(o)) == {"max_len", "max_source_length"}
+    assert unread(o)["max_len"] == 3072

@@ -15,6 +15,8 @@ Precision and the DeepSpeed/FSDP engine are read in importers/hf_engines.py (_En
 
 from __future__ import annotations
 
+import re
+
 import json
 from typing import Any
 
@@ -54,6 +56,10 @@ _ARGS_KEYS = {"output_dir", "per_device_train_batch_size", "gradient_accumulatio
               "per_device_eval_batch_size", "dataloader_num_workers", "ddp_find_unused_parameters", "fsdp",
               "fsdp_config", "deepspeed", "do_train", "overwrite_output_dir", "save_total_limit", "run_name",
               "remove_unused_columns", "group_by_length", "model_name_or_path", "dataset_name", "block_size"}
+# a script argument named like a sequence cap (when no key trainplan knows gave the length)
+_LENGTH_KEY = re.compile(r"(?:^|_)(?:len|length|seq_?len|seq_?length|ctx|context|source_length|target_length)(?:_|$)")
+_NOT_LENGTH = {"group_by_length", "length_column_name", "max_new_tokens", "generation_max_length", "eval_max_length",
+               "max_completion_length", "max_prompt_length"}
 # keys only other formats have (LLaMA-Factory, ms-swift, axolotl, DeepSpeed, accelerate, torchtune, torchtitan)
 _FOREIGN = {"finetuning_type", "stage", "template", "cutoff_len", "lora_target", "lora_rank", "quantization_bit",
             "flash_attn", "dataset_dir", "pref_beta", "enable_liger_kernel", "disable_gradient_checkpointing",
@@ -185,6 +191,12 @@ class _Reader(_EngineMixin):
             value = self.pop(key)
             if value not in (None, False, "", []):
                 c.skip(key, value, why)
+        if not c.has("seq_len"):
+            # a training script's own argument that may cap the sequence (max_len, max_source_length,
+            # seq_length, context_len): listed, not counted among the keys that change nothing
+            for key in [k for k in self.rest if _LENGTH_KEY.search(k) and k not in _NOT_LENGTH]:
+                c.skip(key, self.pop(key), "an argument of the training script that may set the sequence length; "
+                                           "trainplan does not know the script: give --seq-len")
         c.ignore(len(self.rest))
         return c.result()
 
