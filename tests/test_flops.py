@@ -145,3 +145,17 @@ def test_step_flops_scale_with_tokens():
     assert st.tokens == 16 * 2048
     assert st.model_flops == st.tokens * st.per_token.model
     assert st.hardware_flops == st.tokens * st.per_token.hardware
+
+
+def test_hardware_flops_with_the_attention_counted_as_mfu_counts_it():
+    """Hand-derived: linears 10 forward, 20 backward, 10 recomputed; attention 1 forward (causal: half the
+    full mask's 2), 2 backward, 1 recomputed. Hardware = 10 + 1 + 20 + 2 + (10 + 1) = 44; with the attention
+    at the full mask (x 2): 44 + (1 + 2 + 1) x (2 - 1) = 48."""
+    from trainplan.timing.flops import AttnConvention, FlopsPerToken
+
+    ft = FlopsPerToken(seq_len=4096, attention_convention=AttnConvention.CAUSAL, mfu_convention=AttnConvention.FULL,
+                       linear_fwd=10.0, attention_fwd=1.0, lm_head_fwd=0.0, adapter_fwd=0.0, linear_bwd_input=10.0,
+                       linear_bwd_weight=10.0, attention_bwd=2.0, lm_head_bwd=0.0, adapter_bwd=0.0, recompute=11.0,
+                       recompute_attention=1.0, attention_fwd_mfu=2.0)
+    assert ft.hardware == 44.0
+    assert ft.hardware_mfu_attention == 48.0

@@ -27,7 +27,7 @@ __all__ = ["CASE_FIELDS", "PREDICTED_KEYS", "CaseMapping", "Skip", "load_cases",
            "predict", "source_of", "validate_cases"]
 
 PREDICTED_KEYS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes", "tokens_per_s_per_gpu",
-                  "tflops_per_gpu", "mfu", "step_s", "gpu_hours")
+                  "tflops_per_gpu", "mfu", "hfu", "step_s", "gpu_hours")
 MEMORY_KEYS = PREDICTED_KEYS[:3]
 
 
@@ -147,7 +147,7 @@ def predict(mapping: CaseMapping) -> dict[str, float | int | None]:
     try:
         est = estimate_time(job.setup, job.layout, job.gpu, job.workload, job.timing)
         out.update(tokens_per_s_per_gpu=est.tokens_per_s_per_gpu, tflops_per_gpu=est.tflops_per_gpu,
-                   mfu=est.mfu, step_s=est.step_s, gpu_hours=est.gpu_hours if est.steps else None)
+                   mfu=est.mfu, hfu=est.hfu_mfu_attention, step_s=est.step_s, gpu_hours=est.gpu_hours if est.steps else None)
     except TrainplanError:
         if mapping.kind == "time":
             raise

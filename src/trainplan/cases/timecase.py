@@ -61,7 +61,7 @@ CARD_GPUS = 2048   # Llama 1 paper (Touvron et al. 2023a, section 2.4): 2048 A10
 CARD_BATCH_TOKENS = 16 * 2**20   # Llama 3 paper (Dubey et al. 2024, section 3.4.1): 16M-token batches
 
 METRIC_KEYS = {"step_time_s": "step_s", "tokens_per_s_per_gpu": "tokens_per_s_per_gpu", "gpu_hours": "gpu_hours",
-               "tflops_per_gpu": "tflops_per_gpu", "mfu": "mfu"}
+               "tflops_per_gpu": "tflops_per_gpu", "mfu": "mfu", "hfu": "hfu"}
 
 
 @frozen
@@ -95,7 +95,7 @@ def _filled(case: dict) -> tuple[dict, list[str]]:
     notes: list[str] = []
     measured = case.get("measured") or {}
     gpus = case.get("gpus") or {}
-    per_gpu = any(measured.get(k) for k in ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu"))
+    per_gpu = any(measured.get(k) for k in ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "hfu"))
     per_step = any(measured.get(k) for k in ("step_time_s", "gpu_hours", "hours_per_1B_tokens",
                                             "tokens_per_s_reported"))
     total, tps = measured.get("tokens_per_s_total"), measured.get("tokens_per_s_per_gpu")
@@ -270,7 +270,7 @@ def map_case(case: dict) -> Mapped:
             note = "reported tokens/s read as the sum over GPUs (per GPU it would exceed the dense peak)"
             return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="tokens_per_s_per_gpu", measured=reported / count, note=note)
         return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="tokens_per_s_per_gpu", measured=reported, note=note)
-    for metric in ("tflops_per_gpu", "mfu"):
+    for metric in ("tflops_per_gpu", "mfu", "hfu"):     # HFU last: a source's hardware FLOPs count its recompute
         if measured.get(metric):
             return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric=metric, measured=measured[metric], note=note)
     if not measured:
@@ -332,5 +332,6 @@ def predict(mapped: Mapped) -> tuple[float, TimeEstimate]:
     """(the predicted value of the case's metric, the whole TimeEstimate)."""
     est = estimate_time(mapped.setup, mapped.layout, mapped.gpu, mapped.workload, mapped.options)
     value = {"step_time_s": est.step_s, "tokens_per_s_per_gpu": est.tokens_per_s_per_gpu,
-             "gpu_hours": est.gpu_hours, "tflops_per_gpu": est.tflops_per_gpu, "mfu": est.mfu}[mapped.metric]
+             "gpu_hours": est.gpu_hours, "tflops_per_gpu": est.tflops_per_gpu, "mfu": est.mfu,
+             "hfu": est.hfu_mfu_attention}[mapped.metric]
     return value, est

@@ -100,7 +100,7 @@ def _values_of(est: Any) -> dict[str, Any]:
     mem, t = est.memory, est.time
     return {"peak_allocated_bytes": mem.peak_allocated_bytes, "peak_reserved_bytes": mem.peak_reserved_bytes,
             "device_bytes": mem.device_bytes, "tokens_per_s_per_gpu": t.tokens_per_s_per_gpu,
-            "tflops_per_gpu": t.tflops_per_gpu, "mfu": t.mfu, "step_s": t.step_s,
+            "tflops_per_gpu": t.tflops_per_gpu, "mfu": t.mfu, "hfu": t.hfu, "step_s": t.step_s,
             "gpu_hours": t.gpu_hours if t.steps else None}
 
 
@@ -154,7 +154,8 @@ def _case_measured(case: dict, mapping: Any | None) -> dict[str, Any]:
         out["view"] = why
     else:
         for key, target in (("step_time_s", "step_s"), ("tokens_per_s_per_gpu", "tokens_per_s_per_gpu"),
-                            ("gpu_hours", "gpu_hours"), ("tflops_per_gpu", "tflops_per_gpu"), ("mfu", "mfu")):
+                            ("gpu_hours", "gpu_hours"), ("tflops_per_gpu", "tflops_per_gpu"), ("mfu", "mfu"),
+                            ("hfu", "hfu")):
             if isinstance(m.get(key), int | float) and m[key] > 0:
                 out[target] = m[key]
         if mapping is not None and mapping.measured:

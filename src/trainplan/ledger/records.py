@@ -24,14 +24,15 @@ from trainplan.units import GIB
 MEMORY_KEYS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes")
 TIME_KEYS = ("step_s", "tokens_per_s_per_gpu")
 MEASURE_KEYS = MEMORY_KEYS + TIME_KEYS
-EXTRA_KEYS = ("gpu_hours", "tflops_per_gpu", "mfu")
-ESTIMATE_KEYS = MEMORY_KEYS + ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "step_s", "gpu_hours")
+EXTRA_KEYS = ("gpu_hours", "tflops_per_gpu", "mfu", "hfu")
+ESTIMATE_KEYS = MEMORY_KEYS + ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "hfu", "step_s", "gpu_hours")
 INDEX_KEYS = ("model", "method", "precision", "optimizer", "framework", "gpu", "num_gpus", "batch_size",
               "seq_len", "grad_ckpt", "zero", "fsdp", "tp", "pp")
 
 # Upper bounds beyond which a measurement is a mistake (units, not a real run).
 MAX_BYTES = 10 * 1024 * GIB                 # 10 TiB per GPU
-LIMITS = {"step_s": 86_400.0, "tokens_per_s_per_gpu": 1e8, "gpu_hours": 1e9, "tflops_per_gpu": 1e5, "mfu": 1.0}
+LIMITS = {"step_s": 86_400.0, "tokens_per_s_per_gpu": 1e8, "gpu_hours": 1e9, "tflops_per_gpu": 1e5, "mfu": 1.0,
+          "hfu": 1.0}
 RECORD_FIELDS = frozenset({"source", "setup", "measured", "estimate", "environment", "notes", "external_id",
                            "raw", "created_at"})
 

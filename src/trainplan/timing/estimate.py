@@ -238,6 +238,13 @@ class TimeEstimate:
     assumptions: tuple[str, ...]
 
     @property
+    def hfu_mfu_attention(self) -> float:
+        """HFU with the attention core counted as MFU counts it (FlopsPerToken.hardware_mfu_attention):
+        what a published HFU figure is compared with; `hfu` counts what the kernels run."""
+        per_token = self.step.per_token
+        return self.hfu * per_token.hardware_mfu_attention / per_token.hardware if per_token.hardware else self.hfu
+
+    @property
     def total_with_retries_s(self) -> float:
         return self.total_s * self.retry_factor
 

@@ -199,6 +199,16 @@ class FlopsPerToken:
         return self.attention_fwd + self.recompute_attention + self.reference_attention
 
     @functools.cached_property
+    def hardware_mfu_attention(self) -> float:
+        """`hardware` with the attention core counted as MFU counts it (mfu_convention, full mask by
+        default), as published HFU figures count it: llm-foundry's benchmarking collect_results.py
+        `hfu_w_attn = (4 * flops_per_seq + 4 * attn_flops_per_seq)` with attn_flops_per_seq =
+        n_layers * 2 * 2 * d_model * seq_len**2 under activation checkpointing."""
+        if not self.attention_fwd:
+            return self.hardware
+        return self.hardware + self.attention_hardware * (self.attention_fwd_mfu / self.attention_fwd - 1.0)
+
+    @functools.cached_property
     def model(self) -> float:
         """MFU numerator: 3 x forward of the dense-equivalent model (6N + attention)."""
         return 3.0 * (self.linear_fwd + self.lm_head_fwd + self.attention_fwd_mfu)
