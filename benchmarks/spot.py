@@ -6,6 +6,9 @@
   repository has it; measured seconds per step;
 * benchmarks/data/megatron_lm_benchmarks.json: Megatron-LM README's GPT-3 175B iteration time, with the launch
   script of the same commit (srun under #SBATCH) read by `--from`; measured seconds per step;
+* benchmarks/data/megatron_lm_scaling.json: Megatron-LM README's H100 scaling table (GPT 1.7B-462B) and its
+  strong-scaling end points, each row a pretrain_gpt.py script (tools/build_megatron_lm_scaling.py); measured
+  per-GPU teraFLOP/s (MFU for the strong-scaling points);
 * benchmarks/data/xtuner_cases.json: XTuner's speed benchmark (and the LLaMA-Factory runs it compares with),
   written as published cases (the shared/ground_truth schema) and scored the way `trainplan accuracy` scores
   them (raw, no calibration); measured tokens/s per GPU;
@@ -41,7 +44,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = tuple(ROOT / "benchmarks" / "data" / name
-             for name in ("torchtitan_benchmarks.json", "swift_benchmarks.json", "megatron_lm_benchmarks.json"))
+             for name in ("torchtitan_benchmarks.json", "swift_benchmarks.json", "megatron_lm_benchmarks.json",
+                          "megatron_lm_scaling.json"))
 CASES = tuple(ROOT / "benchmarks" / "data" / name
               for name in ("xtuner_cases.json", "xtuner_2024_cases.json", "nemo_cases.json", "mbridge_2608_cases.json",
                            "mbridge_2604_2606_cases.json", "nemo_long_sequence_cases.json"))
@@ -86,6 +90,14 @@ def throughput_error(row: dict, time: dict) -> tuple[float, str]:
         measured = row["measured_tokens_per_s_per_gpu"]
         predicted = time["tokens_per_s_per_gpu"]
         return predicted / measured - 1, f"measured {measured:>8} tok/s predicted {predicted:9.1f}"
+    if "measured_tflops_per_gpu" in row:
+        measured = row["measured_tflops_per_gpu"]
+        predicted = time["tflops_per_gpu"]
+        return predicted / measured - 1, f"measured {measured:>8} TFLOP/s predicted {predicted:9.1f}"
+    if "measured_mfu" in row:
+        measured = row["measured_mfu"]
+        predicted = time["mfu"]
+        return predicted / measured - 1, f"measured {measured:>8.1%} MFU predicted {predicted:9.1%}"
     measured = row["measured_step_s"]
     predicted = time["step_s"]
     return measured / predicted - 1, f"measured {measured:>8} s/step predicted {predicted:9.2f}"
