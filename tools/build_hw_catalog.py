@@ -33,7 +33,12 @@ GENERATION = {
     "b200": "blackwell", "gb200": "blackwell", "rtx5090": "blackwell", "b300": "blackwell", "gb300": "blackwell",
     "l4": "ada", "l20": "ada", "l40": "ada", "l40s": "ada", "rtx4090": "ada", "rtx4090d": "ada",
     "rtx6000-ada": "ada",
-    "mi250x": "cdna2", "mi300x": "cdna3", "mi325x": "cdna3",
+    "rtx4080": "ada", "rtx4080-super": "ada", "rtx4070ti": "ada", "rtx4060ti-16gb": "ada", "rtx4000-ada": "ada",
+    "rtx3090ti": "ampere", "rtx3080": "ampere", "rtx3060": "ampere", "rtx-a4000": "ampere", "rtx-a5000": "ampere",
+    "rtx2080ti": "turing", "titan-rtx": "turing", "quadro-rtx-8000": "turing",
+    "p100-pcie-16gb": "pascal", "p40": "pascal",
+    "rtx5080": "blackwell", "rtx-pro-6000-blackwell": "blackwell",
+    "mi250x": "cdna2", "mi300x": "cdna3", "mi325x": "cdna3", "mi355x": "cdna4",
     "ascend-910b": "davinci", "gaudi2": "gaudi2", "gaudi3": "gaudi3",
 }
 
@@ -72,9 +77,28 @@ ALIASES = {
     "rtx5090": ["5090", "rtx-5090", "geforce-rtx-5090"],
     "rtx-a6000": ["a6000", "rtxa6000"],
     "rtx6000-ada": ["6000-ada", "rtx-6000-ada", "rtx6000ada"],
+    "rtx4080": ["4080", "rtx-4080", "geforce-rtx-4080", "rtx4080-16gb"],
+    "rtx4080-super": ["4080-super", "4080super", "rtx-4080-super", "rtx4080super", "geforce-rtx-4080-super"],
+    "rtx4070ti": ["4070ti", "4070-ti", "rtx-4070-ti", "rtx4070-ti", "geforce-rtx-4070-ti"],
+    "rtx4060ti-16gb": ["4060ti", "4060-ti", "rtx4060ti", "rtx-4060-ti", "rtx-4060-ti-16gb", "geforce-rtx-4060-ti"],
+    "rtx3090ti": ["3090ti", "3090-ti", "rtx-3090-ti", "rtx3090-ti", "geforce-rtx-3090-ti"],
+    "rtx3080": ["3080", "rtx-3080", "rtx3080-10gb", "geforce-rtx-3080"],
+    "rtx3060": ["3060", "rtx-3060", "rtx3060-12gb", "rtx-3060-12gb", "geforce-rtx-3060"],
+    "rtx2080ti": ["2080ti", "2080-ti", "rtx-2080-ti", "rtx2080-ti", "geforce-rtx-2080-ti"],
+    "titan-rtx": ["titanrtx", "nvidia-titan-rtx"],
+    "rtx5080": ["5080", "rtx-5080", "geforce-rtx-5080"],
+    "rtx-a4000": ["a4000", "rtxa4000"],
+    "rtx-a5000": ["a5000", "rtxa5000"],
+    "rtx4000-ada": ["4000-ada", "rtx-4000-ada", "rtx4000ada"],
+    "quadro-rtx-8000": ["rtx8000", "rtx-8000", "quadro-rtx8000"],
+    "p100-pcie-16gb": ["p100", "tesla-p100", "p100-16gb", "p100-pcie", "tesla-p100-pcie-16gb"],
+    "p40": ["tesla-p40", "p40-24gb"],
+    "rtx-pro-6000-blackwell": ["rtx-pro-6000", "rtxpro6000", "pro-6000-blackwell",
+                               "rtx-pro-6000-blackwell-workstation"],
     "mi250x": ["instinct-mi250x"],
     "mi300x": ["instinct-mi300x"],
     "mi325x": ["instinct-mi325x"],
+    "mi355x": ["instinct-mi355x"],
     "ascend-910b": ["910b", "ascend910b"],
     "gaudi2": ["gaudi-2"],
     "gaudi3": ["gaudi-3"],
@@ -216,6 +240,287 @@ EXTRA_GPU_ROWS += (
      "notes": "Memory: 288 GB HBM3e on the package, 270 GB in verda's per-GPU table (taken as the label); bandwidth "
               "8 TB/s (glennklockwood, torchao) vs 7.7 (verda): the lower kept. TDP 1.1 kW (verda) vs 1.4 kW "
               "maximum (glennklockwood). TF32 1125 (glennklockwood) vs 1100 (verda)."},
+)
+
+# Parts gpus.csv does not list that users of rented and desktop boxes train on (GeForce, workstation, older
+# data-centre cards, AMD's MI355X). They give their own dense peaks (`peaks_of` empty). Training peaks: the
+# 16-bit tensor rate with FP32 accumulate; GeForce Turing/Ampere/Ada/Blackwell run it at half the FP16-accumulate
+# rate (Turing: RTX 2080 Ti 53.8 vs 107.6; GA102: RTX 3090 71 vs 142; Ada: RTX 4090 165.2 vs 330.3, and FP8 the
+# same), workstation and data-centre parts do not. Turing and Pascal have no bf16 (the runtime falls back).
+_LAMO = ("github:lamonoai/gpumap nvidia/GPU.md@8d5e174 (NVIDIA spec table: FP16/BF16 tensor with FP32 accumulate "
+         "rows, dense and *sparse)")
+_VDUMA = ("github:VladislavDuma/gpu_specs README.md@103f341 (FP32; FP16/BF16/FP8/INT8 tensor dense / *sparse, the "
+          "FP16-accumulate rates: RTX 4090 330 / 660*; bandwidth; nvidia-smi MiB)")
+_TURING = ("https://developer.nvidia.com/blog/nvidia-turing-architecture-in-depth/ (Table 1, Reference / Founders "
+           "Edition: 'Peak FP16 Tensor TFLOPS with FP16 Accumulate' RTX 2080 Ti 107.6 / 113.8, Quadro RTX 6000 130.5; "
+           "'with FP32 Accumulate' 53.8 / 56.9 and 130.5; INT8 tensor 215.2 / 227.7 and 261.0; 'TU102 includes two "
+           "NVLink x8 links ... 100 Gigabytes/second')")
+_CRAMMING = ("arXiv:2212.14034 (Geiping & Goldstein, Cramming) appendix B.1 ('The Titan RTX comes out at 130.5 "
+             "TFLOP/s, in Peak FP16 Tensor TFLOPS with FP32 Accumulate' per the GA102 whitepaper; RTX 2080 Ti 53.8 "
+             "per the Turing whitepaper, reference edition)")
+_AMPERE_PRO = ("https://www.hardwareluxx.de/index.php/news/hardware/grafikkarten/55893-neue-rtx-gpus-fuer-notebooks-u"
+               "nd-workstations.html (2021-04: RTX A5000 / A4000: FP32 27.8 / 19.2, Tensor 222.2 / 153.4 TFLOPS, 24 / "
+               "16 GB GDDR6, 768 / 448 GB/s, 230 / 140 W)")
+EXTRA_GPU_ROWS += (
+    {"gpu_id": "rtx4080", "vendor": "NVIDIA", "name": "GeForce RTX 4080", "form_factor": "PCIe consumer",
+     "memory_gb": "16", "memory_gib_total_reported": "", "memory_type": "GDDR6X", "mem_bw_gbps": "717", "peaks_of": "",
+     "fp32_tflops": "48.7", "tf32_tflops_dense": "48.7", "bf16_tflops_dense": "97.5", "fp16_tflops_dense": "97.5",
+     "fp8_tflops_dense": "195", "int8_tops_dense": "390",
+     "flops_basis": "FP32-accumulate rates (training-relevant): FP16-acc 195 (390 sparse) / 2; FP8 FP16-acc 390 / 2",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "320",
+     "launch_year": "2022", "confidence": "high",
+     "source": _LAMO + " | https://www.holynerdvana.com/2022/10/nvidia-geforce-rtx-4080-specifications.html "
+               "(Tom's-derived: FP32 48.7, 'FP16 TFLOPS with Sparsity (FP8) 390 (780)', 717 GB/s, 320 W, 2505 MHz)",
+     "notes": "AD103, 9728 CUDA cores. lamonoai: FP16 tensor FP16-acc 195 / FP32-acc 97 dense, BF16 97, FP8 390 (the "
+              "FP16-accumulate figure, as for the RTX 4090), INT8 390; 97.5 kept (390 sparse FP16 / 4, = 2 x 48.7). "
+              "FP8 with FP32 accumulate is half the FP16-accumulate 390, as the Ada whitepaper gives it for the 4090."},
+    {"gpu_id": "rtx4080-super", "vendor": "NVIDIA", "name": "GeForce RTX 4080 SUPER", "form_factor": "PCIe consumer",
+     "memory_gb": "16", "memory_gib_total_reported": "", "memory_type": "GDDR6X", "mem_bw_gbps": "736", "peaks_of": "",
+     "fp32_tflops": "52.2", "tf32_tflops_dense": "52.2", "bf16_tflops_dense": "104.5", "fp16_tflops_dense": "104.5",
+     "fp8_tflops_dense": "209", "int8_tops_dense": "418",
+     "flops_basis": "FP32-accumulate rates: half the FP16-accumulate 209 (836 AI TOPS = FP8 sparse / 4); FP8 418 / 2",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "", "tdp_w": "320",
+     "launch_year": "2024", "confidence": "medium",
+     "source": _VDUMA + " | github:OpenDocCN/hackernews-2024-zh "
+               "docs/2401/GeForce-RTX-40-SUPER-Series-Graphics-Cards-Launching-This-January...-GeForce-News---NVIDIA."
+               "md@5b11b61 (copy of nvidia.com/en-us/geforce/news/geforce-rtx-4080-4070-ti-4070-super-gpu: 836 AI "
+               "TOPS, GDDR6X at 23 Gbps) | github:everyday-cc/ai "
+               "_news/2024-01-25-leaked-benchmarks-reveal-the-nvidia-rtx-4080-super-gpu-...md@949cbcc (TechRadar: "
+               "256-bit, 16 GB at 23 Gbps, 320 W TGP, 52 shader TFLOPS, 836 AI TOPS)",
+     "notes": "AD103, 10240 CUDA cores. VladislavDuma: FP32 52.22, FP16/BF16 tensor 209 / 418* (FP16 accumulate), "
+              "FP8 418 / 836*, 736 GB/s, 16376 MiB. 104.5 = 209 / 2 (GeForce Ada FP32 accumulate), = 2 x 52.2. PCIe "
+              "generation not in these sources (the runtime assumes Gen4)."},
+    {"gpu_id": "rtx4070ti", "vendor": "NVIDIA", "name": "GeForce RTX 4070 Ti", "form_factor": "PCIe consumer",
+     "memory_gb": "12", "memory_gib_total_reported": "", "memory_type": "GDDR6X", "mem_bw_gbps": "504", "peaks_of": "",
+     "fp32_tflops": "40.1", "tf32_tflops_dense": "40.1", "bf16_tflops_dense": "80", "fp16_tflops_dense": "80",
+     "fp8_tflops_dense": "160.5", "int8_tops_dense": "321",
+     "flops_basis": "FP32-accumulate rates (lamonoai FP32-acc row); FP16-acc 160, FP8 FP16-acc 321 / 2",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "285",
+     "launch_year": "2023", "confidence": "high",
+     "source": _LAMO + " | " + _VDUMA + " | https://incpak.com/?p=136649 (announced as 'RTX 4080 12GB': AD104, 7680 "
+               "CUDA cores, 2.61 GHz boost, 285 W)",
+     "notes": "AD104, 7680 CUDA cores; announced in 2022 as the RTX 4080 12GB, sold from January 2023 as the 4070 "
+              "Ti. lamonoai: FP32 40, BF16/FP16 FP32-acc 80, FP16-acc 160, FP8/INT8 321; VladislavDuma: FP32 40.09, "
+              "FP16 tensor 160, FP8 320, 504 GB/s, 12282 MiB. The 4070 Ti SUPER (16 GB, AD103) is another part."},
+    {"gpu_id": "rtx4060ti-16gb", "vendor": "NVIDIA", "name": "GeForce RTX 4060 Ti 16GB", "form_factor": "PCIe consumer",
+     "memory_gb": "16", "memory_gib_total_reported": "", "memory_type": "GDDR6", "mem_bw_gbps": "288", "peaks_of": "",
+     "fp32_tflops": "22.1", "tf32_tflops_dense": "22.1", "bf16_tflops_dense": "44", "fp16_tflops_dense": "44",
+     "fp8_tflops_dense": "88.5", "int8_tops_dense": "177",
+     "flops_basis": "FP32-accumulate rates: half VladislavDuma's FP16-accumulate 88 (FP8 177)",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x8", "tdp_w": "165",
+     "launch_year": "2023", "confidence": "medium",
+     "source": _VDUMA + " | https://cputronic.com/gpu/nvidia-geforce-rtx-4060-ti-16-gb (22.06 TFLOPS, 165 W, PCIe 4.0 "
+               "x8, 16 GB GDDR6, May 2023) | "
+               "https://cpu-gpu.alldbin.com/graphics-card-comparison/GeForce-RTX-4060-Ti-16-GB-and-GeForce-310-OEM-co"
+               "mparison.html (288.0 GB/s, 128-bit, 165 W, PCIe 4.0 x8)",
+     "notes": "AD106, 4352 CUDA cores; 16380 MiB (VladislavDuma). A PCIe 4.0 x8 card: half the lanes of an x16 one. "
+              "The 8 GB card (160 W) is the same GPU; texts naming it map here (same family)."},
+    {"gpu_id": "rtx3090ti", "vendor": "NVIDIA", "name": "GeForce RTX 3090 Ti", "form_factor": "PCIe consumer",
+     "memory_gb": "24", "memory_gib_total_reported": "", "memory_type": "GDDR6X", "mem_bw_gbps": "1008", "peaks_of": "",
+     "fp32_tflops": "40", "tf32_tflops_dense": "40", "bf16_tflops_dense": "80", "fp16_tflops_dense": "80",
+     "fp8_tflops_dense": "", "int8_tops_dense": "320",
+     "flops_basis": "BF16/FP16 with FP32 accumulate (GeForce half rate); FP16 with FP16 accumulate = 160 dense",
+     "gpu_interconnect": "PCIe (NVLink bridge, 2 GPUs; bandwidth not verified)", "gpu_gpu_bw_gbps_bidir": "",
+     "pcie": "Gen4 x16", "tdp_w": "450", "launch_year": "2022", "confidence": "medium",
+     "source": _LAMO + " | "
+               "https://www.tweaktown.com/news/84164/nvidia-geforce-rtx-3090-ti-full-specs-price-performance-details/"
+               "index.html (10752 CUDA cores, 1860 MHz boost, 24 GB GDDR6X at 21 Gbps, 1008 GB/s, 450 W, 40 TFLOPS "
+               "FP32) | "
+               "https://elotrolado.net/hilo_nvidia-lanza-la-geforce-rtx-3090-ti-toda-la-potencia-de-ampere-por-2-249-"
+               "euros_2451835 (launch: 40 TFLOPS, 450 W)",
+     "notes": "Full GA102. lamonoai: FP16 tensor FP16-acc 160 / FP32-acc 80, BF16 80, INT8 320, NVLink supported. "
+              "tweaktown expected the Founders Edition to be PCIe 5.0; lamonoai lists PCIe 4.0 x16, kept. NVLink "
+              "bridge treated as on rtx3090: PCIe is timed (rented boxes rarely have the bridge)."},
+    {"gpu_id": "rtx3080", "vendor": "NVIDIA", "name": "GeForce RTX 3080 (10GB)", "form_factor": "PCIe consumer",
+     "memory_gb": "10", "memory_gib_total_reported": "", "memory_type": "GDDR6X", "mem_bw_gbps": "760", "peaks_of": "",
+     "fp32_tflops": "29.8", "tf32_tflops_dense": "29.8", "bf16_tflops_dense": "59.5", "fp16_tflops_dense": "59.5",
+     "fp8_tflops_dense": "", "int8_tops_dense": "238",
+     "flops_basis": "BF16/FP16 with FP32 accumulate (GeForce half rate); FP16 with FP16 accumulate = 119 dense",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "320",
+     "launch_year": "2020", "confidence": "high",
+     "source": _LAMO + " | "
+               "https://fudzilla.net/news/graphics/51457-nvidia-rtx-30-series-specifications-are-now-official (8704 "
+               "CUDA cores, 29.8 TFLOPS, 1.71 GHz, 10 GB GDDR6X 19 Gbps 320-bit, 320 W) | "
+               "https://www.itcreations.com/nvidia-gpu/nvidia-geforce-rtx-3080-gpu (760 GB/s, 320 W, 272 tensor cores)",
+     "notes": "GA102-200, 68 SMs. lamonoai: FP16 tensor FP16-acc 119 / FP32-acc 59.5, BF16 59.5, INT8 238, no "
+              "NVLink. The later 12 GB card (8960 cores, 384-bit, 912 GB/s, 350 W) is not this entry; texts naming it "
+              "map here (same family)."},
+    {"gpu_id": "rtx3060", "vendor": "NVIDIA", "name": "GeForce RTX 3060 (12GB)", "form_factor": "PCIe consumer",
+     "memory_gb": "12", "memory_gib_total_reported": "", "memory_type": "GDDR6", "mem_bw_gbps": "360", "peaks_of": "",
+     "fp32_tflops": "12.7", "tf32_tflops_dense": "12.7", "bf16_tflops_dense": "25.5", "fp16_tflops_dense": "25.5",
+     "fp8_tflops_dense": "", "int8_tops_dense": "101.9",
+     "flops_basis": "BF16/FP16 with FP32 accumulate = 2 x FP32 (GeForce GA10x, as RTX 3090 71 = 2 x 35.6); FP16-acc "
+                    "~51 (NVIDIA's 101 tensor TFLOPS are sparse FP16-acc)", "gpu_interconnect": "none (no NVLink)",
+     "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "170", "launch_year": "2021", "confidence": "medium",
+     "source": "https://sysrqmts.com/ru/gpus/compare/nvidia-geforce-rtx-3060-vs-nvidia-rtx-a6000 (GA106, 3584 "
+               "shaders, 1777 MHz boost, FP32 12.74 TFLOPS, 12 GB GDDR6, 192-bit, 360.0 GB/s, PCIe 4.0 x16, 112 "
+               "tensor cores) | https://techtaks.com/geforce-rtx-3060-nvidia-finally-details-the-specifications/ "
+               "(NVIDIA: 13 shader-TFLOPs, 101 tensor-TFLOPs, 170 W TGP) | "
+               "https://www.guru3d.com/story/geforce-rtx-4060-ti-gpu-pictured/ (NVIDIA table: RTX 3060 12.7 TFLOPS, "
+               "360 GB/s, 170 W, PCIe Gen4 x16) | "
+               "https://hmc-tech.com/gpu/nvidia-geforce-rtx-4080-vs-nvidia-geforce-rtx-3060-ga104 (INT4 tensor "
+               "sparse 407.6 TOPS -> INT8 dense 101.9) | " + _LAMO,
+     "notes": "lamonoai lists FP32 11.9 / FP32-acc 23.9 / FP16-acc 47.7: the 3060 Ti's 1665 MHz boost applied to the "
+              "3060 (its 3060 Ti column uses the 3060's 1777 MHz); 1777 MHz (NVIDIA, sysrqmts) kept: 12.74 x 2 = "
+              "25.5, and 101 sparse FP16-acc / 4 = 25.3. techtaks' pre-launch 16 Gbps / 384 GB/s memory vs 15 Gbps / "
+              "360 GB/s shipped (sysrqmts, guru3d): 360 kept. The 8 GB card is another part."},
+    {"gpu_id": "rtx2080ti", "vendor": "NVIDIA", "name": "GeForce RTX 2080 Ti", "form_factor": "PCIe consumer",
+     "memory_gb": "11", "memory_gib_total_reported": "", "memory_type": "GDDR6", "mem_bw_gbps": "616", "peaks_of": "",
+     "fp32_tflops": "13.4", "tf32_tflops_dense": "", "bf16_tflops_dense": "", "fp16_tflops_dense": "53.8",
+     "fp8_tflops_dense": "", "int8_tops_dense": "215.2",
+     "flops_basis": "FP16 = tensor with FP32 accumulate (GeForce half rate; FP16-acc 107.6), reference clocks; Turing "
+                    "has no BF16/TF32/FP8",
+     "gpu_interconnect": "PCIe (NVLink bridge, 2 GPUs, TU102 100 GB/s bidirectional; not assumed)",
+     "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen3 x16", "tdp_w": "250", "launch_year": "2018", "confidence": "high",
+     "source": _TURING + " | " + _CRAMMING + " | https://gpu.spicedreamphone.com/ru/gpu/nvidia/geforce-rtx-2080-ti "
+               "(TU102, PCIe 3.0 x16, 11 GB GDDR6 352-bit, 616.0 GB/s, FP32 13.45, released 2018-09-20)",
+     "notes": "TU102, 4352 CUDA cores, 544 tensor cores, 11264 MB. Reference figures kept (1545 MHz boost, 250 W); "
+              "Founders Edition 1635 MHz: FP32 14.2, FP16 tensor FP32-acc 56.9, INT8 227.7, 260 W. China-modded 22 GB "
+              "boards ('2080Ti 22G') are this GPU with doubled memory; they map here (11 GB)."},
+    {"gpu_id": "titan-rtx", "vendor": "NVIDIA", "name": "TITAN RTX", "form_factor": "PCIe desktop (TITAN, prosumer)",
+     "memory_gb": "24", "memory_gib_total_reported": "", "memory_type": "GDDR6", "mem_bw_gbps": "672", "peaks_of": "",
+     "fp32_tflops": "16.3", "tf32_tflops_dense": "", "bf16_tflops_dense": "", "fp16_tflops_dense": "130.5",
+     "fp8_tflops_dense": "", "int8_tops_dense": "261",
+     "flops_basis": "FP16 = tensor with FP32 accumulate, full rate (not halved on TITAN); Turing has no BF16/TF32/FP8",
+     "gpu_interconnect": "NVLink bridge (2 GPUs, TU102 100 GB/s bidirectional; not assumed)",
+     "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen3 x16", "tdp_w": "280", "launch_year": "2018", "confidence": "medium",
+     "source": _CRAMMING + " | https://www.tomshardware.com/news/nvidia-titan-rtx-specs-pricing,38184.html "
+               "(2018-12-03: 4608 CUDA cores, 576 tensor cores, 1770 MHz boost, 16.3 TFLOPS FP32, 130 TFLOPS deep "
+               "learning, 24 GB GDDR6, 672 GB/s, 280 W) | "
+               "https://hothardware.com/news/nvidia-titan-rtx-turing-gpu-24gb-gddr6-11-gigarays-ray-tracing (full "
+               "TU102, NVLink pairs, 280 W) | " + _TURING,
+     "notes": "Full TU102 at 1770 MHz, the Quadro RTX 6000's configuration: INT8 tensor 261.0 taken from that row of "
+              "the Turing table. PCIe 3.0 x16 as the other TU102 boards (RTX 2080 Ti, Quadro RTX 8000). Sold as "
+              "'NVIDIA TITAN RTX', not GeForce: the runtime gives it no GeForce peer-to-peer note."},
+    {"gpu_id": "rtx5080", "vendor": "NVIDIA", "name": "GeForce RTX 5080", "form_factor": "PCIe consumer",
+     "memory_gb": "16", "memory_gib_total_reported": "", "memory_type": "GDDR7", "mem_bw_gbps": "960", "peaks_of": "",
+     "fp32_tflops": "56.3", "tf32_tflops_dense": "56.3", "bf16_tflops_dense": "112.6", "fp16_tflops_dense": "112.6",
+     "fp8_tflops_dense": "225", "int8_tops_dense": "450",
+     "flops_basis": "FP32-accumulate rates: 1801 AI TOPS (FP4 sparse) / 16 for BF16/FP16, / 8 for FP8 (GeForce "
+                    "Blackwell halves FP32 accumulate, as the rtx5090 row); FP16-acc 225",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen5 x16", "tdp_w": "360",
+     "launch_year": "2025", "confidence": "medium",
+     "source": _LAMO + " | https://www.notebookcheck.net/Nvidia-GeForce-RTX-5080-Benchmarks-and-Specs.935679.0.html "
+               "(GB203, 10752 CUDA cores, 2.62 GHz boost, 16 GB GDDR7 256-bit 960 GB/s, 1801 AI TOPS, 360 W TGP)",
+     "notes": "lamonoai: FP32 56, BF16/FP16 FP32-acc 113, FP16-acc 225, FP8 225, INT8 450, 960 GB/s, 360 W, PCIe 5.0 "
+              "x16, no NVLink. 56.3 = 10752 x 2 x 2.62 GHz; 112.6 = 1801 / 16."},
+    {"gpu_id": "rtx-a4000", "vendor": "NVIDIA", "name": "RTX A4000", "form_factor": "PCIe workstation (single slot)",
+     "memory_gb": "16", "memory_gib_total_reported": "", "memory_type": "GDDR6 ECC", "mem_bw_gbps": "448",
+     "peaks_of": "", "fp32_tflops": "19.2", "tf32_tflops_dense": "38.4", "bf16_tflops_dense": "76.7",
+     "fp16_tflops_dense": "76.7", "fp8_tflops_dense": "", "int8_tops_dense": "153.4",
+     "flops_basis": "dense = datasheet tensor 153.4 (sparse) / 2; TF32 / 4; INT8 dense = 153.4 (lamonoai 153)",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "140",
+     "launch_year": "2021", "confidence": "high",
+     "source": "https://www.ecer.com/corp/details-uuuedqa-p1bsb03-pci-express-3-0-x16-nvidia-rtx-a4000-16g-graphics-"
+               "card-for-professional-video-editing.html (copy of the A4000 datasheet: 16 GB GDDR6 ECC, 448 GB/s, "
+               "6144 CUDA cores, 19.2 TFLOPS, Tensor 153.4 TFLOPS, PCIe 4.0 x16, 140 W, single slot) | " +
+               _AMPERE_PRO + " | " + _LAMO,
+     "notes": "GA104, 192 tensor cores. lamonoai: TF32 38, FP16/BF16 77 dense (FP16 and FP32 accumulate alike), INT8 "
+              "153, no NVLink. ECC GDDR6: the driver may report ~0.94 of the label with ECC on (like A10/A40)."},
+    {"gpu_id": "rtx-a5000", "vendor": "NVIDIA", "name": "RTX A5000", "form_factor": "PCIe workstation",
+     "memory_gb": "24", "memory_gib_total_reported": "", "memory_type": "GDDR6 ECC", "mem_bw_gbps": "768",
+     "peaks_of": "", "fp32_tflops": "27.8", "tf32_tflops_dense": "55.6", "bf16_tflops_dense": "111.1",
+     "fp16_tflops_dense": "111.1", "fp8_tflops_dense": "", "int8_tops_dense": "222.2",
+     "flops_basis": "dense = datasheet tensor 222.2 (sparse) / 2; TF32 / 4; INT8 dense = 222.2 (lamonoai 222)",
+     "gpu_interconnect": "NVLink bridge (2 GPUs, 112.5 GB/s bidirectional per datasheet; not assumed)",
+     "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "230", "launch_year": "2021", "confidence": "high",
+     "source": _AMPERE_PRO + " | " + _LAMO + " | code index: an RTX A5000 datasheet transcription (file 23081053719: "
+               "24 GB GDDR6 ECC, 768 GB/s, 8192 CUDA cores, 27.8 TFLOPS, Tensor 222.2 TFLOPS, 'Low-profile bridges "
+               "connect two RTX A5000 GPUs', NVLink 112.5 GB/s bidirectional, PCIe 4.0 x16, 230 W)",
+     "notes": "GA102, 256 tensor cores. lamonoai: TF32 56, FP16/BF16 111 dense, INT8 222, NVLink supported. The "
+              "NVLink bandwidth is left blank as on rtx-a6000: rented boxes rarely have the bridge, so PCIe is timed. "
+              "ECC GDDR6: the driver may report ~0.94 of the label with ECC on."},
+    {"gpu_id": "rtx4000-ada", "vendor": "NVIDIA", "name": "RTX 4000 Ada Generation",
+     "form_factor": "PCIe workstation (single slot)", "memory_gb": "20", "memory_gib_total_reported": "",
+     "memory_type": "GDDR6 ECC", "mem_bw_gbps": "360", "peaks_of": "", "fp32_tflops": "26.7", "tf32_tflops_dense": "53",
+     "bf16_tflops_dense": "107", "fp16_tflops_dense": "107", "fp8_tflops_dense": "214", "int8_tops_dense": "214",
+     "flops_basis": "dense (lamonoai); FP32 accumulate at the full rate, as on RTX 6000 Ada",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "130",
+     "launch_year": "2023", "confidence": "medium",
+     "source": _LAMO + " | https://siliconcat.net/gpu/nvidia-rtx-4000-ada-generation (AD104, 6144 CUDA cores, 48 SMs, "
+               "192 tensor cores, 2175 MHz boost, August 2023)",
+     "notes": "lamonoai: FP32 27, TF32 53 / 107*, FP16 (both accumulates) and BF16 107 / 214*, FP8 and INT8 214 / "
+              "428*, 20 GB GDDR6 ECC, 160-bit, 360 GB/s, 130 W, PCIe 4.0 x16, no NVLink. FP32 26.7 = 6144 x 2 x 2.175 "
+              "GHz."},
+    {"gpu_id": "quadro-rtx-8000", "vendor": "NVIDIA", "name": "Quadro RTX 8000", "form_factor": "PCIe workstation",
+     "memory_gb": "48", "memory_gib_total_reported": "", "memory_type": "GDDR6", "mem_bw_gbps": "672", "peaks_of": "",
+     "fp32_tflops": "16.3", "tf32_tflops_dense": "", "bf16_tflops_dense": "", "fp16_tflops_dense": "130.5",
+     "fp8_tflops_dense": "", "int8_tops_dense": "261",
+     "flops_basis": "FP16 = tensor, FP16 or FP32 accumulate alike (datasheet footnote); Turing has no BF16/TF32/FP8",
+     "gpu_interconnect": "NVLink bridge (2 GPUs, 100 GB/s per datasheet; not assumed)", "gpu_gpu_bw_gbps_bidir": "",
+     "pcie": "Gen3 x16", "tdp_w": "295", "launch_year": "2018", "confidence": "high",
+     "source": "https://maychudoanhnghiep.vn/leadtek-nvidia-quadro-rtx8000-turing-gpu4608-cuda-cores48gb-gddr64xdp.h"
+               "tml (Leadtek copy of the datasheet: 4608 CUDA cores, 576 tensor cores, 48 GB GDDR6, 384-bit, 672 "
+               "GB/s, FP32 16.3, FP16 32.6, '130.5 Tensor TFLOPS' with footnote 'FP16 matrix multiply with FP16 or "
+               "FP32 accumulate', max 295 W, PCI Express 3.0 x16, NVLink 100 GB/s) | " + _TURING,
+     "notes": "The Quadro RTX 6000's GPU (full TU102, 1770 MHz) with 48 GB: the Turing table's RTX 6000 column gives "
+              "FP16 tensor 130.5 with either accumulate and INT8 tensor 261.0 (the datasheet's INT8 65.2 TOPS is the "
+              "non-tensor rate). NVLink bandwidth left blank as on rtx-a6000 (PCIe timed). Launch year: the Turing "
+              "post (2018-09) already names it."},
+    {"gpu_id": "p100-pcie-16gb", "vendor": "NVIDIA", "name": "Tesla P100 PCIe 16GB", "form_factor": "PCIe",
+     "memory_gb": "16", "memory_gib_total_reported": "", "memory_type": "HBM2", "mem_bw_gbps": "732", "peaks_of": "",
+     "fp32_tflops": "9.3", "tf32_tflops_dense": "", "bf16_tflops_dense": "", "fp16_tflops_dense": "18.7",
+     "fp8_tflops_dense": "", "int8_tops_dense": "",
+     "flops_basis": "FP16 = packed FP16 on the CUDA cores (2 x FP32); Pascal has no tensor cores, no BF16/TF32/FP8",
+     "gpu_interconnect": "none (PCIe only; NVLink is the SXM2 P100's)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen3 x16",
+     "tdp_w": "250", "launch_year": "2016", "confidence": "medium",
+     "source": "https://tech4gamers.com/nvidia-tesla-p100-will-be-available-in-two-variants-of-16gb-12gb-hbm2/ (PCIe "
+               "P100: FP32 9.3, FP16 18.7, FP64 4.7 TFLOPS, 1300 MHz boost, 16 GB HBM2, 250 W; NVLink variant 10.6 / "
+               "21.2) | https://cputronic.com/gpu/nvidia-tesla-p100-pcie-16-gb (PCIe 3.0 x16, 16 GB HBM2, 250 W, June "
+               "2016) | github:lijun99/GPU-Resources NVIDIA_GPU_SM.md@0339365 (P100: HBM2, 732 GB/s, 16 GB)",
+     "notes": "GP100, 3584 CUDA cores. Bandwidth: 732 GB/s (lijun99; NVIDIA's '16GB CoWoS HBM2 at 732 GB/s' as "
+              "HPC-centre pages quote it) vs 720 GB/s (tech4gamers, the SXM2 figure): 732 kept. The 12 GB PCIe card "
+              "(549 GB/s) is another part."},
+    {"gpu_id": "p40", "vendor": "NVIDIA", "name": "Tesla P40", "form_factor": "PCIe", "memory_gb": "24",
+     "memory_gib_total_reported": "", "memory_type": "GDDR5", "mem_bw_gbps": "346", "peaks_of": "",
+     "fp32_tflops": "11.76", "tf32_tflops_dense": "", "bf16_tflops_dense": "", "fp16_tflops_dense": "",
+     "fp8_tflops_dense": "", "int8_tops_dense": "",
+     "flops_basis": "FP32 only: no tensor cores, FP16 at 1/64 rate (0.18 TFLOPS), no BF16; INT8 47 TOPS is DP4A",
+     "gpu_interconnect": "none (PCIe only)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen3 x16", "tdp_w": "250",
+     "launch_year": "2016", "confidence": "medium",
+     "source": "https://omegaco.ae/shop/gpu-cards-edge-ai/nvidia-p40 (datasheet features: 47 INT8 TOPS, 3840 CUDA "
+               "cores, 24 GB GDDR5, 346 GB/s, PCIe 3.0 x16, 250 W) | https://gpuark.com/en/gpu/nvidia-tesla-p40 (FP32 "
+               "11.76 TFLOPS, FP16 0.1837 TFLOPS, no BF16, 347.1 GB/s, 250 W, 2016-09-13) | "
+               "https://sysrqmts.com/gpus/nvidia/tesla/p40 (GP102, 1531 MHz boost, FP16 183.7 GFLOPS (1:64), FP32 "
+               "11.76 TFLOPS)",
+     "notes": "GP102. NVIDIA's datasheet rounds FP32 to 12 TFLOPS; 11.76 = 3840 x 2 x 1.531 GHz kept. sysrqmts lists "
+              "GDDR5X and 694 GB/s, against GDDR5 346-347 GB/s elsewhere: 346 kept. The 47 TOPS INT8 (DP4A on the "
+              "CUDA cores) is left out of int8 (tensor rates). 16-bit training runs at the FP32 rate here."},
+    {"gpu_id": "rtx-pro-6000-blackwell", "vendor": "NVIDIA", "name": "RTX PRO 6000 Blackwell Workstation Edition",
+     "form_factor": "PCIe workstation", "memory_gb": "96", "memory_gib_total_reported": "", "memory_type": "GDDR7 ECC",
+     "mem_bw_gbps": "1792", "peaks_of": "", "fp32_tflops": "126", "tf32_tflops_dense": "251.9",
+     "bf16_tflops_dense": "503.8", "fp16_tflops_dense": "503.8", "fp8_tflops_dense": "1007.6",
+     "int8_tops_dense": "1007.6",
+     "flops_basis": "dense, FP32 accumulate at the full rate (workstation part; hmc-tech FP16-acc = FP32-acc 503.8)",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen5 x16", "tdp_w": "600",
+     "launch_year": "2025", "confidence": "medium",
+     "source": "github:atineoSE/coding-model-seeks-gpu pipeline/pipeline/sources/rtxpro6000_specs.md@ff05294 (copy of "
+               "the Workstation Edition datasheet: 24064 CUDA cores, 4000 AI TOPS (FP4 sparse), 125 TFLOPS FP32, 96 "
+               "GB GDDR7 ECC, 512-bit, 1792 GB/s, PCIe 5.0 x16, 600 W) | "
+               "https://hmc-tech.com/gpu/nvidia-rtx-pro-6000-blackwell-vs-amd-radeon-pro-duo-polaris (2617 MHz: FP32 "
+               "125.95; FP16 tensor 503.8 with FP16 and with FP32 accumulate; BF16 503.8; TF32 251.9; FP8 1.01 PFLOPS "
+               "with FP32 accumulate; INT8 1.01 POPS; dense and sparse x2) | "
+               "https://gpu.name/posts/nvidia-unveils-rtx-pro-6000-blackwell-gpu-with-24-064-cores-and-96gb-memory "
+               "(availability April 2025)",
+     "notes": "GB202 with 188 SMs (sm120, the RTX 5090's architecture, not B200's sm100). The Workstation Edition "
+              "(600 W) is this entry; the Max-Q (300 W) and the passive Server Edition share the GPU but not its "
+              "clocks and memory speed, and texts naming them map here. FP8 1007.6 = 2 x 503.8 (hmc-tech rounds to "
+              "1.01 P)."},
+    {"gpu_id": "mi355x", "vendor": "AMD", "name": "Instinct MI355X", "form_factor": "OAM", "memory_gb": "288",
+     "memory_gib_total_reported": "", "memory_type": "HBM3e", "mem_bw_gbps": "8000", "peaks_of": "",
+     "fp32_tflops": "157.3", "tf32_tflops_dense": "", "bf16_tflops_dense": "2500", "fp16_tflops_dense": "2500",
+     "fp8_tflops_dense": "5000", "int8_tops_dense": "5000",
+     "flops_basis": "dense (AMD spec page via stas00 note 22; AMD's 'with Structured Sparsity' figures are exactly 2x)",
+     "gpu_interconnect": "Infinity Fabric (xGMI), 7 x 76.5 GB/s uni", "gpu_gpu_bw_gbps_bidir": "1071",
+     "pcie": "Gen5 x16", "tdp_w": "1400", "launch_year": "2025", "confidence": "medium",
+     "source": "github:stas00/ml-engineering compute/accelerator/README.md@744d01e (TFLOPS table: fp32 157.3, "
+               "fp16/bf16 2500, fp8 5000, int8 5000, tf32 '?'; AMD @ BF16: 2400 MHz x 512 x 2 x 1024 = 2516.6; "
+               "memory: 288 GB HBM3e, 8.00 TBps; power: 1400 W typical board power; caches 2025-06) | "
+               "github:stas00/ml-engineering network/README.md@744d01e (XGMI MI355X 535.5 GBps all-to-all, 76.5 GBps "
+               "peer-to-peer unidirectional; 'AMD MI350X/MI355X list PCIe 5.0 x16')",
+     "notes": "1071 = all-to-all duplex aggregate (2 x 535.5), as the mi300x row's 896. stas00's MAMF table measures "
+              "1565 TFLOPS against a 2300 'theory' (MI350X-class) figure; AMD's 2500 (formula 2516.6) kept. No TF32 "
+              "published. Form factor as the MI300X/MI325X rows."},
 )
 
 SEED_ID = "003_983e069e5a6f046f"
@@ -398,7 +703,8 @@ def main(argv: list[str] | None = None) -> int:
 
     gpus = [gpu_entry(r) for r in csv.DictReader(open(ref / "gpus.csv", encoding="utf-8"))]
     rows = {r["gpu_id"]: r for r in csv.DictReader(open(ref / "gpus.csv", encoding="utf-8"))}
-    gpus += [gpu_entry({**{c: rows[r["peaks_of"]][c] for c in PEAK_COLUMNS.values()}, **r}) for r in EXTRA_GPU_ROWS]
+    gpus += [gpu_entry({**({c: rows[r["peaks_of"]][c] for c in PEAK_COLUMNS.values()} if r["peaks_of"] else {}), **r})
+             for r in EXTRA_GPU_ROWS]
     ids = {g["id"] for g in gpus}
     names = [n for g in gpus for n in [g["id"], *g["aliases"]]]
     if len(names) != len(set(names)):

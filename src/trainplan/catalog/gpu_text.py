@@ -17,6 +17,9 @@ One home for the rule, read by the probe (the local device's CUDA name) and the 
 
 So "H100 PCIe" is the PCIe card (not the SXM part that a substring match on "h100" gives), "A100
 40GB PCIe" the PCIe 40 GB card, and "4090 D" the China-market RTX 4090 D.
+
+4. A name followed by a SKU word it does not include ("RTX 3060 Ti", "RTX 4070 Ti SUPER") names another
+   card, one the catalog lacks: None, not the card the shorter name is ("RTX 3090 Ti" is found whole).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ _FORM_WORDS = {"pcie": "pcie", "nvl": "nvl"}
 _MEMORY = re.compile(r"^(\d+)g(?:b|ib)?$")
 _ID_QUALIFIER = re.compile(r"^(sxm\d*|pcie|nvl|\d+gb)$")
 _MEMORY_TYPES = frozenset({"hbm3e", "hbm3", "hbm2e", "hbm2", "gddr7", "gddr6x", "gddr6"})
+_SKU_WORDS = frozenset({"ti", "super"})     # NVIDIA's names for a different card on the same number
 
 
 def _compact(name: str) -> str:
@@ -83,19 +87,23 @@ def gpu_in_text(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> G
     words = _words(text)
     if not words:
         return None
-    runs: dict[str, int] = {}           # joined run of words -> its length in words
+    runs: dict[str, int] = {}           # joined run of words -> the index of the word after its first run
     for i in range(len(words)):
         for j in range(i + 1, len(words) + 1):
-            runs.setdefault("".join(words[i:j]), j - i)
+            runs.setdefault("".join(words[i:j]), j)
     best: dict[str, int] = {}           # gpu id -> longest catalog name of it found in the text
+    after: dict[str, int] = {}          # gpu id -> the index of the word after that name
     for key, gpu_id in index.items():
         name = _compact(key)
-        if name in runs:
-            best[gpu_id] = max(best.get(gpu_id, 0), len(name))
+        if name in runs and len(name) > best.get(gpu_id, 0):
+            best[gpu_id], after[gpu_id] = len(name), runs[name]
     if not best:
         return None
     top = max(best.values())
-    fam = family(max((g for g, n in best.items() if n == top), key=lambda g: (best[g], g)))
+    found = max((g for g, n in best.items() if n == top), key=lambda g: (best[g], g))
+    if after[found] < len(words) and words[after[found]] in _SKU_WORDS:
+        return None                     # "RTX 3060 Ti": a card the catalog lacks (rule 4)
+    fam = family(found)
     members = [g for g in gpus if family(g) == fam]
     default = index.get(fam)
     form, memory_gb = _text_form(words), _text_memory_gb(words)

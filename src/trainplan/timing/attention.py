@@ -297,13 +297,15 @@ def attention_kernel(framework: Framework, attention: Attention, generation: str
                      padding_mask: bool = False) -> AttentionKernel:
     """The kernel that runs for the user's `attention` choice (module docstring has the sources).
 
-    generation: the catalog's GpuSpec.generation; consumer: a GeForce card (sm120 Blackwell, sm89 Ada
-    get neither FA3/FA4 nor TE's Hopper+ preference). dtype: the attention's compute dtype ('fp32'
+    generation: the catalog's GpuSpec.generation; consumer: a desktop die (timing.links.desktop_die:
+    GeForce and the RTX workstation cards; sm120 Blackwell, sm89 Ada get neither FA3/FA4 nor TE's Hopper+
+    preference). dtype: the attention's compute dtype ('fp32'
     disables every flash kernel); padding_mask: the model gets a mask with padding (padded_sdpa)."""
     if attention is Attention.EAGER:
         return AttentionKernel.EAGER
     gen = generation if not consumer else "consumer-" + generation
-    pre_sm80 = generation in ("volta", "turing")     # FA2 needs sm80+ (check_flash_attention_hardware_support)
+    # FA2 needs sm80+ (check_flash_attention_hardware_support)
+    pre_sm80 = generation in ("pascal", "volta", "turing")
     if dtype == "fp32" or head_dim > 256 or pre_sm80:
         # SDPA: flash needs fp16/bf16, head_dim <= 256 and sm80+ -> memory-efficient (sdp_utils.cpp)
         return AttentionKernel.MEM_EFFICIENT

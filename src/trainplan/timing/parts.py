@@ -11,7 +11,7 @@ from trainplan.job.training import Layout, LoraConfig, TrainingSetup
 from trainplan.model.params import count_params, trainable_params
 from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.timing.attention import attention_kernel
-from trainplan.timing.links import is_consumer, pcie_link
+from trainplan.timing.links import desktop_die, pcie_link
 from trainplan.timing.efficiency import Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency, memory_bw
 from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.loss import loss_bytes_per_token
@@ -60,7 +60,7 @@ def _step_efficiency(gpu: GpuSpec, options: TimingOptions, framework: Framework,
     stack = kernel_stack(framework, compiled=options.compiled, liger=liger)
     dtype = "fp8" if precision is Precision.FP8 else precision.compute_dtype
     kernel = attention_kernel(framework, attention, gpu.generation, "fp32" if precision is Precision.FP32 else "bf16",
-                              head_dim, position=position, consumer=is_consumer(gpu), padding_mask=padding_mask)
+                              head_dim, position=position, consumer=desktop_die(gpu), padding_mask=padding_mask)
     return matmul_efficiency(gpu, dtype, hidden_size=hidden_size, tokens_per_micro_batch=tokens_per_micro_batch,
                              stack=stack, m=options.model, override=options.efficiency, attention_kernel=kernel,
                              seq_len=seq_len, head_dim=head_dim)
