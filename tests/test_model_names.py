@@ -43,7 +43,7 @@ def test_own_names_carry_no_note(name):
 
 
 @pytest.mark.parametrize("name", [
-    "Qwen/Qwen1.5-14B-Chat",        # Qwen1.5-14B is not in the catalog: '-chat' read past leaves an unknown name
+    "Qwen/Qwen1.5-110B-Chat",       # Qwen1.5-110B is not in the catalog: '-chat' read past leaves an unknown name
     "someone/llama-2-8b",
 ])
 def test_names_that_match_no_single_entry_stay_unknown(name):

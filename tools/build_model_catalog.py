@@ -754,6 +754,172 @@ HF_CONFIG_MODELS += [
 ]
 
 
+# --- more benchmarked HF ids (InternLM2, Qwen1.5 14B/32B/72B, Qwen2-57B-A14B, SOLAR, Yi-1.5, DeepSeek-Coder-33B).
+# "code-index file N" as above; "model card" files are automated cards that print the Hub's safetensors metadata
+# count of one revision.
+
+_INTERNLM2 = {"architectures": ["InternLM2ForCausalLM"], "bias": False, "bos_token_id": 1, "eos_token_id": 2,
+              "hidden_act": "silu", "initializer_range": 0.02, "max_position_embeddings": 32768,
+              "model_type": "internlm2", "pad_token_id": 2, "rms_norm_eps": 1e-05, "rope_theta": 1000000,
+              "tie_word_embeddings": False, "use_cache": True, "vocab_size": 92544}
+_INTERNEVO = "InternLM/InternEvo, configs/_base_/models/internlm2_{size}.py@0a4ffead3b58"
+_QWEN15 = {"architectures": ["Qwen2ForCausalLM"], "hidden_act": "silu", "max_position_embeddings": 32768,
+           "model_type": "qwen2", "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "tie_word_embeddings": False,
+           "use_sliding_window": False, "vocab_size": 152064}
+_QWEN15_SHAPES = ("code-index file 14914603482 (Baidu aiak_training_llm Qwen registry [qwen1.5-{size}: {shapes}, "
+                  "vocab 152064, QKV bias, untied]); code-index file 5379367949 (table of the Qwen config.json "
+                  "files [Qwen1.5-{size}: 32K context, untied])")
+_QWEN15_NOTE = ("shapes from the two tables (they agree); rms_norm_eps and rope_theta as in the family's verbatim "
+                "7B and 110B configs (1e-06, 1e6; qwen1.5-7b row, code-index file 7768956847 [Qwen1_5_110B]), no "
+                "effect on counts or memory; the Chat upload has the base shapes (README: base and chat per size)")
+
+HF_CONFIG_MODELS += [
+    {"name": "internlm2-7b", "display_name": "InternLM2-7B", "hf_id": "internlm/internlm2-7b",
+     "aliases": ["internlm/internlm2-chat-7b"],
+     "source": (f"{_MLC} [internlm2: an InternLM2 7B config.json, transformers 4.37.1]; "
+                f"{_INTERNEVO.format(size='7B')} (4096, 32 layers, 32 heads, 8 kv heads, mlp_ratio 3.5, vocab "
+                "92544, no bias, rms 1e-5, rope_base 1e6); code-index file 66695423343 (audit of an InternLM2 "
+                "checkpoint: 227 tensors, 7,737,708,544 elements)"),
+     "verification": ("mlc-llm's config.json less attn_implementation (rope_scaling null: the InternLM2.5 row has "
+                      "the same shapes with dynamic factor 2.0); InternEvo's InternLM2 7B model config agrees "
+                      "(3.5 x 4096 = 14336); count = the checkpoint audit (227 tensors = 32 x 7 + embedding, norm, "
+                      "output: untied); the -chat upload has the same shapes"),
+     "measured_params": 7737708544,
+     "config": {**_INTERNLM2, "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+                "num_hidden_layers": 32, "num_key_value_heads": 8, "rope_scaling": None}},
+    {"name": "internlm2-20b", "display_name": "InternLM2-20B", "hf_id": "internlm/internlm2-20b",
+     "aliases": ["internlm/internlm2-chat-20b"],
+     "source": (f"{_INTERNEVO.format(size='20B')} (6144, 48 layers, 48 heads, 8 kv heads, mlp_ratio 8/3, vocab "
+                "92544, no bias, rms 1e-5, rope_base 1e6); code-index file 41257639471 (InternLM2 20B, "
+                "InternLM2ForCausalLM, 32K); code-index file 12439498600 (internlm/internlm2_5-20b-chat: "
+                "19,861,149,696)"),
+     "verification": ("InternEvo's InternLM2 20B model config in the HF InternLM2 form (8/3 x 6144 = 16384), with "
+                      "the keys of the 7B config.json; rope_scaling not verified (left out: no effect on counts or "
+                      "memory); published 20B; computed 19,861,149,696 = the InternLM2.5-20B-chat count (corroborates "
+                      "the shapes, not this checkpoint's own count)"),
+     "config": {**_INTERNLM2, "hidden_size": 6144, "intermediate_size": 16384, "num_attention_heads": 48,
+                "num_hidden_layers": 48, "num_key_value_heads": 8}},
+    {"name": "qwen1.5-14b", "display_name": "Qwen1.5-14B", "hf_id": "Qwen/Qwen1.5-14B",
+     "aliases": ["Qwen/Qwen1.5-14B-Chat"],
+     "source": (_QWEN15_SHAPES.format(size="14b", shapes="40 layers, 5120, 13696, 40 heads, MHA") + "; "
+                "code-index file 65866616769 (model card of Qwen/Qwen1.5-14B@dce4b190d344: 14,167,290,880, "
+                "safetensors metadata, 32,768 context); code-index file 22561498616 (base_model_hf "
+                "Qwen/Qwen1.5-14B: 5120, 40 heads, 40 kv heads, 40 layers, 14,167,290,880)"),
+     "verification": f"{_QWEN15_NOTE}; count = the checkpoint's safetensors metadata",
+     "measured_params": 14167290880,
+     "config": {**_QWEN15, "hidden_size": 5120, "intermediate_size": 13696, "num_attention_heads": 40,
+                "num_hidden_layers": 40, "num_key_value_heads": 40}},
+    {"name": "qwen1.5-32b", "display_name": "Qwen1.5-32B", "hf_id": "Qwen/Qwen1.5-32B",
+     "aliases": ["Qwen/Qwen1.5-32B-Chat"],
+     "source": (_QWEN15_SHAPES.format(size="32b", shapes="64 layers, 5120, 27392, 40 heads, 8 query groups") + "; "
+                "code-index file 65739163886 (model card of Qwen/Qwen1.5-32B@cefef80dc06a: 32,512,218,112, "
+                "safetensors metadata); code-index file 10962149826 (ollama show of the qwen2-architecture "
+                "qwen:32b GGUF: 64 blocks, 5120, 27392, 40 heads, 8 kv heads, rms 1e-6, rope 1e6, 32768 context, "
+                "parameter_count 32,512,218,112)"),
+     "verification": (f"{_QWEN15_NOTE}; GQA with 8 kv heads (both tables and the GGUF); the GGUF metadata states "
+                      "rms_norm_eps 1e-06 and rope 1e6 for this size; count = the checkpoint's safetensors "
+                      "metadata"),
+     "measured_params": 32512218112,
+     "config": {**_QWEN15, "hidden_size": 5120, "intermediate_size": 27392, "num_attention_heads": 40,
+                "num_hidden_layers": 64, "num_key_value_heads": 8}},
+    {"name": "qwen1.5-72b", "display_name": "Qwen1.5-72B", "hf_id": "Qwen/Qwen1.5-72B",
+     "aliases": ["Qwen/Qwen1.5-72B-Chat"],
+     "source": (_QWEN15_SHAPES.format(size="72b", shapes="80 layers, 8192, 24576, 64 heads, MHA") + "; "
+                "code-index file 69789550621 (research note: 'original configs give ... 72B: 80 layers, hidden "
+                "width 8,192, FFN width 24,576, 64 query/KV heads', vocabulary 152,064, untied; its tensor-"
+                "dimension count 72,287,920,128)"),
+     "verification": (f"{_QWEN15_NOTE}; published 72B; no checkpoint count found: the note's count is computed "
+                      "from the original config.json, independently of trainplan"),
+     "config": {**_QWEN15, "hidden_size": 8192, "intermediate_size": 24576, "num_attention_heads": 64,
+                "num_hidden_layers": 80, "num_key_value_heads": 64}},
+    {"name": "qwen2-57b-a14b", "display_name": "Qwen2-57B-A14B", "hf_id": "Qwen/Qwen2-57B-A14B",
+     "aliases": ["Qwen/Qwen2-57B-A14B-Instruct"],
+     "source": ("code-index file 634555490 (TensorRT-LLM test: QWEN2_57B_A14B_CONFIG, the config.json); "
+                "InternLM/InternEvo, configs/57B_qwen2_MoE.py@1f3c88505217 (3584, 28 heads, 4 kv heads, 28 layers, "
+                "vocab 151936, 64 experts, top 8, mlp_ratio 5/7, 8 shared-expert widths); code-index file "
+                "66131465366 (model card of Qwen/Qwen2-57B-A14B@f29d6a182178: 57,408,658,944, safetensors "
+                "metadata, 131,072 context); code-index file 65924233478 (the -Instruct card: 57,408,658,944, "
+                "32,768 context); code-index file 59924751875 (Hub info of Qwen/Qwen2-57B-A14B: safetensors total "
+                "57408658944)"),
+     "verification": ("config.json verbatim (torch_dtype / transformers_version left out); 64 experts of 2560, "
+                      "top 8, a 20480-wide shared expert with its sigmoid gate; InternEvo's config agrees "
+                      "(5/7 x 3584 = 2560, 8 x 2560 = 20480); count = the checkpoint's safetensors metadata; the "
+                      "Instruct upload has the same count and differs in context (32768), which changes neither "
+                      "parameters nor memory"),
+     "measured_params": 57408658944,
+     "config": {"architectures": ["Qwen2MoeForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+                "decoder_sparse_step": 1, "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 3584,
+                "initializer_range": 0.02, "intermediate_size": 18944, "max_position_embeddings": 131072,
+                "max_window_layers": 28, "model_type": "qwen2_moe", "moe_intermediate_size": 2560,
+                "norm_topk_prob": False, "num_attention_heads": 28, "num_experts": 64, "num_experts_per_tok": 8,
+                "num_hidden_layers": 28, "num_key_value_heads": 4, "output_router_logits": False,
+                "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001,
+                "shared_expert_intermediate_size": 20480, "sliding_window": 131072, "tie_word_embeddings": False,
+                "use_cache": True, "use_sliding_window": False, "vocab_size": 151936}},
+    {"name": "solar-10.7b", "display_name": "SOLAR-10.7B-v1.0", "hf_id": "upstage/SOLAR-10.7B-v1.0",
+     "aliases": ["upstage/SOLAR-10.7B-Instruct-v1.0", "solar-10.7b-instruct"],
+     "source": (f"{_LELIUGA}, models/SOLAR-10.7B-v1.0 and SOLAR-10.7B-Instruct-v1.0/manifest.yaml (llama: 48 "
+                "layers, 4096, 32 heads, 8 kv heads, 14336, vocab 32000, context 4096); code-index file "
+                "14269230532 (upstage/SOLAR-10.7B-Instruct-v1.0: model_size 10,731,524,096)"),
+     "verification": ("shapes from the GGUF manifests (base and Instruct equal); the count matches an untied head; "
+                      f"{_LLAMA_DEFAULTS_NOTE}; count = the Instruct upload's (same shapes)"),
+     "measured_params": 10731524096,
+     "config": {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+                "max_position_embeddings": 4096, "model_type": "llama", "num_attention_heads": 32,
+                "num_hidden_layers": 48, "num_key_value_heads": 8, "tie_word_embeddings": False,
+                "vocab_size": 32000}},
+    {"name": "yi-1.5-9b", "display_name": "Yi-1.5-9B", "hf_id": "01-ai/Yi-1.5-9B",
+     "aliases": ["01-ai/Yi-1.5-9B-Chat"],
+     "source": ("code-index file 66093221914 (model card of 01-ai/Yi-1.5-9B-Chat@1a0fc698cf88: 8,829,407,232, "
+                "safetensors metadata, 4,096 context); code-index file 55097465959 (Yi-1.5-9B-Chat: 48 layers, "
+                "4096, 11008, 32 heads, 4 KV heads, vocab 64000, max_position_embeddings 4096, rope_theta 5e6, "
+                "8,829,407,232); code-index file 69026940684 (model registry: Yi-1.5-9B-Chat-16K, the same shapes "
+                "and count); code-index file 7768956847 [Yi_1_5_6B, Yi_1_5_34B: the family's verbatim configs]; "
+                "xorbitsai/inference, doc/source/models/builtin/llm/yi-1.5.rst@0ef75196ad34 (Yi-1.5: continuously "
+                "pre-trained on Yi; 01-ai/Yi-1.5-9B, context 4096)"),
+     "verification": ("shapes of the Chat uploads, which Yi-1.5-9B shares (Yi-1.5 continues pre-training Yi; the "
+                      "same registry gives Yi-9B these shapes and count, code-index file 68846515806); "
+                      "rms_norm_eps 1e-06 and the other keys as in the 6B / 34B Yi-1.5 config.json (no effect on "
+                      "counts or memory); count = the Chat upload's safetensors metadata"),
+     "measured_params": 8829407232,
+     "config": {"architectures": ["LlamaForCausalLM"], "attention_bias": False, "hidden_act": "silu",
+                "hidden_size": 4096, "intermediate_size": 11008, "max_position_embeddings": 4096,
+                "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 48, "num_key_value_heads": 4,
+                "rms_norm_eps": 1e-06, "rope_theta": 5000000.0, "tie_word_embeddings": False, "vocab_size": 64000}},
+    {"name": "yi-1.5-34b", "display_name": "Yi-1.5-34B", "hf_id": "01-ai/Yi-1.5-34B",
+     "aliases": ["01-ai/Yi-1.5-34B-Chat"],
+     "source": ("code-index file 7768956847 [Yi_1_5_34B: the config.json]; code-index file 57174331611 "
+                "[yi_34B, 'yi-1.5-34B': the same fields]; code-index file 65729927742 (model card of "
+                "01-ai/Yi-1.5-34B@58a29f6dca2a: 34,388,917,248, safetensors metadata); code-index file "
+                "65732321371 (the -Chat card: 34,388,917,248)"),
+     "verification": ("config.json verbatim (torch_dtype / transformers_version left out); the Yi-34B shapes "
+                      "(that row's source is this config) with rms_norm_eps 1e-06; count = the checkpoint's "
+                      "safetensors metadata; the Chat upload has the same count"),
+     "measured_params": 34388917248,
+     "config": {"architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 7168,
+                "initializer_range": 0.02, "intermediate_size": 20480, "max_position_embeddings": 4096,
+                "model_type": "llama", "num_attention_heads": 56, "num_hidden_layers": 60, "num_key_value_heads": 8,
+                "pad_token_id": 0, "pretraining_tp": 1, "rms_norm_eps": 1e-06, "rope_scaling": None,
+                "rope_theta": 5000000.0, "tie_word_embeddings": False, "use_cache": True, "vocab_size": 64000}},
+    {"name": "deepseek-coder-33b", "display_name": "DeepSeek-Coder-33B",
+     "hf_id": "deepseek-ai/deepseek-coder-33b-base",
+     "aliases": ["deepseek-ai/deepseek-coder-33b-instruct"],
+     "source": (f"{_LELIUGA}, models/deepseek-coder-33B-base and deepseek-coder-33B-instruct/manifest.yaml (llama: "
+                "62 layers, 7168, 56 heads, 8 kv heads, 19200, vocab 32256, context 16384); code-index file "
+                "57751031036 (parameter count of the deepseek-coder-33b-instruct snapshot 61dc97b922b1: "
+                "33,342,991,360)"),
+     "verification": ("shapes from the GGUF manifests (base and instruct equal); the count matches an untied head; "
+                      f"rope_scaling left out as for the 6.7B row: no effect on counts or memory; "
+                      f"{_LLAMA_DEFAULTS_NOTE}; count = the instruct snapshot's (same shapes)"),
+     "measured_params": 33342991360,
+     "config": {"architectures": ["LlamaForCausalLM"], "hidden_size": 7168, "intermediate_size": 19200,
+                "max_position_embeddings": 16384, "model_type": "llama", "num_attention_heads": 56,
+                "num_hidden_layers": 62, "num_key_value_heads": 8, "tie_word_embeddings": False,
+                "vocab_size": 32256}},
+]
+
+
 def hf_config_rows() -> list[dict[str, Any]]:
     """The HF_CONFIG_MODELS rows in the catalog's form (JSON nulls listed in config_null_keys)."""
     out = []
