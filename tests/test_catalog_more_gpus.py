@@ -179,3 +179,17 @@ def test_the_rtx_pro_6000_blackwell_runs_the_desktop_die_kernels():
     for gpu, kernel in ((pro, AttentionKernel.FA2), (g5090, AttentionKernel.FA2), (b200, AttentionKernel.CUDNN)):
         assert attention_kernel(Framework.MEGATRON, Attention.FLASH, gpu.generation, "bf16", 128,
                                 consumer=desktop_die(gpu)) is kernel
+
+
+def test_bf16_on_a_part_without_bf16_tensor_cores_names_its_fp16_rate():
+    """Pascal and Turing have no bf16 tensor cores: bf16 is timed at the FP32 peak, and the note names the
+    fp16 rate --precision fp16 would run at (P100: 18.7 TFLOP/s, no tensor cores; 2080 Ti: 53.8, its tensor
+    cores with FP32 accumulate)."""
+    from trainplan.timing.context import efficiency_notes
+    from trainplan.timing.efficiency import KernelStack, matmul_efficiency
+
+    for gpu_id, fp32, fp16 in (("p100-pcie-16gb", "9.3", "18.7"), ("rtx2080ti", "13.4", "53.8")):
+        gpu = catalog.resolve_gpu(gpu_id)
+        eff = matmul_efficiency(gpu, "bf16", hidden_size=4096, tokens_per_micro_batch=2048, stack=KernelStack.EAGER)
+        [note] = [n for n in efficiency_notes(eff, gpu, "bf16") if "tensor cores" in n]
+        assert f"fp32 peak ({fp32} TFLOP/s)" in note and f"fp16 peak ({fp16} TFLOP/s)" in note

@@ -173,7 +173,8 @@ def efficiency_notes(eff: Efficiency, gpu: GpuSpec, dtype: str) -> tuple[str, ..
     if eff.peak_dtype != dtype:
         notes.append(f"{gpu.id} has no {dtype} tensor cores in the catalog: {dtype} matmuls timed at its "
                      f"{eff.peak_dtype} peak ({eff.peak_flops_per_s / 1e12:.1f} TFLOP/s)"
-                     + ("; bf16 without tensor cores is emulated: --precision fp16 uses the fp16 tensor cores"
+                     + (f"; bf16 without tensor cores is emulated: --precision fp16 runs at its fp16 peak "
+                        f"({gpu.peak_flops('fp16') / 1e12:.1f} TFLOP/s)"
                         if dtype == "bf16" and gpu.supports("fp16") else ""))
     elif eff.peak_dtype == "fp32":
         notes.append("fp32 matmuls at the FP32 peak (PyTorch leaves TF32 off for matmuls by default)")
