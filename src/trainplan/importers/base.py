@@ -236,6 +236,18 @@ def is_auto(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() == "auto"
 
 
+# Megatron's three communication-overlap knobs (megatron/training/arguments.py, ms-swift megatron_args.py: each
+# False by default); any of them on is Megatron's overlap as trainplan times it (timing.overlap)
+MEGATRON_OVERLAP_FLAGS = ("tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather")
+
+
+def read_megatron_overlap(c: Collector, on: list[str], key: str) -> None:
+    """`comm_overlap` from the MEGATRON_OVERLAP_FLAGS a Megatron config turns `on` (`key`: the first, as the
+    config spells it)."""
+    if on:
+        c.set("comm_overlap", True, key=key, raw=True, note="Megatron communication overlap: " + ", ".join(on))
+
+
 def read_modules_to_save(c: Collector, value: Any, key: str) -> None:
     """peft modules_to_save (LoRA's fully trained module copies) under the format's own key: the input
     embedding and the LM head are modelled (JobOptions.modules_to_save); any other module is reported unread."""

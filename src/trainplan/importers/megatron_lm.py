@@ -26,7 +26,7 @@ from typing import Any
 
 from trainplan.enums import MlpKind, NormKind, Position
 from trainplan.frozen import replace
-from trainplan.importers.base import Collector, as_float, as_int
+from trainplan.importers.base import MEGATRON_OVERLAP_FLAGS, Collector, as_float, as_int, read_megatron_overlap
 
 VERSION = "NVIDIA/Megatron-LM d98e8a64 (2026-08-22)"
 SCRIPTS = ("pretrain_gpt.py",)
@@ -73,8 +73,8 @@ _READ = {
     "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size", "tensor_model_parallel_size",
     "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
     "expert_tensor_parallel_size", "num_layers_per_virtual_pipeline_stage", "virtual_pipeline_model_parallel_size",
-    "sequence_parallel", "micro_batch_size", "global_batch_size", "use_distributed_optimizer", "overlap_grad_reduce",
-    "overlap_param_gather", "tp_comm_overlap", "overlap_moe_expert_parallel_comm", "optimizer_cpu_offload",
+    "sequence_parallel", "micro_batch_size", "global_batch_size", "use_distributed_optimizer", *MEGATRON_OVERLAP_FLAGS,
+    "overlap_moe_expert_parallel_comm", "optimizer_cpu_offload",
     "bf16", "fp16", "fp8_format", "fp8_recipe", "recompute_granularity", "recompute_method", "recompute_num_layers",
     "recompute_activations", "checkpoint_activations", "activations_checkpoint_method", "attention_backend",
     "use_flash_attn", "optimizer", "train_iters", "train_samples", *_UNMODELLED,
@@ -152,10 +152,8 @@ def read_args(c: Collector, words: list[str], world: int | None) -> None:
         c.default("zero", 0, key="--use-distributed-optimizer", version=VERSION,
                   note=f"{_ARGS} --use-distributed-optimizer (store_true): each data-parallel rank keeps the whole "
                        "fp32 optimizer state")
-    overlap = [n for n in ("tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather") if f.on(n)]
-    if overlap:
-        c.set("comm_overlap", True, key="--" + overlap[0].replace("_", "-"), raw=True,
-              note="Megatron communication overlap: " + ", ".join(overlap))
+    overlap = [n for n in MEGATRON_OVERLAP_FLAGS if f.on(n)]
+    read_megatron_overlap(c, overlap, "--" + overlap[0].replace("_", "-") if overlap else "")
     if f.on("overlap_moe_expert_parallel_comm"):
         c.set("moe_a2a_overlap", True, key="--overlap-moe-expert-parallel-comm", raw=True)
     if f.on("optimizer_cpu_offload"):

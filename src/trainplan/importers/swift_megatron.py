@@ -9,7 +9,15 @@ the communication overlap flags); defaults in trainplan/job/defaults/swift.py (M
 from __future__ import annotations
 
 from trainplan.importers.axolotl import default
-from trainplan.importers.base import Collector, as_bool, as_float, as_int, names
+from trainplan.importers.base import (
+    MEGATRON_OVERLAP_FLAGS,
+    Collector,
+    as_bool,
+    as_float,
+    as_int,
+    names,
+    read_megatron_overlap,
+)
 from trainplan.importers.swift_args import (
     _DEFAULTS,
     _DTYPES,
@@ -61,12 +69,8 @@ def _megatron(c: Collector, args: dict, world: int) -> None:
         c.set("zero", 0, key="use_distributed_optimizer", raw=args["use_distributed_optimizer"])
     else:
         default(c, "zero", _MEGATRON, defaults.VERSION)
-    overlap = [k for k in ("tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather")
-               if _get(c, args, k, as_bool)]
-    if overlap:
-        # megatron_args.py: each False by default; any of them on is Megatron's overlap (timing.overlap)
-        c.set("comm_overlap", True, key=overlap[0], raw=True,
-              note="Megatron communication overlap: " + ", ".join(overlap))
+    overlap = [k for k in MEGATRON_OVERLAP_FLAGS if _get(c, args, k, as_bool)]
+    read_megatron_overlap(c, overlap, overlap[0] if overlap else "")
     if _get(c, args, "optimizer_cpu_offload", as_bool):
         c.set("offload", "optimizer", key="optimizer_cpu_offload", raw=True)
         c.set("offload_device", "cpu", key="optimizer_cpu_offload", raw=True)
@@ -112,4 +116,4 @@ _MEGATRON_READ = _READ | set(_MEGATRON_UNMODELLED) | {
     "global_batch_size",
     "recompute_granularity", "recompute_method", "recompute_num_layers", "use_distributed_optimizer",
     "optimizer_cpu_offload", "fp8_format", "fp8_recipe", "train_iters", "attention_backend", "recompute_modules",
-    "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather"}
+    *MEGATRON_OVERLAP_FLAGS}
