@@ -130,3 +130,25 @@ def test_step_time_takes_the_framework_path():
                                        framework=Framework.MEGATRON), Layout(num_gpus=16, nodes=2), A100)
     assert any("Megatron alltoall dispatcher" in n for n in megatron.notes)
     assert not any("transformers 4.x" in n for n in megatron.notes)
+
+
+def test_zero3_without_leaf_modules_says_the_step_is_a_lower_bound():
+    """HF Trainer does not call set_z3_leaf_modules: DeepSpeed then fetches each expert's linears one by one
+    (its own docstring: the experts' varying order disrupts ZeRO-3's prefetch, fine-grained modules cost hook
+    overhead), a time trainplan does not model: the estimate says its step is a lower bound. LLaMA-Factory
+    sets the leaf, and its estimate times the leaf's all-gathers instead."""
+    import contextlib
+    import io
+
+    from trainplan.cli import main as cli
+
+    def notes(framework: str) -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            cli(["estimate", "--model", "qwen3-30b-a3b", "--method", "full", "--gpu", "a800", "--num-gpus", "16",
+                 "--nodes", "2", "--zero", "3", "--seq-len", "8192", "--framework", framework])
+        return out.getvalue()
+
+    assert "lower bound" in notes("hf") and "ZeRO-3 leaf" in notes("hf")
+    lf = notes("llamafactory")
+    assert "lower bound" not in lf and "z3 leaf modules" in lf

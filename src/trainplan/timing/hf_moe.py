@@ -179,6 +179,15 @@ def hf_experts_delta_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, ft: F
         notes.append(f"DeepSpeed ZeRO-3 fetches each MoE block's experts whole ({leaf / 1e9:.2f}B parameters "
                      "per GPU, z3 leaf modules): those all-gathers wait, in forward and in backward, "
                      "beyond one prefetch bucket")
+    elif (impl is ExpertsImpl.LOOP and layout.zero is ZeroStage.PARAMETERS and layout.fsdp is Fsdp.NONE
+          and layout.num_gpus > 1):
+        # deepspeed/utils/z3_leaf_module.py set_z3_leaf_modules: "the computation order of experts varies
+        # across forward passes. This variability can disrupt ZeRO3's functionality ... [and] fine-grained
+        # nested modules" carry "the overhead associated with hooks"
+        notes.append(f"{setup.framework} does not make the MoE block a ZeRO-3 leaf: DeepSpeed fetches every "
+                     "expert's linears one by one, each with its hooks and its own all-gather; the time of that "
+                     "per-module fetching is not modelled (only the bytes are), so this step time is a lower "
+                     "bound")
     other = ExpertsImpl.GROUPED_MM if impl is ExpertsImpl.LOOP else ExpertsImpl.LOOP
     if impl is ExpertsImpl.GROUPED_MM:
         delta = moe_expert_delta_s(setup, layout, gpu, ft, eff, m, tokens_mb_gpu, grad_bytes, notes)
