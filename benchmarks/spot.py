@@ -29,8 +29,9 @@ Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU 
 
 Prints each row's prediction and error (as throughput: measured step time / predicted - 1 for the
 step-time rows), the median and p90 |error| by file and over all rows; for the rows that print their
-peak memory (torchtitan's files and torchao's table: max reserved, GiB), that error too. `--gpu-text` shows which catalog GPU
-each hardware text picked. Nothing here is fitted: the rows stand in for published runs the model was not built on.
+peak memory (torchtitan's files and torchao's table: max reserved, GiB), that error too. `--gpu-text` shows
+which catalog GPU each hardware text picked. Nothing here is fitted: the rows stand in for published runs the
+model was not built on.
 """
 
 from __future__ import annotations

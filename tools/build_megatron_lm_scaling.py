@@ -68,7 +68,8 @@ def script(heads: int, hidden: int, layers: int, tp: int, pp: int, gpus: int, ba
 def row(size: str, heads: int, hidden: int, layers: int, tp: int, pp: int, gpus: int, batch: int,
         measured: dict, quote: str) -> dict:
     return {"id": f"MLM_h100_{size}_{gpus}gpu",
-            "what": f"GPT {size}, TP {tp} x PP {pp} x DP {gpus // (tp * pp)}, batch {batch} x {SEQ} tokens, {gpus} H100",
+            "what": (f"GPT {size}, TP {tp} x PP {pp} x DP {gpus // (tp * pp)}, batch {batch} x {SEQ} tokens, "
+                     f"{gpus} H100"),
             "source": {"repo": "NVIDIA/Megatron-LM", "path": "README.md (images/model_table.png, images/"
                        "strong_scaling.png)", "commit": TEXT_COMMIT, "image_commit": IMAGE_COMMIT, "quote": quote},
             "hardware": "H100 SXM (H100 clusters)", "num_gpus": gpus, "launch_name": "pretrain_gpt_h100.sh",

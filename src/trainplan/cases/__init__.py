@@ -146,8 +146,7 @@ def predict(mapping: CaseMapping) -> dict[str, float | int | None]:
             raise
     try:
         est = estimate_time(job.setup, job.layout, job.gpu, job.workload, job.timing)
-        out.update(tokens_per_s_per_gpu=est.tokens_per_s_per_gpu, tflops_per_gpu=est.tflops_per_gpu,
-                   mfu=est.mfu, hfu=est.hfu_mfu_attention, step_s=est.step_s, gpu_hours=est.gpu_hours if est.steps else None)
+        out.update(est.comparable())
     except TrainplanError:
         if mapping.kind == "time":
             raise

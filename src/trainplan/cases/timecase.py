@@ -331,7 +331,4 @@ def _model_card(case, spec, gpu, method, precision, impl, options) -> Mapped:
 def predict(mapped: Mapped) -> tuple[float, TimeEstimate]:
     """(the predicted value of the case's metric, the whole TimeEstimate)."""
     est = estimate_time(mapped.setup, mapped.layout, mapped.gpu, mapped.workload, mapped.options)
-    value = {"step_time_s": est.step_s, "tokens_per_s_per_gpu": est.tokens_per_s_per_gpu,
-             "gpu_hours": est.gpu_hours, "tflops_per_gpu": est.tflops_per_gpu, "mfu": est.mfu,
-             "hfu": est.hfu_mfu_attention}[mapped.metric]
-    return value, est
+    return est.comparable()[METRIC_KEYS[mapped.metric]], est

@@ -15,9 +15,8 @@ Precision and the DeepSpeed/FSDP engine are read in importers/hf_engines.py (_En
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 from typing import Any
 
 from trainplan.errors import TrainplanError

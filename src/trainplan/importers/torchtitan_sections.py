@@ -66,7 +66,8 @@ def _precision(c: Collector, training: dict, model: dict, data: dict, d: dict) -
                 else:
                     c.set("fp8_recipe", known.value, key="quantize.linear.float8.recipe_name", raw=recipe)
             detail = {k: v for k, v in {**float8, **(sub.get("mx") or {})}.items()
-                      if k in ("enable_fsdp_float8_all_gather", "filter_fqns") or (k == "recipe_name" and "mx" in str(v))}
+                      if k in ("enable_fsdp_float8_all_gather", "filter_fqns")
+                      or (k == "recipe_name" and "mx" in str(v))}
             if detail:
                 c.skip("quantize.linear.float8", detail, "float8 all-gather, skipped modules and MX recipes are "
                        "not modelled (the LM head is kept in bf16, the recipe's default)")

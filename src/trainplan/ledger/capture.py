@@ -97,11 +97,9 @@ def estimate_for(req: Any) -> Any:
 
 
 def _values_of(est: Any) -> dict[str, Any]:
-    mem, t = est.memory, est.time
+    mem = est.memory
     return {"peak_allocated_bytes": mem.peak_allocated_bytes, "peak_reserved_bytes": mem.peak_reserved_bytes,
-            "device_bytes": mem.device_bytes, "tokens_per_s_per_gpu": t.tokens_per_s_per_gpu,
-            "tflops_per_gpu": t.tflops_per_gpu, "mfu": t.mfu, "hfu": t.hfu, "step_s": t.step_s,
-            "gpu_hours": t.gpu_hours if t.steps else None}
+            "device_bytes": mem.device_bytes, **est.time.comparable()}
 
 
 def check_plausible(measured: dict[str, Any], est: Any, *, force: bool = False) -> tuple[str, ...]:

@@ -244,6 +244,13 @@ class TimeEstimate:
         per_token = self.step.per_token
         return self.hfu * per_token.hardware_mfu_attention / per_token.hardware if per_token.hardware else self.hfu
 
+    def comparable(self) -> dict[str, float | None]:
+        """The values a measured run is compared with, by the ledger's and the cases' keys (HFU as published
+        figures count it: hfu_mfu_attention; GPU-hours only for a run of known length)."""
+        return {"tokens_per_s_per_gpu": self.tokens_per_s_per_gpu, "tflops_per_gpu": self.tflops_per_gpu,
+                "mfu": self.mfu, "hfu": self.hfu_mfu_attention, "step_s": self.step_s,
+                "gpu_hours": self.gpu_hours if self.steps else None}
+
     @property
     def total_with_retries_s(self) -> float:
         return self.total_s * self.retry_factor
