@@ -16,6 +16,7 @@ listed in the row's `config_null_keys` and put back as null by whoever reads the
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -920,10 +921,23 @@ HF_CONFIG_MODELS += [
 ]
 
 
+# --- rows kept in tools/model_rows/*.py (one file per batch, each a ROWS list of the form above) ----------------
+ROW_FILES = ("more_models.py", "new_types.py")
+
+
+def _row_file(name: str) -> list[dict[str, Any]]:
+    path = Path(__file__).resolve().parent / "model_rows" / name
+    module_spec = importlib.util.spec_from_file_location(f"model_rows_{path.stem}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return list(module.ROWS)
+
+
 def hf_config_rows() -> list[dict[str, Any]]:
-    """The HF_CONFIG_MODELS rows in the catalog's form (JSON nulls listed in config_null_keys)."""
+    """The HF_CONFIG_MODELS rows, then those of ROW_FILES, in the catalog's form (JSON nulls listed in
+    config_null_keys)."""
     out = []
-    for model in HF_CONFIG_MODELS:
+    for model in HF_CONFIG_MODELS + [row for name in ROW_FILES for row in _row_file(name)]:
         config = {k: v for k, v in model["config"].items() if v is not None}
         nulls = [k for k, v in model["config"].items() if v is None]
         row = {k: v for k, v in model.items() if k != "config"}
