@@ -475,6 +475,38 @@ def test_gpu_named_in_text(text, gpu_id):
     assert (gpu.id if gpu else None) == gpu_id
 
 
+@pytest.mark.parametrize("text, gpu_id", [
+    # a form the family has no member of: the P100 is listed only as the PCIe card (the SXM2 board runs at
+    # 300 W with NVLink), so the SXM2 board is a card the catalog lacks, not the PCIe one
+    ("Tesla P100-SXM2-16GB", None), ("P100 SXM2", None),
+    # a size below every member's: the 8 GB RTX 3060 is a cut-down card beside the listed 12 GB one
+    ("RTX 3060 8GB", None),
+    # "A6000 Ada" (a misnomer for the RTX 6000 Ada) is not the Ampere RTX A6000
+    ("A6000 Ada", None),
+    # a member's form is its catalog form_factor where the id has no form word: these are PCIe cards
+    ("NVIDIA L40S PCIe", "l40s"), ("A10 PCIe 24GB", "a10"), ("Tesla T4 PCIe", "t4"),
+    # a size above every member's keeps the card (resellers' 22 GB 2080 Ti, nvidia-smi's superchip total)
+    ("RTX 2080 Ti 22GB", "rtx2080ti"), ("NVIDIA GH200 480GB", "gh200")])
+def test_a_form_or_size_the_family_lacks_is_another_card(text, gpu_id):
+    gpu = catalog.gpu_in_text(text)
+    assert (gpu.id if gpu else None) == gpu_id
+
+
+@pytest.mark.parametrize("name, gpu_id", [
+    ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"), ("Tesla V100-SXM2-16GB", "v100-sxm2-16gb"),
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA GeForce RTX 4090 D", "rtx4090d"), ("NVIDIA H100 PCIe", "h100-pcie")])
+def test_gpu_flag_takes_the_device_name_nvidia_smi_prints(name, gpu_id):
+    assert catalog.resolve_gpu(name).id == gpu_id
+    assert catalog.gpu_name_note(name) == f"GPU '{name}' read as catalog {gpu_id} ({catalog.resolve_gpu(gpu_id).name})"
+    assert catalog.gpu_name_note(gpu_id) is None
+
+
+@pytest.mark.parametrize("name", ["8x A100", "A100*8", "2 x H100", "8卡A100", "Tesla P100-SXM2-16GB", "TPU v5e"])
+def test_gpu_flag_refuses_a_count_or_a_card_the_catalog_lacks(name):
+    with pytest.raises(UnknownNameError, match="unknown GPU"):
+        catalog.resolve_gpu(name)
+
+
 def test_blackwell_ultra_peaks_as_published():
     # verda's per-GPU table (dense): GB300 BF16 2.5 / FP8 5 PFLOPS at 8 TB/s; B300 2.25 / 4.5 (glennklockwood's
     # HGX B300 table and torchao's roofline give the same)

@@ -154,6 +154,7 @@ class GpuSpec:
     notes: str = ""
     memory_type: str = ""                # "HBM3", "HBM2e", "GDDR6X" ... as the catalog states it
     nvlink_domain_gpus: int = 0          # GPUs on one NVLink fabric beyond a host (NVL72: 72); 0 = the host
+    form_factor: str = ""                # "SXM5", "PCIe", "PCIe consumer", "OAM" ... as the catalog states it
 
     @property
     def capacity_bytes(self) -> int:

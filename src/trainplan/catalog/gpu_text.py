@@ -18,8 +18,14 @@ One home for the rule, read by the probe (the local device's CUDA name) and the 
 So "H100 PCIe" is the PCIe card (not the SXM part that a substring match on "h100" gives), "A100
 40GB PCIe" the PCIe 40 GB card, and "4090 D" the China-market RTX 4090 D.
 
-4. A name followed by a SKU word it does not include ("RTX 3060 Ti", "RTX 4070 Ti SUPER") names another
-   card, one the catalog lacks: None, not the card the shorter name is ("RTX 3090 Ti" is found whole).
+4. A name followed by a SKU word it does not include ("RTX 3060 Ti", "RTX 4070 Ti SUPER", "A6000 Ada")
+   names another card, one the catalog lacks: None, not the card the shorter name is ("RTX 3090 Ti" is
+   found whole).
+5. So does a form the family has no member of ("V100 PCIe" where the catalog lists only the SXM2 parts:
+   another board, clocks and power) or a memory size below every member's ("RTX 4060 Ti 8GB" beside the
+   16 GB card): None. A member's form is its id's form word, else its catalog form_factor (an L40S is
+   a PCIe card). A size above every member's stays that card: nvidia-smi names the superchip by its
+   total memory ("GH200 480GB"), and resellers' 22 GB RTX 2080 Ti are the same die with more memory.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ _FORM_WORDS = {"pcie": "pcie", "nvl": "nvl"}
 _MEMORY = re.compile(r"^(\d+)g(?:b|ib)?$")
 _ID_QUALIFIER = re.compile(r"^(sxm\d*|pcie|nvl|\d+gb)$")
 _MEMORY_TYPES = frozenset({"hbm3e", "hbm3", "hbm2e", "hbm2", "gddr7", "gddr6x", "gddr6"})
-_SKU_WORDS = frozenset({"ti", "super"})     # NVIDIA's names for a different card on the same number
+_SKU_WORDS = frozenset({"ti", "super", "ada"})   # NVIDIA's names for a different card on the same number
 
 
 def _compact(name: str) -> str:
@@ -59,9 +65,12 @@ def family(gpu_id: str) -> str:
     return "-".join(seg for seg in gpu_id.split("-") if not _ID_QUALIFIER.match(seg)) or gpu_id
 
 
-def _form_of_id(gpu_id: str) -> str:
-    segs = gpu_id.split("-")
-    return "pcie" if "pcie" in segs else "nvl" if "nvl" in segs else "sxm"
+def _form_of(gpu: GpuSpec) -> str:
+    """pcie, nvl or sxm: the id's form word, else the catalog's form_factor (SXM, OAM and modules: sxm)."""
+    segs = gpu.id.split("-")
+    if "pcie" in segs or "nvl" in segs:
+        return "pcie" if "pcie" in segs else "nvl"
+    return "pcie" if gpu.form_factor.lower().startswith("pcie") else "sxm"
 
 
 def _text_form(words: list[str]) -> str | None:
@@ -109,14 +118,19 @@ def gpu_in_text(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> G
     form, memory_gb = _text_form(words), _text_memory_gb(words)
     memory_type = next((w for w in words if w in _MEMORY_TYPES), None)
 
+    sizes = {g: round(gpus[g].memory_bytes / 1e9) for g in members}
+    if form is not None and all(_form_of(gpus[g]) != form for g in members):
+        return None                     # "V100 PCIe": a board the catalog lacks (rule 5)
+    if memory_gb is not None and all(memory_gb < size - 1 for size in sizes.values()):
+        return None                     # "RTX 4060 Ti 8GB": a smaller card the catalog lacks (rule 5)
+
     def score(gpu_id: str) -> tuple:
-        gpu_form = _form_of_id(gpu_id)
+        gpu_form = _form_of(gpus[gpu_id])
         if form is None:
             form_score = 0 if gpu_form == "sxm" else -1
         else:
             form_score = 2 if gpu_form == form else -2
-        size = round(gpus[gpu_id].memory_bytes / 1e9)
-        mem_score = 0 if memory_gb is None else (1 if abs(size - memory_gb) <= 1 else -1)
+        mem_score = 0 if memory_gb is None else (1 if abs(sizes[gpu_id] - memory_gb) <= 1 else -1)
         kind = gpus[gpu_id].memory_type.lower()
         type_score = 0 if memory_type is None or not kind else (1 if kind == memory_type else -1)
         return form_score + mem_score + type_score, best.get(gpu_id, 0), gpu_id == default, gpu_id

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 from trainplan.catalog.store import DATA_DIR
 from trainplan.catalog.store import read as _read_data
@@ -64,7 +65,7 @@ def _gpu_spec(entry: dict[str, Any], ratio_of_label: float) -> GpuSpec:
         generation=entry.get("generation", ""), aliases=tuple(entry.get("aliases", ())),
         confidence=entry.get("confidence", ""), source=entry.get("source", ""),
         notes=entry.get("notes", ""), memory_type=entry.get("memory_type", ""),
-        nvlink_domain_gpus=int(entry.get("nvlink_domain_gpus", 0)))
+        nvlink_domain_gpus=int(entry.get("nvlink_domain_gpus", 0)), form_factor=entry.get("form_factor", ""))
 
 
 @functools.lru_cache(maxsize=None)
@@ -86,14 +87,33 @@ def load_gpus() -> dict[str, GpuSpec]:
 
 
 def resolve_gpu(name: str) -> GpuSpec:
-    """Catalog id or alias, case-insensitive ('a100' -> a100-sxm4-80gb, '4090' -> rtx4090)."""
+    """Catalog id or alias, case-insensitive ('a100' -> a100-sxm4-80gb, '4090' -> rtx4090), or a GPU's
+    name as CUDA and nvidia-smi print it ('NVIDIA A100-SXM4-80GB', 'Tesla V100-SXM2-16GB'), read by
+    gpu_in_text; never a count of GPUs ('8x A100' is refused: the count is --gpus)."""
     from trainplan.catalog import _key, _unknown
 
     gpus, index, _ = _gpu_catalog()
     gpu_id = index.get(_key(name))
-    if gpu_id is None:
+    if gpu_id is not None:
+        return gpus[gpu_id]
+    named = None if _COUNTED.search(name) else gpu_in_text(name)
+    if named is None:
         raise _unknown("GPU", name, index, "gpus")
-    return gpus[gpu_id]
+    return named
+
+
+# "8x A100", "A100*8", "2 x H100": a GPU count inside a name
+_COUNTED = re.compile(r"^\s*\d+\s*[x×*]|[x×*]\s*\d+\s*$|卡", re.IGNORECASE)
+
+
+def gpu_name_note(name: str) -> str | None:
+    """What resolve_gpu(name) read a device name as, or None when `name` is a catalog id or alias."""
+    from trainplan.catalog import _key
+
+    if _key(name) in _gpu_catalog()[1]:
+        return None
+    gpu = resolve_gpu(name)
+    return f"GPU '{name.strip()}' read as catalog {gpu.id} ({gpu.name})"
 
 
 def gpu_in_text(text: str) -> GpuSpec | None:
