@@ -406,7 +406,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'yi-6b': 44,
                                       'zai-org/glm-4.5': 76,
                                       'zai-org/glm-4.5-air': 77},
-                             'fingerprint': '2de7c707-145204'},
+                             'fingerprint': '15426a99-145223'},
              'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b","lmsys/vicuna-7b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
@@ -2186,7 +2186,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '16384); code-index file 57751031036 (parameter count of the '
                                       'deepseek-coder-33b-instruct snapshot 61dc97b922b1: '
                                       '33,342,991,360)","tied_embeddings":false,"vocab_size":32256}'],
-                             'fingerprint': 'e19a55d6-197698'}},
+                             'fingerprint': '73c7c5bf-197809'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',
