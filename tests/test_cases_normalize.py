@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from trainplan.cases.accuracy import evaluate
-from trainplan.cases.normalize import normalized
+from trainplan.cases.normalize import normalized, with_method
 
 DATA = Path(__file__).parent / "data"
 CASES = [c for name in ("published_dev.json", "published_dev2.json")
@@ -62,6 +62,25 @@ def test_method_names(text, method):
 def test_unknown_method_and_non_numbers_are_left_to_be_refused_where_used():
     case = {"method": "p-tuning v2", "seq_len": "long", "gpus": {"count": "eight"}, "micro_batch": "2.5"}
     assert normalized(case) == (case, [])
+
+
+@pytest.mark.parametrize(("lora", "quantization", "method"), [
+    ({"rank": 8, "alpha": 16}, None, "lora"), ({"rank": 64}, {"type": "bitsandbytes nf4", "bits": 4}, "qlora"),
+    ({"rank": 64}, "4-bit (bnb)", "qlora"), ({"rank": 64}, {"type": "int8", "bits": 8}, "lora"),
+    (None, None, "full"), ({}, None, "full"),
+])
+def test_a_method_not_stated_is_read_from_the_adapter(lora, quantization, method):
+    case, notes = with_method({"method": None, "lora": lora, "quantization": quantization})
+    assert case["method"] == method and notes and notes[0].startswith(f"method not given: read as {method}")
+    assert with_method({"method": "freeze", "lora": None}) == ({"method": "freeze", "lora": None}, [])
+
+
+@pytest.mark.parametrize("case_id", [TIME_ID, MEMORY_ID])
+def test_a_case_without_its_method_scores_as_the_case_with_it(case_id):
+    # both development cases are LoRA runs (the time case over bf16 weights, the memory case QLoRA over nf4)
+    [plain] = evaluate([BY_ID[case_id]])
+    [unstated] = evaluate([{**BY_ID[case_id], "method": None}])
+    assert unstated.error == pytest.approx(plain.error, abs=1e-12) and unstated.method == plain.method
 
 
 def test_the_input_is_not_changed():

@@ -324,8 +324,36 @@ def test_time_case_without_micro_batch_or_gpu_count_is_filled_from_its_other_fie
     no_count = {**base, "gpus": {"type": base["gpus"]["type"], "count": None}}
     assert map_case(no_count).layout.num_gpus == 8     # 37,130 tokens/s in all / 4,641 per GPU = 8
     no_count = {**no_count, "measured": {"tokens_per_s_per_gpu": 4641, "what": "tokens/s per GPU"}}
-    mapped = map_case(no_count)
+    mapped = map_case(no_count)   # the row states data-parallel 8 (FSDP over 8 GPUs): 8 x tp 1 x pp 1 x cp 1
+    assert mapped.layout.num_gpus == 8
+    assert "GPU count not stated: 8, parallel.dp 8 x 1 model-parallel (tp x pp x cp)" in mapped.note
+    no_dp = {**no_count, "parallel": {**base["parallel"], "dp": None}}
+    mapped = map_case(no_dp)      # global batch 96 / (micro-batch 6 x accumulation 2) = 8 data-parallel GPUs
+    assert mapped.layout.num_gpus == 8
+    assert ("GPU count not stated: 8, global batch 96 / (micro-batch 6 x accumulation 2) = 8 data-parallel x 1 "
+            "model-parallel") in mapped.note
+    no_dp = {**no_dp, "global_batch": None}
+    mapped = map_case(no_dp)
     assert mapped.layout.num_gpus == 1 and "GPU count not stated: 1 assumed" in mapped.note
-    step_timed = {**no_count, "measured": {"step_time_s": 1.0, "what": "s/step"}}
+    step_timed = {**no_dp, "measured": {"step_time_s": 1.0, "what": "s/step"}}
     with pytest.raises(Skip, match="GPU count"):          # a step time depends on the count: not assumed
         map_case(step_timed)
+
+
+def test_a_megatron_micro_batch_is_not_implied_by_its_global_batch():
+    import json
+    from pathlib import Path
+
+    from trainplan.cases import Skip
+    from trainplan.cases.timecase import map_case
+
+    cases = json.loads((Path(__file__).parent / "data" / "published_dev2.json").read_text(encoding="utf-8"))
+    base = next(c for c in cases if c["id"] == "mbridge-2602-dgx-h100-llama-3-70b-fp8-64gpu")
+    assert (base["micro_batch"], base["global_batch"], base["parallel"]["dp"], base["grad_accum"]) == (1, 256, 2, None)
+    assert map_case(base).setup.batch_size == 1
+    # Megatron has no accumulation setting: 256 / 2 data-parallel ranks is 128 sequences per rank, run as
+    # micro-batches of --micro-batch-size (required, arguments.py), so without it the split is unknown
+    with pytest.raises(Skip, match="micro-batch"):
+        map_case({**base, "micro_batch": None})
+    # with the accumulation stated, the identity fixes it: 256 / (2 x 128) = 1
+    assert map_case({**base, "micro_batch": None, "grad_accum": 128}).setup.batch_size == 1

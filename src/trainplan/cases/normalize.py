@@ -20,7 +20,12 @@ is used):
   "8 × H100", "2*A100", "A100 x 8") is the count when the case gives none;
 - `lora`: peft's and the trainers' key names for the schema's (`r`, `lora_r`, `lora_rank` -> rank;
   `lora_alpha` -> alpha; `lora_dropout` -> dropout; `target_modules`, `lora_target` -> targets);
-- `parallel.zero_stage`: DeepSpeed's stage as text ("ZeRO-3", "zero3", "stage 2") is its number.
+- `parallel.zero_stage`: DeepSpeed's stage as text ("ZeRO-3", "zero3", "stage 2") is its number;
+- a missing `method` (`with_method`, applied to a whole case by cases.map_case) is "lora" when the case
+  has a `lora` block with a rank ("qlora" when its `quantization` is 4-bit), else "full": the schema's
+  method without an adapter.
+Counts that the case's other numbers fix (a GPU count or micro-batch from the global batch) are filled
+where the time reader maps the case (cases/timecase._filled).
 """
 
 from __future__ import annotations
@@ -160,3 +165,24 @@ def _lora(case: dict, notes: list[str]) -> None:
         if got is not None:
             notes.append(f"lora.{key} {lora[key]!r} read as {got}")
             lora[key] = got
+
+
+_FOUR_BIT = re.compile(r"(?<![\d.])4[\s-]*bit|\bnf4\b|\bint4\b|\bfp4\b|\bbits\W*4\b", re.IGNORECASE)
+
+
+def with_method(case: dict) -> tuple[dict, list[str]]:
+    """The case with a method when it states none (module docstring), and the note saying so."""
+    if case.get("method") is not None:
+        return case, []
+    notes: list[str] = []
+    case = dict(case)
+    lora = case.get("lora")
+    if isinstance(lora, dict) and lora.get("rank"):
+        four_bit = bool(_FOUR_BIT.search(str(case.get("quantization") or "")))
+        case["method"] = "qlora" if four_bit else "lora"
+        notes.append(f"method not given: read as {case['method']} (a LoRA block"
+                     f"{' over 4-bit weights' if four_bit else ''})")
+    elif not lora:
+        case["method"] = "full"
+        notes.append("method not given: read as full (no adapter)")
+    return case, notes

@@ -88,10 +88,15 @@ def _lora(case: dict, framework: Framework) -> LoraConfig | None:
 
 
 def _filled(case: dict) -> tuple[dict, list[str]]:
-    """The case with what its other fields fix filled in: a micro-batch from the global batch (global /
-    (data-parallel GPUs x accumulation), when it divides exactly), and, for a throughput per GPU, a GPU
-    count not stated taken as the smallest the layout needs (tensor x pipeline x context parallel: data
-    parallelism adds GPUs that each run the same micro-batches, which changes tokens/s per GPU little)."""
+    """The case with what its other fields fix filled in, by global batch = micro-batch x accumulation x
+    data-parallel GPUs: a GPU count not stated is that data-parallel size times the model-parallel degrees
+    when micro-batch and accumulation are stated; a micro-batch not stated is global / (data-parallel GPUs x
+    accumulation) when it divides exactly (accumulation 1 where not stated, the trainers' default, except
+    for Megatron, which has no accumulation setting: it runs global // (micro x data-parallel) micro-batches
+    and requires --micro-batch-size, megatron/training/arguments.py, so its micro-batch is not implied).
+    Otherwise, for a throughput per GPU, a GPU count not stated is taken as the smallest the layout needs
+    (tensor x pipeline x context parallel: data parallelism adds GPUs that each run the same micro-batches,
+    which changes tokens/s per GPU little)."""
     notes: list[str] = []
     measured = case.get("measured") or {}
     gpus = case.get("gpus") or {}
@@ -102,6 +107,9 @@ def _filled(case: dict) -> tuple[dict, list[str]]:
     if not gpus.get("count") and total and tps and round(float(total) / float(tps)) >= 1:
         case = {**case, "gpus": {**gpus, "count": round(float(total) / float(tps))}}
         notes.append(f"GPU count not stated: {case['gpus']['count']}, the source's total over its per-GPU tokens/s")
+    elif not gpus.get("count") and (implied := _implied_gpus(case)) is not None:
+        case = {**case, "gpus": {**gpus, "count": implied[0]}}
+        notes.append(f"GPU count not stated: {implied[1]}")
     elif not gpus.get("count") and case.get("micro_batch") and per_gpu and not per_step and not total:
         par = case.get("parallel") or {}
         smallest = 1
@@ -115,11 +123,36 @@ def _filled(case: dict) -> tuple[dict, list[str]]:
     if (not case.get("micro_batch") and isinstance(global_batch, int) and global_batch > 0 and count
             and not measured.get("gpu_hours")):    # GPU-hours without a micro-batch: the model-card reading
         dp, accum = data_parallel(case), int(case.get("grad_accum") or 1)
-        if global_batch % (dp * accum) == 0:
+        megatron_implied = framework_of(case) is Framework.MEGATRON and not case.get("grad_accum")
+        if global_batch % (dp * accum) == 0 and not megatron_implied:
             case = {**case, "micro_batch": global_batch // (dp * accum)}
             notes.append(f"micro-batch not stated: global batch {global_batch} / ({dp} data-parallel GPUs x "
                          f"{accum} accumulation) = {case['micro_batch']}")
     return case, notes
+
+
+def _positive(*values: object) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values)
+
+
+def _implied_gpus(case: dict) -> tuple[int, str] | None:
+    """(GPU count, how): the data-parallel size (`parallel.dp`, else global batch / (micro-batch x
+    accumulation) when those are stated and divide) times the model-parallel degrees; None otherwise (and
+    for GPU-hours runs, which need no count)."""
+    if (case.get("measured") or {}).get("gpu_hours"):
+        return None
+    global_batch, micro, accum = (case.get(k) for k in ("global_batch", "micro_batch", "grad_accum"))
+    dp = (case.get("parallel") or {}).get("dp")
+    if _positive(dp):
+        how = f"parallel.dp {dp}"
+    elif _positive(global_batch, micro, accum) and global_batch % (micro * accum) == 0:
+        dp = global_batch // (micro * accum)
+        how = f"global batch {global_batch} / (micro-batch {micro} x accumulation {accum}) = {dp} data-parallel"
+    else:
+        return None
+    flags = layout_flags(case)
+    model_parallel = flags["tp"] * flags["pp"] * flags["cp"] * flags.get("ulysses", 1)
+    return dp * model_parallel, f"{dp * model_parallel}, {how} x {model_parallel} model-parallel (tp x pp x cp)"
 
 
 def map_case(case: dict) -> Mapped:
