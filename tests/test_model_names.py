@@ -37,13 +37,39 @@ def test_variant_names_resolve_with_a_note(name, entry, read_past):
     assert catalog.model_name_note(name) == f"model '{name}' read as catalog {entry}: {read_past}"
 
 
+@pytest.mark.parametrize("name, entry, read_past", [
+    # a separator between the family and its version
+    ("Qwen-2.5-7B", "qwen2.5-7b", "no organisation (the repository name of an id of qwen); the spelling of "
+                                  "'Qwen-2.5-7B' (the catalog writes the name another way)"),
+    ("gemma2-9b", "gemma-2-9b", "no organisation (the repository name of an id of google); the spelling of "
+                                "'gemma2-9b' (the catalog writes the name another way)"),
+    # a version's dot written as an underscore, as directory names do
+    ("qwen2_5-7b", "qwen2.5-7b", "the version as 'qwen2_5-7b' writes it (an underscore for its dot)"),
+    ("Qwen1_5-7B-Chat", "qwen1.5-7b", "no organisation (the repository name of an id of qwen); the version as "
+                                      "'Qwen1_5-7B-Chat' writes it (an underscore for its dot)"),
+])
+def test_a_version_spelled_another_way(name, entry, read_past):
+    assert catalog.resolve_model(name).name == entry
+    assert catalog.model_name_note(name) == f"model '{name}' read as catalog {entry}: {read_past}"
+
+
+def test_spelling_never_merges_two_sizes():
+    # opt-1.3b and opt-13b differ by their dot only: each name is its own model, and a spelling matching
+    # two entries is not guessed
+    assert catalog.resolve_model("OPT-1.3B").name == "opt-1.3b" and catalog.resolve_model("opt13b").name == "opt-13b"
+    index = {"acme/base2-7b": 0, "acme/base-2-7b": 1}
+    assert variant_match("base-2-7b-x", "base-2-7b-x", index) is None
+    assert variant_match("other/base2-7b", "other/base2-7b", index).entry == 0     # exact repository name first
+
+
 @pytest.mark.parametrize("name", ["meta-llama/Llama-2-7b-hf", "llama-3-8b", "Qwen/Qwen2.5-7B-Instruct"])
 def test_own_names_carry_no_note(name):
     assert catalog.model_name_note(name) is None
 
 
 @pytest.mark.parametrize("name", [
-    "Qwen/Qwen1.5-110B-Chat",       # Qwen1.5-110B is not in the catalog: '-chat' read past leaves an unknown name
+    # Qwen3-Next (hybrid linear attention) is not in the catalog: '-instruct' read past leaves an unknown name
+    "Qwen/Qwen3-Next-80B-A3B-Instruct",
     "someone/llama-2-8b",
 ])
 def test_names_that_match_no_single_entry_stay_unknown(name):

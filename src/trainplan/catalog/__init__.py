@@ -42,7 +42,7 @@ from trainplan.catalog.hardware import (  # noqa: F401 (re-exported: GPUs, price
 from trainplan.catalog.store import DATA_DIR as _DATA_DIR
 from trainplan.catalog.store import read as _read_data
 from trainplan.errors import TrainplanError, UnknownNameError
-from trainplan.frozen import asdict
+from trainplan.frozen import asdict, replace
 from trainplan.model.params import count_params
 from trainplan.specs import ModelSpec, model_spec_from_dict
 
@@ -140,6 +140,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SPEC_SOURCES = tuple(os.path.join(_PACKAGE_DIR, *parts) for parts in (
     ("model", "hfconfig", "__init__.py"), ("model", "hfconfig", "_reader.py"), ("model", "hfconfig", "dense.py"),
     ("model", "hfconfig", "classic.py"), ("model", "hfconfig", "moe.py"), ("model", "hfconfig", "recent.py"),
+    ("model", "hfconfig", "early.py"),
     ("specs.py",), ("enums.py",)))
 
 
@@ -257,7 +258,6 @@ def _from_hf_cache(repo_id: str) -> ModelSpec | None:
     config = hf_cached_config(repo_id)
     if config is None:
         return None
-    from trainplan.frozen import replace
     from trainplan.model.hfconfig import load_config_path
 
     repo_id = repo_id.strip()
@@ -291,9 +291,15 @@ def resolve_model(name_or_path: str, path: str | os.PathLike[str] | None = None)
 
 
 def _name_variant(name: str, index: dict[str, int]) -> NameMatch | None:
-    from trainplan.catalog.model_names import variant_match
+    from trainplan.catalog.model_names import variant_match, version_dots
 
-    return variant_match(name, _key(name), index)
+    match = variant_match(name, _key(name), index)
+    if match is None and version_dots(name) != name:
+        match = variant_match(name, _key(version_dots(name)), index)
+        if match is not None:
+            said = f"the version as '{name.strip()}' writes it (an underscore for its dot)"
+            match = replace(match, read_past=(*match.read_past, said))
+    return match
 
 
 def model_name_note(name: str, path: str | os.PathLike[str] | None = None) -> str | None:

@@ -18,6 +18,10 @@ which changes a parameter or a tensor shape:
 
 `variant_match` reads past these, in that order, and accepts a catalog entry only when exactly one
 entry has that remaining repository name; otherwise the name stays unknown (and the caller says so).
+At each step a name also matches the one entry it spells another way: a version written with an
+underscore (`qwen2_5-7b` for Qwen2.5-7B, as directory names write it) or with a separator between the
+family and its version (`Qwen-2.5-7B`, `gemma2-9b` for gemma-2-9b). Nothing else is read into a name:
+`opt-13b` and `opt-1.3b` stay two models.
 """
 
 from __future__ import annotations
@@ -30,6 +34,19 @@ _STORAGE_SUFFIX = re.compile(r"(?:-unsloth)?(?:-bnb)?-[48]bit$|"
                              r"-(?:gptq|awq|gguf|int4|int8|fp8|mlx|exl2)(?:[-.][a-z0-9.-]*)?$")
 _RELEASE_SUFFIX = re.compile(r"-(?:instruct|chat|it|base|hf)$")
 _CONTEXT_SUFFIX = re.compile(r"-\d+(?:\.\d+)?[km]$")
+_VERSION_UNDERSCORE = re.compile(r"(?<=\d)_(?=\d)")
+_FAMILY_SEPARATOR = re.compile(r"(?<=[a-z])[-\s](?=\d)")
+
+
+def version_dots(name: str) -> str:
+    """A version written with an underscore as its dot: `qwen2_5-7b` -> `qwen2.5-7b` (before the lookup key
+    turns underscores into hyphens)."""
+    return _VERSION_UNDERSCORE.sub(".", name)
+
+
+def spelled(name: str) -> str:
+    """The name with its version's spelling made one: `qwen-2.5-7b`, `qwen2.5-7b` -> `qwen2.5-7b`."""
+    return _FAMILY_SEPARATOR.sub("", name)
 
 
 @frozen
@@ -61,6 +78,10 @@ def variant_match(name: str, key: str, index: dict[str, int]) -> NameMatch | Non
 
     def found(candidate: str) -> NameMatch | None:
         entries = names.get(candidate, set())
+        spelling: list[str] = []
+        if not entries:
+            entries = set().union(*(e for n, e in names.items() if spelled(n) == spelled(candidate)))
+            spelling = [f"the spelling of '{name.strip()}' (the catalog writes the name another way)"]
         if len(entries) != 1:
             return None
         entry = next(iter(entries))
@@ -72,7 +93,7 @@ def variant_match(name: str, key: str, index: dict[str, int]) -> NameMatch | Non
         else:
             read_past = [] if candidate in keys else [f"no organisation (the repository name of an id of "
                                                       f"{' or '.join(orgs)})"]
-        return NameMatch(entry=entry, read_past=(*read_past, *suffixes))
+        return NameMatch(entry=entry, read_past=(*read_past, *suffixes, *spelling))
 
     if (match := found(base)) is not None:
         return match
