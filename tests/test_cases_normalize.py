@@ -129,6 +129,9 @@ def test_a_measured_value_that_is_no_number_skips_that_case_and_the_rest_scores(
     ("alpaca-lora finetune.py", "hf"), ("Firefly", "hf"),
     ("OpenRLHF", "deepspeed"), ("GPT-NeoX", "megatron"), ("nanoGPT train.py", "pytorch"),
     ("PyTorch DDP", "pytorch"),
+    ("QLoRA (artidoro/qlora, qlora.py)", "hf"), ("Chinese-LLaMA-Alpaca-2 run_sft.sh", "hf"),   # transformers Trainers
+    ("LLaMA-Efficient-Tuning src/train_bash.py", "llamafactory"),   # LLaMA-Factory's name until v0.1.8
+    ("llamafactory-cli train", "llamafactory"), ("360-LLaMA-Factory", "llamafactory"),
 ])
 def test_trainers_named_by_what_they_are_built_on(text, framework):
     from trainplan.cases.text import framework_of

@@ -147,7 +147,10 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     ("torchtune", Framework.TORCHTUNE), ("tune run", Framework.TORCHTUNE),
     ("torchtitan", Framework.TORCHTITAN),
     ("llama-factory", Framework.LLAMAFACTORY), ("llamafactory", Framework.LLAMAFACTORY),
-    ("llama factory", Framework.LLAMAFACTORY),
+    ("llama factory", Framework.LLAMAFACTORY), ("llamafactory-cli", Framework.LLAMAFACTORY),
+    # LLaMA-Factory's name until v0.1.8 ("LLaMA-Factory v0.1.8, formerly named as LLaMa-Efficient-Tuning", code-index
+    # file 45217075453; hiyouga/LLaMA-Efficient-Tuning), and Qihoo 360's fork that adds sequence parallelism
+    ("llama-efficient-tuning", Framework.LLAMAFACTORY), ("360-llama-factory", Framework.LLAMAFACTORY),
     ("axolotl", Framework.AXOLOTL), ("unsloth", Framework.UNSLOTH),
     # XTuner (0.x) trains a transformers model under DeepSpeed (mmengine DeepSpeedStrategy, xtuner/model/sft.py
     # SupervisedFinetune building AutoModelForCausalLM), with its sequence parallel as Ulysses all-to-alls
@@ -167,6 +170,11 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     # (`transformers.Trainer` over a peft model), yangjianxin1/Firefly component/trainer.py (a
     # `transformers.Trainer` subclass)
     ("fastchat", Framework.HF), ("alpaca-lora", Framework.HF), ("firefly", Framework.HF),
+    # artidoro/qlora qlora.py (`Seq2SeqTrainer` over a peft model, @00e5ad2a), ymcui/Chinese-LLaMA-Alpaca and
+    # Chinese-LLaMA-Alpaca-2 scripts/training/run_clm_sft_with_peft.py (`Trainer(model=model, args=training_args,
+    # ...)`, @04f1ccac and @0189e8be)
+    ("artidoro/qlora", Framework.HF), ("qlora.py", Framework.HF), ("chinese-llama-alpaca", Framework.HF),
+    ("chinese-llama-alpaca-2", Framework.HF),
     # OpenRLHF trains transformers models under its DeepSpeed strategy (openrlhf/utils/deepspeed/deepspeed.py);
     # GPT-NeoX "is based on NVIDIA's Megatron Language Model and has been augmented with techniques from
     # DeepSpeed" (its README); nanoGPT's train.py is a plain PyTorch loop under DistributedDataParallel
