@@ -357,3 +357,29 @@ def test_a_megatron_micro_batch_is_not_implied_by_its_global_batch():
         map_case({**base, "micro_batch": None})
     # with the accumulation stated, the identity fixes it: 256 / (2 x 128) = 1
     assert map_case({**base, "micro_batch": None, "grad_accum": 128}).setup.batch_size == 1
+
+
+@pytest.mark.parametrize("precision, framework, expected", [
+    ({"weights": None, "compute": "fp16"}, "HF Trainer", "fp16"),
+    ("fp16 mixed precision (AMP)", "LLaMA-Factory", "fp16"),
+    ({"compute": "16-mixed"}, "HF Trainer", "fp16"),                 # Lightning's name for fp16 AMP
+    ({"compute": "bf16"}, "HF Trainer", "bf16"),
+    ({"compute": "bfloat16"}, "HF Trainer", "bf16"),                 # float16 inside bfloat16 is not fp16
+])
+def test_a_case_computing_in_fp16_is_timed_at_the_fp16_rate(precision, framework, expected):
+    import json
+    from pathlib import Path
+
+    from trainplan.cases.timecase import map_case, predict
+
+    cases = json.loads((Path(__file__).parent / "data" / "published_dev2.json").read_text(encoding="utf-8"))
+    base = next(c for c in cases if c["id"] == "universal-trainer-llama31-lora-1xh100-time")
+    case = {**base, "precision": precision, "framework": framework, "notes": "",
+            "gpus": {"type": "Tesla V100-SXM2-32GB", "count": 1}}
+    mapped = map_case(case)
+    assert str(mapped.setup.precision) == expected
+    # a V100 has fp16 tensor cores only (125 TFLOP/s dense against 15.7 fp32, the catalog's datasheet figures):
+    # the fp16 case runs several times the bf16 one, which falls back to the fp32 peak
+    bf16 = map_case({**case, "precision": {"compute": "bf16"}})
+    speedup = predict(mapped)[0] / predict(bf16)[0]
+    assert (speedup > 3) == (expected == "fp16")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 from trainplan.cases import data
-from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, lora_dropout, lora_targets
+from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, lora_dropout, lora_targets, text
 from trainplan.cases.memorycase import data_parallel, fsdp_version, grad_accum, layout_flags
 from trainplan.cases.text import (
     attention_of,
@@ -131,6 +132,17 @@ def _filled(case: dict) -> tuple[dict, list[str]]:
     return case, notes
 
 
+_FP16 = re.compile(r"\b(fp16|float16|half|16-mixed|16-true)\b")
+_BF16 = re.compile(r"\b(bf16|bfloat16)\b")
+
+
+def _names_fp16(case: dict) -> bool:
+    """The case's compute (or its one precision text) names fp16 and not bf16."""
+    prec = case.get("precision")
+    said = text(prec.get("compute") or prec.get("weights")) if isinstance(prec, dict) else text(prec)
+    return bool(_FP16.search(said)) and not _BF16.search(said)
+
+
 def _names_megatron(case: dict) -> bool:
     try:
         return framework_of(case) is Framework.MEGATRON
@@ -185,6 +197,10 @@ def map_case(case: dict) -> Mapped:
     flags = layout_flags(case)
     stated, _, _ = precision_of(case, framework, flags["zero"] > 0 or flags["fsdp"] != "none")
     precision = Precision(stated) if stated and stated != "fp8" else profile(framework).precision
+    if not stated and _names_fp16(case):
+        # the case computes in fp16 where the framework's default is bf16: same storage, but the GPU's fp16
+        # rate (Volta and Turing have tensor cores for fp16 only)
+        precision = {Precision.BF16: Precision.FP16, Precision.BF16_PURE: Precision.FP16_PURE}.get(precision, precision)
     impl = Implementation()
     if framework is Framework.TORCHTUNE:
         precision = Precision.BF16_PURE
