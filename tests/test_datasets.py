@@ -383,3 +383,18 @@ def test_a_case_computing_in_fp16_is_timed_at_the_fp16_rate(precision, framework
     bf16 = map_case({**case, "precision": {"compute": "bf16"}})
     speedup = predict(mapped)[0] / predict(bf16)[0]
     assert (speedup > 3) == (expected == "fp16")
+
+
+def test_a_case_stating_its_network_is_timed_over_it():
+    from trainplan.cases.timecase import map_case, predict
+
+    base = _dev1_case("mpt-bench-3b-seq2048-16xh100_80gb-amp_bf16")     # FSDP full shard over 2 DGX H100 nodes
+    assert map_case(base).options.interconnect is None      # the NDR default: 8 x 400 Gb/s a node
+    slow = {**base, "notes": base["notes"] + " Cluster network: 2 x 100Gb RoCE per node."}
+    mapped = map_case(slow)
+    assert mapped.options.interconnect == "2 x 100Gb RoCE per node"
+    assert "inter-node network as the case states it: RoCE, 200 Gb/s per node (2 x 100 Gb/s)" in mapped.note
+    # a sixteenth of the default's bandwidth: FSDP's per-layer gathers no longer hide behind compute
+    assert predict(mapped)[0] < 0.9 * predict(map_case(base))[0]
+    # a memory size is no network
+    assert map_case({**base, "notes": base["notes"] + " 80GB HBM3"}).options.interconnect is None

@@ -156,6 +156,26 @@ def test_fabric_inside_and_across_nodes():
 def test_unknown_interconnect_is_an_error():
     with pytest.raises(TrainplanError, match="interconnect"):
         internode_link("carrier-pigeon")
+    with pytest.raises(TrainplanError, match="interconnect"):
+        internode_link("80GB")              # a memory size: a rate needs its kind or a network unit
+
+
+@pytest.mark.parametrize("text, gb_per_s, per_node", [
+    ("4x100g-roce", 50.0, True),            # 4 NICs x 100 Gb/s = 400 Gb/s = 50 GB/s for the node
+    ("4 * 100Gb RoCE", 50.0, True),         # the same, as InternEvo's train_performance.md writes it
+    ("8x200Gbps InfiniBand", 200.0, True),  # DGX A100: 8 x HDR = 1.6 Tb/s
+    ("100GbE", 12.5, True),                 # one 100 GbE NIC for the node
+    ("400g-ib-per-gpu", 50.0, False),       # one NDR NIC per GPU
+])
+def test_a_network_described_by_its_nics(text, gb_per_s, per_node):
+    link = internode_link(text)
+    assert link.bw_bytes_per_s == pytest.approx(gb_per_s * 1e9) and link.per_node == per_node
+    # across nodes a ring's crossing is carried by the node's NICs together: 8 members of a node share
+    # 4 x 100 Gb RoCE, so the bus bandwidth is the node's 50 GB/s x 0.8, as 8 per-GPU 50 Gb/s NICs would give
+    fab = Fabric(intra=fabric(A100, Layout(num_gpus=16, nodes=2)).intra, inter=link, gpus_per_node=8,
+                 collective_fraction=0.8)
+    members = 8 if per_node else 1
+    assert fab.bus_bw(16, members_per_node=members) == pytest.approx(gb_per_s * 1e9 * 0.8)
 
 
 def test_slower_network_exposes_more_communication():

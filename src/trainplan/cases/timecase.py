@@ -57,6 +57,7 @@ from trainplan.memory.sharding import fsdp_for
 from trainplan.specs import GpuSpec
 from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
 from trainplan.timing.fp8 import fp8_in_text, recipe_from_text
+from trainplan.timing.links import described_link, internode_link
 
 CARD_GPUS = 2048   # Llama 1 paper (Touvron et al. 2023a, section 2.4): 2048 A100-80GB for LLaMA-65B
 CARD_BATCH_TOKENS = 16 * 2**20   # Llama 3 paper (Dubey et al. 2024, section 3.4.1): 16M-token batches
@@ -141,6 +142,18 @@ def _names_fp16(case: dict) -> bool:
     prec = case.get("precision")
     said = text(prec.get("compute") or prec.get("weights")) if isinstance(prec, dict) else text(prec)
     return bool(_FP16.search(said)) and not _BF16.search(said)
+
+
+# a cluster's network as sources state it: "4 * 100Gb RoCE", "8x200Gbps InfiniBand", "400G IB per GPU"
+_NETWORK = re.compile(r"(?:\b\d{1,2}\s*[x×*]\s*)?\b\d+(?:\.\d+)?\s*G(?:b|bit)?(?:ps|/s)?E?\s*"
+                      r"(?:RoCE(?:v2)?|InfiniBand|IB|Ethernet|EFA)\b(?:\s*per\s*(?:GPU|node))?", re.IGNORECASE)
+
+
+def _network_of(case: dict) -> str | None:
+    """The inter-node network the case's text describes by its NICs (timing.links.described_link), or None."""
+    said = " ".join(str(case.get(k) or "") for k in ("notes", "parallel", "framework", "gpus"))
+    found = _NETWORK.search(said)
+    return found.group(0) if found and described_link(found.group(0)) is not None else None
 
 
 def _names_megatron(case: dict) -> bool:
@@ -290,6 +303,10 @@ def map_case(case: dict) -> Mapped:
         note = "; ".join(fact_notes)
     if framework is Framework.FSDP and gpu.generation == "ampere" and nodes > 1:
         options = replace(options, interconnect="roce-200")   # llm-foundry README: 1600 Gbps RoCE per node
+    network = _network_of(case)
+    if network is not None and nodes > 1:
+        options = replace(options, interconnect=network)
+        note = "; ".join([*fact_notes, f"inter-node network as the case states it: {internode_link(network).name}"])
     if measured.get("gpu_hours"):
         return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="gpu_hours", measured=measured["gpu_hours"], note=note)
     if measured.get("step_time_s") and measured.get("tokens_per_s_per_gpu"):

@@ -202,7 +202,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     w.add_argument("--price-kind", help="on-demand (default) | spot | marketplace | reserved | any: the kind of "
                                         "price compared")
     w.add_argument("--spot", action="store_true", help="same as --price-kind spot")
-    w.add_argument("--interconnect", help="inter-node network: ib-ndr, ib-hdr, roce-200, efa-3200, ethernet-100, ...")
+    w.add_argument("--interconnect", help="inter-node network: ib-ndr, ib-hdr, roce-200, efa-3200, ethernet-100, ..., "
+                                          "or the node's NICs as COUNTxRATEg-KIND (4x100g-roce)")
     w.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                    help="torch.compile: fused kernels (time), fused norm/SwiGLU saves and a compiled loss (memory)")
     w.add_argument("--compile-loss", action=argparse.BooleanOptionalAction, default=None,

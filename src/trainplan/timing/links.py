@@ -119,12 +119,38 @@ def default_interconnect(gpu: GpuSpec) -> str:
     return "ib-ndr" if gpu.generation in ("hopper", "blackwell") else "ib-hdr"
 
 
+# A network described by its NICs: "4x100g-roce" (4 NICs of 100 Gb/s per node), "8x200g-ib", "100gbe",
+# "400g-ib-per-gpu". A count of NICs, or no "per gpu", is the node's total, shared by its GPUs.
+_DESCRIBED = re.compile(r"^(?:(\d{1,2})\s*[x×*]\s*)?(\d+(?:\.\d+)?)\s*(g(?:b|bit)?(?:ps|/s)?(?:e\b)?)"
+                        r"(?:[\s_-]*(rocev2|roce|infiniband|ib|ethernet|eth|efa))?(?:[\s_-]*per[\s_-]*(gpu|node))?$")
+_NETWORK_UNITS = ("gbps", "gb/s", "gbe", "gbit", "gbitps", "gbit/s")
+_KINDS = {"rocev2": "RoCE", "roce": "RoCE", "infiniband": "InfiniBand", "ib": "InfiniBand", "ethernet": "Ethernet",
+          "eth": "Ethernet", "efa": "EFA"}
+
+
+def described_link(text: str) -> Link | None:
+    """The Link a NIC description names (see _DESCRIBED), or None when `text` is none."""
+    m = _DESCRIBED.match(text.strip().lower())
+    if m is None:
+        return None
+    count, rate, unit, kind_word = int(m.group(1) or 1), float(m.group(2)), m.group(3), m.group(4)
+    if count < 1 or rate <= 0 or not (kind_word or unit in _NETWORK_UNITS):
+        return None     # "80GB" is a memory size, not a network: a rate needs its kind or a network unit
+    kind = _KINDS.get(kind_word or "", "Ethernet" if unit == "gbe" else "network")
+    per_gpu = m.group(5) == "gpu" and count == 1
+    total = count * rate
+    nics = f" ({count} x {rate:g} Gb/s)" if count > 1 else ""
+    return Link(name=f"{kind}, {total:g} Gb/s per {'GPU' if per_gpu else 'node'}{nics}",
+                bw_bytes_per_s=total * _GBIT, per_node=not per_gpu, source=f"as described: {text.strip()}")
+
+
 def internode_link(name: str) -> Link:
-    try:
-        return INTERCONNECTS[name.lower()]
-    except KeyError:
-        raise TrainplanError(
-            f"unknown --interconnect {name!r}; known: {', '.join(INTERCONNECTS)}") from None
+    """A preset of INTERCONNECTS, or a network described by its NICs (described_link)."""
+    found = INTERCONNECTS.get(name.lower()) or described_link(name)
+    if found is None:
+        raise TrainplanError(f"unknown --interconnect {name!r}; known: {', '.join(INTERCONNECTS)}, or the node's NICs "
+                             "as COUNTxRATEg-KIND (4x100g-roce; RATEg-KIND-per-gpu for one NIC per GPU)")
+    return found
 
 
 def is_bridged(gpu: GpuSpec) -> bool:
