@@ -41,7 +41,11 @@ def test_every_gpus_csv_row_loads_with_its_label_memory():
         # rented and desktop boxes' GPUs (tests/test_catalog_more_gpus.py checks their values)
         "rtx4080", "rtx4080-super", "rtx4070ti", "rtx4060ti-16gb", "rtx3090ti", "rtx3080", "rtx3060", "rtx2080ti",
         "titan-rtx", "rtx5080", "rtx-a4000", "rtx-a5000", "rtx4000-ada", "quadro-rtx-8000", "p100-pcie-16gb", "p40",
-        "rtx-pro-6000-blackwell", "mi355x"}
+        "rtx-pro-6000-blackwell", "mi355x",
+        # GPUs published runs name (tests/test_catalog_gpus_wave3.py checks their values)
+        "v100-pcie-16gb", "v100-pcie-32gb", "v100s-pcie-32gb", "a800-pcie-80gb", "h800-pcie", "h200-nvl", "rtx4070",
+        "rtx4070-super", "rtx4070ti-super", "rtx4060ti-8gb", "rtx3080ti", "rtx3080-12gb", "rtx3070", "rtx3060ti",
+        "quadro-rtx-6000"}
     for row in rows:
         gpu = gpus[row["gpu_id"]]
         assert gpu.memory_bytes == round(float(row["memory_gb"]) * GB), row["gpu_id"]

@@ -38,6 +38,10 @@ GENERATION = {
     "rtx2080ti": "turing", "titan-rtx": "turing", "quadro-rtx-8000": "turing",
     "p100-pcie-16gb": "pascal", "p40": "pascal",
     "rtx5080": "blackwell", "rtx-pro-6000-blackwell": "blackwell",
+    "v100-pcie-16gb": "volta", "v100-pcie-32gb": "volta", "v100s-pcie-32gb": "volta", "a800-pcie-80gb": "ampere",
+    "h800-pcie": "hopper", "h200-nvl": "hopper", "rtx4070": "ada", "rtx4070-super": "ada", "rtx4070ti-super": "ada",
+    "rtx4060ti-8gb": "ada", "rtx3080ti": "ampere", "rtx3080-12gb": "ampere", "rtx3070": "ampere", "rtx3060ti": "ampere",
+    "quadro-rtx-6000": "turing",
     "mi250x": "cdna2", "mi300x": "cdna3", "mi325x": "cdna3", "mi355x": "cdna4",
     "ascend-910b": "davinci", "gaudi2": "gaudi2", "gaudi3": "gaudi3",
 }
@@ -95,6 +99,22 @@ ALIASES = {
     "p40": ["tesla-p40", "p40-24gb"],
     "rtx-pro-6000-blackwell": ["rtx-pro-6000", "rtxpro6000", "pro-6000-blackwell",
                                "rtx-pro-6000-blackwell-workstation"],
+    "v100-pcie-16gb": ["v100-pcie-16g", "tesla-v100-pcie-16gb"],
+    "v100-pcie-32gb": ["v100-pcie", "v100-pcie-32g", "tesla-v100-pcie-32gb"],
+    "v100s-pcie-32gb": ["v100s", "v100s-pcie", "v100s-32gb", "tesla-v100s", "tesla-v100s-pcie-32gb"],
+    "a800-pcie-80gb": ["a800-pcie", "a800-pcie-80g", "a800-80gb-pcie"],
+    "h800-pcie": ["h800-pcie-80gb"],
+    "h200-nvl": ["h200-nvl-141gb", "h200nvl"],
+    "rtx4070": ["4070", "rtx-4070", "geforce-rtx-4070"],
+    "rtx4070-super": ["4070-super", "4070super", "rtx-4070-super", "rtx4070super", "geforce-rtx-4070-super"],
+    "rtx4070ti-super": ["4070ti-super", "4070-ti-super", "4070tisuper", "rtx-4070-ti-super", "rtx4070-ti-super",
+                        "rtx4070tisuper", "geforce-rtx-4070-ti-super"],
+    "rtx4060ti-8gb": ["4060ti-8gb", "4060-ti-8gb", "rtx-4060-ti-8gb"],
+    "rtx3080ti": ["3080ti", "3080-ti", "rtx-3080-ti", "rtx3080-ti", "geforce-rtx-3080-ti"],
+    "rtx3080-12gb": ["3080-12gb", "rtx-3080-12gb", "rtx3080-12g"],
+    "rtx3070": ["3070", "rtx-3070", "geforce-rtx-3070"],
+    "rtx3060ti": ["3060ti", "3060-ti", "rtx-3060-ti", "rtx3060-ti", "geforce-rtx-3060-ti"],
+    "quadro-rtx-6000": ["quadro-rtx6000", "quadrortx6000"],
     "mi250x": ["instinct-mi250x"],
     "mi300x": ["instinct-mi300x"],
     "mi325x": ["instinct-mi325x"],
@@ -168,6 +188,9 @@ EXTRA_REPORTED_MIB = {
     "a40": (46068, "nvidia-smi 'NVIDIA A40 ... 46068MiB' (code index find_string '46068MiB')"),
     "l20": (46068, "nvidia-smi 'NVIDIA L20 ... 46068MiB' (code index find_string '46068MiB')"),
     "l40s": (46068, "nvidia-smi 'NVIDIA L40S ... 46068MiB' (code index find_string '46068MiB')"),
+    # an HBM part not in gpus.csv: its driver total is the H200 SXM's (143771 MiB, hardware.md 1.2), not 0.99 x 141
+    "h200-nvl": (143771, "nvidia-smi 'NVIDIA H200 NVL ... 600W | 0MiB / 143771MiB' (code index files 52951295611, "
+                         "58509401182; find_string 'NVIDIA H200 NVL, 143771')"),
 }
 
 # Parts gpus.csv does not list, in its columns, each with the public text that states it: so that runs
@@ -314,7 +337,7 @@ EXTRA_GPU_ROWS += (
                "https://cpu-gpu.alldbin.com/graphics-card-comparison/GeForce-RTX-4060-Ti-16-GB-and-GeForce-310-OEM-co"
                "mparison.html (288.0 GB/s, 128-bit, 165 W, PCIe 4.0 x8)",
      "notes": "AD106, 4352 CUDA cores; 16380 MiB (VladislavDuma). A PCIe 4.0 x8 card: half the lanes of an x16 one. "
-              "The 8 GB card (160 W) is the same GPU; texts naming it map here (same family)."},
+              "The 8 GB card (160 W) is the same GPU, rtx4060ti-8gb."},
     {"gpu_id": "rtx3090ti", "vendor": "NVIDIA", "name": "GeForce RTX 3090 Ti", "form_factor": "PCIe consumer",
      "memory_gb": "24", "memory_gib_total_reported": "", "memory_type": "GDDR6X", "mem_bw_gbps": "1008", "peaks_of": "",
      "fp32_tflops": "40", "tf32_tflops_dense": "40", "bf16_tflops_dense": "80", "fp16_tflops_dense": "80",
@@ -343,8 +366,7 @@ EXTRA_GPU_ROWS += (
                "CUDA cores, 29.8 TFLOPS, 1.71 GHz, 10 GB GDDR6X 19 Gbps 320-bit, 320 W) | "
                "https://www.itcreations.com/nvidia-gpu/nvidia-geforce-rtx-3080-gpu (760 GB/s, 320 W, 272 tensor cores)",
      "notes": "GA102-200, 68 SMs. lamonoai: FP16 tensor FP16-acc 119 / FP32-acc 59.5, BF16 59.5, INT8 238, no "
-              "NVLink. The later 12 GB card (8960 cores, 384-bit, 912 GB/s, 350 W) is not this entry; texts naming it "
-              "map here (same family)."},
+              "NVLink. The later 12 GB card (8960 cores, 384-bit, 912 GB/s, 350 W) is rtx3080-12gb."},
     {"gpu_id": "rtx3060", "vendor": "NVIDIA", "name": "GeForce RTX 3060 (12GB)", "form_factor": "PCIe consumer",
      "memory_gb": "12", "memory_gib_total_reported": "", "memory_type": "GDDR6", "mem_bw_gbps": "360", "peaks_of": "",
      "fp32_tflops": "12.7", "tf32_tflops_dense": "12.7", "bf16_tflops_dense": "25.5", "fp16_tflops_dense": "25.5",
@@ -522,6 +544,256 @@ EXTRA_GPU_ROWS += (
               "1565 TFLOPS against a 2300 'theory' (MI350X-class) figure; AMD's 2500 (formula 2516.6) kept. No TF32 "
               "published. Form factor as the MI300X/MI325X rows."},
 )
+
+# Wave 3: cards that published training runs name but the catalog lacked (or read as another card): the PCIe
+# V100s, the China-market A800 / H800 PCIe boards, the H200 NVL, the GeForce 4070 / 4060 Ti 8GB / 30-series
+# cards between the rows above, and the Quadro RTX 6000. Conventions as above: GeForce Ada and Ampere give
+# the FP32-accumulate tensor rate (half the FP16-accumulate one); on GeForce Ada, NVIDIA's "AI TOPS" (FP8
+# sparse, FP16 accumulate) = 16 x FP32: 'AI TOPS' / 8 = BF16/FP16, / 4 = FP8 (FP32 accumulate), / 2 = INT8
+# dense (RTX 4080: 780 -> 97.5 / 195 / 390); on GeForce GA10x BF16/FP16 = 2 x FP32 and INT8 = 8 x FP32 (RTX
+# 3080: 29.8 -> 59.5 / 238).
+_LIGHTNING = ("github:Lightning-AI/pytorch-lightning src/lightning/fabric/utilities/throughput.py@1526f84 "
+              "(_CUDA_FLOPS, dense: 'v100 pcie' fp32 14e12, fp16 112e12 and 'v100s pcie' fp32 16.4e12, fp16 130e12 "
+              "from NVIDIA's volta-v100-datasheet-update-us-1165301-r5.pdf; 'rtx 3080 ti' fp32 34.1e12, int8 "
+              "272.8e12; 'rtx 3070' fp32 20.3e12, int8 162.6e12)")
+_SURVEY = ("code index file 69437149373 (NVIDIA GPU survey, 2026-08-20, from NVIDIA datasheets and the GeForce "
+           "compare page; dense / *sparse: V100 PCIe 16/32GB FP32 14, FP16 tensor 112, 16/32 GB HBM2, 900 GB/s, PCIe "
+           "3.0 x16, 250 W; A800 80GB PCIe FP32 19.5, TF32 156 / 312*, FP16/BF16 312 / 624*, 80 GB HBM2e, 1,935 GB/s, "
+           "two-card NVLink bridge 400 GB/s, PCIe 4.0, 300 W; H200 NVL TF32 417.5 / 835*, FP16/BF16 835.5 / 1,671*, "
+           "FP8 1,670.5 / 3,341*, 141 GB HBM3e, 4.8 TB/s, 2/4-way NVLink bridge 900 GB/s per GPU, PCIe 5.0, up to "
+           "600 W; RTX 4070 Ti SUPER 8,448 cores, 44 TFLOPS, 706 AI TOPS, 16 GB GDDR6X 256-bit, 672 GB/s, PCIe 4.0, "
+           "no NVLink, 285 W; RTX 3080 Ti 10,240 cores, 34.1 TFLOPS, 12 GB GDDR6X 384-bit, 912 GB/s, PCIe 4.0, no "
+           "NVLink, 350 W; RTX 3080 8,704/8,960 cores, 10/12 GB, 760/912 GB/s, 320/350 W)")
+_DC_SURVEY = ("code index file 68975056964 (NVIDIA data-centre GPU spec report, 2026-09-18, dense | sparse from "
+              "NVIDIA's pages: H200 NVL TF32 417.5 | 835, FP16/BF16 835.5 | 1,671, FP8 and INT8 1,670.5 | 3,341, FP32 "
+              "60, FP64 30, 141 GB HBM3e, 2- or 4-way NVLink bridge 900 GB/s per GPU, PCIe Gen5 128 GB/s, up to 600 W "
+              "configurable, memory bandwidth 4.8 TB/s on the product page but 4.2 TB/s in datasheet 3512650; H800 "
+              "PCIe (Lenovo ThinkSystem lp1814, withdrawn; AFOX reprint of NVIDIA's table): BF16 ~756 | ~1,513, FP8 "
+              "~1,513 | ~3,026, FP64 0.8, NVLink 400 GB/s, 350 W, ~2.0 TB/s, 80 GB; A800 80GB PCIe: no NVIDIA page, "
+              "OEMs give the A100's compute and memory with NVLink cut from 600 to 400 GB/s, as NVIDIA's A800 40GB "
+              "Active page gives it; NVIDIA's vGPU docs list H800 PCIe 80GB)")
+_GF_COMPARE = ("code index file 55562349537 (verbatim copy of nvidia.com/en-gb/geforce/graphics-cards/compare, "
+               "2026-05-19: CUDA cores / shader TFLOPS / AI TOPS / boost GHz / memory: RTX 4070 5,888 / 29 / 466 / "
+               "2.48 / 12 GB GDDR6X 192-bit; 4070 Super 7,168 / 36 / 568 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Ti Super "
+               "8,448 / 44 / 706 / 2.61 / 16 GB GDDR6X 256-bit; 4060 Ti 4,352 / 22 / 353 / 2.54 / 16 or 8 GB GDDR6 "
+               "128-bit; RTX 3080 Ti 10,240 / 1.67 GHz / 12 GB GDDR6X 384-bit; 3080 8,960 or 8,704 / 1.71 GHz / 12 or "
+               "10 GB GDDR6X 384 or 320-bit; 3070 5,888 / 1.73 GHz / 8 GB GDDR6 256-bit; 3060 Ti 4,864 / 1.67 GHz / "
+               "8 GB GDDR6 or GDDR6X 256-bit)")
+_GF_CN = ("code index file 56305463472 (transcription of nvidia.cn/geforce/graphics-cards/compare: graphics power "
+          "RTX 4070 200 W, 4070 SUPER 220 W, 4070 Ti SUPER 285 W, 4060 Ti '165 W or 160 W', 3080 Ti 350 W, 3080 "
+          "'350 / 320 W', 3070 220 W, 3060 Ti 200 W; PCI Express Gen 4 on the 40 and 30 series; NVLink on the 3090 "
+          "and 3090 Ti only)")
+_SCAN = ("https://www.scan.co.uk/tekspek/gpu-graphics/nvidia-geforce-rtx-3060ti (table: RTX 3070 / 3060 Ti boost "
+         "1,725 / 1,665 MHz, 5,888 / 4,864 shaders, 20,314 / 16,197 GFLOPS, 8 GB, 256-bit, 14 Gbps, 448 GB/s, "
+         "PCIe 4.0, launched Oct / Dec 2020)")
+_GURU3D = ("https://www.guru3d.com/story/geforce-rtx-4060-ti-gpu-pictured/ (table: RTX 4060 Ti 4,352 cores, 2,535 MHz, "
+           "22 TFLOPS, 8 GB GDDR6 128-bit, 288 GB/s, 160 W, PCIe Gen4 x8; RTX 3060 Ti 4,864 cores, 1,665 MHz, 16.2 "
+           "TFLOPS, 8 GB GDDR6 256-bit, 448 GB/s, 200 W, PCIe Gen4 x16)")
+_APUNTES = ("github:jorgesislema/apuntes-de-pc 5-TARJETAS_GRAFICAS/NVIDIA/Serie-XX70.md@e03dead (RTX 4070 SUPER "
+            "7,168 cores, 12 GB GDDR6X 192-bit, 504.2 GB/s, 220 W TGP; RTX 4070 Ti SUPER 8,448 cores, 16 GB GDDR6X "
+            "256-bit, 672.1 GB/s, 285 W)")
+_SUPER_TPU = ("https://www.techpowerup.com/review/nvidia-geforce-rtx-4070-super-founders-edition/single-page.html "
+              "(RTX 40 SUPER series announced at CES 2024; the 4070 SUPER on sale January 17, 2024)")
+EXTRA_GPU_ROWS += (
+    {"gpu_id": "v100-pcie-16gb", "vendor": "NVIDIA", "name": "Tesla V100 PCIe 16GB", "form_factor": "PCIe",
+     "memory_gb": "16", "memory_gib_total_reported": "", "memory_type": "HBM2", "mem_bw_gbps": "900", "peaks_of": "",
+     "fp32_tflops": "14", "tf32_tflops_dense": "", "bf16_tflops_dense": "", "fp16_tflops_dense": "112",
+     "fp8_tflops_dense": "", "int8_tops_dense": "",
+     "flops_basis": "FP16 = tensor-core mixed precision (V100 datasheet, PCIe column); Volta has no TF32/BF16/FP8",
+     "gpu_interconnect": "none (PCIe only; NVLink is the SXM2 V100's)", "gpu_gpu_bw_gbps_bidir": "",
+     "pcie": "Gen3 x16", "tdp_w": "250", "launch_year": "", "confidence": "high",
+     "source": _LIGHTNING + " | " + _SURVEY + " | code index file 69739633203 (GPU history table: 'V100 PCIe 16/32GB "
+               "| 7.0 TF | 14.0 TF | 112 TF | 16/32GB HBM2 | 900 GB/s | 250W | PCIe 3.0') | "
+               "https://www.techrival.com/nvidia-volta-tesla-v100-cards-detailed-150w-single-slot-300w-dual-slot-"
+               "gv100-powered-pcie-accelerators/ "
+               "(GTC 2017: a 150 W single-slot FHHL and a dual-slot PCIe V100)",
+     "notes": "GV100 on a 250 W PCIe card (the SXM2 part: 300 W): 112 FP16 tensor TFLOPS against 125. nvidia-smi "
+              "names it 'Tesla V100-PCIE-16GB'. The 150 W single-slot V100 (FHHL; techrival, GTC 2017) is another "
+              "board, not this entry."},
+    {"gpu_id": "v100-pcie-32gb", "vendor": "NVIDIA", "name": "Tesla V100 PCIe 32GB", "form_factor": "PCIe",
+     "memory_gb": "32", "memory_gib_total_reported": "", "memory_type": "HBM2", "mem_bw_gbps": "900", "peaks_of": "",
+     "fp32_tflops": "14", "tf32_tflops_dense": "", "bf16_tflops_dense": "", "fp16_tflops_dense": "112",
+     "fp8_tflops_dense": "", "int8_tops_dense": "",
+     "flops_basis": "FP16 = tensor-core mixed precision (V100 datasheet, PCIe column); Volta has no TF32/BF16/FP8",
+     "gpu_interconnect": "none (PCIe only; NVLink is the SXM2 V100's)", "gpu_gpu_bw_gbps_bidir": "",
+     "pcie": "Gen3 x16", "tdp_w": "250", "launch_year": "", "confidence": "high",
+     "source": _LIGHTNING + " | " + _SURVEY + " | code index file 69739633203 (GPU history table: 'V100 PCIe 16/32GB "
+               "| 7.0 TF | 14.0 TF | 112 TF | 16/32GB HBM2 | 900 GB/s | 250W | PCIe 3.0')",
+     "notes": "The 16 GB card's GPU and clocks with 32 GB of HBM2. nvidia-smi names it 'Tesla V100-PCIE-32GB'; 'V100 "
+              "PCIe' with no size reads as this card, as a bare 'V100' reads as the 32 GB SXM2 part."},
+    {"gpu_id": "v100s-pcie-32gb", "vendor": "NVIDIA", "name": "Tesla V100S PCIe 32GB", "form_factor": "PCIe",
+     "memory_gb": "32", "memory_gib_total_reported": "", "memory_type": "HBM2", "mem_bw_gbps": "1134", "peaks_of": "",
+     "fp32_tflops": "16.4", "tf32_tflops_dense": "", "bf16_tflops_dense": "", "fp16_tflops_dense": "130",
+     "fp8_tflops_dense": "", "int8_tops_dense": "",
+     "flops_basis": "FP16 = tensor-core mixed precision (V100 datasheet, V100S PCIe column); no TF32/BF16/FP8",
+     "gpu_interconnect": "none (PCIe only)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen3 x16", "tdp_w": "250",
+     "launch_year": "", "confidence": "high",
+     "source": _LIGHTNING + " | code index file 69739633203 (GPU history table: 'V100S PCIe 32GB | 8.2 TF | 16.4 TF | "
+               "130 TF | 32GB HBM2 | 1,134 GB/s | 250W | PCIe 3.0') | code index file 63794322169 (GEMM benchmark "
+               "constants: 'N_SM = 80 # V100S PCIe SMs', 'FP16_TOPS = 130e12', 'MEM_BW_GBS = 1134e9') | code index "
+               "file 21257086533 ('1134.0; // V100S PCIe', '900.0; // V100 PCIe')",
+     "notes": "GV100, 80 SMs, at higher clocks and faster HBM2 than the V100 PCIe. nvidia-smi names it "
+              "'Tesla V100S-PCIE-32GB'."},
+    {"gpu_id": "a800-pcie-80gb", "vendor": "NVIDIA", "name": "A800 PCIe 80GB (China)", "form_factor": "PCIe",
+     "memory_gb": "80", "memory_gib_total_reported": "", "memory_type": "HBM2e", "mem_bw_gbps": "1935",
+     "peaks_of": "a100-pcie-80gb", "flops_basis": "dense; the A100 PCIe 80GB peaks (same GA100 configuration)",
+     "gpu_interconnect": "PCIe; optional NVLink bridge (pairs, 400 GB/s, capped from the A100's 600; not assumed)",
+     "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "300", "launch_year": "", "confidence": "medium",
+     "source": _SURVEY + " | " + _DC_SURVEY + " | shared reference gpus.csv a800-sxm4-80gb row (tweakers, aiwiki: "
+               "'Only difference vs A100: NVLink 600 -> 400 GB/s. PCIe A800 300 W.') | code index file 60595365702 "
+               "(nvidia-smi fixture: 'NVIDIA A800 80GB PCIe')",
+     "notes": "The China-market A100 PCIe 80GB: A100 compute and memory, the NVLink bridge cut to 400 GB/s as on "
+              "a800-sxm4-80gb. The bridge bandwidth is left blank as on a100-pcie-80gb (PCIe is timed: rented boxes "
+              "rarely have the bridge), so it times as that card does. nvidia-smi: 'NVIDIA A800 80GB PCIe'."},
+    {"gpu_id": "h800-pcie", "vendor": "NVIDIA", "name": "H800 PCIe 80GB (China)", "form_factor": "PCIe",
+     "memory_gb": "80", "memory_gib_total_reported": "", "memory_type": "HBM2e", "mem_bw_gbps": "2000",
+     "peaks_of": "h100-pcie", "flops_basis": "dense; the H100 PCIe peaks (114 SMs, the same sparse FP8 3026)",
+     "gpu_interconnect": "NVLink bridge (pairs, capped)", "gpu_gpu_bw_gbps_bidir": "400", "pcie": "Gen5 x16",
+     "tdp_w": "350", "launch_year": "", "confidence": "medium",
+     "source": _DC_SURVEY + " | code index file 69472046894 (sparse GEMM benchmarks 'Measured on NVIDIA H800 PCIe "
+               "(SM90a, 114 SMs)', 'H800 PCIe peak F8: 3026 TFLOPS') | code index file 70102657385 (PCI id table: "
+               "'10de:2322': h800-pcie, 80 GB) | shared reference gpus.csv h800-sxm row (NVLink 400 GB/s; TechPowerUp "
+               "early report 300 GB/s for the PCIe variant)",
+     "notes": "The China-market H100 PCIe: its compute and 80 GB, FP64 cut (0.8 TFLOPS), the NVLink bridge capped at "
+              "400 GB/s against the H100 PCIe's 600 (bridged pairs, as h100-pcie). No NVIDIA datasheet: Lenovo's "
+              "withdrawn guide and reprints. Bandwidth 2.0 TB/s (h100-pcie's figure); one benchmark file quotes 2039 "
+              "GB/s. Memory type HBM2e as h100-pcie (the report calls it disputed). nvidia-smi: 'NVIDIA H800 PCIe'."},
+    {"gpu_id": "h200-nvl", "vendor": "NVIDIA", "name": "H200 NVL 141GB (per GPU)",
+     "form_factor": "PCIe dual-slot, NVLink-bridged (2 or 4 GPUs)", "memory_gb": "141",
+     "memory_gib_total_reported": "", "memory_type": "HBM3e", "mem_bw_gbps": "4800", "peaks_of": "",
+     "fp32_tflops": "60", "tf32_tflops_dense": "417.5", "bf16_tflops_dense": "835.5", "fp16_tflops_dense": "835.5",
+     "fp8_tflops_dense": "1670.5", "int8_tops_dense": "1670.5",
+     "flops_basis": "dense = NVIDIA sparse / 2 (835 / 1,671 / 3,341 sparse), NVIDIA's H100 NVL rates",
+     "gpu_interconnect": "NVLink bridge (2- or 4-way)", "gpu_gpu_bw_gbps_bidir": "900", "pcie": "Gen5 x16",
+     "tdp_w": "600", "launch_year": "2024", "confidence": "medium",
+     "source": _DC_SURVEY + " | " + _SURVEY + " | " + _LAMO + " (H200 NVL: 141 GB HBM3e, 4,800 GB/s, PCIe 5.0 x16, "
+               "600 W, NVLink) | code index file 70631592748 (Lenovo option list: 'NVIDIA H200 NVL 141GB PCIe', '600 W "
+               "DW'; '2-way' and '4-way NVLink Bridge for H200 NVL', '900 GB/s') | code index file 57373422155 (4 x "
+               "H200 NVL server: nvidia-smi ~143771 MiB, 600 W power cap) | "
+               "https://gixtools.net/2024/11/nvidia-hpc-ai-chip-is-actually-six-chips (SC24: H200 NVL available "
+               "through partners the next month; bridges four cards, 900 GB/s per GPU)",
+     "notes": "GH100 at the H100 NVL's rates (lamonoai lists the SXM rates, as it does for the H100 NVL). Bandwidth: "
+              "4.8 TB/s (NVIDIA product page, lamonoai, the survey) kept; datasheet 3512650 gives 4.2 TB/s per the "
+              "2026-09 report. The bridge joins 2 or 4 cards; the runtime times bridged parts over NVLink for 2 GPUs "
+              "a node and over PCIe beyond (timing.links.is_bridged). nvidia-smi: 'NVIDIA H200 NVL'."},
+    {"gpu_id": "rtx4070", "vendor": "NVIDIA", "name": "GeForce RTX 4070", "form_factor": "PCIe consumer",
+     "memory_gb": "12", "memory_gib_total_reported": "", "memory_type": "GDDR6X", "mem_bw_gbps": "504", "peaks_of": "",
+     "fp32_tflops": "29.1", "tf32_tflops_dense": "29.1", "bf16_tflops_dense": "58.25", "fp16_tflops_dense": "58.25",
+     "fp8_tflops_dense": "116.5", "int8_tops_dense": "233",
+     "flops_basis": "FP32-accumulate rates: 466 AI TOPS / 8 for BF16/FP16, / 4 for FP8; INT8 466 / 2 (FP16-acc 116.5)",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "200",
+     "launch_year": "2023", "confidence": "high",
+     "source": _GF_COMPARE + " | " + _GF_CN + " | " + _LAMO + " (RTX4070: FP32 29.1, TF32 29.1 / 58.3*, FP16 "
+               "FP16-acc 117 / 233*, FP32-acc 58 / 117*, FP8 and INT8 233 / 466*, 504 GB/s, PCIe 4.0 x16, 200 W, no "
+               "NVLink) | https://www.club386.com/complete-geforce-rtx-4070-specifications-reveal-a-frugal-599-gpu/ "
+               "(46 SMs, 5,888 cores, 2,475 MHz, 29.1 TFLOPS FP32, 12 GB 21 Gbps 192-bit, 504 GB/s, 200 W, April 2023)",
+     "notes": "AD104, 46 SMs. 58.25 = 466 / 8 (lamonoai 58 / 58.3), = 2 x 29.1. nvidia.cn's compare page also lists "
+              "a 12 GB GDDR6 version (slower memory); this entry is the GDDR6X card."},
+    {"gpu_id": "rtx4070-super", "vendor": "NVIDIA", "name": "GeForce RTX 4070 SUPER", "form_factor": "PCIe consumer",
+     "memory_gb": "12", "memory_gib_total_reported": "", "memory_type": "GDDR6X", "mem_bw_gbps": "504", "peaks_of": "",
+     "fp32_tflops": "35.5", "tf32_tflops_dense": "35.5", "bf16_tflops_dense": "71", "fp16_tflops_dense": "71",
+     "fp8_tflops_dense": "142", "int8_tops_dense": "284",
+     "flops_basis": "FP32-accumulate rates: 568 AI TOPS / 8 for BF16/FP16, / 4 for FP8; INT8 568 / 2 (FP16-acc 142)",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4", "tdp_w": "220",
+     "launch_year": "2024", "confidence": "medium",
+     "source": _GF_COMPARE + " | " + _GF_CN + " | " + _APUNTES + " | " + _SUPER_TPU,
+     "notes": "AD104, 7,168 CUDA cores. FP32 35.5 = 568 / 16 (7,168 x 2 x 2.48 GHz = 35.6, NVIDIA's '36'). 504 GB/s: "
+              "21 Gbps on 192 bits, as the 4070 and 4070 Ti. PCIe lane count not in these sources (the runtime "
+              "assumes x16)."},
+    {"gpu_id": "rtx4070ti-super", "vendor": "NVIDIA", "name": "GeForce RTX 4070 Ti SUPER",
+     "form_factor": "PCIe consumer", "memory_gb": "16", "memory_gib_total_reported": "", "memory_type": "GDDR6X",
+     "mem_bw_gbps": "672", "peaks_of": "", "fp32_tflops": "44.1", "tf32_tflops_dense": "44.1",
+     "bf16_tflops_dense": "88.25", "fp16_tflops_dense": "88.25", "fp8_tflops_dense": "176.5", "int8_tops_dense": "353",
+     "flops_basis": "FP32-accumulate rates: 706 AI TOPS / 8 for BF16/FP16, / 4 for FP8; INT8 706 / 2 (FP16-acc 176.5)",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4", "tdp_w": "285",
+     "launch_year": "2024", "confidence": "high",
+     "source": _VDUMA + " (RTX 4070 Ti SUPER: FP32 44.10, FP16/BF16 tensor 176 / 352*, FP8 352 / 704*, 672 GB/s, "
+               "16376 MiB) | " + _GF_COMPARE + " | " + _GF_CN + " | " + _SURVEY + " | " + _APUNTES + " | " + _SUPER_TPU,
+     "notes": "AD103 (not the 4070 Ti's AD104), 8,448 CUDA cores. 88.25 = 706 / 8 (VladislavDuma's FP16-accumulate "
+              "176 / 2 = 88). 16376 MiB per nvidia-smi (VladislavDuma). PCIe lane count not in these sources (the "
+              "runtime assumes x16)."},
+    {"gpu_id": "rtx4060ti-8gb", "vendor": "NVIDIA", "name": "GeForce RTX 4060 Ti 8GB", "form_factor": "PCIe consumer",
+     "memory_gb": "8", "memory_gib_total_reported": "", "memory_type": "GDDR6", "mem_bw_gbps": "288", "peaks_of": "",
+     "fp32_tflops": "22.1", "tf32_tflops_dense": "22.1", "bf16_tflops_dense": "44", "fp16_tflops_dense": "44",
+     "fp8_tflops_dense": "88.5", "int8_tops_dense": "177",
+     "flops_basis": "the rtx4060ti-16gb row's rates (same AD106 and clocks): half VladislavDuma's FP16-accumulate 88",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x8", "tdp_w": "160",
+     "launch_year": "2023", "confidence": "medium",
+     "source": _GF_COMPARE + " | " + _GF_CN + " | " + _GURU3D + " | https://cputronic.com/gpu/nvidia-geforce-rtx-4060"
+               "-ti-8-gb (22.06 TFLOPS, 2,535 MHz boost, 8 GB GDDR6, PCIe 4.0 x8, 160 W, May 2023) | " + _VDUMA,
+     "notes": "AD106, 4,352 CUDA cores: the 16 GB card's GPU and clocks (NVIDIA lists one 4060 Ti column, 353 AI TOPS, "
+              "'16 / 8 GB'), 8 GB on the same 128-bit bus, 160 W against 165 W. Both name themselves 'NVIDIA GeForce "
+              "RTX 4060 Ti': a text without the size reads as the 16 GB card (alias 4060ti)."},
+    {"gpu_id": "rtx3080ti", "vendor": "NVIDIA", "name": "GeForce RTX 3080 Ti", "form_factor": "PCIe consumer",
+     "memory_gb": "12", "memory_gib_total_reported": "", "memory_type": "GDDR6X", "mem_bw_gbps": "912", "peaks_of": "",
+     "fp32_tflops": "34.1", "tf32_tflops_dense": "34.1", "bf16_tflops_dense": "68.2", "fp16_tflops_dense": "68.2",
+     "fp8_tflops_dense": "", "int8_tops_dense": "272.8",
+     "flops_basis": "BF16/FP16 with FP32 accumulate = 2 x FP32 (GeForce GA10x; = Lightning's INT8 272.8 / 4); "
+                    "FP16 with FP16 accumulate = 136.4",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4", "tdp_w": "350",
+     "launch_year": "", "confidence": "medium",
+     "source": _LIGHTNING + " | " + _SURVEY + " | " + _GF_COMPARE + " | " + _GF_CN,
+     "notes": "GA102, 80 SMs (10,240 / 128). FP32 34.1 (Lightning, the survey); NVIDIA's 10,240 cores at 1.67 GHz "
+              "give 34.2. Derived, not published: 68.2 = 2 x 34.1, the GA10x GeForce rule of the rtx3080 and rtx3060 "
+              "rows. "
+              "PCIe lane count not in these sources (the runtime assumes x16)."},
+    {"gpu_id": "rtx3080-12gb", "vendor": "NVIDIA", "name": "GeForce RTX 3080 12GB", "form_factor": "PCIe consumer",
+     "memory_gb": "12", "memory_gib_total_reported": "", "memory_type": "GDDR6X", "mem_bw_gbps": "912", "peaks_of": "",
+     "fp32_tflops": "30.6", "tf32_tflops_dense": "30.6", "bf16_tflops_dense": "61.3", "fp16_tflops_dense": "61.3",
+     "fp8_tflops_dense": "", "int8_tops_dense": "245.1",
+     "flops_basis": "derived: FP32 = 8,960 cores x 2 x 1.71 GHz; BF16/FP16 (FP32 accumulate) = 2 x FP32 and INT8 = "
+                    "8 x FP32 (GeForce GA10x, as rtx3080: 29.8 -> 59.5 / 238)",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4", "tdp_w": "350",
+     "launch_year": "2022", "confidence": "medium",
+     "source": _GF_COMPARE + " | " + _GF_CN + " | " + _SURVEY + " | https://wccftech.com/nvidia-geforce-rtx-3080-12-gb-"
+               "graphics-card-specs-leak-out-8960-cores-384-bit-bus-20-faster-than-3080-in-mining/ (2021-12: 70 SMs, "
+               "8,960 cores, 12 GB GDDR6X 19 Gbps 384-bit, 912 GB/s, 350 W) | https://droix.net/geforce-rtx-3080-12-"
+               "gb-launch-on-january-11/ (GA102-220, 70 SMs, 912 GB/s, 350 W, January 2022)",
+     "notes": "No published TFLOPS: all rates derived from NVIDIA's 8,960 cores and 1.71 GHz (30.64), as the 10 GB "
+              "card's 29.8 = 8,704 x 2 x 1.71. Both cards name themselves 'NVIDIA GeForce RTX 3080': a text without "
+              "the size reads as the 10 GB rtx3080."},
+    {"gpu_id": "rtx3070", "vendor": "NVIDIA", "name": "GeForce RTX 3070", "form_factor": "PCIe consumer",
+     "memory_gb": "8", "memory_gib_total_reported": "", "memory_type": "GDDR6", "mem_bw_gbps": "448", "peaks_of": "",
+     "fp32_tflops": "20.3", "tf32_tflops_dense": "20.3", "bf16_tflops_dense": "40.6", "fp16_tflops_dense": "40.6",
+     "fp8_tflops_dense": "", "int8_tops_dense": "162.6",
+     "flops_basis": "BF16/FP16 with FP32 accumulate (GeForce half rate); FP16 with FP16 accumulate = 81.3 dense",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "220",
+     "launch_year": "2020", "confidence": "high",
+     "source": _LAMO + " (RTX3070: FP32 20.3, TF32 20.3 / 40.6*, FP16 FP16-acc 81.3 / 163*, FP32-acc and BF16 40.6 / "
+               "81.3*, INT8 163 / 325*, 8 GB GDDR6 256-bit, 448 GB/s, PCIe 4.0 x16, 220 W, no NVLink) | " + _LIGHTNING +
+               " | " + _SCAN + " | " + _GF_COMPARE + " | " + _GF_CN,
+     "notes": "GA104, 46 SMs, 5,888 CUDA cores, 1.725 GHz boost. fudzilla's launch report gives 16 Gbps memory; 14 "
+              "Gbps / 448 GB/s shipped (scan, lamonoai): 448 kept."},
+    {"gpu_id": "rtx3060ti", "vendor": "NVIDIA", "name": "GeForce RTX 3060 Ti", "form_factor": "PCIe consumer",
+     "memory_gb": "8", "memory_gib_total_reported": "", "memory_type": "GDDR6", "mem_bw_gbps": "448", "peaks_of": "",
+     "fp32_tflops": "16.2", "tf32_tflops_dense": "16.2", "bf16_tflops_dense": "32.4", "fp16_tflops_dense": "32.4",
+     "fp8_tflops_dense": "", "int8_tops_dense": "129.6",
+     "flops_basis": "derived: BF16/FP16 (FP32 accumulate) = 2 x FP32, INT8 = 8 x FP32 (GeForce GA10x, as rtx3080 "
+                    "and rtx3060); FP16-acc 64.8",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "200",
+     "launch_year": "2020", "confidence": "medium",
+     "source": _GURU3D + " | " + _SCAN + " | " + _GF_COMPARE + " | " + _GF_CN + " | " + _LAMO,
+     "notes": "GA104, 38 SMs, 4,864 CUDA cores, 1.665 GHz boost: 16.2 TFLOPS (NVIDIA's table via guru3d; scan 16,197 "
+              "GFLOPS). lamonoai's 3060 Ti column (17.3 / 34.6 / 69.1 / INT8 138) uses the 3060's 1,777 MHz (see the "
+              "rtx3060 row): not used. The 2022 GDDR6X board (608 GB/s) is this GPU with faster memory; it maps here "
+              "(448 GB/s)."},
+    {"gpu_id": "quadro-rtx-6000", "vendor": "NVIDIA", "name": "Quadro RTX 6000", "form_factor": "PCIe workstation",
+     "memory_gb": "24", "memory_gib_total_reported": "", "memory_type": "GDDR6", "mem_bw_gbps": "672", "peaks_of": "",
+     "fp32_tflops": "16.3", "tf32_tflops_dense": "", "bf16_tflops_dense": "", "fp16_tflops_dense": "130.5",
+     "fp8_tflops_dense": "", "int8_tops_dense": "261",
+     "flops_basis": "FP16 = tensor, FP16 or FP32 accumulate alike (Turing table, RTX 6000 column); Turing has no "
+                    "BF16/TF32/FP8",
+     "gpu_interconnect": "NVLink bridge (2 GPUs, TU102 100 GB/s; not assumed)", "gpu_gpu_bw_gbps_bidir": "",
+     "pcie": "Gen3 x16", "tdp_w": "295", "launch_year": "2018", "confidence": "high",
+     "source": _TURING + " | https://chip.pl/2018/10/bestia-dla-profesjonalistow-quadro-rtx-6000 (TU102, 4,608 CUDA "
+               "and 576 tensor cores, 24 GB GDDR6 384-bit, 16.3 TFLOPS FP32, 32.6 FP16, max TDP 295 W, PCIe 3.0 x16, "
+               "NVLink HB bridge) | https://sysrqmts.com/fr/gpus/compare/nvidia-a40-pcie-vs-nvidia-quadro-rtx-6000 "
+               "(TU102-875-A1, 1,770 MHz boost, 14 Gbps, 672.0 GB/s, PCIe 3.0 x16, 260 W, 2018-08-13)",
+     "notes": "Full TU102 at 1,770 MHz with 24 GB (the quadro-rtx-8000 row's GPU, half its memory; the titan-rtx "
+              "row's configuration). TDP 295 W (datasheet maximum, as quadro-rtx-8000) vs 260 W (sysrqmts). Not the "
+              "RTX 6000 Ada (rtx6000-ada): 'RTX 6000' alone names neither."},
+)
+
 
 SEED_ID = "003_983e069e5a6f046f"
 PEAK_COLUMNS = {"fp32": "fp32_tflops", "tf32": "tf32_tflops_dense", "bf16": "bf16_tflops_dense",

@@ -307,8 +307,13 @@ def map_case(case: dict) -> Mapped:
     if network is not None and nodes > 1:
         options = replace(options, interconnect=network)
         note = "; ".join([*fact_notes, f"inter-node network as the case states it: {internode_link(network).name}"])
+
+    def mapped(metric: str, value: float | None, why: str) -> Mapped:
+        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric=metric,
+                      measured=value, note=why)
+
     if measured.get("gpu_hours"):
-        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="gpu_hours", measured=measured["gpu_hours"], note=note)
+        return mapped("gpu_hours", measured["gpu_hours"], note)
     if measured.get("step_time_s") and measured.get("tokens_per_s_per_gpu"):
         # The step a source times covers step_s x tokens/s per GPU tokens. Where that is not the
         # setup's optimizer step (micro-batch x sequence x accumulation per data-parallel rank, over its
@@ -320,34 +325,32 @@ def map_case(case: dict) -> Mapped:
         if not 0.8 <= covered / per_rank <= 1.25:
             note = "; ".join([*fact_notes, f"the source's step covers {covered:.0f} tokens per GPU, the optimizer "
                               f"step {per_rank:.0f}: tokens/s per GPU compared instead of the step time"])
-            return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options,
-                          metric="tokens_per_s_per_gpu", measured=measured["tokens_per_s_per_gpu"], note=note)
+            return mapped("tokens_per_s_per_gpu", measured["tokens_per_s_per_gpu"], note)
     if measured.get("step_time_s"):
-        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="step_time_s", measured=measured["step_time_s"], note=note)
+        return mapped("step_time_s", measured["step_time_s"], note)
     tps = measured.get("tokens_per_s_per_gpu")
     if tps:
-        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="tokens_per_s_per_gpu", measured=tps, note=note)
+        return mapped("tokens_per_s_per_gpu", tps, note)
     total, per_billion = measured.get("tokens_per_s_total"), measured.get("hours_per_1B_tokens")
     if total or per_billion:
         # the same throughput over all the run's GPUs (or as hours per billion tokens): per GPU, exactly
         per_gpu = float(total) / count if total else 1e9 / (float(per_billion) * 3600.0) / count
         what = "tokens/s over all GPUs" if total else "hours per 1B tokens"
         note = "; ".join([*fact_notes, f"the source's {what} read per GPU over its {count} GPUs"])
-        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options,
-                      metric="tokens_per_s_per_gpu", measured=per_gpu, note=note)
+        return mapped("tokens_per_s_per_gpu", per_gpu, note)
     reported = measured.get("tokens_per_s_reported")
     if reported:
         est = estimate_time(setup, layout, gpu, workload, options)
         per_token = est.flops_per_step / est.tokens_per_step
         if reported * per_token > est.step.peak_flops_per_s:
             note = "reported tokens/s read as the sum over GPUs (per GPU it would exceed the dense peak)"
-            return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="tokens_per_s_per_gpu", measured=reported / count, note=note)
-        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="tokens_per_s_per_gpu", measured=reported, note=note)
+            return mapped("tokens_per_s_per_gpu", reported / count, note)
+        return mapped("tokens_per_s_per_gpu", reported, note)
     for metric in ("tflops_per_gpu", "mfu", "hfu"):     # HFU last: a source's hardware FLOPs count its recompute
         if measured.get(metric):
-            return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric=metric, measured=measured[metric], note=note)
+            return mapped(metric, measured[metric], note)
     if not measured:
-        return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload, options=options, metric="tokens_per_s_per_gpu", measured=None, note="no measured block")
+        return mapped("tokens_per_s_per_gpu", None, "no measured block")
     raise Skip("no time metric this benchmark predicts")
 
 

@@ -406,7 +406,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'yi-6b': 44,
                                       'zai-org/glm-4.5': 76,
                                       'zai-org/glm-4.5-air': 77},
-                             'fingerprint': '15426a99-145223'},
+                             'fingerprint': 'd1c197ff-145577'},
              'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b","lmsys/vicuna-7b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
@@ -2186,7 +2186,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '16384); code-index file 57751031036 (parameter count of the '
                                       'deepseek-coder-33b-instruct snapshot 61dc97b922b1: '
                                       '33,342,991,360)","tied_embeddings":false,"vocab_size":32256}'],
-                             'fingerprint': '73c7c5bf-197809'}},
+                             'fingerprint': '73c7c5bf-197810'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',
@@ -3533,7 +3533,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                            'name': 'GeForce RTX 4060 Ti 16GB',
                                            'notes': 'AD106, 4352 CUDA cores; 16380 MiB (VladislavDuma). A PCIe 4.0 x8 '
                                                     'card: half the lanes of an x16 one. The 8 GB card (160 W) is the '
-                                                    'same GPU; texts naming it map here (same family).',
+                                                    'same GPU, rtx4060ti-8gb.',
                                            'pcie': 'Gen4 x8',
                                            'peak_tflops': {'bf16': 44,
                                                            'fp16': 44,
@@ -3598,8 +3598,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                            'name': 'GeForce RTX 3080 (10GB)',
                                            'notes': 'GA102-200, 68 SMs. lamonoai: FP16 tensor FP16-acc 119 / FP32-acc '
                                                     '59.5, BF16 59.5, INT8 238, no NVLink. The later 12 GB card (8960 '
-                                                    'cores, 384-bit, 912 GB/s, 350 W) is not this entry; texts naming '
-                                                    'it map here (same family).',
+                                                    'cores, 384-bit, 912 GB/s, 350 W) is rtx3080-12gb.',
                                            'pcie': 'Gen4 x16',
                                            'peak_tflops': {'bf16': 59.5,
                                                            'fp16': 59.5,
@@ -4044,8 +4043,801 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                      'MI355X 535.5 GBps all-to-all, 76.5 GBps peer-to-peer '
                                                      "unidirectional; 'AMD MI350X/MI355X list PCIe 5.0 x16')",
                                            'tdp_w': 1400,
-                                           'vendor': 'AMD'}]},
-                         'fingerprint': 'd406311d-64821'},
+                                           'vendor': 'AMD'},
+                                          {'aliases': ['v100-pcie-16g', 'tesla-v100-pcie-16gb'],
+                                           'confidence': 'high',
+                                           'flops_basis': 'FP16 = tensor-core mixed precision (V100 datasheet, PCIe '
+                                                          'column); Volta has no TF32/BF16/FP8',
+                                           'form_factor': 'PCIe',
+                                           'generation': 'volta',
+                                           'id': 'v100-pcie-16gb',
+                                           'interconnect': "none (PCIe only; NVLink is the SXM2 V100's)",
+                                           'mem_bw_gbps': 900,
+                                           'memory_gb': 16,
+                                           'memory_type': 'HBM2',
+                                           'name': 'Tesla V100 PCIe 16GB',
+                                           'notes': 'GV100 on a 250 W PCIe card (the SXM2 part: 300 W): 112 FP16 '
+                                                    "tensor TFLOPS against 125. nvidia-smi names it 'Tesla "
+                                                    "V100-PCIE-16GB'. The 150 W single-slot V100 (FHHL; techrival, GTC "
+                                                    '2017) is another board, not this entry.',
+                                           'pcie': 'Gen3 x16',
+                                           'peak_tflops': {'fp16': 112, 'fp32': 14},
+                                           'source': 'github:Lightning-AI/pytorch-lightning '
+                                                     'src/lightning/fabric/utilities/throughput.py@1526f84 '
+                                                     "(_CUDA_FLOPS, dense: 'v100 pcie' fp32 14e12, fp16 112e12 and "
+                                                     "'v100s pcie' fp32 16.4e12, fp16 130e12 from NVIDIA's "
+                                                     "volta-v100-datasheet-update-us-1165301-r5.pdf; 'rtx 3080 ti' "
+                                                     "fp32 34.1e12, int8 272.8e12; 'rtx 3070' fp32 20.3e12, int8 "
+                                                     '162.6e12) | code index file 69437149373 (NVIDIA GPU survey, '
+                                                     '2026-08-20, from NVIDIA datasheets and the GeForce compare page; '
+                                                     'dense / *sparse: V100 PCIe 16/32GB FP32 14, FP16 tensor 112, '
+                                                     '16/32 GB HBM2, 900 GB/s, PCIe 3.0 x16, 250 W; A800 80GB PCIe '
+                                                     'FP32 19.5, TF32 156 / 312*, FP16/BF16 312 / 624*, 80 GB HBM2e, '
+                                                     '1,935 GB/s, two-card NVLink bridge 400 GB/s, PCIe 4.0, 300 W; '
+                                                     'H200 NVL TF32 417.5 / 835*, FP16/BF16 835.5 / 1,671*, FP8 '
+                                                     '1,670.5 / 3,341*, 141 GB HBM3e, 4.8 TB/s, 2/4-way NVLink bridge '
+                                                     '900 GB/s per GPU, PCIe 5.0, up to 600 W; RTX 4070 Ti SUPER 8,448 '
+                                                     'cores, 44 TFLOPS, 706 AI TOPS, 16 GB GDDR6X 256-bit, 672 GB/s, '
+                                                     'PCIe 4.0, no NVLink, 285 W; RTX 3080 Ti 10,240 cores, 34.1 '
+                                                     'TFLOPS, 12 GB GDDR6X 384-bit, 912 GB/s, PCIe 4.0, no NVLink, 350 '
+                                                     'W; RTX 3080 8,704/8,960 cores, 10/12 GB, 760/912 GB/s, 320/350 '
+                                                     "W) | code index file 69739633203 (GPU history table: 'V100 PCIe "
+                                                     '16/32GB | 7.0 TF | 14.0 TF | 112 TF | 16/32GB HBM2 | 900 GB/s | '
+                                                     "250W | PCIe 3.0') | "
+                                                     'https://www.techrival.com/nvidia-volta-tesla-v100-cards-detailed-150w-single-slot-300w-dual-slot-gv100-powered-pcie-accelerators/ '
+                                                     '(GTC 2017: a 150 W single-slot FHHL and a dual-slot PCIe V100)',
+                                           'tdp_w': 250,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['v100-pcie', 'v100-pcie-32g', 'tesla-v100-pcie-32gb'],
+                                           'confidence': 'high',
+                                           'flops_basis': 'FP16 = tensor-core mixed precision (V100 datasheet, PCIe '
+                                                          'column); Volta has no TF32/BF16/FP8',
+                                           'form_factor': 'PCIe',
+                                           'generation': 'volta',
+                                           'id': 'v100-pcie-32gb',
+                                           'interconnect': "none (PCIe only; NVLink is the SXM2 V100's)",
+                                           'mem_bw_gbps': 900,
+                                           'memory_gb': 32,
+                                           'memory_type': 'HBM2',
+                                           'name': 'Tesla V100 PCIe 32GB',
+                                           'notes': "The 16 GB card's GPU and clocks with 32 GB of HBM2. nvidia-smi "
+                                                    "names it 'Tesla V100-PCIE-32GB'; 'V100 PCIe' with no size reads "
+                                                    "as this card, as a bare 'V100' reads as the 32 GB SXM2 part.",
+                                           'pcie': 'Gen3 x16',
+                                           'peak_tflops': {'fp16': 112, 'fp32': 14},
+                                           'source': 'github:Lightning-AI/pytorch-lightning '
+                                                     'src/lightning/fabric/utilities/throughput.py@1526f84 '
+                                                     "(_CUDA_FLOPS, dense: 'v100 pcie' fp32 14e12, fp16 112e12 and "
+                                                     "'v100s pcie' fp32 16.4e12, fp16 130e12 from NVIDIA's "
+                                                     "volta-v100-datasheet-update-us-1165301-r5.pdf; 'rtx 3080 ti' "
+                                                     "fp32 34.1e12, int8 272.8e12; 'rtx 3070' fp32 20.3e12, int8 "
+                                                     '162.6e12) | code index file 69437149373 (NVIDIA GPU survey, '
+                                                     '2026-08-20, from NVIDIA datasheets and the GeForce compare page; '
+                                                     'dense / *sparse: V100 PCIe 16/32GB FP32 14, FP16 tensor 112, '
+                                                     '16/32 GB HBM2, 900 GB/s, PCIe 3.0 x16, 250 W; A800 80GB PCIe '
+                                                     'FP32 19.5, TF32 156 / 312*, FP16/BF16 312 / 624*, 80 GB HBM2e, '
+                                                     '1,935 GB/s, two-card NVLink bridge 400 GB/s, PCIe 4.0, 300 W; '
+                                                     'H200 NVL TF32 417.5 / 835*, FP16/BF16 835.5 / 1,671*, FP8 '
+                                                     '1,670.5 / 3,341*, 141 GB HBM3e, 4.8 TB/s, 2/4-way NVLink bridge '
+                                                     '900 GB/s per GPU, PCIe 5.0, up to 600 W; RTX 4070 Ti SUPER 8,448 '
+                                                     'cores, 44 TFLOPS, 706 AI TOPS, 16 GB GDDR6X 256-bit, 672 GB/s, '
+                                                     'PCIe 4.0, no NVLink, 285 W; RTX 3080 Ti 10,240 cores, 34.1 '
+                                                     'TFLOPS, 12 GB GDDR6X 384-bit, 912 GB/s, PCIe 4.0, no NVLink, 350 '
+                                                     'W; RTX 3080 8,704/8,960 cores, 10/12 GB, 760/912 GB/s, 320/350 '
+                                                     "W) | code index file 69739633203 (GPU history table: 'V100 PCIe "
+                                                     '16/32GB | 7.0 TF | 14.0 TF | 112 TF | 16/32GB HBM2 | 900 GB/s | '
+                                                     "250W | PCIe 3.0')",
+                                           'tdp_w': 250,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['v100s',
+                                                       'v100s-pcie',
+                                                       'v100s-32gb',
+                                                       'tesla-v100s',
+                                                       'tesla-v100s-pcie-32gb'],
+                                           'confidence': 'high',
+                                           'flops_basis': 'FP16 = tensor-core mixed precision (V100 datasheet, V100S '
+                                                          'PCIe column); no TF32/BF16/FP8',
+                                           'form_factor': 'PCIe',
+                                           'generation': 'volta',
+                                           'id': 'v100s-pcie-32gb',
+                                           'interconnect': 'none (PCIe only)',
+                                           'mem_bw_gbps': 1134,
+                                           'memory_gb': 32,
+                                           'memory_type': 'HBM2',
+                                           'name': 'Tesla V100S PCIe 32GB',
+                                           'notes': 'GV100, 80 SMs, at higher clocks and faster HBM2 than the V100 '
+                                                    "PCIe. nvidia-smi names it 'Tesla V100S-PCIE-32GB'.",
+                                           'pcie': 'Gen3 x16',
+                                           'peak_tflops': {'fp16': 130, 'fp32': 16.4},
+                                           'source': 'github:Lightning-AI/pytorch-lightning '
+                                                     'src/lightning/fabric/utilities/throughput.py@1526f84 '
+                                                     "(_CUDA_FLOPS, dense: 'v100 pcie' fp32 14e12, fp16 112e12 and "
+                                                     "'v100s pcie' fp32 16.4e12, fp16 130e12 from NVIDIA's "
+                                                     "volta-v100-datasheet-update-us-1165301-r5.pdf; 'rtx 3080 ti' "
+                                                     "fp32 34.1e12, int8 272.8e12; 'rtx 3070' fp32 20.3e12, int8 "
+                                                     '162.6e12) | code index file 69739633203 (GPU history table: '
+                                                     "'V100S PCIe 32GB | 8.2 TF | 16.4 TF | 130 TF | 32GB HBM2 | 1,134 "
+                                                     "GB/s | 250W | PCIe 3.0') | code index file 63794322169 (GEMM "
+                                                     "benchmark constants: 'N_SM = 80 # V100S PCIe SMs', 'FP16_TOPS = "
+                                                     "130e12', 'MEM_BW_GBS = 1134e9') | code index file 21257086533 "
+                                                     "('1134.0; // V100S PCIe', '900.0; // V100 PCIe')",
+                                           'tdp_w': 250,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['a800-pcie', 'a800-pcie-80g', 'a800-80gb-pcie'],
+                                           'confidence': 'medium',
+                                           'flops_basis': 'dense; the A100 PCIe 80GB peaks (same GA100 configuration)',
+                                           'form_factor': 'PCIe',
+                                           'generation': 'ampere',
+                                           'id': 'a800-pcie-80gb',
+                                           'interconnect': 'PCIe; optional NVLink bridge (pairs, 400 GB/s, capped from '
+                                                           "the A100's 600; not assumed)",
+                                           'mem_bw_gbps': 1935,
+                                           'memory_gb': 80,
+                                           'memory_type': 'HBM2e',
+                                           'name': 'A800 PCIe 80GB (China)',
+                                           'notes': 'The China-market A100 PCIe 80GB: A100 compute and memory, the '
+                                                    'NVLink bridge cut to 400 GB/s as on a800-sxm4-80gb. The bridge '
+                                                    'bandwidth is left blank as on a100-pcie-80gb (PCIe is timed: '
+                                                    'rented boxes rarely have the bridge), so it times as that card '
+                                                    "does. nvidia-smi: 'NVIDIA A800 80GB PCIe'.",
+                                           'pcie': 'Gen4 x16',
+                                           'peak_tflops': {'bf16': 312,
+                                                           'fp16': 312,
+                                                           'fp32': 19.5,
+                                                           'int8': 624,
+                                                           'tf32': 156},
+                                           'source': 'code index file 69437149373 (NVIDIA GPU survey, 2026-08-20, from '
+                                                     'NVIDIA datasheets and the GeForce compare page; dense / *sparse: '
+                                                     'V100 PCIe 16/32GB FP32 14, FP16 tensor 112, 16/32 GB HBM2, 900 '
+                                                     'GB/s, PCIe 3.0 x16, 250 W; A800 80GB PCIe FP32 19.5, TF32 156 / '
+                                                     '312*, FP16/BF16 312 / 624*, 80 GB HBM2e, 1,935 GB/s, two-card '
+                                                     'NVLink bridge 400 GB/s, PCIe 4.0, 300 W; H200 NVL TF32 417.5 / '
+                                                     '835*, FP16/BF16 835.5 / 1,671*, FP8 1,670.5 / 3,341*, 141 GB '
+                                                     'HBM3e, 4.8 TB/s, 2/4-way NVLink bridge 900 GB/s per GPU, PCIe '
+                                                     '5.0, up to 600 W; RTX 4070 Ti SUPER 8,448 cores, 44 TFLOPS, 706 '
+                                                     'AI TOPS, 16 GB GDDR6X 256-bit, 672 GB/s, PCIe 4.0, no NVLink, '
+                                                     '285 W; RTX 3080 Ti 10,240 cores, 34.1 TFLOPS, 12 GB GDDR6X '
+                                                     '384-bit, 912 GB/s, PCIe 4.0, no NVLink, 350 W; RTX 3080 '
+                                                     '8,704/8,960 cores, 10/12 GB, 760/912 GB/s, 320/350 W) | code '
+                                                     'index file 68975056964 (NVIDIA data-centre GPU spec report, '
+                                                     "2026-09-18, dense | sparse from NVIDIA's pages: H200 NVL TF32 "
+                                                     '417.5 | 835, FP16/BF16 835.5 | 1,671, FP8 and INT8 1,670.5 | '
+                                                     '3,341, FP32 60, FP64 30, 141 GB HBM3e, 2- or 4-way NVLink bridge '
+                                                     '900 GB/s per GPU, PCIe Gen5 128 GB/s, up to 600 W configurable, '
+                                                     'memory bandwidth 4.8 TB/s on the product page but 4.2 TB/s in '
+                                                     'datasheet 3512650; H800 PCIe (Lenovo ThinkSystem lp1814, '
+                                                     "withdrawn; AFOX reprint of NVIDIA's table): BF16 ~756 | ~1,513, "
+                                                     'FP8 ~1,513 | ~3,026, FP64 0.8, NVLink 400 GB/s, 350 W, ~2.0 '
+                                                     'TB/s, 80 GB; A800 80GB PCIe: no NVIDIA page, OEMs give the '
+                                                     "A100's compute and memory with NVLink cut from 600 to 400 GB/s, "
+                                                     "as NVIDIA's A800 40GB Active page gives it; NVIDIA's vGPU docs "
+                                                     'list H800 PCIe 80GB) | shared reference gpus.csv a800-sxm4-80gb '
+                                                     "row (tweakers, aiwiki: 'Only difference vs A100: NVLink 600 -> "
+                                                     "400 GB/s. PCIe A800 300 W.') | code index file 60595365702 "
+                                                     "(nvidia-smi fixture: 'NVIDIA A800 80GB PCIe')",
+                                           'tdp_w': 300,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['h800-pcie-80gb'],
+                                           'confidence': 'medium',
+                                           'flops_basis': 'dense; the H100 PCIe peaks (114 SMs, the same sparse FP8 '
+                                                          '3026)',
+                                           'form_factor': 'PCIe',
+                                           'generation': 'hopper',
+                                           'gpu_gpu_bw_gbps_bidir': 400,
+                                           'id': 'h800-pcie',
+                                           'interconnect': 'NVLink bridge (pairs, capped)',
+                                           'mem_bw_gbps': 2000,
+                                           'memory_gb': 80,
+                                           'memory_type': 'HBM2e',
+                                           'name': 'H800 PCIe 80GB (China)',
+                                           'notes': 'The China-market H100 PCIe: its compute and 80 GB, FP64 cut (0.8 '
+                                                    'TFLOPS), the NVLink bridge capped at 400 GB/s against the H100 '
+                                                    "PCIe's 600 (bridged pairs, as h100-pcie). No NVIDIA datasheet: "
+                                                    "Lenovo's withdrawn guide and reprints. Bandwidth 2.0 TB/s "
+                                                    "(h100-pcie's figure); one benchmark file quotes 2039 GB/s. Memory "
+                                                    'type HBM2e as h100-pcie (the report calls it disputed). '
+                                                    "nvidia-smi: 'NVIDIA H800 PCIe'.",
+                                           'pcie': 'Gen5 x16',
+                                           'peak_tflops': {'bf16': 756,
+                                                           'fp16': 756,
+                                                           'fp32': 51,
+                                                           'fp8': 1513,
+                                                           'int8': 1513,
+                                                           'tf32': 378},
+                                           'source': 'code index file 68975056964 (NVIDIA data-centre GPU spec report, '
+                                                     "2026-09-18, dense | sparse from NVIDIA's pages: H200 NVL TF32 "
+                                                     '417.5 | 835, FP16/BF16 835.5 | 1,671, FP8 and INT8 1,670.5 | '
+                                                     '3,341, FP32 60, FP64 30, 141 GB HBM3e, 2- or 4-way NVLink bridge '
+                                                     '900 GB/s per GPU, PCIe Gen5 128 GB/s, up to 600 W configurable, '
+                                                     'memory bandwidth 4.8 TB/s on the product page but 4.2 TB/s in '
+                                                     'datasheet 3512650; H800 PCIe (Lenovo ThinkSystem lp1814, '
+                                                     "withdrawn; AFOX reprint of NVIDIA's table): BF16 ~756 | ~1,513, "
+                                                     'FP8 ~1,513 | ~3,026, FP64 0.8, NVLink 400 GB/s, 350 W, ~2.0 '
+                                                     'TB/s, 80 GB; A800 80GB PCIe: no NVIDIA page, OEMs give the '
+                                                     "A100's compute and memory with NVLink cut from 600 to 400 GB/s, "
+                                                     "as NVIDIA's A800 40GB Active page gives it; NVIDIA's vGPU docs "
+                                                     'list H800 PCIe 80GB) | code index file 69472046894 (sparse GEMM '
+                                                     "benchmarks 'Measured on NVIDIA H800 PCIe (SM90a, 114 SMs)', "
+                                                     "'H800 PCIe peak F8: 3026 TFLOPS') | code index file 70102657385 "
+                                                     "(PCI id table: '10de:2322': h800-pcie, 80 GB) | shared reference "
+                                                     'gpus.csv h800-sxm row (NVLink 400 GB/s; TechPowerUp early report '
+                                                     '300 GB/s for the PCIe variant)',
+                                           'tdp_w': 350,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['h200-nvl-141gb', 'h200nvl'],
+                                           'confidence': 'medium',
+                                           'flops_basis': 'dense = NVIDIA sparse / 2 (835 / 1,671 / 3,341 sparse), '
+                                                          "NVIDIA's H100 NVL rates",
+                                           'form_factor': 'PCIe dual-slot, NVLink-bridged (2 or 4 GPUs)',
+                                           'generation': 'hopper',
+                                           'gpu_gpu_bw_gbps_bidir': 900,
+                                           'id': 'h200-nvl',
+                                           'interconnect': 'NVLink bridge (2- or 4-way)',
+                                           'launch_year': 2024,
+                                           'mem_bw_gbps': 4800,
+                                           'memory_bytes_reported': 150754820096,
+                                           'memory_gb': 141,
+                                           'memory_gib_reported': 140.4,
+                                           'memory_reported_source': "nvidia-smi 'NVIDIA H200 NVL ... 600W | 0MiB / "
+                                                                     "143771MiB' (code index files 52951295611, "
+                                                                     "58509401182; find_string 'NVIDIA H200 NVL, "
+                                                                     "143771')",
+                                           'memory_type': 'HBM3e',
+                                           'name': 'H200 NVL 141GB (per GPU)',
+                                           'notes': "GH100 at the H100 NVL's rates (lamonoai lists the SXM rates, as "
+                                                    'it does for the H100 NVL). Bandwidth: 4.8 TB/s (NVIDIA product '
+                                                    'page, lamonoai, the survey) kept; datasheet 3512650 gives 4.2 '
+                                                    'TB/s per the 2026-09 report. The bridge joins 2 or 4 cards; the '
+                                                    'runtime times bridged parts over NVLink for 2 GPUs a node and '
+                                                    "over PCIe beyond (timing.links.is_bridged). nvidia-smi: 'NVIDIA "
+                                                    "H200 NVL'.",
+                                           'pcie': 'Gen5 x16',
+                                           'peak_tflops': {'bf16': 835.5,
+                                                           'fp16': 835.5,
+                                                           'fp32': 60,
+                                                           'fp8': 1670.5,
+                                                           'int8': 1670.5,
+                                                           'tf32': 417.5},
+                                           'source': 'code index file 68975056964 (NVIDIA data-centre GPU spec report, '
+                                                     "2026-09-18, dense | sparse from NVIDIA's pages: H200 NVL TF32 "
+                                                     '417.5 | 835, FP16/BF16 835.5 | 1,671, FP8 and INT8 1,670.5 | '
+                                                     '3,341, FP32 60, FP64 30, 141 GB HBM3e, 2- or 4-way NVLink bridge '
+                                                     '900 GB/s per GPU, PCIe Gen5 128 GB/s, up to 600 W configurable, '
+                                                     'memory bandwidth 4.8 TB/s on the product page but 4.2 TB/s in '
+                                                     'datasheet 3512650; H800 PCIe (Lenovo ThinkSystem lp1814, '
+                                                     "withdrawn; AFOX reprint of NVIDIA's table): BF16 ~756 | ~1,513, "
+                                                     'FP8 ~1,513 | ~3,026, FP64 0.8, NVLink 400 GB/s, 350 W, ~2.0 '
+                                                     'TB/s, 80 GB; A800 80GB PCIe: no NVIDIA page, OEMs give the '
+                                                     "A100's compute and memory with NVLink cut from 600 to 400 GB/s, "
+                                                     "as NVIDIA's A800 40GB Active page gives it; NVIDIA's vGPU docs "
+                                                     'list H800 PCIe 80GB) | code index file 69437149373 (NVIDIA GPU '
+                                                     'survey, 2026-08-20, from NVIDIA datasheets and the GeForce '
+                                                     'compare page; dense / *sparse: V100 PCIe 16/32GB FP32 14, FP16 '
+                                                     'tensor 112, 16/32 GB HBM2, 900 GB/s, PCIe 3.0 x16, 250 W; A800 '
+                                                     '80GB PCIe FP32 19.5, TF32 156 / 312*, FP16/BF16 312 / 624*, 80 '
+                                                     'GB HBM2e, 1,935 GB/s, two-card NVLink bridge 400 GB/s, PCIe 4.0, '
+                                                     '300 W; H200 NVL TF32 417.5 / 835*, FP16/BF16 835.5 / 1,671*, FP8 '
+                                                     '1,670.5 / 3,341*, 141 GB HBM3e, 4.8 TB/s, 2/4-way NVLink bridge '
+                                                     '900 GB/s per GPU, PCIe 5.0, up to 600 W; RTX 4070 Ti SUPER 8,448 '
+                                                     'cores, 44 TFLOPS, 706 AI TOPS, 16 GB GDDR6X 256-bit, 672 GB/s, '
+                                                     'PCIe 4.0, no NVLink, 285 W; RTX 3080 Ti 10,240 cores, 34.1 '
+                                                     'TFLOPS, 12 GB GDDR6X 384-bit, 912 GB/s, PCIe 4.0, no NVLink, 350 '
+                                                     'W; RTX 3080 8,704/8,960 cores, 10/12 GB, 760/912 GB/s, 320/350 '
+                                                     'W) | github:lamonoai/gpumap nvidia/GPU.md@8d5e174 (NVIDIA spec '
+                                                     'table: FP16/BF16 tensor with FP32 accumulate rows, dense and '
+                                                     '*sparse) (H200 NVL: 141 GB HBM3e, 4,800 GB/s, PCIe 5.0 x16, 600 '
+                                                     'W, NVLink) | code index file 70631592748 (Lenovo option list: '
+                                                     "'NVIDIA H200 NVL 141GB PCIe', '600 W DW'; '2-way' and '4-way "
+                                                     "NVLink Bridge for H200 NVL', '900 GB/s') | code index file "
+                                                     '57373422155 (4 x H200 NVL server: nvidia-smi ~143771 MiB, 600 W '
+                                                     'power cap) | '
+                                                     'https://gixtools.net/2024/11/nvidia-hpc-ai-chip-is-actually-six-chips '
+                                                     '(SC24: H200 NVL available through partners the next month; '
+                                                     'bridges four cards, 900 GB/s per GPU)',
+                                           'tdp_w': 600,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['4070', 'rtx-4070', 'geforce-rtx-4070'],
+                                           'confidence': 'high',
+                                           'flops_basis': 'FP32-accumulate rates: 466 AI TOPS / 8 for BF16/FP16, / 4 '
+                                                          'for FP8; INT8 466 / 2 (FP16-acc 116.5)',
+                                           'form_factor': 'PCIe consumer',
+                                           'generation': 'ada',
+                                           'id': 'rtx4070',
+                                           'interconnect': 'none (no NVLink)',
+                                           'launch_year': 2023,
+                                           'mem_bw_gbps': 504,
+                                           'memory_gb': 12,
+                                           'memory_type': 'GDDR6X',
+                                           'name': 'GeForce RTX 4070',
+                                           'notes': 'AD104, 46 SMs. 58.25 = 466 / 8 (lamonoai 58 / 58.3), = 2 x 29.1. '
+                                                    "nvidia.cn's compare page also lists a 12 GB GDDR6 version (slower "
+                                                    'memory); this entry is the GDDR6X card.',
+                                           'pcie': 'Gen4 x16',
+                                           'peak_tflops': {'bf16': 58.25,
+                                                           'fp16': 58.25,
+                                                           'fp32': 29.1,
+                                                           'fp8': 116.5,
+                                                           'int8': 233,
+                                                           'tf32': 29.1},
+                                           'source': 'code index file 55562349537 (verbatim copy of '
+                                                     'nvidia.com/en-gb/geforce/graphics-cards/compare, 2026-05-19: '
+                                                     'CUDA cores / shader TFLOPS / AI TOPS / boost GHz / memory: RTX '
+                                                     '4070 5,888 / 29 / 466 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Super '
+                                                     '7,168 / 36 / 568 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Ti Super '
+                                                     '8,448 / 44 / 706 / 2.61 / 16 GB GDDR6X 256-bit; 4060 Ti 4,352 / '
+                                                     '22 / 353 / 2.54 / 16 or 8 GB GDDR6 128-bit; RTX 3080 Ti 10,240 / '
+                                                     '1.67 GHz / 12 GB GDDR6X 384-bit; 3080 8,960 or 8,704 / 1.71 GHz '
+                                                     '/ 12 or 10 GB GDDR6X 384 or 320-bit; 3070 5,888 / 1.73 GHz / 8 '
+                                                     'GB GDDR6 256-bit; 3060 Ti 4,864 / 1.67 GHz / 8 GB GDDR6 or '
+                                                     'GDDR6X 256-bit) | code index file 56305463472 (transcription of '
+                                                     'nvidia.cn/geforce/graphics-cards/compare: graphics power RTX '
+                                                     "4070 200 W, 4070 SUPER 220 W, 4070 Ti SUPER 285 W, 4060 Ti '165 "
+                                                     "W or 160 W', 3080 Ti 350 W, 3080 '350 / 320 W', 3070 220 W, 3060 "
+                                                     'Ti 200 W; PCI Express Gen 4 on the 40 and 30 series; NVLink on '
+                                                     'the 3090 and 3090 Ti only) | github:lamonoai/gpumap '
+                                                     'nvidia/GPU.md@8d5e174 (NVIDIA spec table: FP16/BF16 tensor with '
+                                                     'FP32 accumulate rows, dense and *sparse) (RTX4070: FP32 29.1, '
+                                                     'TF32 29.1 / 58.3*, FP16 FP16-acc 117 / 233*, FP32-acc 58 / 117*, '
+                                                     'FP8 and INT8 233 / 466*, 504 GB/s, PCIe 4.0 x16, 200 W, no '
+                                                     'NVLink) | '
+                                                     'https://www.club386.com/complete-geforce-rtx-4070-specifications-reveal-a-frugal-599-gpu/ '
+                                                     '(46 SMs, 5,888 cores, 2,475 MHz, 29.1 TFLOPS FP32, 12 GB 21 Gbps '
+                                                     '192-bit, 504 GB/s, 200 W, April 2023)',
+                                           'tdp_w': 200,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['4070-super',
+                                                       '4070super',
+                                                       'rtx-4070-super',
+                                                       'rtx4070super',
+                                                       'geforce-rtx-4070-super'],
+                                           'confidence': 'medium',
+                                           'flops_basis': 'FP32-accumulate rates: 568 AI TOPS / 8 for BF16/FP16, / 4 '
+                                                          'for FP8; INT8 568 / 2 (FP16-acc 142)',
+                                           'form_factor': 'PCIe consumer',
+                                           'generation': 'ada',
+                                           'id': 'rtx4070-super',
+                                           'interconnect': 'none (no NVLink)',
+                                           'launch_year': 2024,
+                                           'mem_bw_gbps': 504,
+                                           'memory_gb': 12,
+                                           'memory_type': 'GDDR6X',
+                                           'name': 'GeForce RTX 4070 SUPER',
+                                           'notes': 'AD104, 7,168 CUDA cores. FP32 35.5 = 568 / 16 (7,168 x 2 x 2.48 '
+                                                    "GHz = 35.6, NVIDIA's '36'). 504 GB/s: 21 Gbps on 192 bits, as the "
+                                                    '4070 and 4070 Ti. PCIe lane count not in these sources (the '
+                                                    'runtime assumes x16).',
+                                           'pcie': 'Gen4',
+                                           'peak_tflops': {'bf16': 71,
+                                                           'fp16': 71,
+                                                           'fp32': 35.5,
+                                                           'fp8': 142,
+                                                           'int8': 284,
+                                                           'tf32': 35.5},
+                                           'source': 'code index file 55562349537 (verbatim copy of '
+                                                     'nvidia.com/en-gb/geforce/graphics-cards/compare, 2026-05-19: '
+                                                     'CUDA cores / shader TFLOPS / AI TOPS / boost GHz / memory: RTX '
+                                                     '4070 5,888 / 29 / 466 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Super '
+                                                     '7,168 / 36 / 568 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Ti Super '
+                                                     '8,448 / 44 / 706 / 2.61 / 16 GB GDDR6X 256-bit; 4060 Ti 4,352 / '
+                                                     '22 / 353 / 2.54 / 16 or 8 GB GDDR6 128-bit; RTX 3080 Ti 10,240 / '
+                                                     '1.67 GHz / 12 GB GDDR6X 384-bit; 3080 8,960 or 8,704 / 1.71 GHz '
+                                                     '/ 12 or 10 GB GDDR6X 384 or 320-bit; 3070 5,888 / 1.73 GHz / 8 '
+                                                     'GB GDDR6 256-bit; 3060 Ti 4,864 / 1.67 GHz / 8 GB GDDR6 or '
+                                                     'GDDR6X 256-bit) | code index file 56305463472 (transcription of '
+                                                     'nvidia.cn/geforce/graphics-cards/compare: graphics power RTX '
+                                                     "4070 200 W, 4070 SUPER 220 W, 4070 Ti SUPER 285 W, 4060 Ti '165 "
+                                                     "W or 160 W', 3080 Ti 350 W, 3080 '350 / 320 W', 3070 220 W, 3060 "
+                                                     'Ti 200 W; PCI Express Gen 4 on the 40 and 30 series; NVLink on '
+                                                     'the 3090 and 3090 Ti only) | github:jorgesislema/apuntes-de-pc '
+                                                     '5-TARJETAS_GRAFICAS/NVIDIA/Serie-XX70.md@e03dead (RTX 4070 SUPER '
+                                                     '7,168 cores, 12 GB GDDR6X 192-bit, 504.2 GB/s, 220 W TGP; RTX '
+                                                     '4070 Ti SUPER 8,448 cores, 16 GB GDDR6X 256-bit, 672.1 GB/s, 285 '
+                                                     'W) | '
+                                                     'https://www.techpowerup.com/review/nvidia-geforce-rtx-4070-super-founders-edition/single-page.html '
+                                                     '(RTX 40 SUPER series announced at CES 2024; the 4070 SUPER on '
+                                                     'sale January 17, 2024)',
+                                           'tdp_w': 220,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['4070ti-super',
+                                                       '4070-ti-super',
+                                                       '4070tisuper',
+                                                       'rtx-4070-ti-super',
+                                                       'rtx4070-ti-super',
+                                                       'rtx4070tisuper',
+                                                       'geforce-rtx-4070-ti-super'],
+                                           'confidence': 'high',
+                                           'flops_basis': 'FP32-accumulate rates: 706 AI TOPS / 8 for BF16/FP16, / 4 '
+                                                          'for FP8; INT8 706 / 2 (FP16-acc 176.5)',
+                                           'form_factor': 'PCIe consumer',
+                                           'generation': 'ada',
+                                           'id': 'rtx4070ti-super',
+                                           'interconnect': 'none (no NVLink)',
+                                           'launch_year': 2024,
+                                           'mem_bw_gbps': 672,
+                                           'memory_gb': 16,
+                                           'memory_type': 'GDDR6X',
+                                           'name': 'GeForce RTX 4070 Ti SUPER',
+                                           'notes': "AD103 (not the 4070 Ti's AD104), 8,448 CUDA cores. 88.25 = 706 / "
+                                                    "8 (VladislavDuma's FP16-accumulate 176 / 2 = 88). 16376 MiB per "
+                                                    'nvidia-smi (VladislavDuma). PCIe lane count not in these sources '
+                                                    '(the runtime assumes x16).',
+                                           'pcie': 'Gen4',
+                                           'peak_tflops': {'bf16': 88.25,
+                                                           'fp16': 88.25,
+                                                           'fp32': 44.1,
+                                                           'fp8': 176.5,
+                                                           'int8': 353,
+                                                           'tf32': 44.1},
+                                           'source': 'github:VladislavDuma/gpu_specs README.md@103f341 (FP32; '
+                                                     'FP16/BF16/FP8/INT8 tensor dense / *sparse, the FP16-accumulate '
+                                                     'rates: RTX 4090 330 / 660*; bandwidth; nvidia-smi MiB) (RTX 4070 '
+                                                     'Ti SUPER: FP32 44.10, FP16/BF16 tensor 176 / 352*, FP8 352 / '
+                                                     '704*, 672 GB/s, 16376 MiB) | code index file 55562349537 '
+                                                     '(verbatim copy of '
+                                                     'nvidia.com/en-gb/geforce/graphics-cards/compare, 2026-05-19: '
+                                                     'CUDA cores / shader TFLOPS / AI TOPS / boost GHz / memory: RTX '
+                                                     '4070 5,888 / 29 / 466 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Super '
+                                                     '7,168 / 36 / 568 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Ti Super '
+                                                     '8,448 / 44 / 706 / 2.61 / 16 GB GDDR6X 256-bit; 4060 Ti 4,352 / '
+                                                     '22 / 353 / 2.54 / 16 or 8 GB GDDR6 128-bit; RTX 3080 Ti 10,240 / '
+                                                     '1.67 GHz / 12 GB GDDR6X 384-bit; 3080 8,960 or 8,704 / 1.71 GHz '
+                                                     '/ 12 or 10 GB GDDR6X 384 or 320-bit; 3070 5,888 / 1.73 GHz / 8 '
+                                                     'GB GDDR6 256-bit; 3060 Ti 4,864 / 1.67 GHz / 8 GB GDDR6 or '
+                                                     'GDDR6X 256-bit) | code index file 56305463472 (transcription of '
+                                                     'nvidia.cn/geforce/graphics-cards/compare: graphics power RTX '
+                                                     "4070 200 W, 4070 SUPER 220 W, 4070 Ti SUPER 285 W, 4060 Ti '165 "
+                                                     "W or 160 W', 3080 Ti 350 W, 3080 '350 / 320 W', 3070 220 W, 3060 "
+                                                     'Ti 200 W; PCI Express Gen 4 on the 40 and 30 series; NVLink on '
+                                                     'the 3090 and 3090 Ti only) | code index file 69437149373 (NVIDIA '
+                                                     'GPU survey, 2026-08-20, from NVIDIA datasheets and the GeForce '
+                                                     'compare page; dense / *sparse: V100 PCIe 16/32GB FP32 14, FP16 '
+                                                     'tensor 112, 16/32 GB HBM2, 900 GB/s, PCIe 3.0 x16, 250 W; A800 '
+                                                     '80GB PCIe FP32 19.5, TF32 156 / 312*, FP16/BF16 312 / 624*, 80 '
+                                                     'GB HBM2e, 1,935 GB/s, two-card NVLink bridge 400 GB/s, PCIe 4.0, '
+                                                     '300 W; H200 NVL TF32 417.5 / 835*, FP16/BF16 835.5 / 1,671*, FP8 '
+                                                     '1,670.5 / 3,341*, 141 GB HBM3e, 4.8 TB/s, 2/4-way NVLink bridge '
+                                                     '900 GB/s per GPU, PCIe 5.0, up to 600 W; RTX 4070 Ti SUPER 8,448 '
+                                                     'cores, 44 TFLOPS, 706 AI TOPS, 16 GB GDDR6X 256-bit, 672 GB/s, '
+                                                     'PCIe 4.0, no NVLink, 285 W; RTX 3080 Ti 10,240 cores, 34.1 '
+                                                     'TFLOPS, 12 GB GDDR6X 384-bit, 912 GB/s, PCIe 4.0, no NVLink, 350 '
+                                                     'W; RTX 3080 8,704/8,960 cores, 10/12 GB, 760/912 GB/s, 320/350 '
+                                                     'W) | github:jorgesislema/apuntes-de-pc '
+                                                     '5-TARJETAS_GRAFICAS/NVIDIA/Serie-XX70.md@e03dead (RTX 4070 SUPER '
+                                                     '7,168 cores, 12 GB GDDR6X 192-bit, 504.2 GB/s, 220 W TGP; RTX '
+                                                     '4070 Ti SUPER 8,448 cores, 16 GB GDDR6X 256-bit, 672.1 GB/s, 285 '
+                                                     'W) | '
+                                                     'https://www.techpowerup.com/review/nvidia-geforce-rtx-4070-super-founders-edition/single-page.html '
+                                                     '(RTX 40 SUPER series announced at CES 2024; the 4070 SUPER on '
+                                                     'sale January 17, 2024)',
+                                           'tdp_w': 285,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['4060ti-8gb', '4060-ti-8gb', 'rtx-4060-ti-8gb'],
+                                           'confidence': 'medium',
+                                           'flops_basis': "the rtx4060ti-16gb row's rates (same AD106 and clocks): "
+                                                          "half VladislavDuma's FP16-accumulate 88",
+                                           'form_factor': 'PCIe consumer',
+                                           'generation': 'ada',
+                                           'id': 'rtx4060ti-8gb',
+                                           'interconnect': 'none (no NVLink)',
+                                           'launch_year': 2023,
+                                           'mem_bw_gbps': 288,
+                                           'memory_gb': 8,
+                                           'memory_type': 'GDDR6',
+                                           'name': 'GeForce RTX 4060 Ti 8GB',
+                                           'notes': "AD106, 4,352 CUDA cores: the 16 GB card's GPU and clocks (NVIDIA "
+                                                    "lists one 4060 Ti column, 353 AI TOPS, '16 / 8 GB'), 8 GB on the "
+                                                    'same 128-bit bus, 160 W against 165 W. Both name themselves '
+                                                    "'NVIDIA GeForce RTX 4060 Ti': a text without the size reads as "
+                                                    'the 16 GB card (alias 4060ti).',
+                                           'pcie': 'Gen4 x8',
+                                           'peak_tflops': {'bf16': 44,
+                                                           'fp16': 44,
+                                                           'fp32': 22.1,
+                                                           'fp8': 88.5,
+                                                           'int8': 177,
+                                                           'tf32': 22.1},
+                                           'source': 'code index file 55562349537 (verbatim copy of '
+                                                     'nvidia.com/en-gb/geforce/graphics-cards/compare, 2026-05-19: '
+                                                     'CUDA cores / shader TFLOPS / AI TOPS / boost GHz / memory: RTX '
+                                                     '4070 5,888 / 29 / 466 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Super '
+                                                     '7,168 / 36 / 568 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Ti Super '
+                                                     '8,448 / 44 / 706 / 2.61 / 16 GB GDDR6X 256-bit; 4060 Ti 4,352 / '
+                                                     '22 / 353 / 2.54 / 16 or 8 GB GDDR6 128-bit; RTX 3080 Ti 10,240 / '
+                                                     '1.67 GHz / 12 GB GDDR6X 384-bit; 3080 8,960 or 8,704 / 1.71 GHz '
+                                                     '/ 12 or 10 GB GDDR6X 384 or 320-bit; 3070 5,888 / 1.73 GHz / 8 '
+                                                     'GB GDDR6 256-bit; 3060 Ti 4,864 / 1.67 GHz / 8 GB GDDR6 or '
+                                                     'GDDR6X 256-bit) | code index file 56305463472 (transcription of '
+                                                     'nvidia.cn/geforce/graphics-cards/compare: graphics power RTX '
+                                                     "4070 200 W, 4070 SUPER 220 W, 4070 Ti SUPER 285 W, 4060 Ti '165 "
+                                                     "W or 160 W', 3080 Ti 350 W, 3080 '350 / 320 W', 3070 220 W, 3060 "
+                                                     'Ti 200 W; PCI Express Gen 4 on the 40 and 30 series; NVLink on '
+                                                     'the 3090 and 3090 Ti only) | '
+                                                     'https://www.guru3d.com/story/geforce-rtx-4060-ti-gpu-pictured/ '
+                                                     '(table: RTX 4060 Ti 4,352 cores, 2,535 MHz, 22 TFLOPS, 8 GB '
+                                                     'GDDR6 128-bit, 288 GB/s, 160 W, PCIe Gen4 x8; RTX 3060 Ti 4,864 '
+                                                     'cores, 1,665 MHz, 16.2 TFLOPS, 8 GB GDDR6 256-bit, 448 GB/s, 200 '
+                                                     'W, PCIe Gen4 x16) | '
+                                                     'https://cputronic.com/gpu/nvidia-geforce-rtx-4060-ti-8-gb (22.06 '
+                                                     'TFLOPS, 2,535 MHz boost, 8 GB GDDR6, PCIe 4.0 x8, 160 W, May '
+                                                     '2023) | github:VladislavDuma/gpu_specs README.md@103f341 (FP32; '
+                                                     'FP16/BF16/FP8/INT8 tensor dense / *sparse, the FP16-accumulate '
+                                                     'rates: RTX 4090 330 / 660*; bandwidth; nvidia-smi MiB)',
+                                           'tdp_w': 160,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['3080ti',
+                                                       '3080-ti',
+                                                       'rtx-3080-ti',
+                                                       'rtx3080-ti',
+                                                       'geforce-rtx-3080-ti'],
+                                           'confidence': 'medium',
+                                           'flops_basis': 'BF16/FP16 with FP32 accumulate = 2 x FP32 (GeForce GA10x; = '
+                                                          "Lightning's INT8 272.8 / 4); FP16 with FP16 accumulate = "
+                                                          '136.4',
+                                           'form_factor': 'PCIe consumer',
+                                           'generation': 'ampere',
+                                           'id': 'rtx3080ti',
+                                           'interconnect': 'none (no NVLink)',
+                                           'mem_bw_gbps': 912,
+                                           'memory_gb': 12,
+                                           'memory_type': 'GDDR6X',
+                                           'name': 'GeForce RTX 3080 Ti',
+                                           'notes': 'GA102, 80 SMs (10,240 / 128). FP32 34.1 (Lightning, the survey); '
+                                                    "NVIDIA's 10,240 cores at 1.67 GHz give 34.2. Derived, not "
+                                                    'published: 68.2 = 2 x 34.1, the GA10x GeForce rule of the rtx3080 '
+                                                    'and rtx3060 rows. PCIe lane count not in these sources (the '
+                                                    'runtime assumes x16).',
+                                           'pcie': 'Gen4',
+                                           'peak_tflops': {'bf16': 68.2,
+                                                           'fp16': 68.2,
+                                                           'fp32': 34.1,
+                                                           'int8': 272.8,
+                                                           'tf32': 34.1},
+                                           'source': 'github:Lightning-AI/pytorch-lightning '
+                                                     'src/lightning/fabric/utilities/throughput.py@1526f84 '
+                                                     "(_CUDA_FLOPS, dense: 'v100 pcie' fp32 14e12, fp16 112e12 and "
+                                                     "'v100s pcie' fp32 16.4e12, fp16 130e12 from NVIDIA's "
+                                                     "volta-v100-datasheet-update-us-1165301-r5.pdf; 'rtx 3080 ti' "
+                                                     "fp32 34.1e12, int8 272.8e12; 'rtx 3070' fp32 20.3e12, int8 "
+                                                     '162.6e12) | code index file 69437149373 (NVIDIA GPU survey, '
+                                                     '2026-08-20, from NVIDIA datasheets and the GeForce compare page; '
+                                                     'dense / *sparse: V100 PCIe 16/32GB FP32 14, FP16 tensor 112, '
+                                                     '16/32 GB HBM2, 900 GB/s, PCIe 3.0 x16, 250 W; A800 80GB PCIe '
+                                                     'FP32 19.5, TF32 156 / 312*, FP16/BF16 312 / 624*, 80 GB HBM2e, '
+                                                     '1,935 GB/s, two-card NVLink bridge 400 GB/s, PCIe 4.0, 300 W; '
+                                                     'H200 NVL TF32 417.5 / 835*, FP16/BF16 835.5 / 1,671*, FP8 '
+                                                     '1,670.5 / 3,341*, 141 GB HBM3e, 4.8 TB/s, 2/4-way NVLink bridge '
+                                                     '900 GB/s per GPU, PCIe 5.0, up to 600 W; RTX 4070 Ti SUPER 8,448 '
+                                                     'cores, 44 TFLOPS, 706 AI TOPS, 16 GB GDDR6X 256-bit, 672 GB/s, '
+                                                     'PCIe 4.0, no NVLink, 285 W; RTX 3080 Ti 10,240 cores, 34.1 '
+                                                     'TFLOPS, 12 GB GDDR6X 384-bit, 912 GB/s, PCIe 4.0, no NVLink, 350 '
+                                                     'W; RTX 3080 8,704/8,960 cores, 10/12 GB, 760/912 GB/s, 320/350 '
+                                                     'W) | code index file 55562349537 (verbatim copy of '
+                                                     'nvidia.com/en-gb/geforce/graphics-cards/compare, 2026-05-19: '
+                                                     'CUDA cores / shader TFLOPS / AI TOPS / boost GHz / memory: RTX '
+                                                     '4070 5,888 / 29 / 466 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Super '
+                                                     '7,168 / 36 / 568 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Ti Super '
+                                                     '8,448 / 44 / 706 / 2.61 / 16 GB GDDR6X 256-bit; 4060 Ti 4,352 / '
+                                                     '22 / 353 / 2.54 / 16 or 8 GB GDDR6 128-bit; RTX 3080 Ti 10,240 / '
+                                                     '1.67 GHz / 12 GB GDDR6X 384-bit; 3080 8,960 or 8,704 / 1.71 GHz '
+                                                     '/ 12 or 10 GB GDDR6X 384 or 320-bit; 3070 5,888 / 1.73 GHz / 8 '
+                                                     'GB GDDR6 256-bit; 3060 Ti 4,864 / 1.67 GHz / 8 GB GDDR6 or '
+                                                     'GDDR6X 256-bit) | code index file 56305463472 (transcription of '
+                                                     'nvidia.cn/geforce/graphics-cards/compare: graphics power RTX '
+                                                     "4070 200 W, 4070 SUPER 220 W, 4070 Ti SUPER 285 W, 4060 Ti '165 "
+                                                     "W or 160 W', 3080 Ti 350 W, 3080 '350 / 320 W', 3070 220 W, 3060 "
+                                                     'Ti 200 W; PCI Express Gen 4 on the 40 and 30 series; NVLink on '
+                                                     'the 3090 and 3090 Ti only)',
+                                           'tdp_w': 350,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['3080-12gb', 'rtx-3080-12gb', 'rtx3080-12g'],
+                                           'confidence': 'medium',
+                                           'flops_basis': 'derived: FP32 = 8,960 cores x 2 x 1.71 GHz; BF16/FP16 (FP32 '
+                                                          'accumulate) = 2 x FP32 and INT8 = 8 x FP32 (GeForce GA10x, '
+                                                          'as rtx3080: 29.8 -> 59.5 / 238)',
+                                           'form_factor': 'PCIe consumer',
+                                           'generation': 'ampere',
+                                           'id': 'rtx3080-12gb',
+                                           'interconnect': 'none (no NVLink)',
+                                           'launch_year': 2022,
+                                           'mem_bw_gbps': 912,
+                                           'memory_gb': 12,
+                                           'memory_type': 'GDDR6X',
+                                           'name': 'GeForce RTX 3080 12GB',
+                                           'notes': "No published TFLOPS: all rates derived from NVIDIA's 8,960 cores "
+                                                    "and 1.71 GHz (30.64), as the 10 GB card's 29.8 = 8,704 x 2 x "
+                                                    "1.71. Both cards name themselves 'NVIDIA GeForce RTX 3080': a "
+                                                    'text without the size reads as the 10 GB rtx3080.',
+                                           'pcie': 'Gen4',
+                                           'peak_tflops': {'bf16': 61.3,
+                                                           'fp16': 61.3,
+                                                           'fp32': 30.6,
+                                                           'int8': 245.1,
+                                                           'tf32': 30.6},
+                                           'source': 'code index file 55562349537 (verbatim copy of '
+                                                     'nvidia.com/en-gb/geforce/graphics-cards/compare, 2026-05-19: '
+                                                     'CUDA cores / shader TFLOPS / AI TOPS / boost GHz / memory: RTX '
+                                                     '4070 5,888 / 29 / 466 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Super '
+                                                     '7,168 / 36 / 568 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Ti Super '
+                                                     '8,448 / 44 / 706 / 2.61 / 16 GB GDDR6X 256-bit; 4060 Ti 4,352 / '
+                                                     '22 / 353 / 2.54 / 16 or 8 GB GDDR6 128-bit; RTX 3080 Ti 10,240 / '
+                                                     '1.67 GHz / 12 GB GDDR6X 384-bit; 3080 8,960 or 8,704 / 1.71 GHz '
+                                                     '/ 12 or 10 GB GDDR6X 384 or 320-bit; 3070 5,888 / 1.73 GHz / 8 '
+                                                     'GB GDDR6 256-bit; 3060 Ti 4,864 / 1.67 GHz / 8 GB GDDR6 or '
+                                                     'GDDR6X 256-bit) | code index file 56305463472 (transcription of '
+                                                     'nvidia.cn/geforce/graphics-cards/compare: graphics power RTX '
+                                                     "4070 200 W, 4070 SUPER 220 W, 4070 Ti SUPER 285 W, 4060 Ti '165 "
+                                                     "W or 160 W', 3080 Ti 350 W, 3080 '350 / 320 W', 3070 220 W, 3060 "
+                                                     'Ti 200 W; PCI Express Gen 4 on the 40 and 30 series; NVLink on '
+                                                     'the 3090 and 3090 Ti only) | code index file 69437149373 (NVIDIA '
+                                                     'GPU survey, 2026-08-20, from NVIDIA datasheets and the GeForce '
+                                                     'compare page; dense / *sparse: V100 PCIe 16/32GB FP32 14, FP16 '
+                                                     'tensor 112, 16/32 GB HBM2, 900 GB/s, PCIe 3.0 x16, 250 W; A800 '
+                                                     '80GB PCIe FP32 19.5, TF32 156 / 312*, FP16/BF16 312 / 624*, 80 '
+                                                     'GB HBM2e, 1,935 GB/s, two-card NVLink bridge 400 GB/s, PCIe 4.0, '
+                                                     '300 W; H200 NVL TF32 417.5 / 835*, FP16/BF16 835.5 / 1,671*, FP8 '
+                                                     '1,670.5 / 3,341*, 141 GB HBM3e, 4.8 TB/s, 2/4-way NVLink bridge '
+                                                     '900 GB/s per GPU, PCIe 5.0, up to 600 W; RTX 4070 Ti SUPER 8,448 '
+                                                     'cores, 44 TFLOPS, 706 AI TOPS, 16 GB GDDR6X 256-bit, 672 GB/s, '
+                                                     'PCIe 4.0, no NVLink, 285 W; RTX 3080 Ti 10,240 cores, 34.1 '
+                                                     'TFLOPS, 12 GB GDDR6X 384-bit, 912 GB/s, PCIe 4.0, no NVLink, 350 '
+                                                     'W; RTX 3080 8,704/8,960 cores, 10/12 GB, 760/912 GB/s, 320/350 '
+                                                     'W) | '
+                                                     'https://wccftech.com/nvidia-geforce-rtx-3080-12-gb-graphics-card-specs-leak-out-8960-cores-384-bit-bus-20-faster-than-3080-in-mining/ '
+                                                     '(2021-12: 70 SMs, 8,960 cores, 12 GB GDDR6X 19 Gbps 384-bit, 912 '
+                                                     'GB/s, 350 W) | '
+                                                     'https://droix.net/geforce-rtx-3080-12-gb-launch-on-january-11/ '
+                                                     '(GA102-220, 70 SMs, 912 GB/s, 350 W, January 2022)',
+                                           'tdp_w': 350,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['3070', 'rtx-3070', 'geforce-rtx-3070'],
+                                           'confidence': 'high',
+                                           'flops_basis': 'BF16/FP16 with FP32 accumulate (GeForce half rate); FP16 '
+                                                          'with FP16 accumulate = 81.3 dense',
+                                           'form_factor': 'PCIe consumer',
+                                           'generation': 'ampere',
+                                           'id': 'rtx3070',
+                                           'interconnect': 'none (no NVLink)',
+                                           'launch_year': 2020,
+                                           'mem_bw_gbps': 448,
+                                           'memory_gb': 8,
+                                           'memory_type': 'GDDR6',
+                                           'name': 'GeForce RTX 3070',
+                                           'notes': "GA104, 46 SMs, 5,888 CUDA cores, 1.725 GHz boost. fudzilla's "
+                                                    'launch report gives 16 Gbps memory; 14 Gbps / 448 GB/s shipped '
+                                                    '(scan, lamonoai): 448 kept.',
+                                           'pcie': 'Gen4 x16',
+                                           'peak_tflops': {'bf16': 40.6,
+                                                           'fp16': 40.6,
+                                                           'fp32': 20.3,
+                                                           'int8': 162.6,
+                                                           'tf32': 20.3},
+                                           'source': 'github:lamonoai/gpumap nvidia/GPU.md@8d5e174 (NVIDIA spec table: '
+                                                     'FP16/BF16 tensor with FP32 accumulate rows, dense and *sparse) '
+                                                     '(RTX3070: FP32 20.3, TF32 20.3 / 40.6*, FP16 FP16-acc 81.3 / '
+                                                     '163*, FP32-acc and BF16 40.6 / 81.3*, INT8 163 / 325*, 8 GB '
+                                                     'GDDR6 256-bit, 448 GB/s, PCIe 4.0 x16, 220 W, no NVLink) | '
+                                                     'github:Lightning-AI/pytorch-lightning '
+                                                     'src/lightning/fabric/utilities/throughput.py@1526f84 '
+                                                     "(_CUDA_FLOPS, dense: 'v100 pcie' fp32 14e12, fp16 112e12 and "
+                                                     "'v100s pcie' fp32 16.4e12, fp16 130e12 from NVIDIA's "
+                                                     "volta-v100-datasheet-update-us-1165301-r5.pdf; 'rtx 3080 ti' "
+                                                     "fp32 34.1e12, int8 272.8e12; 'rtx 3070' fp32 20.3e12, int8 "
+                                                     '162.6e12) | '
+                                                     'https://www.scan.co.uk/tekspek/gpu-graphics/nvidia-geforce-rtx-3060ti '
+                                                     '(table: RTX 3070 / 3060 Ti boost 1,725 / 1,665 MHz, 5,888 / '
+                                                     '4,864 shaders, 20,314 / 16,197 GFLOPS, 8 GB, 256-bit, 14 Gbps, '
+                                                     '448 GB/s, PCIe 4.0, launched Oct / Dec 2020) | code index file '
+                                                     '55562349537 (verbatim copy of '
+                                                     'nvidia.com/en-gb/geforce/graphics-cards/compare, 2026-05-19: '
+                                                     'CUDA cores / shader TFLOPS / AI TOPS / boost GHz / memory: RTX '
+                                                     '4070 5,888 / 29 / 466 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Super '
+                                                     '7,168 / 36 / 568 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Ti Super '
+                                                     '8,448 / 44 / 706 / 2.61 / 16 GB GDDR6X 256-bit; 4060 Ti 4,352 / '
+                                                     '22 / 353 / 2.54 / 16 or 8 GB GDDR6 128-bit; RTX 3080 Ti 10,240 / '
+                                                     '1.67 GHz / 12 GB GDDR6X 384-bit; 3080 8,960 or 8,704 / 1.71 GHz '
+                                                     '/ 12 or 10 GB GDDR6X 384 or 320-bit; 3070 5,888 / 1.73 GHz / 8 '
+                                                     'GB GDDR6 256-bit; 3060 Ti 4,864 / 1.67 GHz / 8 GB GDDR6 or '
+                                                     'GDDR6X 256-bit) | code index file 56305463472 (transcription of '
+                                                     'nvidia.cn/geforce/graphics-cards/compare: graphics power RTX '
+                                                     "4070 200 W, 4070 SUPER 220 W, 4070 Ti SUPER 285 W, 4060 Ti '165 "
+                                                     "W or 160 W', 3080 Ti 350 W, 3080 '350 / 320 W', 3070 220 W, 3060 "
+                                                     'Ti 200 W; PCI Express Gen 4 on the 40 and 30 series; NVLink on '
+                                                     'the 3090 and 3090 Ti only)',
+                                           'tdp_w': 220,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['3060ti',
+                                                       '3060-ti',
+                                                       'rtx-3060-ti',
+                                                       'rtx3060-ti',
+                                                       'geforce-rtx-3060-ti'],
+                                           'confidence': 'medium',
+                                           'flops_basis': 'derived: BF16/FP16 (FP32 accumulate) = 2 x FP32, INT8 = 8 x '
+                                                          'FP32 (GeForce GA10x, as rtx3080 and rtx3060); FP16-acc 64.8',
+                                           'form_factor': 'PCIe consumer',
+                                           'generation': 'ampere',
+                                           'id': 'rtx3060ti',
+                                           'interconnect': 'none (no NVLink)',
+                                           'launch_year': 2020,
+                                           'mem_bw_gbps': 448,
+                                           'memory_gb': 8,
+                                           'memory_type': 'GDDR6',
+                                           'name': 'GeForce RTX 3060 Ti',
+                                           'notes': 'GA104, 38 SMs, 4,864 CUDA cores, 1.665 GHz boost: 16.2 TFLOPS '
+                                                    "(NVIDIA's table via guru3d; scan 16,197 GFLOPS). lamonoai's 3060 "
+                                                    "Ti column (17.3 / 34.6 / 69.1 / INT8 138) uses the 3060's 1,777 "
+                                                    'MHz (see the rtx3060 row): not used. The 2022 GDDR6X board (608 '
+                                                    'GB/s) is this GPU with faster memory; it maps here (448 GB/s).',
+                                           'pcie': 'Gen4 x16',
+                                           'peak_tflops': {'bf16': 32.4,
+                                                           'fp16': 32.4,
+                                                           'fp32': 16.2,
+                                                           'int8': 129.6,
+                                                           'tf32': 16.2},
+                                           'source': 'https://www.guru3d.com/story/geforce-rtx-4060-ti-gpu-pictured/ '
+                                                     '(table: RTX 4060 Ti 4,352 cores, 2,535 MHz, 22 TFLOPS, 8 GB '
+                                                     'GDDR6 128-bit, 288 GB/s, 160 W, PCIe Gen4 x8; RTX 3060 Ti 4,864 '
+                                                     'cores, 1,665 MHz, 16.2 TFLOPS, 8 GB GDDR6 256-bit, 448 GB/s, 200 '
+                                                     'W, PCIe Gen4 x16) | '
+                                                     'https://www.scan.co.uk/tekspek/gpu-graphics/nvidia-geforce-rtx-3060ti '
+                                                     '(table: RTX 3070 / 3060 Ti boost 1,725 / 1,665 MHz, 5,888 / '
+                                                     '4,864 shaders, 20,314 / 16,197 GFLOPS, 8 GB, 256-bit, 14 Gbps, '
+                                                     '448 GB/s, PCIe 4.0, launched Oct / Dec 2020) | code index file '
+                                                     '55562349537 (verbatim copy of '
+                                                     'nvidia.com/en-gb/geforce/graphics-cards/compare, 2026-05-19: '
+                                                     'CUDA cores / shader TFLOPS / AI TOPS / boost GHz / memory: RTX '
+                                                     '4070 5,888 / 29 / 466 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Super '
+                                                     '7,168 / 36 / 568 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Ti Super '
+                                                     '8,448 / 44 / 706 / 2.61 / 16 GB GDDR6X 256-bit; 4060 Ti 4,352 / '
+                                                     '22 / 353 / 2.54 / 16 or 8 GB GDDR6 128-bit; RTX 3080 Ti 10,240 / '
+                                                     '1.67 GHz / 12 GB GDDR6X 384-bit; 3080 8,960 or 8,704 / 1.71 GHz '
+                                                     '/ 12 or 10 GB GDDR6X 384 or 320-bit; 3070 5,888 / 1.73 GHz / 8 '
+                                                     'GB GDDR6 256-bit; 3060 Ti 4,864 / 1.67 GHz / 8 GB GDDR6 or '
+                                                     'GDDR6X 256-bit) | code index file 56305463472 (transcription of '
+                                                     'nvidia.cn/geforce/graphics-cards/compare: graphics power RTX '
+                                                     "4070 200 W, 4070 SUPER 220 W, 4070 Ti SUPER 285 W, 4060 Ti '165 "
+                                                     "W or 160 W', 3080 Ti 350 W, 3080 '350 / 320 W', 3070 220 W, 3060 "
+                                                     'Ti 200 W; PCI Express Gen 4 on the 40 and 30 series; NVLink on '
+                                                     'the 3090 and 3090 Ti only) | github:lamonoai/gpumap '
+                                                     'nvidia/GPU.md@8d5e174 (NVIDIA spec table: FP16/BF16 tensor with '
+                                                     'FP32 accumulate rows, dense and *sparse)',
+                                           'tdp_w': 200,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['quadro-rtx6000', 'quadrortx6000'],
+                                           'confidence': 'high',
+                                           'flops_basis': 'FP16 = tensor, FP16 or FP32 accumulate alike (Turing table, '
+                                                          'RTX 6000 column); Turing has no BF16/TF32/FP8',
+                                           'form_factor': 'PCIe workstation',
+                                           'generation': 'turing',
+                                           'id': 'quadro-rtx-6000',
+                                           'interconnect': 'NVLink bridge (2 GPUs, TU102 100 GB/s; not assumed)',
+                                           'launch_year': 2018,
+                                           'mem_bw_gbps': 672,
+                                           'memory_gb': 24,
+                                           'memory_type': 'GDDR6',
+                                           'name': 'Quadro RTX 6000',
+                                           'notes': "Full TU102 at 1,770 MHz with 24 GB (the quadro-rtx-8000 row's "
+                                                    "GPU, half its memory; the titan-rtx row's configuration). TDP 295 "
+                                                    'W (datasheet maximum, as quadro-rtx-8000) vs 260 W (sysrqmts). '
+                                                    "Not the RTX 6000 Ada (rtx6000-ada): 'RTX 6000' alone names "
+                                                    'neither.',
+                                           'pcie': 'Gen3 x16',
+                                           'peak_tflops': {'fp16': 130.5, 'fp32': 16.3, 'int8': 261},
+                                           'source': 'https://developer.nvidia.com/blog/nvidia-turing-architecture-in-depth/ '
+                                                     "(Table 1, Reference / Founders Edition: 'Peak FP16 Tensor TFLOPS "
+                                                     "with FP16 Accumulate' RTX 2080 Ti 107.6 / 113.8, Quadro RTX 6000 "
+                                                     "130.5; 'with FP32 Accumulate' 53.8 / 56.9 and 130.5; INT8 tensor "
+                                                     "215.2 / 227.7 and 261.0; 'TU102 includes two NVLink x8 links ... "
+                                                     "100 Gigabytes/second') | "
+                                                     'https://chip.pl/2018/10/bestia-dla-profesjonalistow-quadro-rtx-6000 '
+                                                     '(TU102, 4,608 CUDA and 576 tensor cores, 24 GB GDDR6 384-bit, '
+                                                     '16.3 TFLOPS FP32, 32.6 FP16, max TDP 295 W, PCIe 3.0 x16, NVLink '
+                                                     'HB bridge) | '
+                                                     'https://sysrqmts.com/fr/gpus/compare/nvidia-a40-pcie-vs-nvidia-quadro-rtx-6000 '
+                                                     '(TU102-875-A1, 1,770 MHz boost, 14 Gbps, 672.0 GB/s, PCIe 3.0 '
+                                                     'x16, 260 W, 2018-08-13)',
+                                           'tdp_w': 295,
+                                           'vendor': 'NVIDIA'}]},
+                         'fingerprint': '63df7b7b-100865'},
            'hosts.toml': {'data': {'host': [{'cpu': '2x Intel Xeon E5-2698 v4 (20 cores each)',
                                              'cpu_cores': 40,
                                              'gpu_ids': ['v100-sxm2-16gb', 'v100-sxm2-32gb'],

@@ -18,12 +18,12 @@ One home for the rule, read by the probe (the local device's CUDA name) and the 
 So "H100 PCIe" is the PCIe card (not the SXM part that a substring match on "h100" gives), "A100
 40GB PCIe" the PCIe 40 GB card, and "4090 D" the China-market RTX 4090 D.
 
-4. A name followed by a SKU word it does not include ("RTX 3060 Ti", "RTX 4070 Ti SUPER", "A6000 Ada")
+4. A name followed by a SKU word it does not include ("RTX 3070 Ti", "A6000 Ada")
    names another card, one the catalog lacks: None, not the card the shorter name is ("RTX 3090 Ti" is
    found whole).
-5. So does a form the family has no member of ("V100 PCIe" where the catalog lists only the SXM2 parts:
-   another board, clocks and power) or a memory size below every member's ("RTX 4060 Ti 8GB" beside the
-   16 GB card): None. A member's form is its id's form word, else its catalog form_factor (an L40S is
+5. So does a form the family has no member of ("P100 SXM2" where the catalog lists only the PCIe card:
+   another board, clocks and power) or a memory size below every member's ("RTX 3060 8GB" beside the
+   12 GB card): None. A member's form is its id's form word, else its catalog form_factor (an L40S is
    a PCIe card). A size above every member's stays that card: nvidia-smi names the superchip by its
    total memory ("GH200 480GB"), and resellers' 22 GB RTX 2080 Ti are the same die with more memory.
 """
@@ -111,7 +111,7 @@ def gpu_in_text(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> G
     top = max(best.values())
     found = max((g for g, n in best.items() if n == top), key=lambda g: (best[g], g))
     if after[found] < len(words) and words[after[found]] in _SKU_WORDS:
-        return None                     # "RTX 3060 Ti": a card the catalog lacks (rule 4)
+        return None                     # "RTX 3070 Ti": a card the catalog lacks (rule 4)
     fam = family(found)
     members = [g for g in gpus if family(g) == fam]
     default = index.get(fam)
@@ -120,9 +120,9 @@ def gpu_in_text(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> G
 
     sizes = {g: round(gpus[g].memory_bytes / 1e9) for g in members}
     if form is not None and all(_form_of(gpus[g]) != form for g in members):
-        return None                     # "V100 PCIe": a board the catalog lacks (rule 5)
+        return None                     # "P100 SXM2": a board the catalog lacks (rule 5)
     if memory_gb is not None and all(memory_gb < size - 1 for size in sizes.values()):
-        return None                     # "RTX 4060 Ti 8GB": a smaller card the catalog lacks (rule 5)
+        return None                     # "RTX 3060 8GB": a smaller card the catalog lacks (rule 5)
 
     def score(gpu_id: str) -> tuple:
         gpu_form = _form_of(gpus[gpu_id])

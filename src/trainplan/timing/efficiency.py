@@ -59,6 +59,7 @@ MAMF_FRACTION: dict[str, dict[str, float]] = {
     "a100-sxm4-40gb": {"bf16": 0.869}, "a100-sxm4-80gb": {"bf16": 0.869},
     "a800-sxm4-80gb": {"bf16": 0.869},                      # A100 die, NVLink capped
     "a100-pcie-40gb": {"bf16": 0.811}, "a100-pcie-80gb": {"bf16": 0.811},
+    "a800-pcie-80gb": {"bf16": 0.811},                      # A100 PCIe die, NVLink bridge capped
     "h100-sxm": {"bf16": 0.803, "fp8": 0.709}, "h800-sxm": {"bf16": 0.803, "fp8": 0.709},
     # Meta's 96GB HBM2e H100 at 500 W: bf16 0.78, torchao's "pct_achievable_gemm_tops ... based on experimental
     # observation with sample large inputs" on it (torchao/testing/training/roofline_utils.py, the part whose
