@@ -60,6 +60,10 @@ FAMILY_FIXTURES: tuple[tuple[str, str], ...] = (
     ("opt", "tiny_opt"),
     ("phi3", "tiny_phi3"), ("qwen2", "tiny_qwen2"), ("qwen2_moe", "tiny_qwen2_moe"), ("qwen3", "tiny_qwen3"),
     ("qwen3_moe", "tiny_qwen3_moe"), ("seed_oss", "tiny_seed_oss"),
+    ("cohere", "tiny_cohere"), ("granite", "tiny_granite"), ("granitemoe", "tiny_granitemoe"), ("olmoe", "tiny_olmoe"),
+    ("stablelm", "tiny_stablelm"),
+    ("phi", "tiny_phi"), ("gptj", "tiny_gptj"), ("gpt_bigcode", "tiny_gpt_bigcode"), ("starcoder2", "tiny_starcoder2"),
+    ("mpt", "tiny_mpt"),
 )
 # Kimi-K2 is Moonshot's remote code for the DeepSeek-V3 architecture (DeepseekV3Config in its
 # auto_map; model/hfconfig maps kimi_k2 to the deepseek_v3 reader): estimated as kimi_k2, traced
@@ -69,6 +73,7 @@ TRACE_AS = {"kimi_k2": "deepseek_v3"}
 # raises TraceUnsupported; listed with a catalog model each so the reason is printed, not dropped.
 NOT_TRACEABLE: tuple[tuple[str, str], ...] = (
     ("baichuan", "baichuan2-7b"), ("chatglm", "chatglm3-6b"), ("internlm2", "internlm2.5-7b"),
+    ("deepseek", "deepseek-moe-16b"), ("minicpm", "minicpm-2b"), ("qwen", "qwen-1.8b"), ("internlm", "internlm-7b"),
 )
 FAMILY_SETUPS: tuple[dict, ...] = (
     dict(method="full", precision="bf16"),                            # fp32 weights + bf16 autocast

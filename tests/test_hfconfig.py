@@ -1,7 +1,7 @@
 """trainplan.model.hfconfig: Hugging Face config.json -> ModelSpec.
 
 Fixtures in tests/fixtures/configs/ are tiny but valid configs (transformers 5 builds every
-built-in type; chatglm, internlm, internlm2, baichuan, Yi and the legacy Falcon names are remote
+built-in type; chatglm, internlm, internlm2, baichuan, Yi, qwen and the legacy Falcon names are remote
 code and are only parsed). Expected structure per fixture follows the transformers modeling code.
 """
 
@@ -83,6 +83,29 @@ EXPECTED: dict[str, dict[str, object]] = {
     "llama4_text": dict(naming="llama4", intermediate_size=128, qk_norm=True, num_layers=4),
     "llama4": dict(naming="llama4", intermediate_size=128, hidden_size=64, tied_embeddings=False),
     "kimi_k2": dict(naming="deepseek", head_dim=24),
+    # 2021-2024 families with their own model_type (model/hfconfig/early.py)
+    "qwen": dict(naming="qwen", intermediate_size=128, head_dim=16, qkv_bias=True, out_bias=False, mlp_bias=False,
+                 norm_kind=NormKind.RMS, tied_embeddings=False, max_position_embeddings=128),
+    "phi": dict(naming="phi", norms_per_layer=1, parallel_attn_mlp=True, qkv_bias=True, out_bias=True,
+                mlp_bias=True, mlp_kind=MlpKind.PLAIN, tied_embeddings=False, hidden_dropout=0.1),
+    "gptj": dict(naming="gptj", norms_per_layer=1, parallel_attn_mlp=True, qkv_bias=False, out_bias=False,
+                 mlp_bias=True, intermediate_size=256, tied_embeddings=False),
+    "gpt_bigcode": dict(naming="gpt_bigcode", num_kv_heads=1, position=Position.LEARNED, tied_embeddings=True,
+                        qkv_bias=True, max_position_embeddings=128),
+    "starcoder2": dict(naming="starcoder2", num_kv_heads=2, sliding_window=32, norm_kind=NormKind.LAYER,
+                       mlp_kind=MlpKind.PLAIN, mlp_bias=True, tied_embeddings=True, hidden_dropout=0.1),
+    "mpt": dict(naming="mpt", position=Position.ALIBI, intermediate_size=256, qkv_bias=False, mlp_bias=False,
+                tied_embeddings=True, max_position_embeddings=128),
+    # second batch of model types (model/hfconfig/variants.py)
+    "deepseek": dict(naming="llama", head_dim=16, num_kv_heads=4, mla=None, tied_embeddings=False, qkv_bias=False),
+    "olmoe": dict(naming="llama", qk_norm=True, num_kv_heads=2, tied_embeddings=False, qkv_bias=False),
+    "granite": dict(naming="llama", num_kv_heads=2, tied_embeddings=True, qkv_bias=False, mlp_bias=False),
+    "granitemoe": dict(naming="llama", num_kv_heads=2, tied_embeddings=True, intermediate_size=32),
+    "minicpm": dict(naming="llama", head_dim=16, num_kv_heads=4, tied_embeddings=True, qkv_bias=False),
+    "stablelm": dict(norm_kind=NormKind.LAYER, norms_per_layer=1, parallel_attn_mlp=True, qk_norm=True,
+                     qkv_bias=True, out_bias=False, mlp_bias=False, num_kv_heads=2, tied_embeddings=False),
+    "cohere": dict(norm_kind=NormKind.LAYER, norms_per_layer=1, parallel_attn_mlp=True, qk_norm=True,
+                   qkv_bias=False, tied_embeddings=True, num_kv_heads=2),
 }
 
 
@@ -369,7 +392,8 @@ def test_catalog_is_up_to_date(capsys):
 # --- against transformers (optional: extra 'trace') -------------------------------------------
 
 # model_types transformers does not ship (remote code on the Hub): parsed above, not built here.
-REMOTE_CODE = {"chatglm", "internlm", "internlm2", "baichuan", "Yi", "RefinedWeb", "RefinedWebModel", "kimi_k2"}
+REMOTE_CODE = {"chatglm", "internlm", "internlm2", "baichuan", "Yi", "RefinedWeb", "RefinedWebModel", "kimi_k2", "qwen",
+               "deepseek", "minicpm"}
 BUILT_IN = [f for f in FIXTURE_FILES if json.loads(f.read_text())["model_type"] not in REMOTE_CODE]
 
 

@@ -28,8 +28,10 @@ DEFAULT_OUT = ROOT / "src" / "trainplan" / "catalog" / "data" / "models.toml"
 
 # Entries left out, with the reason (printed when the catalog is built).
 SKIP = {
-    "InternLM2.5-20B": "no trustworthy config copy: every main field is null",
-    "Baichuan2-13B": "position scheme (ALiBi expected), tie flag, context and norm not verified",
+    "InternLM2.5-20B": ("no trustworthy config copy: every main field is null; internlm/internlm2_5-20b(-chat) are "
+                        "aliases of the internlm2-20b row (its count = the chat upload's safetensors count)"),
+    "Baichuan2-13B": ("position scheme, tie flag, context and norm not verified here: the baichuan2-13b row of "
+                      "tools/model_rows/more_models.py has them from the 13B remote code (ALiBi, untied NormHead)"),
     "OPT-30B": "vocab_size and max_position_embeddings not verified for 30B",
 }
 
@@ -104,12 +106,26 @@ ALIASES["Qwen3-30B-A3B"].append("Qwen/Qwen3-30B-A3B-Instruct-2507")
 ALIASES["Qwen2.5-32B"].append("Qwen/QwQ-32B")
 ALIASES["Llama-3.1-70B"].append("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF")
 
+# Wave 3 (checkpoints that published fine-tuning runs name); backed by ALIAS_NOTES like the block above.
+for _qwen in ("0.5B", "1.5B", "3B", "14B"):
+    ALIASES[f"Qwen2.5-{_qwen}"] += [f"Qwen/Qwen2.5-Coder-{_qwen}", f"Qwen/Qwen2.5-Coder-{_qwen}-Instruct"]
+ALIASES["Qwen2.5-14B"].append("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B")
+ALIASES["Qwen2.5-32B"].append("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B")
+ALIASES["Qwen3-4B"] += ["Qwen/Qwen3-4B-Instruct-2507", "Qwen/Qwen3-4B-Thinking-2507"]
+ALIASES["Qwen3-30B-A3B"] += ["Qwen/Qwen3-30B-A3B-Thinking-2507", "Qwen/Qwen3-Coder-30B-A3B-Instruct"]
+ALIASES["Qwen3-235B-A22B"].append("Qwen/Qwen3-235B-A22B-Thinking-2507")
+ALIASES["DeepSeek-V3"] += ["deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-V3.1",
+                           "deepseek-ai/DeepSeek-V3.1-Base"]
+ALIASES["ChatGLM3-6B"].append("THUDM/chatglm2-6b")
+
 _MLC = "mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5"
 _LITGPT = "Lightning-AI/litgpt, litgpt/config.py@26857050fe3f"
 _TORCHTUNE = "pytorch/torchtune@bd2a0fc7c314"
 _GPU_POOR = "RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c"
 _LELIUGA = "leliuga/cohere-configurations@84408edf57f0"   # models/<name>/manifest.yaml: shapes of the GGUF conversion
 _KERAS = "keras-team/keras-hub@71453d08f59e"
+_FIREWORKS = "code-index file 66729435508 (Fireworks training catalog)"   # paramCount per base model
+_HF_SIZES = "code-index file 14269230532 (model_size = the Hub's safetensors total)"
 
 # What backs each alias above (appended to the row's verification).
 ALIAS_NOTES: dict[str, list[str]] = {
@@ -152,6 +168,61 @@ ALIAS_NOTES: dict[str, list[str]] = {
                       "from [Qwen3-30B-A3B] only in context (262144) and rope_theta (1e7), neither of which changes "
                       "parameters or memory")],
 }
+
+# Wave 3 aliases (block above ALIAS_NOTES); each note names what shows the shapes / count equal.
+ALIAS_NOTES["Qwen2.5-0.5B"].append(
+    f"aliases Qwen/Qwen2.5-Coder-0.5B(-Instruct): {_LITGPT} [Qwen2.5-Coder-0.5B] equals its [Qwen2.5-0.5B] entry "
+    f"field for field; {_KERAS}, keras_hub/src/models/qwen/qwen_presets.py [qwen2.5_coder_0.5b, "
+    "qwen2.5_coder_instruct_0.5b: 494,032,768 = this count, tied]")
+ALIAS_NOTES["Qwen2.5-1.5B"].append(
+    f"aliases Qwen/Qwen2.5-Coder-1.5B(-Instruct): {_LITGPT} [Qwen2.5-Coder-1.5B] differs from [Qwen2.5-1.5B] only "
+    f"in context (32768); {_HF_SIZES} [unsloth/Qwen2.5-Coder-1.5B-Instruct: 1,543,714,304 = this count]; keras-hub's "
+    "qwen2.5_coder_1.5b preset prints 1,543,434,240, 280,064 fewer, which no shape of this family gives (not used)")
+ALIAS_NOTES["Qwen2.5-3B"] = [
+    f"aliases Qwen/Qwen2.5-Coder-3B(-Instruct): {_LITGPT} [Qwen2.5-Coder-3B] equals its [Qwen2.5-3B] entry field "
+    f"for field; {_KERAS}, keras_hub/src/models/qwen/qwen_presets.py [qwen2.5_coder_3b, qwen2.5_coder_instruct_3b: "
+    "3,085,938,688 = this count, tied]"]
+ALIAS_NOTES["Qwen2.5-14B"] = [
+    f"aliases Qwen/Qwen2.5-Coder-14B(-Instruct): {_LITGPT} [Qwen2.5-Coder-14B] differs from [Qwen2.5-14B] only in "
+    f"context (32768); code-index file 172820433 (Qwen2.5-Coder-14B-Instruct under PEFT: all params 14,770,033,664); "
+    f"{_FIREWORKS} [Qwen 2.5-Coder 14B (Instruct): 14,770,033,664]",
+    "alias deepseek-ai/DeepSeek-R1-Distill-Qwen-14B (distilled on Qwen2.5-14B): "
+    f"{_FIREWORKS} [DeepSeek R1 Distill Qwen 14B: 14,770,033,664 = this count]; code-index file 147148655 (ollama "
+    "deepseek-r1:14b: 14,770,033,664)"]
+ALIAS_NOTES["Qwen2.5-32B"].append(
+    "alias deepseek-ai/DeepSeek-R1-Distill-Qwen-32B (distilled on Qwen2.5-32B): "
+    f"{_FIREWORKS} [DeepSeek R1 Distill Qwen 32B: 32,763,876,352 = this count]")
+ALIAS_NOTES["Qwen3-4B"] = [
+    f"aliases Qwen/Qwen3-4B-Instruct-2507 / -Thinking-2507: {_LITGPT} [Qwen3-4B-Instruct-2507, "
+    "Qwen3-4B-Thinking-2507] differ from [Qwen3-4B] only in context (262144) and rope_theta (5e6); code-index file "
+    f"68763826894 (Qwen3-4B-Instruct-2507: 4,022,468,096 = this count); {_FIREWORKS} gives Qwen 3 4B and Qwen 3 4B "
+    "Instruct 2507 the same paramCount (4,411,424,256: the tied head counted twice)"]
+ALIAS_NOTES["Qwen3-30B-A3B"] += [
+    f"alias Qwen/Qwen3-30B-A3B-Thinking-2507: {_LITGPT} [Qwen3-30B-A3B-Thinking-2507] = its Instruct-2507 entry; "
+    f"{_FIREWORKS} [Qwen 3 30B A3B Thinking 2507: 30,532,122,624 = this count]",
+    f"alias Qwen/Qwen3-Coder-30B-A3B-Instruct: {_KERAS}, keras_hub/src/models/qwen3_moe/qwen3_moe_presets.py "
+    "[qwen3_coder_instruct_30b_a3b_en: 30,532,122,624 = this count; 48 layers, 32 query / 4 kv heads, 128 experts, "
+    f"8 active]; {_FIREWORKS} [Qwen 3 Coder 30B A3B Instruct: 30,532,122,624]"]
+ALIAS_NOTES["Qwen3-235B-A22B"] = [
+    f"alias Qwen/Qwen3-235B-A22B-Thinking-2507: {_LITGPT} [Qwen3-235B-A22B-Thinking-2507] differs from "
+    f"[Qwen3-235B-A22B] only in context (262144) and rope_theta (5e6); {_FIREWORKS} [Qwen 3 235B A22B Thinking 2507: "
+    "235,093,634,560 = this count]"]
+ALIAS_NOTES["DeepSeek-V3"] = [
+    f"alias deepseek-ai/DeepSeek-V3-0324: {_FIREWORKS} [Deepseek V3 03-24: 671,026,419,200 = DeepSeek V3's = this "
+    "count]",
+    "aliases deepseek-ai/DeepSeek-V3.1(-Base): akash-network/awesome-akash, DeepSeek-V3.1/README.md@6b006b4be899 "
+    "(copy of the model card: 'The model structure of DeepSeek-V3.1 is the same as DeepSeek-V3'; 671B total, 37B "
+    "activated; UE8M0 FP8 scales)",
+    "alias deepseek-ai/DeepSeek-R1-0528: akash-network/awesome-akash, DeepSeek-R1-0528/README.md@176fdb83d2fc (copy "
+    "of the model card: a minor version upgrade of DeepSeek R1, run as DeepSeek-R1); code-index file 23644742501 "
+    "(recipes README: DeepSeek-R1-0528, 671B total, 37B active, 1 shared + 8 of 256 routed experts); the Fireworks "
+    "catalog's "
+    "674,352,502,272 for R1 05/28 and V3.1 is not used (3,326,083,072 over V3's; V3-0324 and R1 print V3's count)"]
+ALIAS_NOTES["ChatGLM3-6B"] = [
+    "alias THUDM/chatglm2-6b: code-index file 46625848263 (THUDM/chatglm2-6b config: every shape key equal to "
+    "this row's, seq_length 32768 instead of 8192, which changes neither parameters nor memory); code-index file "
+    "5812671115 (calflops table: chatglm2-6b 6,243,584,000 = this count); code-index file 17073814855 (ChatGLM2-6B: "
+    "6,243,584,000, per-module)"]
 
 # Config keys stated in the reference notes rather than in its fields.
 EXTRA: dict[str, dict[str, Any]] = {
@@ -278,12 +349,15 @@ HF_CONFIG_MODELS: list[dict[str, Any]] = [
                 "initializer_range": 0.02, "intermediate_size": 16384, "max_position_embeddings": 8192,
                 "model_type": "gemma", "num_attention_heads": 8, "num_hidden_layers": 18, "num_key_value_heads": 1,
                 "pad_token_id": 0, "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "vocab_size": 256000}},
-    {"name": "gemma-7b", "display_name": "Gemma-7B", "hf_id": "google/gemma-7b", "aliases": ["google/gemma-7b-it"],
+    {"name": "gemma-7b", "display_name": "Gemma-7B", "hf_id": "google/gemma-7b",
+     "aliases": ["google/gemma-7b-it", "google/codegemma-7b", "google/codegemma-7b-it"],
      "source": ("salberdi-nvidia/Megatron-Bridge, tests/unit_tests/models/gemma/test_gemma_bridge.py@6476ea0fa68d "
                 f"[gemma_7b_config_dict]; {_KERAS}, keras_hub/src/models/gemma/gemma_presets.py [gemma_7b_en]"),
      "verification": ("HF config dict (transformers 5 form: rope_parameters) restated with rope_theta; count = "
                       "keras-hub preset (8,537,680,896 = the Gemma report's 786,432,000 embedding + 7,751,248,896 "
-                      "non-embedding)"),
+                      "non-embedding); aliases google/codegemma-7b(-it): keras-hub gemma_presets.py [code_gemma_7b_en, "
+                      "code_gemma_instruct_7b_en: 8,537,680,896, this count]; " + _LITGPT + " [CodeGemma-7b-it] "
+                      "equals its [Gemma-7b] entry field for field"),
      "measured_params": 8537680896,
      "config": {"architectures": ["GemmaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
                 "bos_token_id": 2, "eos_token_id": 1, "head_dim": 256, "hidden_act": "gelu", "hidden_size": 3072,
@@ -382,10 +456,16 @@ HF_CONFIG_MODELS: list[dict[str, Any]] = [
                 "tie_word_embeddings": False,
                 "text_config": {**_LLAMA4_TEXT, "interleave_moe_layer_step": 2, "num_local_experts": 128,
                                 "max_position_embeddings": 1048576, "use_qk_norm": False}}},
-    {"name": "glm-4.5", "display_name": "GLM-4.5", "hf_id": "zai-org/GLM-4.5", "aliases": ["THUDM/GLM-4.5"],
+    {"name": "glm-4.5", "display_name": "GLM-4.5", "hf_id": "zai-org/GLM-4.5",
+     "aliases": ["THUDM/GLM-4.5", "zai-org/GLM-4.6"],
      "source": _GLM45_SOURCE,
      "verification": ("Megatron-Bridge's GLM-4.5 dict (model_type written glm there) with model_type glm4_moe, "
-                      "n_group / topk_group 1, norm_topk_prob; the MTP layer (layer 92) is not counted"),
+                      "n_group / topk_group 1, norm_topk_prob; the MTP layer (layer 92) is not counted; alias "
+                      "zai-org/GLM-4.6: code-index file 2748342403 (its config manifest: 92 layers, 5120, 12288, "
+                      "96 heads, 8 kv heads, head_dim 128, 160 experts of 1536, 1 shared, top 8, 3 dense, q/k norm, "
+                      "qkv bias, vocab 151552, untied, MTP 1) has these shapes with max_position_embeddings 202752 "
+                      "(no effect on parameters or memory); code-index file 66729435508 (Fireworks catalog) gives "
+                      "GLM-4.5 and GLM-4.6 the same paramCount"),
      "config": {**_GLM45, "first_k_dense_replace": 3, "hidden_size": 5120, "intermediate_size": 12288,
                 "moe_intermediate_size": 1536, "n_routed_experts": 160, "num_hidden_layers": 92, "use_qk_norm": True}},
     {"name": "glm-4.5-air", "display_name": "GLM-4.5-Air", "hf_id": "zai-org/GLM-4.5-Air",
@@ -502,6 +582,9 @@ _SMOLLM2 = {"architectures": ["LlamaForCausalLM"], "attention_bias": False, "hid
 _SMOLLM2_NOTE = ("mlc-llm's copy of the config.json less transformers.js_config, is_llama_config and rope_interleaved "
                  "(no effect on counts or memory); the -Instruct upload has the same shapes (litgpt builds both "
                  "from one entry)")
+_SMOLLM1_NOTE = (f"{_MLC} [{{key}}: a SmolLM (v1) config.json] has this row's shapes, vocabulary and tie flag "
+                 "with max_position_embeddings 2048 and rope_theta 10000, which change neither parameters nor memory "
+                 "(--seq-len beyond 2048 is past SmolLM's training context)")
 _OLMO2 = {"architectures": ["Olmo2ForCausalLM"], "hidden_act": "silu", "max_position_embeddings": 4096,
           "model_type": "olmo2", "rms_norm_eps": 1e-06, "rope_theta": 500000.0, "tie_word_embeddings": False,
           "use_cache": True, "vocab_size": 100352}
@@ -675,12 +758,15 @@ HF_CONFIG_MODELS += [
                 "shared_expert_intermediate_size": 5632, "sliding_window": 32768, "tie_word_embeddings": False,
                 "use_cache": True, "use_sliding_window": False, "vocab_size": 151936}},
     {"name": "qwen2.5-math-7b", "display_name": "Qwen2.5-Math-7B", "hf_id": "Qwen/Qwen2.5-Math-7B",
-     "aliases": ["Qwen/Qwen2.5-Math-7B-Instruct"],
+     "aliases": ["Qwen/Qwen2.5-Math-7B-Instruct", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"],
      "source": (f"{_LITGPT} [Qwen2.5-Math-7B, Qwen2.5-Math-7B-Instruct]; {_KERAS}, keras_hub/src/models/qwen/"
                 "qwen_presets.py [qwen2.5_math_7b_en, qwen2.5_math_instruct_7b_en: 7,615,616,512]"),
      "verification": ("Qwen2.5-7B shapes with a 4096 context and rope_theta 10000 (litgpt), so its own row rather than "
                       "an alias; the keras-hub count equals the untied Qwen2.5-7B count; sliding-window keys left to "
-                      "the Qwen2Config defaults (off)"),
+                      "the Qwen2Config defaults (off); alias deepseek-ai/DeepSeek-R1-Distill-Qwen-7B (distilled on "
+                      "this base): code-index file 20755046153 prints its tensors (embed and lm_head both 152064 x "
+                      "3584: untied; 28 layers of 3584 / 512-wide k,v / 18944 with q/k/v biases) and 7,615,616,512 in "
+                      "all = this count; its 131072 positions change neither parameters nor memory"),
      "measured_params": 7615616512,
      "config": {"architectures": ["Qwen2ForCausalLM"], "hidden_act": "silu", "hidden_size": 3584,
                 "intermediate_size": 18944, "max_position_embeddings": 4096, "model_type": "qwen2",
@@ -688,26 +774,36 @@ HF_CONFIG_MODELS += [
                 "rope_theta": 10000.0, "tie_word_embeddings": False, "use_sliding_window": False,
                 "vocab_size": 152064}},
     {"name": "smollm2-135m", "display_name": "SmolLM2-135M", "hf_id": "HuggingFaceTB/SmolLM2-135M",
-     "aliases": ["HuggingFaceTB/SmolLM2-135M-Instruct"],
+     "aliases": ["HuggingFaceTB/SmolLM2-135M-Instruct", "HuggingFaceTB/SmolLM-135M",
+                 "HuggingFaceTB/SmolLM-135M-Instruct"],
      "source": (f"{_MLC} [smollm2_135m]; {_LITGPT} [SmolLM2-135M]; {_TORCHTUNE}, torchtune/models/smol/"
                 "_model_builders.py [smollm2_135m]; code-index file 71366605573 (SmolLM2-135M-Instruct: 134,515,008 "
                 "params)"),
-     "verification": f"{_SMOLLM2_NOTE}; tied embeddings; count = the published figure",
+     "verification": (f"{_SMOLLM2_NOTE}; tied embeddings; count = the published figure; aliases "
+                      f"HuggingFaceTB/SmolLM-135M(-Instruct): {_SMOLLM1_NOTE.format(key='smollm_135m')}; "
+                      "code-index file 14269230532 (the Hub's safetensors total of unsloth/SmolLM-135M: "
+                      "134,515,008 = this count)"),
      "measured_params": 134515008,
      "config": {**_SMOLLM2, "hidden_size": 576, "intermediate_size": 1536, "num_attention_heads": 9,
                 "num_hidden_layers": 30, "num_key_value_heads": 3, "rope_theta": 100000}},
     {"name": "smollm2-360m", "display_name": "SmolLM2-360M", "hf_id": "HuggingFaceTB/SmolLM2-360M",
-     "aliases": ["HuggingFaceTB/SmolLM2-360M-Instruct"],
+     "aliases": ["HuggingFaceTB/SmolLM2-360M-Instruct", "HuggingFaceTB/SmolLM-360M",
+                 "HuggingFaceTB/SmolLM-360M-Instruct"],
      "source": (f"{_MLC} [smollm2_360m]; {_LITGPT} [SmolLM2-360M]; {_TORCHTUNE}, torchtune/models/smol/"
                 "_model_builders.py [smollm2_360m]"),
-     "verification": f"{_SMOLLM2_NOTE}; tied embeddings",
+     "verification": (f"{_SMOLLM2_NOTE}; tied embeddings; aliases HuggingFaceTB/SmolLM-360M(-Instruct): "
+                      f"{_SMOLLM1_NOTE.format(key='smollm_360m')}; code-index file 14269230532 (the Hub's "
+                      "safetensors total of unsloth/SmolLM-360M: 361,821,120 = this row's count)"),
      "config": {**_SMOLLM2, "hidden_size": 960, "intermediate_size": 2560, "num_attention_heads": 15,
                 "num_hidden_layers": 32, "num_key_value_heads": 5, "rope_theta": 100000}},
     {"name": "smollm2-1.7b", "display_name": "SmolLM2-1.7B", "hf_id": "HuggingFaceTB/SmolLM2-1.7B",
-     "aliases": ["HuggingFaceTB/SmolLM2-1.7B-Instruct"],
+     "aliases": ["HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM-1.7B",
+                 "HuggingFaceTB/SmolLM-1.7B-Instruct"],
      "source": (f"{_MLC} [smollm2_1_7b, commented out]; {_LITGPT} [SmolLM2-1.7B]; {_TORCHTUNE}, torchtune/models/"
                 "smol/_model_builders.py [smollm2_1_7b: 24 layers, 32 heads, 32 kv heads, 2048, 8192, rope 130000]"),
-     "verification": f"{_SMOLLM2_NOTE}; tied embeddings; MHA",
+     "verification": (f"{_SMOLLM2_NOTE}; tied embeddings; MHA; aliases HuggingFaceTB/SmolLM-1.7B(-Instruct): "
+                      f"{_SMOLLM1_NOTE.format(key='smollm_1_7b')}; code-index file 68688959620 (SmolLM2-1.7B-"
+                      "Instruct: 1,711,376,384 = this row's count)"),
      "config": {**_SMOLLM2, "hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 32,
                 "num_hidden_layers": 24, "num_key_value_heads": 32, "rope_theta": 130000}},
     {"name": "olmo-2-1124-7b", "display_name": "OLMo-2-1124-7B", "hf_id": "allenai/OLMo-2-1124-7B",
@@ -789,7 +885,7 @@ HF_CONFIG_MODELS += [
      "config": {**_INTERNLM2, "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
                 "num_hidden_layers": 32, "num_key_value_heads": 8, "rope_scaling": None}},
     {"name": "internlm2-20b", "display_name": "InternLM2-20B", "hf_id": "internlm/internlm2-20b",
-     "aliases": ["internlm/internlm2-chat-20b"],
+     "aliases": ["internlm/internlm2-chat-20b", "internlm/internlm2_5-20b", "internlm/internlm2_5-20b-chat"],
      "source": (f"{_INTERNEVO.format(size='20B')} (6144, 48 layers, 48 heads, 8 kv heads, mlp_ratio 8/3, vocab "
                 "92544, no bias, rms 1e-5, rope_base 1e6); code-index file 41257639471 (InternLM2 20B, "
                 "InternLM2ForCausalLM, 32K); code-index file 12439498600 (internlm/internlm2_5-20b-chat: "
@@ -797,7 +893,10 @@ HF_CONFIG_MODELS += [
      "verification": ("InternEvo's InternLM2 20B model config in the HF InternLM2 form (8/3 x 6144 = 16384), with "
                       "the keys of the 7B config.json; rope_scaling not verified (left out: no effect on counts or "
                       "memory); published 20B; computed 19,861,149,696 = the InternLM2.5-20B-chat count (corroborates "
-                      "the shapes, not this checkpoint's own count)"),
+                      "the shapes, not this checkpoint's own count); aliases internlm/internlm2_5-20b(-chat): no "
+                      "verbatim config.json found, but the chat upload's safetensors metadata count (code-index file "
+                      "12439498600, read with HfApi.get_safetensors_metadata) is this row's 19,861,149,696 to the "
+                      "parameter; the reference's InternLM2.5-20B entry has model_type internlm2"),
      "config": {**_INTERNLM2, "hidden_size": 6144, "intermediate_size": 16384, "num_attention_heads": 48,
                 "num_hidden_layers": 48, "num_key_value_heads": 8}},
     {"name": "qwen1.5-14b", "display_name": "Qwen1.5-14B", "hf_id": "Qwen/Qwen1.5-14B",

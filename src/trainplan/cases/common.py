@@ -27,21 +27,17 @@ CASE_FIELDS = frozenset({
     "framework", "measured", "source", "confidence", "notes"})
 REQUIRED_FIELDS = ("id", "kind", "model", "method")
 
-# Qwen (1st generation) is not in the model catalog. Sizes from the Hugging Face config.json of
-# Qwen/Qwen-{1_8B,7B,14B,72B}: hidden, layers, heads, intermediate_size / 2 (modeling_qwen.py
-# splits it between w1 and w2), vocab; untied embeddings, qkv bias, SwiGLU, RMSNorm, RoPE.
-QWEN1 = {"1.8b": (2048, 24, 16, 5504, 151936), "7b": (4096, 32, 32, 11008, 151936),
-         "14b": (5120, 40, 40, 13696, 152064), "72b": (8192, 80, 64, 24576, 152064)}
-_QWEN1_ID = re.compile(r"qwen/qwen-(1_8b|7b|14b|72b)", re.IGNORECASE)
-
 # Fine-tuned variants that share a catalog architecture (same config.json shapes).
 _SAME_ARCHITECTURE = {"bigscience/bloomz-7b1": "bloom-7b1"}
 
 # Pre-Llama models that litgpt runs with its own GPT class (litgpt/config.py at the cases' commit):
 # GPT-NeoX-style blocks (parallel residual, LayerNorm, GELU MLP, biases), one attention linear
 # split into q/k/v so that LoRA's "query"/"value" reach them: llama module names are used.
-# phi-1.5 shares one LayerNorm between attention and MLP (shared_attention_norm=True).
+# phi-1.5 shares one LayerNorm between attention and MLP (shared_attention_norm=True). A case of these
+# ids with architecture numbers takes this block before the catalog's (whose phi-1.5 is transformers'
+# PhiForCausalLM, with an lm_head bias litgpt's config also has: lm_head_bias=True).
 _NEOX_FAMILIES = {"stabilityai/stablelm-base-alpha-3b": 2, "microsoft/phi-1_5": 1}
+_LITGPT_HOW = "GPT-NeoX-style block from the case's numbers (litgpt config: parallel residual, LayerNorm, GELU MLP)"
 
 _ENCODER_DECODER = re.compile(r"(^|/|-|_)(t5|t0|mt0|mt5|flan-t5|bart|mbart|ul2|pegasus)([-_/.]|$)",
                               re.IGNORECASE)
@@ -75,9 +71,10 @@ def is_encoder_decoder(case: dict) -> bool:
 
 
 def case_model(case: dict) -> tuple[ModelSpec, str]:
-    """(ModelSpec, how it was found). Catalog first, then known architecture tables, then the
-    case's own architecture numbers (within the bounds `trainplan estimate` holds any model to:
-    job/validate.check_model_size); otherwise Skip with the reason."""
+    """(ModelSpec, how it was found). Catalog first (after litgpt's own block for a case of
+    _NEOX_FAMILIES), then known architecture tables, then the case's own architecture numbers (within
+    the bounds `trainplan estimate` holds any model to: job/validate.check_model_size); otherwise Skip
+    with the reason."""
     spec, how = _case_model(case)
     check_model_size(spec)
     return spec, how
@@ -88,13 +85,8 @@ def _case_model(case: dict) -> tuple[ModelSpec, str]:
     if is_encoder_decoder(case):
         raise Skip(f"model {m.get('name')}: encoder-decoder (T5/mT0 family), which trainplan does not model")
     hf_id = str(m.get("hf_id") or "")
-    qwen = _QWEN1_ID.search(hf_id)
-    if qwen:
-        h, layers, heads, inter, vocab = QWEN1[qwen.group(1).lower().replace("_", ".")]
-        spec = ModelSpec(name=m["name"], model_type="qwen", naming="llama", hidden_size=h, num_layers=layers,
-                         num_heads=heads, num_kv_heads=heads, head_dim=h // heads, intermediate_size=inter,
-                         vocab_size=vocab, tied_embeddings=False, qkv_bias=True)
-        return spec, "Qwen (1st generation) architecture from its config.json"
+    if hf_id.lower() in _NEOX_FAMILIES and m.get("layers"):
+        return _litgpt_neox(m, _NEOX_FAMILIES[hf_id.lower()]), _LITGPT_HOW
     if hf_id.lower() in _SAME_ARCHITECTURE:
         spec = catalog.resolve_model(_SAME_ARCHITECTURE[hf_id.lower()])
         return replace(spec, name=m.get("name") or hf_id), f"same architecture as catalog {spec.name}"
@@ -106,9 +98,6 @@ def _case_model(case: dict) -> tuple[ModelSpec, str]:
         except TrainplanError:
             continue
         return spec, catalog.model_name_note(named) or "catalog"
-    if hf_id.lower() in _NEOX_FAMILIES and m.get("layers"):
-        return _litgpt_neox(m, _NEOX_FAMILIES[hf_id.lower()]), \
-            "GPT-NeoX-style block from the case's numbers (litgpt config: parallel residual, LayerNorm, GELU MLP)"
     if m.get("layers") and m.get("hidden"):
         if "MPT" in str(m.get("name")):
             return _mpt(m), "MPT architecture from the case's numbers"

@@ -140,7 +140,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SPEC_SOURCES = tuple(os.path.join(_PACKAGE_DIR, *parts) for parts in (
     ("model", "hfconfig", "__init__.py"), ("model", "hfconfig", "_reader.py"), ("model", "hfconfig", "dense.py"),
     ("model", "hfconfig", "classic.py"), ("model", "hfconfig", "moe.py"), ("model", "hfconfig", "recent.py"),
-    ("model", "hfconfig", "early.py"),
+    ("model", "hfconfig", "early.py"), ("model", "hfconfig", "variants.py"),
     ("specs.py",), ("enums.py",)))
 
 

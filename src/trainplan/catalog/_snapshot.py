@@ -9,15 +9,29 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '01-ai/yi-34b-chat': 43,
                                       '01-ai/yi-6b': 44,
                                       '01-ai/yi-6b-chat': 44,
+                                      '01-ai/yi-9b': 124,
                                       'allenai/olmo-2-0425-1b': 78,
                                       'allenai/olmo-2-0425-1b-instruct': 78,
                                       'allenai/olmo-2-1124-13b': 105,
                                       'allenai/olmo-2-1124-13b-instruct': 105,
                                       'allenai/olmo-2-1124-7b': 104,
                                       'allenai/olmo-2-1124-7b-instruct': 104,
+                                      'allenai/olmoe-1b-7b-0924': 149,
+                                      'allenai/olmoe-1b-7b-0924-instruct': 149,
+                                      'baichuan-7b': 130,
+                                      'baichuan-7b-v1': 130,
+                                      'baichuan-inc/baichuan-7b': 130,
+                                      'baichuan-inc/baichuan2-13b-base': 131,
+                                      'baichuan-inc/baichuan2-13b-chat': 131,
                                       'baichuan-inc/baichuan2-7b-base': 42,
                                       'baichuan-inc/baichuan2-7b-chat': 42,
+                                      'baichuan2-13b': 131,
                                       'baichuan2-7b': 42,
+                                      'bigcode/starcoder': 142,
+                                      'bigcode/starcoder2-15b': 145,
+                                      'bigcode/starcoder2-3b': 143,
+                                      'bigcode/starcoder2-7b': 144,
+                                      'bigcode/starcoderbase': 142,
                                       'bigscience/bloom': 55,
                                       'bigscience/bloom-7b1': 54,
                                       'bigscience/bloomz': 55,
@@ -27,6 +41,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'bloom-7b1': 54,
                                       'bytedance-seed/seed-oss-36b-base': 81,
                                       'bytedance-seed/seed-oss-36b-instruct': 81,
+                                      'c4ai-command-r-v01': 156,
                                       'chatglm3': 40,
                                       'chatglm3-6b': 40,
                                       'codellama-13b': 92,
@@ -38,6 +53,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'codellama/codellama-34b-instruct-hf': 93,
                                       'codellama/codellama-7b-hf': 91,
                                       'codellama/codellama-7b-instruct-hf': 91,
+                                      'cohereforai/c4ai-command-r-v01': 156,
+                                      'command-r-v01': 156,
                                       'deepseek-ai/deepseek-coder-33b-base': 117,
                                       'deepseek-ai/deepseek-coder-33b-instruct': 117,
                                       'deepseek-ai/deepseek-coder-6.7b-base': 97,
@@ -46,20 +63,39 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'deepseek-ai/deepseek-llm-67b-chat': 96,
                                       'deepseek-ai/deepseek-llm-7b-base': 95,
                                       'deepseek-ai/deepseek-llm-7b-chat': 95,
+                                      'deepseek-ai/deepseek-moe-16b-base': 148,
+                                      'deepseek-ai/deepseek-moe-16b-chat': 148,
                                       'deepseek-ai/deepseek-r1': 39,
+                                      'deepseek-ai/deepseek-r1-0528': 39,
                                       'deepseek-ai/deepseek-r1-distill-llama-70b': 6,
                                       'deepseek-ai/deepseek-r1-distill-llama-8b': 5,
+                                      'deepseek-ai/deepseek-r1-distill-qwen-1.5b': 132,
+                                      'deepseek-ai/deepseek-r1-distill-qwen-14b': 14,
+                                      'deepseek-ai/deepseek-r1-distill-qwen-32b': 15,
+                                      'deepseek-ai/deepseek-r1-distill-qwen-7b': 100,
+                                      'deepseek-ai/deepseek-v2': 134,
+                                      'deepseek-ai/deepseek-v2-chat': 134,
                                       'deepseek-ai/deepseek-v2-lite': 38,
                                       'deepseek-ai/deepseek-v2-lite-chat': 38,
                                       'deepseek-ai/deepseek-v3': 39,
+                                      'deepseek-ai/deepseek-v3-0324': 39,
                                       'deepseek-ai/deepseek-v3-base': 39,
+                                      'deepseek-ai/deepseek-v3.1': 39,
+                                      'deepseek-ai/deepseek-v3.1-base': 39,
                                       'deepseek-coder-33b': 117,
                                       'deepseek-coder-6.7b': 97,
                                       'deepseek-llm-67b': 96,
                                       'deepseek-llm-7b': 95,
+                                      'deepseek-moe-16b': 148,
+                                      'deepseek-moe-16b-chat': 148,
                                       'deepseek-r1': 39,
+                                      'deepseek-r1-distill-qwen-1.5b': 132,
+                                      'deepseek-r1:1.5b': 132,
+                                      'deepseek-v2': 134,
+                                      'deepseek-v2-236b': 134,
                                       'deepseek-v2-lite': 38,
                                       'deepseek-v3': 39,
+                                      'eleutherai/gpt-j-6b': 141,
                                       'eleutherai/gpt-neox-20b': 58,
                                       'eleutherai/pythia-1.4b': 63,
                                       'eleutherai/pythia-1.4b-deduped': 63,
@@ -81,6 +117,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'facebook/opt-13b': 52,
                                       'facebook/opt-6.7b': 51,
                                       'facebook/opt-66b': 53,
+                                      'falcon-180b': 129,
+                                      'falcon-180b-chat': 129,
                                       'falcon-40b': 57,
                                       'falcon-7b': 56,
                                       'gemma-2-27b': 30,
@@ -96,6 +134,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'glm-4-9b-chat': 41,
                                       'glm-4.5': 76,
                                       'glm-4.5-air': 77,
+                                      'google/codegemma-7b': 68,
+                                      'google/codegemma-7b-it': 68,
                                       'google/gemma-2-27b': 30,
                                       'google/gemma-2-27b-it': 30,
                                       'google/gemma-2-2b': 28,
@@ -118,6 +158,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'gpt-2-large-(774m)': 48,
                                       'gpt-2-medium-(355m)': 47,
                                       'gpt-2-xl-(1.5b)': 49,
+                                      'gpt-j': 141,
+                                      'gpt-j-6b': 141,
                                       'gpt-neox-20b': 58,
                                       'gpt-oss-120b': 73,
                                       'gpt-oss-20b': 72,
@@ -128,6 +170,21 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'gpt2-medium': 47,
                                       'gpt2-small': 46,
                                       'gpt2-xl': 49,
+                                      'gptj-6b': 141,
+                                      'granite-3.1-2b': 150,
+                                      'granite-3.1-2b-instruct': 150,
+                                      'granite-3.1-3b-a800m': 153,
+                                      'granite-3.1-3b-a800m-instruct': 153,
+                                      'granite-3.1-8b': 151,
+                                      'granite-3.1-8b-instruct': 151,
+                                      'granite-3.3-8b': 152,
+                                      'granite-3.3-8b-instruct': 152,
+                                      'huggingfacetb/smollm-1.7b': 103,
+                                      'huggingfacetb/smollm-1.7b-instruct': 103,
+                                      'huggingfacetb/smollm-135m': 101,
+                                      'huggingfacetb/smollm-135m-instruct': 101,
+                                      'huggingfacetb/smollm-360m': 102,
+                                      'huggingfacetb/smollm-360m-instruct': 102,
                                       'huggingfacetb/smollm2-1.7b': 103,
                                       'huggingfacetb/smollm2-1.7b-instruct': 103,
                                       'huggingfacetb/smollm2-135m': 101,
@@ -138,7 +195,23 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'huggyllama/llama-30b': 86,
                                       'huggyllama/llama-65b': 87,
                                       'huggyllama/llama-7b': 84,
+                                      'ibm-granite/granite-3.1-2b-base': 150,
+                                      'ibm-granite/granite-3.1-2b-instruct': 150,
+                                      'ibm-granite/granite-3.1-3b-a800m-base': 153,
+                                      'ibm-granite/granite-3.1-3b-a800m-instruct': 153,
+                                      'ibm-granite/granite-3.1-8b-base': 151,
+                                      'ibm-granite/granite-3.1-8b-instruct': 151,
+                                      'ibm-granite/granite-3.3-8b-base': 152,
+                                      'ibm-granite/granite-3.3-8b-instruct': 152,
+                                      'internlm-20b': 123,
+                                      'internlm-7b': 122,
+                                      'internlm/internlm-20b': 123,
+                                      'internlm/internlm-7b': 122,
+                                      'internlm/internlm-chat-20b': 123,
+                                      'internlm/internlm-chat-7b': 122,
                                       'internlm/internlm2-20b': 109,
+                                      'internlm/internlm2-5-20b': 109,
+                                      'internlm/internlm2-5-20b-chat': 109,
                                       'internlm/internlm2-5-7b': 45,
                                       'internlm/internlm2-5-7b-chat': 45,
                                       'internlm/internlm2-7b': 108,
@@ -222,20 +295,34 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'meta-llama/meta-llama-3.1-70b-instruct': 6,
                                       'meta-llama/meta-llama-3.1-8b': 5,
                                       'meta-llama/meta-llama-3.1-8b-instruct': 5,
+                                      'microsoft/phi-1-5': 139,
+                                      'microsoft/phi-2': 140,
                                       'microsoft/phi-3-medium-4k-instruct': 36,
                                       'microsoft/phi-3-mini-128k-instruct': 71,
                                       'microsoft/phi-3-mini-4k-instruct': 35,
                                       'microsoft/phi-3.5-mini-instruct': 71,
                                       'microsoft/phi-4': 37,
+                                      'microsoft/phi-4-mini-instruct': 128,
+                                      'microsoft/phi-4-mini-reasoning': 128,
+                                      'minicpm-2b': 154,
+                                      'minicpm-2b-dpo-bf16': 154,
+                                      'minicpm-2b-sft-bf16': 154,
                                       'ministral-8b': 79,
                                       'ministral-8b-instruct-2410': 79,
                                       'mistral-7b': 25,
                                       'mistral-7b-instruct-v0.2': 89,
                                       'mistral-7b-v0.1': 25,
                                       'mistral-7b-v0.3': 88,
+                                      'mistral-large-2407': 127,
+                                      'mistral-large-instruct-2407': 127,
                                       'mistral-nemo': 90,
                                       'mistral-nemo-2407': 90,
                                       'mistral-nemo-base-2407': 90,
+                                      'mistral-small-22b': 126,
+                                      'mistral-small-2409': 126,
+                                      'mistral-small-24b-2501': 125,
+                                      'mistral-small-24b-base-2501': 125,
+                                      'mistral-small-instruct-2409': 126,
                                       'mistralai/magistral-small-2506': 80,
                                       'mistralai/ministral-8b-instruct-2410': 79,
                                       'mistralai/mistral-7b-instruct-v0.1': 25,
@@ -243,8 +330,13 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'mistralai/mistral-7b-instruct-v0.3': 88,
                                       'mistralai/mistral-7b-v0.1': 25,
                                       'mistralai/mistral-7b-v0.3': 88,
+                                      'mistralai/mistral-large-instruct-2407': 127,
+                                      'mistralai/mistral-large-instruct-2411': 127,
                                       'mistralai/mistral-nemo-base-2407': 90,
                                       'mistralai/mistral-nemo-instruct-2407': 90,
+                                      'mistralai/mistral-small-24b-base-2501': 125,
+                                      'mistralai/mistral-small-24b-instruct-2501': 125,
+                                      'mistralai/mistral-small-instruct-2409': 126,
                                       'mistralai/mixtral-8x22b-v0.1': 27,
                                       'mistralai/mixtral-8x7b-instruct-v0.1': 26,
                                       'mistralai/mixtral-8x7b-v0.1': 26,
@@ -252,8 +344,17 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'mixtral-8x22b-v0.1': 27,
                                       'mixtral-8x7b': 26,
                                       'mixtral-8x7b-v0.1': 26,
+                                      'moonlight': 133,
+                                      'moonlight-16b-a3b': 133,
                                       'moonshotai/kimi-k2-base': 82,
                                       'moonshotai/kimi-k2-instruct': 82,
+                                      'moonshotai/moonlight-16b-a3b': 133,
+                                      'moonshotai/moonlight-16b-a3b-instruct': 133,
+                                      'mosaicml/mpt-30b': 147,
+                                      'mosaicml/mpt-7b': 146,
+                                      'mosaicml/mpt-7b-instruct': 146,
+                                      'mpt-30b': 147,
+                                      'mpt-7b': 146,
                                       'nemotron-3-8b': 106,
                                       'nemotron-340b': 107,
                                       'nemotron-4-340b': 107,
@@ -267,16 +368,23 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'olmo-2-0425-1b': 78,
                                       'olmo-2-1124-13b': 105,
                                       'olmo-2-1124-7b': 104,
+                                      'olmoe-1b-7b': 149,
+                                      'olmoe-1b-7b-0924': 149,
                                       'openai-community/gpt2': 46,
                                       'openai-community/gpt2-large': 48,
                                       'openai-community/gpt2-medium': 47,
                                       'openai-community/gpt2-xl': 49,
                                       'openai/gpt-oss-120b': 73,
                                       'openai/gpt-oss-20b': 72,
+                                      'openbmb/minicpm-2b-dpo-bf16': 154,
+                                      'openbmb/minicpm-2b-sft-bf16': 154,
                                       'opt-1.3b': 50,
                                       'opt-13b': 52,
                                       'opt-6.7b': 51,
                                       'opt-66b': 53,
+                                      'phi-1-5': 139,
+                                      'phi-1.5': 139,
+                                      'phi-2': 140,
                                       'phi-3-medium': 36,
                                       'phi-3-medium-4k': 36,
                                       'phi-3-mini': 35,
@@ -284,6 +392,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'phi-3-mini-128k-instruct': 71,
                                       'phi-3-mini-4k': 35,
                                       'phi-4': 37,
+                                      'phi-4-mini': 128,
+                                      'phi-4-mini-instruct': 128,
                                       'phi3-medium': 36,
                                       'phi3-mini': 35,
                                       'phi3-mini-128k': 71,
@@ -295,10 +405,36 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'pythia-410m': 61,
                                       'pythia-6.9b': 65,
                                       'pythia-70m': 59,
+                                      'qwen-1-8b': 135,
+                                      'qwen-1-8b-chat': 135,
+                                      'qwen-1.8b': 135,
+                                      'qwen-1.8b-chat': 135,
+                                      'qwen-14b': 137,
+                                      'qwen-14b-chat': 137,
+                                      'qwen-72b': 138,
+                                      'qwen-72b-chat': 138,
+                                      'qwen-7b': 136,
+                                      'qwen-7b-chat': 136,
+                                      'qwen/qwen-1-8b': 135,
+                                      'qwen/qwen-1-8b-chat': 135,
+                                      'qwen/qwen-14b': 137,
+                                      'qwen/qwen-14b-chat': 137,
+                                      'qwen/qwen-72b': 138,
+                                      'qwen/qwen-72b-chat': 138,
+                                      'qwen/qwen-7b': 136,
+                                      'qwen/qwen-7b-chat': 136,
+                                      'qwen/qwen1.5-0.5b': 118,
+                                      'qwen/qwen1.5-0.5b-chat': 118,
+                                      'qwen/qwen1.5-1.8b': 119,
+                                      'qwen/qwen1.5-1.8b-chat': 119,
+                                      'qwen/qwen1.5-110b': 121,
+                                      'qwen/qwen1.5-110b-chat': 121,
                                       'qwen/qwen1.5-14b': 110,
                                       'qwen/qwen1.5-14b-chat': 110,
                                       'qwen/qwen1.5-32b': 111,
                                       'qwen/qwen1.5-32b-chat': 111,
+                                      'qwen/qwen1.5-4b': 120,
+                                      'qwen/qwen1.5-4b-chat': 120,
                                       'qwen/qwen1.5-72b': 112,
                                       'qwen/qwen1.5-72b-chat': 112,
                                       'qwen/qwen1.5-7b': 98,
@@ -329,8 +465,16 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'qwen/qwen2.5-72b-instruct': 16,
                                       'qwen/qwen2.5-7b': 13,
                                       'qwen/qwen2.5-7b-instruct': 13,
+                                      'qwen/qwen2.5-coder-0.5b': 10,
+                                      'qwen/qwen2.5-coder-0.5b-instruct': 10,
+                                      'qwen/qwen2.5-coder-1.5b': 11,
+                                      'qwen/qwen2.5-coder-1.5b-instruct': 11,
+                                      'qwen/qwen2.5-coder-14b': 14,
+                                      'qwen/qwen2.5-coder-14b-instruct': 14,
                                       'qwen/qwen2.5-coder-32b': 15,
                                       'qwen/qwen2.5-coder-32b-instruct': 15,
+                                      'qwen/qwen2.5-coder-3b': 12,
+                                      'qwen/qwen2.5-coder-3b-instruct': 12,
                                       'qwen/qwen2.5-coder-7b': 13,
                                       'qwen/qwen2.5-coder-7b-instruct': 13,
                                       'qwen/qwen2.5-math-7b': 100,
@@ -343,18 +487,27 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'qwen/qwen3-14b-base': 21,
                                       'qwen/qwen3-235b-a22b': 24,
                                       'qwen/qwen3-235b-a22b-instruct-2507': 24,
+                                      'qwen/qwen3-235b-a22b-thinking-2507': 24,
                                       'qwen/qwen3-30b-a3b': 23,
                                       'qwen/qwen3-30b-a3b-base': 23,
                                       'qwen/qwen3-30b-a3b-instruct-2507': 23,
+                                      'qwen/qwen3-30b-a3b-thinking-2507': 23,
                                       'qwen/qwen3-32b': 22,
                                       'qwen/qwen3-32b-base': 22,
                                       'qwen/qwen3-4b': 19,
                                       'qwen/qwen3-4b-base': 19,
+                                      'qwen/qwen3-4b-instruct-2507': 19,
+                                      'qwen/qwen3-4b-thinking-2507': 19,
                                       'qwen/qwen3-8b': 20,
                                       'qwen/qwen3-8b-base': 20,
+                                      'qwen/qwen3-coder-30b-a3b-instruct': 23,
                                       'qwen/qwq-32b': 15,
+                                      'qwen1.5-0.5b': 118,
+                                      'qwen1.5-1.8b': 119,
+                                      'qwen1.5-110b': 121,
                                       'qwen1.5-14b': 110,
                                       'qwen1.5-32b': 111,
+                                      'qwen1.5-4b': 120,
                                       'qwen1.5-72b': 112,
                                       'qwen1.5-7b': 98,
                                       'qwen1.5-moe-a2.7b': 99,
@@ -377,6 +530,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'qwen3-32b': 22,
                                       'qwen3-4b': 19,
                                       'qwen3-8b': 20,
+                                      'r1-distill-qwen-1.5b': 132,
                                       'seed-oss-36b': 81,
                                       'seed-oss-36b-instruct': 81,
                                       'smollm2-1.7b': 103,
@@ -385,11 +539,24 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'solar-10.7b': 114,
                                       'solar-10.7b-instruct': 114,
                                       'solar-10.7b-v1.0': 114,
+                                      'stabilityai/stablelm-2-1-6b': 155,
+                                      'stabilityai/stablelm-2-1-6b-chat': 155,
+                                      'stabilityai/stablelm-2-zephyr-1-6b': 155,
+                                      'stablelm-2-1-6b': 155,
+                                      'stablelm-2-1.6b': 155,
+                                      'starcoder': 142,
+                                      'starcoder2-15b': 145,
+                                      'starcoder2-3b': 143,
+                                      'starcoder2-7b': 144,
+                                      'starcoderbase': 142,
+                                      'thudm/chatglm2-6b': 40,
                                       'thudm/chatglm3-6b': 40,
                                       'thudm/glm-4-9b': 41,
                                       'thudm/glm-4-9b-chat': 41,
                                       'thudm/glm-4.5': 76,
                                       'thudm/glm-4.5-air': 77,
+                                      'tiiuae/falcon-180b': 129,
+                                      'tiiuae/falcon-180b-chat': 129,
                                       'tiiuae/falcon-40b': 57,
                                       'tiiuae/falcon-40b-instruct': 57,
                                       'tiiuae/falcon-7b': 56,
@@ -404,9 +571,11 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'yi-1.5-9b': 115,
                                       'yi-34b': 43,
                                       'yi-6b': 44,
+                                      'yi-9b': 124,
                                       'zai-org/glm-4.5': 76,
-                                      'zai-org/glm-4.5-air': 77},
-                             'fingerprint': 'd1c197ff-145577'},
+                                      'zai-org/glm-4.5-air': 77,
+                                      'zai-org/glm-4.6': 76},
+                             'fingerprint': 'd7916d19-208122'},
              'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b","lmsys/vicuna-7b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
@@ -545,7 +714,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'pytorch/torchtune, torchtune/models/llama3_2/_model_builders.py@bd2a0fc7c314; '
                                       'Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f","tied_embeddings":true,"vocab_size":128256}',
-                                      '{"aliases":["Qwen/Qwen2.5-0.5B-Instruct","Qwen/Qwen2-0.5B","Qwen/Qwen2-0.5B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen2.5-0.5B-Instruct","Qwen/Qwen2-0.5B","Qwen/Qwen2-0.5B-Instruct","Qwen/Qwen2.5-Coder-0.5B","Qwen/Qwen2.5-Coder-0.5B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 896, '
                                       '\\"intermediate_size\\": 4864, \\"max_position_embeddings\\": 32768, '
                                       '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 14, '
@@ -558,7 +727,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'scripts/models/qwen2.5-0.5B.sh@624b824a898a; mlc-ai/mlc-llm, '
                                       'python/mlc_llm/model/model_preset.py@79d603f085f5 '
                                       '[qwen2_0_5b]","tied_embeddings":true,"vocab_size":151936}',
-                                      '{"aliases":["Qwen/Qwen2.5-1.5B-Instruct","Qwen/Qwen2-1.5B","Qwen/Qwen2-1.5B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen2.5-1.5B-Instruct","Qwen/Qwen2-1.5B","Qwen/Qwen2-1.5B-Instruct","Qwen/Qwen2.5-Coder-1.5B","Qwen/Qwen2.5-Coder-1.5B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
                                       '1536, \\"intermediate_size\\": 8960, \\"max_position_embeddings\\": 131072, '
                                       '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 12, '
@@ -571,7 +740,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'scripts/models/qwen2.5-1.5B.sh@624b824a898a; mlc-ai/mlc-llm, '
                                       'python/mlc_llm/model/model_preset.py@79d603f085f5 '
                                       '[qwen2_1_5b]","tied_embeddings":true,"vocab_size":151936}',
-                                      '{"aliases":["Qwen/Qwen2.5-3B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen2.5-3B-Instruct","Qwen/Qwen2.5-Coder-3B","Qwen/Qwen2.5-Coder-3B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
                                       '2048, \\"intermediate_size\\": 11008, \\"max_position_embeddings\\": 32768, '
                                       '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 16, '
@@ -594,7 +763,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f; THUDM/slime, '
                                       'scripts/models/qwen2.5-7B.sh@624b824a898a","tied_embeddings":false,"vocab_size":152064}',
-                                      '{"aliases":["Qwen/Qwen2.5-14B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen2.5-14B-Instruct","Qwen/Qwen2.5-Coder-14B","Qwen/Qwen2.5-Coder-14B-Instruct","deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
                                       '5120, \\"intermediate_size\\": 13824, \\"max_position_embeddings\\": 131072, '
                                       '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 40, '
@@ -604,7 +773,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '152064}","hf_id":"Qwen/Qwen2.5-14B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":13824,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen2.5-14b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":8,"num_layers":48,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"pytorch/torchtune, '
                                       'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":152064}',
-                                      '{"aliases":["Qwen/Qwen2.5-32B-Instruct","Qwen/Qwen2.5-Coder-32B","Qwen/Qwen2.5-Coder-32B-Instruct","Qwen/QwQ-32B"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen2.5-32B-Instruct","Qwen/Qwen2.5-Coder-32B","Qwen/Qwen2.5-Coder-32B-Instruct","Qwen/QwQ-32B","deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
                                       '5120, \\"intermediate_size\\": 27648, \\"max_position_embeddings\\": 131072, '
                                       '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 40, '
@@ -652,7 +821,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'pytorch/torchtune, torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; '
                                       'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; THUDM/slime, '
                                       'scripts/models/qwen3-1.7B.sh@624b824a898a","tied_embeddings":true,"vocab_size":151936}',
-                                      '{"aliases":["Qwen/Qwen3-4B-Base"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen3-4B-Base","Qwen/Qwen3-4B-Instruct-2507","Qwen/Qwen3-4B-Thinking-2507"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen3ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 2560, \\"intermediate_size\\": '
                                       '9728, \\"max_position_embeddings\\": 40960, \\"model_type\\": \\"qwen3\\", '
@@ -701,7 +870,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f; THUDM/slime, '
                                       'scripts/models/qwen3-32B.sh@624b824a898a","tied_embeddings":false,"vocab_size":151936}',
-                                      '{"aliases":["Qwen/Qwen3-30B-A3B-Base","Qwen/Qwen3-30B-A3B-Instruct-2507"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen3-30B-A3B-Base","Qwen/Qwen3-30B-A3B-Instruct-2507","Qwen/Qwen3-30B-A3B-Thinking-2507","Qwen/Qwen3-Coder-30B-A3B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen3MoeForCausalLM\\"], \\"attention_bias\\": false, '
                                       '\\"decoder_sparse_step\\": 1, \\"head_dim\\": 128, \\"hidden_act\\": '
                                       '\\"silu\\", \\"hidden_size\\": 2048, \\"intermediate_size\\": 6144, '
@@ -716,7 +885,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'hf_configs/qwen3-30B-A3B_config.json@f2293dab6d23; THUDM/slime, '
                                       'scripts/models/qwen3-30B-A3B.sh@624b824a898a; Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":151936}',
-                                      '{"aliases":["Qwen/Qwen3-235B-A22B-Instruct-2507"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen3-235B-A22B-Instruct-2507","Qwen/Qwen3-235B-A22B-Thinking-2507"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen3MoeForCausalLM\\"], \\"attention_bias\\": false, '
                                       '\\"decoder_sparse_step\\": 1, \\"head_dim\\": 128, \\"hidden_act\\": '
                                       '\\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": 12288, '
@@ -936,7 +1105,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'deepseek-ai/DeepSeek-V2, README.md@ec98ee3cbffc; deepseek-ai/DeepSeek-V3, '
                                       'inference/configs/config_16B.json; scaleapi/llm-engine, '
                                       'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36","tied_embeddings":false,"vocab_size":102400}',
-                                      '{"aliases":["deepseek-ai/DeepSeek-V3-Base","deepseek-ai/DeepSeek-R1","deepseek-r1"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":192,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["deepseek-ai/DeepSeek-V3-Base","deepseek-ai/DeepSeek-R1","deepseek-r1","deepseek-ai/DeepSeek-V3-0324","deepseek-ai/DeepSeek-R1-0528","deepseek-ai/DeepSeek-V3.1","deepseek-ai/DeepSeek-V3.1-Base"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":192,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"DeepseekV3ForCausalLM\\"], \\"attention_bias\\": false, '
                                       '\\"first_k_dense_replace\\": 3, \\"hidden_act\\": \\"silu\\", '
                                       '\\"hidden_size\\": 7168, \\"intermediate_size\\": 18432, \\"kv_lora_rank\\": '
@@ -960,7 +1129,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'alibaba/InferSim, hf_configs/deepseek_v3_config.json@f2293dab6d23; code-index '
                                       'file 1570491832; THUDM/slime, '
                                       'scripts/models/deepseek-v3.sh@624b824a898a","tied_embeddings":false,"vocab_size":129280}',
-                                      '{"aliases":["chatglm3"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"add_bias_linear\\": '
+                                      '{"aliases":["chatglm3","THUDM/chatglm2-6b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"add_bias_linear\\": '
                                       'false, \\"add_qkv_bias\\": true, \\"architectures\\": [\\"ChatGLMModel\\"], '
                                       '\\"ffn_hidden_size\\": 13696, \\"hidden_size\\": 4096, \\"kv_channels\\": 128, '
                                       '\\"layernorm_epsilon\\": 1e-05, \\"model_type\\": \\"chatglm\\", '
@@ -1293,7 +1462,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '[gemma_2b_config_dict]; keras-team/keras-hub@71453d08f59e, '
                                       'keras_hub/src/models/gemma/gemma_presets.py '
                                       '[gemma_2b_en]","tied_embeddings":true,"vocab_size":256000}',
-                                      '{"aliases":["google/gemma-7b-it"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":256,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["google/gemma-7b-it","google/codegemma-7b","google/codegemma-7b-it"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":256,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"GemmaForCausalLM\\"], \\"attention_bias\\": false, \\"attention_dropout\\": '
                                       '0.0, \\"bos_token_id\\": 2, \\"eos_token_id\\": 1, \\"head_dim\\": 256, '
                                       '\\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": 3072, \\"initializer_range\\": '
@@ -1516,7 +1685,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       "from 48 to 2); transformers 5.24 modeling_llama4.py ('the 128E model "
                                       "interleaves dense / sparse', 'does not use "
                                       'qk_norm\')","tied_embeddings":false,"vocab_size":202048}',
-                                      '{"aliases":["THUDM/GLM-4.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["THUDM/GLM-4.5","zai-org/GLM-4.6"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Glm4MoeForCausalLM\\"], \\"attention_bias\\": true, '
                                       '\\"attention_dropout\\": 0.0, \\"bos_token_id\\": 151329, \\"eos_token_id\\": '
                                       '151336, \\"first_k_dense_replace\\": 3, \\"head_dim\\": 128, \\"hidden_act\\": '
@@ -1909,7 +2078,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'same fields); keras-team/keras-hub@71453d08f59e, '
                                       'keras_hub/src/models/qwen_moe/qwen_moe_presets.py [qwen1.5_moe_2.7b_en: '
                                       '14,315,784,192]","tied_embeddings":false,"vocab_size":151936}',
-                                      '{"aliases":["Qwen/Qwen2.5-Math-7B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["Qwen/Qwen2.5-Math-7B-Instruct","deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"Qwen2ForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
                                       '3584, \\"intermediate_size\\": 18944, \\"max_position_embeddings\\": 4096, '
                                       '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 28, '
@@ -1921,7 +2090,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'keras-team/keras-hub@71453d08f59e, keras_hub/src/models/qwen/qwen_presets.py '
                                       '[qwen2.5_math_7b_en, qwen2.5_math_instruct_7b_en: '
                                       '7,615,616,512]","tied_embeddings":false,"vocab_size":152064}',
-                                      '{"aliases":["HuggingFaceTB/SmolLM2-135M-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["HuggingFaceTB/SmolLM2-135M-Instruct","HuggingFaceTB/SmolLM-135M","HuggingFaceTB/SmolLM-135M-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"hidden_act\\": '
                                       '\\"silu\\", \\"hidden_size\\": 576, \\"intermediate_size\\": 1536, '
                                       '\\"max_position_embeddings\\": 8192, \\"mlp_bias\\": false, \\"model_type\\": '
@@ -1935,7 +2104,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'pytorch/torchtune@bd2a0fc7c314, torchtune/models/smol/_model_builders.py '
                                       '[smollm2_135m]; code-index file 71366605573 (SmolLM2-135M-Instruct: 134,515,008 '
                                       'params)","tied_embeddings":true,"vocab_size":49152}',
-                                      '{"aliases":["HuggingFaceTB/SmolLM2-360M-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["HuggingFaceTB/SmolLM2-360M-Instruct","HuggingFaceTB/SmolLM-360M","HuggingFaceTB/SmolLM-360M-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"hidden_act\\": '
                                       '\\"silu\\", \\"hidden_size\\": 960, \\"intermediate_size\\": 2560, '
                                       '\\"max_position_embeddings\\": 8192, \\"mlp_bias\\": false, \\"model_type\\": '
@@ -1948,7 +2117,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f [SmolLM2-360M]; '
                                       'pytorch/torchtune@bd2a0fc7c314, torchtune/models/smol/_model_builders.py '
                                       '[smollm2_360m]","tied_embeddings":true,"vocab_size":49152}',
-                                      '{"aliases":["HuggingFaceTB/SmolLM2-1.7B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["HuggingFaceTB/SmolLM2-1.7B-Instruct","HuggingFaceTB/SmolLM-1.7B","HuggingFaceTB/SmolLM-1.7B-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"hidden_act\\": '
                                       '\\"silu\\", \\"hidden_size\\": 2048, \\"intermediate_size\\": 8192, '
                                       '\\"max_position_embeddings\\": 8192, \\"mlp_bias\\": false, \\"model_type\\": '
@@ -2043,7 +2212,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '8 kv heads, mlp_ratio 3.5, vocab 92544, no bias, rms 1e-5, rope_base 1e6); '
                                       'code-index file 66695423343 (audit of an InternLM2 checkpoint: 227 tensors, '
                                       '7,737,708,544 elements)","tied_embeddings":false,"vocab_size":92544}',
-                                      '{"aliases":["internlm/internlm2-chat-20b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["internlm/internlm2-chat-20b","internlm/internlm2_5-20b","internlm/internlm2_5-20b-chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"InternLM2ForCausalLM\\"], \\"bias\\": false, \\"bos_token_id\\": 1, '
                                       '\\"eos_token_id\\": 2, \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 6144, '
                                       '\\"initializer_range\\": 0.02, \\"intermediate_size\\": 16384, '
@@ -2185,8 +2354,726 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '(llama: 62 layers, 7168, 56 heads, 8 kv heads, 19200, vocab 32256, context '
                                       '16384); code-index file 57751031036 (parameter count of the '
                                       'deepseek-coder-33b-instruct snapshot 61dc97b922b1: '
-                                      '33,342,991,360)","tied_embeddings":false,"vocab_size":32256}'],
-                             'fingerprint': '73c7c5bf-197810'}},
+                                      '33,342,991,360)","tied_embeddings":false,"vocab_size":32256}',
+                                      '{"aliases":["Qwen/Qwen1.5-0.5B-Chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '151643, \\"eos_token_id\\": 151643, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 1024, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 2816, \\"max_position_embeddings\\": 32768, '
+                                      '\\"max_window_layers\\": 21, \\"model_type\\": \\"qwen2\\", '
+                                      '\\"num_attention_heads\\": 16, \\"num_hidden_layers\\": 24, '
+                                      '\\"num_key_value_heads\\": 16, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000.0, \\"sliding_window\\": 32768, \\"tie_word_embeddings\\": true, '
+                                      '\\"use_cache\\": true, \\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen1.5-0.5B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":1024,"intermediate_size":2816,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen1.5-0.5b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":16,"num_layers":24,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      'file 14914603482 (Baidu aiak_training_llm Qwen registry [qwen1.5-0.5b: 24 '
+                                      'layers, 1024, 2816, 16 heads, MHA, vocab 151936, QKV bias]); code-index file '
+                                      '5379367949 (table of the Qwen config.json files [Qwen1.5-0.5b: 32K context, Tie '
+                                      'True]); code-index file 29205825897 (Qwen2Config of Qwen/Qwen1.5-0.5B as '
+                                      'transformers 4.41.2 loads it: tie_word_embeddings true, max_window_layers 21, '
+                                      'rms_norm_eps 1e-06, rope_theta 1e6); code-index file 14269230532 (fine-tuning '
+                                      "speed table: model_size = the Hub's safetensors total, see its commented "
+                                      'get_model_size) [Qwen/Qwen1.5-0.5B: '
+                                      '619,570,176]","tied_embeddings":true,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen1.5-1.8B-Chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '151643, \\"eos_token_id\\": 151643, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 2048, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 5504, \\"max_position_embeddings\\": 32768, '
+                                      '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 16, '
+                                      '\\"num_hidden_layers\\": 24, \\"num_key_value_heads\\": 16, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_theta\\": 1000000.0, \\"sliding_window\\": 32768, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_cache\\": true, '
+                                      '\\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen1.5-1.8B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":5504,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":1836828672,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen1.5-1.8b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":16,"num_layers":24,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      'file 14914603482 (Baidu aiak_training_llm Qwen registry [qwen1.5-1.8b: 24 '
+                                      'layers, 2048, 5504, 16 heads, MHA, vocab 151936, QKV bias]); code-index file '
+                                      '5379367949 (table of the Qwen config.json files [Qwen1.5-1.8b: 32K context, Tie '
+                                      'False]); code-index file 55173016543 (Qwen/Qwen1.5-1.8B-Chat: 1,836,828,672 '
+                                      'parameters); code-index file 65835899932 (model card of a Qwen1.5-1.8B upload: '
+                                      '1,836,828,672, safetensors metadata, 32,768 '
+                                      'context)","tied_embeddings":false,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen1.5-4B-Chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '151643, \\"eos_token_id\\": 151643, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 2560, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 6912, \\"max_position_embeddings\\": 32768, '
+                                      '\\"model_type\\": \\"qwen2\\", \\"num_attention_heads\\": 20, '
+                                      '\\"num_hidden_layers\\": 40, \\"num_key_value_heads\\": 20, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_theta\\": 1000000.0, \\"sliding_window\\": 32768, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_cache\\": true, '
+                                      '\\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen1.5-4B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2560,"intermediate_size":6912,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":3950369280,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen1.5-4b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":20,"num_kv_heads":20,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      'file 14914603482 (Baidu aiak_training_llm Qwen registry [qwen1.5-4b: 40 layers, '
+                                      '2560, 6912, 20 heads, MHA, vocab 151936, QKV bias]); code-index file 5379367949 '
+                                      '(table of the Qwen config.json files [Qwen1.5-4b: 32K context, Tie False]); '
+                                      'code-index file 58413280785 (Hub API of Qwen/Qwen1.5-4B@a66363a0c24e: '
+                                      'safetensors 3,950,369,280 BF16); code-index file 71367504821 (Qwen1.5-4B-Chat '
+                                      'loaded as Qwen2ForCausalLM: all params '
+                                      '3,950,369,280)","tied_embeddings":false,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen1.5-110B-Chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '151643, \\"eos_token_id\\": 151643, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 8192, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 49152, \\"max_position_embeddings\\": 32768, '
+                                      '\\"max_window_layers\\": 28, \\"model_type\\": \\"qwen2\\", '
+                                      '\\"num_attention_heads\\": 64, \\"num_hidden_layers\\": 80, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '1000000.0, \\"sliding_window\\": 32768, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_cache\\": true, \\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '152064}","hf_id":"Qwen/Qwen1.5-110B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":49152,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":111209914368,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"qwen1.5-110b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":8,"num_layers":80,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      'file 7768956847 [Qwen1_5_110B: the config.json]; code-index file 5379367949 '
+                                      '(table of the Qwen config.json files [Qwen1.5-110B: 80 layers, 8192, 49152, 64 '
+                                      'heads, 8 kv heads, vocab 152064, untied]); code-index file 69624316134 (GGUF of '
+                                      'Qwen1.5-110B: 111,209,914,368 '
+                                      'parameters)","tied_embeddings":false,"vocab_size":152064}',
+                                      '{"aliases":["internlm/internlm-chat-7b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"InternLMForCausalLM\\"], \\"bias\\": true, \\"bos_token_id\\": 1, '
+                                      '\\"eos_token_id\\": 2, \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, '
+                                      '\\"initializer_range\\": 0.02, \\"intermediate_size\\": 11008, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"internlm\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, \\"pad_token_id\\": '
+                                      '2, \\"rms_norm_eps\\": 1e-06, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_cache\\": true, \\"vocab_size\\": '
+                                      '103168}","hf_id":"internlm/internlm-7b","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"internlm","moe":null,"name":"internlm-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":true,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [internlm: an InternLM 7B '
+                                      'config.json, bias true, 2048 context]; InternLM/InternEvo-HFModels, '
+                                      'huggingface_model/internlm/internlm_7b/configuration_internlm.py@d335092bbfa6 '
+                                      '(the remote-code class: bias default true); code-index file 21548941120 '
+                                      '(internlm-chat-7b: 4096, 11008, 32 heads, 32 layers, vocab 103168, '
+                                      'untied)","tied_embeddings":false,"vocab_size":103168}',
+                                      '{"aliases":["internlm/internlm-chat-20b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"InternLMForCausalLM\\"], \\"bias\\": false, \\"bos_token_id\\": 1, '
+                                      '\\"eos_token_id\\": 2, \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, '
+                                      '\\"initializer_range\\": 0.02, \\"intermediate_size\\": 13824, '
+                                      '\\"max_position_embeddings\\": 4096, \\"model_type\\": \\"internlm\\", '
+                                      '\\"num_attention_heads\\": 40, \\"num_hidden_layers\\": 60, '
+                                      '\\"num_key_value_heads\\": 40, \\"pad_token_id\\": 2, \\"pretraining_tp\\": 1, '
+                                      '\\"rms_norm_eps\\": 1e-06, \\"tie_word_embeddings\\": false, \\"use_cache\\": '
+                                      'true, \\"vocab_size\\": '
+                                      '103168}","hf_id":"internlm/internlm-20b","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":13824,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"internlm","moe":null,"name":"internlm-20b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":40,"num_layers":60,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 18414036999 (config.json of internlm/internlm-20b as downloaded with '
+                                      'hf_hub_download, verbatim); xorbitsai/inference, '
+                                      'doc/source/models/builtin/llm/internlm-20b.rst (20 '
+                                      'billion)","tied_embeddings":false,"vocab_size":103168}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"hidden_act\\": '
+                                      '\\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": 11008, '
+                                      '\\"max_position_embeddings\\": 4096, \\"model_type\\": \\"llama\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 48, '
+                                      '\\"num_key_value_heads\\": 4, \\"rms_norm_eps\\": 1e-06, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '64000}","hf_id":"01-ai/Yi-9B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":8829407232,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"yi-9b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":4,"num_layers":48,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 68846515806 (model registry of 01-ai/Yi-9B: total_parameters 8,829,407,232 '
+                                      'from the safetensors; 48 layers, 4096, 11008, 32 heads, 4 kv heads, vocab '
+                                      "64000, context 4096); code-index file 7768956847 [Yi_1_5_6B: the family's "
+                                      'verbatim keys]","tied_embeddings":false,"vocab_size":64000}',
+                                      '{"aliases":["mistralai/Mistral-Small-24B-Instruct-2501"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MistralForCausalLM\\"], \\"head_dim\\": 128, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 5120, \\"intermediate_size\\": 32768, '
+                                      '\\"max_position_embeddings\\": 32768, \\"model_type\\": \\"mistral\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 40, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-05, \\"rope_theta\\": '
+                                      '100000000.0, \\"sliding_window\\": null, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '131072}","hf_id":"mistralai/Mistral-Small-24B-Base-2501","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":32768,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":23572403200,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mistral","moe":null,"name":"mistral-small-24b-2501","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 70849976620 (unsloth/Mistral-Small-24B-Instruct-2501: 40 layers, 32 heads '
+                                      'over 8 KV heads of width 128, hidden 5120, intermediate 32768, vocab 131072, '
+                                      "untied, 32768 window; the Hub's safetensors count 23,572,403,200); code-index "
+                                      'file 66729435508 (Fireworks training catalog: paramCount per base model) '
+                                      '[Mistral Small 24B Instruct 2501: 23,572,403,200]; code-index file 65742008784 '
+                                      '(Magistral-Small-24B, built on it: the same '
+                                      'shapes)","tied_embeddings":false,"vocab_size":131072}',
+                                      '{"aliases":["mistral-small-22b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MistralForCausalLM\\"], \\"head_dim\\": 128, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 6144, \\"intermediate_size\\": 16384, '
+                                      '\\"max_position_embeddings\\": 32768, \\"model_type\\": \\"mistral\\", '
+                                      '\\"num_attention_heads\\": 48, \\"num_hidden_layers\\": 56, '
+                                      '\\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": 1e-05, \\"rope_theta\\": '
+                                      '1000000.0, \\"sliding_window\\": null, \\"tie_word_embeddings\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '32768}","hf_id":"mistralai/Mistral-Small-Instruct-2409","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":6144,"intermediate_size":16384,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":22247282688,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mistral","moe":null,"name":"mistral-small-2409","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":48,"num_kv_heads":8,"num_layers":56,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 62629770617 (test_mistral_config_parse_v3_small: the v3-tokenizer Mistral '
+                                      'Small config: 56 layers, 6144, 16384, 48 heads, 8 kv heads, head_dim 128, vocab '
+                                      '32768, rms 1e-5, rope 1e6, 32768 positions, no sliding window); code-index file '
+                                      '65929538350 (model card of anthracite-org/magnum-v4-22b, a full-parameter '
+                                      'fine-tune of Mistral-Small-Instruct-2409: 22,247,282,688, safetensors metadata, '
+                                      '32,768 context); code-index file 24610818072 (Mistral-Small-Instruct-2409: 22.2 '
+                                      'B)","tied_embeddings":false,"vocab_size":32768}',
+                                      '{"aliases":["mistralai/Mistral-Large-Instruct-2411"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MistralForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '12288, \\"intermediate_size\\": 28672, \\"max_position_embeddings\\": 32768, '
+                                      '\\"model_type\\": \\"mistral\\", \\"num_attention_heads\\": 96, '
+                                      '\\"num_hidden_layers\\": 88, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 1000000.0, \\"sliding_window\\": null, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32768}","hf_id":"mistralai/Mistral-Large-Instruct-2407","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":12288,"intermediate_size":28672,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mistral","moe":null,"name":"mistral-large-2407","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":96,"num_kv_heads":8,"num_layers":88,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f [Mistral-Large-Instruct-2407, '
+                                      'Mistral-Large-Instruct-2411: 88 layers, 96 heads, 12288, 8 query groups, 28672, '
+                                      'padded vocab 32768, rope_base 1e6, norm_eps 1e-5, block 32768]; code-index file '
+                                      "68881844135 (Mistral-Large-2411: 'its official 123B model configuration gives "
+                                      "an exact dense parameter count of 122610069504', two untied 32768 x 12288 "
+                                      'matrices); code-index file 24610818072 (Mistral-Large-Instruct-2407: 123 '
+                                      'B)","tied_embeddings":false,"vocab_size":32768}',
+                                      '{"aliases":["microsoft/Phi-4-mini-reasoning","phi-4-mini-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Phi3ForCausalLM\\"], \\"attention_bias\\": false, \\"hidden_act\\": '
+                                      '\\"silu\\", \\"hidden_size\\": 3072, \\"intermediate_size\\": 8192, '
+                                      '\\"max_position_embeddings\\": 131072, \\"model_type\\": \\"phi3\\", '
+                                      '\\"num_attention_heads\\": 24, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 8, \\"original_max_position_embeddings\\": 4096, '
+                                      '\\"partial_rotary_factor\\": 0.75, \\"rms_norm_eps\\": 1e-05, \\"rope_theta\\": '
+                                      '10000.0, \\"sliding_window\\": 262144, \\"tie_word_embeddings\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '200064}","hf_id":"microsoft/Phi-4-mini-instruct","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":3072,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":3836021760,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"phi3","moe":null,"name":"phi-4-mini","naming":"phi3","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":24,"num_kv_heads":8,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":262144,"source":"code-index '
+                                      "file 67449186883 (microsoft/Phi-4-mini-instruct config.json 'verified against "
+                                      "the HF repo': 3072, 24 heads, 8 kv heads, 8192, 32 layers, vocab 200064, tied, "
+                                      'partial_rotary_factor 0.75, longrope); Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f [Phi-4-mini-instruct, Phi-4-mini-reasoning: the '
+                                      'same fields, sliding window 262145]; code-index file 60280004817 (the '
+                                      'Phi-4-multimodal text config: sliding_window 262144); code-index file '
+                                      '71242279836 (transformers 5.15 builds it as Phi3ForCausalLM: 3,836,021,760 '
+                                      'parameters, the tied lm_head.weight not stored); code-index file 68577184092 '
+                                      '(parameter_count 3,836,021,760 from the two safetensors '
+                                      'headers)","tied_embeddings":true,"vocab_size":200064}',
+                                      '{"aliases":["tiiuae/falcon-180B-chat","falcon-180b-chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"alibi\\": '
+                                      'false, \\"architectures\\": [\\"FalconForCausalLM\\"], \\"bias\\": false, '
+                                      '\\"hidden_size\\": 14848, \\"layer_norm_epsilon\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"falcon\\", '
+                                      '\\"multi_query\\": true, \\"new_decoder_architecture\\": true, '
+                                      '\\"num_attention_heads\\": 232, \\"num_hidden_layers\\": 80, '
+                                      '\\"num_kv_heads\\": 8, \\"parallel_attn\\": true, \\"vocab_size\\": '
+                                      '65024}","hf_id":"tiiuae/falcon-180B","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":14848,"intermediate_size":59392,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"plain","model_type":"falcon","moe":null,"name":"falcon-180b","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":["tie_word_embeddings '
+                                      'absent: FalconConfig default '
+                                      'true"],"num_heads":232,"num_kv_heads":8,"num_layers":80,"out_bias":false,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f [falcon-180B, falcon-180B-chat: 80 layers, 232 '
+                                      'heads, 14848, 8 query groups, vocab 65024, no bias, block 2048]; code-index '
+                                      'file 3247412510 (TensorRT-LLM engine config of tiiuae/falcon-180B: '
+                                      'FalconForCausalLM, 80 layers, 232 heads, 8 kv heads, 14848, vocab 65024, '
+                                      'parallel attention, new decoder architecture, bias false, gelu, 2048 '
+                                      'positions); code-index file 71571056092 (Hub API safetensors.total of '
+                                      'tiiuae/falcon-180B@d2ea5531862d: 179,522,565,120); RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [TheBloke/Falcon-180B-Chat-GPTQ: 14848, '
+                                      '232 heads, 80 layers, vocab 65024]","tied_embeddings":true,"vocab_size":65024}',
+                                      '{"aliases":["baichuan-7b-v1"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"BaiChuanForCausalLM\\"], \\"bos_token_id\\": 1, \\"eos_token_id\\": 2, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 11008, \\"max_position_embeddings\\": 4096, '
+                                      '\\"model_type\\": \\"baichuan\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"pad_token_id\\": 0, \\"rms_norm_eps\\": 1e-06, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '64000}","hf_id":"baichuan-inc/Baichuan-7B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":7000559616,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"baichuan","moe":null,"name":"baichuan-7b","naming":"baichuan","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [baichuan-inc/Baichuan-7B: '
+                                      'BaiChuanForCausalLM, 4096, 11008, 32 heads, 32 layers, vocab 64000]; '
+                                      'vllm-project/vllm, vllm/model_executor/models/baichuan.py@6b06599499a6 '
+                                      "(BaiChuanForCausalLM = 'Baichuan 7B': RoPE, fused W_pack without bias, untied "
+                                      'lm_head); code-index file 5812671115 (calflops README model table: '
+                                      'Params(Total) of the built model) [baichuan-7B: '
+                                      '7,000,559,616]","tied_embeddings":false,"vocab_size":64000}',
+                                      '{"aliases":["baichuan-inc/Baichuan2-13B-Chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"BaichuanForCausalLM\\"], \\"bos_token_id\\": 1, \\"eos_token_id\\": 2, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 13696, \\"model_max_length\\": 4096, '
+                                      '\\"model_type\\": \\"baichuan\\", \\"num_attention_heads\\": 40, '
+                                      '\\"num_hidden_layers\\": 40, \\"pad_token_id\\": 0, \\"rms_norm_eps\\": 1e-06, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '125696}","hf_id":"baichuan-inc/Baichuan2-13B-Base","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":13696,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"baichuan","moe":null,"name":"baichuan2-13b","naming":"baichuan","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["ALiBi '
+                                      '(Baichuan 13B code: no max_position_embeddings in '
+                                      'config.json)"],"num_heads":40,"num_kv_heads":40,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"alibi","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [baichuan-inc/Baichuan2-13B-Base, -Chat: '
+                                      '5120, 13696, 40 heads, 40 layers, vocab 125696]; code-index file 11650979602 '
+                                      '(Baichuan2 13B remote modeling_baichuan.py: ALiBi mask built from '
+                                      'config.model_max_length, no position parameters, W_pack without bias, two '
+                                      'RMSNorms per layer, NormHead lm_head of vocab x hidden); vllm-project/vllm, '
+                                      'vllm/model_executor/models/baichuan.py@6b06599499a6 (BaichuanForCausalLM: '
+                                      'hidden_size 4096 -> ROPE (Baichuan2 7B), else ALIBI (Baichuan 13B, Baichuan2 '
+                                      '13B)); vllm-project/vllm, vllm/transformers_utils/configs/baichuan_13b.py (the '
+                                      '13B remote config class: model_max_length 4096, tie_word_embeddings false, no '
+                                      'max_position_embeddings)","tied_embeddings":false,"vocab_size":125696}',
+                                      '{"aliases":["deepseek-r1:1.5b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Qwen2ForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '151643, \\"eos_token_id\\": 151643, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 1536, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 8960, \\"max_position_embeddings\\": 131072, '
+                                      '\\"max_window_layers\\": 21, \\"model_type\\": \\"qwen2\\", '
+                                      '\\"num_attention_heads\\": 12, \\"num_hidden_layers\\": 28, '
+                                      '\\"num_key_value_heads\\": 2, \\"rms_norm_eps\\": 1e-06, \\"rope_theta\\": '
+                                      '10000, \\"sliding_window\\": null, \\"tie_word_embeddings\\": false, '
+                                      '\\"use_cache\\": true, \\"use_sliding_window\\": false, \\"vocab_size\\": '
+                                      '151936}","hf_id":"deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":1536,"intermediate_size":8960,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":1777088000,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen2","moe":null,"name":"r1-distill-qwen-1.5b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":12,"num_kv_heads":2,"num_layers":28,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      'file 52422771377 (Qwen2Config of deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B as '
+                                      'loaded: 1536, 8960, 12 heads, 2 kv heads, 28 layers, vocab 151936, rope_theta '
+                                      '10000, 131072 positions, tie_word_embeddings false); code-index file '
+                                      '61133050907 (DeepSeek-R1-Distill-Qwen-1.5B@ad9f0ae0864d: 1,777,088,000 '
+                                      'parameters; its base Qwen/Qwen2.5-Math-1.5B: 1,543,714,304); code-index file '
+                                      '63447617305 (strict load: 339 tensors = 28 x 12 + embedding, norm, '
+                                      'lm_head)","tied_embeddings":false,"vocab_size":151936}',
+                                      '{"aliases":["moonshotai/Moonlight-16B-A3B-Instruct","moonlight"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":192,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"DeepseekV3ForCausalLM\\"], \\"attention_bias\\": false, '
+                                      '\\"first_k_dense_replace\\": 1, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 2048, \\"intermediate_size\\": 11264, \\"kv_lora_rank\\": '
+                                      '512, \\"max_position_embeddings\\": 8192, \\"model_type\\": \\"deepseek_v3\\", '
+                                      '\\"moe_intermediate_size\\": 1408, \\"moe_layer_freq\\": 1, \\"n_group\\": 1, '
+                                      '\\"n_routed_experts\\": 64, \\"n_shared_experts\\": 2, \\"norm_topk_prob\\": '
+                                      'true, \\"num_attention_heads\\": 16, \\"num_experts_per_tok\\": 6, '
+                                      '\\"num_hidden_layers\\": 27, \\"num_key_value_heads\\": 16, '
+                                      '\\"num_nextn_predict_layers\\": 0, \\"q_lora_rank\\": null, '
+                                      '\\"qk_nope_head_dim\\": 128, \\"qk_rope_head_dim\\": 64, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 50000.0, \\"routed_scaling_factor\\": 2.446, '
+                                      '\\"scoring_func\\": \\"sigmoid\\", \\"tie_word_embeddings\\": false, '
+                                      '\\"topk_group\\": 1, \\"topk_method\\": \\"noaux_tc\\", \\"v_head_dim\\": 128, '
+                                      '\\"vocab_size\\": '
+                                      '163840}","hf_id":"moonshotai/Moonlight-16B-A3B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":11264,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":null,"mla":{"kv_lora_rank":512,"q_lora_rank":null,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128},"mlp_bias":false,"mlp_kind":"gated","model_type":"deepseek_v3","moe":{"dense_layers":[],"expert_intermediate_size":1408,"first_dense_layers":1,"layer_freq":1,"num_experts":64,"num_shared_experts":2,"router_bias":true,"shared_expert_gate":false,"shared_intermediate_size":2816,"top_k":6},"name":"moonlight-16b-a3b","naming":"deepseek","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":16,"num_layers":27,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"THUDM/slime, '
+                                      'scripts/models/moonlight.sh@624b824a898a (27 layers, 2048, ffn 11264, 16 heads, '
+                                      'MLA without q_lora, kv_lora 512, qk 128 + rope 64, v 128, 64 experts of 1408, '
+                                      'top 6, 2 shared, first layer dense, sigmoid routing with expert bias, scaling '
+                                      '2.446, vocab 163840, untied, rms 1e-5, rope base 50000); '
+                                      'NVIDIA-NeMo/Megatron-Bridge, '
+                                      'src/megatron/bridge/models/deepseek/deepseek_provider.py@066adea0f066 '
+                                      "[MoonlightModelProvider16B: the same values, 'Moonlight is based on "
+                                      "DeepSeek-V3']; xorbitsai/inference, "
+                                      'doc/source/models/builtin/llm/moonlight-16b-a3b-instruct.rst (context '
+                                      '8192)","tied_embeddings":false,"vocab_size":163840}',
+                                      '{"aliases":["deepseek-ai/DeepSeek-V2-Chat","deepseek-v2-236b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":192,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"DeepseekV2ForCausalLM\\"], \\"attention_bias\\": false, '
+                                      '\\"attention_dropout\\": 0.0, \\"aux_loss_alpha\\": 0.001, \\"bos_token_id\\": '
+                                      '100000, \\"eos_token_id\\": 100001, \\"ep_size\\": 1, '
+                                      '\\"first_k_dense_replace\\": 1, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 5120, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 12288, \\"kv_lora_rank\\": 512, '
+                                      '\\"max_position_embeddings\\": 163840, \\"model_type\\": \\"deepseek_v2\\", '
+                                      '\\"moe_intermediate_size\\": 1536, \\"moe_layer_freq\\": 1, \\"n_group\\": 8, '
+                                      '\\"n_routed_experts\\": 160, \\"n_shared_experts\\": 2, \\"norm_topk_prob\\": '
+                                      'false, \\"num_attention_heads\\": 128, \\"num_experts_per_tok\\": 6, '
+                                      '\\"num_hidden_layers\\": 60, \\"num_key_value_heads\\": 128, '
+                                      '\\"pretraining_tp\\": 1, \\"q_lora_rank\\": 1536, \\"qk_nope_head_dim\\": 128, '
+                                      '\\"qk_rope_head_dim\\": 64, \\"rms_norm_eps\\": 1e-06, \\"rope_scaling\\": '
+                                      '{\\"beta_fast\\": 32, \\"beta_slow\\": 1, \\"factor\\": 40, \\"mscale\\": 1.0, '
+                                      '\\"mscale_all_dim\\": 1.0, \\"original_max_position_embeddings\\": 4096, '
+                                      '\\"type\\": \\"yarn\\"}, \\"rope_theta\\": 10000, \\"routed_scaling_factor\\": '
+                                      '16.0, \\"scoring_func\\": \\"softmax\\", \\"tie_word_embeddings\\": false, '
+                                      '\\"topk_group\\": 3, \\"topk_method\\": \\"group_limited_greedy\\", '
+                                      '\\"use_cache\\": true, \\"v_head_dim\\": 128, \\"vocab_size\\": '
+                                      '102400}","hf_id":"deepseek-ai/DeepSeek-V2","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":12288,"learned_position_offset":0,"max_position_embeddings":163840,"measured_params":235741434880,"mla":{"kv_lora_rank":512,"q_lora_rank":1536,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128},"mlp_bias":false,"mlp_kind":"gated","model_type":"deepseek_v2","moe":{"dense_layers":[],"expert_intermediate_size":1536,"first_dense_layers":1,"layer_freq":1,"num_experts":160,"num_shared_experts":2,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":3072,"top_k":6},"name":"deepseek-v2","naming":"deepseek","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":128,"num_kv_heads":128,"num_layers":60,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 1252603174 (a DeepSeek-V2 config.json, transformers 4.39.3: 60 layers, '
+                                      '5120, 160 experts of 1536, 2 shared, top 6, q_lora 1536, kv_lora 512, vocab '
+                                      '102400); NVIDIA-NeMo/Megatron-Bridge, '
+                                      'src/megatron/bridge/models/deepseek/deepseek_provider.py@066adea0f066 '
+                                      "[DeepSeekV2ModelProvider: the same shapes]; code-index file 56703136855 ('the "
+                                      "fixed checkpoint's exact parameter count is 235,741,434,880, all BF16'); "
+                                      'code-index file 69468411049 (DeepSeek-V2 and V2-Chat: '
+                                      '235741434880)","tied_embeddings":false,"vocab_size":102400}',
+                                      '{"aliases":["Qwen/Qwen-1_8B-Chat","Qwen-1_8B","Qwen-1_8B-Chat","qwen-1.8b-chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"QWenLMHeadModel\\"], \\"attn_dropout_prob\\": 0.0, \\"auto_map\\": '
+                                      '{\\"AutoConfig\\": \\"configuration_qwen.QWenConfig\\", '
+                                      '\\"AutoModelForCausalLM\\": \\"modeling_qwen.QWenLMHeadModel\\"}, \\"bf16\\": '
+                                      'false, \\"emb_dropout_prob\\": 0.0, \\"hidden_size\\": 2048, '
+                                      '\\"initializer_range\\": 0.02, \\"intermediate_size\\": 11008, '
+                                      '\\"kv_channels\\": 128, \\"layer_norm_epsilon\\": 1e-06, '
+                                      '\\"max_position_embeddings\\": 8192, \\"model_type\\": \\"qwen\\", '
+                                      '\\"no_bias\\": true, \\"num_attention_heads\\": 16, \\"num_hidden_layers\\": '
+                                      '24, \\"rotary_emb_base\\": 10000, \\"rotary_pct\\": 1.0, '
+                                      '\\"scale_attn_weights\\": true, \\"seq_length\\": 8192, '
+                                      '\\"tie_word_embeddings\\": false, \\"tokenizer_class\\": \\"QWenTokenizer\\", '
+                                      '\\"transformers_version\\": \\"4.32.0\\", \\"use_cache\\": true, '
+                                      '\\"use_dynamic_ntk\\": true, \\"use_flash_attn\\": \\"auto\\", '
+                                      '\\"use_logn_attn\\": true, \\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen-1_8B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":5504,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":1836828672,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen","moe":null,"name":"qwen-1.8b","naming":"qwen","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":16,"num_layers":24,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [qwen: a config.json with '
+                                      "Qwen/Qwen-1_8B's shapes]; code-index file 228514887 (Qwen1 ModelConfigs with "
+                                      'the Hugging Face config.json links: hidden, heads, intermediate_size, layers, '
+                                      'vocab, context of Qwen/Qwen-{1_8B,7B,14B,72B}); modeling_qwen.py: '
+                                      'mapengAdam/qianwen-72B, modeling_qwen.py@3334bfe3d6d9 (c_attn with a bias, '
+                                      'c_proj and w1/w2/c_proj of intermediate_size // 2 without, RMSNorm, lm_head '
+                                      'without a bias); code-index file 61022819872 (qwen-1_8b fixture: 24 layers, '
+                                      'weight_bytes 3,673,657,344)","tied_embeddings":false,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen-7B-Chat","qwen-7b-chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"QWenLMHeadModel\\"], \\"attn_dropout_prob\\": 0.0, \\"auto_map\\": '
+                                      '{\\"AutoConfig\\": \\"configuration_qwen.QWenConfig\\", '
+                                      '\\"AutoModelForCausalLM\\": \\"modeling_qwen.QWenLMHeadModel\\"}, \\"bf16\\": '
+                                      'false, \\"emb_dropout_prob\\": 0.0, \\"fp16\\": false, \\"fp32\\": false, '
+                                      '\\"hidden_size\\": 4096, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 22016, \\"kv_channels\\": 128, '
+                                      '\\"layer_norm_epsilon\\": 1e-06, \\"max_position_embeddings\\": 8192, '
+                                      '\\"model_type\\": \\"qwen\\", \\"no_bias\\": true, \\"num_attention_heads\\": '
+                                      '32, \\"num_hidden_layers\\": 32, \\"onnx_safe\\": null, \\"rotary_emb_base\\": '
+                                      '10000, \\"rotary_pct\\": 1.0, \\"scale_attn_weights\\": true, \\"seq_length\\": '
+                                      '8192, \\"tie_word_embeddings\\": false, \\"tokenizer_class\\": '
+                                      '\\"QWenTokenizer\\", \\"transformers_version\\": \\"4.32.0\\", \\"use_cache\\": '
+                                      'true, \\"use_dynamic_ntk\\": true, \\"use_flash_attn\\": \\"auto\\", '
+                                      '\\"use_logn_attn\\": true, \\"vocab_size\\": '
+                                      '151936}","hf_id":"Qwen/Qwen-7B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":7721324544,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen","moe":null,"name":"qwen-7b","naming":"qwen","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"zhangningboo/Qwen-7B, '
+                                      "config.json@abcb6d6d8ec6 (a copy of the checkpoint's); code-index file "
+                                      '228514887 (Qwen1 ModelConfigs with the Hugging Face config.json links: hidden, '
+                                      'heads, intermediate_size, layers, vocab, context of '
+                                      'Qwen/Qwen-{1_8B,7B,14B,72B}); modeling_qwen.py: mapengAdam/qianwen-72B, '
+                                      'modeling_qwen.py@3334bfe3d6d9 (c_attn with a bias, c_proj and w1/w2/c_proj of '
+                                      'intermediate_size // 2 without, RMSNorm, lm_head without a bias); code-index '
+                                      'file 54872141627 (Qwen-7B: safetensors index total_size '
+                                      '15,442,649,088)","tied_embeddings":false,"vocab_size":151936}',
+                                      '{"aliases":["Qwen/Qwen-14B-Chat","qwen-14b-chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"QWenLMHeadModel\\"], \\"auto_map\\": {\\"AutoConfig\\": '
+                                      '\\"configuration_qwen.QWenConfig\\", \\"AutoModelForCausalLM\\": '
+                                      '\\"modeling_qwen.QWenLMHeadModel\\"}, \\"hidden_size\\": 5120, '
+                                      '\\"intermediate_size\\": 27392, \\"kv_channels\\": 128, \\"model_type\\": '
+                                      '\\"qwen\\", \\"no_bias\\": true, \\"num_attention_heads\\": 40, '
+                                      '\\"num_hidden_layers\\": 40, \\"seq_length\\": 2048, \\"tie_word_embeddings\\": '
+                                      'false, \\"vocab_size\\": '
+                                      '152064}","hf_id":"Qwen/Qwen-14B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":13696,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen","moe":null,"name":"qwen-14b","naming":"qwen","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":40,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      'file 228514887 (Qwen1 ModelConfigs with the Hugging Face config.json links: '
+                                      'hidden, heads, intermediate_size, layers, vocab, context of '
+                                      'Qwen/Qwen-{1_8B,7B,14B,72B}); modeling_qwen.py: mapengAdam/qianwen-72B, '
+                                      'modeling_qwen.py@3334bfe3d6d9 (c_attn with a bias, c_proj and w1/w2/c_proj of '
+                                      'intermediate_size // 2 without, RMSNorm, lm_head without a bias); code-index '
+                                      'file 15085604462 (Qwen1.5-14B GGUF n_params '
+                                      '14,167,290,880)","tied_embeddings":false,"vocab_size":152064}',
+                                      '{"aliases":["Qwen/Qwen-72B-Chat","qwen-72b-chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"QWenLMHeadModel\\"], \\"auto_map\\": {\\"AutoConfig\\": '
+                                      '\\"configuration_qwen.QWenConfig\\", \\"AutoModelForCausalLM\\": '
+                                      '\\"modeling_qwen.QWenLMHeadModel\\"}, \\"hidden_size\\": 8192, '
+                                      '\\"intermediate_size\\": 49152, \\"kv_channels\\": 128, \\"model_type\\": '
+                                      '\\"qwen\\", \\"no_bias\\": true, \\"num_attention_heads\\": 64, '
+                                      '\\"num_hidden_layers\\": 80, \\"rotary_emb_base\\": 1000000, \\"seq_length\\": '
+                                      '32768, \\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '152064}","hf_id":"Qwen/Qwen-72B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":24576,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":72287920128,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"qwen","moe":null,"name":"qwen-72b","naming":"qwen","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":64,"num_layers":80,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"mapengAdam/qianwen-72B, '
+                                      "config.json and model.safetensors.index.json@3334bfe3d6d9 (ModelScope's "
+                                      'qwen/Qwen-72B: total_size 144,575,840,256); code-index file 228514887 (Qwen1 '
+                                      'ModelConfigs with the Hugging Face config.json links: hidden, heads, '
+                                      'intermediate_size, layers, vocab, context of Qwen/Qwen-{1_8B,7B,14B,72B}); '
+                                      'modeling_qwen.py: mapengAdam/qianwen-72B, modeling_qwen.py@3334bfe3d6d9 (c_attn '
+                                      'with a bias, c_proj and w1/w2/c_proj of intermediate_size // 2 without, '
+                                      'RMSNorm, lm_head without a bias)","tied_embeddings":false,"vocab_size":152064}',
+                                      '{"aliases":["phi-1_5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"PhiForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": null, '
+                                      '\\"embd_pdrop\\": 0.0, \\"eos_token_id\\": null, \\"hidden_act\\": '
+                                      '\\"gelu_new\\", \\"hidden_size\\": 2048, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 8192, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"phi\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 24, '
+                                      '\\"num_key_value_heads\\": 32, \\"partial_rotary_factor\\": 0.5, '
+                                      '\\"qk_layernorm\\": false, \\"resid_pdrop\\": 0.0, \\"rope_scaling\\": null, '
+                                      '\\"rope_theta\\": 10000.0, \\"tie_word_embeddings\\": false, \\"torch_dtype\\": '
+                                      '\\"float16\\", \\"transformers_version\\": \\"4.38.0\\", \\"use_cache\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '51200}","hf_id":"microsoft/phi-1_5","hidden_act":"gelu_new","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":1418270720,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"phi","moe":null,"name":"phi-1.5","naming":"phi","norm_kind":"layernorm","norms_per_layer":1,"notes":["rotary '
+                                      'on 50% of each '
+                                      'head"],"num_heads":32,"num_kv_heads":32,"num_layers":24,"out_bias":true,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      'file 1270800079 (PhiConfig of microsoft/phi-1_5 as loaded, with its parameter '
+                                      'shapes: q/k/v/dense, fc1/fc2, input_layernorm with biases, lm_head.bias); '
+                                      'code-index file 70407034430 (microsoft/phi-1_5 metadata: '
+                                      'safetensors_total_params 1418270720); Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f [phi-1_5: shared_attention_norm, '
+                                      'lm_head_bias]","tied_embeddings":false,"vocab_size":51200}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":80,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"PhiForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"bos_token_id\\": '
+                                      '50256, \\"embd_pdrop\\": 0.0, \\"eos_token_id\\": 50256, \\"hidden_act\\": '
+                                      '\\"gelu_new\\", \\"hidden_size\\": 2560, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 10240, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"phi\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 32, \\"partial_rotary_factor\\": 0.4, '
+                                      '\\"qk_layernorm\\": false, \\"resid_pdrop\\": 0.1, \\"rope_scaling\\": null, '
+                                      '\\"rope_theta\\": 10000.0, \\"tie_word_embeddings\\": false, \\"torch_dtype\\": '
+                                      '\\"float16\\", \\"transformers_version\\": \\"4.37.0\\", \\"use_cache\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '51200}","hf_id":"microsoft/phi-2","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":2560,"intermediate_size":10240,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":2779683840,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"phi","moe":null,"name":"phi-2","naming":"phi","norm_kind":"layernorm","norms_per_layer":1,"notes":["rotary '
+                                      'on 40% of each '
+                                      'head"],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":true,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      'file 32193779230 (microsoft/phi-2 config.json, copied with its link); '
+                                      'code-index file 4881146369 (the same dict, lm_head_bias True); code-index file '
+                                      '48474337912 (microsoft/phi-2 hub metadata: safetensors F16 '
+                                      '2779683840)","tied_embeddings":false,"vocab_size":51200}',
+                                      '{"aliases":["gpt-j","gptj-6b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":256,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPTJForCausalLM\\"], \\"attn_pdrop\\": '
+                                      '0.0, \\"bos_token_id\\": 50256, \\"embd_pdrop\\": 0.0, \\"eos_token_id\\": '
+                                      '50256, \\"initializer_range\\": 0.02, \\"layer_norm_epsilon\\": 1e-05, '
+                                      '\\"model_type\\": \\"gptj\\", \\"n_embd\\": 4096, \\"n_head\\": 16, '
+                                      '\\"n_inner\\": null, \\"n_layer\\": 28, \\"n_positions\\": 2048, '
+                                      '\\"resid_pdrop\\": 0.0, \\"rotary\\": true, \\"rotary_dim\\": 64, '
+                                      '\\"scale_attn_weights\\": true, \\"tie_word_embeddings\\": false, '
+                                      '\\"tokenizer_class\\": \\"GPT2Tokenizer\\", \\"transformers_version\\": '
+                                      '\\"4.18.0.dev0\\", \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '50400}","hf_id":"EleutherAI/gpt-j-6b","hidden_act":"gelu_new","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":16384,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":6050882784,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gptj","moe":null,"name":"gpt-j-6b","naming":"gptj","norm_kind":"layernorm","norms_per_layer":1,"notes":["rotary '
+                                      'on 64 of the 256 dimensions of each '
+                                      'head"],"num_heads":16,"num_kv_heads":16,"num_layers":28,"out_bias":false,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt_j: the config.json]; '
+                                      'code-index file 37133021827 (EleutherAI/gpt-j-6B loaded with transformers: '
+                                      '6050882784 params); code-index file 6356303769 (the model card: n_parameters '
+                                      '6053381344)","tied_embeddings":false,"vocab_size":50400}',
+                                      '{"aliases":["bigcode/starcoderbase","starcoderbase"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu\\", \\"architectures\\": [\\"GPTBigCodeForCausalLM\\"], '
+                                      '\\"attention_softmax_in_fp32\\": true, \\"attn_pdrop\\": 0.1, '
+                                      '\\"bos_token_id\\": 0, \\"embd_pdrop\\": 0.1, \\"eos_token_id\\": 0, '
+                                      '\\"initializer_range\\": 0.02, \\"layer_norm_epsilon\\": 1e-05, '
+                                      '\\"model_type\\": \\"gpt_bigcode\\", \\"multi_query\\": true, \\"n_embd\\": '
+                                      '6144, \\"n_head\\": 48, \\"n_inner\\": 24576, \\"n_layer\\": 40, '
+                                      '\\"n_positions\\": 8192, \\"resid_pdrop\\": 0.1, '
+                                      '\\"scale_attention_softmax_in_fp32\\": true, \\"scale_attn_weights\\": true, '
+                                      '\\"tie_word_embeddings\\": true, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '49152}","hf_id":"bigcode/starcoder","hidden_act":"gelu","hidden_dropout":0.1,"hidden_size":6144,"intermediate_size":24576,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":15517456384,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt_bigcode","moe":null,"name":"starcoder","naming":"gpt_bigcode","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":48,"num_kv_heads":1,"num_layers":40,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"code-index '
+                                      "file 11117433255 (Cerebras' StarCoder converter, Hugging Face side: n_embd "
+                                      '6144, n_head 48, n_layer 40, n_inner 24576, n_positions 8192, vocab 49152, '
+                                      "multi_query, tied); code-index file 12120973342 (Huawei's StarcoderConfig "
+                                      "mirroring the checkpoint's config.json: activation gelu, dropouts 0.1, "
+                                      'layer_norm_epsilon 1e-05); code-index file 69542685706 (StarCoder-15B '
+                                      'fine-tunes: 15517456384 parameters); bentoml/OpenLLM configuration_starcoder.py '
+                                      '(starcoder and starcoderbase: one '
+                                      'architecture)","tied_embeddings":true,"vocab_size":49152}',
+                                      '{"aliases":[],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Starcoder2ForCausalLM\\"], \\"attention_dropout\\": 0.1, '
+                                      '\\"bos_token_id\\": 0, \\"embedding_dropout\\": 0.1, \\"eos_token_id\\": 0, '
+                                      '\\"hidden_act\\": \\"gelu_pytorch_tanh\\", \\"hidden_size\\": 3072, '
+                                      '\\"initializer_range\\": 0.018042, \\"intermediate_size\\": 12288, '
+                                      '\\"max_position_embeddings\\": 16384, \\"mlp_type\\": \\"default\\", '
+                                      '\\"model_type\\": \\"starcoder2\\", \\"norm_epsilon\\": 1e-05, '
+                                      '\\"num_attention_heads\\": 24, \\"num_hidden_layers\\": 30, '
+                                      '\\"num_key_value_heads\\": 2, \\"residual_dropout\\": 0.1, \\"rope_theta\\": '
+                                      '999999.4420358813, \\"sliding_window\\": 4096, \\"torch_dtype\\": '
+                                      '\\"bfloat16\\", \\"use_bias\\": true, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '49152}","hf_id":"bigcode/starcoder2-3b","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.1,"hidden_size":3072,"intermediate_size":12288,"learned_position_offset":0,"max_position_embeddings":16384,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"starcoder2","moe":null,"name":"starcoder2-3b","naming":"starcoder2","norm_kind":"layernorm","norms_per_layer":2,"notes":["sliding-window '
+                                      'attention (4096) on every '
+                                      'layer"],"num_heads":24,"num_kv_heads":2,"num_layers":30,"out_bias":true,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":4096,"source":"NVIDIA/TensorRT-LLM '
+                                      "StarCoder2 test configs 'based on HuggingFace configs' (code-index file "
+                                      "3755394976: the shared keys and each size's hidden_size, intermediate_size, "
+                                      'heads, kv heads, rope_theta; layers 30/32/40 per its comment, the test reducing '
+                                      'them)","tied_embeddings":true,"vocab_size":49152}',
+                                      '{"aliases":[],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Starcoder2ForCausalLM\\"], \\"attention_dropout\\": 0.1, '
+                                      '\\"bos_token_id\\": 0, \\"embedding_dropout\\": 0.1, \\"eos_token_id\\": 0, '
+                                      '\\"hidden_act\\": \\"gelu_pytorch_tanh\\", \\"hidden_size\\": 4608, '
+                                      '\\"initializer_range\\": 0.018042, \\"intermediate_size\\": 18432, '
+                                      '\\"max_position_embeddings\\": 16384, \\"mlp_type\\": \\"default\\", '
+                                      '\\"model_type\\": \\"starcoder2\\", \\"norm_epsilon\\": 1e-05, '
+                                      '\\"num_attention_heads\\": 36, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 4, \\"residual_dropout\\": 0.1, \\"rope_theta\\": '
+                                      '1000000, \\"sliding_window\\": 4096, \\"torch_dtype\\": \\"bfloat16\\", '
+                                      '\\"use_bias\\": true, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '49152}","hf_id":"bigcode/starcoder2-7b","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.1,"hidden_size":4608,"intermediate_size":18432,"learned_position_offset":0,"max_position_embeddings":16384,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"starcoder2","moe":null,"name":"starcoder2-7b","naming":"starcoder2","norm_kind":"layernorm","norms_per_layer":2,"notes":["sliding-window '
+                                      'attention (4096) on every '
+                                      'layer"],"num_heads":36,"num_kv_heads":4,"num_layers":32,"out_bias":true,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":4096,"source":"NVIDIA/TensorRT-LLM '
+                                      "StarCoder2 test configs 'based on HuggingFace configs' (code-index file "
+                                      "3755394976: the shared keys and each size's hidden_size, intermediate_size, "
+                                      'heads, kv heads, rope_theta; layers 30/32/40 per its comment, the test reducing '
+                                      'them); mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                      '[starcoder2: the 7B config.json, the same '
+                                      'keys]","tied_embeddings":true,"vocab_size":49152}',
+                                      '{"aliases":[],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Starcoder2ForCausalLM\\"], \\"attention_dropout\\": 0.1, '
+                                      '\\"bos_token_id\\": 0, \\"embedding_dropout\\": 0.1, \\"eos_token_id\\": 0, '
+                                      '\\"hidden_act\\": \\"gelu_pytorch_tanh\\", \\"hidden_size\\": 6144, '
+                                      '\\"initializer_range\\": 0.01275, \\"intermediate_size\\": 24576, '
+                                      '\\"max_position_embeddings\\": 16384, \\"mlp_type\\": \\"default\\", '
+                                      '\\"model_type\\": \\"starcoder2\\", \\"norm_epsilon\\": 1e-05, '
+                                      '\\"num_attention_heads\\": 48, \\"num_hidden_layers\\": 40, '
+                                      '\\"num_key_value_heads\\": 4, \\"residual_dropout\\": 0.1, \\"rope_theta\\": '
+                                      '100000, \\"sliding_window\\": 4096, \\"torch_dtype\\": \\"bfloat16\\", '
+                                      '\\"use_bias\\": true, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '49152}","hf_id":"bigcode/starcoder2-15b","hidden_act":"gelu_pytorch_tanh","hidden_dropout":0.1,"hidden_size":6144,"intermediate_size":24576,"learned_position_offset":0,"max_position_embeddings":16384,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"starcoder2","moe":null,"name":"starcoder2-15b","naming":"starcoder2","norm_kind":"layernorm","norms_per_layer":2,"notes":["sliding-window '
+                                      'attention (4096) on every '
+                                      'layer"],"num_heads":48,"num_kv_heads":4,"num_layers":40,"out_bias":true,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":4096,"source":"NVIDIA/TensorRT-LLM '
+                                      "StarCoder2 test configs 'based on HuggingFace configs' (code-index file "
+                                      "3755394976: the shared keys and each size's hidden_size, intermediate_size, "
+                                      'heads, kv heads, rope_theta; layers 30/32/40 per its comment, the test reducing '
+                                      "them); code-index file 12741436179 (Huawei's Starcoder2Config: the 15B shapes, "
+                                      'dropouts 0.1, rope_theta 100000, sliding_window '
+                                      '4096)","tied_embeddings":true,"vocab_size":49152}',
+                                      '{"aliases":["mosaicml/mpt-7b-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MPTForCausalLM\\"], \\"attn_config\\": {\\"alibi\\": true, '
+                                      '\\"alibi_bias_max\\": 8, \\"attn_impl\\": \\"torch\\", \\"attn_pdrop\\": 0, '
+                                      '\\"attn_type\\": \\"multihead_attention\\", \\"attn_uses_sequence_id\\": false, '
+                                      '\\"prefix_lm\\": false, \\"qk_ln\\": false}, \\"auto_map\\": {\\"AutoConfig\\": '
+                                      '\\"configuration_mpt.MPTConfig\\", \\"AutoModelForCausalLM\\": '
+                                      '\\"modeling_mpt.MPTForCausalLM\\"}, \\"d_model\\": 4096, \\"emb_pdrop\\": 0, '
+                                      '\\"embedding_fraction\\": 1.0, \\"expansion_ratio\\": 4, \\"init_device\\": '
+                                      '\\"cpu\\", \\"learned_pos_emb\\": true, \\"logit_scale\\": null, '
+                                      '\\"max_seq_len\\": 2048, \\"model_type\\": \\"mpt\\", \\"n_heads\\": 32, '
+                                      '\\"n_layers\\": 32, \\"no_bias\\": true, \\"norm_type\\": '
+                                      '\\"low_precision_layernorm\\", \\"resid_pdrop\\": 0, \\"tokenizer_name\\": '
+                                      '\\"EleutherAI/gpt-neox-20b\\", \\"torch_dtype\\": \\"bfloat16\\", '
+                                      '\\"transformers_version\\": \\"4.28.1\\", \\"use_cache\\": false, '
+                                      '\\"verbose\\": 0, \\"vocab_size\\": '
+                                      '50432}","hf_id":"mosaicml/mpt-7b","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":16384,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":6649286656,"mla":null,"mlp_bias":false,"mlp_kind":"plain","model_type":"mpt","moe":null,"name":"mpt-7b","naming":"mpt","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"alibi","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      "file 40869040999 (mosaicml/mpt-7b-instruct's original config.json); code-index "
+                                      "file 54028930474 (a Databricks MPT-7B repository's card: the same shapes, "
+                                      'pytorch_model.bin.index total_size 13,298,573,312 bytes of '
+                                      'bf16)","tied_embeddings":true,"vocab_size":50432}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":112,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MPTForCausalLM\\"], \\"attn_config\\": {\\"alibi\\": true, '
+                                      '\\"alibi_bias_max\\": 8, \\"attn_impl\\": \\"torch\\", \\"attn_pdrop\\": 0, '
+                                      '\\"attn_type\\": \\"multihead_attention\\", \\"attn_uses_sequence_id\\": false, '
+                                      '\\"prefix_lm\\": false, \\"qk_ln\\": false}, \\"auto_map\\": {\\"AutoConfig\\": '
+                                      '\\"configuration_mpt.MPTConfig\\", \\"AutoModelForCausalLM\\": '
+                                      '\\"modeling_mpt.MPTForCausalLM\\"}, \\"d_model\\": 7168, \\"emb_pdrop\\": 0, '
+                                      '\\"embedding_fraction\\": 1.0, \\"expansion_ratio\\": 4, \\"init_device\\": '
+                                      '\\"cpu\\", \\"learned_pos_emb\\": true, \\"logit_scale\\": null, '
+                                      '\\"max_seq_len\\": 8192, \\"model_type\\": \\"mpt\\", \\"n_heads\\": 64, '
+                                      '\\"n_layers\\": 48, \\"no_bias\\": true, \\"norm_type\\": '
+                                      '\\"low_precision_layernorm\\", \\"resid_pdrop\\": 0, \\"tokenizer_name\\": '
+                                      '\\"EleutherAI/gpt-neox-20b\\", \\"torch_dtype\\": \\"bfloat16\\", '
+                                      '\\"transformers_version\\": \\"4.28.1\\", \\"use_cache\\": false, '
+                                      '\\"verbose\\": 0, \\"vocab_size\\": '
+                                      '50432}","hf_id":"mosaicml/mpt-30b","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":7168,"intermediate_size":28672,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":29957200896,"mla":null,"mlp_bias":false,"mlp_kind":"plain","model_type":"mpt","moe":null,"name":"mpt-30b","naming":"mpt","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":64,"num_kv_heads":64,"num_layers":48,"out_bias":false,"parallel_attn_mlp":false,"position":"alibi","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"dandelionsllm/pandallm, '
+                                      'models/mpt/config.json and pytorch_model.bin.index.json@dbf4dd5918cf (a copy of '
+                                      'MPT-30B with its README: total_size '
+                                      '59,914,401,792)","tied_embeddings":true,"vocab_size":50432}',
+                                      '{"aliases":["deepseek-ai/deepseek-moe-16b-chat","deepseek-moe-16b-chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"DeepseekForCausalLM\\"], \\"attention_bias\\": false, '
+                                      '\\"attention_dropout\\": 0.0, \\"bos_token_id\\": 100000, \\"eos_token_id\\": '
+                                      '100001, \\"first_k_dense_replace\\": 1, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 2048, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 10944, \\"max_position_embeddings\\": 4096, '
+                                      '\\"model_type\\": \\"deepseek\\", \\"moe_intermediate_size\\": 1408, '
+                                      '\\"moe_layer_freq\\": 1, \\"n_routed_experts\\": 64, \\"n_shared_experts\\": 2, '
+                                      '\\"norm_topk_prob\\": false, \\"num_attention_heads\\": 16, '
+                                      '\\"num_experts_per_tok\\": 6, \\"num_hidden_layers\\": 28, '
+                                      '\\"num_key_value_heads\\": 16, \\"pretraining_tp\\": 1, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_scaling\\": null, \\"rope_theta\\": 10000, \\"scoring_func\\": '
+                                      '\\"softmax\\", \\"tie_word_embeddings\\": false, \\"torch_dtype\\": '
+                                      '\\"bfloat16\\", \\"transformers_version\\": \\"4.36.2\\", \\"use_cache\\": '
+                                      'true, \\"vocab_size\\": '
+                                      '102400}","hf_id":"deepseek-ai/deepseek-moe-16b-base","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":10944,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":16375728128,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"deepseek","moe":{"dense_layers":[],"expert_intermediate_size":1408,"first_dense_layers":1,"layer_freq":1,"num_experts":64,"num_shared_experts":2,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":2816,"top_k":6},"name":"deepseek-moe-16b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["remote '
+                                      'code (modeling_deepseek.py does not import on transformers 5): estimated with '
+                                      'the routed experts fused as transformers 5 builds MoE layers, so LoRA '
+                                      "all-linear leaves them out (the remote code's per-expert nn.Linear modules "
+                                      'would take '
+                                      'adapters)"],"num_heads":16,"num_kv_heads":16,"num_layers":28,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [deepseek: the config.json]; '
+                                      'code-index file 20857726131 (MindIE test: the same config dict); code-index '
+                                      'file 69468411049 (deepseek-moe-16b-base and -chat: total_params '
+                                      '16,375,728,128); code-index file 67161653560 (DeepSeek-MoE-16B: num_params '
+                                      '16,375,728,128, num_params_active 2,828,650,496); '
+                                      'https://openlm.ai/deepseek-moe (README: 16.4B parameters; 2.8B active per the '
+                                      'GGUF card '
+                                      'https://huface.ru/MikeKuykendall/deepseek-moe-16b-cpu-offload-gguf)","tied_embeddings":false,"vocab_size":102400}',
+                                      '{"aliases":["allenai/OLMoE-1B-7B-0924-Instruct","olmoe-1b-7b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"OlmoeForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '2048, \\"intermediate_size\\": 1024, \\"model_type\\": \\"olmoe\\", '
+                                      '\\"norm_topk_prob\\": false, \\"num_attention_heads\\": 16, \\"num_experts\\": '
+                                      '64, \\"num_experts_per_tok\\": 8, \\"num_hidden_layers\\": 16, '
+                                      '\\"num_key_value_heads\\": 16, \\"router_aux_loss_coef\\": 0.01, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '50304}","hf_id":"allenai/OLMoE-1B-7B-0924","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":1024,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":6919161856,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"olmoe","moe":{"dense_layers":[],"expert_intermediate_size":1024,"first_dense_layers":0,"layer_freq":1,"num_experts":64,"num_shared_experts":0,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":0,"top_k":8},"name":"olmoe-1b-7b-0924","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["q/k '
+                                      'RMSNorm over the full projection '
+                                      'width"],"num_heads":16,"num_kv_heads":16,"num_layers":16,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      "file 71007947258 (the fields of allenai/OLMoE-1B-7B-0924's config.json an "
+                                      'adapter reads); code-index file 55786294959 (OLMoE config: '
+                                      'router_aux_loss_coef, norm_topk_prob); code-index file 65753564317 '
+                                      '(OLMoE-1B-7B-0924 checkpoint 6d84c48581ec safetensors headers: parameterCount '
+                                      '6,919,161,856); code-index file 71333551460 (OLMoE-1B-7B-0924-Instruct: '
+                                      'PARAMETERS = 6919161856); code-index file 68298970743 (declared 7B total, 1.3B '
+                                      'active)","tied_embeddings":false,"vocab_size":50304}',
+                                      '{"aliases":["ibm-granite/granite-3.1-2b-instruct","granite-3.1-2b-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GraniteForCausalLM\\"], \\"hidden_size\\": 2048, \\"intermediate_size\\": '
+                                      '8192, \\"max_position_embeddings\\": 131072, \\"model_type\\": \\"granite\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 40, '
+                                      '\\"num_key_value_heads\\": 8, \\"rope_theta\\": 5000000.0, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '49155}","hf_id":"ibm-granite/granite-3.1-2b-base","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"granite","moe":null,"name":"granite-3.1-2b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      "file 61124332828 (test_real_granite_2b: 'exact config from "
+                                      "ibm-granite/granite-3.1-2b-base'); code-index file 1662083868 "
+                                      '(ibm-granite/granite-3.1-8b-instruct README: the Granite 3.1 architecture '
+                                      'table, 2B / 8B dense and 1B / 3B MoE, shared input/output embeddings, 128K); '
+                                      'code-index file 68688959620 (ibm-granite/granite-guardian-3.1-2b, a fine-tune '
+                                      'of these shapes: params '
+                                      '2,533,531,648)","tied_embeddings":true,"vocab_size":49155}',
+                                      '{"aliases":["ibm-granite/granite-3.1-8b-instruct","granite-3.1-8b-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GraniteForCausalLM\\"], \\"hidden_size\\": 4096, \\"intermediate_size\\": '
+                                      '12800, \\"max_position_embeddings\\": 131072, \\"model_type\\": \\"granite\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 40, '
+                                      '\\"num_key_value_heads\\": 8, \\"tie_word_embeddings\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '49155}","hf_id":"ibm-granite/granite-3.1-8b-base","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":12800,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"granite","moe":null,"name":"granite-3.1-8b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 1662083868 (ibm-granite/granite-3.1-8b-instruct README: the Granite 3.1 '
+                                      'architecture table, 2B / 8B dense and 1B / 3B MoE, shared input/output '
+                                      'embeddings, 128K); code-index file 68624493177 (granite-3.1-8b-base and '
+                                      '-instruct: 40 layers, 4096, MLP 12800, vocab '
+                                      '49155)","tied_embeddings":true,"vocab_size":49155}',
+                                      '{"aliases":["ibm-granite/granite-3.3-8b-base","granite-3.3-8b-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GraniteForCausalLM\\"], \\"attention_bias\\": false, '
+                                      '\\"attention_dropout\\": 0.0, \\"attention_multiplier\\": 0.0078125, '
+                                      '\\"bos_token_id\\": 0, \\"embedding_multiplier\\": 12.0, \\"eos_token_id\\": 0, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 12800, \\"logits_scaling\\": 16.0, '
+                                      '\\"max_position_embeddings\\": 131072, \\"mlp_bias\\": false, \\"model_type\\": '
+                                      '\\"granite\\", \\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 40, '
+                                      '\\"num_key_value_heads\\": 8, \\"pad_token_id\\": 0, \\"residual_multiplier\\": '
+                                      '0.22, \\"rms_norm_eps\\": 1e-05, \\"rope_scaling\\": null, \\"rope_theta\\": '
+                                      '10000000.0, \\"tie_word_embeddings\\": true, \\"torch_dtype\\": \\"bfloat16\\", '
+                                      '\\"transformers_version\\": \\"4.49.0\\", \\"use_cache\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '49159}","hf_id":"ibm-granite/granite-3.3-8b-instruct","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":12800,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":8170864640,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"granite","moe":null,"name":"granite-3.3-8b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["embedding_multiplier, '
+                                      'residual_multiplier, attention_multiplier, logits_scaling: scalar multipliers, '
+                                      'no '
+                                      'parameters"],"num_heads":32,"num_kv_heads":8,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 61558565367 (ibm-granite/granite-3.3-8b-instruct: config.json and the '
+                                      'module shapes transformers builds); code-index file 68624493177 (granite-3.3-8b '
+                                      "and -instruct: 8,170,864,640, 'HF safetensors "
+                                      'confirmed\')","tied_embeddings":true,"vocab_size":49159}',
+                                      '{"aliases":["ibm-granite/granite-3.1-3b-a800m-instruct","granite-3.1-3b-a800m-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GraniteMoeForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '1536, \\"intermediate_size\\": 512, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"granitemoe\\", \\"num_attention_heads\\": 24, '
+                                      '\\"num_experts_per_tok\\": 8, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 8, \\"num_local_experts\\": 40, \\"rope_theta\\": '
+                                      '10000000.0, \\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '49155}","hf_id":"ibm-granite/granite-3.1-3b-a800m-base","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":1536,"intermediate_size":512,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"granitemoe","moe":{"dense_layers":[],"expert_intermediate_size":512,"first_dense_layers":0,"layer_freq":1,"num_experts":40,"num_shared_experts":0,"router_bias":false,"shared_expert_gate":false,"shared_intermediate_size":0,"top_k":8},"name":"granite-3.1-3b-a800m","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":24,"num_kv_heads":8,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 71463455676 (ibm-granite/granite-3.1-3b-a800m-instruct config.json, the '
+                                      'fields a planner reads); code-index file 1662083868 '
+                                      '(ibm-granite/granite-3.1-8b-instruct README: the Granite 3.1 architecture '
+                                      'table, 2B / 8B dense and 1B / 3B MoE, shared input/output embeddings, 128K); '
+                                      'code-index file 68688959620 (ibm-granite/granite-guardian-3.2-3b-a800m: params '
+                                      '3,298,793,472)","tied_embeddings":true,"vocab_size":49155}',
+                                      '{"aliases":["openbmb/MiniCPM-2B-dpo-bf16","minicpm-2b-sft-bf16","minicpm-2b-dpo-bf16"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MiniCPMForCausalLM\\"], \\"bos_token_id\\": 1, \\"dim_model_base\\": 256, '
+                                      '\\"eos_token_id\\": 2, \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 2304, '
+                                      '\\"initializer_range\\": 0.1, \\"intermediate_size\\": 5760, '
+                                      '\\"max_position_embeddings\\": 4096, \\"model_type\\": \\"minicpm\\", '
+                                      '\\"num_attention_heads\\": 36, \\"num_hidden_layers\\": 40, '
+                                      '\\"num_key_value_heads\\": 36, \\"rms_norm_eps\\": 1e-05, \\"scale_depth\\": '
+                                      '1.4, \\"scale_emb\\": 12, \\"tie_word_embeddings\\": true, \\"torch_dtype\\": '
+                                      '\\"bfloat16\\", \\"transformers_version\\": \\"4.36.0\\", \\"use_cache\\": '
+                                      'true, \\"vocab_size\\": '
+                                      '122753}","hf_id":"openbmb/MiniCPM-2B-sft-bf16","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2304,"intermediate_size":5760,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":2724880896,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"minicpm","moe":null,"name":"minicpm-2b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["muP '
+                                      'scaling (scale_emb, scale_depth, dim_model_base): no '
+                                      'parameters"],"num_heads":36,"num_kv_heads":36,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [minicpm_2b_sft_bf16: the '
+                                      'config.json]; code-index file 41738685489 (chatllm.cpp serving MiniCPM: '
+                                      '2724880896 (2.7B) parameters); code-index file 15815799305 (mteb, CoDi-MiniCPM '
+                                      'on MiniCPM-2B: n_parameters 2724880896); code-index file 113725582 (MiniCPM-2B '
+                                      'sft-bf16 and dpo-bf16: 2.4B non-embedding parameters '
+                                      'each)","tied_embeddings":true,"vocab_size":122753}',
+                                      '{"aliases":["stabilityai/stablelm-2-1_6b-chat","stabilityai/stablelm-2-zephyr-1_6b","stablelm-2-1_6b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"StableLmForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '2048, \\"intermediate_size\\": 5632, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 4096, \\"model_type\\": \\"stablelm\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 24, '
+                                      '\\"num_key_value_heads\\": 32, \\"partial_rotary_factor\\": 0.25, '
+                                      '\\"rope_theta\\": 10000, \\"tie_word_embeddings\\": false, \\"use_qkv_bias\\": '
+                                      'true, \\"vocab_size\\": '
+                                      '100352}","hf_id":"stabilityai/stablelm-2-1_6b","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":5632,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":1644515328,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"stablelm","moe":null,"name":"stablelm-2-1.6b","naming":"llama","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 25% of each '
+                                      'head"],"num_heads":32,"num_kv_heads":32,"num_layers":24,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [stablelm-2-zephyr-1_6b: the '
+                                      'config.json]; code-index file 65849527990 (stabilityai/stablelm-2-1_6b '
+                                      'f499ead74c53: 1,644,515,328 parameters, safetensors metadata); code-index file '
+                                      '65755328185 (stablelm-2-1_6b-chat: the same); code-index file 13225261958 '
+                                      '(model card: 1,644,417,024; LayerNorm with bias, q/k/v biases only, rotary on '
+                                      '25%)","tied_embeddings":false,"vocab_size":100352}',
+                                      '{"aliases":["command-r-v01"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"CohereForCausalLM\\"], \\"hidden_size\\": 8192, \\"intermediate_size\\": '
+                                      '22528, \\"layer_norm_eps\\": 1e-05, \\"logit_scale\\": 0.0625, '
+                                      '\\"max_position_embeddings\\": 8192, \\"model_type\\": \\"cohere\\", '
+                                      '\\"num_attention_heads\\": 64, \\"num_hidden_layers\\": 40, '
+                                      '\\"num_key_value_heads\\": 64, \\"rope_theta\\": 8000000.0, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '256000}","hf_id":"CohereForAI/c4ai-command-r-v01","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":22528,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"cohere","moe":null,"name":"c4ai-command-r-v01","naming":"llama","norm_kind":"layernorm","norms_per_layer":1,"notes":["CohereLayerNorm '
+                                      '(fp32, no bias) estimated as '
+                                      'nn.LayerNorm"],"num_heads":64,"num_kv_heads":64,"num_layers":40,"out_bias":false,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 66573096413 (test_commandr_config_from_hf: the Command-R config.json '
+                                      'fields); transformers 5.25 models/cohere/configuration_cohere.py (CohereConfig '
+                                      "defaults: these shapes); code-index file 54354199734 (model card: 'a research "
+                                      "release of a 35 billion parameter' "
+                                      'model)","tied_embeddings":true,"vocab_size":256000}'],
+                             'fingerprint': '62fd37e3-282540'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',
@@ -5392,7 +6279,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'computed count reproduces measured count'},
                                               {'aliases': ['Qwen/Qwen2.5-0.5B-Instruct',
                                                            'Qwen/Qwen2-0.5B',
-                                                           'Qwen/Qwen2-0.5B-Instruct'],
+                                                           'Qwen/Qwen2-0.5B-Instruct',
+                                                           'Qwen/Qwen2.5-Coder-0.5B',
+                                                           'Qwen/Qwen2.5-Coder-0.5B-Instruct'],
                                                'computed_params': 494032768,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'hidden_act': 'silu',
@@ -5428,10 +6317,19 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'users/juanola/experiments/e25_11_13_ctc/configurations/qwen2/qwen2_configs.py@274eb95e3eb8 '
                                                                "[Qwen2-0_5B: the base config.json]); Qwen2-0.5B's "
                                                                'max_position_embeddings is 131072 (32768 here), which '
-                                                               'changes neither parameters nor memory'},
+                                                               'changes neither parameters nor memory; aliases '
+                                                               'Qwen/Qwen2.5-Coder-0.5B(-Instruct): '
+                                                               'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                               '[Qwen2.5-Coder-0.5B] equals its [Qwen2.5-0.5B] entry '
+                                                               'field for field; keras-team/keras-hub@71453d08f59e, '
+                                                               'keras_hub/src/models/qwen/qwen_presets.py '
+                                                               '[qwen2.5_coder_0.5b, qwen2.5_coder_instruct_0.5b: '
+                                                               '494,032,768 = this count, tied]'},
                                               {'aliases': ['Qwen/Qwen2.5-1.5B-Instruct',
                                                            'Qwen/Qwen2-1.5B',
-                                                           'Qwen/Qwen2-1.5B-Instruct'],
+                                                           'Qwen/Qwen2-1.5B-Instruct',
+                                                           'Qwen/Qwen2.5-Coder-1.5B',
+                                                           'Qwen/Qwen2.5-Coder-1.5B-Instruct'],
                                                'computed_params': 1543714304,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'hidden_act': 'silu',
@@ -5465,8 +6363,19 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                '[qwen2_1_5b]; mlc-ai/mlc-llm, '
                                                                'python/mlc_llm/model/model_preset.py@79d603f085f5 '
                                                                '[qwen2_1_5b: max_position_embeddings 32768 for the '
-                                                               'Instruct upload, no effect on parameters or memory])'},
-                                              {'aliases': ['Qwen/Qwen2.5-3B-Instruct'],
+                                                               'Instruct upload, no effect on parameters or memory]); '
+                                                               'aliases Qwen/Qwen2.5-Coder-1.5B(-Instruct): '
+                                                               'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                               '[Qwen2.5-Coder-1.5B] differs from [Qwen2.5-1.5B] only '
+                                                               'in context (32768); code-index file 14269230532 '
+                                                               "(model_size = the Hub's safetensors total) "
+                                                               '[unsloth/Qwen2.5-Coder-1.5B-Instruct: 1,543,714,304 = '
+                                                               "this count]; keras-hub's qwen2.5_coder_1.5b preset "
+                                                               'prints 1,543,434,240, 280,064 fewer, which no shape of '
+                                                               'this family gives (not used)'},
+                                              {'aliases': ['Qwen/Qwen2.5-3B-Instruct',
+                                                           'Qwen/Qwen2.5-Coder-3B',
+                                                           'Qwen/Qwen2.5-Coder-3B-Instruct'],
                                                'computed_params': 3085938688,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'hidden_act': 'silu',
@@ -5493,7 +6402,14 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
                                                          'THUDM/slime, scripts/models/qwen2.5-3B.sh@624b824a898a',
                                                'verification': 'torchtune (base+instruct builders) + litgpt agree; '
-                                                               'verbatim copy'},
+                                                               'verbatim copy; aliases '
+                                                               'Qwen/Qwen2.5-Coder-3B(-Instruct): Lightning-AI/litgpt, '
+                                                               'litgpt/config.py@26857050fe3f [Qwen2.5-Coder-3B] '
+                                                               'equals its [Qwen2.5-3B] entry field for field; '
+                                                               'keras-team/keras-hub@71453d08f59e, '
+                                                               'keras_hub/src/models/qwen/qwen_presets.py '
+                                                               '[qwen2.5_coder_3b, qwen2.5_coder_instruct_3b: '
+                                                               '3,085,938,688 = this count, tied]'},
                                               {'aliases': ['Qwen/Qwen2.5-7B-Instruct',
                                                            'Qwen/Qwen2.5-Coder-7B',
                                                            'Qwen/Qwen2.5-Coder-7B-Instruct'],
@@ -5530,7 +6446,10 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'qwen2.5_coder_7b and qwen2.5_7b_en the same count '
                                                                "(6,993,420,288, itself not this row's count: "
                                                                'corroborates equality only)'},
-                                              {'aliases': ['Qwen/Qwen2.5-14B-Instruct'],
+                                              {'aliases': ['Qwen/Qwen2.5-14B-Instruct',
+                                                           'Qwen/Qwen2.5-Coder-14B',
+                                                           'Qwen/Qwen2.5-Coder-14B-Instruct',
+                                                           'deepseek-ai/DeepSeek-R1-Distill-Qwen-14B'],
                                                'computed_params': 14770033664,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'hidden_act': 'silu',
@@ -5552,11 +6471,25 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                'source': 'pytorch/torchtune, '
                                                          'torchtune/models/qwen2_5/_model_builders.py@bd2a0fc7c314; '
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
-                                               'verification': 'torchtune (base+instruct builders) + litgpt agree'},
+                                               'verification': 'torchtune (base+instruct builders) + litgpt agree; '
+                                                               'aliases Qwen/Qwen2.5-Coder-14B(-Instruct): '
+                                                               'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                               '[Qwen2.5-Coder-14B] differs from [Qwen2.5-14B] only in '
+                                                               'context (32768); code-index file 172820433 '
+                                                               '(Qwen2.5-Coder-14B-Instruct under PEFT: all params '
+                                                               '14,770,033,664); code-index file 66729435508 '
+                                                               '(Fireworks training catalog) [Qwen 2.5-Coder 14B '
+                                                               '(Instruct): 14,770,033,664]; alias '
+                                                               'deepseek-ai/DeepSeek-R1-Distill-Qwen-14B (distilled on '
+                                                               'Qwen2.5-14B): code-index file 66729435508 (Fireworks '
+                                                               'training catalog) [DeepSeek R1 Distill Qwen 14B: '
+                                                               '14,770,033,664 = this count]; code-index file '
+                                                               '147148655 (ollama deepseek-r1:14b: 14,770,033,664)'},
                                               {'aliases': ['Qwen/Qwen2.5-32B-Instruct',
                                                            'Qwen/Qwen2.5-Coder-32B',
                                                            'Qwen/Qwen2.5-Coder-32B-Instruct',
-                                                           'Qwen/QwQ-32B'],
+                                                           'Qwen/QwQ-32B',
+                                                           'deepseek-ai/DeepSeek-R1-Distill-Qwen-32B'],
                                                'computed_params': 32763876352,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'hidden_act': 'silu',
@@ -5589,7 +6522,11 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'litgpt/config.py@26857050fe3f [QwQ-32B] equals its '
                                                                '[Qwen2.5-32B{}] entry field for field (64 layers, '
                                                                '5120, 40 heads, 8 query groups, 27648, padded vocab '
-                                                               '152064, rope 1e6, 131072 context)'},
+                                                               '152064, rope 1e6, 131072 context); alias '
+                                                               'deepseek-ai/DeepSeek-R1-Distill-Qwen-32B (distilled on '
+                                                               'Qwen2.5-32B): code-index file 66729435508 (Fireworks '
+                                                               'training catalog) [DeepSeek R1 Distill Qwen 32B: '
+                                                               '32,763,876,352 = this count]'},
                                               {'aliases': ['Qwen/Qwen2.5-72B-Instruct'],
                                                'computed_params': 72706203648,
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
@@ -5675,7 +6612,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                          'THUDM/slime, scripts/models/qwen3-1.7B.sh@624b824a898a',
                                                'verification': 'torchtune + litgpt + slime agree; verbatim config '
                                                                'copy'},
-                                              {'aliases': ['Qwen/Qwen3-4B-Base'],
+                                              {'aliases': ['Qwen/Qwen3-4B-Base',
+                                                           'Qwen/Qwen3-4B-Instruct-2507',
+                                                           'Qwen/Qwen3-4B-Thinking-2507'],
                                                'computed_params': 4022468096,
                                                'config': {'architectures': ['Qwen3ForCausalLM'],
                                                           'attention_bias': False,
@@ -5700,7 +6639,17 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                          'torchtune/models/qwen3/_model_builders.py@bd2a0fc7c314; '
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
                                                          'THUDM/slime, scripts/models/qwen3-4B.sh@624b824a898a',
-                                               'verification': 'torchtune + litgpt + slime agree'},
+                                               'verification': 'torchtune + litgpt + slime agree; aliases '
+                                                               'Qwen/Qwen3-4B-Instruct-2507 / -Thinking-2507: '
+                                                               'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                               '[Qwen3-4B-Instruct-2507, Qwen3-4B-Thinking-2507] '
+                                                               'differ from [Qwen3-4B] only in context (262144) and '
+                                                               'rope_theta (5e6); code-index file 68763826894 '
+                                                               '(Qwen3-4B-Instruct-2507: 4,022,468,096 = this count); '
+                                                               'code-index file 66729435508 (Fireworks training '
+                                                               'catalog) gives Qwen 3 4B and Qwen 3 4B Instruct 2507 '
+                                                               'the same paramCount (4,411,424,256: the tied head '
+                                                               'counted twice)'},
                                               {'aliases': ['Qwen/Qwen3-8B-Base'],
                                                'computed_params': 8190735360,
                                                'config': {'architectures': ['Qwen3ForCausalLM'],
@@ -5783,7 +6732,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                          'THUDM/slime, scripts/models/qwen3-32B.sh@624b824a898a',
                                                'verification': 'torchtune + litgpt + slime agree'},
                                               {'aliases': ['Qwen/Qwen3-30B-A3B-Base',
-                                                           'Qwen/Qwen3-30B-A3B-Instruct-2507'],
+                                                           'Qwen/Qwen3-30B-A3B-Instruct-2507',
+                                                           'Qwen/Qwen3-30B-A3B-Thinking-2507',
+                                                           'Qwen/Qwen3-Coder-30B-A3B-Instruct'],
                                                'computed_active_params': 3353032704,
                                                'computed_params': 30532122624,
                                                'config': {'architectures': ['Qwen3MoeForCausalLM'],
@@ -5821,8 +6772,22 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                '[Qwen3-30B-A3B-Instruct-2507] differs from '
                                                                '[Qwen3-30B-A3B] only in context (262144) and '
                                                                'rope_theta (1e7), neither of which changes parameters '
-                                                               'or memory'},
-                                              {'aliases': ['Qwen/Qwen3-235B-A22B-Instruct-2507'],
+                                                               'or memory; alias Qwen/Qwen3-30B-A3B-Thinking-2507: '
+                                                               'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                               '[Qwen3-30B-A3B-Thinking-2507] = its Instruct-2507 '
+                                                               'entry; code-index file 66729435508 (Fireworks training '
+                                                               'catalog) [Qwen 3 30B A3B Thinking 2507: 30,532,122,624 '
+                                                               '= this count]; alias '
+                                                               'Qwen/Qwen3-Coder-30B-A3B-Instruct: '
+                                                               'keras-team/keras-hub@71453d08f59e, '
+                                                               'keras_hub/src/models/qwen3_moe/qwen3_moe_presets.py '
+                                                               '[qwen3_coder_instruct_30b_a3b_en: 30,532,122,624 = '
+                                                               'this count; 48 layers, 32 query / 4 kv heads, 128 '
+                                                               'experts, 8 active]; code-index file 66729435508 '
+                                                               '(Fireworks training catalog) [Qwen 3 Coder 30B A3B '
+                                                               'Instruct: 30,532,122,624]'},
+                                              {'aliases': ['Qwen/Qwen3-235B-A22B-Instruct-2507',
+                                                           'Qwen/Qwen3-235B-A22B-Thinking-2507'],
                                                'computed_active_params': 22190763520,
                                                'computed_params': 235093634560,
                                                'config': {'architectures': ['Qwen3MoeForCausalLM'],
@@ -5856,7 +6821,14 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                          'hf_configs/qwen3-235B-A22B_config.json@f2293dab6d23',
                                                'verification': 'litgpt + slime + verbatim 2507 config agree on all '
                                                                'shapes; max_position_embeddings/rope_theta of the '
-                                                               'original release from litgpt only'},
+                                                               'original release from litgpt only; alias '
+                                                               'Qwen/Qwen3-235B-A22B-Thinking-2507: '
+                                                               'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                               '[Qwen3-235B-A22B-Thinking-2507] differs from '
+                                                               '[Qwen3-235B-A22B] only in context (262144) and '
+                                                               'rope_theta (5e6); code-index file 66729435508 '
+                                                               '(Fireworks training catalog) [Qwen 3 235B A22B '
+                                                               'Thinking 2507: 235,093,634,560 = this count]'},
                                               {'aliases': ['mistralai/Mistral-7B-Instruct-v0.1', 'mistral-7b'],
                                                'computed_params': 7241732096,
                                                'config': {'architectures': ['MistralForCausalLM'],
@@ -6282,7 +7254,11 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'q_lora_rank is null in config.json (plain q_proj)'},
                                               {'aliases': ['deepseek-ai/DeepSeek-V3-Base',
                                                            'deepseek-ai/DeepSeek-R1',
-                                                           'deepseek-r1'],
+                                                           'deepseek-r1',
+                                                           'deepseek-ai/DeepSeek-V3-0324',
+                                                           'deepseek-ai/DeepSeek-R1-0528',
+                                                           'deepseek-ai/DeepSeek-V3.1',
+                                                           'deepseek-ai/DeepSeek-V3.1-Base'],
                                                'computed_active_params': 37552297472,
                                                'computed_params': 671026419200,
                                                'config': {'architectures': ['DeepseekV3ForCausalLM'],
@@ -6334,8 +7310,26 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                          'file 1570491832; THUDM/slime, '
                                                          'scripts/models/deepseek-v3.sh@624b824a898a',
                                                'verification': 'official inference config + two HF config copies + '
-                                                               'slime agree'},
-                                              {'aliases': ['chatglm3'],
+                                                               'slime agree; alias deepseek-ai/DeepSeek-V3-0324: '
+                                                               'code-index file 66729435508 (Fireworks training '
+                                                               'catalog) [Deepseek V3 03-24: 671,026,419,200 = '
+                                                               "DeepSeek V3's = this count]; aliases "
+                                                               'deepseek-ai/DeepSeek-V3.1(-Base): '
+                                                               'akash-network/awesome-akash, '
+                                                               'DeepSeek-V3.1/README.md@6b006b4be899 (copy of the '
+                                                               "model card: 'The model structure of DeepSeek-V3.1 is "
+                                                               "the same as DeepSeek-V3'; 671B total, 37B activated; "
+                                                               'UE8M0 FP8 scales); alias deepseek-ai/DeepSeek-R1-0528: '
+                                                               'akash-network/awesome-akash, '
+                                                               'DeepSeek-R1-0528/README.md@176fdb83d2fc (copy of the '
+                                                               'model card: a minor version upgrade of DeepSeek R1, '
+                                                               'run as DeepSeek-R1); code-index file 23644742501 '
+                                                               '(recipes README: DeepSeek-R1-0528, 671B total, 37B '
+                                                               'active, 1 shared + 8 of 256 routed experts); the '
+                                                               "Fireworks catalog's 674,352,502,272 for R1 05/28 and "
+                                                               "V3.1 is not used (3,326,083,072 over V3's; V3-0324 and "
+                                                               "R1 print V3's count)"},
+                                              {'aliases': ['chatglm3', 'THUDM/chatglm2-6b'],
                                                'computed_params': 6243584000,
                                                'config': {'add_bias_linear': False,
                                                           'add_qkv_bias': True,
@@ -6363,7 +7357,14 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                          'code-index file 54323009006',
                                                'verification': 'verbatim ChatGLM config (mlc preset; identification as '
                                                                "chatglm3-6b by seq_length 8192 and mlc's chatglm3 "
-                                                               'model code) + one secondary test'},
+                                                               'model code) + one secondary test; alias '
+                                                               'THUDM/chatglm2-6b: code-index file 46625848263 '
+                                                               '(THUDM/chatglm2-6b config: every shape key equal to '
+                                                               "this row's, seq_length 32768 instead of 8192, which "
+                                                               'changes neither parameters nor memory); code-index '
+                                                               'file 5812671115 (calflops table: chatglm2-6b '
+                                                               '6,243,584,000 = this count); code-index file '
+                                                               '17073814855 (ChatGLM2-6B: 6,243,584,000, per-module)'},
                                               {'aliases': ['THUDM/glm-4-9b', 'glm-4-9b'],
                                                'computed_params': 9399951360,
                                                'config': {'add_bias_linear': False,
@@ -7011,7 +8012,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                'verification': 'HF config dict (transformers 5 form: rope_parameters) '
                                                                'restated with rope_theta; count = keras-hub preset of '
                                                                'the converted checkpoint'},
-                                              {'aliases': ['google/gemma-7b-it'],
+                                              {'aliases': ['google/gemma-7b-it',
+                                                           'google/codegemma-7b',
+                                                           'google/codegemma-7b-it'],
                                                'config': {'architectures': ['GemmaForCausalLM'],
                                                           'attention_bias': False,
                                                           'attention_dropout': 0.0,
@@ -7042,7 +8045,12 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                'verification': 'HF config dict (transformers 5 form: rope_parameters) '
                                                                'restated with rope_theta; count = keras-hub preset '
                                                                "(8,537,680,896 = the Gemma report's 786,432,000 "
-                                                               'embedding + 7,751,248,896 non-embedding)'},
+                                                               'embedding + 7,751,248,896 non-embedding); aliases '
+                                                               'google/codegemma-7b(-it): keras-hub gemma_presets.py '
+                                                               '[code_gemma_7b_en, code_gemma_instruct_7b_en: '
+                                                               '8,537,680,896, this count]; Lightning-AI/litgpt, '
+                                                               'litgpt/config.py@26857050fe3f [CodeGemma-7b-it] equals '
+                                                               'its [Gemma-7b] entry field for field'},
                                               {'aliases': ['Qwen/Qwen2-7B-Instruct'],
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'attention_dropout': 0.0,
@@ -7527,7 +8535,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'counted); MoE every 2nd layer (128 experts + shared), '
                                                                'dense layers intermediate_size_mlp 16384, no q/k norm; '
                                                                'published 400B total, 17B active'},
-                                              {'aliases': ['THUDM/GLM-4.5'],
+                                              {'aliases': ['THUDM/GLM-4.5', 'zai-org/GLM-4.6'],
                                                'config': {'architectures': ['Glm4MoeForCausalLM'],
                                                           'attention_bias': True,
                                                           'attention_dropout': 0.0,
@@ -7573,7 +8581,15 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                'verification': "Megatron-Bridge's GLM-4.5 dict (model_type written glm "
                                                                'there) with model_type glm4_moe, n_group / topk_group '
                                                                '1, norm_topk_prob; the MTP layer (layer 92) is not '
-                                                               'counted'},
+                                                               'counted; alias zai-org/GLM-4.6: code-index file '
+                                                               '2748342403 (its config manifest: 92 layers, 5120, '
+                                                               '12288, 96 heads, 8 kv heads, head_dim 128, 160 experts '
+                                                               'of 1536, 1 shared, top 8, 3 dense, q/k norm, qkv bias, '
+                                                               'vocab 151552, untied, MTP 1) has these shapes with '
+                                                               'max_position_embeddings 202752 (no effect on '
+                                                               'parameters or memory); code-index file 66729435508 '
+                                                               '(Fireworks catalog) gives GLM-4.5 and GLM-4.6 the same '
+                                                               'paramCount'},
                                               {'aliases': ['THUDM/GLM-4.5-Air'],
                                                'config': {'architectures': ['Glm4MoeForCausalLM'],
                                                           'attention_bias': True,
@@ -8387,7 +9403,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'shapes); 60 experts of 1408, top 4, a 5632-wide shared '
                                                                'expert with its sigmoid gate; count = keras-hub '
                                                                'preset'},
-                                              {'aliases': ['Qwen/Qwen2.5-Math-7B-Instruct'],
+                                              {'aliases': ['Qwen/Qwen2.5-Math-7B-Instruct',
+                                                           'deepseek-ai/DeepSeek-R1-Distill-Qwen-7B'],
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'hidden_act': 'silu',
                                                           'hidden_size': 3584,
@@ -8416,8 +9433,16 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                '10000 (litgpt), so its own row rather than an alias; '
                                                                'the keras-hub count equals the untied Qwen2.5-7B '
                                                                'count; sliding-window keys left to the Qwen2Config '
-                                                               'defaults (off)'},
-                                              {'aliases': ['HuggingFaceTB/SmolLM2-135M-Instruct'],
+                                                               'defaults (off); alias '
+                                                               'deepseek-ai/DeepSeek-R1-Distill-Qwen-7B (distilled on '
+                                                               'this base): code-index file 20755046153 prints its '
+                                                               'tensors (embed and lm_head both 152064 x 3584: untied; '
+                                                               '28 layers of 3584 / 512-wide k,v / 18944 with q/k/v '
+                                                               'biases) and 7,615,616,512 in all = this count; its '
+                                                               '131072 positions change neither parameters nor memory'},
+                                              {'aliases': ['HuggingFaceTB/SmolLM2-135M-Instruct',
+                                                           'HuggingFaceTB/SmolLM-135M',
+                                                           'HuggingFaceTB/SmolLM-135M-Instruct'],
                                                'config': {'architectures': ['LlamaForCausalLM'],
                                                           'attention_bias': False,
                                                           'hidden_act': 'silu',
@@ -8452,8 +9477,20 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'rope_interleaved (no effect on counts or memory); the '
                                                                '-Instruct upload has the same shapes (litgpt builds '
                                                                'both from one entry); tied embeddings; count = the '
-                                                               'published figure'},
-                                              {'aliases': ['HuggingFaceTB/SmolLM2-360M-Instruct'],
+                                                               'published figure; aliases '
+                                                               'HuggingFaceTB/SmolLM-135M(-Instruct): mlc-ai/mlc-llm, '
+                                                               'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                               '[smollm_135m: a SmolLM (v1) config.json] has this '
+                                                               "row's shapes, vocabulary and tie flag with "
+                                                               'max_position_embeddings 2048 and rope_theta 10000, '
+                                                               'which change neither parameters nor memory (--seq-len '
+                                                               "beyond 2048 is past SmolLM's training context); "
+                                                               "code-index file 14269230532 (the Hub's safetensors "
+                                                               'total of unsloth/SmolLM-135M: 134,515,008 = this '
+                                                               'count)'},
+                                              {'aliases': ['HuggingFaceTB/SmolLM2-360M-Instruct',
+                                                           'HuggingFaceTB/SmolLM-360M',
+                                                           'HuggingFaceTB/SmolLM-360M-Instruct'],
                                                'config': {'architectures': ['LlamaForCausalLM'],
                                                           'attention_bias': False,
                                                           'hidden_act': 'silu',
@@ -8484,8 +9521,20 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'transformers.js_config, is_llama_config and '
                                                                'rope_interleaved (no effect on counts or memory); the '
                                                                '-Instruct upload has the same shapes (litgpt builds '
-                                                               'both from one entry); tied embeddings'},
-                                              {'aliases': ['HuggingFaceTB/SmolLM2-1.7B-Instruct'],
+                                                               'both from one entry); tied embeddings; aliases '
+                                                               'HuggingFaceTB/SmolLM-360M(-Instruct): mlc-ai/mlc-llm, '
+                                                               'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                               '[smollm_360m: a SmolLM (v1) config.json] has this '
+                                                               "row's shapes, vocabulary and tie flag with "
+                                                               'max_position_embeddings 2048 and rope_theta 10000, '
+                                                               'which change neither parameters nor memory (--seq-len '
+                                                               "beyond 2048 is past SmolLM's training context); "
+                                                               "code-index file 14269230532 (the Hub's safetensors "
+                                                               "total of unsloth/SmolLM-360M: 361,821,120 = this row's "
+                                                               'count)'},
+                                              {'aliases': ['HuggingFaceTB/SmolLM2-1.7B-Instruct',
+                                                           'HuggingFaceTB/SmolLM-1.7B',
+                                                           'HuggingFaceTB/SmolLM-1.7B-Instruct'],
                                                'config': {'architectures': ['LlamaForCausalLM'],
                                                           'attention_bias': False,
                                                           'hidden_act': 'silu',
@@ -8517,7 +9566,16 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'transformers.js_config, is_llama_config and '
                                                                'rope_interleaved (no effect on counts or memory); the '
                                                                '-Instruct upload has the same shapes (litgpt builds '
-                                                               'both from one entry); tied embeddings; MHA'},
+                                                               'both from one entry); tied embeddings; MHA; aliases '
+                                                               'HuggingFaceTB/SmolLM-1.7B(-Instruct): mlc-ai/mlc-llm, '
+                                                               'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                               '[smollm_1_7b: a SmolLM (v1) config.json] has this '
+                                                               "row's shapes, vocabulary and tie flag with "
+                                                               'max_position_embeddings 2048 and rope_theta 10000, '
+                                                               'which change neither parameters nor memory (--seq-len '
+                                                               "beyond 2048 is past SmolLM's training context); "
+                                                               'code-index file 68688959620 (SmolLM2-1.7B-Instruct: '
+                                                               "1,711,376,384 = this row's count)"},
                                               {'aliases': ['allenai/OLMo-2-1124-7B-Instruct'],
                                                'config': {'architectures': ['Olmo2ForCausalLM'],
                                                           'hidden_act': 'silu',
@@ -8688,7 +9746,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'the checkpoint audit (227 tensors = 32 x 7 + '
                                                                'embedding, norm, output: untied); the -chat upload has '
                                                                'the same shapes'},
-                                              {'aliases': ['internlm/internlm2-chat-20b'],
+                                              {'aliases': ['internlm/internlm2-chat-20b',
+                                                           'internlm/internlm2_5-20b',
+                                                           'internlm/internlm2_5-20b-chat'],
                                                'config': {'architectures': ['InternLM2ForCausalLM'],
                                                           'bias': False,
                                                           'bos_token_id': 1,
@@ -8724,7 +9784,13 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'out: no effect on counts or memory); published 20B; '
                                                                'computed 19,861,149,696 = the InternLM2.5-20B-chat '
                                                                "count (corroborates the shapes, not this checkpoint's "
-                                                               'own count)'},
+                                                               'own count); aliases internlm/internlm2_5-20b(-chat): '
+                                                               "no verbatim config.json found, but the chat upload's "
+                                                               'safetensors metadata count (code-index file '
+                                                               '12439498600, read with HfApi.get_safetensors_metadata) '
+                                                               "is this row's 19,861,149,696 to the parameter; the "
+                                                               "reference's InternLM2.5-20B entry has model_type "
+                                                               'internlm2'},
                                               {'aliases': ['Qwen/Qwen1.5-14B-Chat'],
                                                'config': {'architectures': ['Qwen2ForCausalLM'],
                                                           'hidden_act': 'silu',
@@ -9020,8 +10086,1540 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'memory; rms_norm_eps, rope_theta and hidden_act are '
                                                                'not in these sources: the LlamaConfig defaults apply '
                                                                '(no effect on counts or memory); count = the instruct '
-                                                               "snapshot's (same shapes)"}]},
-                           'fingerprint': '6422119f-130392'},
+                                                               "snapshot's (same shapes)"},
+                                              {'aliases': ['Qwen/Qwen1.5-0.5B-Chat'],
+                                               'config': {'architectures': ['Qwen2ForCausalLM'],
+                                                          'attention_dropout': 0.0,
+                                                          'bos_token_id': 151643,
+                                                          'eos_token_id': 151643,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 1024,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 2816,
+                                                          'max_position_embeddings': 32768,
+                                                          'max_window_layers': 21,
+                                                          'model_type': 'qwen2',
+                                                          'num_attention_heads': 16,
+                                                          'num_hidden_layers': 24,
+                                                          'num_key_value_heads': 16,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_theta': 1000000.0,
+                                                          'sliding_window': 32768,
+                                                          'tie_word_embeddings': True,
+                                                          'use_cache': True,
+                                                          'use_sliding_window': False,
+                                                          'vocab_size': 151936},
+                                               'display_name': 'Qwen1.5-0.5B',
+                                               'hf_id': 'Qwen/Qwen1.5-0.5B',
+                                               'name': 'qwen1.5-0.5b',
+                                               'source': 'code-index file 14914603482 (Baidu aiak_training_llm Qwen '
+                                                         'registry [qwen1.5-0.5b: 24 layers, 1024, 2816, 16 heads, '
+                                                         'MHA, vocab 151936, QKV bias]); code-index file 5379367949 '
+                                                         '(table of the Qwen config.json files [Qwen1.5-0.5b: 32K '
+                                                         'context, Tie True]); code-index file 29205825897 '
+                                                         '(Qwen2Config of Qwen/Qwen1.5-0.5B as transformers 4.41.2 '
+                                                         'loads it: tie_word_embeddings true, max_window_layers 21, '
+                                                         'rms_norm_eps 1e-06, rope_theta 1e6); code-index file '
+                                                         "14269230532 (fine-tuning speed table: model_size = the Hub's "
+                                                         'safetensors total, see its commented get_model_size) '
+                                                         '[Qwen/Qwen1.5-0.5B: 619,570,176]',
+                                               'verification': 'shapes from the two tables (they agree), in the keys '
+                                                               "of the family's verbatim 7B and 110B configs "
+                                                               '(rms_norm_eps 1e-06, rope_theta 1e6, sliding window '
+                                                               'off); the Chat upload has the base shapes (README: '
+                                                               'base and chat per size); tied embeddings (the loaded '
+                                                               'config and the config table agree; the Baidu '
+                                                               "registry's untie default is not this upload's); the "
+                                                               "Hub's safetensors total 619,570,176 counts the stored "
+                                                               'lm_head.weight, which the tie replaces by the '
+                                                               'embedding: unique parameters = 619,570,176 - 151936 x '
+                                                               '1024 = 463,987,712'},
+                                              {'aliases': ['Qwen/Qwen1.5-1.8B-Chat'],
+                                               'config': {'architectures': ['Qwen2ForCausalLM'],
+                                                          'attention_dropout': 0.0,
+                                                          'bos_token_id': 151643,
+                                                          'eos_token_id': 151643,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 2048,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 5504,
+                                                          'max_position_embeddings': 32768,
+                                                          'model_type': 'qwen2',
+                                                          'num_attention_heads': 16,
+                                                          'num_hidden_layers': 24,
+                                                          'num_key_value_heads': 16,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_theta': 1000000.0,
+                                                          'sliding_window': 32768,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'use_sliding_window': False,
+                                                          'vocab_size': 151936},
+                                               'display_name': 'Qwen1.5-1.8B',
+                                               'hf_id': 'Qwen/Qwen1.5-1.8B',
+                                               'measured_params': 1836828672,
+                                               'name': 'qwen1.5-1.8b',
+                                               'source': 'code-index file 14914603482 (Baidu aiak_training_llm Qwen '
+                                                         'registry [qwen1.5-1.8b: 24 layers, 2048, 5504, 16 heads, '
+                                                         'MHA, vocab 151936, QKV bias]); code-index file 5379367949 '
+                                                         '(table of the Qwen config.json files [Qwen1.5-1.8b: 32K '
+                                                         'context, Tie False]); code-index file 55173016543 '
+                                                         '(Qwen/Qwen1.5-1.8B-Chat: 1,836,828,672 parameters); '
+                                                         'code-index file 65835899932 (model card of a Qwen1.5-1.8B '
+                                                         'upload: 1,836,828,672, safetensors metadata, 32,768 context)',
+                                               'verification': 'shapes from the two tables (they agree), in the keys '
+                                                               "of the family's verbatim 7B and 110B configs "
+                                                               '(rms_norm_eps 1e-06, rope_theta 1e6, sliding window '
+                                                               'off); the Chat upload has the base shapes (README: '
+                                                               'base and chat per size); untied head; count = the Chat '
+                                                               "upload's"},
+                                              {'aliases': ['Qwen/Qwen1.5-4B-Chat'],
+                                               'config': {'architectures': ['Qwen2ForCausalLM'],
+                                                          'attention_dropout': 0.0,
+                                                          'bos_token_id': 151643,
+                                                          'eos_token_id': 151643,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 2560,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 6912,
+                                                          'max_position_embeddings': 32768,
+                                                          'model_type': 'qwen2',
+                                                          'num_attention_heads': 20,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 20,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_theta': 1000000.0,
+                                                          'sliding_window': 32768,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'use_sliding_window': False,
+                                                          'vocab_size': 151936},
+                                               'display_name': 'Qwen1.5-4B',
+                                               'hf_id': 'Qwen/Qwen1.5-4B',
+                                               'measured_params': 3950369280,
+                                               'name': 'qwen1.5-4b',
+                                               'source': 'code-index file 14914603482 (Baidu aiak_training_llm Qwen '
+                                                         'registry [qwen1.5-4b: 40 layers, 2560, 6912, 20 heads, MHA, '
+                                                         'vocab 151936, QKV bias]); code-index file 5379367949 (table '
+                                                         'of the Qwen config.json files [Qwen1.5-4b: 32K context, Tie '
+                                                         'False]); code-index file 58413280785 (Hub API of '
+                                                         'Qwen/Qwen1.5-4B@a66363a0c24e: safetensors 3,950,369,280 '
+                                                         'BF16); code-index file 71367504821 (Qwen1.5-4B-Chat loaded '
+                                                         'as Qwen2ForCausalLM: all params 3,950,369,280)',
+                                               'verification': 'shapes from the two tables (they agree), in the keys '
+                                                               "of the family's verbatim 7B and 110B configs "
+                                                               '(rms_norm_eps 1e-06, rope_theta 1e6, sliding window '
+                                                               'off); the Chat upload has the base shapes (README: '
+                                                               'base and chat per size); untied head; count = the '
+                                                               "checkpoint's safetensors metadata"},
+                                              {'aliases': ['Qwen/Qwen1.5-110B-Chat'],
+                                               'config': {'architectures': ['Qwen2ForCausalLM'],
+                                                          'attention_dropout': 0.0,
+                                                          'bos_token_id': 151643,
+                                                          'eos_token_id': 151643,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 8192,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 49152,
+                                                          'max_position_embeddings': 32768,
+                                                          'max_window_layers': 28,
+                                                          'model_type': 'qwen2',
+                                                          'num_attention_heads': 64,
+                                                          'num_hidden_layers': 80,
+                                                          'num_key_value_heads': 8,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_theta': 1000000.0,
+                                                          'sliding_window': 32768,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'use_sliding_window': False,
+                                                          'vocab_size': 152064},
+                                               'display_name': 'Qwen1.5-110B',
+                                               'hf_id': 'Qwen/Qwen1.5-110B',
+                                               'measured_params': 111209914368,
+                                               'name': 'qwen1.5-110b',
+                                               'source': 'code-index file 7768956847 [Qwen1_5_110B: the config.json]; '
+                                                         'code-index file 5379367949 (table of the Qwen config.json '
+                                                         'files [Qwen1.5-110B: 80 layers, 8192, 49152, 64 heads, 8 kv '
+                                                         'heads, vocab 152064, untied]); code-index file 69624316134 '
+                                                         '(GGUF of Qwen1.5-110B: 111,209,914,368 parameters)',
+                                               'verification': 'config.json verbatim (torch_dtype / '
+                                                               'transformers_version left out); GQA with 8 kv heads, '
+                                                               "vocab 152064; count = the GGUF conversion's parameter "
+                                                               'count (every tensor of the checkpoint); the Chat '
+                                                               'upload has the base shapes (README: base and chat per '
+                                                               'size)'},
+                                              {'aliases': ['internlm/internlm-chat-7b'],
+                                               'config': {'architectures': ['InternLMForCausalLM'],
+                                                          'bias': True,
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 11008,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'internlm',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'pad_token_id': 2,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 103168},
+                                               'display_name': 'InternLM-7B',
+                                               'hf_id': 'internlm/internlm-7b',
+                                               'name': 'internlm-7b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [internlm: '
+                                                         'an InternLM 7B config.json, bias true, 2048 context]; '
+                                                         'InternLM/InternEvo-HFModels, '
+                                                         'huggingface_model/internlm/internlm_7b/configuration_internlm.py@d335092bbfa6 '
+                                                         '(the remote-code class: bias default true); code-index file '
+                                                         '21548941120 (internlm-chat-7b: 4096, 11008, 32 heads, 32 '
+                                                         'layers, vocab 103168, untied)',
+                                               'verification': "mlc-llm's config.json less torch_dtype / "
+                                                               'transformers_version; q/k/v/o carry biases (InternLM 1 '
+                                                               'modeling); MHA; the -chat upload has the same shapes; '
+                                                               'published 7B, no exact count found'},
+                                              {'aliases': ['internlm/internlm-chat-20b'],
+                                               'config': {'architectures': ['InternLMForCausalLM'],
+                                                          'bias': False,
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 5120,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 13824,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'internlm',
+                                                          'num_attention_heads': 40,
+                                                          'num_hidden_layers': 60,
+                                                          'num_key_value_heads': 40,
+                                                          'pad_token_id': 2,
+                                                          'pretraining_tp': 1,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 103168},
+                                               'display_name': 'InternLM-20B',
+                                               'hf_id': 'internlm/internlm-20b',
+                                               'name': 'internlm-20b',
+                                               'source': 'code-index file 18414036999 (config.json of '
+                                                         'internlm/internlm-20b as downloaded with hf_hub_download, '
+                                                         'verbatim); xorbitsai/inference, '
+                                                         'doc/source/models/builtin/llm/internlm-20b.rst (20 billion)',
+                                               'verification': 'config.json verbatim less torch_dtype / '
+                                                               'transformers_version / rotary (dynamic NTK, base '
+                                                               '10000: no effect on counts or memory); bias false '
+                                                               '(unlike the 7B), 60 layers, MHA; the -chat upload has '
+                                                               'the same shapes; published 20B, no exact count found'},
+                                              {'aliases': [],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'intermediate_size': 11008,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 48,
+                                                          'num_key_value_heads': 4,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 64000},
+                                               'display_name': 'Yi-9B',
+                                               'hf_id': '01-ai/Yi-9B',
+                                               'measured_params': 8829407232,
+                                               'name': 'yi-9b',
+                                               'source': 'code-index file 68846515806 (model registry of 01-ai/Yi-9B: '
+                                                         'total_parameters 8,829,407,232 from the safetensors; 48 '
+                                                         'layers, 4096, 11008, 32 heads, 4 kv heads, vocab 64000, '
+                                                         'context 4096); code-index file 7768956847 [Yi_1_5_6B: the '
+                                                         "family's verbatim keys]",
+                                               'verification': "the registry's shapes in the Yi LlamaForCausalLM keys; "
+                                                               'rms_norm_eps 1e-06 as every Yi config.json; rope_theta '
+                                                               'left to the LlamaConfig default (not in these sources; '
+                                                               'no effect on counts or memory); untied head (the count '
+                                                               "confirms it); count = the checkpoint's safetensors "
+                                                               'metadata (the Yi-1.5-9B row has the same shapes and '
+                                                               'count)'},
+                                              {'aliases': ['mistralai/Mistral-Small-24B-Instruct-2501'],
+                                               'config': {'architectures': ['MistralForCausalLM'],
+                                                          'head_dim': 128,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 5120,
+                                                          'intermediate_size': 32768,
+                                                          'max_position_embeddings': 32768,
+                                                          'model_type': 'mistral',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 8,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 100000000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 131072},
+                                               'config_null_keys': ['sliding_window'],
+                                               'display_name': 'Mistral-Small-24B-Base-2501',
+                                               'hf_id': 'mistralai/Mistral-Small-24B-Base-2501',
+                                               'measured_params': 23572403200,
+                                               'name': 'mistral-small-24b-2501',
+                                               'source': 'code-index file 70849976620 '
+                                                         '(unsloth/Mistral-Small-24B-Instruct-2501: 40 layers, 32 '
+                                                         'heads over 8 KV heads of width 128, hidden 5120, '
+                                                         'intermediate 32768, vocab 131072, untied, 32768 window; the '
+                                                         "Hub's safetensors count 23,572,403,200); code-index file "
+                                                         '66729435508 (Fireworks training catalog: paramCount per base '
+                                                         'model) [Mistral Small 24B Instruct 2501: 23,572,403,200]; '
+                                                         'code-index file 65742008784 (Magistral-Small-24B, built on '
+                                                         'it: the same shapes)',
+                                               'verification': 'the same config as the magistral-small-2506 row '
+                                                               '(rope_theta 1e8 and 32768 positions from the '
+                                                               'Mistral-Small config.json; no sliding window); base '
+                                                               'and Instruct share the shapes (the Instruct is a '
+                                                               "fine-tune of the Base); count = the Instruct upload's "
+                                                               'safetensors metadata'},
+                                              {'aliases': ['mistral-small-22b'],
+                                               'config': {'architectures': ['MistralForCausalLM'],
+                                                          'head_dim': 128,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 6144,
+                                                          'intermediate_size': 16384,
+                                                          'max_position_embeddings': 32768,
+                                                          'model_type': 'mistral',
+                                                          'num_attention_heads': 48,
+                                                          'num_hidden_layers': 56,
+                                                          'num_key_value_heads': 8,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 1000000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 32768},
+                                               'config_null_keys': ['sliding_window'],
+                                               'display_name': 'Mistral-Small-Instruct-2409',
+                                               'hf_id': 'mistralai/Mistral-Small-Instruct-2409',
+                                               'measured_params': 22247282688,
+                                               'name': 'mistral-small-2409',
+                                               'source': 'code-index file 62629770617 '
+                                                         '(test_mistral_config_parse_v3_small: the v3-tokenizer '
+                                                         'Mistral Small config: 56 layers, 6144, 16384, 48 heads, 8 kv '
+                                                         'heads, head_dim 128, vocab 32768, rms 1e-5, rope 1e6, 32768 '
+                                                         'positions, no sliding window); code-index file 65929538350 '
+                                                         '(model card of anthracite-org/magnum-v4-22b, a '
+                                                         'full-parameter fine-tune of Mistral-Small-Instruct-2409: '
+                                                         '22,247,282,688, safetensors metadata, 32,768 context); '
+                                                         'code-index file 24610818072 (Mistral-Small-Instruct-2409: '
+                                                         '22.2 B)',
+                                               'verification': "the test's config in the MistralForCausalLM keys; "
+                                                               'untied head; count = the safetensors metadata of a '
+                                                               'full-parameter fine-tune of this checkpoint (a full '
+                                                               'fine-tune keeps every shape)'},
+                                              {'aliases': ['mistralai/Mistral-Large-Instruct-2411'],
+                                               'config': {'architectures': ['MistralForCausalLM'],
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 12288,
+                                                          'intermediate_size': 28672,
+                                                          'max_position_embeddings': 32768,
+                                                          'model_type': 'mistral',
+                                                          'num_attention_heads': 96,
+                                                          'num_hidden_layers': 88,
+                                                          'num_key_value_heads': 8,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 1000000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 32768},
+                                               'config_null_keys': ['sliding_window'],
+                                               'display_name': 'Mistral-Large-Instruct-2407',
+                                               'hf_id': 'mistralai/Mistral-Large-Instruct-2407',
+                                               'name': 'mistral-large-2407',
+                                               'source': 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                         '[Mistral-Large-Instruct-2407, Mistral-Large-Instruct-2411: '
+                                                         '88 layers, 96 heads, 12288, 8 query groups, 28672, padded '
+                                                         'vocab 32768, rope_base 1e6, norm_eps 1e-5, block 32768]; '
+                                                         "code-index file 68881844135 (Mistral-Large-2411: 'its "
+                                                         'official 123B model configuration gives an exact dense '
+                                                         "parameter count of 122610069504', two untied 32768 x 12288 "
+                                                         'matrices); code-index file 24610818072 '
+                                                         '(Mistral-Large-Instruct-2407: 123 B)',
+                                               'verification': "litgpt's entry in the MistralForCausalLM keys "
+                                                               '(head_dim 12288 / 96 = 128); litgpt gives 2407 and '
+                                                               '2411 the same fields; untied head; published 123B, no '
+                                                               'checkpoint count found (the 122,610,069,504 cited is '
+                                                               'computed from the 2411 config, not read from the '
+                                                               'weights)'},
+                                              {'aliases': ['microsoft/Phi-4-mini-reasoning', 'phi-4-mini-instruct'],
+                                               'config': {'architectures': ['Phi3ForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 3072,
+                                                          'intermediate_size': 8192,
+                                                          'max_position_embeddings': 131072,
+                                                          'model_type': 'phi3',
+                                                          'num_attention_heads': 24,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 8,
+                                                          'original_max_position_embeddings': 4096,
+                                                          'partial_rotary_factor': 0.75,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 10000.0,
+                                                          'sliding_window': 262144,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 200064},
+                                               'display_name': 'Phi-4-mini-instruct',
+                                               'hf_id': 'microsoft/Phi-4-mini-instruct',
+                                               'measured_params': 3836021760,
+                                               'name': 'phi-4-mini',
+                                               'source': 'code-index file 67449186883 (microsoft/Phi-4-mini-instruct '
+                                                         "config.json 'verified against the HF repo': 3072, 24 heads, "
+                                                         '8 kv heads, 8192, 32 layers, vocab 200064, tied, '
+                                                         'partial_rotary_factor 0.75, longrope); Lightning-AI/litgpt, '
+                                                         'litgpt/config.py@26857050fe3f [Phi-4-mini-instruct, '
+                                                         'Phi-4-mini-reasoning: the same fields, sliding window '
+                                                         '262145]; code-index file 60280004817 (the Phi-4-multimodal '
+                                                         'text config: sliding_window 262144); code-index file '
+                                                         '71242279836 (transformers 5.15 builds it as Phi3ForCausalLM: '
+                                                         '3,836,021,760 parameters, the tied lm_head.weight not '
+                                                         'stored); code-index file 68577184092 (parameter_count '
+                                                         '3,836,021,760 from the two safetensors headers)',
+                                               'verification': 'the shape keys of the config.json (model_type phi3: '
+                                                               'fused qkv_proj and gate_up_proj); the 48 LongRoPE '
+                                                               'factors are left out (trainplan reads rope_scaling for '
+                                                               'nothing; the config gives them); tied embeddings; '
+                                                               "count = the checkpoint's"},
+                                              {'aliases': ['tiiuae/falcon-180B-chat', 'falcon-180b-chat'],
+                                               'config': {'alibi': False,
+                                                          'architectures': ['FalconForCausalLM'],
+                                                          'bias': False,
+                                                          'hidden_size': 14848,
+                                                          'layer_norm_epsilon': 1e-05,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'falcon',
+                                                          'multi_query': True,
+                                                          'new_decoder_architecture': True,
+                                                          'num_attention_heads': 232,
+                                                          'num_hidden_layers': 80,
+                                                          'num_kv_heads': 8,
+                                                          'parallel_attn': True,
+                                                          'vocab_size': 65024},
+                                               'display_name': 'Falcon-180B',
+                                               'hf_id': 'tiiuae/falcon-180B',
+                                               'name': 'falcon-180b',
+                                               'source': 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                         '[falcon-180B, falcon-180B-chat: 80 layers, 232 heads, 14848, '
+                                                         '8 query groups, vocab 65024, no bias, block 2048]; '
+                                                         'code-index file 3247412510 (TensorRT-LLM engine config of '
+                                                         'tiiuae/falcon-180B: FalconForCausalLM, 80 layers, 232 heads, '
+                                                         '8 kv heads, 14848, vocab 65024, parallel attention, new '
+                                                         'decoder architecture, bias false, gelu, 2048 positions); '
+                                                         'code-index file 71571056092 (Hub API safetensors.total of '
+                                                         'tiiuae/falcon-180B@d2ea5531862d: 179,522,565,120); '
+                                                         'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
+                                                         '[TheBloke/Falcon-180B-Chat-GPTQ: 14848, 232 heads, 80 '
+                                                         'layers, vocab 65024]',
+                                               'verification': 'the new decoder architecture of the Falcon-40B row '
+                                                               '(ln_attn and ln_mlp, MLP 4 x hidden, GQA 8 kv groups) '
+                                                               'at 180B; tie_word_embeddings left to the FalconConfig '
+                                                               "default (true), as the catalog's Falcon-7B and -40B "
+                                                               'rows: the checkpoint stores lm_head.weight, so the '
+                                                               "Hub's safetensors total 179,522,565,120 is the unique "
+                                                               'count plus one 65024 x 14848 matrix (178,557,088,768 + '
+                                                               '965,476,352); the -chat upload has the same shapes '
+                                                               '(litgpt)'},
+                                              {'aliases': ['baichuan-7b-v1'],
+                                               'config': {'architectures': ['BaiChuanForCausalLM'],
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 11008,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'baichuan',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'pad_token_id': 0,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 64000},
+                                               'display_name': 'Baichuan-7B',
+                                               'hf_id': 'baichuan-inc/Baichuan-7B',
+                                               'measured_params': 7000559616,
+                                               'name': 'baichuan-7b',
+                                               'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
+                                                         '[baichuan-inc/Baichuan-7B: BaiChuanForCausalLM, 4096, 11008, '
+                                                         '32 heads, 32 layers, vocab 64000]; vllm-project/vllm, '
+                                                         'vllm/model_executor/models/baichuan.py@6b06599499a6 '
+                                                         "(BaiChuanForCausalLM = 'Baichuan 7B': RoPE, fused W_pack "
+                                                         'without bias, untied lm_head); code-index file 5812671115 '
+                                                         '(calflops README model table: Params(Total) of the built '
+                                                         'model) [baichuan-7B: 7,000,559,616]',
+                                               'verification': "gpu_poor's shapes in the baichuan keys of the "
+                                                               "Baichuan2-7B config (mlc-llm's verbatim copy: 4096 "
+                                                               "positions, rms 1e-6, untied) with Baichuan 1's 64000 "
+                                                               'vocabulary; RoPE (the config carries '
+                                                               "max_position_embeddings); count = calflops' count of "
+                                                               'the built model'},
+                                              {'aliases': ['baichuan-inc/Baichuan2-13B-Chat'],
+                                               'config': {'architectures': ['BaichuanForCausalLM'],
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 5120,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 13696,
+                                                          'model_max_length': 4096,
+                                                          'model_type': 'baichuan',
+                                                          'num_attention_heads': 40,
+                                                          'num_hidden_layers': 40,
+                                                          'pad_token_id': 0,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 125696},
+                                               'display_name': 'Baichuan2-13B',
+                                               'hf_id': 'baichuan-inc/Baichuan2-13B-Base',
+                                               'name': 'baichuan2-13b',
+                                               'source': 'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
+                                                         '[baichuan-inc/Baichuan2-13B-Base, -Chat: 5120, 13696, 40 '
+                                                         'heads, 40 layers, vocab 125696]; code-index file 11650979602 '
+                                                         '(Baichuan2 13B remote modeling_baichuan.py: ALiBi mask built '
+                                                         'from config.model_max_length, no position parameters, W_pack '
+                                                         'without bias, two RMSNorms per layer, NormHead lm_head of '
+                                                         'vocab x hidden); vllm-project/vllm, '
+                                                         'vllm/model_executor/models/baichuan.py@6b06599499a6 '
+                                                         '(BaichuanForCausalLM: hidden_size 4096 -> ROPE (Baichuan2 '
+                                                         '7B), else ALIBI (Baichuan 13B, Baichuan2 13B)); '
+                                                         'vllm-project/vllm, '
+                                                         'vllm/transformers_utils/configs/baichuan_13b.py (the 13B '
+                                                         'remote config class: model_max_length 4096, '
+                                                         'tie_word_embeddings false, no max_position_embeddings)',
+                                               'verification': "gpu_poor's shapes in the 13B config class's keys: "
+                                                               'model_max_length and no max_position_embeddings, which '
+                                                               "trainplan's baichuan parser reads as the ALiBi 13B "
+                                                               'code (no parser change needed); untied NormHead (a '
+                                                               'parameter of vocab x hidden, normalised in the '
+                                                               'forward); published 13B, no exact count found'},
+                                              {'aliases': ['deepseek-r1:1.5b'],
+                                               'config': {'architectures': ['Qwen2ForCausalLM'],
+                                                          'attention_dropout': 0.0,
+                                                          'bos_token_id': 151643,
+                                                          'eos_token_id': 151643,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 1536,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 8960,
+                                                          'max_position_embeddings': 131072,
+                                                          'max_window_layers': 21,
+                                                          'model_type': 'qwen2',
+                                                          'num_attention_heads': 12,
+                                                          'num_hidden_layers': 28,
+                                                          'num_key_value_heads': 2,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_theta': 10000,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'use_sliding_window': False,
+                                                          'vocab_size': 151936},
+                                               'config_null_keys': ['sliding_window'],
+                                               'display_name': 'DeepSeek-R1-Distill-Qwen-1.5B',
+                                               'hf_id': 'deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B',
+                                               'measured_params': 1777088000,
+                                               'name': 'r1-distill-qwen-1.5b',
+                                               'source': 'code-index file 52422771377 (Qwen2Config of '
+                                                         'deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B as loaded: 1536, '
+                                                         '8960, 12 heads, 2 kv heads, 28 layers, vocab 151936, '
+                                                         'rope_theta 10000, 131072 positions, tie_word_embeddings '
+                                                         'false); code-index file 61133050907 '
+                                                         '(DeepSeek-R1-Distill-Qwen-1.5B@ad9f0ae0864d: 1,777,088,000 '
+                                                         'parameters; its base Qwen/Qwen2.5-Math-1.5B: 1,543,714,304); '
+                                                         'code-index file 63447617305 (strict load: 339 tensors = 28 x '
+                                                         '12 + embedding, norm, lm_head)',
+                                               'verification': "the loaded config's keys (sliding window off); untied "
+                                                               'head, unlike its tied base Qwen2.5-Math-1.5B, so its '
+                                                               'own row rather than an alias of qwen2.5-1.5b: the '
+                                                               'published counts differ by exactly 151936 x 1536; '
+                                                               "count = the checkpoint's"},
+                                              {'aliases': ['moonshotai/Moonlight-16B-A3B-Instruct', 'moonlight'],
+                                               'config': {'architectures': ['DeepseekV3ForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'first_k_dense_replace': 1,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 2048,
+                                                          'intermediate_size': 11264,
+                                                          'kv_lora_rank': 512,
+                                                          'max_position_embeddings': 8192,
+                                                          'model_type': 'deepseek_v3',
+                                                          'moe_intermediate_size': 1408,
+                                                          'moe_layer_freq': 1,
+                                                          'n_group': 1,
+                                                          'n_routed_experts': 64,
+                                                          'n_shared_experts': 2,
+                                                          'norm_topk_prob': True,
+                                                          'num_attention_heads': 16,
+                                                          'num_experts_per_tok': 6,
+                                                          'num_hidden_layers': 27,
+                                                          'num_key_value_heads': 16,
+                                                          'num_nextn_predict_layers': 0,
+                                                          'qk_nope_head_dim': 128,
+                                                          'qk_rope_head_dim': 64,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 50000.0,
+                                                          'routed_scaling_factor': 2.446,
+                                                          'scoring_func': 'sigmoid',
+                                                          'tie_word_embeddings': False,
+                                                          'topk_group': 1,
+                                                          'topk_method': 'noaux_tc',
+                                                          'v_head_dim': 128,
+                                                          'vocab_size': 163840},
+                                               'config_null_keys': ['q_lora_rank'],
+                                               'display_name': 'Moonlight-16B-A3B',
+                                               'hf_id': 'moonshotai/Moonlight-16B-A3B',
+                                               'name': 'moonlight-16b-a3b',
+                                               'source': 'THUDM/slime, scripts/models/moonlight.sh@624b824a898a (27 '
+                                                         'layers, 2048, ffn 11264, 16 heads, MLA without q_lora, '
+                                                         'kv_lora 512, qk 128 + rope 64, v 128, 64 experts of 1408, '
+                                                         'top 6, 2 shared, first layer dense, sigmoid routing with '
+                                                         'expert bias, scaling 2.446, vocab 163840, untied, rms 1e-5, '
+                                                         'rope base 50000); NVIDIA-NeMo/Megatron-Bridge, '
+                                                         'src/megatron/bridge/models/deepseek/deepseek_provider.py@066adea0f066 '
+                                                         "[MoonlightModelProvider16B: the same values, 'Moonlight is "
+                                                         "based on DeepSeek-V3']; xorbitsai/inference, "
+                                                         'doc/source/models/builtin/llm/moonlight-16b-a3b-instruct.rst '
+                                                         '(context 8192)',
+                                               'verification': "slime's and Megatron-Bridge's values (they agree) in "
+                                                               'the DeepseekV3Config keys the Moonlight upload uses '
+                                                               '(model_type deepseek_v3, q_lora_rank null, noaux_tc, '
+                                                               'one group); the Instruct upload has the same shapes; '
+                                                               'published 16B total, 3B active (no exact count found)'},
+                                              {'aliases': ['deepseek-ai/DeepSeek-V2-Chat', 'deepseek-v2-236b'],
+                                               'config': {'architectures': ['DeepseekV2ForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'attention_dropout': 0.0,
+                                                          'aux_loss_alpha': 0.001,
+                                                          'bos_token_id': 100000,
+                                                          'eos_token_id': 100001,
+                                                          'ep_size': 1,
+                                                          'first_k_dense_replace': 1,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 5120,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 12288,
+                                                          'kv_lora_rank': 512,
+                                                          'max_position_embeddings': 163840,
+                                                          'model_type': 'deepseek_v2',
+                                                          'moe_intermediate_size': 1536,
+                                                          'moe_layer_freq': 1,
+                                                          'n_group': 8,
+                                                          'n_routed_experts': 160,
+                                                          'n_shared_experts': 2,
+                                                          'norm_topk_prob': False,
+                                                          'num_attention_heads': 128,
+                                                          'num_experts_per_tok': 6,
+                                                          'num_hidden_layers': 60,
+                                                          'num_key_value_heads': 128,
+                                                          'pretraining_tp': 1,
+                                                          'q_lora_rank': 1536,
+                                                          'qk_nope_head_dim': 128,
+                                                          'qk_rope_head_dim': 64,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_scaling': {'beta_fast': 32,
+                                                                           'beta_slow': 1,
+                                                                           'factor': 40,
+                                                                           'mscale': 1.0,
+                                                                           'mscale_all_dim': 1.0,
+                                                                           'original_max_position_embeddings': 4096,
+                                                                           'type': 'yarn'},
+                                                          'rope_theta': 10000,
+                                                          'routed_scaling_factor': 16.0,
+                                                          'scoring_func': 'softmax',
+                                                          'tie_word_embeddings': False,
+                                                          'topk_group': 3,
+                                                          'topk_method': 'group_limited_greedy',
+                                                          'use_cache': True,
+                                                          'v_head_dim': 128,
+                                                          'vocab_size': 102400},
+                                               'display_name': 'DeepSeek-V2',
+                                               'hf_id': 'deepseek-ai/DeepSeek-V2',
+                                               'measured_params': 235741434880,
+                                               'name': 'deepseek-v2',
+                                               'source': 'code-index file 1252603174 (a DeepSeek-V2 config.json, '
+                                                         'transformers 4.39.3: 60 layers, 5120, 160 experts of 1536, 2 '
+                                                         'shared, top 6, q_lora 1536, kv_lora 512, vocab 102400); '
+                                                         'NVIDIA-NeMo/Megatron-Bridge, '
+                                                         'src/megatron/bridge/models/deepseek/deepseek_provider.py@066adea0f066 '
+                                                         '[DeepSeekV2ModelProvider: the same shapes]; code-index file '
+                                                         "56703136855 ('the fixed checkpoint's exact parameter count "
+                                                         "is 235,741,434,880, all BF16'); code-index file 69468411049 "
+                                                         '(DeepSeek-V2 and V2-Chat: 235741434880)',
+                                               'verification': 'config.json verbatim less auto_map / torch_dtype / '
+                                                               'transformers_version / seq_aux; the Chat upload has '
+                                                               "the same shapes; count = the checkpoint's; published "
+                                                               '236B total, 21B active'},
+                                              {'aliases': ['Qwen/Qwen-1_8B-Chat',
+                                                           'Qwen-1_8B',
+                                                           'Qwen-1_8B-Chat',
+                                                           'qwen-1.8b-chat'],
+                                               'config': {'architectures': ['QWenLMHeadModel'],
+                                                          'attn_dropout_prob': 0.0,
+                                                          'auto_map': {'AutoConfig': 'configuration_qwen.QWenConfig',
+                                                                       'AutoModelForCausalLM': 'modeling_qwen.QWenLMHeadModel'},
+                                                          'bf16': False,
+                                                          'emb_dropout_prob': 0.0,
+                                                          'hidden_size': 2048,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 11008,
+                                                          'kv_channels': 128,
+                                                          'layer_norm_epsilon': 1e-06,
+                                                          'max_position_embeddings': 8192,
+                                                          'model_type': 'qwen',
+                                                          'no_bias': True,
+                                                          'num_attention_heads': 16,
+                                                          'num_hidden_layers': 24,
+                                                          'rotary_emb_base': 10000,
+                                                          'rotary_pct': 1.0,
+                                                          'scale_attn_weights': True,
+                                                          'seq_length': 8192,
+                                                          'tie_word_embeddings': False,
+                                                          'tokenizer_class': 'QWenTokenizer',
+                                                          'transformers_version': '4.32.0',
+                                                          'use_cache': True,
+                                                          'use_dynamic_ntk': True,
+                                                          'use_flash_attn': 'auto',
+                                                          'use_logn_attn': True,
+                                                          'vocab_size': 151936},
+                                               'display_name': 'Qwen-1.8B',
+                                               'hf_id': 'Qwen/Qwen-1_8B',
+                                               'measured_params': 1836828672,
+                                               'name': 'qwen-1.8b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [qwen: a '
+                                                         "config.json with Qwen/Qwen-1_8B's shapes]; code-index file "
+                                                         '228514887 (Qwen1 ModelConfigs with the Hugging Face '
+                                                         'config.json links: hidden, heads, intermediate_size, layers, '
+                                                         'vocab, context of Qwen/Qwen-{1_8B,7B,14B,72B}); '
+                                                         'modeling_qwen.py: mapengAdam/qianwen-72B, '
+                                                         'modeling_qwen.py@3334bfe3d6d9 (c_attn with a bias, c_proj '
+                                                         'and w1/w2/c_proj of intermediate_size // 2 without, RMSNorm, '
+                                                         'lm_head without a bias); code-index file 61022819872 '
+                                                         '(qwen-1_8b fixture: 24 layers, weight_bytes 3,673,657,344)',
+                                               'verification': "mlc-llm's config.json verbatim; the Chat upload of "
+                                                               'each size is that base model aligned (Qwen README): '
+                                                               "the same config shapes; count = the bf16 checkpoint's "
+                                                               '3,673,657,344 bytes / 2 (a third-party fixture)'},
+                                              {'aliases': ['Qwen/Qwen-7B-Chat', 'qwen-7b-chat'],
+                                               'config': {'architectures': ['QWenLMHeadModel'],
+                                                          'attn_dropout_prob': 0.0,
+                                                          'auto_map': {'AutoConfig': 'configuration_qwen.QWenConfig',
+                                                                       'AutoModelForCausalLM': 'modeling_qwen.QWenLMHeadModel'},
+                                                          'bf16': False,
+                                                          'emb_dropout_prob': 0.0,
+                                                          'fp16': False,
+                                                          'fp32': False,
+                                                          'hidden_size': 4096,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 22016,
+                                                          'kv_channels': 128,
+                                                          'layer_norm_epsilon': 1e-06,
+                                                          'max_position_embeddings': 8192,
+                                                          'model_type': 'qwen',
+                                                          'no_bias': True,
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'rotary_emb_base': 10000,
+                                                          'rotary_pct': 1.0,
+                                                          'scale_attn_weights': True,
+                                                          'seq_length': 8192,
+                                                          'tie_word_embeddings': False,
+                                                          'tokenizer_class': 'QWenTokenizer',
+                                                          'transformers_version': '4.32.0',
+                                                          'use_cache': True,
+                                                          'use_dynamic_ntk': True,
+                                                          'use_flash_attn': 'auto',
+                                                          'use_logn_attn': True,
+                                                          'vocab_size': 151936},
+                                               'config_null_keys': ['onnx_safe'],
+                                               'display_name': 'Qwen-7B',
+                                               'hf_id': 'Qwen/Qwen-7B',
+                                               'measured_params': 7721324544,
+                                               'name': 'qwen-7b',
+                                               'source': 'zhangningboo/Qwen-7B, config.json@abcb6d6d8ec6 (a copy of '
+                                                         "the checkpoint's); code-index file 228514887 (Qwen1 "
+                                                         'ModelConfigs with the Hugging Face config.json links: '
+                                                         'hidden, heads, intermediate_size, layers, vocab, context of '
+                                                         'Qwen/Qwen-{1_8B,7B,14B,72B}); modeling_qwen.py: '
+                                                         'mapengAdam/qianwen-72B, modeling_qwen.py@3334bfe3d6d9 '
+                                                         '(c_attn with a bias, c_proj and w1/w2/c_proj of '
+                                                         'intermediate_size // 2 without, RMSNorm, lm_head without a '
+                                                         'bias); code-index file 54872141627 (Qwen-7B: safetensors '
+                                                         'index total_size 15,442,649,088)',
+                                               'verification': 'config.json verbatim (a later upload raises '
+                                                               'max_position_embeddings to 32768: no effect on '
+                                                               'counts); the Chat upload of each size is that base '
+                                                               'model aligned (Qwen README): the same config shapes; '
+                                                               "count = total_size / 2 (bf16), equal to Qwen1.5-7B's "
+                                                               'of the same shapes'},
+                                              {'aliases': ['Qwen/Qwen-14B-Chat', 'qwen-14b-chat'],
+                                               'config': {'architectures': ['QWenLMHeadModel'],
+                                                          'auto_map': {'AutoConfig': 'configuration_qwen.QWenConfig',
+                                                                       'AutoModelForCausalLM': 'modeling_qwen.QWenLMHeadModel'},
+                                                          'hidden_size': 5120,
+                                                          'intermediate_size': 27392,
+                                                          'kv_channels': 128,
+                                                          'model_type': 'qwen',
+                                                          'no_bias': True,
+                                                          'num_attention_heads': 40,
+                                                          'num_hidden_layers': 40,
+                                                          'seq_length': 2048,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 152064},
+                                               'display_name': 'Qwen-14B',
+                                               'hf_id': 'Qwen/Qwen-14B',
+                                               'name': 'qwen-14b',
+                                               'source': 'code-index file 228514887 (Qwen1 ModelConfigs with the '
+                                                         'Hugging Face config.json links: hidden, heads, '
+                                                         'intermediate_size, layers, vocab, context of '
+                                                         'Qwen/Qwen-{1_8B,7B,14B,72B}); modeling_qwen.py: '
+                                                         'mapengAdam/qianwen-72B, modeling_qwen.py@3334bfe3d6d9 '
+                                                         '(c_attn with a bias, c_proj and w1/w2/c_proj of '
+                                                         'intermediate_size // 2 without, RMSNorm, lm_head without a '
+                                                         'bias); code-index file 15085604462 (Qwen1.5-14B GGUF '
+                                                         'n_params 14,167,290,880)',
+                                               'verification': 'shapes from the config.json links (5120, 40 heads, '
+                                                               'intermediate_size 27392, 40 layers, vocab 152064, '
+                                                               'context 2048); kv_channels 128 = 5120 / 40; other keys '
+                                                               "left to QWenConfig's defaults (dropouts 0.0, no_bias "
+                                                               'true); the Chat upload of each size is that base model '
+                                                               'aligned (Qwen README): the same config shapes; '
+                                                               'computed 14,167,290,880 = the published count of '
+                                                               'Qwen1.5-14B, whose shapes are the same (not this '
+                                                               "checkpoint's own count)"},
+                                              {'aliases': ['Qwen/Qwen-72B-Chat', 'qwen-72b-chat'],
+                                               'config': {'architectures': ['QWenLMHeadModel'],
+                                                          'auto_map': {'AutoConfig': 'configuration_qwen.QWenConfig',
+                                                                       'AutoModelForCausalLM': 'modeling_qwen.QWenLMHeadModel'},
+                                                          'hidden_size': 8192,
+                                                          'intermediate_size': 49152,
+                                                          'kv_channels': 128,
+                                                          'model_type': 'qwen',
+                                                          'no_bias': True,
+                                                          'num_attention_heads': 64,
+                                                          'num_hidden_layers': 80,
+                                                          'rotary_emb_base': 1000000,
+                                                          'seq_length': 32768,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 152064},
+                                               'display_name': 'Qwen-72B',
+                                               'hf_id': 'Qwen/Qwen-72B',
+                                               'measured_params': 72287920128,
+                                               'name': 'qwen-72b',
+                                               'source': 'mapengAdam/qianwen-72B, config.json and '
+                                                         "model.safetensors.index.json@3334bfe3d6d9 (ModelScope's "
+                                                         'qwen/Qwen-72B: total_size 144,575,840,256); code-index file '
+                                                         '228514887 (Qwen1 ModelConfigs with the Hugging Face '
+                                                         'config.json links: hidden, heads, intermediate_size, layers, '
+                                                         'vocab, context of Qwen/Qwen-{1_8B,7B,14B,72B}); '
+                                                         'modeling_qwen.py: mapengAdam/qianwen-72B, '
+                                                         'modeling_qwen.py@3334bfe3d6d9 (c_attn with a bias, c_proj '
+                                                         'and w1/w2/c_proj of intermediate_size // 2 without, RMSNorm, '
+                                                         'lm_head without a bias)',
+                                               'verification': 'shapes as both sources give them (8192, 64 heads, '
+                                                               'intermediate_size 49152, 80 layers, vocab 152064, '
+                                                               'kv_channels 128), rotary base 1e6, context 32768 (the '
+                                                               'Hugging Face config; the ModelScope copy says 8192 and '
+                                                               "sets attn/emb dropout 0.1, left out: QWenConfig's 0.0 "
+                                                               'applies); the Chat upload of each size is that base '
+                                                               'model aligned (Qwen README): the same config shapes; '
+                                                               'count = total_size / 2 (bf16)'},
+                                              {'aliases': ['phi-1_5'],
+                                               'config': {'architectures': ['PhiForCausalLM'],
+                                                          'attention_dropout': 0.0,
+                                                          'embd_pdrop': 0.0,
+                                                          'hidden_act': 'gelu_new',
+                                                          'hidden_size': 2048,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 8192,
+                                                          'layer_norm_eps': 1e-05,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'phi',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 24,
+                                                          'num_key_value_heads': 32,
+                                                          'partial_rotary_factor': 0.5,
+                                                          'qk_layernorm': False,
+                                                          'resid_pdrop': 0.0,
+                                                          'rope_theta': 10000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'torch_dtype': 'float16',
+                                                          'transformers_version': '4.38.0',
+                                                          'use_cache': True,
+                                                          'vocab_size': 51200},
+                                               'config_null_keys': ['bos_token_id', 'eos_token_id', 'rope_scaling'],
+                                               'display_name': 'Phi-1.5',
+                                               'hf_id': 'microsoft/phi-1_5',
+                                               'measured_params': 1418270720,
+                                               'name': 'phi-1.5',
+                                               'source': 'code-index file 1270800079 (PhiConfig of microsoft/phi-1_5 '
+                                                         'as loaded, with its parameter shapes: q/k/v/dense, fc1/fc2, '
+                                                         'input_layernorm with biases, lm_head.bias); code-index file '
+                                                         '70407034430 (microsoft/phi-1_5 metadata: '
+                                                         'safetensors_total_params 1418270720); Lightning-AI/litgpt, '
+                                                         'litgpt/config.py@26857050fe3f [phi-1_5: '
+                                                         'shared_attention_norm, lm_head_bias]',
+                                               'verification': 'config.json as loaded (model_type phi); count = the '
+                                                               "checkpoint's safetensors metadata"},
+                                              {'aliases': [],
+                                               'config': {'architectures': ['PhiForCausalLM'],
+                                                          'attention_dropout': 0.0,
+                                                          'bos_token_id': 50256,
+                                                          'embd_pdrop': 0.0,
+                                                          'eos_token_id': 50256,
+                                                          'hidden_act': 'gelu_new',
+                                                          'hidden_size': 2560,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 10240,
+                                                          'layer_norm_eps': 1e-05,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'phi',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 32,
+                                                          'partial_rotary_factor': 0.4,
+                                                          'qk_layernorm': False,
+                                                          'resid_pdrop': 0.1,
+                                                          'rope_theta': 10000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'torch_dtype': 'float16',
+                                                          'transformers_version': '4.37.0',
+                                                          'use_cache': True,
+                                                          'vocab_size': 51200},
+                                               'config_null_keys': ['rope_scaling'],
+                                               'display_name': 'Phi-2',
+                                               'hf_id': 'microsoft/phi-2',
+                                               'measured_params': 2779683840,
+                                               'name': 'phi-2',
+                                               'source': 'code-index file 32193779230 (microsoft/phi-2 config.json, '
+                                                         'copied with its link); code-index file 4881146369 (the same '
+                                                         'dict, lm_head_bias True); code-index file 48474337912 '
+                                                         '(microsoft/phi-2 hub metadata: safetensors F16 2779683840)',
+                                               'verification': 'config.json verbatim (resid_pdrop 0.1); count = the '
+                                                               "checkpoint's safetensors metadata"},
+                                              {'aliases': ['gpt-j', 'gptj-6b'],
+                                               'config': {'activation_function': 'gelu_new',
+                                                          'architectures': ['GPTJForCausalLM'],
+                                                          'attn_pdrop': 0.0,
+                                                          'bos_token_id': 50256,
+                                                          'embd_pdrop': 0.0,
+                                                          'eos_token_id': 50256,
+                                                          'initializer_range': 0.02,
+                                                          'layer_norm_epsilon': 1e-05,
+                                                          'model_type': 'gptj',
+                                                          'n_embd': 4096,
+                                                          'n_head': 16,
+                                                          'n_layer': 28,
+                                                          'n_positions': 2048,
+                                                          'resid_pdrop': 0.0,
+                                                          'rotary': True,
+                                                          'rotary_dim': 64,
+                                                          'scale_attn_weights': True,
+                                                          'tie_word_embeddings': False,
+                                                          'tokenizer_class': 'GPT2Tokenizer',
+                                                          'transformers_version': '4.18.0.dev0',
+                                                          'use_cache': True,
+                                                          'vocab_size': 50400},
+                                               'config_null_keys': ['n_inner'],
+                                               'display_name': 'GPT-J-6B',
+                                               'hf_id': 'EleutherAI/gpt-j-6b',
+                                               'measured_params': 6050882784,
+                                               'name': 'gpt-j-6b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt_j: '
+                                                         'the config.json]; code-index file 37133021827 '
+                                                         '(EleutherAI/gpt-j-6B loaded with transformers: 6050882784 '
+                                                         'params); code-index file 6356303769 (the model card: '
+                                                         'n_parameters 6053381344)',
+                                               'verification': 'config.json as mlc-llm copies it (its rope_scaling '
+                                                               'entry left out: GPTJConfig reads rotary_dim); count = '
+                                                               "the parameters transformers builds (the card's "
+                                                               '6,053,381,344 counts 2,498,560 more, not the '
+                                                               'transformers module count)'},
+                                              {'aliases': ['bigcode/starcoderbase', 'starcoderbase'],
+                                               'config': {'activation_function': 'gelu',
+                                                          'architectures': ['GPTBigCodeForCausalLM'],
+                                                          'attention_softmax_in_fp32': True,
+                                                          'attn_pdrop': 0.1,
+                                                          'bos_token_id': 0,
+                                                          'embd_pdrop': 0.1,
+                                                          'eos_token_id': 0,
+                                                          'initializer_range': 0.02,
+                                                          'layer_norm_epsilon': 1e-05,
+                                                          'model_type': 'gpt_bigcode',
+                                                          'multi_query': True,
+                                                          'n_embd': 6144,
+                                                          'n_head': 48,
+                                                          'n_inner': 24576,
+                                                          'n_layer': 40,
+                                                          'n_positions': 8192,
+                                                          'resid_pdrop': 0.1,
+                                                          'scale_attention_softmax_in_fp32': True,
+                                                          'scale_attn_weights': True,
+                                                          'tie_word_embeddings': True,
+                                                          'use_cache': True,
+                                                          'vocab_size': 49152},
+                                               'display_name': 'StarCoder',
+                                               'hf_id': 'bigcode/starcoder',
+                                               'measured_params': 15517456384,
+                                               'name': 'starcoder',
+                                               'source': "code-index file 11117433255 (Cerebras' StarCoder converter, "
+                                                         'Hugging Face side: n_embd 6144, n_head 48, n_layer 40, '
+                                                         'n_inner 24576, n_positions 8192, vocab 49152, multi_query, '
+                                                         "tied); code-index file 12120973342 (Huawei's StarcoderConfig "
+                                                         "mirroring the checkpoint's config.json: activation gelu, "
+                                                         'dropouts 0.1, layer_norm_epsilon 1e-05); code-index file '
+                                                         '69542685706 (StarCoder-15B fine-tunes: 15517456384 '
+                                                         'parameters); bentoml/OpenLLM configuration_starcoder.py '
+                                                         '(starcoder and starcoderbase: one architecture)',
+                                               'verification': 'config assembled from the two copies (keys they agree '
+                                                               'on); StarCoder is StarCoderBase trained further on '
+                                                               'Python, the same shapes; count = the published figure '
+                                                               'of its fine-tunes, a tied head (an untied one would '
+                                                               'add 301,989,888)'},
+                                              {'aliases': [],
+                                               'config': {'architectures': ['Starcoder2ForCausalLM'],
+                                                          'attention_dropout': 0.1,
+                                                          'bos_token_id': 0,
+                                                          'embedding_dropout': 0.1,
+                                                          'eos_token_id': 0,
+                                                          'hidden_act': 'gelu_pytorch_tanh',
+                                                          'hidden_size': 3072,
+                                                          'initializer_range': 0.018042,
+                                                          'intermediate_size': 12288,
+                                                          'max_position_embeddings': 16384,
+                                                          'mlp_type': 'default',
+                                                          'model_type': 'starcoder2',
+                                                          'norm_epsilon': 1e-05,
+                                                          'num_attention_heads': 24,
+                                                          'num_hidden_layers': 30,
+                                                          'num_key_value_heads': 2,
+                                                          'residual_dropout': 0.1,
+                                                          'rope_theta': 999999.4420358813,
+                                                          'sliding_window': 4096,
+                                                          'torch_dtype': 'bfloat16',
+                                                          'use_bias': True,
+                                                          'use_cache': True,
+                                                          'vocab_size': 49152},
+                                               'display_name': 'StarCoder2-3B',
+                                               'hf_id': 'bigcode/starcoder2-3b',
+                                               'name': 'starcoder2-3b',
+                                               'source': "NVIDIA/TensorRT-LLM StarCoder2 test configs 'based on "
+                                                         "HuggingFace configs' (code-index file 3755394976: the shared "
+                                                         "keys and each size's hidden_size, intermediate_size, heads, "
+                                                         'kv heads, rope_theta; layers 30/32/40 per its comment, the '
+                                                         'test reducing them)',
+                                               'verification': 'tie_word_embeddings is absent from every copy cited: '
+                                                               "Starcoder2Config's default (tied) applies, as Huawei's "
+                                                               'Starcoder2Config reader also assumes (code-index file '
+                                                               '12741436179); dropouts 0.1 as the configs set them; '
+                                                               'sliding window 4096 on every layer; published 3B '
+                                                               '(3.03B)'},
+                                              {'aliases': [],
+                                               'config': {'architectures': ['Starcoder2ForCausalLM'],
+                                                          'attention_dropout': 0.1,
+                                                          'bos_token_id': 0,
+                                                          'embedding_dropout': 0.1,
+                                                          'eos_token_id': 0,
+                                                          'hidden_act': 'gelu_pytorch_tanh',
+                                                          'hidden_size': 4608,
+                                                          'initializer_range': 0.018042,
+                                                          'intermediate_size': 18432,
+                                                          'max_position_embeddings': 16384,
+                                                          'mlp_type': 'default',
+                                                          'model_type': 'starcoder2',
+                                                          'norm_epsilon': 1e-05,
+                                                          'num_attention_heads': 36,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 4,
+                                                          'residual_dropout': 0.1,
+                                                          'rope_theta': 1000000,
+                                                          'sliding_window': 4096,
+                                                          'torch_dtype': 'bfloat16',
+                                                          'use_bias': True,
+                                                          'use_cache': True,
+                                                          'vocab_size': 49152},
+                                               'display_name': 'StarCoder2-7B',
+                                               'hf_id': 'bigcode/starcoder2-7b',
+                                               'name': 'starcoder2-7b',
+                                               'source': "NVIDIA/TensorRT-LLM StarCoder2 test configs 'based on "
+                                                         "HuggingFace configs' (code-index file 3755394976: the shared "
+                                                         "keys and each size's hidden_size, intermediate_size, heads, "
+                                                         'kv heads, rope_theta; layers 30/32/40 per its comment, the '
+                                                         'test reducing them); mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                         '[starcoder2: the 7B config.json, the same keys]',
+                                               'verification': 'tie_word_embeddings is absent from every copy cited: '
+                                                               "Starcoder2Config's default (tied) applies, as Huawei's "
+                                                               'Starcoder2Config reader also assumes (code-index file '
+                                                               '12741436179); dropouts 0.1 as the configs set them; '
+                                                               'sliding window 4096 on every layer; published 7B'},
+                                              {'aliases': [],
+                                               'config': {'architectures': ['Starcoder2ForCausalLM'],
+                                                          'attention_dropout': 0.1,
+                                                          'bos_token_id': 0,
+                                                          'embedding_dropout': 0.1,
+                                                          'eos_token_id': 0,
+                                                          'hidden_act': 'gelu_pytorch_tanh',
+                                                          'hidden_size': 6144,
+                                                          'initializer_range': 0.01275,
+                                                          'intermediate_size': 24576,
+                                                          'max_position_embeddings': 16384,
+                                                          'mlp_type': 'default',
+                                                          'model_type': 'starcoder2',
+                                                          'norm_epsilon': 1e-05,
+                                                          'num_attention_heads': 48,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 4,
+                                                          'residual_dropout': 0.1,
+                                                          'rope_theta': 100000,
+                                                          'sliding_window': 4096,
+                                                          'torch_dtype': 'bfloat16',
+                                                          'use_bias': True,
+                                                          'use_cache': True,
+                                                          'vocab_size': 49152},
+                                               'display_name': 'StarCoder2-15B',
+                                               'hf_id': 'bigcode/starcoder2-15b',
+                                               'name': 'starcoder2-15b',
+                                               'source': "NVIDIA/TensorRT-LLM StarCoder2 test configs 'based on "
+                                                         "HuggingFace configs' (code-index file 3755394976: the shared "
+                                                         "keys and each size's hidden_size, intermediate_size, heads, "
+                                                         'kv heads, rope_theta; layers 30/32/40 per its comment, the '
+                                                         "test reducing them); code-index file 12741436179 (Huawei's "
+                                                         'Starcoder2Config: the 15B shapes, dropouts 0.1, rope_theta '
+                                                         '100000, sliding_window 4096)',
+                                               'verification': 'tie_word_embeddings is absent from every copy cited: '
+                                                               "Starcoder2Config's default (tied) applies, as Huawei's "
+                                                               'Starcoder2Config reader also assumes (code-index file '
+                                                               '12741436179); dropouts 0.1 as the configs set them; '
+                                                               'sliding window 4096 on every layer; published 15B'},
+                                              {'aliases': ['mosaicml/mpt-7b-instruct'],
+                                               'config': {'architectures': ['MPTForCausalLM'],
+                                                          'attn_config': {'alibi': True,
+                                                                          'alibi_bias_max': 8,
+                                                                          'attn_impl': 'torch',
+                                                                          'attn_pdrop': 0,
+                                                                          'attn_type': 'multihead_attention',
+                                                                          'attn_uses_sequence_id': False,
+                                                                          'prefix_lm': False,
+                                                                          'qk_ln': False},
+                                                          'auto_map': {'AutoConfig': 'configuration_mpt.MPTConfig',
+                                                                       'AutoModelForCausalLM': 'modeling_mpt.MPTForCausalLM'},
+                                                          'd_model': 4096,
+                                                          'emb_pdrop': 0,
+                                                          'embedding_fraction': 1.0,
+                                                          'expansion_ratio': 4,
+                                                          'init_device': 'cpu',
+                                                          'learned_pos_emb': True,
+                                                          'max_seq_len': 2048,
+                                                          'model_type': 'mpt',
+                                                          'n_heads': 32,
+                                                          'n_layers': 32,
+                                                          'no_bias': True,
+                                                          'norm_type': 'low_precision_layernorm',
+                                                          'resid_pdrop': 0,
+                                                          'tokenizer_name': 'EleutherAI/gpt-neox-20b',
+                                                          'torch_dtype': 'bfloat16',
+                                                          'transformers_version': '4.28.1',
+                                                          'use_cache': False,
+                                                          'verbose': 0,
+                                                          'vocab_size': 50432},
+                                               'config_null_keys': ['logit_scale'],
+                                               'display_name': 'MPT-7B',
+                                               'hf_id': 'mosaicml/mpt-7b',
+                                               'measured_params': 6649286656,
+                                               'name': 'mpt-7b',
+                                               'source': "code-index file 40869040999 (mosaicml/mpt-7b-instruct's "
+                                                         'original config.json); code-index file 54028930474 (a '
+                                                         "Databricks MPT-7B repository's card: the same shapes, "
+                                                         'pytorch_model.bin.index total_size 13,298,573,312 bytes of '
+                                                         'bf16)',
+                                               'verification': "the instruct upload's config.json (MPT-7B fine-tuned: "
+                                                               'the same shapes); init_config left out (initialisation '
+                                                               "only), and attn_config's null clip_qkv and "
+                                                               "softmax_scale (their defaults); transformers' "
+                                                               "MptForCausalLM builds this block as the checkpoint's "
+                                                               'llm-foundry remote code does (no biases, weight-only '
+                                                               'LayerNorms, ALiBi, tied head); count = total_size / 2'},
+                                              {'aliases': [],
+                                               'config': {'architectures': ['MPTForCausalLM'],
+                                                          'attn_config': {'alibi': True,
+                                                                          'alibi_bias_max': 8,
+                                                                          'attn_impl': 'torch',
+                                                                          'attn_pdrop': 0,
+                                                                          'attn_type': 'multihead_attention',
+                                                                          'attn_uses_sequence_id': False,
+                                                                          'prefix_lm': False,
+                                                                          'qk_ln': False},
+                                                          'auto_map': {'AutoConfig': 'configuration_mpt.MPTConfig',
+                                                                       'AutoModelForCausalLM': 'modeling_mpt.MPTForCausalLM'},
+                                                          'd_model': 7168,
+                                                          'emb_pdrop': 0,
+                                                          'embedding_fraction': 1.0,
+                                                          'expansion_ratio': 4,
+                                                          'init_device': 'cpu',
+                                                          'learned_pos_emb': True,
+                                                          'max_seq_len': 8192,
+                                                          'model_type': 'mpt',
+                                                          'n_heads': 64,
+                                                          'n_layers': 48,
+                                                          'no_bias': True,
+                                                          'norm_type': 'low_precision_layernorm',
+                                                          'resid_pdrop': 0,
+                                                          'tokenizer_name': 'EleutherAI/gpt-neox-20b',
+                                                          'torch_dtype': 'bfloat16',
+                                                          'transformers_version': '4.28.1',
+                                                          'use_cache': False,
+                                                          'verbose': 0,
+                                                          'vocab_size': 50432},
+                                               'config_null_keys': ['logit_scale'],
+                                               'display_name': 'MPT-30B',
+                                               'hf_id': 'mosaicml/mpt-30b',
+                                               'measured_params': 29957200896,
+                                               'name': 'mpt-30b',
+                                               'source': 'dandelionsllm/pandallm, models/mpt/config.json and '
+                                                         'pytorch_model.bin.index.json@dbf4dd5918cf (a copy of MPT-30B '
+                                                         'with its README: total_size 59,914,401,792)',
+                                               'verification': 'config.json verbatim; init_config left out '
+                                                               "(initialisation only), and attn_config's null clip_qkv "
+                                                               "and softmax_scale (their defaults); transformers' "
+                                                               "MptForCausalLM builds this block as the checkpoint's "
+                                                               'llm-foundry remote code does (no biases, weight-only '
+                                                               'LayerNorms, ALiBi, tied head); count = total_size / 2 '
+                                                               '(bf16)'},
+                                              {'aliases': ['deepseek-ai/deepseek-moe-16b-chat',
+                                                           'deepseek-moe-16b-chat'],
+                                               'config': {'architectures': ['DeepseekForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'attention_dropout': 0.0,
+                                                          'bos_token_id': 100000,
+                                                          'eos_token_id': 100001,
+                                                          'first_k_dense_replace': 1,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 2048,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 10944,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'deepseek',
+                                                          'moe_intermediate_size': 1408,
+                                                          'moe_layer_freq': 1,
+                                                          'n_routed_experts': 64,
+                                                          'n_shared_experts': 2,
+                                                          'norm_topk_prob': False,
+                                                          'num_attention_heads': 16,
+                                                          'num_experts_per_tok': 6,
+                                                          'num_hidden_layers': 28,
+                                                          'num_key_value_heads': 16,
+                                                          'pretraining_tp': 1,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_theta': 10000,
+                                                          'scoring_func': 'softmax',
+                                                          'tie_word_embeddings': False,
+                                                          'torch_dtype': 'bfloat16',
+                                                          'transformers_version': '4.36.2',
+                                                          'use_cache': True,
+                                                          'vocab_size': 102400},
+                                               'config_null_keys': ['rope_scaling'],
+                                               'display_name': 'DeepSeek-MoE-16B',
+                                               'hf_id': 'deepseek-ai/deepseek-moe-16b-base',
+                                               'measured_params': 16375728128,
+                                               'name': 'deepseek-moe-16b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [deepseek: '
+                                                         'the config.json]; code-index file 20857726131 (MindIE test: '
+                                                         'the same config dict); code-index file 69468411049 '
+                                                         '(deepseek-moe-16b-base and -chat: total_params '
+                                                         '16,375,728,128); code-index file 67161653560 '
+                                                         '(DeepSeek-MoE-16B: num_params 16,375,728,128, '
+                                                         'num_params_active 2,828,650,496); '
+                                                         'https://openlm.ai/deepseek-moe (README: 16.4B parameters; '
+                                                         '2.8B active per the GGUF card '
+                                                         'https://huface.ru/MikeKuykendall/deepseek-moe-16b-cpu-offload-gguf)',
+                                               'verification': "config.json as the mlc-llm preset prints it (MindIE's "
+                                                               'test dict has the same shapes); remote code '
+                                                               'modeling_deepseek.py (code-index file 67429243731): '
+                                                               'MHA, layer 0 dense (10944), 27 MoE layers of 64 '
+                                                               'experts of 1408 (top 6) + 2 shared (one 2816-wide '
+                                                               'MLP); chat upload: same count; count = the published '
+                                                               'total'},
+                                              {'aliases': ['allenai/OLMoE-1B-7B-0924-Instruct', 'olmoe-1b-7b'],
+                                               'config': {'architectures': ['OlmoeForCausalLM'],
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 2048,
+                                                          'intermediate_size': 1024,
+                                                          'model_type': 'olmoe',
+                                                          'norm_topk_prob': False,
+                                                          'num_attention_heads': 16,
+                                                          'num_experts': 64,
+                                                          'num_experts_per_tok': 8,
+                                                          'num_hidden_layers': 16,
+                                                          'num_key_value_heads': 16,
+                                                          'router_aux_loss_coef': 0.01,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 50304},
+                                               'display_name': 'OLMoE-1B-7B-0924',
+                                               'hf_id': 'allenai/OLMoE-1B-7B-0924',
+                                               'measured_params': 6919161856,
+                                               'name': 'olmoe-1b-7b-0924',
+                                               'source': 'code-index file 71007947258 (the fields of '
+                                                         "allenai/OLMoE-1B-7B-0924's config.json an adapter reads); "
+                                                         'code-index file 55786294959 (OLMoE config: '
+                                                         'router_aux_loss_coef, norm_topk_prob); code-index file '
+                                                         '65753564317 (OLMoE-1B-7B-0924 checkpoint 6d84c48581ec '
+                                                         'safetensors headers: parameterCount 6,919,161,856); '
+                                                         'code-index file 71333551460 (OLMoE-1B-7B-0924-Instruct: '
+                                                         'PARAMETERS = 6919161856); code-index file 68298970743 '
+                                                         '(declared 7B total, 1.3B active)',
+                                               'verification': '16 layers of 2048, 16 heads (MHA), 64 experts of 1024 '
+                                                               'top 8 on every layer, untied, vocab 50304; '
+                                                               'max_position_embeddings, rms_norm_eps, rope_theta and '
+                                                               'clip_qkv (null) left to the OlmoeConfig defaults '
+                                                               '(4096, 1e-5, 10000, None): no effect on counts or '
+                                                               "memory; Instruct: same count; count = the checkpoint's "
+                                                               'safetensors total'},
+                                              {'aliases': ['ibm-granite/granite-3.1-2b-instruct',
+                                                           'granite-3.1-2b-instruct'],
+                                               'config': {'architectures': ['GraniteForCausalLM'],
+                                                          'hidden_size': 2048,
+                                                          'intermediate_size': 8192,
+                                                          'max_position_embeddings': 131072,
+                                                          'model_type': 'granite',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 8,
+                                                          'rope_theta': 5000000.0,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 49155},
+                                               'display_name': 'Granite-3.1-2B',
+                                               'hf_id': 'ibm-granite/granite-3.1-2b-base',
+                                               'name': 'granite-3.1-2b',
+                                               'source': "code-index file 61124332828 (test_real_granite_2b: 'exact "
+                                                         "config from ibm-granite/granite-3.1-2b-base'); code-index "
+                                                         'file 1662083868 (ibm-granite/granite-3.1-8b-instruct README: '
+                                                         'the Granite 3.1 architecture table, 2B / 8B dense and 1B / '
+                                                         '3B MoE, shared input/output embeddings, 128K); code-index '
+                                                         'file 68688959620 (ibm-granite/granite-guardian-3.1-2b, a '
+                                                         'fine-tune of these shapes: params 2,533,531,648)',
+                                               'verification': '40 layers of 2048, 32 heads of 64, 8 kv heads, MLP '
+                                                               '8192, vocab 49155, rope_theta 5e6; tied (card: shared '
+                                                               'input/output embeddings), context 128K = 131072 '
+                                                               '(card); the four Granite multipliers are not in these '
+                                                               'sources: scalars, no effect on counts or memory; card: '
+                                                               '2.5B'},
+                                              {'aliases': ['ibm-granite/granite-3.1-8b-instruct',
+                                                           'granite-3.1-8b-instruct'],
+                                               'config': {'architectures': ['GraniteForCausalLM'],
+                                                          'hidden_size': 4096,
+                                                          'intermediate_size': 12800,
+                                                          'max_position_embeddings': 131072,
+                                                          'model_type': 'granite',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 8,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 49155},
+                                               'display_name': 'Granite-3.1-8B',
+                                               'hf_id': 'ibm-granite/granite-3.1-8b-base',
+                                               'name': 'granite-3.1-8b',
+                                               'source': 'code-index file 1662083868 '
+                                                         '(ibm-granite/granite-3.1-8b-instruct README: the Granite 3.1 '
+                                                         'architecture table, 2B / 8B dense and 1B / 3B MoE, shared '
+                                                         'input/output embeddings, 128K); code-index file 68624493177 '
+                                                         '(granite-3.1-8b-base and -instruct: 40 layers, 4096, MLP '
+                                                         '12800, vocab 49155)',
+                                               'verification': 'card shapes: 40 layers of 4096, 32 heads of 128, 8 kv '
+                                                               'heads, MLP 12800, tied, 128K context; vocab 49155 as '
+                                                               'every Granite 3.1 config cited here; rope_theta and '
+                                                               'the multipliers are not in these sources '
+                                                               '(GraniteConfig defaults apply): no effect on counts or '
+                                                               "memory; card: 8.1B; the same shapes with Granite 3.3's "
+                                                               'vocabulary of 49159 give its 8,170,864,640 '
+                                                               '(granite-3.3-8b row)'},
+                                              {'aliases': ['ibm-granite/granite-3.3-8b-base',
+                                                           'granite-3.3-8b-instruct'],
+                                               'config': {'architectures': ['GraniteForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'attention_dropout': 0.0,
+                                                          'attention_multiplier': 0.0078125,
+                                                          'bos_token_id': 0,
+                                                          'embedding_multiplier': 12.0,
+                                                          'eos_token_id': 0,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 12800,
+                                                          'logits_scaling': 16.0,
+                                                          'max_position_embeddings': 131072,
+                                                          'mlp_bias': False,
+                                                          'model_type': 'granite',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 8,
+                                                          'pad_token_id': 0,
+                                                          'residual_multiplier': 0.22,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 10000000.0,
+                                                          'tie_word_embeddings': True,
+                                                          'torch_dtype': 'bfloat16',
+                                                          'transformers_version': '4.49.0',
+                                                          'use_cache': True,
+                                                          'vocab_size': 49159},
+                                               'config_null_keys': ['rope_scaling'],
+                                               'display_name': 'Granite-3.3-8B',
+                                               'hf_id': 'ibm-granite/granite-3.3-8b-instruct',
+                                               'measured_params': 8170864640,
+                                               'name': 'granite-3.3-8b',
+                                               'source': 'code-index file 61558565367 '
+                                                         '(ibm-granite/granite-3.3-8b-instruct: config.json and the '
+                                                         'module shapes transformers builds); code-index file '
+                                                         '68624493177 (granite-3.3-8b and -instruct: 8,170,864,640, '
+                                                         "'HF safetensors confirmed')",
+                                               'verification': 'config.json verbatim; lm_head (49159, 4096) tied to '
+                                                               'the embedding; base: same count; count = the published '
+                                                               'total'},
+                                              {'aliases': ['ibm-granite/granite-3.1-3b-a800m-instruct',
+                                                           'granite-3.1-3b-a800m-instruct'],
+                                               'config': {'architectures': ['GraniteMoeForCausalLM'],
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 1536,
+                                                          'intermediate_size': 512,
+                                                          'max_position_embeddings': 131072,
+                                                          'model_type': 'granitemoe',
+                                                          'num_attention_heads': 24,
+                                                          'num_experts_per_tok': 8,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 8,
+                                                          'num_local_experts': 40,
+                                                          'rope_theta': 10000000.0,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 49155},
+                                               'display_name': 'Granite-3.1-3B-A800M',
+                                               'hf_id': 'ibm-granite/granite-3.1-3b-a800m-base',
+                                               'name': 'granite-3.1-3b-a800m',
+                                               'source': 'code-index file 71463455676 '
+                                                         '(ibm-granite/granite-3.1-3b-a800m-instruct config.json, the '
+                                                         'fields a planner reads); code-index file 1662083868 '
+                                                         '(ibm-granite/granite-3.1-8b-instruct README: the Granite 3.1 '
+                                                         'architecture table, 2B / 8B dense and 1B / 3B MoE, shared '
+                                                         'input/output embeddings, 128K); code-index file 68688959620 '
+                                                         '(ibm-granite/granite-guardian-3.2-3b-a800m: params '
+                                                         '3,298,793,472)',
+                                               'verification': '32 layers of 1536, 24 heads of 64, 8 kv heads, 40 '
+                                                               'experts of 512 top 8 on every layer, tied, vocab '
+                                                               '49155, 131072 context; multipliers not in the source: '
+                                                               'scalars, no effect on counts or memory; card: 3.3B '
+                                                               'total, 800M active; these shapes count 3,298,793,472, '
+                                                               'the figure printed for Granite Guardian 3.2 3B-A800M'},
+                                              {'aliases': ['openbmb/MiniCPM-2B-dpo-bf16',
+                                                           'minicpm-2b-sft-bf16',
+                                                           'minicpm-2b-dpo-bf16'],
+                                               'config': {'architectures': ['MiniCPMForCausalLM'],
+                                                          'bos_token_id': 1,
+                                                          'dim_model_base': 256,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 2304,
+                                                          'initializer_range': 0.1,
+                                                          'intermediate_size': 5760,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'minicpm',
+                                                          'num_attention_heads': 36,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 36,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'scale_depth': 1.4,
+                                                          'scale_emb': 12,
+                                                          'tie_word_embeddings': True,
+                                                          'torch_dtype': 'bfloat16',
+                                                          'transformers_version': '4.36.0',
+                                                          'use_cache': True,
+                                                          'vocab_size': 122753},
+                                               'display_name': 'MiniCPM-2B',
+                                               'hf_id': 'openbmb/MiniCPM-2B-sft-bf16',
+                                               'measured_params': 2724880896,
+                                               'name': 'minicpm-2b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                         '[minicpm_2b_sft_bf16: the config.json]; code-index file '
+                                                         '41738685489 (chatllm.cpp serving MiniCPM: 2724880896 (2.7B) '
+                                                         'parameters); code-index file 15815799305 (mteb, CoDi-MiniCPM '
+                                                         'on MiniCPM-2B: n_parameters 2724880896); code-index file '
+                                                         '113725582 (MiniCPM-2B sft-bf16 and dpo-bf16: 2.4B '
+                                                         'non-embedding parameters each)',
+                                               'verification': 'config.json as the mlc-llm preset prints it: 40 layers '
+                                                               'of 2304, 36 heads (MHA), MLP 5760, vocab 122753, tied; '
+                                                               'remote code modeling_minicpm.py '
+                                                               '(wxthu/nas_tuner@316794f, mlx-lm '
+                                                               'mlx_lm/models/minicpm.py@1e5589e08747): Llama tensors, '
+                                                               'muP scalars only; dpo-bf16: the same non-embedding '
+                                                               'size; count = the published total'},
+                                              {'aliases': ['stabilityai/stablelm-2-1_6b-chat',
+                                                           'stabilityai/stablelm-2-zephyr-1_6b',
+                                                           'stablelm-2-1_6b'],
+                                               'config': {'architectures': ['StableLmForCausalLM'],
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 2048,
+                                                          'intermediate_size': 5632,
+                                                          'layer_norm_eps': 1e-05,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'stablelm',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 24,
+                                                          'num_key_value_heads': 32,
+                                                          'partial_rotary_factor': 0.25,
+                                                          'rope_theta': 10000,
+                                                          'tie_word_embeddings': False,
+                                                          'use_qkv_bias': True,
+                                                          'vocab_size': 100352},
+                                               'display_name': 'StableLM-2-1.6B',
+                                               'hf_id': 'stabilityai/stablelm-2-1_6b',
+                                               'measured_params': 1644515328,
+                                               'name': 'stablelm-2-1.6b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 '
+                                                         '[stablelm-2-zephyr-1_6b: the config.json]; code-index file '
+                                                         '65849527990 (stabilityai/stablelm-2-1_6b f499ead74c53: '
+                                                         '1,644,515,328 parameters, safetensors metadata); code-index '
+                                                         'file 65755328185 (stablelm-2-1_6b-chat: the same); '
+                                                         'code-index file 13225261958 (model card: 1,644,417,024; '
+                                                         'LayerNorm with bias, q/k/v biases only, rotary on 25%)',
+                                               'verification': "the zephyr config's architecture keys (24 layers of "
+                                                               '2048, 32 heads, MLP 5632, vocab 100352, use_qkv_bias, '
+                                                               'untied, 25% rotary), which the base and chat uploads '
+                                                               "share (the same safetensors count); the card's "
+                                                               '1,644,417,024 is 98,304 = 24 x 4096 lower; count = the '
+                                                               'safetensors total'},
+                                              {'aliases': ['command-r-v01'],
+                                               'config': {'architectures': ['CohereForCausalLM'],
+                                                          'hidden_size': 8192,
+                                                          'intermediate_size': 22528,
+                                                          'layer_norm_eps': 1e-05,
+                                                          'logit_scale': 0.0625,
+                                                          'max_position_embeddings': 8192,
+                                                          'model_type': 'cohere',
+                                                          'num_attention_heads': 64,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 64,
+                                                          'rope_theta': 8000000.0,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 256000},
+                                               'display_name': 'C4AI-Command-R-v01',
+                                               'hf_id': 'CohereForAI/c4ai-command-r-v01',
+                                               'name': 'c4ai-command-r-v01',
+                                               'source': 'code-index file 66573096413 (test_commandr_config_from_hf: '
+                                                         'the Command-R config.json fields); transformers 5.25 '
+                                                         'models/cohere/configuration_cohere.py (CohereConfig '
+                                                         'defaults: these shapes); code-index file 54354199734 (model '
+                                                         "card: 'a research release of a 35 billion parameter' model)",
+                                               'verification': '40 layers of 8192, 64 heads (MHA), MLP 22528, vocab '
+                                                               '256000, tied, 8192 context, logit_scale 0.0625, no q/k '
+                                                               'norm; one bias-free LayerNorm per layer (parallel '
+                                                               'attention and MLP); card: 35B'}]},
+                           'fingerprint': '53138040-192899'},
            'prices.toml': {'data': {'price': [{'as_of': '2026-11-09',
                                                'currency': 'USD',
                                                'gpu_id': 'a100-sxm4-40gb',

@@ -65,8 +65,9 @@ def resolve_gpu(gpu: str | GpuSpec) -> GpuSpec:
 
 
 # transformers 5 refuses SDPA for these model types (`_supports_sdpa = False` in their
-# modeling_<type>.py: gemma2's soft-capped logits, gpt_oss's attention sinks): eager it is.
-_NO_SDPA = frozenset({"gemma2", "gpt_oss"})
+# modeling_<type>.py: gemma2's soft-capped logits, gpt_oss's attention sinks; MptForCausalLM declares no
+# SDPA path, its attention is written out with the ALiBi bias): eager it is.
+_NO_SDPA = frozenset({"gemma2", "gpt_oss", "mpt"})
 
 
 def supported_attention(spec: ModelSpec, attention: Attention) -> Attention:

@@ -50,13 +50,16 @@ from trainplan.specs import ModelSpec
 # post-norm layers (OLMo 2/3): no norm before attention or MLP; RMSNorm on each branch's output
 POST_NORM_MODEL_TYPES = frozenset({"olmo2", "olmo3"})
 # q_norm / k_norm over the whole projection output (one (t,) rstd each), not per head
-FULL_WIDTH_QK_NORM_MODEL_TYPES = frozenset({"olmo2", "olmo3"})
+FULL_WIDTH_QK_NORM_MODEL_TYPES = frozenset({"olmo2", "olmo3", "olmoe"})
 # q/k normalised without a weight (Llama 4's L2 norm)
 WEIGHTLESS_QK_NORM_MODEL_TYPES = frozenset({"llama4", "llama4_text"})
 # MoE blocks that add `self.shared_experts(residuals)` after the routed experts (modeling_deepseek_v2/v3,
-# glm4_moe *MoE.forward): autograd runs the later branch first, so their saved tensors are released
-# before the routed experts' backward
-SHARED_AFTER_ROUTED_MODEL_TYPES = frozenset({"deepseek_v2", "deepseek_v3", "glm4_moe", "kimi_k2"})
+# glm4_moe *MoE.forward; DeepSeek-MoE's remote DeepseekMoE.forward): autograd runs the later branch first, so
+# their saved tensors are released before the routed experts' backward
+SHARED_AFTER_ROUTED_MODEL_TYPES = frozenset({"deepseek_v2", "deepseek_v3", "glm4_moe", "kimi_k2", "deepseek"})
+# LayerNorm written as fp32 ops (CohereLayerNorm: x.float() - mean, * rsqrt(var + eps), weight.float() * ., back to
+# the input's dtype), not native_layer_norm
+FP32_OPS_LAYER_NORM_MODEL_TYPES = frozenset({"cohere"})
 
 
 @frozen
@@ -114,6 +117,13 @@ def _norm_saves(ctx: LayerContext, spec: ModelSpec, width: int, *, input_grad: b
     t = ctx.tokens if tokens is None else tokens
     if not (input_grad or weight_grad):
         return 0, 0
+    if spec.model_type in FP32_OPS_LAYER_NORM_MODEL_TYPES:
+        # when x needs grad: the centred fp32 input, computed twice (pow saves one for the variance, the
+        # product with rsqrt the other) and rsqrt's (t,) output, and the weight's fp32 copy; when the weight
+        # trains: the fp32 normalised input its product saves
+        weight = ctx.trained_weight_bytes if weight_grad else ctx.frozen_weight_bytes
+        centred = 8 * t * width + 4 * t + (4 * width if weight != 4 else 0) if input_grad else 0
+        return 0, centred + (4 * t * width if weight_grad else 0)
     if _fused_rms(ctx, spec):
         # a fused RMSNorm (Liger's kernel; Inductor's fused reduction under torch.compile) saves its
         # input in its own dtype and the (t,) fp32 rstd; the weight's gradient is recomputed from them

@@ -39,6 +39,9 @@ SINK_ATTENTION_MODEL_TYPES = frozenset({"gpt_oss"})
 ALWAYS_MASKED_MODEL_TYPES = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})
 # BloomAttention.forward keeps `attention_scores = alibi.baddbmm(...)` referenced through the softmax
 HELD_SCORES_MODEL_TYPES = frozenset({"bloom"})
+# MptModel.forward (transformers 5.25 modeling_mpt.py) keeps `create_causal_mask(...).to(torch.bool)`, a
+# boolean mask for its masked_fill, and an ALiBi bias of (heads, 1, max_seq_len) fp32 from arange and slopes
+BOOL_MASK_MODEL_TYPES = frozenset({"mpt"})
 # BloomModel.forward keeps `outputs = block(...)`, the block's (hidden states, attention_probs),
 # until the next block returns: one layer's 16-bit probabilities outlive its forward
 RETURNED_PROBS_MODEL_TYPES = frozenset({"bloom"})
@@ -59,7 +62,8 @@ def local_window(spec: ModelSpec) -> int | None:
 
 def masked(ctx: LayerContext, spec: ModelSpec, layer: LayerSpec) -> bool:
     """SDPA runs this layer with a 4-D mask. Layers with local attention (sliding window, Llama 4's
-    chunks; LayerSpec.attention == "local", architecture.LOCAL_ATTENTION_MODEL_TYPES): transformers
+    chunks; LayerSpec.attention == "local", architecture.LOCAL_ATTENTION_MODEL_TYPES, or "" where the
+    spec's sliding window is on every layer: Mistral, StarCoder2 create_sliding_window_causal_mask): transformers
     builds a boolean mask once the sequence is longer than the window (shorter, the mask is plain
     causal and skipped); Falcon builds one for every layer; and every layer gets one when the batch's
     2-D attention mask has padding (masking_utils._ignore_causal_mask_sdpa: ctx.padding_mask,
@@ -68,9 +72,9 @@ def masked(ctx: LayerContext, spec: ModelSpec, layer: LayerSpec) -> bool:
         return False
     if spec.model_type in ALWAYS_MASKED_MODEL_TYPES or ctx.padding_mask:
         return True
-    if layer.attention != "local":
+    if layer.attention == "full":
         return False
-    window = local_window(spec)
+    window = local_window(spec)      # layer.attention "": the spec's window, if any, on every layer (Mistral)
     return bool(window) and ctx.seq > window
 
 
@@ -219,6 +223,8 @@ def kept_masks_bytes(ctx: LayerContext, spec: ModelSpec, layers: list[LayerSpec]
     (b * heads, 1, s) in the hidden states' dtype (modeling_bloom build_alibi_tensor)."""
     b, s = ctx.batch, ctx.seq
     kinds = {layer.attention for layer in layers}
+    if spec.model_type in BOOL_MASK_MODEL_TYPES and ctx.attention is Attention.EAGER:   # (transformers' only MPT path)
+        return len(kinds) * b * s * s + 4 * spec.num_heads * (spec.max_position_embeddings or s)
     if ctx.attention is Attention.EAGER:
         total = len(kinds) * ctx.residual_bytes * b * s * s
     else:

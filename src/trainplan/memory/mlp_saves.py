@@ -45,9 +45,14 @@ def mlp_backward_bytes(act: str, c: int, autocast: bool) -> int:
     16-bit buffers (the incoming gradient, the activation's gradient, its input's), or, for relu2 under
     autocast, pow's fp32 backward: the gradient cast up to fp32 and pow_backward's grad * (2 * x.pow(1)),
     three fp32 temporaries of one expression (torch/csrc/autograd/FunctionsManual.cpp pow_backward), less
-    the down projection's 16-bit input, which its backward, run just before, has released."""
+    the down projection's 16-bit input, which its backward, run just before, has released. NewGELUActivation
+    ("gelu_new") under autocast ends in an fp32 product (0.5 * x) * (1 + tanh(...)): its backward casts the
+    incoming gradient up to fp32 and makes the fp32 gradient of each factor, one of them cast down to x's
+    dtype: 4 bytes per element beyond the three 16-bit buffers."""
     if act == "relu2" and autocast:
         return 4 * 4 - c
+    if act in ("gelu_new", "gelu_fast") and autocast:
+        return 3 * c + 4
     return 3 * c
 
 

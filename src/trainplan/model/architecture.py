@@ -146,6 +146,18 @@ _NAMES: dict[str, dict[Role, str]] = {
     "llama4": {Role.Q: "q_proj", Role.K: "k_proj", Role.V: "v_proj", Role.O: "o_proj",
                Role.GATE: "gate_proj", Role.UP: "up_proj", Role.DOWN: "down_proj",
                Role.ROUTER: "router"},
+    # Qwen (1st generation, remote code modeling_qwen.py): fused c_attn; QWenMLP computes
+    # c_proj(w1(x) * silu(w2(x))), so w2 is the gate and w1 the up projection
+    "qwen": {Role.QKV: "c_attn", Role.O: "c_proj", Role.GATE: "w2", Role.UP: "w1", Role.DOWN: "c_proj"},
+    "phi": {Role.Q: "q_proj", Role.K: "k_proj", Role.V: "v_proj", Role.O: "dense", Role.UP: "fc1",
+            Role.DOWN: "fc2"},
+    "gptj": {Role.Q: "q_proj", Role.K: "k_proj", Role.V: "v_proj", Role.O: "out_proj", Role.UP: "fc_in",
+             Role.DOWN: "fc_out"},
+    # GPT-2's module names; a naming of its own as its eager softmax runs in fp32 (memory/attention.py)
+    "gpt_bigcode": {Role.QKV: "c_attn", Role.O: "c_proj", Role.UP: "c_fc", Role.DOWN: "c_proj"},
+    "starcoder2": {Role.Q: "q_proj", Role.K: "k_proj", Role.V: "v_proj", Role.O: "o_proj", Role.UP: "c_fc",
+                   Role.DOWN: "c_proj"},
+    "mpt": {Role.QKV: "Wqkv", Role.O: "out_proj", Role.UP: "up_proj", Role.DOWN: "down_proj"},
     "deepseek": {Role.Q: "q_proj", Role.Q_A: "q_a_proj", Role.Q_B: "q_b_proj",
                  Role.KV_A: "kv_a_proj_with_mqa", Role.KV_B: "kv_b_proj", Role.O: "o_proj",
                  Role.GATE: "gate_proj", Role.UP: "up_proj", Role.DOWN: "down_proj",
@@ -160,8 +172,15 @@ def module_names(naming: str) -> dict[Role, str]:
         raise TrainplanError(f"unknown module naming {naming!r}; known: {', '.join(_NAMES)}") from None
 
 
+# LayerNorms with a weight and no bias (CohereLayerNorm; MPT: modeling_mpt.py sets norm_1/norm_2/norm_f.bias = None)
+BIASLESS_LAYER_NORM_MODEL_TYPES = frozenset({"cohere", "mpt"})
+# lm_head built as nn.Linear with a bias (modeling_phi.py PhiForCausalLM, modeling_gptj.py GPTJForCausalLM)
+LM_HEAD_BIAS_MODEL_TYPES = frozenset({"phi", "gptj"})
+
+
 def _norm_params(spec: ModelSpec, width: int) -> int:
-    return width * (2 if spec.norm_kind is NormKind.LAYER else 1)
+    bias = spec.norm_kind is NormKind.LAYER and spec.model_type not in BIASLESS_LAYER_NORM_MODEL_TYPES
+    return width * (2 if bias else 1)
 
 
 def _lin(names: dict[Role, str], role: Role, group: Group, n_in: int, n_out: int,
@@ -208,8 +227,11 @@ def _mlp_linears(spec: ModelSpec, names: dict[Role, str], width: int, group: Gro
             _lin(names, Role.DOWN, group, width, h, bias, copies)]
 
 
-# q_norm / k_norm over the whole projection (heads x head_dim), not per head: OLMo 2/3
-FULL_WIDTH_QK_NORM_MODEL_TYPES = frozenset({"olmo2", "olmo3"})
+# q_norm / k_norm over the whole projection (heads x head_dim), not per head: OLMo 2/3, OLMoE
+FULL_WIDTH_QK_NORM_MODEL_TYPES = frozenset({"olmo2", "olmo3", "olmoe"})
+# q/k normalised per head with a weight of its own per head (no bias): StableLM's StableLmLayerNormPerHead,
+# Cohere's CohereLayerNorm over (heads, head_dim)
+PER_HEAD_WEIGHT_QK_NORM_MODEL_TYPES = frozenset({"stablelm", "cohere"})
 # q/k normalised without a weight (Llama 4's L2 norm)
 WEIGHTLESS_QK_NORM_MODEL_TYPES = frozenset({"llama4", "llama4_text"})
 # one learned attention-sink logit per head (gpt-oss `self_attn.sinks`)
@@ -221,7 +243,7 @@ ROUTER_BIAS_MODEL_TYPES = frozenset({"gpt_oss"})
 def _qk_norm_params(spec: ModelSpec) -> int:
     if not spec.qk_norm or spec.model_type in WEIGHTLESS_QK_NORM_MODEL_TYPES:
         return 0
-    if spec.model_type in FULL_WIDTH_QK_NORM_MODEL_TYPES:
+    if spec.model_type in FULL_WIDTH_QK_NORM_MODEL_TYPES or spec.model_type in PER_HEAD_WEIGHT_QK_NORM_MODEL_TYPES:
         return spec.q_dim + spec.kv_dim
     return 2 * spec.head_dim                # q_norm and k_norm over head_dim (RMSNorm)
 
@@ -335,7 +357,8 @@ def structure(spec: ModelSpec) -> ModelStructure:
         position = (spec.max_position_embeddings or 0) + spec.learned_position_offset
         position *= h
     lm_head = None if spec.tied_embeddings else LinearSpec(
-        name="lm_head", role=Role.O, group=Group.ATTENTION, in_features=h, out_features=spec.vocab_size)
+        name="lm_head", role=Role.O, group=Group.ATTENTION, in_features=h, out_features=spec.vocab_size,
+        bias=spec.model_type in LM_HEAD_BIAS_MODEL_TYPES)
     return ModelStructure(
         embedding_params=spec.vocab_size * h,
         position_params=position,

@@ -26,6 +26,9 @@ DEFAULT_LORA_TARGETS: dict[str, tuple[str, ...]] = {
     "phi3": ("qkv_proj",), "gpt2": ("c_attn",), "neox": ("query_key_value",),
     "chatglm": ("query_key_value",), "glm4": ("q_proj", "v_proj"), "internlm2": ("wqkv",),
     "baichuan": ("W_pack",), "deepseek": ("q_proj", "q_b_proj", "kv_b_proj"),
+    "phi": ("q_proj", "v_proj", "fc1", "fc2"), "gptj": ("q_proj", "v_proj"), "gpt_bigcode": ("c_attn",),
+    "mpt": ("Wqkv",),
+    "qwen": ("c_attn",),   # remote code: peft has no default (it asks for target_modules); the fused q/k/v, as gpt2
 }
 
 ALL_LINEAR = "all-linear"
@@ -116,7 +119,7 @@ def default_lora_targets(spec: ModelSpec) -> tuple[str, ...]:
 # and no other linear named like them (DeepSeek's and GLM-4.5's dense MLPs and shared experts:
 # gate_proj, up_proj, down_proj). Kimi-K2 (remote code) is estimated as transformers' DeepSeek-V3.
 PEFT_MOE_CONVERSION_MODEL_TYPES = frozenset({"mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe",
-                                             "kimi_k2"})
+                                             "kimi_k2", "olmoe"})
 _V4_MOE_ROLES = (Role.ROUTER, Role.GATE, Role.UP, Role.DOWN)
 
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from trainplan.errors import TrainplanError
-from trainplan.model.hfconfig import classic, dense, moe, recent
+from trainplan.model.hfconfig import classic, dense, early, moe, recent, variants
 from trainplan.model.hfconfig._reader import ConfigReader
 from trainplan.specs import ModelSpec
 
@@ -63,6 +63,19 @@ _PARSERS: dict[str, Callable[[ConfigReader], dense.Fields]] = {
     "RefinedWeb": classic.falcon,      # Falcon-40B remote code (new decoder architecture)
     "RefinedWebModel": classic.falcon,  # Falcon-7B remote code
     "nemotron": classic.nemotron,
+    "qwen": early.qwen,                # Qwen 1st generation (remote code)
+    "phi": early.phi,
+    "gptj": early.gptj,
+    "gpt_bigcode": early.gpt_bigcode,
+    "starcoder2": early.starcoder2,
+    "mpt": early.mpt,
+    "deepseek": variants.deepseek,     # DeepSeek-MoE 16B remote code (MHA; not deepseek_v2's MLA)
+    "olmoe": variants.olmoe,
+    "granite": variants.granite,
+    "granitemoe": variants.granitemoe,
+    "minicpm": variants.minicpm,       # OpenBMB remote code
+    "stablelm": variants.stablelm,
+    "cohere": variants.cohere,
 }
 
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(_PARSERS, key=str.lower))
@@ -74,6 +87,12 @@ _DROPOUT_KEYS: dict[str, tuple[tuple[str, float], tuple[str, float], tuple[str, 
     "opt": (("dropout", 0.1), ("attention_dropout", 0.0), ("", 0.0)),
     "phi3": (("resid_pdrop", 0.0), ("attention_dropout", 0.0), ("embd_pdrop", 0.0)),
     "seed_oss": (("residual_dropout", 0.1), ("attention_dropout", 0.1), ("", 0.0)),
+    "qwen": (("", 0.0), ("attn_dropout_prob", 0.0), ("emb_dropout_prob", 0.0)),
+    "phi": (("resid_pdrop", 0.0), ("attention_dropout", 0.0), ("embd_pdrop", 0.0)),
+    "gptj": (("resid_pdrop", 0.0), ("attn_pdrop", 0.0), ("embd_pdrop", 0.0)),
+    "gpt_bigcode": (("resid_pdrop", 0.1), ("attn_pdrop", 0.1), ("embd_pdrop", 0.1)),
+    "starcoder2": (("residual_dropout", 0.0), ("attention_dropout", 0.0), ("embedding_dropout", 0.0)),
+    "mpt": (("", 0.0), ("", 0.0), ("", 0.0)),     # attn_config.attn_pdrop: early.mpt notes it
 }
 
 
