@@ -140,6 +140,11 @@ def test_models_from_catalog_tables_and_numbers():
     # with modeling_qwen.py's fused c_attn
     assert qwen.hidden_size == 2048 and qwen.intermediate_size == 5504 and how == "catalog"
     assert qwen.name == "qwen-1.8b" and qwen.naming == "qwen"
+    # a table's row name with its variants in an aside, and no hf_id: the name without the aside
+    named, how = case_model({"model": {"name": "Qwen-7B(-Chat)", "hf_id": None}})
+    assert named.name == "qwen-7b" and how == "model name read without its aside ('Qwen-7B(-Chat)' -> 'Qwen-7B'); catalog"
+    with pytest.raises(Skip, match="not in the catalog"):
+        case_model({"model": {"name": "(our fine-tune)", "hf_id": None}})
     bloomz, _ = case_model({"model": {"name": "bloomz-7b1", "hf_id": "bigscience/bloomz-7b1"}})
     assert bloomz.vocab_size == 250880 and bloomz.name == "bloomz-7b1"
     phi, how = case_model({"model": {"name": "phi-1_5", "hf_id": "microsoft/phi-1_5", "layers": 24, "hidden": 2048,

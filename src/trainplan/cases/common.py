@@ -27,6 +27,9 @@ CASE_FIELDS = frozenset({
     "framework", "measured", "source", "confidence", "notes"})
 REQUIRED_FIELDS = ("id", "kind", "model", "method")
 
+# A name's parenthetical aside, as tables write the variants of a row: "Qwen-7B(-Chat)", "Llama-2-7B (base)"
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+
 # Fine-tuned variants that share a catalog architecture (same config.json shapes).
 _SAME_ARCHITECTURE = {"bigscience/bloomz-7b1": "bloom-7b1"}
 
@@ -90,14 +93,19 @@ def _case_model(case: dict) -> tuple[ModelSpec, str]:
     if hf_id.lower() in _SAME_ARCHITECTURE:
         spec = catalog.resolve_model(_SAME_ARCHITECTURE[hf_id.lower()])
         return replace(spec, name=m.get("name") or hf_id), f"same architecture as catalog {spec.name}"
-    for named in (hf_id, str(m.get("name") or "")):
+    name = str(m.get("name") or "")
+    # the name without its aside only where the case gives no architecture of its own ("MPT-7b (llm-foundry
+    # benchmark config)" with its numbers is that config, not the catalog's checkpoint)
+    bare = _ASIDE.sub("", name).strip() if not (m.get("layers") and m.get("hidden")) else name
+    for named in (hf_id, name, bare if bare != name else ""):
         if not named:
             continue
         try:
             spec = catalog.resolve_model(named)
         except TrainplanError:
             continue
-        return spec, catalog.model_name_note(named) or "catalog"
+        how = catalog.model_name_note(named) or "catalog"
+        return spec, how if named is not bare else f"model name read without its aside ({name!r} -> {bare!r}); {how}"
     if m.get("layers") and m.get("hidden"):
         if "MPT" in str(m.get("name")):
             return _mpt(m), "MPT architecture from the case's numbers"
