@@ -67,3 +67,11 @@ def test_unknown_language_is_one_line(bad):
 def test_po_parser_refuses_a_duplicate_message():
     with pytest.raises(ValueError, match="duplicate msgid 'a'"):
         compile_catalogs.parse_po('msgid "a"\nmsgstr "甲"\n\nmsgid "a"\nmsgstr "乙"\n')
+
+
+def test_name_reading_notes_in_chinese():
+    # the notes job/resolve.py adds when a name is read as a catalog entry (catalog.model_name_note, gpu_name_note)
+    gpu = "GPU 'NVIDIA A100-SXM4-80GB' read as catalog a100-sxm4-80gb (A100 SXM4 80GB)"
+    assert i18n.translate(gpu, lang="zh") == "GPU 'NVIDIA A100-SXM4-80GB' 按目录中的 a100-sxm4-80gb（A100 SXM4 80GB）读取"
+    model = "model 'qwen2_5-7b' read as catalog qwen2.5-7b: the version as 'qwen2_5-7b' writes it"
+    assert i18n.translate(model, lang="zh").startswith("模型 'qwen2_5-7b' 按目录中的 qwen2.5-7b 读取：")
