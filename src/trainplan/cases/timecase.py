@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 from trainplan.cases import data
-from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, lora_dropout, lora_targets, text
+from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, lora_dropout, lora_targets
 from trainplan.cases.memorycase import data_parallel, fsdp_version, grad_accum, layout_flags
+from trainplan.cases.stated import implied_gpus, names_fp16, names_megatron, network_of
 from trainplan.cases.text import (
     attention_of,
     embedded_settings,
@@ -57,7 +57,7 @@ from trainplan.memory.sharding import fsdp_for
 from trainplan.specs import GpuSpec
 from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
 from trainplan.timing.fp8 import fp8_in_text, recipe_from_text
-from trainplan.timing.links import described_link, internode_link
+from trainplan.timing.links import internode_link
 
 CARD_GPUS = 2048   # Llama 1 paper (Touvron et al. 2023a, section 2.4): 2048 A100-80GB for LLaMA-65B
 CARD_BATCH_TOKENS = 16 * 2**20   # Llama 3 paper (Dubey et al. 2024, section 3.4.1): 16M-token batches
@@ -109,7 +109,7 @@ def _filled(case: dict) -> tuple[dict, list[str]]:
     if not gpus.get("count") and total and tps and round(float(total) / float(tps)) >= 1:
         case = {**case, "gpus": {**gpus, "count": round(float(total) / float(tps))}}
         notes.append(f"GPU count not stated: {case['gpus']['count']}, the source's total over its per-GPU tokens/s")
-    elif not gpus.get("count") and (implied := _implied_gpus(case)) is not None:
+    elif not gpus.get("count") and (implied := implied_gpus(case)) is not None:
         case = {**case, "gpus": {**gpus, "count": implied[0]}}
         notes.append(f"GPU count not stated: {implied[1]}")
     elif not gpus.get("count") and case.get("micro_batch") and per_gpu and not per_step and not total:
@@ -125,66 +125,12 @@ def _filled(case: dict) -> tuple[dict, list[str]]:
     if (not case.get("micro_batch") and isinstance(global_batch, int) and global_batch > 0 and count
             and not measured.get("gpu_hours")):    # GPU-hours without a micro-batch: the model-card reading
         dp, accum = data_parallel(case), int(case.get("grad_accum") or 1)
-        megatron_implied = _names_megatron(case) and not case.get("grad_accum")
+        megatron_implied = names_megatron(case) and not case.get("grad_accum")
         if global_batch % (dp * accum) == 0 and not megatron_implied:
             case = {**case, "micro_batch": global_batch // (dp * accum)}
             notes.append(f"micro-batch not stated: global batch {global_batch} / ({dp} data-parallel GPUs x "
                          f"{accum} accumulation) = {case['micro_batch']}")
     return case, notes
-
-
-_FP16 = re.compile(r"\b(fp16|float16|half|16-mixed|16-true)\b")
-_BF16 = re.compile(r"\b(bf16|bfloat16)\b")
-
-
-def _names_fp16(case: dict) -> bool:
-    """The case's compute (or its one precision text) names fp16 and not bf16."""
-    prec = case.get("precision")
-    said = text(prec.get("compute") or prec.get("weights")) if isinstance(prec, dict) else text(prec)
-    return bool(_FP16.search(said)) and not _BF16.search(said)
-
-
-# a cluster's network as sources state it: "4 * 100Gb RoCE", "8x200Gbps InfiniBand", "400G IB per GPU"
-_NETWORK = re.compile(r"(?:\b\d{1,2}\s*[x×*]\s*)?\b\d+(?:\.\d+)?\s*G(?:b|bit)?(?:ps|/s)?E?\s*"
-                      r"(?:RoCE(?:v2)?|InfiniBand|IB|Ethernet|EFA)\b(?:\s*per\s*(?:GPU|node))?", re.IGNORECASE)
-
-
-def _network_of(case: dict) -> str | None:
-    """The inter-node network the case's text describes by its NICs (timing.links.described_link), or None."""
-    said = " ".join(str(case.get(k) or "") for k in ("notes", "parallel", "framework", "gpus"))
-    found = _NETWORK.search(said)
-    return found.group(0) if found and described_link(found.group(0)) is not None else None
-
-
-def _names_megatron(case: dict) -> bool:
-    try:
-        return framework_of(case) is Framework.MEGATRON
-    except Skip:        # no profile: map_case's Megatron-class assumption is for time, not for the batch split
-        return False
-
-
-def _positive(*values: object) -> bool:
-    return all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values)
-
-
-def _implied_gpus(case: dict) -> tuple[int, str] | None:
-    """(GPU count, how): the data-parallel size (`parallel.dp`, else global batch / (micro-batch x
-    accumulation) when those are stated and divide) times the model-parallel degrees; None otherwise (and
-    for GPU-hours runs, which need no count)."""
-    if (case.get("measured") or {}).get("gpu_hours"):
-        return None
-    global_batch, micro, accum = (case.get(k) for k in ("global_batch", "micro_batch", "grad_accum"))
-    dp = (case.get("parallel") or {}).get("dp")
-    if _positive(dp):
-        how = f"parallel.dp {dp}"
-    elif _positive(global_batch, micro, accum) and global_batch % (micro * accum) == 0:
-        dp = global_batch // (micro * accum)
-        how = f"global batch {global_batch} / (micro-batch {micro} x accumulation {accum}) = {dp} data-parallel"
-    else:
-        return None
-    flags = layout_flags(case)
-    model_parallel = flags["tp"] * flags["pp"] * flags["cp"] * flags.get("ulysses", 1)
-    return dp * model_parallel, f"{dp * model_parallel}, {how} x {model_parallel} model-parallel (tp x pp x cp)"
 
 
 def map_case(case: dict) -> Mapped:
@@ -210,7 +156,7 @@ def map_case(case: dict) -> Mapped:
     flags = layout_flags(case)
     stated, _, _ = precision_of(case, framework, flags["zero"] > 0 or flags["fsdp"] != "none")
     precision = Precision(stated) if stated and stated != "fp8" else profile(framework).precision
-    if not stated and _names_fp16(case):
+    if not stated and names_fp16(case):
         # the case computes in fp16 where the framework's default is bf16: same storage, but the GPU's fp16
         # rate (Volta and Turing have tensor cores for fp16 only)
         precision = {Precision.BF16: Precision.FP16, Precision.BF16_PURE: Precision.FP16_PURE}.get(precision, precision)
@@ -303,7 +249,7 @@ def map_case(case: dict) -> Mapped:
         note = "; ".join(fact_notes)
     if framework is Framework.FSDP and gpu.generation == "ampere" and nodes > 1:
         options = replace(options, interconnect="roce-200")   # llm-foundry README: 1600 Gbps RoCE per node
-    network = _network_of(case)
+    network = network_of(case)
     if network is not None and nodes > 1:
         options = replace(options, interconnect=network)
         note = "; ".join([*fact_notes, f"inter-node network as the case states it: {internode_link(network).name}"])
