@@ -511,6 +511,18 @@ def test_gpu_flag_refuses_a_count_or_a_card_the_catalog_lacks(name):
         catalog.resolve_gpu(name)
 
 
+@pytest.mark.parametrize("name, why", [
+    ("8x A100", "a GPU count in the name; give --gpu a100-sxm4-80gb and the count with --num-gpus"),
+    ("Tesla P100-SXM2-16GB", "its SXM board is not in the catalog, only p100-pcie-16gb"),
+    ("RTX 3060 8GB", "its 8 GB card is not in the catalog, only rtx3060"),
+    ("A6000 Ada", "its Ada card is not in the catalog, only rtx-a6000"),
+])
+def test_a_refused_gpu_name_says_what_the_catalog_has(name, why):
+    with pytest.raises(UnknownNameError) as err:
+        catalog.resolve_gpu(name)
+    assert why in str(err.value)
+
+
 def test_blackwell_ultra_peaks_as_published():
     # verda's per-GPU table (dense): GB300 BF16 2.5 / FP8 5 PFLOPS at 8 TB/s; B300 2.25 / 4.5 (glennklockwood's
     # HGX B300 table and torchao's roofline give the same)

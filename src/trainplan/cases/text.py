@@ -257,7 +257,8 @@ def gpu_of(case: dict) -> tuple[GpuSpec, str | None]:
         if same:
             gpu = min(same, key=lambda g: (g.launch_year or 0, g.id))
             return gpu, f"GPU type not stated; a {gb} GB GPU ({gpu.id}) assumed for its capacity"
-    raise Skip(f"GPU {raw!r} not mapped")
+    why = catalog.gpu_lacking(raw)
+    raise Skip(f"GPU {raw!r} not mapped" + (f": {why}" if why else ""))
 
 
 # Trainers and recipe libraries without a profile of their own (they run on a profiled framework: a plain

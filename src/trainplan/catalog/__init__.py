@@ -26,6 +26,7 @@ from trainplan.catalog.hardware import (  # noqa: F401 (re-exported: GPUs, price
     cheapest_price,
     find_prices,
     gpu_in_text,
+    gpu_lacking,
     gpu_name_note,
     gpu_offers,
     gpu_rows,

@@ -41,7 +41,7 @@ _FORM_WORDS = {"pcie": "pcie", "nvl": "nvl"}
 _MEMORY = re.compile(r"^(\d+)g(?:b|ib)?$")
 _ID_QUALIFIER = re.compile(r"^(sxm\d*|pcie|nvl|\d+gb)$")
 _MEMORY_TYPES = frozenset({"hbm3e", "hbm3", "hbm2e", "hbm2", "gddr7", "gddr6x", "gddr6"})
-_SKU_WORDS = frozenset({"ti", "super", "ada"})   # NVIDIA's names for a different card on the same number
+_SKU_WORDS = {"ti": "Ti", "super": "SUPER", "ada": "Ada"}   # NVIDIA's names for another card on the same number
 
 
 def _compact(name: str) -> str:
@@ -93,9 +93,20 @@ def _text_memory_gb(words: list[str]) -> int | None:
 def gpu_in_text(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> GpuSpec | None:
     """The catalog GPU `text` names (see the module docstring), or None. `gpus` maps ids to specs and
     `index` lookup keys (ids, aliases) to ids, as the catalog holds them."""
+    return _read(text, gpus, index)[0]
+
+
+def lacking(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> str | None:
+    """Why `text`, which names a catalog family, is a card the catalog lacks (rules 4 and 5), with the
+    family's members: "its SXM board is not in the catalog, only p100-pcie-16gb"; None when the
+    text names a catalog card or no family at all."""
+    return _read(text, gpus, index)[1]
+
+
+def _read(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> tuple[GpuSpec | None, str | None]:
     words = _words(text)
     if not words:
-        return None
+        return None, None
     runs: dict[str, int] = {}           # joined run of words -> the index of the word after its first run
     for i in range(len(words)):
         for j in range(i + 1, len(words) + 1):
@@ -107,22 +118,24 @@ def gpu_in_text(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> G
         if name in runs and len(name) > best.get(gpu_id, 0):
             best[gpu_id], after[gpu_id] = len(name), runs[name]
     if not best:
-        return None
+        return None, None
     top = max(best.values())
     found = max((g for g, n in best.items() if n == top), key=lambda g: (best[g], g))
-    if after[found] < len(words) and words[after[found]] in _SKU_WORDS:
-        return None                     # "RTX 3070 Ti": a card the catalog lacks (rule 4)
     fam = family(found)
     members = [g for g in gpus if family(g) == fam]
+    only = f"is not in the catalog, only {', '.join(members)}"
+    if after[found] < len(words) and words[after[found]] in _SKU_WORDS:
+        # "RTX 3070 Ti": a card the catalog lacks (rule 4)
+        return None, f"its {_SKU_WORDS[words[after[found]]]} card {only}"
     default = index.get(fam)
     form, memory_gb = _text_form(words), _text_memory_gb(words)
     memory_type = next((w for w in words if w in _MEMORY_TYPES), None)
 
     sizes = {g: round(gpus[g].memory_bytes / 1e9) for g in members}
     if form is not None and all(_form_of(gpus[g]) != form for g in members):
-        return None                     # "P100 SXM2": a board the catalog lacks (rule 5)
+        return None, f"its {'PCIe' if form == 'pcie' else form.upper()} board {only}"     # "P100 SXM2" (rule 5)
     if memory_gb is not None and all(memory_gb < size - 1 for size in sizes.values()):
-        return None                     # "RTX 3060 8GB": a smaller card the catalog lacks (rule 5)
+        return None, f"its {memory_gb} GB card {only}"            # "RTX 3060 8GB": a smaller card (rule 5)
 
     def score(gpu_id: str) -> tuple:
         gpu_form = _form_of(gpus[gpu_id])
@@ -135,4 +148,4 @@ def gpu_in_text(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> G
         type_score = 0 if memory_type is None or not kind else (1 if kind == memory_type else -1)
         return form_score + mem_score + type_score, best.get(gpu_id, 0), gpu_id == default, gpu_id
 
-    return gpus[max(members, key=score)]
+    return gpus[max(members, key=score)], None

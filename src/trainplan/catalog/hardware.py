@@ -96,8 +96,14 @@ def resolve_gpu(name: str) -> GpuSpec:
     gpu_id = index.get(_key(name))
     if gpu_id is not None:
         return gpus[gpu_id]
-    named = None if _COUNTED.search(name) else gpu_in_text(name)
+    named = gpu_in_text(name)
+    if named is not None and _COUNTED.search(name):
+        raise UnknownNameError(f"unknown GPU '{name}': a GPU count in the name; give --gpu {named.id} and the count "
+                               "with --num-gpus")
     if named is None:
+        why = gpu_lacking(name)
+        if why is not None:
+            raise UnknownNameError(f"unknown GPU '{name}': {why} (see `trainplan gpus`)")
         raise _unknown("GPU", name, index, "gpus")
     return named
 
@@ -123,6 +129,15 @@ def gpu_in_text(text: str) -> GpuSpec | None:
 
     gpus, index, _ = _gpu_catalog()
     return find(text, gpus, index)
+
+
+def gpu_lacking(text: str) -> str | None:
+    """Why `text` names a card the catalog lacks though it names a catalog family (catalog/gpu_text.py
+    rules 4 and 5), or None."""
+    from trainplan.catalog.gpu_text import lacking
+
+    gpus, index, _ = _gpu_catalog()
+    return lacking(text, gpus, index)
 
 
 def capacity_basis(gpu: GpuSpec | str) -> str:
