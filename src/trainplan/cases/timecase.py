@@ -91,8 +91,9 @@ def _lora(case: dict, framework: Framework) -> LoraConfig | None:
 
 def _filled(case: dict) -> tuple[dict, list[str]]:
     """The case with what its other fields fix filled in, by global batch = micro-batch x accumulation x
-    data-parallel GPUs: a GPU count not stated is that data-parallel size times the model-parallel degrees
-    when micro-batch and accumulation are stated; a micro-batch not stated is global / (data-parallel GPUs x
+    data-parallel GPUs: a GPU count not stated is the data-parallel size (`parallel.dp`, or global batch /
+    (micro-batch x accumulation) when both are stated) times the model-parallel degrees
+    (cases/stated.implied_gpus); a micro-batch not stated is global / (data-parallel GPUs x
     accumulation) when it divides exactly (accumulation 1 where not stated, the trainers' default, except
     for Megatron, which has no accumulation setting: it runs global // (micro x data-parallel) micro-batches
     and requires --micro-batch-size, megatron/training/arguments.py, so its micro-batch is not implied).
