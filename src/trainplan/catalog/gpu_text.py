@@ -93,17 +93,18 @@ def _text_memory_gb(words: list[str]) -> int | None:
 def gpu_in_text(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> GpuSpec | None:
     """The catalog GPU `text` names (see the module docstring), or None. `gpus` maps ids to specs and
     `index` lookup keys (ids, aliases) to ids, as the catalog holds them."""
-    return _read(text, gpus, index)[0]
+    return read(text, gpus, index)[0]
 
 
 def lacking(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> str | None:
     """Why `text`, which names a catalog family, is a card the catalog lacks (rules 4 and 5), with the
     family's members: "its SXM board is not in the catalog, only p100-pcie-16gb"; None when the
     text names a catalog card or no family at all."""
-    return _read(text, gpus, index)[1]
+    return read(text, gpus, index)[1]
 
 
-def _read(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> tuple[GpuSpec | None, str | None]:
+def read(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> tuple[GpuSpec | None, str | None]:
+    """(the catalog GPU `text` names, None) or (None, why it names a card the catalog lacks, or None)."""
     words = _words(text)
     if not words:
         return None, None

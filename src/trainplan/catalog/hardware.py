@@ -86,39 +86,40 @@ def load_gpus() -> dict[str, GpuSpec]:
     return dict(_gpu_catalog()[0])
 
 
+# "8x A100", "A100*8", "2 x H100": a GPU count inside a name
+_COUNTED = re.compile(r"^\s*\d+\s*[x×*]|[x×*]\s*\d+\s*$|卡", re.IGNORECASE)
+
+
 def resolve_gpu(name: str) -> GpuSpec:
     """Catalog id or alias, case-insensitive ('a100' -> a100-sxm4-80gb, '4090' -> rtx4090), or a GPU's
     name as CUDA and nvidia-smi print it ('NVIDIA A100-SXM4-80GB', 'Tesla V100-SXM2-16GB'), read by
-    gpu_in_text; never a count of GPUs ('8x A100' is refused: the count is --gpus)."""
+    catalog/gpu_text.py; never a count of GPUs ('8x A100' is refused: the count is --num-gpus)."""
     from trainplan.catalog import _key, _unknown
+    from trainplan.catalog.gpu_text import read
 
     gpus, index, _ = _gpu_catalog()
     gpu_id = index.get(_key(name))
     if gpu_id is not None:
         return gpus[gpu_id]
-    named = gpu_in_text(name)
+    named, why = read(name, gpus, index)
     if named is not None and _COUNTED.search(name):
         raise UnknownNameError(f"unknown GPU '{name}': a GPU count in the name; give --gpu {named.id} and the count "
                                "with --num-gpus")
     if named is None:
-        why = gpu_lacking(name)
         if why is not None:
             raise UnknownNameError(f"unknown GPU '{name}': {why} (see `trainplan gpus`)")
         raise _unknown("GPU", name, index, "gpus")
     return named
 
 
-# "8x A100", "A100*8", "2 x H100": a GPU count inside a name
-_COUNTED = re.compile(r"^\s*\d+\s*[x×*]|[x×*]\s*\d+\s*$|卡", re.IGNORECASE)
-
-
-def gpu_name_note(name: str) -> str | None:
-    """What resolve_gpu(name) read a device name as, or None when `name` is a catalog id or alias."""
+def gpu_name_note(name: str, gpu: GpuSpec | None = None) -> str | None:
+    """What resolve_gpu(name) read a device name as (`gpu`, when the caller resolved it already), or None
+    when `name` is a catalog id or alias."""
     from trainplan.catalog import _key
 
     if _key(name) in _gpu_catalog()[1]:
         return None
-    gpu = resolve_gpu(name)
+    gpu = gpu or resolve_gpu(name)
     return f"GPU '{name.strip()}' read as catalog {gpu.id} ({gpu.name})"
 
 

@@ -279,7 +279,7 @@ def resolve_job(req: JobOptions, *, today: date | None = None, calibration: Any 
               gpus=gpus, gpus_note=gpus_note, options=req)
     notes = check_job(job, layout_given=layout_given)
     named = (catalog.model_name_note(req.model) if isinstance(req.model, str) else None,
-             catalog.gpu_name_note(req.gpu) if isinstance(req.gpu, str) else None)
+             catalog.gpu_name_note(req.gpu, gpu) if isinstance(req.gpu, str) else None)
     notes = (*(n for n in named if n), *notes)
     data = dataset_of(req)
     if data is not None:
