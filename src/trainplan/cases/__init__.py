@@ -12,7 +12,7 @@ from pathlib import Path
 
 from trainplan.cases.common import CASE_FIELDS, MALFORMED, REQUIRED_FIELDS, Skip, source_of
 from trainplan.cases.memorycase import map_memory_case
-from trainplan.cases.normalize import normalized, with_method
+from trainplan.cases.normalize import method_not_modelled, normalized, with_method
 from trainplan.cases.timecase import METRIC_KEYS
 from trainplan.cases.timecase import map_case as map_time
 from trainplan.errors import TrainplanError
@@ -95,6 +95,8 @@ def map_case(case: dict) -> CaseMapping:
         raise Skip(f"kind {case.get('kind')!r} is neither memory nor time")
     try:
         case, read = normalized(case)
+        if why := method_not_modelled(case.get("method")):
+            raise Skip(why)
         case, implied = with_method(case)
         read = [*read, *implied]
         mapping = _map_memory(case) if case.get("kind") == "memory" else _map_time(case)

@@ -170,6 +170,11 @@ def nodes_for(count: int) -> int:
 _TORCHTUNE_NAMES = {"q_proj": ("q_proj",), "k_proj": ("k_proj",), "v_proj": ("v_proj",),
                     "output_proj": ("o_proj",), "mlp": ("gate_proj", "up_proj", "down_proj")}
 _QWEN1_TARGETS = frozenset({"c_attn", "c_proj", "w1", "w2"})
+# how tables shorten the Llama-family projection names ("q, v", "q/k/v/o", "attention + mlp"); a model
+# without these modules still refuses them where the targets are checked (model.lora)
+_SHORT_NAMES = {"q": ("q_proj",), "k": ("k_proj",), "v": ("v_proj",), "o": ("o_proj",), "gate": ("gate_proj",),
+                "up": ("up_proj",), "down": ("down_proj",), "attention": ("q_proj", "k_proj", "v_proj", "o_proj"),
+                "attn": ("q_proj", "k_proj", "v_proj", "o_proj"), "ffn": ("gate_proj", "up_proj", "down_proj")}
 
 
 def lora_targets(case: dict) -> tuple[tuple[str, ...], str | None]:
@@ -191,7 +196,10 @@ def lora_targets(case: dict) -> tuple[tuple[str, ...], str | None]:
     names = tuple(str(t) for t in targets)
     if set(names) == _QWEN1_TARGETS:
         return ("all-linear",), "c_attn, c_proj, w1, w2 cover every linear of a Qwen-1 block: all-linear"
-    return tuple(dict.fromkeys(n for t in names for n in _TORCHTUNE_NAMES.get(t, (t,)))), None
+    short = [t for t in names if t.lower() in _SHORT_NAMES]
+    names = tuple(n for t in names for n in _SHORT_NAMES.get(t.lower(), (t,)))
+    note = f"LoRA targets {', '.join(short)} read as {', '.join(names)}" if short else None
+    return tuple(dict.fromkeys(n for t in names for n in _TORCHTUNE_NAMES.get(t, (t,)))), note
 
 
 def lora_dropout(case: dict, framework: Framework) -> float:

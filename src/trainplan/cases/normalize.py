@@ -15,7 +15,13 @@ is used):
 - measured values: a number written as text, with thousands separators and a trailing unit word
   ("9.6 s", "1,234 tokens/s"); a percentage ("45%") for `mfu` / `hfu` is the fraction 0.45;
 - `method`: lower case, and the names frameworks use for the schema's five: "sft", "full-parameter",
-  "full fine-tune" (full), "pre-training" (pretrain), "q-lora" (qlora);
+  "full fine-tune" (full), "pre-training", "continued pretraining" (pretrain), "q-lora" (qlora); peft's
+  LoRA under another name (rsLoRA, PiSSA, OLoRA, LoftQ, LoRA+, LoRA-GA: the same adapters, only their
+  initialisation, scaling or learning rates differ, LORA_VARIANTS) is lora (qlora over 4-bit weights); a
+  method outside the five (DoRA, IA3, prefix tuning, DPO, PPO, ...) is refused with what is not modelled
+  (`method_not_modelled`, applied by cases.map_case);
+- a LoRA case without a rank (or without a `lora` block) has rank 8, peft's LoraConfig default;
+- whole numbers written as floats (2.0) or with a unit word ("2048 tokens", "8 GPUs") are integers;
 - `gpus`: a text ("8x A100 80GB") is the type with its count; a count written into the type ("8x A100",
   "8 × H100", "2*A100", "A100 x 8") is the count when the case gives none;
 - `lora`: peft's and the trainers' key names for the schema's (`r`, `lora_r`, `lora_rank` -> rank;
@@ -59,7 +65,27 @@ METHOD_NAMES = {
     "full fine-tuning": "full", "full-ft": "full", "full_ft": "full", "full_finetune": "full",
     "pretrain": "pretrain", "pre-train": "pretrain", "pretraining": "pretrain", "pre-training": "pretrain",
     "lora": "lora", "qlora": "qlora", "q-lora": "qlora", "freeze": "freeze",
+    "full sft": "full", "full-sft": "full", "full finetuning": "full", "full fine tuning": "full",
+    "full-parameter fine-tuning": "full", "full parameter fine-tuning": "full", "full-parameter sft": "full",
+    "continued pretraining": "pretrain", "continued pre-training": "pretrain", "continual pretraining": "pretrain",
+    "continual pre-training": "pretrain", "lora sft": "lora", "qlora sft": "qlora",
 }
+# peft's LoRA under another name: the same adapters, forward and backward; only their initialisation
+# (LoraConfig.init_lora_weights: "pissa", "olora", "loftq", "eva", "corda"; LoRA-GA's gradient init), their
+# scaling (LoraConfig.use_rslora: alpha / sqrt(r) in LoraLayer.update_layer) or their learning rates
+# (LoRA+: LLaMA-Factory loraplus_lr_ratio, a second optimizer parameter group) differ, which a step's time
+# and memory do not see (peft src/peft/tuners/lora/config.py, layer.py). Over 4-bit weights: qlora.
+LORA_VARIANTS = frozenset({"rslora", "rs-lora", "rs_lora", "pissa", "olora", "loftq", "lora+", "loraplus",
+                           "lora-plus", "lora_plus", "lora-ga", "lora_ga", "eva", "corda"})
+# methods the schema's five do not cover: refused with what is missing, not as a malformed field
+NOT_MODELLED: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"^(dora|ia3|\(ia\)\^?3|prefix[ _-]?tuning|p[ _-]?tuning(?: ?v2)?|prompt[ _-]?tuning|adalora|vera|oft|"
+                r"boft|lokr|loha|fourierft|hra|bone|ln[ _-]?tuning|longlora|galore|badam|lisa)$"),
+     "an adapter or training method other than LoRA, full or freeze: its extra work is not modelled"),
+    (re.compile(r"\b(dpo|ppo|grpo|kto|orpo|simpo|rlhf|rloo|reward[ _-]?model(?:ing)?|rm|dapo|gspo)\b"),
+     "preference or RL training (reference, reward or rollout models, paired samples) is not modelled"),
+)
+_UNIT_WORDS = re.compile(r"^(tokens?|gpus?|cards?|sequences?|samples?)$", re.IGNORECASE)
 
 
 def _number(text: str) -> tuple[float, str] | None:
@@ -71,14 +97,17 @@ def _number(text: str) -> tuple[float, str] | None:
 
 
 def _integer(value: object, *, context: bool = False) -> int | None:
-    """An integer written as text ("8", "4,096"; with `context`, "4k", "1M"); None otherwise."""
+    """An integer written as text ("8", "4,096", "2048 tokens"; with `context`, "4k", "1M") or as a
+    whole float (2.0); None otherwise."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if not isinstance(value, str):
         return None
     if context and (m := _CONTEXT.match(value)):
         n = float(m.group(1)) * CONTEXT_SUFFIX[m.group(2).lower()]
         return int(n) if n.is_integer() else None
     got = _number(value)
-    if got is None or got[1] or not got[0].is_integer():
+    if got is None or (got[1] and not _UNIT_WORDS.match(got[1])) or not got[0].is_integer():
         return None
     return int(got[0])
 
@@ -122,19 +151,42 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
                 notes.append(f"measured.{key} {value!r} read as {got:g}")
                 measured[key] = got
     _gpus(out, notes)
+    _method(out, notes)
     _lora(out, notes)
     parallel = out.get("parallel")
     if isinstance(parallel, dict) and isinstance(parallel.get("zero_stage"), str):
         if m := _ZERO.match(parallel["zero_stage"]):
             notes.append(f"parallel.zero_stage {parallel['zero_stage']!r} read as {m.group(1)}")
             parallel["zero_stage"] = int(m.group(1))
-    method = out.get("method")
-    if isinstance(method, str):
-        name = METHOD_NAMES.get(re.sub(r"\s+", " ", method.strip().lower()))
-        if name is not None and name != method:
-            notes.append(f"method {method!r} read as {name}")
-            out["method"] = name
     return out, notes
+
+
+def _method(case: dict, notes: list[str]) -> None:
+    method = case.get("method")
+    if not isinstance(method, str):
+        return
+    low = re.sub(r"\s+", " ", method.strip().lower())
+    name = METHOD_NAMES.get(low)
+    if name is not None and name != method:
+        notes.append(f"method {method!r} read as {name}")
+        case["method"] = name
+    elif low in LORA_VARIANTS:
+        name = "qlora" if _FOUR_BIT.search(str(case.get("quantization") or "")) else "lora"
+        notes.append(f"method {method!r} read as {name}: peft's LoRA adapters, forward and backward; only their "
+                     "initialisation, scaling or learning rates differ, which time and memory do not see")
+        case["method"] = name
+
+
+def method_not_modelled(method: object) -> str | None:
+    """Why a case's method (after `normalized`) cannot be scored, for the methods NOT_MODELLED names;
+    None for any other value (the schema's own, or one refused where it is read)."""
+    if not isinstance(method, str):
+        return None
+    low = method.strip().lower()
+    for pattern, why in NOT_MODELLED:
+        if pattern.search(low):
+            return f"method {method!r}: {why}"
+    return None
 
 
 def _gpus(case: dict, notes: list[str]) -> None:
@@ -152,8 +204,15 @@ def _gpus(case: dict, notes: list[str]) -> None:
         notes.append(f"gpus.type {raw!r} read as {gpus['count']} x {gpus['type']}")
 
 
+# A LoRA rank not stated: 8, peft's LoraConfig.r default (src/peft/tuners/lora/config.py), LLaMA-Factory's
+# lora_rank (src/llamafactory/hparams/finetuning_args.py) and ms-swift's (swift/arguments/tuner_args.py)
+DEFAULT_LORA_RANK = 8
+
+
 def _lora(case: dict, notes: list[str]) -> None:
     lora = case.get("lora")
+    if lora is None and case.get("method") in ("lora", "qlora"):
+        lora = case["lora"] = {}
     if not isinstance(lora, dict):
         return
     for key, name in LORA_KEYS.items():
@@ -165,6 +224,10 @@ def _lora(case: dict, notes: list[str]) -> None:
         if got is not None:
             notes.append(f"lora.{key} {lora[key]!r} read as {got}")
             lora[key] = got
+    if lora.get("rank") is None and case.get("method") in ("lora", "qlora"):
+        lora["rank"] = DEFAULT_LORA_RANK
+        notes.append(f"LoRA rank not given: {DEFAULT_LORA_RANK}, the default of peft's LoraConfig (and of "
+                     "LLaMA-Factory's and ms-swift's lora_rank)")
 
 
 _FOUR_BIT = re.compile(r"(?<![\d.])4[\s-]*bit|\bnf4\b|\bint4\b|\bfp4\b|\bbits\W*4\b", re.IGNORECASE)

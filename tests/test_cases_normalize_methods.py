@@ -1,0 +1,100 @@
+"""Methods, LoRA blocks and whole numbers as other writers give them (cases.normalize): peft's LoRA under
+another name is scored as LoRA, a method outside the schema's five is refused with what is not modelled,
+a LoRA case without its rank takes peft's default, and whole numbers written as floats or with a unit word
+are read."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from trainplan.cases import Skip, map_case
+from trainplan.cases.accuracy import evaluate
+from trainplan.cases.common import lora_targets
+from trainplan.cases.normalize import method_not_modelled, normalized
+
+DATA = Path(__file__).parent / "data"
+CASES = [c for name in ("published_dev.json", "published_dev2.json")
+         for c in json.loads((DATA / name).read_text(encoding="utf-8"))]
+BY_ID = {c["id"]: c for c in CASES}
+RANK8_ID = "torchtune-readme-llama3.1-8b-lora-1x4090-tps"     # LoRA rank 8, alpha 16, q_proj + v_proj
+
+
+@pytest.mark.parametrize(("text", "quantization", "method"), [
+    ("rsLoRA", None, "lora"), ("PiSSA", None, "lora"), ("LoRA+", None, "lora"), ("OLoRA", None, "lora"),
+    ("LoftQ", {"type": "bnb-nf4"}, "qlora"), ("LoRA-GA", None, "lora"),
+    ("Continued pretraining", None, "pretrain"), ("Full SFT", None, "full"), ("LoRA SFT", None, "lora"),
+])
+def test_lora_under_other_names_and_other_spellings(text, quantization, method):
+    case, notes = normalized({"method": text, "quantization": quantization, "lora": {"rank": 16}})
+    assert case["method"] == method
+    assert notes[0].startswith(f"method {text!r} read as {method}")
+
+
+@pytest.mark.parametrize(("text", "what"), [
+    ("DoRA", "other than LoRA"), ("IA3", "other than LoRA"), ("prefix-tuning", "other than LoRA"),
+    ("P-Tuning v2", "other than LoRA"), ("DPO", "preference or RL"), ("GRPO (TRL)", "preference or RL"),
+    ("reward model", "preference or RL"),
+])
+def test_methods_outside_the_five_are_refused_with_what_is_missing(text, what):
+    assert what in method_not_modelled(text)
+    case = {**copy.deepcopy(BY_ID[RANK8_ID]), "method": text}
+    with pytest.raises(Skip, match=what):
+        map_case(case)
+    [result] = evaluate([case])
+    assert result.predicted is None and what in result.skipped
+
+
+@pytest.mark.parametrize("text", ["lora", "qlora", "full", "pretrain", "freeze", None, "LoRA"])
+def test_the_five_are_not_refused(text):
+    assert method_not_modelled(text) is None
+
+
+def test_a_lora_variant_scores_as_lora():
+    [plain] = evaluate([BY_ID[RANK8_ID]])
+    [pissa] = evaluate([{**BY_ID[RANK8_ID], "method": "PiSSA"}])
+    assert plain.predicted is not None and pissa.error == pytest.approx(plain.error, abs=1e-12)
+
+
+def test_a_lora_case_without_its_rank_takes_peft_default_8():
+    case, notes = normalized({"method": "lora", "lora": {"alpha": 16, "targets": ["q_proj"]}})
+    assert case["lora"]["rank"] == 8 and any(n.startswith("LoRA rank not given: 8") for n in notes)
+    case, _ = normalized({"method": "qlora", "lora": None})
+    assert case["lora"] == {"rank": 8}
+    assert normalized({"method": "full", "lora": None}) == ({"method": "full", "lora": None}, [])
+    # the rank-8 development case scores the same without its rank
+    unranked = copy.deepcopy(BY_ID[RANK8_ID])
+    del unranked["lora"]["rank"]
+    [plain] = evaluate([BY_ID[RANK8_ID]])
+    [result] = evaluate([unranked])
+    assert plain.predicted is not None and result.error == pytest.approx(plain.error, abs=1e-12)
+
+
+@pytest.mark.parametrize(("key", "value", "expected"), [
+    ("micro_batch", 2.0, 2), ("seq_len", "2048 tokens", 2048), ("global_batch", "512 sequences", 512),
+    ("grad_accum", 4.0, 4),
+])
+def test_whole_numbers_as_floats_or_with_a_unit_word(key, value, expected):
+    case, notes = normalized({key: value})
+    assert case[key] == expected and notes == [f"{key} {value!r} read as {expected}"]
+
+
+def test_counts_with_a_unit_word_and_what_stays_as_written():
+    assert normalized({"gpus": {"type": "A100", "count": "8 GPUs"}})[0]["gpus"]["count"] == 8
+    for value in (2.5, "2.5", "max 1024", "8 apples", True):
+        assert normalized({"micro_batch": value}) == ({"micro_batch": value}, [])
+
+
+@pytest.mark.parametrize(("targets", "expected"), [
+    (["q", "v"], ("q_proj", "v_proj")),
+    ("q, k, v, o", ("q_proj", "k_proj", "v_proj", "o_proj")),
+    (["attention"], ("q_proj", "k_proj", "v_proj", "o_proj")),
+    (["ffn"], ("gate_proj", "up_proj", "down_proj")),
+])
+def test_lora_targets_as_tables_shorten_them(targets, expected):
+    names, note = lora_targets({"lora": {"targets": targets}})
+    assert names == expected and note.startswith("LoRA targets ")
+    assert lora_targets({"lora": {"targets": ["q_proj", "v_proj"]}}) == (("q_proj", "v_proj"), None)
