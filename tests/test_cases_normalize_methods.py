@@ -98,3 +98,22 @@ def test_lora_targets_as_tables_shorten_them(targets, expected):
     names, note = lora_targets({"lora": {"targets": targets}})
     assert names == expected and note.startswith("LoRA targets ")
     assert lora_targets({"lora": {"targets": ["q_proj", "v_proj"]}}) == (("q_proj", "v_proj"), None)
+
+
+def test_a_time_case_without_its_micro_batch_runs_the_framework_default():
+    # Qwen's finetune.py is a transformers Trainer: per_device_train_batch_size defaults to 8
+    stated = {**copy.deepcopy(BY_ID["qwen1-readme-7b-lora-len2048-time"]), "micro_batch": 8, "global_batch": None}
+    unstated = {**stated, "micro_batch": None}
+    [with_it] = evaluate([stated])
+    [without] = evaluate([unstated])
+    assert with_it.predicted is not None and without.error == pytest.approx(with_it.error, abs=1e-12)
+    assert any("micro-batch not stated: 8, the framework's default (per_device_train_batch_size" in n
+               for n in without.notes)
+
+
+def test_a_megatron_case_without_its_micro_batch_is_still_refused():
+    # Megatron requires --micro-batch-size: no default to run (megatron/training/arguments.py)
+    megatron = next(c for c in CASES if c["kind"] == "time" and "Megatron" in (c.get("framework") or "")
+                    and c.get("micro_batch"))
+    [result] = evaluate([{**megatron, "micro_batch": None, "global_batch": None}])
+    assert result.predicted is None and "micro-batch" in result.skipped

@@ -89,6 +89,21 @@ def _lora(case: dict, framework: Framework) -> LoraConfig | None:
                       dropout=lora_dropout(case, framework), targets=targets)
 
 
+def _default_micro_batch(framework: Framework) -> tuple[int, str] | None:
+    """(the micro-batch the framework runs when its config leaves it out, where that is defined), from
+    the framework's defaults module (job/defaults); None for a framework without one (Megatron requires
+    --micro-batch-size)."""
+    from trainplan.job import defaults
+
+    try:
+        default = defaults.defaults(framework.value).get("batch_size")
+    except KeyError:      # no defaults module for this framework
+        return None
+    if default is None:
+        return None
+    return int(default.value), f"the framework's default ({default.key}, {default.source})"
+
+
 def _filled(case: dict) -> tuple[dict, list[str]]:
     """The case with what its other fields fix filled in, by global batch = micro-batch x accumulation x
     data-parallel GPUs: a GPU count not stated is the data-parallel size (`parallel.dp`, or global batch /
@@ -218,6 +233,10 @@ def map_case(case: dict) -> Mapped:
     note = "; ".join(fact_notes)
     if measured.get("gpu_hours") and not (micro and count):
         return _model_card(case, spec, gpu, method, precision, impl, options)
+    if not micro and count and (default := _default_micro_batch(framework)) is not None:
+        micro, why = default
+        fact_notes = [*fact_notes, f"micro-batch not stated: {micro}, {why}"]
+        note = "; ".join(fact_notes)
     if not micro or not count:
         raise Skip("micro-batch or GPU count not given")
     if measured.get("gpu_hours"):
