@@ -83,6 +83,12 @@ def _assumption_notes(setup: TrainingSetup) -> list[str]:
     elif str(setup.method) == "freeze":
         span = "first" if setup.freeze_bottom else "last"
         notes.append(f"freeze tuning: the {span} {setup.freeze_trainable_layers} decoder layer(s) train")
+    if setup.lora is not None and setup.lora.dora:
+        # peft tuners/lora/dora.py DoraLinearLayer.forward: each forward rebuilds B @ A at the weight's size,
+        # takes the norm of W + scaling x BA, and keeps base and adapter outputs for the magnitude's gradient
+        notes.append("DoRA: its magnitude vectors are counted; the weight norm peft recomputes every forward "
+                     "(W + BA at each adapted weight's full size) and the outputs it keeps for the magnitude's "
+                     "gradient are not modelled: memory and step time are underestimated")
     if setup.grad_accum > 1:
         notes.append("gradient accumulation > 1: gradients stay allocated through every micro-batch's forward")
     return notes
