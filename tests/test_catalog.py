@@ -498,14 +498,17 @@ def test_a_form_or_size_the_family_lacks_is_another_card(text, gpu_id):
 
 @pytest.mark.parametrize("name, gpu_id", [
     ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"), ("Tesla V100-SXM2-16GB", "v100-sxm2-16gb"),
-    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA GeForce RTX 4090 D", "rtx4090d"), ("NVIDIA H100 PCIe", "h100-pcie")])
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA GeForce RTX 4090 D", "rtx4090d"), ("NVIDIA H100 PCIe", "h100-pcie"),
+    # a name that ends in "X <digits>" is a model number, not a count (it was refused as "a GPU count")
+    ("NVIDIA GeForce RTX 4090", "rtx4090"), ("NVIDIA GeForce RTX 3090", "rtx3090"), ("NVIDIA GeForce RTX 5090", "rtx5090")])
 def test_gpu_flag_takes_the_device_name_nvidia_smi_prints(name, gpu_id):
     assert catalog.resolve_gpu(name).id == gpu_id
     assert catalog.gpu_name_note(name) == f"GPU '{name}' read as catalog {gpu_id} ({catalog.resolve_gpu(gpu_id).name})"
     assert catalog.gpu_name_note(gpu_id) is None
 
 
-@pytest.mark.parametrize("name", ["8x A100", "A100*8", "2 x H100", "8卡A100", "Tesla P100-SXM2-16GB", "TPU v5e"])
+@pytest.mark.parametrize("name", ["8x A100", "A100*8", "A100 x 8", "A100 x8", "2 x H100", "8卡A100", "Tesla P100-SXM2-16GB",
+                                  "TPU v5e"])
 def test_gpu_flag_refuses_a_count_or_a_card_the_catalog_lacks(name):
     with pytest.raises(UnknownNameError, match="unknown GPU"):
         catalog.resolve_gpu(name)

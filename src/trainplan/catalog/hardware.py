@@ -86,8 +86,9 @@ def load_gpus() -> dict[str, GpuSpec]:
     return dict(_gpu_catalog()[0])
 
 
-# "8x A100", "A100*8", "2 x H100": a GPU count inside a name
-_COUNTED = re.compile(r"^\s*\d+\s*[x×*]|[x×*]\s*\d+\s*$|卡", re.IGNORECASE)
+# "8x A100", "A100*8", "A100 x 8", "2 x H100": a GPU count inside a name. A trailing "x N" counts only
+# as its own word: "RTX 4090" and "GTX 1080" end in a model number, not a count
+_COUNTED = re.compile(r"^\s*\d+\s*[x×*]|(?:^|\s)[x×]\s*\d+\s*$|\*\s*\d+\s*$|卡", re.IGNORECASE)
 
 
 def resolve_gpu(name: str) -> GpuSpec:
