@@ -197,7 +197,9 @@ def map_case(case: dict) -> Mapped:
     if facts:
         impl = replace(impl, **facts)
     quant = None
-    options = TimingOptions(compiled=compiled)
+    # a case that says its tensor parallelism runs without sequence parallelism (parallel.sp false; a number
+    # there is a Ulysses degree)
+    options = TimingOptions(compiled=compiled, sequence_parallel=(case.get("parallel") or {}).get("sp") is not False)
     if unpacked is not None:
         # unpacked samples of the catalog dataset the text names: each its own length, padded to the
         # longest of its micro-batch (trainplan.timing.steps.sequence_shape)

@@ -189,7 +189,7 @@ def build_timing(req: JobOptions) -> TimingOptions:
                          host_mem_bw_bytes_per_s=None if req.host_mem_gb_per_s is None else req.host_mem_gb_per_s * 1e9,
                          pp_schedule=None if req.pp_schedule is None else
                          parse_enum(PipeSchedule, req.pp_schedule, "--pp-schedule"),
-                         sequential_pipeline=_sequential(req))
+                         sequential_pipeline=_sequential(req), sequence_parallel=req.sequence_parallel)
 
 
 def suggestable_gpus(gpus: tuple[GpuSpec, ...], precision: Precision,

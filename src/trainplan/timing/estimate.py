@@ -120,6 +120,12 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     # routed experts as the framework runs them: transformers' MoE block (trainplan.timing.hf_moe) or
     # grouped GEMMs plus token-dispatch traffic (trainplan.timing.moe)
     compute_mb += hf_experts_delta_s(setup, layout, gpu, ft, eff, m, tokens_mb_gpu, ctx.grad_bytes, notes)
+    if layout.tp > 1 and not options.sequence_parallel:
+        replicated_mb = parts.replicated_outside_tp_s(setup.model, ft, eff, mb_tokens / model_parallel, layout.tp)
+        compute_mb += replicated_mb
+        notes.append(f"tensor parallel {layout.tp} without sequence parallelism: norms and residual adds run on the "
+                     f"whole sequence on every rank ({parts.replicated_share(setup.model):.0%} of the non-matmul "
+                     f"traffic), {replicated_mb * 1e3:.1f} ms per micro-batch; --sequence-parallel splits them")
     # FP8: the GEMMs left in bf16 and the quantisation traffic of the recipe (trainplan.timing.fp8)
     compute_mb += fp8_step_delta_s(setup, layout, gpu, ft, eff, m, tokens_per_micro_batch=tokens_mb_gpu,
                                    tokens=mb_tokens / model_parallel, notes=notes)
@@ -200,9 +206,12 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
 
     breakdown = StepBreakdown(compute_s=compute_s, optimizer_s=optimizer_s, dequant_s=dequant_s,
                               offload_s=offload_s, communication_s=comm.exposed_s, bubble_s=bubble_s)
-    if layout.tp > 1:
+    if layout.tp > 1 and options.sequence_parallel:
         notes.append(f"tensor parallel {layout.tp}: efficiency taken at the full hidden size (sequence "
                      "parallelism assumed; narrower per-GPU matmuls may run slower)")
+    elif layout.tp > 1:
+        notes.append(f"tensor parallel {layout.tp}: efficiency taken at the full hidden size (narrower per-GPU "
+                     "matmuls may run slower)")
     notes += on.efficiency_notes
     return StepTime(per_token=ft, shape=shape, global_batch=gb, tokens_per_step=gb * shape.real_tokens,
                     hardware_flops_per_step=gb * shape.padded_len * ctx.hardware_flops,

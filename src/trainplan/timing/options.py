@@ -24,6 +24,7 @@ class TimingOptions:
     fsdp: FsdpConfig | None = None         # the job's FSDP behaviour (None: the framework's, memory.sharding.fsdp_for)
     pp_schedule: PipeSchedule | None = None    # None: the framework's (interleaved when pp_interleave > 1, else 1F1B)
     sequential_pipeline: bool = False      # device_map="auto": one GPU works at a time
+    sequence_parallel: bool = True         # Megatron --sequence-parallel: norms and residual adds split over tp
     quant_kernel: str | None = None        # dequantisation kernel: nf4, fp4, int8, gptq
     checkpoint_bytes: int | None = None    # bytes written per checkpoint save
     host_cpus: int | None = None           # CPU cores of a node's host (None: catalog/data/hosts.toml)

@@ -5,7 +5,7 @@ numerator. trainplan.timing.estimate adds them up."""
 
 from __future__ import annotations
 
-from trainplan.enums import Attention, Framework, Fsdp, Method, Offload, Position, Precision, ZeroStage
+from trainplan.enums import Attention, Framework, Fsdp, Method, MlpKind, Offload, Position, Precision, ZeroStage
 from trainplan.frozen import by_identity
 from trainplan.job.training import Layout, LoraConfig, TrainingSetup
 from trainplan.model.params import count_params, trainable_params
@@ -80,6 +80,31 @@ def core_compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: E
         e_fwd, e_bwd = eff.attention_fwd_bwd
         attn = (ft.attention_fwd_hardware / e_fwd + ft.attention_bwd / e_bwd) * tokens / eff.attention_peak_flops_per_s
     return linear + attn
+
+
+def replicated_share(model: ModelSpec) -> float:
+    """The share of a layer's non-matmul traffic that runs outside Megatron's tensor-parallel region: the
+    norms and the (bias-dropout-)residual adds (megatron/core/transformer/transformer_layer.py
+    input_layernorm, self_attn_bda, pre_mlp_layernorm, mlp_bda) against the activation function and RoPE,
+    which run on each rank's 1/tp of the heads and the MLP width. Elements read and written per token:
+    a norm 2h, a residual add 3h (x, residual, out), a gated activation 3I (gate, up, out; else 2I), RoPE
+    2 (q + k widths)."""
+    h = model.hidden_size
+    adds = 1 if model.parallel_attn_mlp else 2
+    replicated = model.norms_per_layer * 2 * h + adds * 3 * h
+    act = (3 if model.mlp_kind is MlpKind.GATED else 2) * model.intermediate_size
+    rope = 2 * model.head_dim * (model.num_heads + model.num_kv_heads) if model.position is Position.ROPE else 0
+    return replicated / (replicated + act + rope)
+
+
+def replicated_outside_tp_s(model: ModelSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float, tp: int) -> float:
+    """Seconds a GPU adds per `tokens` (its share, already / tp) when tensor parallelism runs without
+    sequence parallelism: the norms and residual adds run on the whole sequence on every rank instead of
+    its 1/tp (Korthikanti et al. 2022, arXiv 2205.05198, section 4.2.2: what sequence parallelism splits).
+    The linears' non-matmul time is their time x (1 - width) (timing.efficiency.width_factor); its
+    replicated_share is done tp times over instead of once."""
+    linear = (ft.hardware - ft.attention_hardware) * tokens / (eff.peak_flops_per_s * eff.value)
+    return linear * (1.0 - eff.width) * replicated_share(model) * (tp - 1)
 
 
 def attention_kernel_s(ft: FlopsPerToken, eff: Efficiency, tokens: float) -> tuple[float, float]:
