@@ -24,7 +24,9 @@
 * benchmarks/data/internevo_cases.json: InternEvo's 7B scaling table (8-1,024 A100s over 4 x 100Gb RoCE a node,
   tools/build_internevo_cases.py), tokens/s per GPU;
 * benchmarks/data/xtuner_megatron_moe_cases.json: XTuner's Megatron MoE benchmark (Qwen3-235B-A22B on 256 H800,
-  tools/build_xtuner_megatron_moe_cases.py), seconds per iteration.
+  tools/build_xtuner_megatron_moe_cases.py), seconds per iteration;
+* benchmarks/data/fms_fsdp_cases.json: fms-fsdp's training throughput table (Llama 2 7B-70B, PyTorch FSDP and
+  torch.compile on 128 A100 and 96 H100, tools/build_fms_fsdp_cases.py), tokens/s per GPU.
 
 Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU its hardware text names
 (trainplan's GPU-name rule) and is scored against what the source printed.
@@ -54,7 +56,7 @@ DATA = tuple(ROOT / "benchmarks" / "data" / name
 CASES = tuple(ROOT / "benchmarks" / "data" / name
               for name in ("xtuner_cases.json", "xtuner_2024_cases.json", "nemo_cases.json", "mbridge_2608_cases.json",
                            "mbridge_2604_2606_cases.json", "nemo_long_sequence_cases.json", "internevo_cases.json",
-                           "xtuner_megatron_moe_cases.json"))
+                           "xtuner_megatron_moe_cases.json", "fms_fsdp_cases.json"))
 # how each compared metric (trainplan.cases PREDICTED_KEYS) is printed
 UNITS = {"tokens_per_s_per_gpu": "tok/s", "tflops_per_gpu": "TFLOP/s", "step_s": "s/step", "mfu": "MFU",
          "gpu_hours": "GPU-h"}

@@ -117,3 +117,35 @@ def test_a_megatron_case_without_its_micro_batch_is_still_refused():
                     and c.get("micro_batch"))
     [result] = evaluate([{**megatron, "micro_batch": None, "global_batch": None}])
     assert result.predicted is None and "micro-batch" in result.skipped
+
+
+@pytest.mark.parametrize(("text", "mode", "every"), [
+    ("activation checkpointing on every 3rd block", "full", 3), ("every 2 layers", "full", 2),
+    ("one block in 4", "full", 4), ("checkpointing on every block (Selective AC)", "full", 1),
+    ("selective", "selective", None), (True, "full", None), (False, "none", None),
+])
+def test_checkpointing_of_every_nth_block(text, mode, every):
+    # fms-fsdp's selective_checkpointing p checkpoints every 1/p-th block whole (fms_fsdp/policies/ac_handler.py)
+    from trainplan.cases.text import ckpt_every_of, grad_ckpt_of
+
+    assert grad_ckpt_of(text) == mode and ckpt_every_of(text) == every
+
+
+def test_a_case_checkpointing_every_third_block_recomputes_a_third_of_the_forward():
+    # the development case recomputes every layer; one layer in three adds a third of that forward again
+    base = next(c for c in CASES if c["id"] == "qwen1-readme-7b-lora-len2048-time")
+    import trainplan.cases as cases_api
+    full = cases_api.map_case({**base, "grad_ckpt": True}).job.setup
+    third = cases_api.map_case({**base, "grad_ckpt": "checkpointing on every 3rd layer"}).job.setup
+    assert (full.grad_ckpt_every, third.grad_ckpt_every) == (1, 3)
+    assert str(third.grad_ckpt) == "full"
+
+
+@pytest.mark.parametrize(("text", "network"), [
+    ("128 GPUs with 400Gbps", "400Gbps"), ("96 H100 with 800 Gbps", "800 Gbps"), ("4 * 100Gb RoCE", "4 * 100Gb RoCE"),
+    ("NVLink 600 GB/s", None), ("PCIe 64 GB/s", None),      # bytes per second are a GPU's links, not the network
+])
+def test_a_network_stated_by_its_rate_in_bits(text, network):
+    from trainplan.cases.stated import network_of
+
+    assert network_of({"notes": text}) == network

@@ -16,6 +16,7 @@ from trainplan.cases import data
 from trainplan.cases.common import Skip, case_model, lora_dropout, lora_targets, nodes_for, text
 from trainplan.cases.text import (
     attention_of,
+    ckpt_every_of,
     embedded_settings,
     framework_of,
     framework_optimizer,
@@ -278,7 +279,8 @@ def map_memory_case(case: dict) -> MemoryMapping:
                          optimizer=None if optimizer is None else optimizer.value,
                          quant=quant, double_quant=double_quant, batch_size=micro,
                          grad_accum=accum, seq_len=seq_len,
-                         grad_ckpt=grad_ckpt, attention=attention_of(case.get("attention")),
+                         grad_ckpt=grad_ckpt, grad_ckpt_every=ckpt_every_of(case.get("grad_ckpt")),
+                         attention=attention_of(case.get("attention")),
                          framework=framework.value, load_fp32=load_fp32, gpu=gpu, **layout, **flags)
     return MemoryMapping(options=options, view=view, notes=tuple(notes), gpu_stated=gpu_stated,
                          measured_bytes=None if gib_value is None else int(round(float(gib_value) * GIB)))

@@ -29,10 +29,17 @@ _NETWORK = re.compile(r"(?:\b\d{1,2}\s*[x×*]\s*)?\b\d+(?:\.\d+)?\s*G(?:b|bit)?(
                       r"(?:RoCE(?:v2)?|InfiniBand|IB|Ethernet|EFA)\b(?:\s*per\s*(?:GPU|node))?", re.IGNORECASE)
 
 
+# ... or by its rate alone, in bits ("400Gbps", "800 Gb/s between nodes"): a node's network, kind not said;
+# case-sensitive, so that a bandwidth in bytes ("64 GB/s" PCIe, "900 GB/s" NVLink) is not read as one
+_NETWORK_RATE = re.compile(r"(?:\b\d{1,2}\s*[x×*]\s*)?\b\d+(?:\.\d+)?\s*Gb(?:ps|/s|it/s)(?![\w/])"
+                           r"(?:\s*per\s*(?:GPU|node))?")
+
+
 def network_of(case: dict) -> str | None:
-    """The inter-node network the case's text describes by its NICs (timing.links.described_link), or None."""
+    """The inter-node network the case's text describes by its NICs or its rate in bits
+    (timing.links.described_link), or None."""
     said = " ".join(str(case.get(k) or "") for k in ("notes", "parallel", "framework", "gpus"))
-    found = _NETWORK.search(said)
+    found = _NETWORK.search(said) or _NETWORK_RATE.search(said)
     return found.group(0) if found and described_link(found.group(0)) is not None else None
 
 

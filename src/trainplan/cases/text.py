@@ -100,6 +100,11 @@ def embedded_settings(value: Any) -> tuple[dict[str, Any], list[str]]:
 # at 9dec370, 2024-12-26; models/llama3/train_configs/*.toml at v0.2.2); an integer option instead
 # checkpoints every n-th block whole, which the text then says ("every 2 layers", "option 2").
 _LAYER_SAC = re.compile(r"\bevery\s+\d+|\boption\s*[=:]?\s*['\"]?\d+|\bac_option\s*[=:]?\s*['\"]?\d+")
+# "every 3rd block", "every 2 layers", "one block in 3" ("every block": n = 1): checkpointing of whole blocks,
+# every n-th of them
+# (torchtitan selective_ac_option n; fms-fsdp's selective_checkpointing p = 1/n, fms_fsdp/policies/ac_handler.py)
+_EVERY_NTH = re.compile(r"\bevery\s+(?:(\d+)(?:st|nd|rd|th)?\s+)?(?:decoder\s+)?(?:blocks?|layers?)\b|"
+                        r"\bone\s+(?:decoder\s+)?(?:block|layer)\s+in\s+(\d+)\b", re.IGNORECASE)
 
 
 def grad_ckpt_of(value: Any, framework: Framework | None = None) -> str | None:
@@ -114,6 +119,8 @@ def grad_ckpt_of(value: Any, framework: Framework | None = None) -> str | None:
         low = value.lower()
         if re.search(r"\bnot (stated|given|known|specified)\b|\bunknown\b", low):
             return None
+        if _EVERY_NTH.search(low):
+            return "full"           # whole blocks recomputed, every n-th of them (ckpt_every_of)
         if "selective" in low:
             if framework is Framework.TORCHTITAN and not _LAYER_SAC.search(low):
                 return "op"
@@ -123,6 +130,17 @@ def grad_ckpt_of(value: Any, framework: Framework | None = None) -> str | None:
         if re.search(r"\b(true|full|yes|on|enabled|unsloth|activate)\b", low) or "checkpointing" in low:
             return "full"
     return None
+
+
+def ckpt_every_of(value: Any) -> int | None:
+    """The n of a checkpointing text that covers every n-th block only; None when it says no such thing."""
+    if not isinstance(value, str):
+        return None
+    found = _EVERY_NTH.search(value)
+    if not found:
+        return None
+    n = int(found.group(1) or found.group(2) or 1)        # "every block": each of them
+    return n if n >= 1 else None
 
 
 def attention_of(value: Any) -> str | None:

@@ -16,6 +16,7 @@ from trainplan.cases.memorycase import data_parallel, fsdp_version, grad_accum, 
 from trainplan.cases.stated import implied_gpus, names_fp16, names_megatron, network_of
 from trainplan.cases.text import (
     attention_of,
+    ckpt_every_of,
     embedded_settings,
     framework_of,
     framework_optimizer,
@@ -250,6 +251,7 @@ def map_case(case: dict) -> Mapped:
                                     or profile(framework).optimizer,
                           batch_size=micro, seq_len=seq, grad_accum=grad_accum(case, framework),
                           grad_ckpt=GradCkpt(stated_ckpt or said.get("grad_ckpt") or profile(framework).grad_ckpt),
+                          grad_ckpt_every=ckpt_every_of(case.get("grad_ckpt")) or 1,
                           attention=supported_attention(spec, Attention(attention_of(case.get("attention"))
                                                                     or profile(framework).attention)),
                           lora=_lora(case, framework), quant=quant, framework=framework, impl=impl)
