@@ -149,3 +149,23 @@ def test_a_network_stated_by_its_rate_in_bits(text, network):
     from trainplan.cases.stated import network_of
 
     assert network_of({"notes": text}) == network
+
+
+def test_tinyllama_runs_flash_attention_fused_kernels():
+    # jzhang38/TinyLlama bf12224 lit_gpt/model.py and pretrain/tinyllama.py: FusedRMSNorm, xformers SwiGLU, fused
+    # rotary and FusedCrossEntropyLoss: the fused kernel stack and a fused loss, where plain lit-gpt runs eager
+    import json as _json
+
+    from trainplan.cases import timecase
+    from trainplan.cases.text import trainer_facts
+    from trainplan.timing.efficiency import KernelStack
+
+    facts, notes = trainer_facts({"framework": "TinyLlama pretrain/tinyllama.py (lit-gpt on Lightning Fabric FSDP)"})
+    assert facts == {"fused_kernels": True, "fused_ce": True} and "FusedRMSNorm" in notes[0]
+    path = Path(__file__).parents[1] / "benchmarks" / "data" / "tinyllama_cases.json"
+    [case] = _json.loads(path.read_text(encoding="utf-8"))["cases"]
+    _, fused = timecase.predict(timecase.map_case(case))
+    plain = {**case, "framework": "lit-gpt on Lightning Fabric FSDP"}
+    _, eager = timecase.predict(timecase.map_case(plain))
+    assert fused.step.efficiency.stack is KernelStack.FUSED and eager.step.efficiency.stack is KernelStack.EAGER
+    assert fused.step_s < eager.step_s

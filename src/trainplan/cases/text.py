@@ -295,6 +295,10 @@ TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("llm-foundry", {"fused_ce": True},
      "mosaicml/llm-foundry llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM: `loss_fn` defaults to "
      "'fused_crossentropy', flash-attn's fused CrossEntropyLoss, when the model config does not name one"),
+    ("tinyllama", {"fused_kernels": True, "fused_ce": True},
+     "jzhang38/TinyLlama bf12224 lit_gpt/model.py: flash_attn_func, xformers.ops.SwiGLU, "
+     "fused_rotary_embedding.apply_rotary_emb_func and lit_gpt/rmsnorm.py FusedRMSNorm (flash-attn's); "
+     "pretrain/tinyllama.py: FusedCrossEntropyLoss (flash-attn's): fused norm, activation, rotary and loss kernels"),
     ("flash-attention training", {"fused_ce": True},
      "Dao-AILab/flash-attention training/configs/experiment/pile/base.yaml: `loss_fn: "
      "src.losses.cross_entropy_apex.CrossEntropyLossApex, inplace_backward: True` (apex xentropy, fused)"),

@@ -50,8 +50,9 @@ class QuantConfig:
 
 @frozen
 class Implementation:
-    """How the framework runs the step: every field is a framework-profile default and a flag, but fused_ce,
-    which only a published run's trainer sets (cases.text TRAINER_FACTS; users say --loss fused)."""
+    """How the framework runs the step: every field is a framework-profile default and a flag, but fused_ce
+    and fused_kernels, which only a published run's trainer sets (cases.text TRAINER_FACTS; users say
+    --loss fused, --liger or --compile)."""
 
     master_weights: MasterWeights = MasterWeights.AUTOCAST
     loss: Loss = Loss.FULL
@@ -75,6 +76,8 @@ class Implementation:
     empty_cache_per_step: bool = False    # reserve falls back to allocated between steps
     loss_chunks: int = 8                  # chunks for Loss.CHUNKED (0: one per 128 tokens, litgpt)
     loss_upcast: bool = True              # cross-entropy on fp32 logits (HF, torchtune) or 16-bit (litgpt)
+    fused_kernels: bool = False           # hand-fused RMSNorm/SwiGLU/rotary kernels (flash-attn's ops, xformers):
+                                          # the fused kernel stack for time (timing.efficiency.kernel_stack)
     fused_ce: bool = False                # one fused cross-entropy kernel on the 16-bit logits (flash-attn's,
                                           # apex xentropy): the loss's traffic (timing.loss), not its memory
     load_fp32: bool = False               # frozen weights loaded in fp32 under mixed precision

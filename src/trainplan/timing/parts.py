@@ -46,8 +46,9 @@ def efficiency_inputs(setup: TrainingSetup) -> tuple:
     """The fields of the setup step_efficiency reads (in _step_efficiency's order): setups equal in them
     have the same efficiency at the same tokens per micro-batch and sequence length (a cache key)."""
     model = setup.model
-    return (setup.framework, setup.impl.liger_kernels, setup.precision, setup.attention, model.hidden_size,
-            model.head_dim, model.position, setup.impl.padding_mask)
+    # Liger's kernels or hand-fused ones (Implementation.fused_kernels): the fused kernel stack either way
+    return (setup.framework, setup.impl.liger_kernels or setup.impl.fused_kernels, setup.precision, setup.attention,
+            model.hidden_size, model.head_dim, model.position, setup.impl.padding_mask)
 
 
 @by_identity(2)
