@@ -333,7 +333,8 @@ def test_torchtitan_case_reads_float8_and_its_selective_checkpointing():
     assert job.setup.precision is Precision.FP8 and job.setup.impl.fp8_recipe is None   # the framework's default
     assert job.setup.grad_ckpt is GradCkpt.OP        # torchtitan's shipped llama3 configs: selective_ac_option "op"
     every = map_case(with_(TITAN_405B, grad_ckpt="selective, every 2 layers (selective_ac_option=2)")).job
-    assert every.setup.grad_ckpt is GradCkpt.SELECTIVE
+    # torchtitan's layer SAC checkpoints every 2nd block whole (_apply_layer_sac), as `--from` reads it
+    assert every.setup.grad_ckpt is GradCkpt.FULL and every.setup.grad_ckpt_every == 2
     megatron = map_case(with_(TITAN_405B, framework="Megatron-LM", grad_ckpt="selective")).job
     assert megatron.setup.grad_ckpt is GradCkpt.SELECTIVE
 

@@ -157,7 +157,7 @@ def test_tinyllama_runs_flash_attention_fused_kernels():
     import json as _json
 
     from trainplan.cases import timecase
-    from trainplan.cases.text import trainer_facts
+    from trainplan.cases.trainers import trainer_facts
     from trainplan.timing.efficiency import KernelStack
 
     facts, notes = trainer_facts({"framework": "TinyLlama pretrain/tinyllama.py (lit-gpt on Lightning Fabric FSDP)"})

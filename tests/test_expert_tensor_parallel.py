@@ -109,6 +109,6 @@ def test_case_reader_takes_the_expert_tp_the_layout_needs():
     # tp 2, pp 8, ep 8: 32 GPUs a stage fit 8 x 2; nothing stated, nothing deduced (the framework's default)
     assert "etp" not in layout_flags({"gpus": gpus, "parallel": {"tp": 2, "pp": 8, "ep": 8}})
     assert layout_flags({"gpus": gpus, "parallel": {"tp": 2, "pp": 8, "ep": 8, "etp": 2}})["etp"] == 2
-    # Megatron-Bridge's recipes set 1 (cases.text.TRAINER_DEFAULTS)
+    # Megatron-Bridge's recipes set 1 (cases.trainers.TRAINER_DEFAULTS)
     bridge = {"gpus": gpus, "parallel": {"tp": 2, "pp": 8, "ep": 8}, "framework": "Megatron-Bridge 25.11"}
     assert layout_flags(bridge)["etp"] == 1

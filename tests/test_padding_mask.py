@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainplan.cases.text import trainer_facts
+from trainplan.cases.trainers import trainer_facts
 from trainplan.cases.timecase import map_case
 from trainplan.catalog import resolve_model
 from trainplan.enums import Attention, Framework, GradCkpt, Precision

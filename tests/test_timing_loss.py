@@ -7,7 +7,7 @@ import pytest
 
 import trainplan
 from trainplan import catalog
-from trainplan.cases.text import trainer_facts
+from trainplan.cases.trainers import trainer_facts
 from trainplan.enums import Loss, Precision
 from trainplan.frozen import replace
 from trainplan.job.training import Implementation, TrainingSetup

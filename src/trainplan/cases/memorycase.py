@@ -27,9 +27,8 @@ from trainplan.cases.text import (
     pipeline_of,
     precision_of,
     quant_of,
-    trainer_defaults,
-    trainer_facts,
 )
+from trainplan.cases.trainers import trainer_defaults, trainer_facts
 from trainplan.enums import Framework, Optimizer
 from trainplan.frozen import frozen
 from trainplan.job.options import JobOptions
@@ -255,7 +254,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
                                                          "loss", "liger")})
     if "activation offload" in text((case.get("parallel") or {}).get("offload")):
         flags["activation_offload"] = True
-    facts, fact_notes = trainer_facts(case)     # what the trainer's code fixes (cases.text.TRAINER_FACTS)
+    facts, fact_notes = trainer_facts(case)     # what the trainer's code fixes (cases.trainers.TRAINER_FACTS)
     flags.update(facts)
     notes += fact_notes
     if "optimizer" in said and optimizer is None:

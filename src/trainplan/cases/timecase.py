@@ -27,9 +27,8 @@ from trainplan.cases.text import (
     pipeline_of,
     precision_of,
     quant_of,
-    trainer_defaults,
-    trainer_facts,
 )
+from trainplan.cases.trainers import trainer_defaults, trainer_facts
 from trainplan.enums import (
     Attention,
     Framework,

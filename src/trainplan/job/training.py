@@ -51,7 +51,7 @@ class QuantConfig:
 @frozen
 class Implementation:
     """How the framework runs the step: every field is a framework-profile default and a flag, but fused_ce
-    and fused_kernels, which only a published run's trainer sets (cases.text TRAINER_FACTS; users say
+    and fused_kernels, which only a published run's trainer sets (cases.trainers TRAINER_FACTS; users say
     --loss fused, --liger or --compile)."""
 
     master_weights: MasterWeights = MasterWeights.AUTOCAST

@@ -1,0 +1,84 @@
+"""What a published case's trainer fixes in its code or turns on by default when the case does not say:
+trainers and recipe libraries without a framework profile of their own, each fact read from the trainer's
+source."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainplan.cases.common import text
+from trainplan.job.frameworks import mentions
+
+# Trainers and recipe libraries without a profile of their own (they run on a profiled framework: a plain
+# PyTorch loop, HF Trainer, Megatron-Core) whose code fixes a behaviour the step's time depends on, read
+# from that code: (the name as a framework text writes it, Implementation fields, where the code says so).
+# A field's value may be a function of the case's GPU count.
+_MEGATRON_RECIPES = ("NVIDIA-NeMo/Megatron-Bridge v0.2.0 recipes: llama/llama3.py CommOverlapConfig(tp_comm_overlap=True), "
+                     "qwen/qwen3_moe.py DistributedDataParallelConfig(overlap_grad_reduce=True, overlap_param_gather="
+                     "True), training/comm_overlap.py overlap_p2p_comm with virtual stages; NeMo 2.0's recipes through "
+                     "nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py MegatronCommOverlapCallback (tensor, "
+                     "pipeline and data parallel overlap): Megatron's communication overlap on")
+TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
+    ("nemo", {"comm_overlap": True}, _MEGATRON_RECIPES),
+    ("megatron-bridge", {"comm_overlap": True}, _MEGATRON_RECIPES),
+    ("megatron bridge", {"comm_overlap": True}, _MEGATRON_RECIPES),
+    ("llm-foundry", {"fused_ce": True},
+     "mosaicml/llm-foundry llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM: `loss_fn` defaults to "
+     "'fused_crossentropy', flash-attn's fused CrossEntropyLoss, when the model config does not name one"),
+    ("tinyllama", {"fused_kernels": True, "fused_ce": True},
+     "jzhang38/TinyLlama bf12224 lit_gpt/model.py: flash_attn_func, xformers.ops.SwiGLU, "
+     "fused_rotary_embedding.apply_rotary_emb_func and lit_gpt/rmsnorm.py FusedRMSNorm (flash-attn's); "
+     "pretrain/tinyllama.py: FusedCrossEntropyLoss (flash-attn's): fused norm, activation, rotary and loss kernels"),
+    ("flash-attention training", {"fused_ce": True},
+     "Dao-AILab/flash-attention training/configs/experiment/pile/base.yaml: `loss_fn: "
+     "src.losses.cross_entropy_apex.CrossEntropyLossApex, inplace_backward: True` (apex xentropy, fused)"),
+    ("universal-llm-trainer", {"padding_mask": True},
+     "ljm565/universal-llm-trainer 9efd14b src/data_collection/qa_dataset.py `_pad`/`__getitem__`: every "
+     "sample is padded to max_length and its attention_mask ends in zeros; src/trainer/trainer.py "
+     "`epoch_train` with --gpu_test replaces only the token ids with random ones; src/models/*.py pass "
+     "the mask to the model: the batches carry a padding mask"),
+    ("universal-llm-trainer", {"launch_blocking": True},
+     "ljm565/universal-llm-trainer 9efd14b src/run/train.py `env_setup`: os.environ['CUDA_LAUNCH_BLOCKING'] "
+     "= \"1\" before CUDA initialises (torch.multiprocessing.spawn's ranks inherit it): synchronous launches"),
+    ("universal-llm-trainer", {"cpu_threads_per_rank": lambda gpus: max(1, 32 // gpus)},
+     "ljm565/universal-llm-trainer 9efd14b src/run/train.py: torch.set_num_threads(config.total_cpu_use) on one "
+     "GPU, total_cpu_use // ngpus_per_node per spawned rank; total_cpu_use: 32 in every config/*.yaml"),
+)
+
+
+# Trainers whose own code turns on a setting the case may leave unstated (the setting as JobOptions take it).
+_BRIDGE_ETP = ("NVIDIA-NeMo/Megatron-Bridge v0.2.0 and v0.3.0 scripts/performance/configs (qwen3, deepseek, gpt_oss "
+               "workload base configs): expert_tensor_parallel_size=1 in every MoE recipe")
+TRAINER_DEFAULTS: tuple[tuple[str, dict[str, Any], str], ...] = (
+    ("megatron-bridge", {"etp": 1}, _BRIDGE_ETP),
+    ("megatron bridge", {"etp": 1}, _BRIDGE_ETP),
+    ("xtuner", {"grad_ckpt": "full"},
+     "InternLM/xtuner v0.2.0 xtuner/model/sft.py: SupervisedFinetune(use_activation_checkpointing=True) calls "
+     "gradient_checkpointing_enable() on the transformers model"),
+)
+
+
+def trainer_defaults(case: dict) -> tuple[dict[str, Any], list[str]]:
+    """Settings the case's trainer turns on by default (TRAINER_DEFAULTS), with notes; the case's own
+    statement of a setting wins over these."""
+    low = text(case.get("framework"))
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    for name, fields, source in TRAINER_DEFAULTS:
+        if mentions(low, name):
+            out.update(fields)
+            notes.append(f"{name} default: {source}")
+    return out, notes
+
+
+def trainer_facts(case: dict) -> tuple[dict[str, Any], list[str]]:
+    """Implementation fields the case's trainer fixes in its code (TRAINER_FACTS), with notes."""
+    low = text(case.get("framework"))
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    gpus = int((case.get("gpus") or {}).get("count") or 1)
+    for name, fields, source in TRAINER_FACTS:
+        if mentions(low, name):
+            out.update({k: v(gpus) if callable(v) else v for k, v in fields.items()})
+            notes.append(f"{name}: {source}")
+    return out, notes
