@@ -118,6 +118,9 @@ ALIASES["DeepSeek-V3"] += ["deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek
                            "deepseek-ai/DeepSeek-V3.1-Base"]
 ALIASES["ChatGLM3-6B"].append("THUDM/chatglm2-6b")
 
+# Wave 4 (fine-tuning runs' HF ids; rows in tools/model_rows/wave4.py); backed by ALIAS_NOTES like the blocks above.
+ALIASES["Llama-2-13B"] += ["WizardLMTeam/WizardLM-13B-V1.2", "WizardLM/WizardLM-13B-V1.2"]
+
 _MLC = "mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5"
 _LITGPT = "Lightning-AI/litgpt, litgpt/config.py@26857050fe3f"
 _TORCHTUNE = "pytorch/torchtune@bd2a0fc7c314"
@@ -223,6 +226,13 @@ ALIAS_NOTES["ChatGLM3-6B"] = [
     "this row's, seq_length 32768 instead of 8192, which changes neither parameters nor memory); code-index file "
     "5812671115 (calflops table: chatglm2-6b 6,243,584,000 = this count); code-index file 17073814855 (ChatGLM2-6B: "
     "6,243,584,000, per-module)"]
+ALIAS_NOTES["Llama-2-13B"].append(
+    "aliases WizardLMTeam/WizardLM-13B-V1.2 and WizardLM/WizardLM-13B-V1.2 (the id under the WizardLMTeam "
+    f"organisation, and the WizardLM/ id the sources name): {_GPU_POOR} [WizardLM/WizardLM-13B-V1.2, "
+    "TheBloke/WizardLM-13B-V1.2-GPTQ: LlamaForCausalLM, 5120, 13824, 40 heads, 40 layers, vocab 32000] and "
+    f"{_LELIUGA}, models/WizardLM-13B-V1.2/manifest.yaml (40 layers, 5120, 40 heads, 40 kv heads, 13824, vocab "
+    "32000, context 4096) give these shapes; its Q2_K GGUF is 5,429,348,224 bytes, as Llama-2-13B's "
+    "(models/Llama-2-13B/manifest.yaml): the same tensors")
 
 # Config keys stated in the reference notes rather than in its fields.
 EXTRA: dict[str, dict[str, Any]] = {
@@ -1021,7 +1031,7 @@ HF_CONFIG_MODELS += [
 
 
 # --- rows kept in tools/model_rows/*.py (one file per batch, each a ROWS list of the form above) ----------------
-ROW_FILES = ("more_models.py", "new_types.py", "new_types_2.py")
+ROW_FILES = ("more_models.py", "new_types.py", "new_types_2.py", "wave4.py")
 
 
 def _row_file(name: str) -> list[dict[str, Any]]:

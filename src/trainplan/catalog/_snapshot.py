@@ -18,8 +18,13 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'allenai/olmo-2-1124-7b-instruct': 104,
                                       'allenai/olmoe-1b-7b-0924': 149,
                                       'allenai/olmoe-1b-7b-0924-instruct': 149,
+                                      'aya-23-8b': 162,
+                                      'baichuan-13b': 161,
+                                      'baichuan-13b-chat': 161,
                                       'baichuan-7b': 130,
                                       'baichuan-7b-v1': 130,
+                                      'baichuan-inc/baichuan-13b-base': 161,
+                                      'baichuan-inc/baichuan-13b-chat': 161,
                                       'baichuan-inc/baichuan-7b': 130,
                                       'baichuan-inc/baichuan2-13b-base': 131,
                                       'baichuan-inc/baichuan2-13b-chat': 131,
@@ -53,6 +58,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'codellama/codellama-34b-instruct-hf': 93,
                                       'codellama/codellama-7b-hf': 91,
                                       'codellama/codellama-7b-instruct-hf': 91,
+                                      'cohereforai/aya-23-8b': 162,
                                       'cohereforai/c4ai-command-r-v01': 156,
                                       'command-r-v01': 156,
                                       'deepseek-ai/deepseek-coder-33b-base': 117,
@@ -370,6 +376,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'olmo-2-1124-7b': 104,
                                       'olmoe-1b-7b': 149,
                                       'olmoe-1b-7b-0924': 149,
+                                      'open-llama-7b': 157,
                                       'openai-community/gpt2': 46,
                                       'openai-community/gpt2-large': 48,
                                       'openai-community/gpt2-medium': 47,
@@ -378,6 +385,10 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'openai/gpt-oss-20b': 72,
                                       'openbmb/minicpm-2b-dpo-bf16': 154,
                                       'openbmb/minicpm-2b-sft-bf16': 154,
+                                      'openhermes-2.5': 159,
+                                      'openhermes-2.5-mistral-7b': 159,
+                                      'openllama-7b': 157,
+                                      'openlm-research/open-llama-7b': 157,
                                       'opt-1.3b': 50,
                                       'opt-13b': 52,
                                       'opt-6.7b': 51,
@@ -531,6 +542,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'qwen3-4b': 19,
                                       'qwen3-8b': 20,
                                       'r1-distill-qwen-1.5b': 132,
+                                      'redpajama-incite-7b': 160,
+                                      'redpajama-incite-7b-base': 160,
                                       'seed-oss-36b': 81,
                                       'seed-oss-36b-instruct': 81,
                                       'smollm2-1.7b': 103,
@@ -542,13 +555,18 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'stabilityai/stablelm-2-1-6b': 155,
                                       'stabilityai/stablelm-2-1-6b-chat': 155,
                                       'stabilityai/stablelm-2-zephyr-1-6b': 155,
+                                      'stabilityai/stablelm-3b-4e1t': 158,
+                                      'stabilityai/stablelm-zephyr-3b': 158,
                                       'stablelm-2-1-6b': 155,
                                       'stablelm-2-1.6b': 155,
+                                      'stablelm-3b-4e1t': 158,
+                                      'stablelm-zephyr-3b': 158,
                                       'starcoder': 142,
                                       'starcoder2-15b': 145,
                                       'starcoder2-3b': 143,
                                       'starcoder2-7b': 144,
                                       'starcoderbase': 142,
+                                      'teknium/openhermes-2.5-mistral-7b': 159,
                                       'thudm/chatglm2-6b': 40,
                                       'thudm/chatglm3-6b': 40,
                                       'thudm/glm-4-9b': 41,
@@ -565,8 +583,13 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'tinyllama-1.1b': 94,
                                       'tinyllama/tinyllama-1.1b-chat-v1.0': 94,
                                       'tinyllama/tinyllama-1.1b-intermediate-step-1431k-3t': 94,
+                                      'togethercomputer/redpajama-incite-7b-base': 160,
+                                      'togethercomputer/redpajama-incite-7b-chat': 160,
+                                      'togethercomputer/redpajama-incite-7b-instruct': 160,
                                       'upstage/solar-10.7b-instruct-v1.0': 114,
                                       'upstage/solar-10.7b-v1.0': 114,
+                                      'wizardlm/wizardlm-13b-v1.2': 1,
+                                      'wizardlmteam/wizardlm-13b-v1.2': 1,
                                       'yi-1.5-34b': 116,
                                       'yi-1.5-9b': 115,
                                       'yi-34b': 43,
@@ -575,7 +598,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'zai-org/glm-4.5': 76,
                                       'zai-org/glm-4.5-air': 77,
                                       'zai-org/glm-4.6': 76},
-                             'fingerprint': '7cd3f2b7-208139'},
+                             'fingerprint': '02327536-218837'},
              'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b","lmsys/vicuna-7b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
@@ -589,7 +612,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'pytorch/torchtune, torchtune/models/llama2/_model_builders.py@bd2a0fc7c314; '
                                       'Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":32000}',
-                                      '{"aliases":["meta-llama/Llama-2-13b-chat-hf","llama2-13b","lmsys/vicuna-13b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["meta-llama/Llama-2-13b-chat-hf","llama2-13b","lmsys/vicuna-13b-v1.5","WizardLMTeam/WizardLM-13B-V1.2","WizardLM/WizardLM-13B-V1.2"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, \\"intermediate_size\\": '
                                       '13824, \\"max_position_embeddings\\": 4096, \\"mlp_bias\\": false, '
@@ -3072,8 +3095,128 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'fields); transformers 5.25 models/cohere/configuration_cohere.py (CohereConfig '
                                       "defaults: these shapes); code-index file 54354199734 (model card: 'a research "
                                       "release of a 35 billion parameter' "
-                                      'model)","tied_embeddings":true,"vocab_size":256000}'],
-                             'fingerprint': '62fd37e3-282540'}},
+                                      'model)","tied_embeddings":true,"vocab_size":256000}',
+                                      '{"aliases":["open_llama_7b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"hidden_size\\": 4096, \\"intermediate_size\\": '
+                                      '11008, \\"max_position_embeddings\\": 2048, \\"model_type\\": \\"llama\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32000}","hf_id":"openlm-research/open_llama_7b","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"open-llama-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f [open_llama_7b: its config.json, 32 layers of '
+                                      '4096 (class defaults), 32 heads, vocab 32000, LLaMA MLP 11008, RMSNorm 1e-6, '
+                                      'full rotary, no bias, block_size 2048]; RahulSChand/gpu_poor, '
+                                      'public/all_configs.json@ad2fc0ef0e6c [openlm-research/open_llama_7b: '
+                                      'LlamaForCausalLM, 4096, 11008, 32 heads, 32 layers, vocab 32000]; '
+                                      'Lightning-AI/litgpt, tutorials/download_openllama.md@2bcb2c3e1ca4 (OpenLLaMA: a '
+                                      'reproduction of LLaMA 7B and 13B whose weights are a drop-in replacement of '
+                                      'LLaMA in existing implementations)","tied_embeddings":false,"vocab_size":32000}',
+                                      '{"aliases":["stabilityai/stablelm-zephyr-3b","stablelm-zephyr-3b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":80,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"StableLmForCausalLM\\"], \\"bos_token_id\\": 0, \\"eos_token_id\\": 0, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 2560, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 6912, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 4096, \\"model_type\\": \\"stablelm\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 32, \\"partial_rotary_factor\\": 0.25, '
+                                      '\\"rope_theta\\": 10000, \\"tie_word_embeddings\\": false, \\"use_cache\\": '
+                                      'true, \\"use_qkv_bias\\": false, \\"vocab_size\\": '
+                                      '50304}","hf_id":"stabilityai/stablelm-3b-4e1t","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2560,"intermediate_size":6912,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":2795443200,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"stablelm","moe":null,"name":"stablelm-3b-4e1t","naming":"llama","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 25% of each '
+                                      'head"],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [stablelm: a StableLM 3B '
+                                      'config.json, model_type stablelm, transformers 4.38]; Lightning-AI/litgpt, '
+                                      'litgpt/config.py@26857050fe3f [stablelm-3b-4e1t, stablelm-zephyr-3b: the same '
+                                      'fields, padded vocab 50304, 32 layers of 2560, 32 heads, LLaMA MLP 6912, no '
+                                      'bias]; leliuga/cohere-configurations@84408edf57f0, '
+                                      'models/stablelm-zephyr-3b/manifest.yaml (32 layers, 2560, 32 heads, 32 kv '
+                                      'heads, 6912, vocab 50304, context 4096); code-index file 15710750240 '
+                                      '(stablelm-3b-4e1t card: 2,795,443,200 parameters, 2560, 32 layers, 32 heads, '
+                                      '4096 context, rotary on 25% of each head, LayerNorm with bias); code-index file '
+                                      '65869676649 (model card of stabilityai/stablelm-zephyr-3b@fe1fd5e36ccb: '
+                                      '2,795,443,200, safetensors metadata, 4,096 '
+                                      'context)","tied_embeddings":false,"vocab_size":50304}',
+                                      '{"aliases":["openhermes-2.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MistralForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
+                                      '4096, \\"intermediate_size\\": 14336, \\"max_position_embeddings\\": 32768, '
+                                      '\\"model_type\\": \\"mistral\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 10000.0, \\"sliding_window\\": 4096, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '32002}","hf_id":"teknium/OpenHermes-2.5-Mistral-7B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":14336,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mistral","moe":null,"name":"openhermes-2.5-mistral-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":4096,"source":"code-index '
+                                      'file 35109566727 (candle mistral Config::config_chat_ml, citing '
+                                      "teknium/OpenHermes-2.5-Mistral-7B's config.json: vocab 32002, 4096, 14336, 32 "
+                                      'layers, 32 heads, 8 kv heads, silu, 32768 positions, rms 1e-5, rope_theta '
+                                      '10000, sliding_window 4096); leliuga/cohere-configurations@84408edf57f0, '
+                                      'models/OpenHermes-2.5-Mistral-7B/manifest.yaml (the same shapes, vocab 32002, '
+                                      'context 32768); code-index file 71017877959 (its config.json: 32,768 positions, '
+                                      'sliding_window 4096); code-index file 261256898 (tinygrad example: its '
+                                      'tokenizer.model with <|im_end|> and <|im_start|> appended, vocab_size 32002); '
+                                      'code-index file 65997064212 (model card of theprint/RuDolph-Hermes-7B, a SLERP '
+                                      'merge of teknium/OpenHermes-2.5-Mistral-7B: 7,241,748,480, safetensors '
+                                      'metadata); code-index file 36031785305 (Together catalog: '
+                                      'Open-Orca/Mistral-7B-OpenOrca, which candle reads with the same config, '
+                                      'num_parameters 7,241,748,480)","tied_embeddings":false,"vocab_size":32002}',
+                                      '{"aliases":["togethercomputer/RedPajama-INCITE-7B-Chat","togethercomputer/RedPajama-INCITE-7B-Instruct","redpajama-incite-7b-base"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GPTNeoXForCausalLM\\"], \\"bos_token_id\\": 0, \\"eos_token_id\\": 0, '
+                                      '\\"hidden_act\\": \\"gelu\\", \\"hidden_size\\": 4096, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 16384, \\"layer_norm_eps\\": 1e-05, '
+                                      '\\"max_position_embeddings\\": 2048, \\"model_type\\": \\"gpt_neox\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, '
+                                      '\\"rotary_emb_base\\": 10000, \\"rotary_pct\\": 1.0, \\"tie_word_embeddings\\": '
+                                      'false, \\"use_cache\\": true, \\"use_parallel_residual\\": false, '
+                                      '\\"vocab_size\\": '
+                                      '50432}","hf_id":"togethercomputer/RedPajama-INCITE-7B-Base","hidden_act":"gelu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":16384,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":6857302016,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt_neox","moe":null,"name":"redpajama-incite-7b","naming":"neox","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 100% of each '
+                                      'head"],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":true,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"drcege/RedPajama-INCITE-7B-Base, '
+                                      "config.json@8e6f27e6e8cc (a copy of the checkpoint's config.json, _name_or_path "
+                                      'rp_800b); RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
+                                      '[togethercomputer/RedPajama-INCITE-7B-Base, -Chat, -Instruct: '
+                                      'GPTNeoXForCausalLM, 4096, 16384, 32 heads, 32 layers, vocab 50432]; code-index '
+                                      "file 4120541175 (Together's Python client, model_param_count) "
+                                      '[RedPajama-INCITE-7B-Base, -Chat, -Instruct: '
+                                      '6,857,302,016]","tied_embeddings":false,"vocab_size":50432}',
+                                      '{"aliases":["baichuan-inc/Baichuan-13B-Chat","baichuan-13b-chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"BaichuanForCausalLM\\"], \\"bos_token_id\\": 1, \\"eos_token_id\\": 2, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 13696, \\"model_max_length\\": 4096, '
+                                      '\\"model_type\\": \\"baichuan\\", \\"num_attention_heads\\": 40, '
+                                      '\\"num_hidden_layers\\": 40, \\"pad_token_id\\": 0, \\"rms_norm_eps\\": 1e-06, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '64000}","hf_id":"baichuan-inc/Baichuan-13B-Base","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":13696,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":13264901120,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"baichuan","moe":null,"name":"baichuan-13b","naming":"baichuan","norm_kind":"rmsnorm","norms_per_layer":2,"notes":["ALiBi '
+                                      '(Baichuan 13B code: no max_position_embeddings in '
+                                      'config.json)"],"num_heads":40,"num_kv_heads":40,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"alibi","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 21558147372 (Baichuan-13B README, model details: 5,120 hidden, 40 layers, '
+                                      '40 heads, vocabulary 64,000, 13,264,901,120 parameters, ALiBi, maximum length '
+                                      '4,096; weights released as Baichuan-13B-Base and Baichuan-13B-Chat); '
+                                      'vllm-project/vllm, vllm/transformers_utils/configs/baichuan_13b.py (the 13B '
+                                      'remote config class: 5120, 13696, 40 layers, 40 heads, vocab 64000, '
+                                      'model_max_length 4096, rms 1e-6, tie_word_embeddings false, no '
+                                      'max_position_embeddings); AlibabaPAI/FlashModels, '
+                                      'hf_models/config/baichuan-13b-base/pytorch_model.bin.index.json@1c176f39a14d '
+                                      '(Baichuan-13B-Base: total_size 26,529,802,240 bytes = 2 x 13,264,901,120 16-bit '
+                                      'parameters; lm_head.weight stored apart from embed_tokens, W_pack without '
+                                      'bias)","tied_embeddings":false,"vocab_size":64000}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"CohereForCausalLM\\"], \\"attention_bias\\": false, '
+                                      '\\"attention_dropout\\": 0.0, \\"bos_token_id\\": 5, \\"eos_token_id\\": '
+                                      '255001, \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, '
+                                      '\\"initializer_range\\": 0.02, \\"intermediate_size\\": 14336, '
+                                      '\\"layer_norm_eps\\": 1e-05, \\"logit_scale\\": 0.0625, '
+                                      '\\"max_position_embeddings\\": 8192, \\"model_type\\": \\"cohere\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 8, \\"pad_token_id\\": 0, \\"rope_theta\\": 10000, '
+                                      '\\"use_cache\\": true, \\"use_qk_norm\\": false, \\"vocab_size\\": '
+                                      '256000}","hf_id":"CohereForAI/aya-23-8B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":14336,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"cohere","moe":null,"name":"aya-23-8b","naming":"llama","norm_kind":"layernorm","norms_per_layer":1,"notes":["CohereLayerNorm '
+                                      '(fp32, no bias) estimated as '
+                                      'nn.LayerNorm"],"num_heads":32,"num_kv_heads":8,"num_layers":32,"out_bias":false,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"mlc-ai/mlc-llm, '
+                                      'python/mlc_llm/model/model_preset.py@79d603f085f5 [aya-23: the config.json; '
+                                      "added by mlc-llm commit c357be94 'Add support for Aya-23 8B Model by Cohere']; "
+                                      'code-index file 57096592385 (audit of the cohere family: aya-23-8B via the '
+                                      'mlx-community/aya-23-8B-8bit mirror, 32 layers, 4096, 32 / 8 heads, head dim '
+                                      '128, MLP 14336, rope 10000, no q/k norm, logit_scale 0.0625; CohereConfig ties '
+                                      'the embeddings by default); awesome-llm-papers/awesome-llm-papers.github.io, '
+                                      '_publications/aryabumi2024aya.markdown (Aya 23: open weights of 8B and 35B '
+                                      'models)","tied_embeddings":true,"vocab_size":256000}'],
+                             'fingerprint': '6b0aff1e-293238'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',
@@ -5957,7 +6100,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                '[vicuna_1.5_7b_en: 6,738,415,616 = this count]'},
                                               {'aliases': ['meta-llama/Llama-2-13b-chat-hf',
                                                            'llama2-13b',
-                                                           'lmsys/vicuna-13b-v1.5'],
+                                                           'lmsys/vicuna-13b-v1.5',
+                                                           'WizardLMTeam/WizardLM-13B-V1.2',
+                                                           'WizardLM/WizardLM-13B-V1.2'],
                                                'computed_params': 13015864320,
                                                'config': {'architectures': ['LlamaForCausalLM'],
                                                           'attention_bias': False,
@@ -5992,7 +6137,21 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'leliuga/cohere-configurations@84408edf57f0, '
                                                                'models/vicuna-13B-v1.5/manifest.yaml give these shapes '
                                                                '(40 layers, 5120, 40 heads, 40 kv heads, 13824, vocab '
-                                                               '32000, context 4096)'},
+                                                               '32000, context 4096); aliases '
+                                                               'WizardLMTeam/WizardLM-13B-V1.2 and '
+                                                               'WizardLM/WizardLM-13B-V1.2 (the id under the '
+                                                               'WizardLMTeam organisation, and the WizardLM/ id the '
+                                                               'sources name): RahulSChand/gpu_poor, '
+                                                               'public/all_configs.json@ad2fc0ef0e6c '
+                                                               '[WizardLM/WizardLM-13B-V1.2, '
+                                                               'TheBloke/WizardLM-13B-V1.2-GPTQ: LlamaForCausalLM, '
+                                                               '5120, 13824, 40 heads, 40 layers, vocab 32000] and '
+                                                               'leliuga/cohere-configurations@84408edf57f0, '
+                                                               'models/WizardLM-13B-V1.2/manifest.yaml (40 layers, '
+                                                               '5120, 40 heads, 40 kv heads, 13824, vocab 32000, '
+                                                               'context 4096) give these shapes; its Q2_K GGUF is '
+                                                               "5,429,348,224 bytes, as Llama-2-13B's "
+                                                               '(models/Llama-2-13B/manifest.yaml): the same tensors'},
                                               {'aliases': ['meta-llama/Llama-2-70b-chat-hf', 'llama2-70b'],
                                                'computed_params': 68976648192,
                                                'config': {'architectures': ['LlamaForCausalLM'],
@@ -11618,8 +11777,262 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                'verification': '40 layers of 8192, 64 heads (MHA), MLP 22528, vocab '
                                                                '256000, tied, 8192 context, logit_scale 0.0625, no q/k '
                                                                'norm; one bias-free LayerNorm per layer (parallel '
-                                                               'attention and MLP); card: 35B'}]},
-                           'fingerprint': '53138040-192899'},
+                                                               'attention and MLP); card: 35B'},
+                                              {'aliases': ['open_llama_7b'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'hidden_size': 4096,
+                                                          'intermediate_size': 11008,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 32000},
+                                               'display_name': 'OpenLLaMA-7B',
+                                               'hf_id': 'openlm-research/open_llama_7b',
+                                               'name': 'open-llama-7b',
+                                               'source': 'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                         '[open_llama_7b: its config.json, 32 layers of 4096 (class '
+                                                         'defaults), 32 heads, vocab 32000, LLaMA MLP 11008, RMSNorm '
+                                                         '1e-6, full rotary, no bias, block_size 2048]; '
+                                                         'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
+                                                         '[openlm-research/open_llama_7b: LlamaForCausalLM, 4096, '
+                                                         '11008, 32 heads, 32 layers, vocab 32000]; '
+                                                         'Lightning-AI/litgpt, '
+                                                         'tutorials/download_openllama.md@2bcb2c3e1ca4 (OpenLLaMA: a '
+                                                         'reproduction of LLaMA 7B and 13B whose weights are a drop-in '
+                                                         'replacement of LLaMA in existing implementations)',
+                                               'verification': "litgpt's and gpu_poor's shapes (they agree) in the "
+                                                               'LlamaConfig keys: the LLaMA-7B shapes (llama-7b row), '
+                                                               "untied head as LLaMA's; hidden_act, rope_theta and the "
+                                                               'token ids are not in these sources (LlamaConfig '
+                                                               'defaults apply: no effect on counts or memory); no '
+                                                               'count of this checkpoint found: computed 6,738,415,616 '
+                                                               "= LLaMA-7B's published count (code-index file "
+                                                               '15495356071)'},
+                                              {'aliases': ['stabilityai/stablelm-zephyr-3b', 'stablelm-zephyr-3b'],
+                                               'config': {'architectures': ['StableLmForCausalLM'],
+                                                          'bos_token_id': 0,
+                                                          'eos_token_id': 0,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 2560,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 6912,
+                                                          'layer_norm_eps': 1e-05,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'stablelm',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 32,
+                                                          'partial_rotary_factor': 0.25,
+                                                          'rope_theta': 10000,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'use_qkv_bias': False,
+                                                          'vocab_size': 50304},
+                                               'display_name': 'StableLM-3B-4E1T',
+                                               'hf_id': 'stabilityai/stablelm-3b-4e1t',
+                                               'measured_params': 2795443200,
+                                               'name': 'stablelm-3b-4e1t',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [stablelm: '
+                                                         'a StableLM 3B config.json, model_type stablelm, transformers '
+                                                         '4.38]; Lightning-AI/litgpt, litgpt/config.py@26857050fe3f '
+                                                         '[stablelm-3b-4e1t, stablelm-zephyr-3b: the same fields, '
+                                                         'padded vocab 50304, 32 layers of 2560, 32 heads, LLaMA MLP '
+                                                         '6912, no bias]; leliuga/cohere-configurations@84408edf57f0, '
+                                                         'models/stablelm-zephyr-3b/manifest.yaml (32 layers, 2560, 32 '
+                                                         'heads, 32 kv heads, 6912, vocab 50304, context 4096); '
+                                                         'code-index file 15710750240 (stablelm-3b-4e1t card: '
+                                                         '2,795,443,200 parameters, 2560, 32 layers, 32 heads, 4096 '
+                                                         'context, rotary on 25% of each head, LayerNorm with bias); '
+                                                         'code-index file 65869676649 (model card of '
+                                                         'stabilityai/stablelm-zephyr-3b@fe1fd5e36ccb: 2,795,443,200, '
+                                                         'safetensors metadata, 4,096 context)',
+                                               'verification': "mlc-llm's config.json less torch_dtype / "
+                                                               'transformers_version; litgpt gives the base and Zephyr '
+                                                               '(its DPO fine-tune) the same fields and both cards the '
+                                                               'same count; no q/k/v bias (use_qkv_bias false), '
+                                                               'untied, LayerNorm with bias, sequential residual; '
+                                                               "count = the Zephyr upload's safetensors total and the "
+                                                               "base card's"},
+                                              {'aliases': ['openhermes-2.5'],
+                                               'config': {'architectures': ['MistralForCausalLM'],
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'intermediate_size': 14336,
+                                                          'max_position_embeddings': 32768,
+                                                          'model_type': 'mistral',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 8,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 10000.0,
+                                                          'sliding_window': 4096,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 32002},
+                                               'display_name': 'OpenHermes-2.5-Mistral-7B',
+                                               'hf_id': 'teknium/OpenHermes-2.5-Mistral-7B',
+                                               'name': 'openhermes-2.5-mistral-7b',
+                                               'source': 'code-index file 35109566727 (candle mistral '
+                                                         'Config::config_chat_ml, citing '
+                                                         "teknium/OpenHermes-2.5-Mistral-7B's config.json: vocab "
+                                                         '32002, 4096, 14336, 32 layers, 32 heads, 8 kv heads, silu, '
+                                                         '32768 positions, rms 1e-5, rope_theta 10000, sliding_window '
+                                                         '4096); leliuga/cohere-configurations@84408edf57f0, '
+                                                         'models/OpenHermes-2.5-Mistral-7B/manifest.yaml (the same '
+                                                         'shapes, vocab 32002, context 32768); code-index file '
+                                                         '71017877959 (its config.json: 32,768 positions, '
+                                                         'sliding_window 4096); code-index file 261256898 (tinygrad '
+                                                         'example: its tokenizer.model with <|im_end|> and '
+                                                         '<|im_start|> appended, vocab_size 32002); code-index file '
+                                                         '65997064212 (model card of theprint/RuDolph-Hermes-7B, a '
+                                                         'SLERP merge of teknium/OpenHermes-2.5-Mistral-7B: '
+                                                         '7,241,748,480, safetensors metadata); code-index file '
+                                                         '36031785305 (Together catalog: '
+                                                         'Open-Orca/Mistral-7B-OpenOrca, which candle reads with the '
+                                                         'same config, num_parameters 7,241,748,480)',
+                                               'verification': 'Mistral-7B-v0.1 with two ChatML tokens added '
+                                                               '(<|im_start|>, <|im_end|>): vocab 32002, so a row of '
+                                                               'its own rather than an alias of mistral-7b-v0.1 '
+                                                               '(embedding and head 2 x 2 x 4096 = 16,384 parameters '
+                                                               "larger); candle's and the manifest's shapes agree; "
+                                                               'untied as Mistral 7B; no count of this upload found: '
+                                                               'computed 7,241,748,480 = the published count of a '
+                                                               'SLERP merge of it (a merge needs identical shapes) and '
+                                                               'of Mistral-7B-OpenOrca'},
+                                              {'aliases': ['togethercomputer/RedPajama-INCITE-7B-Chat',
+                                                           'togethercomputer/RedPajama-INCITE-7B-Instruct',
+                                                           'redpajama-incite-7b-base'],
+                                               'config': {'architectures': ['GPTNeoXForCausalLM'],
+                                                          'bos_token_id': 0,
+                                                          'eos_token_id': 0,
+                                                          'hidden_act': 'gelu',
+                                                          'hidden_size': 4096,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 16384,
+                                                          'layer_norm_eps': 1e-05,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'gpt_neox',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'rotary_emb_base': 10000,
+                                                          'rotary_pct': 1.0,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'use_parallel_residual': False,
+                                                          'vocab_size': 50432},
+                                               'display_name': 'RedPajama-INCITE-7B-Base',
+                                               'hf_id': 'togethercomputer/RedPajama-INCITE-7B-Base',
+                                               'measured_params': 6857302016,
+                                               'name': 'redpajama-incite-7b',
+                                               'source': 'drcege/RedPajama-INCITE-7B-Base, config.json@8e6f27e6e8cc (a '
+                                                         "copy of the checkpoint's config.json, _name_or_path "
+                                                         'rp_800b); RahulSChand/gpu_poor, '
+                                                         'public/all_configs.json@ad2fc0ef0e6c '
+                                                         '[togethercomputer/RedPajama-INCITE-7B-Base, -Chat, '
+                                                         '-Instruct: GPTNeoXForCausalLM, 4096, 16384, 32 heads, 32 '
+                                                         "layers, vocab 50432]; code-index file 4120541175 (Together's "
+                                                         'Python client, model_param_count) [RedPajama-INCITE-7B-Base, '
+                                                         '-Chat, -Instruct: 6,857,302,016]',
+                                               'verification': 'config.json verbatim less _name_or_path, torch_dtype '
+                                                               'and transformers_version (the copy is of the '
+                                                               '800B-token v0.1 preview, the same architecture as the '
+                                                               "release: gpu_poor's shapes and Together's count "
+                                                               "agree); Pythia-6.9B's shapes with full rotary "
+                                                               '(rotary_pct 1.0) and a sequential residual '
+                                                               '(use_parallel_residual false), so not an alias of '
+                                                               "pythia-6.9b; count = Together's for the Base, Chat and "
+                                                               'Instruct uploads'},
+                                              {'aliases': ['baichuan-inc/Baichuan-13B-Chat', 'baichuan-13b-chat'],
+                                               'config': {'architectures': ['BaichuanForCausalLM'],
+                                                          'bos_token_id': 1,
+                                                          'eos_token_id': 2,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 5120,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 13696,
+                                                          'model_max_length': 4096,
+                                                          'model_type': 'baichuan',
+                                                          'num_attention_heads': 40,
+                                                          'num_hidden_layers': 40,
+                                                          'pad_token_id': 0,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 64000},
+                                               'display_name': 'Baichuan-13B',
+                                               'hf_id': 'baichuan-inc/Baichuan-13B-Base',
+                                               'measured_params': 13264901120,
+                                               'name': 'baichuan-13b',
+                                               'source': 'code-index file 21558147372 (Baichuan-13B README, model '
+                                                         'details: 5,120 hidden, 40 layers, 40 heads, vocabulary '
+                                                         '64,000, 13,264,901,120 parameters, ALiBi, maximum length '
+                                                         '4,096; weights released as Baichuan-13B-Base and '
+                                                         'Baichuan-13B-Chat); vllm-project/vllm, '
+                                                         'vllm/transformers_utils/configs/baichuan_13b.py (the 13B '
+                                                         'remote config class: 5120, 13696, 40 layers, 40 heads, vocab '
+                                                         '64000, model_max_length 4096, rms 1e-6, tie_word_embeddings '
+                                                         'false, no max_position_embeddings); AlibabaPAI/FlashModels, '
+                                                         'hf_models/config/baichuan-13b-base/pytorch_model.bin.index.json@1c176f39a14d '
+                                                         '(Baichuan-13B-Base: total_size 26,529,802,240 bytes = 2 x '
+                                                         '13,264,901,120 16-bit parameters; lm_head.weight stored '
+                                                         'apart from embed_tokens, W_pack without bias)',
+                                               'verification': "the 13B config class's keys and values (no copy of the "
+                                                               "uploads' config.json was found; the README agrees on "
+                                                               'every shape it lists): model_max_length and no '
+                                                               "max_position_embeddings, which trainplan's baichuan "
+                                                               'parser reads as the ALiBi 13B code; untied head; count '
+                                                               "= the README's, which the Base checkpoint index "
+                                                               'confirms; Chat: the aligned release of the same model '
+                                                               '(README)'},
+                                              {'aliases': [],
+                                               'config': {'architectures': ['CohereForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'attention_dropout': 0.0,
+                                                          'bos_token_id': 5,
+                                                          'eos_token_id': 255001,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 14336,
+                                                          'layer_norm_eps': 1e-05,
+                                                          'logit_scale': 0.0625,
+                                                          'max_position_embeddings': 8192,
+                                                          'model_type': 'cohere',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 8,
+                                                          'pad_token_id': 0,
+                                                          'rope_theta': 10000,
+                                                          'use_cache': True,
+                                                          'use_qk_norm': False,
+                                                          'vocab_size': 256000},
+                                               'display_name': 'Aya-23-8B',
+                                               'hf_id': 'CohereForAI/aya-23-8B',
+                                               'name': 'aya-23-8b',
+                                               'source': 'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [aya-23: '
+                                                         "the config.json; added by mlc-llm commit c357be94 'Add "
+                                                         "support for Aya-23 8B Model by Cohere']; code-index file "
+                                                         '57096592385 (audit of the cohere family: aya-23-8B via the '
+                                                         'mlx-community/aya-23-8B-8bit mirror, 32 layers, 4096, 32 / 8 '
+                                                         'heads, head dim 128, MLP 14336, rope 10000, no q/k norm, '
+                                                         'logit_scale 0.0625; CohereConfig ties the embeddings by '
+                                                         'default); awesome-llm-papers/awesome-llm-papers.github.io, '
+                                                         '_publications/aryabumi2024aya.markdown (Aya 23: open weights '
+                                                         'of 8B and 35B models)',
+                                               'verification': "mlc-llm's config.json less torch_dtype / "
+                                                               'transformers_version; tie_word_embeddings is not in '
+                                                               "it: CohereConfig's default (true) applies, as for "
+                                                               'Command R; GQA with 8 kv heads; one bias-free '
+                                                               'LayerNorm per layer (parallel attention and MLP); '
+                                                               'published 8B, no exact count of this upload found: '
+                                                               'computed 8,028,033,024, which code-index file '
+                                                               '12439498600 prints for cohereforai/aya-expanse-8b (the '
+                                                               'same 8B Cohere line; corroborates only)'}]},
+                           'fingerprint': '25459898-203597'},
            'prices.toml': {'data': {'price': [{'as_of': '2026-11-09',
                                                'currency': 'USD',
                                                'gpu_id': 'a100-sxm4-40gb',
