@@ -121,7 +121,8 @@ def test_a_megatron_case_without_its_micro_batch_is_still_refused():
 
 @pytest.mark.parametrize(("text", "mode", "every"), [
     ("activation checkpointing on every 3rd block", "full", 3), ("every 2 layers", "full", 2),
-    ("one block in 4", "full", 4), ("checkpointing on every block (Selective AC)", "full", 1),
+    ("one block in 4", "full", 4), ("selective_ac_option=2", "full", 2),
+    ("selective recompute of the attention in every layer", "selective", None),   # Megatron's, no number
     ("selective", "selective", None), (True, "full", None), (False, "none", None),
 ])
 def test_checkpointing_of_every_nth_block(text, mode, every):

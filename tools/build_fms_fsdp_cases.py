@@ -49,8 +49,7 @@ MODELS = {
 # the recomputed fraction each row implies (module docstring), as checkpointing text the case reader parses
 AC_TEXT = {"No AC": False,
            "13b": "activation checkpointing on every 3rd block (Selective AC; fraction from HFU/MFU 0.69/0.61)",
-           "34b": "activation checkpointing on every block (Selective AC; fraction from HFU/MFU 0.74/0.55)",
-           "70b": "activation checkpointing on every block (Selective AC; fraction from HFU/MFU 0.74/0.55)"}
+           "34b": True, "70b": True}     # Selective AC at p = 1: every block (HFU/MFU 0.74/0.55, the notes say)
 ABOUT = ("fms-fsdp's training throughput table (README.md @ed74fd5d): Llama 2 7B-70B pre-training with PyTorch "
          "FSDP and torch.compile on 128 A100 80G (400 Gbps) and 96 H100 (800 Gbps), tokens/sec/GPU, written in "
          "the shared/ground_truth case schema (tools/build_fms_fsdp_cases.py, whose docstring says what the "

@@ -98,13 +98,12 @@ def embedded_settings(value: Any) -> tuple[dict[str, Any], list[str]]:
 # "selective" under torchtitan is its op-level policy: the llama3 8B/70B/405B train configs it ships set
 # activation_checkpoint.mode = "selective" with selective_ac_option = "op" (train_configs/llama3_*.toml
 # at 9dec370, 2024-12-26; models/llama3/train_configs/*.toml at v0.2.2); an integer option instead
-# checkpoints every n-th block whole, which the text then says ("every 2 layers", "option 2").
-_LAYER_SAC = re.compile(r"\bevery\s+\d+|\boption\s*[=:]?\s*['\"]?\d+|\bac_option\s*[=:]?\s*['\"]?\d+")
-# "every 3rd block", "every 2 layers", "one block in 3" ("every block": n = 1): checkpointing of whole blocks,
-# every n-th of them
-# (torchtitan selective_ac_option n; fms-fsdp's selective_checkpointing p = 1/n, fms_fsdp/policies/ac_handler.py)
-_EVERY_NTH = re.compile(r"\bevery\s+(?:(\d+)(?:st|nd|rd|th)?\s+)?(?:decoder\s+)?(?:blocks?|layers?)\b|"
-                        r"\bone\s+(?:decoder\s+)?(?:block|layer)\s+in\s+(\d+)\b", re.IGNORECASE)
+# checkpoints every n-th block whole (torchtitan _apply_layer_sac), which the text then says ("every 2 layers",
+# "option 2"), as does fms-fsdp's selective_checkpointing p = 1/n (fms_fsdp/policies/ac_handler.py): "every 3rd
+# block", "one block in 3" (a number is needed: "selective recompute in every layer" is Megatron's own).
+_EVERY_NTH = re.compile(r"\bevery\s+(\d+)(?:st|nd|rd|th)?\s+(?:decoder\s+)?(?:blocks?|layers?)\b|"
+                        r"\bone\s+(?:decoder\s+)?(?:block|layer)\s+in\s+(\d+)\b|"
+                        r"\b(?:selective_)?(?:ac_)?option\s*[=:]?\s*['\"]?(\d+)", re.IGNORECASE)
 
 
 def grad_ckpt_of(value: Any, framework: Framework | None = None) -> str | None:
@@ -122,7 +121,7 @@ def grad_ckpt_of(value: Any, framework: Framework | None = None) -> str | None:
         if _EVERY_NTH.search(low):
             return "full"           # whole blocks recomputed, every n-th of them (ckpt_every_of)
         if "selective" in low:
-            if framework is Framework.TORCHTITAN and not _LAYER_SAC.search(low):
+            if framework is Framework.TORCHTITAN:
                 return "op"
             return "selective"
         if re.search(r"\b(no|none|off|false|disabled|not enabled)\b", low):
@@ -139,7 +138,7 @@ def ckpt_every_of(value: Any) -> int | None:
     found = _EVERY_NTH.search(value)
     if not found:
         return None
-    n = int(found.group(1) or found.group(2) or 1)        # "every block": each of them
+    n = int(next(g for g in found.groups() if g))
     return n if n >= 1 else None
 
 
