@@ -170,3 +170,9 @@ def test_tinyllama_runs_flash_attention_fused_kernels():
     _, eager = timecase.predict(timecase.map_case(plain))
     assert fused.step.efficiency.stack is KernelStack.FUSED and eager.step.efficiency.stack is KernelStack.EAGER
     assert fused.step_s < eager.step_s
+
+
+@pytest.mark.parametrize("gpus", [{"type": None, "count": 1}, None, {"type": "  ", "count": 1}])
+def test_a_time_case_without_its_gpu_says_so(gpus):
+    [result] = evaluate([{**copy.deepcopy(BY_ID[RANK8_ID]), "gpus": gpus}])
+    assert result.predicted is None and result.skipped.startswith("GPU type not stated")

@@ -274,6 +274,8 @@ def gpu_of(case: dict) -> tuple[GpuSpec, str | None]:
         if same:
             gpu = min(same, key=lambda g: (g.launch_year or 0, g.id))
             return gpu, f"GPU type not stated; a {gb} GB GPU ({gpu.id}) assumed for its capacity"
+    if not raw.strip():
+        raise Skip("GPU type not stated (gpus.type): the step's time depends on the GPU")
     why = catalog.gpu_lacking(raw)
     raise Skip(f"GPU {raw!r} not mapped" + (f": {why}" if why else ""))
 
