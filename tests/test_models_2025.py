@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import trainplan
+from model_counts import check_exact, check_rounded, spec
 from trainplan import catalog
 from trainplan.cli import main
 from trainplan.enums import Attention
@@ -24,10 +25,6 @@ from trainplan.model.hfconfig import load_config_path, spec_from_hf_config
 from trainplan.model.params import active_params, count_params
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "configs"
-
-
-def spec(name: str):
-    return catalog.resolve_model(name)
 
 
 # --- published parameter counts ---------------------------------------------------------------------
@@ -50,7 +47,7 @@ EXACT = {
 
 @pytest.mark.parametrize("name, total", sorted(EXACT.items()))
 def test_exact_published_totals(name, total):
-    assert count_params(spec(name)).total == total
+    check_exact(name, total, recorded=False)
 
 
 # Rounded figures from model cards / READMEs: (total, tolerance). Llama 4's 109B includes its vision
@@ -71,8 +68,7 @@ ROUNDED = {
 
 @pytest.mark.parametrize("name, published", sorted(ROUNDED.items()))
 def test_rounded_published_totals(name, published):
-    total, tolerance = published
-    assert count_params(spec(name)).total == pytest.approx(total, rel=tolerance)
+    check_rounded(name, published)
 
 
 def test_active_parameters_as_published():

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from model_counts import check_exact, check_rounded, check_same_shapes, spec
 from trainplan import catalog
 from trainplan.model.params import active_params, count_params
-
-
-def spec(name: str):
-    return catalog.resolve_model(name)
 
 
 # Counts of the released checkpoints (safetensors metadata or a tensor count of the weights).
@@ -29,9 +26,7 @@ EXACT = {
 
 @pytest.mark.parametrize("name, total", sorted(EXACT.items()))
 def test_exact_published_totals(name, total):
-    s = spec(name)
-    assert count_params(s).total == total
-    assert s.measured_params == total
+    check_exact(name, total)
 
 
 # No checkpoint count of these uploads was found; what the sources do print:
@@ -45,8 +40,7 @@ SAME_SHAPES = {
 
 @pytest.mark.parametrize("name, total", sorted(SAME_SHAPES.items()))
 def test_counts_printed_for_the_same_shapes(name, total):
-    assert count_params(spec(name)).total == total
-    assert spec(name).measured_params is None
+    check_same_shapes(name, total)
 
 
 # Rounded sizes in the model names (and tables that print them).
@@ -65,8 +59,7 @@ ROUNDED = {
 
 @pytest.mark.parametrize("name, published", sorted(ROUNDED.items()))
 def test_rounded_published_totals(name, published):
-    total, tolerance = published
-    assert count_params(spec(name)).total == pytest.approx(total, rel=tolerance)
+    check_rounded(name, published)
 
 
 def test_qwen2_57b_a14b_activates_14b():

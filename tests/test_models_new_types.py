@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trainplan import catalog
+from model_counts import check_exact, check_rounded, spec
 from trainplan.cases.common import case_model
 from trainplan.errors import TrainplanError
 from trainplan.model.architecture import structure
@@ -20,10 +20,6 @@ from trainplan.model.hfconfig import spec_from_hf_config
 from trainplan.model.params import count_params, default_lora_targets, lora_params
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "configs"
-
-
-def spec(name: str):
-    return catalog.resolve_model(name)
 
 
 # Counts of the released checkpoints.
@@ -42,9 +38,7 @@ EXACT = {
 
 @pytest.mark.parametrize("name, total", sorted(EXACT.items()))
 def test_exact_published_totals(name, total):
-    s = spec(name)
-    assert count_params(s).total == total
-    assert s.measured_params == total
+    check_exact(name, total)
 
 
 def test_qwen_14b_equals_qwen15_14b_of_the_same_shapes():
@@ -61,8 +55,7 @@ ROUNDED = {"starcoder2-3b": (3.03e9, 0.002), "starcoder2-7b": (7e9, 0.03), "star
 
 @pytest.mark.parametrize("name, published", sorted(ROUNDED.items()))
 def test_rounded_published_totals(name, published):
-    total, tolerance = published
-    assert count_params(spec(name)).total == pytest.approx(total, rel=tolerance)
+    check_rounded(name, published)
 
 
 def test_qwen_7b_layer_by_hand():

@@ -9,16 +9,12 @@ import json
 
 import pytest
 
-from trainplan import catalog
+from model_counts import check_exact, check_rounded, check_same_shapes, spec
 from trainplan.enums import NormKind
 from trainplan.errors import TrainplanError
 from trainplan.model.architecture import structure
 from trainplan.model.hfconfig import spec_from_hf_config
 from trainplan.model.params import PEFT_MOE_CONVERSION_MODEL_TYPES, active_params, count_params
-
-
-def spec(name: str):
-    return catalog.resolve_model(name)
 
 
 # Counts of the released checkpoints (safetensors metadata or the loaded model's count).
@@ -33,9 +29,7 @@ EXACT = {
 
 @pytest.mark.parametrize("name, total", sorted(EXACT.items()))
 def test_exact_published_totals(name, total):
-    s = spec(name)
-    assert count_params(s).total == total
-    assert s.measured_params == total
+    check_exact(name, total)
 
 
 # No count of these very checkpoints was found; what is printed for a checkpoint of the same shapes:
@@ -49,8 +43,7 @@ SAME_SHAPES = {
 
 @pytest.mark.parametrize("name, total", sorted(SAME_SHAPES.items()))
 def test_counts_printed_for_the_same_shapes(name, total):
-    assert count_params(spec(name)).total == total
-    assert spec(name).measured_params is None
+    check_same_shapes(name, total)
 
 
 # Rounded sizes the model cards print: (figure, relative tolerance of its rounding)
@@ -68,8 +61,7 @@ ROUNDED = {
 
 @pytest.mark.parametrize("name, published", sorted(ROUNDED.items()))
 def test_rounded_published_totals(name, published):
-    total, tolerance = published
-    assert count_params(spec(name)).total == pytest.approx(total, rel=tolerance)
+    check_rounded(name, published)
 
 
 def test_active_parameters():

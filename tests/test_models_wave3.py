@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from model_counts import check_exact, check_rounded, spec
 from trainplan import catalog
 from trainplan.enums import Position
 from trainplan.model.params import active_params, count_params
-
-
-def spec(name: str):
-    return catalog.resolve_model(name)
 
 
 # --- new rows: exact published counts ------------------------------------------------------------------------------
@@ -44,9 +41,7 @@ EXACT = {
 
 @pytest.mark.parametrize("name, total", sorted(EXACT.items()))
 def test_exact_published_totals(name, total):
-    s = spec(name)
-    assert count_params(s).total == total
-    assert s.measured_params == total
+    check_exact(name, total)
 
 
 # Counts published for a stored tied head: the checkpoint keeps lm_head.weight although the config ties it, so the
@@ -79,8 +74,7 @@ ROUNDED = {
 
 @pytest.mark.parametrize("name, published", sorted(ROUNDED.items()))
 def test_rounded_published_totals(name, published):
-    total, tolerance = published
-    assert count_params(spec(name)).total == pytest.approx(total, rel=tolerance)
+    check_rounded(name, published)
 
 
 def test_counts_printed_for_the_same_shapes():

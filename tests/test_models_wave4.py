@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from model_counts import check_exact, spec
 from trainplan import catalog
 from trainplan.enums import NormKind, Position
 from trainplan.model.params import count_params
-
-
-def spec(name: str):
-    return catalog.resolve_model(name)
 
 
 # --- every id of the wave resolves, to the entry that holds its shapes -----------------------------------------------
@@ -50,9 +47,7 @@ EXACT = {
 
 @pytest.mark.parametrize("name, total", sorted(EXACT.items()))
 def test_exact_published_totals(name, total):
-    s = spec(name)
-    assert count_params(s).total == total
-    assert s.measured_params == total
+    check_exact(name, total)
 
 
 def test_the_rows_aliases_resolve():
