@@ -202,16 +202,22 @@ def lora_targets(case: dict) -> tuple[tuple[str, ...], str | None]:
     return tuple(dict.fromkeys(n for t in names for n in _TORCHTUNE_NAMES.get(t, (t,)))), note
 
 
+def framework_default(framework: Framework, field: str):
+    """The framework's own default for a JobOptions field (job/defaults/<framework>.py: a Default with its
+    value, key and source), or None where the framework has no defaults module or no such default."""
+    from trainplan.job import defaults
+
+    try:
+        return defaults.defaults(framework.value).get(field)
+    except KeyError:      # no defaults module for this framework
+        return None
+
+
 def lora_dropout(case: dict, framework: Framework) -> float:
     """The case's dropout, else the framework's own default (job/defaults/<framework>.py), else
     trainplan's (0.05)."""
     lora = case.get("lora") or {}
     if isinstance(lora, dict) and isinstance(lora.get("dropout"), int | float):
         return float(lora["dropout"])
-    from trainplan.job import defaults
-
-    try:
-        default = defaults.defaults(framework.value).get("lora_dropout")
-    except KeyError:      # no defaults module for this framework
-        default = None
+    default = framework_default(framework, "lora_dropout")
     return float(default.value) if default is not None else 0.05

@@ -11,7 +11,7 @@ import json
 import math
 
 from trainplan.cases import data
-from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, lora_dropout, lora_targets
+from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, framework_default, lora_dropout, lora_targets
 from trainplan.cases.memorycase import data_parallel, fsdp_version, grad_accum, layout_flags
 from trainplan.cases.stated import implied_gpus, names_fp16, names_megatron, network_of
 from trainplan.cases.text import (
@@ -93,12 +93,7 @@ def _default_micro_batch(framework: Framework) -> tuple[int, str] | None:
     """(the micro-batch the framework runs when its config leaves it out, where that is defined), from
     the framework's defaults module (job/defaults); None for a framework without one (Megatron requires
     --micro-batch-size)."""
-    from trainplan.job import defaults
-
-    try:
-        default = defaults.defaults(framework.value).get("batch_size")
-    except KeyError:      # no defaults module for this framework
-        return None
+    default = framework_default(framework, "batch_size")
     if default is None:
         return None
     return int(default.value), f"the framework's default ({default.key}, {default.source})"
