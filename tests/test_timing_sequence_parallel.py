@@ -12,6 +12,7 @@ from trainplan import catalog
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import resolve_job
 from trainplan.timing import parts
+from trainplan.timing.efficiency import Efficiency, KernelStack
 
 
 def test_replicated_share_of_a_llama_layer():
@@ -32,8 +33,10 @@ def test_replicated_seconds_by_hand():
     # 6 GFLOP of linears a token, 8192 tokens, 312 TFLOP/s at 60%: 0.262564 s of linears, of which
     # 1 - 0.87 is non-matmul; Llama-2-7B's share of it outside tp, done once more at tp 2 and 3 more at tp 4
     spec = catalog.resolve_model("llama-2-7b")
-    ft = SimpleNamespace(hardware=6e9, attention_hardware=0.0)
-    eff = SimpleNamespace(peak_flops_per_s=312e12, value=0.6, width=0.87)
+    ft = SimpleNamespace(linear_hardware=6e9)
+    eff = Efficiency(value=0.6, attention=0.5, mamf_fraction=0.869, mamf_known=True, sustained=0.94, width=0.87,
+                     tokens=0.9, ridge=153.0, stack=KernelStack.FUSED, peak_flops_per_s=312e12, peak_dtype="bf16",
+                     attention_peak_flops_per_s=312e12)
     linear = 6e9 * 8192 / (312e12 * 0.6)
     share = 40960 / 90368
     assert parts.replicated_outside_tp_s(spec, ft, eff, 8192, 2) == pytest.approx(linear * 0.13 * share)

@@ -229,6 +229,11 @@ class Efficiency:
     attention_kernel: str = ""   # trainplan.timing.attention.AttentionKernel that runs ("" unknown)
     attention_source: str = ""   # the published benchmark, or "" for the fitted interpolation
 
+    def linear_s(self, flops: float) -> float:
+        """Seconds of `flops` outside the attention core at this efficiency: the matmuls and, through `width`,
+        the non-matmul work that goes with them (of it, the share 1 - width)."""
+        return flops / (self.peak_flops_per_s * self.value)
+
     @property
     def attention_fwd_bwd(self) -> tuple[float, float]:
         """(forward, backward) attention efficiency: the kernel's published pair, else `attention` for both."""

@@ -192,6 +192,12 @@ class FlopsPerToken:
         return self.attention_fwd + self.attention_bwd + self.recompute_attention + self.reference_attention
 
     @functools.cached_property
+    def linear_hardware(self) -> float:
+        """What runs outside the attention core: `hardware` less `attention_hardware` (the linears, the LM head,
+        the adapters), the FLOPs timed at the matmul efficiency."""
+        return self.hardware - self.attention_hardware
+
+    @functools.cached_property
     def attention_fwd_hardware(self) -> float:
         """The attention core's FLOPs that run as forwards: the forward, its recomputation and a
         reference forward (timed at the kernel's forward rate; the rest of attention_hardware at its

@@ -281,7 +281,7 @@ def fp8_cost(recipe: Fp8Recipe, gpu: GpuSpec, spec: ModelSpec, ft, *, tokens: fl
     frozen_weights: the FP8 linears compute no weight gradient (LoRA), so a Transformer Engine recipe
     quantises their inputs and output gradients once (module docstring, item 3)."""
     traits = TRAITS[recipe]
-    linear = ft.hardware - ft.attention_hardware
+    linear = ft.linear_hardware
     bf16_flops = linear - fp8_gemm_flops_per_token(ft, traits)
     bf16_gemm_s = bf16_flops * tokens * (1.0 / bf16_flops_per_s - 1.0 / fp8_flops_per_s)
     q = quant_elements(spec)

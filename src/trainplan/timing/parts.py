@@ -71,7 +71,7 @@ def core_compute_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: E
                    m: EfficiencyModel) -> float:
     """Seconds of the linear layers and the attention core for `tokens` padded tokens on one GPU: the
     part of compute_s the planner bounds a step by (never more than compute_s)."""
-    linear = (ft.hardware - ft.attention_hardware) * tokens / (eff.peak_flops_per_s * eff.value)
+    linear = eff.linear_s(ft.linear_hardware * tokens)
     if setup.attention is Attention.EAGER:
         attn = ft.attention_hardware * tokens / (eff.attention_peak_flops_per_s * eff.value)
         attn += eager_attention_bytes_per_token(setup, ft.seq_len) * tokens / memory_bw(gpu, m)
@@ -104,8 +104,7 @@ def replicated_outside_tp_s(model: ModelSpec, ft: FlopsPerToken, eff: Efficiency
     its 1/tp (Korthikanti et al. 2022, arXiv 2205.05198, section 4.2.2: what sequence parallelism splits).
     The linears' non-matmul time is their time x (1 - width) (timing.efficiency.width_factor); its
     replicated_share is done tp times over instead of once."""
-    linear = (ft.hardware - ft.attention_hardware) * tokens / (eff.peak_flops_per_s * eff.value)
-    return linear * (1.0 - eff.width) * replicated_share(model) * (tp - 1)
+    return eff.linear_s(ft.linear_hardware * tokens) * (1.0 - eff.width) * replicated_share(model) * (tp - 1)
 
 
 def attention_kernel_s(ft: FlopsPerToken, eff: Efficiency, tokens: float) -> tuple[float, float]:

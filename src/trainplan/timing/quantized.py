@@ -186,7 +186,7 @@ def base_gemm_flops(setup: TrainingSetup, ft: FlopsPerToken) -> float:
     """FLOPs per token of the quantised linears' GEMMs: everything that runs but the attention core,
     the LM head and the LoRA adapters (forward, input gradient, recomputation; the frozen 4-bit base
     has no weight gradient)."""
-    return max(0.0, ft.hardware - ft.attention_hardware - ft.lm_head_fwd - ft.lm_head_bwd - adapter_flops(setup, ft))
+    return max(0.0, ft.linear_hardware - ft.lm_head_fwd - ft.lm_head_bwd - adapter_flops(setup, ft))
 
 
 def fp32_path_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Efficiency, tokens: float,
@@ -195,7 +195,7 @@ def fp32_path_s(setup: TrainingSetup, gpu: GpuSpec, ft: FlopsPerToken, eff: Effi
     path = fp32_path(setup)
     if path is None:
         return 0.0
-    linear_s = (ft.hardware - ft.attention_hardware) * tokens / (eff.peak_flops_per_s * eff.value)
+    linear_s = eff.linear_s(ft.linear_hardware * tokens)
     extra = linear_s * (1.0 - eff.width)                       # elementwise work at 4 bytes
     casts = 0.0 if path.base_fp32 else cast_bytes_per_token(setup)   # no-ops when bnb computes in fp32
     extra += (casts + adapter_bytes_per_token(setup)) * tokens / bw_bytes_per_s
