@@ -480,6 +480,22 @@ def test_gpu_named_in_text(text, gpu_id):
 
 
 @pytest.mark.parametrize("text, gpu_id", [
+    # Chinese counts and nouns written against the model, full-width characters (NFKC)
+    ("8卡A100", "a100-sxm4-80gb"), ("单卡4090", "rtx4090"), ("两台8卡H800", "h800-sxm"),
+    ("Ａ８００（４０Ｇ）", None), ("Ａ１００（４０Ｇ）", "a100-sxm4-40gb"),
+    # a cloud machine type the price catalog lists names its GPU, board and memory included: AWS p4d.24xlarge
+    # is 8 x A100 SXM4 40GB (prices.toml), so "A100" beside it is not read as the 80 GB default
+    ("AWS p4d.24xlarge", "a100-sxm4-40gb"), ("8x A100 (p4d.24xlarge)", "a100-sxm4-40gb"),
+    ("p4de.24xlarge", "a100-sxm4-80gb"), ("P5.48XLARGE", "h100-sxm"),
+    ("Azure Standard_ND96asr_A100_v4", "a100-sxm4-40gb"), ("g5.48xlarge", "a10g"),
+    # listing descriptions in the same column are not machine types
+    ("Secure Cloud pod", None), ("on-demand GPU", None)])
+def test_chinese_wording_and_machine_types(text, gpu_id):
+    gpu = catalog.gpu_in_text(text)
+    assert (gpu.id if gpu else None) == gpu_id
+
+
+@pytest.mark.parametrize("text, gpu_id", [
     # a form the family has no member of: the P100 is listed only as the PCIe card (the SXM2 board runs at
     # 300 W with NVLink), so the SXM2 board is a card the catalog lacks, not the PCIe one
     ("Tesla P100-SXM2-16GB", None), ("P100 SXM2", None),

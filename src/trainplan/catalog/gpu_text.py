@@ -31,6 +31,7 @@ So "H100 PCIe" is the PCIe card (not the SXM part that a substring match on "h10
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from trainplan.specs import GpuSpec
 
@@ -51,11 +52,15 @@ def _compact(name: str) -> str:
 # vendor and brand names as Chinese sources write them, often without a space before the model
 # ("英伟达A100", "昇腾910B"): read as the English words
 _CHINESE_NAMES = {"英伟达": " nvidia ", "华为": " huawei ", "昇腾": " ascend "}
+# any other CJK character separates words: Chinese writes counts and nouns against the model ("8卡A100",
+# "单卡4090"); full-width letters, digits and brackets ("Ａ８００（８０Ｇ）") are first read as ASCII (NFKC)
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff]+")
 
 
 def _words(text: str) -> list[str]:
     for name, english in _CHINESE_NAMES.items():
         text = text.replace(name, english)
+    text = _CJK.sub(" ", unicodedata.normalize("NFKC", text))
     words = (_COUNT.sub("", w) for w in _SPLIT.split(text.lower()))
     return [w for w in words if w and w not in _VENDOR_WORDS]
 

@@ -126,11 +126,42 @@ def gpu_name_note(name: str, gpu: GpuSpec | None = None) -> str | None:
 
 def gpu_in_text(text: str) -> GpuSpec | None:
     """The catalog GPU a free text names ("NVIDIA H100 PCIe", "8x A100 80GB PCIe", "RTX 4090 D"), or
-    None: the one rule for CUDA device names and run descriptions (catalog/gpu_text.py)."""
+    None: the one rule for CUDA device names and run descriptions (catalog/gpu_text.py). A cloud machine
+    type the price catalog lists ("AWS p4d.24xlarge", "Standard_ND96asr_A100_v4") names its GPU first:
+    it says the board and memory a bare "A100" leaves open (p4d: A100 SXM4 40GB)."""
     from trainplan.catalog.gpu_text import gpu_in_text as find
 
     gpus, index, _ = _gpu_catalog()
-    return find(text, gpus, index)
+    by_instance = instance_gpu_id(text)
+    return gpus[by_instance] if by_instance in gpus else find(text, gpus, index)
+
+
+# A machine type as clouds write it: one word with a digit and a '.', '-' or '_' in it (p4d.24xlarge,
+# a2-highgpu-1g, Standard_ND96asr_A100_v4, gpu_8x_v100); the price catalog's other `instance` texts
+# ("Secure Cloud pod", "on-demand GPU") describe a listing, not a machine
+_MACHINE_TYPE = re.compile(r"^(?=.*\d)(?=.*[._-])[a-z0-9._-]+$")
+_TEXT_TOKENS = re.compile(r"[^a-z0-9._-]+")
+
+
+@functools.lru_cache(maxsize=None)
+def _machine_types() -> dict[str, str]:
+    """Cloud machine type (lower case) -> GPU id, from the price catalog's rows (each cites its source)."""
+    out: dict[str, str] = {}
+    for entry in _price_entries()[0]:
+        name = str(entry.get("instance", "")).strip().lower().split(" ")[0]
+        if _MACHINE_TYPE.match(name):
+            out.setdefault(name, entry["gpu_id"])
+    return out
+
+
+def instance_gpu_id(text: str) -> str | None:
+    """The GPU id of a cloud machine type named in `text` (a word of it, case-insensitive), or None."""
+    types = _machine_types()
+    for word in _TEXT_TOKENS.split(text.lower()):
+        found = types.get(word.strip("._-"))
+        if found:
+            return found
+    return None
 
 
 def gpu_lacking(text: str) -> str | None:
