@@ -97,6 +97,7 @@ def _case_model(case: dict) -> tuple[ModelSpec, str]:
     # the name without its aside only where the case gives no architecture of its own ("MPT-7b (llm-foundry
     # benchmark config)" with its numbers is that config, not the catalog's checkpoint)
     bare = _ASIDE.sub("", name).strip() if not (m.get("layers") and m.get("hidden")) else name
+    differs = ""
     for named in (hf_id, name, bare if bare != name else ""):
         if not named:
             continue
@@ -104,15 +105,35 @@ def _case_model(case: dict) -> tuple[ModelSpec, str]:
             spec = catalog.resolve_model(named)
         except TrainplanError:
             continue
+        differs = _differs_from_case(spec, m)
+        if differs:     # the run's own config (a padded vocabulary, other sizes) is the model it trained
+            break
         how = catalog.model_name_note(named) or "catalog"
         return spec, how if named is not bare else f"model name read without its aside ({name!r} -> {bare!r}); {how}"
     if m.get("layers") and m.get("hidden"):
         if "MPT" in str(m.get("name")):
-            return _mpt(m), "MPT architecture from the case's numbers"
+            return _mpt(m), "MPT architecture from the case's numbers" + differs
         if _GPT2_CONFIG.search(f"{m.get('arch_source') or ''} {m.get('params_note') or ''}"):
-            return _gpt2(m), "GPT-2 architecture (transformers GPT2Config) from the case's numbers"
-        return _synthesized_llama(m), "llama-style config synthesized from the case's numbers"
+            return _gpt2(m), "GPT-2 architecture (transformers GPT2Config) from the case's numbers" + differs
+        return _synthesized_llama(m), "llama-style config synthesized from the case's numbers" + differs
     raise Skip(f"model {m.get('name')}: not in the catalog and the case gives no architecture numbers")
+
+
+_STATED_SHAPES = (("layers", "num_layers"), ("hidden", "hidden_size"), ("heads", "num_heads"),
+                  ("kv_heads", "num_kv_heads"), ("intermediate", "intermediate_size"), ("vocab", "vocab_size"))
+
+
+def _differs_from_case(spec: ModelSpec, m: dict) -> str:
+    """'' when the catalog row `spec` has every shape the case states, else a note of the first that differs
+    (the case then builds its model from its own numbers: flash-attention's GPT3-125M pads GPT-2's 50,257-token
+    vocabulary to 50,264)."""
+    if not (m.get("layers") and m.get("hidden")):
+        return ""
+    for key, attr in _STATED_SHAPES:
+        stated = m.get(key)
+        if stated is not None and stated != getattr(spec, attr):
+            return f" (not catalog {spec.name}: the case's {key} is {stated}, the catalog's {getattr(spec, attr)})"
+    return ""
 
 
 def _mpt(m: dict) -> ModelSpec:
