@@ -52,7 +52,8 @@ class Case:
 FAMILY_FIXTURES: tuple[tuple[str, str], ...] = (
     ("bloom", "tiny_bloom"), ("deepseek_v2", "tiny_deepseek_v2"), ("deepseek_v3", "tiny_deepseek_v3"),
     ("falcon", "tiny_falcon"), ("falcon", "tiny_falcon_new"), ("gemma", "tiny_gemma"),
-    ("gemma2", "tiny_gemma2"), ("gemma3_text", "tiny_gemma3_text"), ("glm4_moe", "tiny_glm4_moe"),
+    ("gemma2", "tiny_gemma2"), ("gemma3_text", "tiny_gemma3_text"), ("glm4", "tiny_glm4"),
+    ("glm4_moe", "tiny_glm4_moe"),
     ("gpt2", "tiny_gpt2"), ("gpt_neox", "tiny_gpt_neox"), ("gpt_oss", "tiny_gpt_oss"),
     ("internlm3", "tiny_internlm3"), ("kimi_k2", "tiny_kimi_k2"), ("llama", "tiny_llama"),
     ("llama4", "tiny_llama4_scout"), ("llama4_text", "tiny_llama4"), ("mistral", "tiny_mistral"),

@@ -501,8 +501,8 @@ def test_chinese_wording_and_machine_types(text, gpu_id):
     ("Tesla P100-SXM2-16GB", None), ("P100 SXM2", None),
     # a size below every member's: the 8 GB RTX 3060 is a cut-down card beside the listed 12 GB one
     ("RTX 3060 8GB", None),
-    # "A6000 Ada" (a misnomer for the RTX 6000 Ada) is not the Ampere RTX A6000
-    ("A6000 Ada", None),
+    # "A6000 Ada", rentals' name for the RTX 6000 Ada, is that card, not the Ampere RTX A6000
+    ("A6000 Ada", "rtx6000-ada"), ("RTX A6000 Ada", "rtx6000-ada"), ("RTX A6000", "rtx-a6000"),
     # a member's form is its catalog form_factor where the id has no form word: these are PCIe cards
     ("NVIDIA L40S PCIe", "l40s"), ("A10 PCIe 24GB", "a10"), ("Tesla T4 PCIe", "t4"),
     # a size above every member's keeps the card (resellers' 22 GB 2080 Ti, nvidia-smi's superchip total)
@@ -534,7 +534,7 @@ def test_gpu_flag_refuses_a_count_or_a_card_the_catalog_lacks(name):
     ("8x A100", "a GPU count in the name; give --gpu a100-sxm4-80gb and the count with --num-gpus"),
     ("Tesla P100-SXM2-16GB", "its SXM board is not in the catalog, only p100-pcie-16gb"),
     ("RTX 3060 8GB", "its 8 GB card is not in the catalog, only rtx3060"),
-    ("A6000 Ada", "its Ada card is not in the catalog, only rtx-a6000"),
+    ("RTX 3070 Ti", "its Ti card is not in the catalog, only rtx3070"),
 ])
 def test_a_refused_gpu_name_says_what_the_catalog_has(name, why):
     with pytest.raises(UnknownNameError) as err:

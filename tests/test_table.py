@@ -177,8 +177,9 @@ def test_given_checkpointing_and_micro_batch_hold():
 def test_sizes_pick_catalog_models():
     assert {"llama-2-7b", "qwen2.5-7b"} <= set(models_of_size("7b"))
     assert "llama-2-70b" in models_of_size("70b")
-    # 124M +- 15% (105M-143M): GPT-2 (124,439,808) and SmolLM2-135M (134,515,008), not Pythia-160M (162,322,944)
-    assert models_of_size("124m") == ["gpt2", "smollm2-135m"]
+    # 124M +- 15% (105M-143M): GPT-2 (124,439,808), SmolLM2-135M (134,515,008) and GPT-3 Small (GPT-2 small's
+    # shapes at 2,048 positions: 124,439,808 + 1,024 x 768 = 125,226,240), not Pythia-160M (162,322,944)
+    assert models_of_size("124m") == ["gpt2", "smollm2-135m", "gpt-3-125m"]
 
 
 def test_tiers_side_by_side(capsys):

@@ -80,7 +80,9 @@ ALIASES = {
     "rtx4090d": ["4090d", "rtx-4090d", "4090-d", "rtx-4090-d"],
     "rtx5090": ["5090", "rtx-5090", "geforce-rtx-5090"],
     "rtx-a6000": ["a6000", "rtxa6000"],
-    "rtx6000-ada": ["6000-ada", "rtx-6000-ada", "rtx6000ada"],
+    # "RTX A6000 Ada" / "A6000 Ada": how rentals list the RTX 6000 Ada (RunPod's "RTX A6000 Ada" beside its "RTX A6000",
+    # code-index file 44446219753; "RTX A6000 Ada (SM89)", code-index file 55622889780)
+    "rtx6000-ada": ["6000-ada", "rtx-6000-ada", "rtx6000ada", "a6000-ada", "rtx-a6000-ada"],
     "rtx4080": ["4080", "rtx-4080", "geforce-rtx-4080", "rtx4080-16gb"],
     "rtx4080-super": ["4080-super", "4080super", "rtx-4080-super", "rtx4080super", "geforce-rtx-4080-super"],
     "rtx4070ti": ["4070ti", "4070-ti", "rtx-4070-ti", "rtx4070-ti", "geforce-rtx-4070-ti"],

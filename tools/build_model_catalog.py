@@ -121,6 +121,20 @@ ALIASES["ChatGLM3-6B"].append("THUDM/chatglm2-6b")
 # Wave 4 (fine-tuning runs' HF ids; rows in tools/model_rows/wave4.py); backed by ALIAS_NOTES like the blocks above.
 ALIASES["Llama-2-13B"] += ["WizardLMTeam/WizardLM-13B-V1.2", "WizardLM/WizardLM-13B-V1.2"]
 
+# Wave 5 (fine-tuning runs' HF ids); backed by ALIAS_NOTES like the blocks above. A key that is the display name of a
+# HF_CONFIG_MODELS or tools/model_rows row (LLaMA-30B, StarCoder, OpenHermes-2.5-Mistral-7B) reaches that row through
+# hf_config_rows. Left out (not the same shapes, or not shown to be): allenai/Llama-3.1-Tulu-3-8B (vocab 128256 not
+# shown; a third-party page prints 8,030,326,784 for its DPO stage, 8 vocabulary rows over Llama-3.1-8B's count),
+# NousResearch/Hermes-3-Llama-3.1-8B (no copy of its config.json or exact count found),
+# NousResearch/Nous-Hermes-2-Mixtral-8x7B-DPO (vocab 32002, no Mixtral row of that vocabulary).
+ALIASES["Mistral-7B-v0.1"].append("HuggingFaceH4/zephyr-7b-beta")
+ALIASES["DeepSeek-V2-Lite"] += ["deepseek-ai/DeepSeek-Coder-V2-Lite-Base",
+                                "deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct"]
+ALIASES.setdefault("LLaMA-30B", []).append("lmsys/vicuna-33b-v1.3")
+ALIASES.setdefault("StarCoder", []).append("StarCoder-15B")
+ALIASES.setdefault("OpenHermes-2.5-Mistral-7B", []).extend(["openchat/openchat_3.5",
+                                                      "berkeley-nest/Starling-LM-7B-alpha"])
+
 _MLC = "mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py@79d603f085f5"
 _LITGPT = "Lightning-AI/litgpt, litgpt/config.py@26857050fe3f"
 _TORCHTUNE = "pytorch/torchtune@bd2a0fc7c314"
@@ -233,6 +247,42 @@ ALIAS_NOTES["Llama-2-13B"].append(
     f"{_LELIUGA}, models/WizardLM-13B-V1.2/manifest.yaml (40 layers, 5120, 40 heads, 40 kv heads, 13824, vocab "
     "32000, context 4096) give these shapes; its Q2_K GGUF is 5,429,348,224 bytes, as Llama-2-13B's "
     "(models/Llama-2-13B/manifest.yaml): the same tensors")
+
+# Wave 5 aliases (block above ALIAS_NOTES). The Q2_K GGUF sizes are llama.cpp's conversions as leliuga's manifests
+# list them: equal bytes (up to a few bytes of metadata) are the same tensors.
+ALIAS_NOTES.setdefault("Mistral-7B-v0.1", []).append(
+    "alias HuggingFaceH4/zephyr-7b-beta (a DPO fine-tune of mistralai/Mistral-7B-v0.1, its card says): "
+    f"{_LELIUGA}, models/zephyr-7B-beta/manifest.yaml gives these shapes (32 layers, 4096, 32 heads, 8 kv heads, "
+    "14336, vocab 32000, context 32768), as models/Mistral-7B-v0.1/manifest.yaml does; its Q2_K GGUF is "
+    "3,083,097,792 bytes, 64 (metadata) over Mistral-7B-v0.1's 3,083,097,728; "
+    f"{_HF_SIZES} [HuggingFaceH4/zephyr-7b-beta: 7,241,732,096 = this count]")
+ALIAS_NOTES.setdefault("DeepSeek-V2-Lite", []).append(
+    "aliases deepseek-ai/DeepSeek-Coder-V2-Lite-Base and deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct: code-index "
+    "file 69557407533 (notes on Coder-V2-Lite-Base read from its config.json and safetensors: 27 layers, layer 0 "
+    "dense 10944, 2048, 16 heads, "
+    "kv_lora_rank 512, q_lora_rank null, qk 128 + 64, v 128, 64 routed experts top-6 + 2 shared, "
+    "moe_intermediate_size 1408, vocab 102,400, norm_topk_prob false, routed_scaling_factor 1.0; 15,706,484,224 "
+    "parameters = this count); code-index file 57751031036 (the Hub snapshot of Coder-V2-Lite-Instruct: "
+    "15,706,484,224 parameters, an embedding of 102,400 x 2048 in bf16); code-index file 70917048890 (the Lite "
+    "checkpoints, V2 and Coder-V2: q_lora_rank null, greedy routing over 64 experts, YaRN factor 40)")
+ALIAS_NOTES.setdefault("LLaMA-30B", []).append(
+    f"alias lmsys/vicuna-33b-v1.3 (fine-tuned from LLaMA, its card says): {_GPU_POOR} [lmsys/vicuna-33b-v1.3: "
+    "6656, 17920, 52 heads, 60 layers, vocab 32000, as huggyllama/llama-30b]; Lightning-AI/litgpt, "
+    "litgpt/config.py@ec020646b961 [vicuna-33b-v1.3: 60 layers, 52 heads, 6656, 17920, vocab 32000, RMSNorm eps "
+    f"1e-6, block_size 2048, no bias]; {_LELIUGA}, models/vicuna-33B/manifest.yaml (the same shapes, context 2048): "
+    "its Q2_K GGUF is 13,502,545,312 bytes, as models/llama-30b-supercot's (a LLaMA-30B fine-tune)")
+ALIAS_NOTES.setdefault("StarCoder", []).append(
+    "alias StarCoder-15B, the name published tables give bigcode/starcoder: code-index file 30481576278 "
+    "(WizardCoder's HumanEval table: StarCoder-15B 33.6, StarCoder's own figure); code-index file 2521243382 "
+    "(StarCoder, 15.5B: starcoder-15b)")
+ALIAS_NOTES.setdefault("OpenHermes-2.5-Mistral-7B", []).append(
+    "aliases openchat/openchat_3.5 and berkeley-nest/Starling-LM-7B-alpha (trained from openchat_3.5, its card "
+    f"says; both fine-tunes of Mistral-7B-v0.1 with vocab 32002): {_LELIUGA}, models/openchat_3.5/manifest.yaml and "
+    "models/Starling-LM-7B-alpha/manifest.yaml give this row's shapes (32 layers, 4096, 32 heads, 8 kv heads, "
+    "14336, vocab 32002) with context 8192 (32768 here), which changes neither parameters nor memory; "
+    "openchat_3.5's Q2_K GGUF is 3,083,107,200 bytes, as OpenHermes-2.5-Mistral-7B's (Starling's: 64 more, "
+    "metadata), so the head is untied as here; code-index file 2567470270 [berkeley-nest/Starling-LM-7B-alpha: "
+    "7,241,748,480 = this count]")
 
 # Config keys stated in the reference notes rather than in its fields.
 EXTRA: dict[str, dict[str, Any]] = {
@@ -1031,7 +1081,7 @@ HF_CONFIG_MODELS += [
 
 
 # --- rows kept in tools/model_rows/*.py (one file per batch, each a ROWS list of the form above) ----------------
-ROW_FILES = ("more_models.py", "new_types.py", "new_types_2.py", "wave4.py")
+ROW_FILES = ("more_models.py", "new_types.py", "new_types_2.py", "wave4.py", "wave5a.py", "wave5b.py")
 
 
 def _row_file(name: str) -> list[dict[str, Any]]:
@@ -1050,6 +1100,11 @@ def hf_config_rows() -> list[dict[str, Any]]:
         config = {k: v for k, v in model["config"].items() if v is not None}
         nulls = [k for k, v in model["config"].items() if v is None]
         row = {k: v for k, v in model.items() if k != "config"}
+        # ALIASES / ALIAS_NOTES keyed by a row's display name reach it as they reach a reference row
+        wave = [a for a in ALIASES.get(row["display_name"], []) if a not in row["aliases"]]
+        if wave:
+            row["aliases"] = [*row["aliases"], *wave]
+            row["verification"] = "; ".join([row["verification"], *ALIAS_NOTES.get(row["display_name"], [])])
         if nulls:
             row["config_null_keys"] = nulls
         row["config"] = config

@@ -18,6 +18,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'allenai/olmo-2-1124-7b-instruct': 104,
                                       'allenai/olmoe-1b-7b-0924': 149,
                                       'allenai/olmoe-1b-7b-0924-instruct': 149,
+                                      'aya-23-35b': 177,
                                       'aya-23-8b': 162,
                                       'baichuan-13b': 161,
                                       'baichuan-13b-chat': 161,
@@ -32,6 +33,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'baichuan-inc/baichuan2-7b-chat': 42,
                                       'baichuan2-13b': 131,
                                       'baichuan2-7b': 42,
+                                      'berkeley-nest/starling-lm-7b-alpha': 159,
                                       'bigcode/starcoder': 142,
                                       'bigcode/starcoder2-15b': 145,
                                       'bigcode/starcoder2-3b': 143,
@@ -46,6 +48,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'bloom-7b1': 54,
                                       'bytedance-seed/seed-oss-36b-base': 81,
                                       'bytedance-seed/seed-oss-36b-instruct': 81,
+                                      'c4ai-command-r-plus': 176,
                                       'c4ai-command-r-v01': 156,
                                       'chatglm3': 40,
                                       'chatglm3-6b': 40,
@@ -58,13 +61,17 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'codellama/codellama-34b-instruct-hf': 93,
                                       'codellama/codellama-7b-hf': 91,
                                       'codellama/codellama-7b-instruct-hf': 91,
+                                      'cohereforai/aya-23-35b': 177,
                                       'cohereforai/aya-23-8b': 162,
+                                      'cohereforai/c4ai-command-r-plus': 176,
                                       'cohereforai/c4ai-command-r-v01': 156,
                                       'command-r-v01': 156,
                                       'deepseek-ai/deepseek-coder-33b-base': 117,
                                       'deepseek-ai/deepseek-coder-33b-instruct': 117,
                                       'deepseek-ai/deepseek-coder-6.7b-base': 97,
                                       'deepseek-ai/deepseek-coder-6.7b-instruct': 97,
+                                      'deepseek-ai/deepseek-coder-v2-lite-base': 38,
+                                      'deepseek-ai/deepseek-coder-v2-lite-instruct': 38,
                                       'deepseek-ai/deepseek-llm-67b-base': 96,
                                       'deepseek-ai/deepseek-llm-67b-chat': 96,
                                       'deepseek-ai/deepseek-llm-7b-base': 95,
@@ -101,6 +108,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'deepseek-v2-236b': 134,
                                       'deepseek-v2-lite': 38,
                                       'deepseek-v3': 39,
+                                      'devstral-small': 178,
                                       'eleutherai/gpt-j-6b': 141,
                                       'eleutherai/gpt-neox-20b': 58,
                                       'eleutherai/pythia-1.4b': 63,
@@ -121,12 +129,16 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'eleutherai/pythia-70m-deduped': 59,
                                       'facebook/opt-1.3b': 50,
                                       'facebook/opt-13b': 52,
+                                      'facebook/opt-30b': 171,
                                       'facebook/opt-6.7b': 51,
                                       'facebook/opt-66b': 53,
                                       'falcon-180b': 129,
                                       'falcon-180b-chat': 129,
                                       'falcon-40b': 57,
                                       'falcon-7b': 56,
+                                      'falcon3-7b': 174,
+                                      'falcon3-7b-base': 174,
+                                      'falcon3-7b-instruct': 174,
                                       'gemma-2-27b': 30,
                                       'gemma-2-2b': 28,
                                       'gemma-2-9b': 29,
@@ -136,6 +148,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'gemma-3-27b': 34,
                                       'gemma-3-4b': 32,
                                       'gemma-7b': 68,
+                                      'glm-4-32b-0414': 179,
                                       'glm-4-9b': 41,
                                       'glm-4-9b-chat': 41,
                                       'glm-4.5': 76,
@@ -164,6 +177,18 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'gpt-2-large-(774m)': 48,
                                       'gpt-2-medium-(355m)': 47,
                                       'gpt-2-xl-(1.5b)': 49,
+                                      'gpt-3-1.3b': 166,
+                                      'gpt-3-125m': 163,
+                                      'gpt-3-13b': 169,
+                                      'gpt-3-175b': 170,
+                                      'gpt-3-2.7b': 167,
+                                      'gpt-3-350m': 164,
+                                      'gpt-3-6.7b': 168,
+                                      'gpt-3-760m': 165,
+                                      'gpt-3-large': 165,
+                                      'gpt-3-medium': 164,
+                                      'gpt-3-small': 163,
+                                      'gpt-3-xl': 166,
                                       'gpt-j': 141,
                                       'gpt-j-6b': 141,
                                       'gpt-neox-20b': 58,
@@ -176,7 +201,17 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'gpt2-medium': 47,
                                       'gpt2-small': 46,
                                       'gpt2-xl': 49,
+                                      'gpt3-1.3b': 166,
+                                      'gpt3-125m': 163,
+                                      'gpt3-13b': 169,
+                                      'gpt3-175b': 170,
+                                      'gpt3-2.7b': 167,
+                                      'gpt3-350m': 164,
+                                      'gpt3-6.7b': 168,
+                                      'gpt3-760m': 165,
                                       'gptj-6b': 141,
+                                      'granite-3.0-8b': 175,
+                                      'granite-3.0-8b-instruct': 175,
                                       'granite-3.1-2b': 150,
                                       'granite-3.1-2b-instruct': 150,
                                       'granite-3.1-3b-a800m': 153,
@@ -185,6 +220,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'granite-3.1-8b-instruct': 151,
                                       'granite-3.3-8b': 152,
                                       'granite-3.3-8b-instruct': 152,
+                                      'huggingfaceh4/zephyr-7b-beta': 25,
                                       'huggingfacetb/smollm-1.7b': 103,
                                       'huggingfacetb/smollm-1.7b-instruct': 103,
                                       'huggingfacetb/smollm-135m': 101,
@@ -201,6 +237,8 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'huggyllama/llama-30b': 86,
                                       'huggyllama/llama-65b': 87,
                                       'huggyllama/llama-7b': 84,
+                                      'ibm-granite/granite-3.0-8b-base': 175,
+                                      'ibm-granite/granite-3.0-8b-instruct': 175,
                                       'ibm-granite/granite-3.1-2b-base': 150,
                                       'ibm-granite/granite-3.1-2b-instruct': 150,
                                       'ibm-granite/granite-3.1-3b-a800m-base': 153,
@@ -268,6 +306,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'llama4-maverick': 75,
                                       'llama4-scout': 74,
                                       'lmsys/vicuna-13b-v1.5': 1,
+                                      'lmsys/vicuna-33b-v1.3': 86,
                                       'lmsys/vicuna-7b-v1.5': 0,
                                       'magistral-small': 80,
                                       'magistral-small-2506': 80,
@@ -328,7 +367,11 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'mistral-small-2409': 126,
                                       'mistral-small-24b-2501': 125,
                                       'mistral-small-24b-base-2501': 125,
+                                      'mistral-small-3.1-24b': 178,
+                                      'mistral-small-3.1-24b-(text-decoder)': 178,
                                       'mistral-small-instruct-2409': 126,
+                                      'mistralai/devstral-small-2505': 178,
+                                      'mistralai/devstral-small-2507': 178,
                                       'mistralai/magistral-small-2506': 80,
                                       'mistralai/ministral-8b-instruct-2410': 79,
                                       'mistralai/mistral-7b-instruct-v0.1': 25,
@@ -342,6 +385,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'mistralai/mistral-nemo-instruct-2407': 90,
                                       'mistralai/mistral-small-24b-base-2501': 125,
                                       'mistralai/mistral-small-24b-instruct-2501': 125,
+                                      'mistralai/mistral-small-3.1-24b-base-2503': 178,
+                                      'mistralai/mistral-small-3.1-24b-instruct-2503': 178,
+                                      'mistralai/mistral-small-3.2-24b-instruct-2506': 178,
                                       'mistralai/mistral-small-instruct-2409': 126,
                                       'mistralai/mixtral-8x22b-v0.1': 27,
                                       'mistralai/mixtral-8x7b-instruct-v0.1': 26,
@@ -361,11 +407,14 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'mosaicml/mpt-7b-instruct': 146,
                                       'mpt-30b': 147,
                                       'mpt-7b': 146,
+                                      'nemotron-15b': 173,
                                       'nemotron-3-8b': 106,
                                       'nemotron-340b': 107,
+                                      'nemotron-4-15b': 173,
                                       'nemotron-4-340b': 107,
                                       'nemotron-8b': 106,
                                       'nemotron3-8b': 106,
+                                      'nemotron4-15b': 173,
                                       'nemotron4-340b': 107,
                                       'nvidia/llama-3.1-nemotron-70b-instruct-hf': 6,
                                       'nvidia/nemotron-3-8b-base-4k': 106,
@@ -385,12 +434,15 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'openai/gpt-oss-20b': 72,
                                       'openbmb/minicpm-2b-dpo-bf16': 154,
                                       'openbmb/minicpm-2b-sft-bf16': 154,
+                                      'openchat/openchat-3.5': 159,
                                       'openhermes-2.5': 159,
                                       'openhermes-2.5-mistral-7b': 159,
                                       'openllama-7b': 157,
                                       'openlm-research/open-llama-7b': 157,
                                       'opt-1.3b': 50,
                                       'opt-13b': 52,
+                                      'opt-175b': 172,
+                                      'opt-30b': 171,
                                       'opt-6.7b': 51,
                                       'opt-66b': 53,
                                       'phi-1-5': 139,
@@ -562,6 +614,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'stablelm-3b-4e1t': 158,
                                       'stablelm-zephyr-3b': 158,
                                       'starcoder': 142,
+                                      'starcoder-15b': 142,
                                       'starcoder2-15b': 145,
                                       'starcoder2-3b': 143,
                                       'starcoder2-7b': 144,
@@ -569,16 +622,21 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'teknium/openhermes-2.5-mistral-7b': 159,
                                       'thudm/chatglm2-6b': 40,
                                       'thudm/chatglm3-6b': 40,
+                                      'thudm/glm-4-32b-0414': 179,
+                                      'thudm/glm-4-32b-base-0414': 179,
                                       'thudm/glm-4-9b': 41,
                                       'thudm/glm-4-9b-chat': 41,
                                       'thudm/glm-4.5': 76,
                                       'thudm/glm-4.5-air': 77,
+                                      'thudm/glm-z1-32b-0414': 179,
                                       'tiiuae/falcon-180b': 129,
                                       'tiiuae/falcon-180b-chat': 129,
                                       'tiiuae/falcon-40b': 57,
                                       'tiiuae/falcon-40b-instruct': 57,
                                       'tiiuae/falcon-7b': 56,
                                       'tiiuae/falcon-7b-instruct': 56,
+                                      'tiiuae/falcon3-7b-base': 174,
+                                      'tiiuae/falcon3-7b-instruct': 174,
                                       'tinyllama': 94,
                                       'tinyllama-1.1b': 94,
                                       'tinyllama/tinyllama-1.1b-chat-v1.0': 94,
@@ -595,10 +653,13 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'yi-34b': 43,
                                       'yi-6b': 44,
                                       'yi-9b': 124,
+                                      'zai-org/glm-4-32b-0414': 179,
+                                      'zai-org/glm-4-32b-base-0414': 179,
                                       'zai-org/glm-4.5': 76,
                                       'zai-org/glm-4.5-air': 77,
-                                      'zai-org/glm-4.6': 76},
-                             'fingerprint': '02327536-218837'},
+                                      'zai-org/glm-4.6': 76,
+                                      'zai-org/glm-z1-32b-0414': 179},
+                             'fingerprint': 'ab1df422-257295'},
              'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b","lmsys/vicuna-7b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
@@ -923,7 +984,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'litgpt/config.py@26857050fe3f; THUDM/slime, '
                                       'scripts/models/qwen3-235B-A22B.sh@624b824a898a; alibaba/InferSim, '
                                       'hf_configs/qwen3-235B-A22B_config.json@f2293dab6d23","tied_embeddings":false,"vocab_size":151936}',
-                                      '{"aliases":["mistralai/Mistral-7B-Instruct-v0.1","mistral-7b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["mistralai/Mistral-7B-Instruct-v0.1","mistral-7b","HuggingFaceH4/zephyr-7b-beta"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"MistralForCausalLM\\"], \\"head_dim\\": 128, \\"hidden_act\\": \\"silu\\", '
                                       '\\"hidden_size\\": 4096, \\"intermediate_size\\": 14336, '
                                       '\\"max_position_embeddings\\": 32768, \\"model_type\\": \\"mistral\\", '
@@ -1106,7 +1167,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '100352}","hf_id":"microsoft/phi-4","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":17920,"learned_position_offset":0,"max_position_embeddings":16384,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"phi3","moe":null,"name":"phi-4","naming":"phi3","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":10,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"pytorch/torchtune, '
                                       'torchtune/models/phi4/_model_builders.py@bd2a0fc7c314; Lightning-AI/litgpt, '
                                       'litgpt/config.py@26857050fe3f","tied_embeddings":false,"vocab_size":100352}',
-                                      '{"aliases":["deepseek-ai/DeepSeek-V2-Lite-Chat"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":192,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["deepseek-ai/DeepSeek-V2-Lite-Chat","deepseek-ai/DeepSeek-Coder-V2-Lite-Base","deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":192,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"DeepseekV2ForCausalLM\\"], \\"attention_bias\\": false, '
                                       '\\"first_k_dense_replace\\": 1, \\"hidden_act\\": \\"silu\\", '
                                       '\\"hidden_size\\": 2048, \\"intermediate_size\\": 10944, \\"kv_lora_rank\\": '
@@ -1883,7 +1944,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'fields); RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
                                       '[huggyllama/llama-13b]; code-index file 15495356071 (table of actual LLaMA '
                                       'parameter counts: 7B, 13B, 30B)","tied_embeddings":false,"vocab_size":32000}',
-                                      '{"aliases":["llama1-30b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["llama1-30b","lmsys/vicuna-33b-v1.3"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"bos_token_id\\": 1, \\"eos_token_id\\": 2, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 6656, \\"initializer_range\\": '
                                       '0.02, \\"intermediate_size\\": 17920, \\"max_position_embeddings\\": 2048, '
@@ -2822,7 +2883,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'code-index file 37133021827 (EleutherAI/gpt-j-6B loaded with transformers: '
                                       '6050882784 params); code-index file 6356303769 (the model card: n_parameters '
                                       '6053381344)","tied_embeddings":false,"vocab_size":50400}',
-                                      '{"aliases":["bigcode/starcoderbase","starcoderbase"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"activation_function\\": '
+                                      '{"aliases":["bigcode/starcoderbase","starcoderbase","StarCoder-15B"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"activation_function\\": '
                                       '\\"gelu\\", \\"architectures\\": [\\"GPTBigCodeForCausalLM\\"], '
                                       '\\"attention_softmax_in_fp32\\": true, \\"attn_pdrop\\": 0.1, '
                                       '\\"bos_token_id\\": 0, \\"embd_pdrop\\": 0.1, \\"eos_token_id\\": 0, '
@@ -3134,7 +3195,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '65869676649 (model card of stabilityai/stablelm-zephyr-3b@fe1fd5e36ccb: '
                                       '2,795,443,200, safetensors metadata, 4,096 '
                                       'context)","tied_embeddings":false,"vocab_size":50304}',
-                                      '{"aliases":["openhermes-2.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["openhermes-2.5","openchat/openchat_3.5","berkeley-nest/Starling-LM-7B-alpha"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"MistralForCausalLM\\"], \\"hidden_act\\": \\"silu\\", \\"hidden_size\\": '
                                       '4096, \\"intermediate_size\\": 14336, \\"max_position_embeddings\\": 32768, '
                                       '\\"model_type\\": \\"mistral\\", \\"num_attention_heads\\": 32, '
@@ -3215,8 +3276,376 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '128, MLP 14336, rope 10000, no q/k norm, logit_scale 0.0625; CohereConfig ties '
                                       'the embeddings by default); awesome-llm-papers/awesome-llm-papers.github.io, '
                                       '_publications/aryabumi2024aya.markdown (Aya 23: open weights of 8B and 35B '
-                                      'models)","tied_embeddings":true,"vocab_size":256000}'],
-                             'fingerprint': '6b0aff1e-293238'}},
+                                      'models)","tied_embeddings":true,"vocab_size":256000}',
+                                      '{"aliases":["gpt3-125m"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPT2LMHeadModel\\"], '
+                                      '\\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": \\"gpt2\\", \\"n_embd\\": '
+                                      '768, \\"n_head\\": 12, \\"n_layer\\": 12, \\"n_positions\\": 2048, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50257}","hf_id":"gpt-3-125m","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":768,"intermediate_size":3072,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt2","moe":null,"name":"gpt-3-125m","naming":"gpt2","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":12,"num_kv_heads":12,"num_layers":12,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"Brown '
+                                      'et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, n_layers, d_model, n_heads, '
+                                      'd_head) and section 2.1 (the same model and architecture as GPT-2, alternating '
+                                      'dense and locally banded sparse attention; n_ctx 2048; d_ff = 4 d_model): Table '
+                                      '2.1 and section 2.1 verbatim in code-index file 62776818203, Table 2.1 in '
+                                      'code-index file 45484487489, n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                      '65963167050; Table D.1 (Params (M) of each size) verbatim in code-index files '
+                                      '69493738626 and 34914328103 [GPT-3 Small: 125M, 12 layers, d_model 768; D.1: '
+                                      '125M]; microsoft/Megatron-DeepSpeed, '
+                                      "examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 ('the GPT-3 XXX "
+                                      "below are configs from GPT-3 paper': num_layers, hidden_size, num_attn_heads of "
+                                      'the eight sizes; seq-length and max-position-embeddings 2048; gpt2-vocab.json / '
+                                      'gpt2-merges.txt) [GPT-3 Small: 12 layers, 768, 12 heads]; mlc-ai/mlc-llm, '
+                                      "python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: GPT-2's config.json, "
+                                      'GPT2LMHeadModel, activation_function gelu_new, layer_norm_epsilon 1e-05, '
+                                      'vocab_size 50257]","tied_embeddings":true,"vocab_size":50257}',
+                                      '{"aliases":["gpt3-350m"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":64,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPT2LMHeadModel\\"], '
+                                      '\\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": \\"gpt2\\", \\"n_embd\\": '
+                                      '1024, \\"n_head\\": 16, \\"n_layer\\": 24, \\"n_positions\\": 2048, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50257}","hf_id":"gpt-3-350m","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":1024,"intermediate_size":4096,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt2","moe":null,"name":"gpt-3-350m","naming":"gpt2","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":16,"num_layers":24,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"Brown '
+                                      'et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, n_layers, d_model, n_heads, '
+                                      'd_head) and section 2.1 (the same model and architecture as GPT-2, alternating '
+                                      'dense and locally banded sparse attention; n_ctx 2048; d_ff = 4 d_model): Table '
+                                      '2.1 and section 2.1 verbatim in code-index file 62776818203, Table 2.1 in '
+                                      'code-index file 45484487489, n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                      '65963167050; Table D.1 (Params (M) of each size) verbatim in code-index files '
+                                      '69493738626 and 34914328103 [GPT-3 Medium: 350M, 24 layers, d_model 1024; D.1: '
+                                      '356M]; microsoft/Megatron-DeepSpeed, '
+                                      "examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 ('the GPT-3 XXX "
+                                      "below are configs from GPT-3 paper': num_layers, hidden_size, num_attn_heads of "
+                                      'the eight sizes; seq-length and max-position-embeddings 2048; gpt2-vocab.json / '
+                                      'gpt2-merges.txt) [GPT-3 Medium: 24 layers, 1024, 16 heads]; mlc-ai/mlc-llm, '
+                                      "python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: GPT-2's config.json, "
+                                      'GPT2LMHeadModel, activation_function gelu_new, layer_norm_epsilon 1e-05, '
+                                      'vocab_size 50257]","tied_embeddings":true,"vocab_size":50257}',
+                                      '{"aliases":["gpt3-760m"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":96,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPT2LMHeadModel\\"], '
+                                      '\\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": \\"gpt2\\", \\"n_embd\\": '
+                                      '1536, \\"n_head\\": 16, \\"n_layer\\": 24, \\"n_positions\\": 2048, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50257}","hf_id":"gpt-3-760m","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":1536,"intermediate_size":6144,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt2","moe":null,"name":"gpt-3-760m","naming":"gpt2","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":16,"num_layers":24,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"Brown '
+                                      'et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, n_layers, d_model, n_heads, '
+                                      'd_head) and section 2.1 (the same model and architecture as GPT-2, alternating '
+                                      'dense and locally banded sparse attention; n_ctx 2048; d_ff = 4 d_model): Table '
+                                      '2.1 and section 2.1 verbatim in code-index file 62776818203, Table 2.1 in '
+                                      'code-index file 45484487489, n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                      '65963167050; Table D.1 (Params (M) of each size) verbatim in code-index files '
+                                      '69493738626 and 34914328103 [GPT-3 Large: 760M, 24 layers, d_model 1536; D.1: '
+                                      '760M]; microsoft/Megatron-DeepSpeed, '
+                                      "examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 ('the GPT-3 XXX "
+                                      "below are configs from GPT-3 paper': num_layers, hidden_size, num_attn_heads of "
+                                      'the eight sizes; seq-length and max-position-embeddings 2048; gpt2-vocab.json / '
+                                      'gpt2-merges.txt) [GPT-3 Large: 24 layers, 1536, 16 heads]; mlc-ai/mlc-llm, '
+                                      "python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: GPT-2's config.json, "
+                                      'GPT2LMHeadModel, activation_function gelu_new, layer_norm_epsilon 1e-05, '
+                                      'vocab_size 50257]","tied_embeddings":true,"vocab_size":50257}',
+                                      '{"aliases":["gpt3-1.3b"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPT2LMHeadModel\\"], '
+                                      '\\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": \\"gpt2\\", \\"n_embd\\": '
+                                      '2048, \\"n_head\\": 16, \\"n_layer\\": 24, \\"n_positions\\": 2048, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50257}","hf_id":"gpt-3-1.3b","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":2048,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt2","moe":null,"name":"gpt-3-1.3b","naming":"gpt2","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":16,"num_kv_heads":16,"num_layers":24,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"Brown '
+                                      'et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, n_layers, d_model, n_heads, '
+                                      'd_head) and section 2.1 (the same model and architecture as GPT-2, alternating '
+                                      'dense and locally banded sparse attention; n_ctx 2048; d_ff = 4 d_model): Table '
+                                      '2.1 and section 2.1 verbatim in code-index file 62776818203, Table 2.1 in '
+                                      'code-index file 45484487489, n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                      '65963167050; Table D.1 (Params (M) of each size) verbatim in code-index files '
+                                      '69493738626 and 34914328103 [GPT-3 XL: 1.3B, 24 layers, d_model 2048; D.1: '
+                                      '1,320M]; microsoft/Megatron-DeepSpeed, '
+                                      "examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 ('the GPT-3 XXX "
+                                      "below are configs from GPT-3 paper': num_layers, hidden_size, num_attn_heads of "
+                                      'the eight sizes; seq-length and max-position-embeddings 2048; gpt2-vocab.json / '
+                                      'gpt2-merges.txt) [GPT-3 XL: 24 layers, 2048, 16 heads]; mlc-ai/mlc-llm, '
+                                      "python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: GPT-2's config.json, "
+                                      'GPT2LMHeadModel, activation_function gelu_new, layer_norm_epsilon 1e-05, '
+                                      'vocab_size 50257]","tied_embeddings":true,"vocab_size":50257}',
+                                      '{"aliases":["gpt3-2.7b"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":80,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPT2LMHeadModel\\"], '
+                                      '\\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": \\"gpt2\\", \\"n_embd\\": '
+                                      '2560, \\"n_head\\": 32, \\"n_layer\\": 32, \\"n_positions\\": 2048, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50257}","hf_id":"gpt-3-2.7b","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":2560,"intermediate_size":10240,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt2","moe":null,"name":"gpt-3-2.7b","naming":"gpt2","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"Brown '
+                                      'et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, n_layers, d_model, n_heads, '
+                                      'd_head) and section 2.1 (the same model and architecture as GPT-2, alternating '
+                                      'dense and locally banded sparse attention; n_ctx 2048; d_ff = 4 d_model): Table '
+                                      '2.1 and section 2.1 verbatim in code-index file 62776818203, Table 2.1 in '
+                                      'code-index file 45484487489, n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                      '65963167050; Table D.1 (Params (M) of each size) verbatim in code-index files '
+                                      '69493738626 and 34914328103 [GPT-3 2.7B: 2.7B, 32 layers, d_model 2560; D.1: '
+                                      '2,650M]; microsoft/Megatron-DeepSpeed, '
+                                      "examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 ('the GPT-3 XXX "
+                                      "below are configs from GPT-3 paper': num_layers, hidden_size, num_attn_heads of "
+                                      'the eight sizes; seq-length and max-position-embeddings 2048; gpt2-vocab.json / '
+                                      'gpt2-merges.txt) [GPT-3 2.7B: 32 layers, 2560, 32 heads]; mlc-ai/mlc-llm, '
+                                      "python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: GPT-2's config.json, "
+                                      'GPT2LMHeadModel, activation_function gelu_new, layer_norm_epsilon 1e-05, '
+                                      'vocab_size 50257]","tied_embeddings":true,"vocab_size":50257}',
+                                      '{"aliases":["gpt3-6.7b"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPT2LMHeadModel\\"], '
+                                      '\\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": \\"gpt2\\", \\"n_embd\\": '
+                                      '4096, \\"n_head\\": 32, \\"n_layer\\": 32, \\"n_positions\\": 2048, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50257}","hf_id":"gpt-3-6.7b","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":4096,"intermediate_size":16384,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt2","moe":null,"name":"gpt-3-6.7b","naming":"gpt2","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"Brown '
+                                      'et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, n_layers, d_model, n_heads, '
+                                      'd_head) and section 2.1 (the same model and architecture as GPT-2, alternating '
+                                      'dense and locally banded sparse attention; n_ctx 2048; d_ff = 4 d_model): Table '
+                                      '2.1 and section 2.1 verbatim in code-index file 62776818203, Table 2.1 in '
+                                      'code-index file 45484487489, n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                      '65963167050; Table D.1 (Params (M) of each size) verbatim in code-index files '
+                                      '69493738626 and 34914328103 [GPT-3 6.7B: 6.7B, 32 layers, d_model 4096; D.1: '
+                                      '6,660M]; microsoft/Megatron-DeepSpeed, '
+                                      "examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 ('the GPT-3 XXX "
+                                      "below are configs from GPT-3 paper': num_layers, hidden_size, num_attn_heads of "
+                                      'the eight sizes; seq-length and max-position-embeddings 2048; gpt2-vocab.json / '
+                                      'gpt2-merges.txt) [GPT-3 6.7B: 32 layers, 4096, 32 heads]; mlc-ai/mlc-llm, '
+                                      "python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: GPT-2's config.json, "
+                                      'GPT2LMHeadModel, activation_function gelu_new, layer_norm_epsilon 1e-05, '
+                                      'vocab_size 50257]","tied_embeddings":true,"vocab_size":50257}',
+                                      '{"aliases":["gpt3-13b"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPT2LMHeadModel\\"], '
+                                      '\\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": \\"gpt2\\", \\"n_embd\\": '
+                                      '5120, \\"n_head\\": 40, \\"n_layer\\": 40, \\"n_positions\\": 2048, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50257}","hf_id":"gpt-3-13b","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":5120,"intermediate_size":20480,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt2","moe":null,"name":"gpt-3-13b","naming":"gpt2","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":40,"num_kv_heads":40,"num_layers":40,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"Brown '
+                                      'et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, n_layers, d_model, n_heads, '
+                                      'd_head) and section 2.1 (the same model and architecture as GPT-2, alternating '
+                                      'dense and locally banded sparse attention; n_ctx 2048; d_ff = 4 d_model): Table '
+                                      '2.1 and section 2.1 verbatim in code-index file 62776818203, Table 2.1 in '
+                                      'code-index file 45484487489, n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                      '65963167050; Table D.1 (Params (M) of each size) verbatim in code-index files '
+                                      '69493738626 and 34914328103 [GPT-3 13B: 13.0B, 40 layers, d_model 5120; D.1: '
+                                      '12,850M]; microsoft/Megatron-DeepSpeed, '
+                                      "examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 ('the GPT-3 XXX "
+                                      "below are configs from GPT-3 paper': num_layers, hidden_size, num_attn_heads of "
+                                      'the eight sizes; seq-length and max-position-embeddings 2048; gpt2-vocab.json / '
+                                      'gpt2-merges.txt) [GPT-3 13B: 40 layers, 5120, 40 heads]; mlc-ai/mlc-llm, '
+                                      "python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: GPT-2's config.json, "
+                                      'GPT2LMHeadModel, activation_function gelu_new, layer_norm_epsilon 1e-05, '
+                                      'vocab_size 50257]","tied_embeddings":true,"vocab_size":50257}',
+                                      '{"aliases":["gpt3-175b"],"attention_dropout":0.1,"attn_logit_softcapping":null,"embedding_dropout":0.1,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"gelu_new\\", \\"architectures\\": [\\"GPT2LMHeadModel\\"], '
+                                      '\\"layer_norm_epsilon\\": 1e-05, \\"model_type\\": \\"gpt2\\", \\"n_embd\\": '
+                                      '12288, \\"n_head\\": 96, \\"n_layer\\": 96, \\"n_positions\\": 2048, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50257}","hf_id":"gpt-3-175b","hidden_act":"gelu_new","hidden_dropout":0.1,"hidden_size":12288,"intermediate_size":49152,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"gpt2","moe":null,"name":"gpt-3-175b","naming":"gpt2","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":96,"num_kv_heads":96,"num_layers":96,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"Brown '
+                                      'et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, n_layers, d_model, n_heads, '
+                                      'd_head) and section 2.1 (the same model and architecture as GPT-2, alternating '
+                                      'dense and locally banded sparse attention; n_ctx 2048; d_ff = 4 d_model): Table '
+                                      '2.1 and section 2.1 verbatim in code-index file 62776818203, Table 2.1 in '
+                                      'code-index file 45484487489, n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                      '65963167050; Table D.1 (Params (M) of each size) verbatim in code-index files '
+                                      '69493738626 and 34914328103 [GPT-3 175B: 175.0B, 96 layers, d_model 12288; D.1: '
+                                      '174,600M]; microsoft/Megatron-DeepSpeed, '
+                                      "examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 ('the GPT-3 XXX "
+                                      "below are configs from GPT-3 paper': num_layers, hidden_size, num_attn_heads of "
+                                      'the eight sizes; seq-length and max-position-embeddings 2048; gpt2-vocab.json / '
+                                      'gpt2-merges.txt) [GPT-3 175B: 96 layers, 12288, 96 heads]; mlc-ai/mlc-llm, '
+                                      "python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: GPT-2's config.json, "
+                                      'GPT2LMHeadModel, activation_function gelu_new, layer_norm_epsilon 1e-05, '
+                                      'vocab_size 50257]","tied_embeddings":true,"vocab_size":50257}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"relu\\", \\"architectures\\": [\\"OPTForCausalLM\\"], '
+                                      '\\"do_layer_norm_before\\": true, \\"enable_bias\\": true, \\"ffn_dim\\": '
+                                      '28672, \\"hidden_size\\": 7168, \\"max_position_embeddings\\": 2048, '
+                                      '\\"model_type\\": \\"opt\\", \\"num_attention_heads\\": 56, '
+                                      '\\"num_hidden_layers\\": 48, \\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50272, \\"word_embed_proj_dim\\": '
+                                      '7168}","hf_id":"facebook/opt-30b","hidden_act":"relu","hidden_dropout":0.1,"hidden_size":7168,"intermediate_size":28672,"learned_position_offset":2,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"opt","moe":null,"name":"opt-30b","naming":"opt","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":56,"num_kv_heads":56,"num_layers":48,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"facebookresearch/metaseq, '
+                                      "metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf [MODEL_SIZES['30b']: 48 "
+                                      'layers, emb 7168, 56 heads of 128; ffn_size = 4 x emb]; FMInference/FlexiGen, '
+                                      'flexgen/opt_config.py@1b9e9bd06a98 (get_opt_config: opt-30b and opt-175b with '
+                                      'max_seq_len 2048 and ffn_embed_dim 4 x hidden; OptConfig defaults vocab_size '
+                                      '50272, relu, layer_norm_eps 1e-5; input_dim = hidden_size for every size; '
+                                      "opt-350m refused as 'a different architecture'); code-index file 1852763748 "
+                                      '(model table citing huggingface.co/facebook/opt-30b/blob/main/config.json: '
+                                      '7168, 56 heads, 4 x 7168, 48 layers, max_model_len 2048, vocab 50272, relu); '
+                                      'code-index file 34738700954 (OPT_30B_CONFIG: vocab 50272, 7168, '
+                                      "max_position_embeddings 2050 = 2048 + OPT's offset 2, 56 heads, head_dim 128, "
+                                      'ffn_dim 28672, 48 layers); facebookresearch/metaseq, '
+                                      'projects/OPT/README.md@f7ffa5fd61cf (Pretrained Model Weights: OPT-30B 30B, '
+                                      'OPT-175B 175B, the latter on '
+                                      'request)","tied_embeddings":true,"vocab_size":50272}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"activation_function\\": '
+                                      '\\"relu\\", \\"architectures\\": [\\"OPTForCausalLM\\"], '
+                                      '\\"do_layer_norm_before\\": true, \\"enable_bias\\": true, \\"ffn_dim\\": '
+                                      '49152, \\"hidden_size\\": 12288, \\"max_position_embeddings\\": 2048, '
+                                      '\\"model_type\\": \\"opt\\", \\"num_attention_heads\\": 96, '
+                                      '\\"num_hidden_layers\\": 96, \\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50272, \\"word_embed_proj_dim\\": '
+                                      '12288}","hf_id":"opt-175b","hidden_act":"relu","hidden_dropout":0.1,"hidden_size":12288,"intermediate_size":49152,"learned_position_offset":2,"max_position_embeddings":2048,"measured_params":null,"mla":null,"mlp_bias":true,"mlp_kind":"plain","model_type":"opt","moe":null,"name":"opt-175b","naming":"opt","norm_kind":"layernorm","norms_per_layer":2,"notes":[],"num_heads":96,"num_kv_heads":96,"num_layers":96,"out_bias":true,"parallel_attn_mlp":false,"position":"learned","qk_norm":false,"qkv_bias":true,"sliding_window":null,"source":"facebookresearch/metaseq, '
+                                      "metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf [MODEL_SIZES['175b']: 96 "
+                                      'layers, emb 12288, 96 heads of 128; ffn_size = 4 x emb]; FMInference/FlexiGen, '
+                                      'flexgen/opt_config.py@1b9e9bd06a98 (get_opt_config: opt-30b and opt-175b with '
+                                      'max_seq_len 2048 and ffn_embed_dim 4 x hidden; OptConfig defaults vocab_size '
+                                      '50272, relu, layer_norm_eps 1e-5; input_dim = hidden_size for every size; '
+                                      "opt-350m refused as 'a different architecture'); cli99/llm-analysis, "
+                                      'llm_analysis/model_configs/facebook_opt-175b.json@b60b392f7478 (96 layers, 96 '
+                                      'heads, 12288, vocab 50272, max_seq_len 2048, ffn 49152); '
+                                      'facebookresearch/metaseq, projects/OPT/README.md@f7ffa5fd61cf (Pretrained Model '
+                                      'Weights: OPT-30B 30B, OPT-175B 175B, the latter on '
+                                      'request)","tied_embeddings":true,"vocab_size":50272}',
+                                      '{"aliases":["nemotron-15b","nemotron4-15b"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"NemotronForCausalLM\\"], \\"attention_bias\\": false, \\"hidden_act\\": '
+                                      '\\"relu2\\", \\"hidden_size\\": 6144, \\"intermediate_size\\": 24576, '
+                                      '\\"max_position_embeddings\\": 4096, \\"mlp_bias\\": false, \\"model_type\\": '
+                                      '\\"nemotron\\", \\"norm_eps\\": 1e-05, \\"num_attention_heads\\": 48, '
+                                      '\\"num_hidden_layers\\": 32, \\"num_key_value_heads\\": 8, '
+                                      '\\"partial_rotary_factor\\": 0.5, \\"rope_theta\\": 10000.0, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '256000}","hf_id":"nemotron-4-15b","hidden_act":"relu2","hidden_dropout":0.0,"hidden_size":6144,"intermediate_size":24576,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"plain","model_type":"nemotron","moe":null,"name":"nemotron-4-15b","naming":"llama","norm_kind":"layernorm","norms_per_layer":2,"notes":["rotary '
+                                      'on 50% of each '
+                                      'head"],"num_heads":48,"num_kv_heads":8,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"huggingface/transformers, '
+                                      'src/transformers/models/nemotron/configuration_nemotron.py@ae005ce12a08 '
+                                      "(NemotronConfig, whose defaults its docstring calls 'a Nemotron nemotron-15b "
+                                      "style configuration': vocab_size 256000, hidden_size 6144, intermediate_size "
+                                      '24576, 32 layers, 48 heads, relu2, 4096 positions, norm_eps 1e-5, untied, '
+                                      'rope_theta 10000, partial_rotary_factor 0.5, no attention or MLP bias; '
+                                      'num_key_value_heads None = MHA); NVIDIA-NeMo/Megatron-Bridge, '
+                                      'src/megatron/bridge/models/nemotron/nemotron_provider.py@dc805f5cf9e0 '
+                                      '[Nemotron4ModelProvider15B: 32 layers, 6144, 48 heads, 8 query groups, 24576, '
+                                      'seq_length 4096; NemotronModelProvider: LayerNorm, squared_relu, rope with '
+                                      'rotary_percent 0.5, add_bias_linear false, untied embeddings]; '
+                                      'tests/unit_tests/models/nemotron/test_nemotron_provider.py [the same shapes]; '
+                                      'code-index file 61211626093 (Nemotron-4 15B Technical Report, Table 1: 32 '
+                                      'layers, hidden 6144, 48 heads, 8 KV heads, sequence 4096, vocabulary 256,000; '
+                                      'section 2: 3.2 billion embedding and 12.5 billion non-embedding parameters, '
+                                      'RoPE, squared ReLU, no bias terms, untied input-output embeddings, '
+                                      'GQA)","tied_embeddings":false,"vocab_size":256000}',
+                                      '{"aliases":["tiiuae/Falcon3-7B-Instruct","falcon3-7b-base","falcon3-7b-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":256,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"attention_dropout\\": '
+                                      '0.0, \\"eos_token_id\\": 11, \\"head_dim\\": 256, \\"hidden_act\\": \\"silu\\", '
+                                      '\\"hidden_size\\": 3072, \\"initializer_range\\": 0.02, '
+                                      '\\"intermediate_size\\": 23040, \\"max_position_embeddings\\": 32768, '
+                                      '\\"mlp_bias\\": false, \\"model_type\\": \\"llama\\", '
+                                      '\\"num_attention_heads\\": 12, \\"num_hidden_layers\\": 28, '
+                                      '\\"num_key_value_heads\\": 4, \\"pretraining_tp\\": 1, \\"rms_norm_eps\\": '
+                                      '1e-06, \\"rope_scaling\\": null, \\"rope_theta\\": 1000042, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '131072}","hf_id":"tiiuae/Falcon3-7B-Base","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":3072,"intermediate_size":23040,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":7455550464,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"llama","moe":null,"name":"falcon3-7b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":12,"num_kv_heads":4,"num_layers":28,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"tayoogunbiyi/vramfit, '
+                                      'tests/fixtures/llama/falcon3-7b.json@3b434088df24 (tiiuae/Falcon3-7B-Base '
+                                      'config.json at revision bf3d7ed586cb: LlamaForCausalLM, 28 layers, 3072, 12 '
+                                      'heads, 4 kv heads, head_dim 256, MLP 23040, vocab 131072, untied, rope_theta '
+                                      '1000042, 32768 positions) and tests/fixtures/llama/extended-provenance.json '
+                                      '(its Hub safetensors summary: 7,455,550,464 BF16); code-index file 69523409012 '
+                                      '(a frozen model roster: falcon3-7b-instruct 7,455,550,464); '
+                                      'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f [Falcon3-7B-Base / '
+                                      '-Instruct: the same shapes]; huggingface/blog, falcon3.md@03109ec9f045 '
+                                      '(Falcon3-7B-Base: head dimension 256, Llama architecture, 131K '
+                                      'vocabulary)","tied_embeddings":false,"vocab_size":131072}',
+                                      '{"aliases":["ibm-granite/granite-3.0-8b-instruct","granite-3.0-8b-instruct"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"GraniteForCausalLM\\"], \\"hidden_size\\": 4096, \\"intermediate_size\\": '
+                                      '12800, \\"max_position_embeddings\\": 4096, \\"model_type\\": \\"granite\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 40, '
+                                      '\\"num_key_value_heads\\": 8, \\"tie_word_embeddings\\": true, '
+                                      '\\"vocab_size\\": '
+                                      '49155}","hf_id":"ibm-granite/granite-3.0-8b-base","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":12800,"learned_position_offset":0,"max_position_embeddings":4096,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"granite","moe":null,"name":"granite-3.0-8b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"MaxAkbar/IBM, '
+                                      'ibm-granite/granite-3.0-8b-instruct/README.md@7845bf787a09 (the Granite-3.0-8B '
+                                      'card: 8B dense, embedding size 4096, 40 layers, attention head size 128, 32 '
+                                      'heads, 8 KV heads, MLP 12800, SwiGLU, RMSNorm, shared input/output embeddings, '
+                                      'sequence length 4096, 8.1B parameters, finetuned from granite-3.0-8b-base); '
+                                      'ibm-granite/granite-3.1-language-models, README.md@aaea8f855f4e (Granite 3.1 '
+                                      'extends the context of the Granite 3.0 models from 4K to 128K by further '
+                                      'training, adjusting RoPE theta); code-index file 66166523910 (model card of '
+                                      'ibm-granite/granite-3.1-8b-instruct: 8,170,848,256, safetensors metadata); '
+                                      'code-index file 53141176458 (ibm-granite/granite-3.0-1b-a400m-instruct config: '
+                                      'vocab_size 49155); code-index file 24084730353 (ScandEval leaderboard: '
+                                      'ibm-granite/granite-3.0-8b-base, 8171 million parameters, vocabulary 49 '
+                                      'thousand)","tied_embeddings":true,"vocab_size":49155}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"CohereForCausalLM\\"], \\"hidden_size\\": 12288, \\"intermediate_size\\": '
+                                      '33792, \\"layer_norm_eps\\": 1e-05, \\"logit_scale\\": 0.8333333333333334, '
+                                      '\\"max_position_embeddings\\": 131072, \\"model_type\\": \\"cohere\\", '
+                                      '\\"num_attention_heads\\": 96, \\"num_hidden_layers\\": 64, '
+                                      '\\"num_key_value_heads\\": 8, \\"rope_theta\\": 75000000.0, '
+                                      '\\"tie_word_embeddings\\": true, \\"use_qk_norm\\": true, \\"vocab_size\\": '
+                                      '256000}","hf_id":"CohereForAI/c4ai-command-r-plus","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":12288,"intermediate_size":33792,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"cohere","moe":null,"name":"c4ai-command-r-plus","naming":"llama","norm_kind":"layernorm","norms_per_layer":1,"notes":["CohereLayerNorm '
+                                      '(fp32, no bias) estimated as '
+                                      'nn.LayerNorm"],"num_heads":96,"num_kv_heads":8,"num_layers":64,"out_bias":false,"parallel_attn_mlp":true,"position":"rope","qk_norm":true,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 57096592385 (Cohere transformers audit: config sweep of open mirrors of '
+                                      'the gated CohereForAI configs) [c4ai-command-r-plus via the '
+                                      'alpindale/c4ai-command-r-plus-GPTQ mirror: cohere, 64 layers, 12288, 96 / 8 '
+                                      'heads, head dim 128, MLP 33792, rope_theta 75000000, use_qk_norm true, '
+                                      'logit_scale 0.8333333333; CohereForCausalLM ties lm_head to the embedding]; '
+                                      'code-index file 55805448694 (Cohere config table: vocab_size, tie_embeddings '
+                                      'per checkpoint) [c4ai-command-r-plus: vocab 256000, the same shapes, '
+                                      'tie_embeddings true, norm eps 1e-5]; '
+                                      'https://github.com/ggml-org/llama.cpp/pull/6033 (Command R+ config: '
+                                      'use_qk_norm=True, the one flag new over Command R); '
+                                      'lumenpearson/huggingface_c4ai-command-r-plus, README.md@99272bd6962d (model '
+                                      'card: 104 billion parameters, context length '
+                                      '128K)","tied_embeddings":true,"vocab_size":256000}',
+                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"CohereForCausalLM\\"], \\"hidden_size\\": 8192, \\"intermediate_size\\": '
+                                      '22528, \\"logit_scale\\": 0.0625, \\"model_type\\": \\"cohere\\", '
+                                      '\\"num_attention_heads\\": 64, \\"num_hidden_layers\\": 40, '
+                                      '\\"num_key_value_heads\\": 64, \\"rope_theta\\": 8000000.0, \\"use_qk_norm\\": '
+                                      'false, \\"vocab_size\\": '
+                                      '256000}","hf_id":"CohereForAI/aya-23-35B","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":8192,"intermediate_size":22528,"learned_position_offset":0,"max_position_embeddings":8192,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"cohere","moe":null,"name":"aya-23-35b","naming":"llama","norm_kind":"layernorm","norms_per_layer":1,"notes":["CohereLayerNorm '
+                                      '(fp32, no bias) estimated as '
+                                      'nn.LayerNorm"],"num_heads":64,"num_kv_heads":64,"num_layers":40,"out_bias":false,"parallel_attn_mlp":true,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"code-index '
+                                      'file 57096592385 (Cohere transformers audit: config sweep of open mirrors of '
+                                      'the gated CohereForAI configs) [aya-23-35B via the '
+                                      'Zoyd/CohereForAI_aya-23-35B-2_5bpw_exl2 mirror: cohere, 40 layers, 8192, 64 / '
+                                      '64 heads (MHA), head dim 128, MLP 22528, rope_theta 8000000, no q/k norm, '
+                                      'logit_scale 0.0625; Command-R v01 / Aya-23-35B projections 8192 -> 8192, MLP '
+                                      '8192 -> 22528]; '
+                                      'https://ritvik19.medium.com/papers-explained-151-aya-23-d01605c3ee80 (Aya 23 '
+                                      'report summary: BPE tokenizer of 256k, Aya-23-35B a further fine-tuned Cohere '
+                                      'Command R); awesome-llm-papers/awesome-llm-papers.github.io, '
+                                      '_publications/aryabumi2024aya.markdown (Aya 23: open weights of 8B and 35B '
+                                      'models)","tied_embeddings":true,"vocab_size":256000}',
+                                      '{"aliases":["mistralai/Mistral-Small-3.1-24B-Instruct-2503","mistralai/Mistral-Small-3.2-24B-Instruct-2506","mistralai/Devstral-Small-2505","mistralai/Devstral-Small-2507","devstral-small"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"MistralForCausalLM\\"], \\"attention_dropout\\": 0.0, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 5120, \\"initializer_range\\": '
+                                      '0.02, \\"intermediate_size\\": 32768, \\"max_position_embeddings\\": 131072, '
+                                      '\\"model_type\\": \\"mistral\\", \\"num_attention_heads\\": 32, '
+                                      '\\"num_hidden_layers\\": 40, \\"num_key_value_heads\\": 8, \\"rms_norm_eps\\": '
+                                      '1e-05, \\"rope_theta\\": 1000000000.0, \\"sliding_window\\": null, '
+                                      '\\"tie_word_embeddings\\": false, \\"use_cache\\": true, \\"vocab_size\\": '
+                                      '131072}","hf_id":"mistralai/Mistral-Small-3.1-24B-Base-2503","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"intermediate_size":32768,"learned_position_offset":0,"max_position_embeddings":131072,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"mistral","moe":null,"name":"mistral-small-3.1-24b","naming":"llama","norm_kind":"rmsnorm","norms_per_layer":2,"notes":[],"num_heads":32,"num_kv_heads":8,"num_layers":40,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"huggingface/transformers, '
+                                      'src/transformers/models/mistral3/configuration_mistral3.py@0db25542f219 '
+                                      '(Mistral3Config, documented on mistralai/Mistral-Small-3.1-24B-Instruct-2503: '
+                                      'its default text_config is a mistral config of 40 layers, 5120, 32 heads, 8 kv '
+                                      'heads, head_dim 128, MLP 32768, vocab 131072, rms 1e-5, rope_theta 1e9, 131072 '
+                                      'positions, no sliding window); code-index file 68399702759 '
+                                      '(mistralai/Mistral-Small-3.2-24B-Instruct-2506: the same text shapes, untied, '
+                                      'text 23,572,403,200 + vision 438,958,080); code-index file 62981868691 '
+                                      '(Mistral-Small-3.2 is built on Mistral-Small-3.1-24B-Base-2503); code-index '
+                                      'file 59720901632 (Devstral-Small-2505: finetuned from Mistral-Small-3.1, '
+                                      'text-only, the vision encoder removed before fine-tuning); code-index file '
+                                      '55316333825 (Devstral-Small-2505 config: head_dim 128, not 5120 / 32); '
+                                      'code-index file 69539174828 (mistralai/Devstral-Small-2507: MistralForCausalLM, '
+                                      'exact parameters 23,572,403,200, 40 layers, 5120, 32 / 8 heads of 128); '
+                                      'code-index file 43367020546 (Devstral-Small-2507 consolidated.safetensors: '
+                                      '23,572,403,200, separate output and '
+                                      'tok_embeddings)","tied_embeddings":false,"vocab_size":131072}',
+                                      '{"aliases":["THUDM/GLM-4-32B-Base-0414","zai-org/GLM-4-32B-0414","zai-org/GLM-4-32B-Base-0414","THUDM/GLM-Z1-32B-0414","zai-org/GLM-Z1-32B-0414"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"Glm4ForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 6144, \\"intermediate_size\\": '
+                                      '23040, \\"max_position_embeddings\\": 32768, \\"model_type\\": \\"glm4\\", '
+                                      '\\"num_attention_heads\\": 48, \\"num_hidden_layers\\": 61, '
+                                      '\\"num_key_value_heads\\": 2, \\"partial_rotary_factor\\": 0.5, '
+                                      '\\"rms_norm_eps\\": 1e-05, \\"rope_theta\\": 10000.0, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '151552}","hf_id":"THUDM/GLM-4-32B-0414","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":6144,"intermediate_size":23040,"learned_position_offset":0,"max_position_embeddings":32768,"measured_params":null,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"glm4","moe":null,"name":"glm-4-32b-0414","naming":"glm4","norm_kind":"rmsnorm","norms_per_layer":4,"notes":["rotary '
+                                      'on half of each '
+                                      'head"],"num_heads":48,"num_kv_heads":2,"num_layers":61,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"Ascend/MindSpeed-LLM@c77308a14bfc, '
+                                      'tests/0day/glm4-32b-0414/pretrain_glm4_32b_0414_8k_ptd.sh and '
+                                      'tests/0day/glm4-base-32b-0414/pretrain_glm4_32b_base_0414_8k_ptd.sh '
+                                      '(GLM-4-32B-0414 and -Base-0414, converted from the HF glm4 checkpoint: 61 '
+                                      'layers, 6144, MLP 23040, 48 heads, 2 query groups, padded vocab 151552, RMSNorm '
+                                      '1e-5, sandwich norms (post-norm), rotary on 0.5 of each head, untied '
+                                      'embeddings, --disable-bias-linear without --add-qkv-bias, which the '
+                                      'GLM-4-9B-0414 script sets); code-index file 17246164475 (llama.cpp load of '
+                                      'GLM-Z1-32B-0414: glm4, 32768 training context, 6144, 61 layers, 48 / 2 heads of '
+                                      '128, n_rot 64, rms eps 1e-5, n_ff 23040, rope base 10000, vocab 151552, 32.57 B '
+                                      'params); code-index file 70334113230 (lmstudio-community/GLM-4-32B-0414-GGUF: '
+                                      '32.566 billion parameters, glm4, context 32768); THUDM/GLM-4, README.md '
+                                      '(GLM-4-0414 series: GLM-4-32B-0414 with 32 billion parameters; GLM-Z1-32B-0414 '
+                                      'trained from GLM-4-32B-0414)","tied_embeddings":false,"vocab_size":151552}'],
+                             'fingerprint': 'dff8bfc8-331696'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',
@@ -4086,7 +4515,11 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                      'https://sysrqmts.com/tr/gpus/compare/nvidia-a16-pcie-vs-nvidia-rtx-a6000',
                                            'tdp_w': 300,
                                            'vendor': 'NVIDIA'},
-                                          {'aliases': ['6000-ada', 'rtx-6000-ada', 'rtx6000ada'],
+                                          {'aliases': ['6000-ada',
+                                                       'rtx-6000-ada',
+                                                       'rtx6000ada',
+                                                       'a6000-ada',
+                                                       'rtx-a6000-ada'],
                                            'confidence': 'medium',
                                            'flops_basis': 'dense; sparse 2x (FP8 1457*)',
                                            'form_factor': 'PCIe workstation',
@@ -5867,7 +6300,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                      'x16, 260 W, 2018-08-13)',
                                            'tdp_w': 295,
                                            'vendor': 'NVIDIA'}]},
-                         'fingerprint': '63df7b7b-100865'},
+                         'fingerprint': '79d8ac7d-100895'},
            'hosts.toml': {'data': {'host': [{'cpu': '2x Intel Xeon E5-2698 v4 (20 cores each)',
                                              'cpu_cores': 40,
                                              'gpu_ids': ['v100-sxm2-16gb', 'v100-sxm2-32gb'],
@@ -6988,7 +7421,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'rope_theta (5e6); code-index file 66729435508 '
                                                                '(Fireworks training catalog) [Qwen 3 235B A22B '
                                                                'Thinking 2507: 235,093,634,560 = this count]'},
-                                              {'aliases': ['mistralai/Mistral-7B-Instruct-v0.1', 'mistral-7b'],
+                                              {'aliases': ['mistralai/Mistral-7B-Instruct-v0.1',
+                                                           'mistral-7b',
+                                                           'HuggingFaceH4/zephyr-7b-beta'],
                                                'computed_params': 7241732096,
                                                'config': {'architectures': ['MistralForCausalLM'],
                                                           'head_dim': 128,
@@ -7015,7 +7450,19 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f; '
                                                          'RahulSChand/gpu_poor, public/all_configs.json@ad2fc0ef0e6c '
                                                          '[mistralai/Mistral-7B-v0.1]',
-                                               'verification': 'verbatim HF config + torchtune + litgpt'},
+                                               'verification': 'verbatim HF config + torchtune + litgpt; alias '
+                                                               'HuggingFaceH4/zephyr-7b-beta (a DPO fine-tune of '
+                                                               'mistralai/Mistral-7B-v0.1, its card says): '
+                                                               'leliuga/cohere-configurations@84408edf57f0, '
+                                                               'models/zephyr-7B-beta/manifest.yaml gives these shapes '
+                                                               '(32 layers, 4096, 32 heads, 8 kv heads, 14336, vocab '
+                                                               '32000, context 32768), as '
+                                                               'models/Mistral-7B-v0.1/manifest.yaml does; its Q2_K '
+                                                               'GGUF is 3,083,097,792 bytes, 64 (metadata) over '
+                                                               "Mistral-7B-v0.1's 3,083,097,728; code-index file "
+                                                               "14269230532 (model_size = the Hub's safetensors total) "
+                                                               '[HuggingFaceH4/zephyr-7b-beta: 7,241,732,096 = this '
+                                                               'count]'},
                                               {'aliases': ['mistralai/Mixtral-8x7B-Instruct-v0.1', 'mixtral-8x7b-v0.1'],
                                                'computed_active_params': 12879925248,
                                                'computed_params': 46702792704,
@@ -7359,7 +7806,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                          'Lightning-AI/litgpt, litgpt/config.py@26857050fe3f',
                                                'verification': 'torchtune + litgpt agree (no verbatim config.json copy '
                                                                'found)'},
-                                              {'aliases': ['deepseek-ai/DeepSeek-V2-Lite-Chat'],
+                                              {'aliases': ['deepseek-ai/DeepSeek-V2-Lite-Chat',
+                                                           'deepseek-ai/DeepSeek-Coder-V2-Lite-Base',
+                                                           'deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct'],
                                                'computed_active_params': 2661150208,
                                                'computed_params': 15706484224,
                                                'config': {'architectures': ['DeepseekV2ForCausalLM'],
@@ -7410,7 +7859,23 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                          'inference/configs/config_16B.json; scaleapi/llm-engine, '
                                                          'model-engine/tests/unit/domain/test_llm_use_cases.py@a82369619a36',
                                                'verification': 'verbatim HF config + official inference config agree; '
-                                                               'q_lora_rank is null in config.json (plain q_proj)'},
+                                                               'q_lora_rank is null in config.json (plain q_proj); '
+                                                               'aliases deepseek-ai/DeepSeek-Coder-V2-Lite-Base and '
+                                                               'deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct: '
+                                                               'code-index file 69557407533 (notes on '
+                                                               'Coder-V2-Lite-Base read from its config.json and '
+                                                               'safetensors: 27 layers, layer 0 dense 10944, 2048, 16 '
+                                                               'heads, kv_lora_rank 512, q_lora_rank null, qk 128 + '
+                                                               '64, v 128, 64 routed experts top-6 + 2 shared, '
+                                                               'moe_intermediate_size 1408, vocab 102,400, '
+                                                               'norm_topk_prob false, routed_scaling_factor 1.0; '
+                                                               '15,706,484,224 parameters = this count); code-index '
+                                                               'file 57751031036 (the Hub snapshot of '
+                                                               'Coder-V2-Lite-Instruct: 15,706,484,224 parameters, an '
+                                                               'embedding of 102,400 x 2048 in bf16); code-index file '
+                                                               '70917048890 (the Lite checkpoints, V2 and Coder-V2: '
+                                                               'q_lora_rank null, greedy routing over 64 experts, YaRN '
+                                                               'factor 40)'},
                                               {'aliases': ['deepseek-ai/DeepSeek-V3-Base',
                                                            'deepseek-ai/DeepSeek-R1',
                                                            'deepseek-r1',
@@ -9071,7 +9536,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                '(scottlogic-alex/llm-memory-calculator, '
                                                                'llama-sizes.md@93934b33eb75 prints the 7b/13b '
                                                                'modules); count = code-index file 15495356071'},
-                                              {'aliases': ['llama1-30b'],
+                                              {'aliases': ['llama1-30b', 'lmsys/vicuna-33b-v1.3'],
                                                'config': {'architectures': ['LlamaForCausalLM'],
                                                           'bos_token_id': 1,
                                                           'eos_token_id': 2,
@@ -9101,7 +9566,19 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                'verification': 'LLaMA 1 converted to HF (model_type llama): MHA (no '
                                                                'num_key_value_heads), untied head, 2048 context; '
                                                                'shapes agree in both sources; count = code-index file '
-                                                               '49672585427'},
+                                                               '49672585427; alias lmsys/vicuna-33b-v1.3 (fine-tuned '
+                                                               'from LLaMA, its card says): RahulSChand/gpu_poor, '
+                                                               'public/all_configs.json@ad2fc0ef0e6c '
+                                                               '[lmsys/vicuna-33b-v1.3: 6656, 17920, 52 heads, 60 '
+                                                               'layers, vocab 32000, as huggyllama/llama-30b]; '
+                                                               'Lightning-AI/litgpt, litgpt/config.py@ec020646b961 '
+                                                               '[vicuna-33b-v1.3: 60 layers, 52 heads, 6656, 17920, '
+                                                               'vocab 32000, RMSNorm eps 1e-6, block_size 2048, no '
+                                                               'bias]; leliuga/cohere-configurations@84408edf57f0, '
+                                                               'models/vicuna-33B/manifest.yaml (the same shapes, '
+                                                               'context 2048): its Q2_K GGUF is 13,502,545,312 bytes, '
+                                                               "as models/llama-30b-supercot's (a LLaMA-30B "
+                                                               'fine-tune)'},
                                               {'aliases': ['llama1-65b'],
                                                'config': {'architectures': ['LlamaForCausalLM'],
                                                           'bos_token_id': 1,
@@ -11199,7 +11676,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                "the parameters transformers builds (the card's "
                                                                '6,053,381,344 counts 2,498,560 more, not the '
                                                                'transformers module count)'},
-                                              {'aliases': ['bigcode/starcoderbase', 'starcoderbase'],
+                                              {'aliases': ['bigcode/starcoderbase', 'starcoderbase', 'StarCoder-15B'],
                                                'config': {'activation_function': 'gelu',
                                                           'architectures': ['GPTBigCodeForCausalLM'],
                                                           'attention_softmax_in_fp32': True,
@@ -11239,7 +11716,12 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'on); StarCoder is StarCoderBase trained further on '
                                                                'Python, the same shapes; count = the published figure '
                                                                'of its fine-tunes, a tied head (an untied one would '
-                                                               'add 301,989,888)'},
+                                                               'add 301,989,888); alias StarCoder-15B, the name '
+                                                               'published tables give bigcode/starcoder: code-index '
+                                                               "file 30481576278 (WizardCoder's HumanEval table: "
+                                                               "StarCoder-15B 33.6, StarCoder's own figure); "
+                                                               'code-index file 2521243382 (StarCoder, 15.5B: '
+                                                               'starcoder-15b)'},
                                               {'aliases': [],
                                                'config': {'architectures': ['Starcoder2ForCausalLM'],
                                                           'attention_dropout': 0.1,
@@ -11857,7 +12339,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'untied, LayerNorm with bias, sequential residual; '
                                                                "count = the Zephyr upload's safetensors total and the "
                                                                "base card's"},
-                                              {'aliases': ['openhermes-2.5'],
+                                              {'aliases': ['openhermes-2.5',
+                                                           'openchat/openchat_3.5',
+                                                           'berkeley-nest/Starling-LM-7B-alpha'],
                                                'config': {'architectures': ['MistralForCausalLM'],
                                                           'hidden_act': 'silu',
                                                           'hidden_size': 4096,
@@ -11901,7 +12385,21 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'untied as Mistral 7B; no count of this upload found: '
                                                                'computed 7,241,748,480 = the published count of a '
                                                                'SLERP merge of it (a merge needs identical shapes) and '
-                                                               'of Mistral-7B-OpenOrca'},
+                                                               'of Mistral-7B-OpenOrca; aliases openchat/openchat_3.5 '
+                                                               'and berkeley-nest/Starling-LM-7B-alpha (trained from '
+                                                               'openchat_3.5, its card says; both fine-tunes of '
+                                                               'Mistral-7B-v0.1 with vocab 32002): '
+                                                               'leliuga/cohere-configurations@84408edf57f0, '
+                                                               'models/openchat_3.5/manifest.yaml and '
+                                                               'models/Starling-LM-7B-alpha/manifest.yaml give this '
+                                                               "row's shapes (32 layers, 4096, 32 heads, 8 kv heads, "
+                                                               '14336, vocab 32002) with context 8192 (32768 here), '
+                                                               'which changes neither parameters nor memory; '
+                                                               "openchat_3.5's Q2_K GGUF is 3,083,107,200 bytes, as "
+                                                               "OpenHermes-2.5-Mistral-7B's (Starling's: 64 more, "
+                                                               'metadata), so the head is untied as here; code-index '
+                                                               'file 2567470270 [berkeley-nest/Starling-LM-7B-alpha: '
+                                                               '7,241,748,480 = this count]'},
                                               {'aliases': ['togethercomputer/RedPajama-INCITE-7B-Chat',
                                                            'togethercomputer/RedPajama-INCITE-7B-Instruct',
                                                            'redpajama-incite-7b-base'],
@@ -12031,8 +12529,826 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'published 8B, no exact count of this upload found: '
                                                                'computed 8,028,033,024, which code-index file '
                                                                '12439498600 prints for cohereforai/aya-expanse-8b (the '
-                                                               'same 8B Cohere line; corroborates only)'}]},
-                           'fingerprint': '25459898-203597'},
+                                                               'same 8B Cohere line; corroborates only)'},
+                                              {'aliases': ['gpt3-125m'],
+                                               'config': {'activation_function': 'gelu_new',
+                                                          'architectures': ['GPT2LMHeadModel'],
+                                                          'layer_norm_epsilon': 1e-05,
+                                                          'model_type': 'gpt2',
+                                                          'n_embd': 768,
+                                                          'n_head': 12,
+                                                          'n_layer': 12,
+                                                          'n_positions': 2048,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 50257},
+                                               'display_name': 'GPT-3 Small',
+                                               'hf_id': 'gpt-3-125m',
+                                               'name': 'gpt-3-125m',
+                                               'source': 'Brown et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, '
+                                                         'n_layers, d_model, n_heads, d_head) and section 2.1 (the '
+                                                         'same model and architecture as GPT-2, alternating dense and '
+                                                         'locally banded sparse attention; n_ctx 2048; d_ff = 4 '
+                                                         'd_model): Table 2.1 and section 2.1 verbatim in code-index '
+                                                         'file 62776818203, Table 2.1 in code-index file 45484487489, '
+                                                         'n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                                         '65963167050; Table D.1 (Params (M) of each size) verbatim in '
+                                                         'code-index files 69493738626 and 34914328103 [GPT-3 Small: '
+                                                         '125M, 12 layers, d_model 768; D.1: 125M]; '
+                                                         'microsoft/Megatron-DeepSpeed, '
+                                                         'examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 '
+                                                         "('the GPT-3 XXX below are configs from GPT-3 paper': "
+                                                         'num_layers, hidden_size, num_attn_heads of the eight sizes; '
+                                                         'seq-length and max-position-embeddings 2048; gpt2-vocab.json '
+                                                         '/ gpt2-merges.txt) [GPT-3 Small: 12 layers, 768, 12 heads]; '
+                                                         'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: '
+                                                         "GPT-2's config.json, GPT2LMHeadModel, activation_function "
+                                                         'gelu_new, layer_norm_epsilon 1e-05, vocab_size 50257]',
+                                               'verification': "GPT-2's block (pre-LayerNorm with bias, biased Conv1D "
+                                                               'linears, GELU MLP of 4 d_model, learned positions, '
+                                                               "head tied to the token embedding) at the paper's sizes "
+                                                               "and 2048 positions, in GPT-2's config.json keys "
+                                                               "(n_inner absent: 4 x n_embd); vocab 50257, GPT-2's BPE "
+                                                               '(reversible tokenization as GPT-2); the locally banded '
+                                                               "sparse layers have the dense layers' parameters "
+                                                               "(trainplan models every layer's attention as dense); "
+                                                               'no checkpoint was released, so no exact count exists: '
+                                                               "the computed total rounds to Table D.1's Params (M) at "
+                                                               'the digits D.1 prints; alias gpt3-<size>: the spelling '
+                                                               "of NeMo's performance summary (GPT3-175B, "
+                                                               'docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html)'},
+                                              {'aliases': ['gpt3-350m'],
+                                               'config': {'activation_function': 'gelu_new',
+                                                          'architectures': ['GPT2LMHeadModel'],
+                                                          'layer_norm_epsilon': 1e-05,
+                                                          'model_type': 'gpt2',
+                                                          'n_embd': 1024,
+                                                          'n_head': 16,
+                                                          'n_layer': 24,
+                                                          'n_positions': 2048,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 50257},
+                                               'display_name': 'GPT-3 Medium',
+                                               'hf_id': 'gpt-3-350m',
+                                               'name': 'gpt-3-350m',
+                                               'source': 'Brown et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, '
+                                                         'n_layers, d_model, n_heads, d_head) and section 2.1 (the '
+                                                         'same model and architecture as GPT-2, alternating dense and '
+                                                         'locally banded sparse attention; n_ctx 2048; d_ff = 4 '
+                                                         'd_model): Table 2.1 and section 2.1 verbatim in code-index '
+                                                         'file 62776818203, Table 2.1 in code-index file 45484487489, '
+                                                         'n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                                         '65963167050; Table D.1 (Params (M) of each size) verbatim in '
+                                                         'code-index files 69493738626 and 34914328103 [GPT-3 Medium: '
+                                                         '350M, 24 layers, d_model 1024; D.1: 356M]; '
+                                                         'microsoft/Megatron-DeepSpeed, '
+                                                         'examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 '
+                                                         "('the GPT-3 XXX below are configs from GPT-3 paper': "
+                                                         'num_layers, hidden_size, num_attn_heads of the eight sizes; '
+                                                         'seq-length and max-position-embeddings 2048; gpt2-vocab.json '
+                                                         '/ gpt2-merges.txt) [GPT-3 Medium: 24 layers, 1024, 16 '
+                                                         'heads]; mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: '
+                                                         "GPT-2's config.json, GPT2LMHeadModel, activation_function "
+                                                         'gelu_new, layer_norm_epsilon 1e-05, vocab_size 50257]',
+                                               'verification': "GPT-2's block (pre-LayerNorm with bias, biased Conv1D "
+                                                               'linears, GELU MLP of 4 d_model, learned positions, '
+                                                               "head tied to the token embedding) at the paper's sizes "
+                                                               "and 2048 positions, in GPT-2's config.json keys "
+                                                               "(n_inner absent: 4 x n_embd); vocab 50257, GPT-2's BPE "
+                                                               '(reversible tokenization as GPT-2); the locally banded '
+                                                               "sparse layers have the dense layers' parameters "
+                                                               "(trainplan models every layer's attention as dense); "
+                                                               'no checkpoint was released, so no exact count exists: '
+                                                               "the computed total rounds to Table D.1's Params (M) at "
+                                                               'the digits D.1 prints; alias gpt3-<size>: the spelling '
+                                                               "of NeMo's performance summary (GPT3-175B, "
+                                                               'docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html); '
+                                                               "computed 355,871,744 = GPT-2 Medium's count "
+                                                               "(354,823,168) + 1024 more position rows x 1024, D.1's "
+                                                               "356M: Table 2.1's '350M' names the size rather than "
+                                                               'rounding it'},
+                                              {'aliases': ['gpt3-760m'],
+                                               'config': {'activation_function': 'gelu_new',
+                                                          'architectures': ['GPT2LMHeadModel'],
+                                                          'layer_norm_epsilon': 1e-05,
+                                                          'model_type': 'gpt2',
+                                                          'n_embd': 1536,
+                                                          'n_head': 16,
+                                                          'n_layer': 24,
+                                                          'n_positions': 2048,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 50257},
+                                               'display_name': 'GPT-3 Large',
+                                               'hf_id': 'gpt-3-760m',
+                                               'name': 'gpt-3-760m',
+                                               'source': 'Brown et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, '
+                                                         'n_layers, d_model, n_heads, d_head) and section 2.1 (the '
+                                                         'same model and architecture as GPT-2, alternating dense and '
+                                                         'locally banded sparse attention; n_ctx 2048; d_ff = 4 '
+                                                         'd_model): Table 2.1 and section 2.1 verbatim in code-index '
+                                                         'file 62776818203, Table 2.1 in code-index file 45484487489, '
+                                                         'n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                                         '65963167050; Table D.1 (Params (M) of each size) verbatim in '
+                                                         'code-index files 69493738626 and 34914328103 [GPT-3 Large: '
+                                                         '760M, 24 layers, d_model 1536; D.1: 760M]; '
+                                                         'microsoft/Megatron-DeepSpeed, '
+                                                         'examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 '
+                                                         "('the GPT-3 XXX below are configs from GPT-3 paper': "
+                                                         'num_layers, hidden_size, num_attn_heads of the eight sizes; '
+                                                         'seq-length and max-position-embeddings 2048; gpt2-vocab.json '
+                                                         '/ gpt2-merges.txt) [GPT-3 Large: 24 layers, 1536, 16 heads]; '
+                                                         'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: '
+                                                         "GPT-2's config.json, GPT2LMHeadModel, activation_function "
+                                                         'gelu_new, layer_norm_epsilon 1e-05, vocab_size 50257]',
+                                               'verification': "GPT-2's block (pre-LayerNorm with bias, biased Conv1D "
+                                                               'linears, GELU MLP of 4 d_model, learned positions, '
+                                                               "head tied to the token embedding) at the paper's sizes "
+                                                               "and 2048 positions, in GPT-2's config.json keys "
+                                                               "(n_inner absent: 4 x n_embd); vocab 50257, GPT-2's BPE "
+                                                               '(reversible tokenization as GPT-2); the locally banded '
+                                                               "sparse layers have the dense layers' parameters "
+                                                               "(trainplan models every layer's attention as dense); "
+                                                               'no checkpoint was released, so no exact count exists: '
+                                                               "the computed total rounds to Table D.1's Params (M) at "
+                                                               'the digits D.1 prints; alias gpt3-<size>: the spelling '
+                                                               "of NeMo's performance summary (GPT3-175B, "
+                                                               'docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html)'},
+                                              {'aliases': ['gpt3-1.3b'],
+                                               'config': {'activation_function': 'gelu_new',
+                                                          'architectures': ['GPT2LMHeadModel'],
+                                                          'layer_norm_epsilon': 1e-05,
+                                                          'model_type': 'gpt2',
+                                                          'n_embd': 2048,
+                                                          'n_head': 16,
+                                                          'n_layer': 24,
+                                                          'n_positions': 2048,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 50257},
+                                               'display_name': 'GPT-3 XL',
+                                               'hf_id': 'gpt-3-1.3b',
+                                               'name': 'gpt-3-1.3b',
+                                               'source': 'Brown et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, '
+                                                         'n_layers, d_model, n_heads, d_head) and section 2.1 (the '
+                                                         'same model and architecture as GPT-2, alternating dense and '
+                                                         'locally banded sparse attention; n_ctx 2048; d_ff = 4 '
+                                                         'd_model): Table 2.1 and section 2.1 verbatim in code-index '
+                                                         'file 62776818203, Table 2.1 in code-index file 45484487489, '
+                                                         'n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                                         '65963167050; Table D.1 (Params (M) of each size) verbatim in '
+                                                         'code-index files 69493738626 and 34914328103 [GPT-3 XL: '
+                                                         '1.3B, 24 layers, d_model 2048; D.1: 1,320M]; '
+                                                         'microsoft/Megatron-DeepSpeed, '
+                                                         'examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 '
+                                                         "('the GPT-3 XXX below are configs from GPT-3 paper': "
+                                                         'num_layers, hidden_size, num_attn_heads of the eight sizes; '
+                                                         'seq-length and max-position-embeddings 2048; gpt2-vocab.json '
+                                                         '/ gpt2-merges.txt) [GPT-3 XL: 24 layers, 2048, 16 heads]; '
+                                                         'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: '
+                                                         "GPT-2's config.json, GPT2LMHeadModel, activation_function "
+                                                         'gelu_new, layer_norm_epsilon 1e-05, vocab_size 50257]',
+                                               'verification': "GPT-2's block (pre-LayerNorm with bias, biased Conv1D "
+                                                               'linears, GELU MLP of 4 d_model, learned positions, '
+                                                               "head tied to the token embedding) at the paper's sizes "
+                                                               "and 2048 positions, in GPT-2's config.json keys "
+                                                               "(n_inner absent: 4 x n_embd); vocab 50257, GPT-2's BPE "
+                                                               '(reversible tokenization as GPT-2); the locally banded '
+                                                               "sparse layers have the dense layers' parameters "
+                                                               "(trainplan models every layer's attention as dense); "
+                                                               'no checkpoint was released, so no exact count exists: '
+                                                               "the computed total rounds to Table D.1's Params (M) at "
+                                                               'the digits D.1 prints; alias gpt3-<size>: the spelling '
+                                                               "of NeMo's performance summary (GPT3-175B, "
+                                                               'docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html); '
+                                                               'heads: Table 2.1 prints 24 heads of d_head 128 for '
+                                                               'd_model 2048 (24 x 128 = 3072, one of the two rows '
+                                                               'where n_heads x d_head != d_model, code-index file '
+                                                               "62776818203), which GPT-2's attention (n_embd "
+                                                               'divisible by n_head) cannot hold; 16 heads of 128 is '
+                                                               "Megatron-DeepSpeed's GPT-3 XL. The head count changes "
+                                                               'no parameter; an attention width of 3072 would add 24 '
+                                                               "x 4 x 2048 x 1024 weights (1,517M in all), not D.1's "
+                                                               '1,320M'},
+                                              {'aliases': ['gpt3-2.7b'],
+                                               'config': {'activation_function': 'gelu_new',
+                                                          'architectures': ['GPT2LMHeadModel'],
+                                                          'layer_norm_epsilon': 1e-05,
+                                                          'model_type': 'gpt2',
+                                                          'n_embd': 2560,
+                                                          'n_head': 32,
+                                                          'n_layer': 32,
+                                                          'n_positions': 2048,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 50257},
+                                               'display_name': 'GPT-3 2.7B',
+                                               'hf_id': 'gpt-3-2.7b',
+                                               'name': 'gpt-3-2.7b',
+                                               'source': 'Brown et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, '
+                                                         'n_layers, d_model, n_heads, d_head) and section 2.1 (the '
+                                                         'same model and architecture as GPT-2, alternating dense and '
+                                                         'locally banded sparse attention; n_ctx 2048; d_ff = 4 '
+                                                         'd_model): Table 2.1 and section 2.1 verbatim in code-index '
+                                                         'file 62776818203, Table 2.1 in code-index file 45484487489, '
+                                                         'n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                                         '65963167050; Table D.1 (Params (M) of each size) verbatim in '
+                                                         'code-index files 69493738626 and 34914328103 [GPT-3 2.7B: '
+                                                         '2.7B, 32 layers, d_model 2560; D.1: 2,650M]; '
+                                                         'microsoft/Megatron-DeepSpeed, '
+                                                         'examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 '
+                                                         "('the GPT-3 XXX below are configs from GPT-3 paper': "
+                                                         'num_layers, hidden_size, num_attn_heads of the eight sizes; '
+                                                         'seq-length and max-position-embeddings 2048; gpt2-vocab.json '
+                                                         '/ gpt2-merges.txt) [GPT-3 2.7B: 32 layers, 2560, 32 heads]; '
+                                                         'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: '
+                                                         "GPT-2's config.json, GPT2LMHeadModel, activation_function "
+                                                         'gelu_new, layer_norm_epsilon 1e-05, vocab_size 50257]',
+                                               'verification': "GPT-2's block (pre-LayerNorm with bias, biased Conv1D "
+                                                               'linears, GELU MLP of 4 d_model, learned positions, '
+                                                               "head tied to the token embedding) at the paper's sizes "
+                                                               "and 2048 positions, in GPT-2's config.json keys "
+                                                               "(n_inner absent: 4 x n_embd); vocab 50257, GPT-2's BPE "
+                                                               '(reversible tokenization as GPT-2); the locally banded '
+                                                               "sparse layers have the dense layers' parameters "
+                                                               "(trainplan models every layer's attention as dense); "
+                                                               'no checkpoint was released, so no exact count exists: '
+                                                               "the computed total rounds to Table D.1's Params (M) at "
+                                                               'the digits D.1 prints; alias gpt3-<size>: the spelling '
+                                                               "of NeMo's performance summary (GPT3-175B, "
+                                                               'docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html)'},
+                                              {'aliases': ['gpt3-6.7b'],
+                                               'config': {'activation_function': 'gelu_new',
+                                                          'architectures': ['GPT2LMHeadModel'],
+                                                          'layer_norm_epsilon': 1e-05,
+                                                          'model_type': 'gpt2',
+                                                          'n_embd': 4096,
+                                                          'n_head': 32,
+                                                          'n_layer': 32,
+                                                          'n_positions': 2048,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 50257},
+                                               'display_name': 'GPT-3 6.7B',
+                                               'hf_id': 'gpt-3-6.7b',
+                                               'name': 'gpt-3-6.7b',
+                                               'source': 'Brown et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, '
+                                                         'n_layers, d_model, n_heads, d_head) and section 2.1 (the '
+                                                         'same model and architecture as GPT-2, alternating dense and '
+                                                         'locally banded sparse attention; n_ctx 2048; d_ff = 4 '
+                                                         'd_model): Table 2.1 and section 2.1 verbatim in code-index '
+                                                         'file 62776818203, Table 2.1 in code-index file 45484487489, '
+                                                         'n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                                         '65963167050; Table D.1 (Params (M) of each size) verbatim in '
+                                                         'code-index files 69493738626 and 34914328103 [GPT-3 6.7B: '
+                                                         '6.7B, 32 layers, d_model 4096; D.1: 6,660M]; '
+                                                         'microsoft/Megatron-DeepSpeed, '
+                                                         'examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 '
+                                                         "('the GPT-3 XXX below are configs from GPT-3 paper': "
+                                                         'num_layers, hidden_size, num_attn_heads of the eight sizes; '
+                                                         'seq-length and max-position-embeddings 2048; gpt2-vocab.json '
+                                                         '/ gpt2-merges.txt) [GPT-3 6.7B: 32 layers, 4096, 32 heads]; '
+                                                         'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: '
+                                                         "GPT-2's config.json, GPT2LMHeadModel, activation_function "
+                                                         'gelu_new, layer_norm_epsilon 1e-05, vocab_size 50257]',
+                                               'verification': "GPT-2's block (pre-LayerNorm with bias, biased Conv1D "
+                                                               'linears, GELU MLP of 4 d_model, learned positions, '
+                                                               "head tied to the token embedding) at the paper's sizes "
+                                                               "and 2048 positions, in GPT-2's config.json keys "
+                                                               "(n_inner absent: 4 x n_embd); vocab 50257, GPT-2's BPE "
+                                                               '(reversible tokenization as GPT-2); the locally banded '
+                                                               "sparse layers have the dense layers' parameters "
+                                                               "(trainplan models every layer's attention as dense); "
+                                                               'no checkpoint was released, so no exact count exists: '
+                                                               "the computed total rounds to Table D.1's Params (M) at "
+                                                               'the digits D.1 prints; alias gpt3-<size>: the spelling '
+                                                               "of NeMo's performance summary (GPT3-175B, "
+                                                               'docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html)'},
+                                              {'aliases': ['gpt3-13b'],
+                                               'config': {'activation_function': 'gelu_new',
+                                                          'architectures': ['GPT2LMHeadModel'],
+                                                          'layer_norm_epsilon': 1e-05,
+                                                          'model_type': 'gpt2',
+                                                          'n_embd': 5120,
+                                                          'n_head': 40,
+                                                          'n_layer': 40,
+                                                          'n_positions': 2048,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 50257},
+                                               'display_name': 'GPT-3 13B',
+                                               'hf_id': 'gpt-3-13b',
+                                               'name': 'gpt-3-13b',
+                                               'source': 'Brown et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, '
+                                                         'n_layers, d_model, n_heads, d_head) and section 2.1 (the '
+                                                         'same model and architecture as GPT-2, alternating dense and '
+                                                         'locally banded sparse attention; n_ctx 2048; d_ff = 4 '
+                                                         'd_model): Table 2.1 and section 2.1 verbatim in code-index '
+                                                         'file 62776818203, Table 2.1 in code-index file 45484487489, '
+                                                         'n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                                         '65963167050; Table D.1 (Params (M) of each size) verbatim in '
+                                                         'code-index files 69493738626 and 34914328103 [GPT-3 13B: '
+                                                         '13.0B, 40 layers, d_model 5120; D.1: 12,850M]; '
+                                                         'microsoft/Megatron-DeepSpeed, '
+                                                         'examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 '
+                                                         "('the GPT-3 XXX below are configs from GPT-3 paper': "
+                                                         'num_layers, hidden_size, num_attn_heads of the eight sizes; '
+                                                         'seq-length and max-position-embeddings 2048; gpt2-vocab.json '
+                                                         '/ gpt2-merges.txt) [GPT-3 13B: 40 layers, 5120, 40 heads]; '
+                                                         'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: '
+                                                         "GPT-2's config.json, GPT2LMHeadModel, activation_function "
+                                                         'gelu_new, layer_norm_epsilon 1e-05, vocab_size 50257]',
+                                               'verification': "GPT-2's block (pre-LayerNorm with bias, biased Conv1D "
+                                                               'linears, GELU MLP of 4 d_model, learned positions, '
+                                                               "head tied to the token embedding) at the paper's sizes "
+                                                               "and 2048 positions, in GPT-2's config.json keys "
+                                                               "(n_inner absent: 4 x n_embd); vocab 50257, GPT-2's BPE "
+                                                               '(reversible tokenization as GPT-2); the locally banded '
+                                                               "sparse layers have the dense layers' parameters "
+                                                               "(trainplan models every layer's attention as dense); "
+                                                               'no checkpoint was released, so no exact count exists: '
+                                                               "the computed total rounds to Table D.1's Params (M) at "
+                                                               'the digits D.1 prints; alias gpt3-<size>: the spelling '
+                                                               "of NeMo's performance summary (GPT3-175B, "
+                                                               'docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html); '
+                                                               'd_model: Table 2.1 prints 5140 with 40 heads of d_head '
+                                                               '128 (= 5120; 5140 is not divisible by 40); 5120 is '
+                                                               "Megatron-DeepSpeed's GPT-3 13B and metaseq's 13b size "
+                                                               '(facebookresearch/metaseq, '
+                                                               'metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf, '
+                                                               "commented 'see table 2.1' of the GPT-3 paper, "
+                                                               "asserting n_heads x d_head == emb_size), and D.1's "
+                                                               '12,850M is its count (12,853,386,240; d_model 5140 '
+                                                               'would give 12,952,938,780, code-index file '
+                                                               "62776818203, which Table 2.1's 13.0B rounds)"},
+                                              {'aliases': ['gpt3-175b'],
+                                               'config': {'activation_function': 'gelu_new',
+                                                          'architectures': ['GPT2LMHeadModel'],
+                                                          'layer_norm_epsilon': 1e-05,
+                                                          'model_type': 'gpt2',
+                                                          'n_embd': 12288,
+                                                          'n_head': 96,
+                                                          'n_layer': 96,
+                                                          'n_positions': 2048,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 50257},
+                                               'display_name': 'GPT-3 175B',
+                                               'hf_id': 'gpt-3-175b',
+                                               'name': 'gpt-3-175b',
+                                               'source': 'Brown et al. 2020, arXiv 2005.14165, Table 2.1 (n_params, '
+                                                         'n_layers, d_model, n_heads, d_head) and section 2.1 (the '
+                                                         'same model and architecture as GPT-2, alternating dense and '
+                                                         'locally banded sparse attention; n_ctx 2048; d_ff = 4 '
+                                                         'd_model): Table 2.1 and section 2.1 verbatim in code-index '
+                                                         'file 62776818203, Table 2.1 in code-index file 45484487489, '
+                                                         'n_ctx 2048 and d_ff = 4 d_model in code-index file '
+                                                         '65963167050; Table D.1 (Params (M) of each size) verbatim in '
+                                                         'code-index files 69493738626 and 34914328103 [GPT-3 175B: '
+                                                         '175.0B, 96 layers, d_model 12288; D.1: 174,600M]; '
+                                                         'microsoft/Megatron-DeepSpeed, '
+                                                         'examples_deepspeed/rebase/ds_pretrain_gpt_1.3B.sh@77ecb16759e0 '
+                                                         "('the GPT-3 XXX below are configs from GPT-3 paper': "
+                                                         'num_layers, hidden_size, num_attn_heads of the eight sizes; '
+                                                         'seq-length and max-position-embeddings 2048; gpt2-vocab.json '
+                                                         '/ gpt2-merges.txt) [GPT-3 175B: 96 layers, 12288, 96 heads]; '
+                                                         'mlc-ai/mlc-llm, '
+                                                         'python/mlc_llm/model/model_preset.py@79d603f085f5 [gpt2: '
+                                                         "GPT-2's config.json, GPT2LMHeadModel, activation_function "
+                                                         'gelu_new, layer_norm_epsilon 1e-05, vocab_size 50257]',
+                                               'verification': "GPT-2's block (pre-LayerNorm with bias, biased Conv1D "
+                                                               'linears, GELU MLP of 4 d_model, learned positions, '
+                                                               "head tied to the token embedding) at the paper's sizes "
+                                                               "and 2048 positions, in GPT-2's config.json keys "
+                                                               "(n_inner absent: 4 x n_embd); vocab 50257, GPT-2's BPE "
+                                                               '(reversible tokenization as GPT-2); the locally banded '
+                                                               "sparse layers have the dense layers' parameters "
+                                                               "(trainplan models every layer's attention as dense); "
+                                                               'no checkpoint was released, so no exact count exists: '
+                                                               "the computed total rounds to Table D.1's Params (M) at "
+                                                               'the digits D.1 prints; alias gpt3-<size>: the spelling '
+                                                               "of NeMo's performance summary (GPT3-175B, "
+                                                               'docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html); '
+                                                               "computed 174,604,259,328, D.1's 174,600M; Table 2.1's "
+                                                               '175.0B names the size'},
+                                              {'aliases': [],
+                                               'config': {'activation_function': 'relu',
+                                                          'architectures': ['OPTForCausalLM'],
+                                                          'do_layer_norm_before': True,
+                                                          'enable_bias': True,
+                                                          'ffn_dim': 28672,
+                                                          'hidden_size': 7168,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'opt',
+                                                          'num_attention_heads': 56,
+                                                          'num_hidden_layers': 48,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 50272,
+                                                          'word_embed_proj_dim': 7168},
+                                               'display_name': 'OPT-30B',
+                                               'hf_id': 'facebook/opt-30b',
+                                               'name': 'opt-30b',
+                                               'source': 'facebookresearch/metaseq, '
+                                                         'metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf '
+                                                         "[MODEL_SIZES['30b']: 48 layers, emb 7168, 56 heads of 128; "
+                                                         'ffn_size = 4 x emb]; FMInference/FlexiGen, '
+                                                         'flexgen/opt_config.py@1b9e9bd06a98 (get_opt_config: opt-30b '
+                                                         'and opt-175b with max_seq_len 2048 and ffn_embed_dim 4 x '
+                                                         'hidden; OptConfig defaults vocab_size 50272, relu, '
+                                                         'layer_norm_eps 1e-5; input_dim = hidden_size for every size; '
+                                                         "opt-350m refused as 'a different architecture'); code-index "
+                                                         'file 1852763748 (model table citing '
+                                                         'huggingface.co/facebook/opt-30b/blob/main/config.json: 7168, '
+                                                         '56 heads, 4 x 7168, 48 layers, max_model_len 2048, vocab '
+                                                         '50272, relu); code-index file 34738700954 (OPT_30B_CONFIG: '
+                                                         'vocab 50272, 7168, max_position_embeddings 2050 = 2048 + '
+                                                         "OPT's offset 2, 56 heads, head_dim 128, ffn_dim 28672, 48 "
+                                                         'layers); facebookresearch/metaseq, '
+                                                         'projects/OPT/README.md@f7ffa5fd61cf (Pretrained Model '
+                                                         'Weights: OPT-30B 30B, OPT-175B 175B, the latter on request)',
+                                               'verification': "the catalog's OPT-66B row's form (its config "
+                                                               'conventions: tied head, ReLU, pre-LN, biases on, '
+                                                               'word_embed_proj_dim = hidden_size, learned positions '
+                                                               "with OPT's 2 extra rows); no verbatim copy of "
+                                                               "facebook/opt-30b's config.json was found: the values "
+                                                               'are those the sources here agree on (vocab 50272 and '
+                                                               '2048 positions, which the reference left unverified '
+                                                               'for 30B, from FlexGen and the two config.json-derived '
+                                                               'tables); published 30B, no exact count found'},
+                                              {'aliases': [],
+                                               'config': {'activation_function': 'relu',
+                                                          'architectures': ['OPTForCausalLM'],
+                                                          'do_layer_norm_before': True,
+                                                          'enable_bias': True,
+                                                          'ffn_dim': 49152,
+                                                          'hidden_size': 12288,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'opt',
+                                                          'num_attention_heads': 96,
+                                                          'num_hidden_layers': 96,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 50272,
+                                                          'word_embed_proj_dim': 12288},
+                                               'display_name': 'OPT-175B',
+                                               'hf_id': 'opt-175b',
+                                               'name': 'opt-175b',
+                                               'source': 'facebookresearch/metaseq, '
+                                                         'metaseq/launcher/opt_job_constants.py@f7ffa5fd61cf '
+                                                         "[MODEL_SIZES['175b']: 96 layers, emb 12288, 96 heads of 128; "
+                                                         'ffn_size = 4 x emb]; FMInference/FlexiGen, '
+                                                         'flexgen/opt_config.py@1b9e9bd06a98 (get_opt_config: opt-30b '
+                                                         'and opt-175b with max_seq_len 2048 and ffn_embed_dim 4 x '
+                                                         'hidden; OptConfig defaults vocab_size 50272, relu, '
+                                                         'layer_norm_eps 1e-5; input_dim = hidden_size for every size; '
+                                                         "opt-350m refused as 'a different architecture'); "
+                                                         'cli99/llm-analysis, '
+                                                         'llm_analysis/model_configs/facebook_opt-175b.json@b60b392f7478 '
+                                                         '(96 layers, 96 heads, 12288, vocab 50272, max_seq_len 2048, '
+                                                         'ffn 49152); facebookresearch/metaseq, '
+                                                         'projects/OPT/README.md@f7ffa5fd61cf (Pretrained Model '
+                                                         'Weights: OPT-30B 30B, OPT-175B 175B, the latter on request)',
+                                               'verification': "the catalog's OPT-66B row's form (its config "
+                                                               'conventions: tied head, ReLU, pre-LN, biases on, '
+                                                               'word_embed_proj_dim = hidden_size, learned positions '
+                                                               "with OPT's 2 extra rows): OPT-175B has no public "
+                                                               'Hugging Face config (weights on request), so the '
+                                                               'paper-size shapes (metaseq, FlexGen, llm-analysis '
+                                                               'agree) are written with the keys and values of the '
+                                                               'OPT-66B / OPT-30B configs; published 175B, no exact '
+                                                               'count found'},
+                                              {'aliases': ['nemotron-15b', 'nemotron4-15b'],
+                                               'config': {'architectures': ['NemotronForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'hidden_act': 'relu2',
+                                                          'hidden_size': 6144,
+                                                          'intermediate_size': 24576,
+                                                          'max_position_embeddings': 4096,
+                                                          'mlp_bias': False,
+                                                          'model_type': 'nemotron',
+                                                          'norm_eps': 1e-05,
+                                                          'num_attention_heads': 48,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 8,
+                                                          'partial_rotary_factor': 0.5,
+                                                          'rope_theta': 10000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 256000},
+                                               'display_name': 'Nemotron-4-15B',
+                                               'hf_id': 'nemotron-4-15b',
+                                               'name': 'nemotron-4-15b',
+                                               'source': 'huggingface/transformers, '
+                                                         'src/transformers/models/nemotron/configuration_nemotron.py@ae005ce12a08 '
+                                                         "(NemotronConfig, whose defaults its docstring calls 'a "
+                                                         "Nemotron nemotron-15b style configuration': vocab_size "
+                                                         '256000, hidden_size 6144, intermediate_size 24576, 32 '
+                                                         'layers, 48 heads, relu2, 4096 positions, norm_eps 1e-5, '
+                                                         'untied, rope_theta 10000, partial_rotary_factor 0.5, no '
+                                                         'attention or MLP bias; num_key_value_heads None = MHA); '
+                                                         'NVIDIA-NeMo/Megatron-Bridge, '
+                                                         'src/megatron/bridge/models/nemotron/nemotron_provider.py@dc805f5cf9e0 '
+                                                         '[Nemotron4ModelProvider15B: 32 layers, 6144, 48 heads, 8 '
+                                                         'query groups, 24576, seq_length 4096; NemotronModelProvider: '
+                                                         'LayerNorm, squared_relu, rope with rotary_percent 0.5, '
+                                                         'add_bias_linear false, untied embeddings]; '
+                                                         'tests/unit_tests/models/nemotron/test_nemotron_provider.py '
+                                                         '[the same shapes]; code-index file 61211626093 (Nemotron-4 '
+                                                         '15B Technical Report, Table 1: 32 layers, hidden 6144, 48 '
+                                                         'heads, 8 KV heads, sequence 4096, vocabulary 256,000; '
+                                                         'section 2: 3.2 billion embedding and 12.5 billion '
+                                                         'non-embedding parameters, RoPE, squared ReLU, no bias terms, '
+                                                         'untied input-output embeddings, GQA)',
+                                               'verification': "NemotronConfig's nemotron-15b defaults with the "
+                                                               "report's and Megatron-Bridge's 8 KV heads (GQA; the "
+                                                               'class default would be MHA), in the form of the '
+                                                               "catalog's nemotron-4-340b row; no Hugging Face upload "
+                                                               'of this model: hf_id repeats the catalog name; '
+                                                               "aliases: 'Nemotron-15B' as NeMo's performance summary "
+                                                               'names it '
+                                                               '(docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html), '
+                                                               "nemotron4-15b as the 340B row's; computed "
+                                                               "non-embedding 12,483,047,424 (the report's 12.5B); "
+                                                               'embedding and head 2 x 256,000 x 6,144 = '
+                                                               '3,145,728,000, which the report prints as 3.2B'},
+                                              {'aliases': ['tiiuae/Falcon3-7B-Instruct',
+                                                           'falcon3-7b-base',
+                                                           'falcon3-7b-instruct'],
+                                               'config': {'architectures': ['LlamaForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'attention_dropout': 0.0,
+                                                          'eos_token_id': 11,
+                                                          'head_dim': 256,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 3072,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 23040,
+                                                          'max_position_embeddings': 32768,
+                                                          'mlp_bias': False,
+                                                          'model_type': 'llama',
+                                                          'num_attention_heads': 12,
+                                                          'num_hidden_layers': 28,
+                                                          'num_key_value_heads': 4,
+                                                          'pretraining_tp': 1,
+                                                          'rms_norm_eps': 1e-06,
+                                                          'rope_theta': 1000042,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 131072},
+                                               'config_null_keys': ['rope_scaling'],
+                                               'display_name': 'Falcon3-7B',
+                                               'hf_id': 'tiiuae/Falcon3-7B-Base',
+                                               'measured_params': 7455550464,
+                                               'name': 'falcon3-7b',
+                                               'source': 'tayoogunbiyi/vramfit, '
+                                                         'tests/fixtures/llama/falcon3-7b.json@3b434088df24 '
+                                                         '(tiiuae/Falcon3-7B-Base config.json at revision '
+                                                         'bf3d7ed586cb: LlamaForCausalLM, 28 layers, 3072, 12 heads, 4 '
+                                                         'kv heads, head_dim 256, MLP 23040, vocab 131072, untied, '
+                                                         'rope_theta 1000042, 32768 positions) and '
+                                                         'tests/fixtures/llama/extended-provenance.json (its Hub '
+                                                         'safetensors summary: 7,455,550,464 BF16); code-index file '
+                                                         '69523409012 (a frozen model roster: falcon3-7b-instruct '
+                                                         '7,455,550,464); Lightning-AI/litgpt, '
+                                                         'litgpt/config.py@26857050fe3f [Falcon3-7B-Base / -Instruct: '
+                                                         'the same shapes]; huggingface/blog, falcon3.md@03109ec9f045 '
+                                                         '(Falcon3-7B-Base: head dimension 256, Llama architecture, '
+                                                         '131K vocabulary)',
+                                               'verification': 'config.json verbatim less torch_dtype / '
+                                                               'transformers_version; head_dim 256 != 3072 / 12, read '
+                                                               'from the key; untied head (the count confirms it: tied '
+                                                               'would be 402,653,184 fewer); base and Instruct publish '
+                                                               'the same count; a third-party table giving the 7B a '
+                                                               'vocabulary of 131080 (code-index file 63193712310) is '
+                                                               'contradicted by the config and the count (+49,152); '
+                                                               "count = the Hub's safetensors total of the Base"},
+                                              {'aliases': ['ibm-granite/granite-3.0-8b-instruct',
+                                                           'granite-3.0-8b-instruct'],
+                                               'config': {'architectures': ['GraniteForCausalLM'],
+                                                          'hidden_size': 4096,
+                                                          'intermediate_size': 12800,
+                                                          'max_position_embeddings': 4096,
+                                                          'model_type': 'granite',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 8,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 49155},
+                                               'display_name': 'Granite-3.0-8B',
+                                               'hf_id': 'ibm-granite/granite-3.0-8b-base',
+                                               'name': 'granite-3.0-8b',
+                                               'source': 'MaxAkbar/IBM, '
+                                                         'ibm-granite/granite-3.0-8b-instruct/README.md@7845bf787a09 '
+                                                         '(the Granite-3.0-8B card: 8B dense, embedding size 4096, 40 '
+                                                         'layers, attention head size 128, 32 heads, 8 KV heads, MLP '
+                                                         '12800, SwiGLU, RMSNorm, shared input/output embeddings, '
+                                                         'sequence length 4096, 8.1B parameters, finetuned from '
+                                                         'granite-3.0-8b-base); '
+                                                         'ibm-granite/granite-3.1-language-models, '
+                                                         'README.md@aaea8f855f4e (Granite 3.1 extends the context of '
+                                                         'the Granite 3.0 models from 4K to 128K by further training, '
+                                                         'adjusting RoPE theta); code-index file 66166523910 (model '
+                                                         'card of ibm-granite/granite-3.1-8b-instruct: 8,170,848,256, '
+                                                         'safetensors metadata); code-index file 53141176458 '
+                                                         '(ibm-granite/granite-3.0-1b-a400m-instruct config: '
+                                                         'vocab_size 49155); code-index file 24084730353 (ScandEval '
+                                                         'leaderboard: ibm-granite/granite-3.0-8b-base, 8171 million '
+                                                         'parameters, vocabulary 49 thousand)',
+                                               'verification': "the card's shapes in the GraniteConfig keys; vocab "
+                                                               '49155 as the Granite 3.0 MoE config and every Granite '
+                                                               '3.1 config (3.1 is 3.0 trained further for long '
+                                                               'context: its 8B count 8,170,848,256 = these shapes '
+                                                               'with 49155 tokens); tied; the four multipliers and '
+                                                               'rope_theta are not in these sources (GraniteConfig '
+                                                               'defaults): no effect on counts or memory; no exact '
+                                                               'count of the 3.0 upload found: published 8.1B (card) '
+                                                               'and 8171M (ScandEval)'},
+                                              {'aliases': [],
+                                               'config': {'architectures': ['CohereForCausalLM'],
+                                                          'hidden_size': 12288,
+                                                          'intermediate_size': 33792,
+                                                          'layer_norm_eps': 1e-05,
+                                                          'logit_scale': 0.8333333333333334,
+                                                          'max_position_embeddings': 131072,
+                                                          'model_type': 'cohere',
+                                                          'num_attention_heads': 96,
+                                                          'num_hidden_layers': 64,
+                                                          'num_key_value_heads': 8,
+                                                          'rope_theta': 75000000.0,
+                                                          'tie_word_embeddings': True,
+                                                          'use_qk_norm': True,
+                                                          'vocab_size': 256000},
+                                               'display_name': 'C4AI-Command-R-Plus',
+                                               'hf_id': 'CohereForAI/c4ai-command-r-plus',
+                                               'name': 'c4ai-command-r-plus',
+                                               'source': 'code-index file 57096592385 (Cohere transformers audit: '
+                                                         'config sweep of open mirrors of the gated CohereForAI '
+                                                         'configs) [c4ai-command-r-plus via the '
+                                                         'alpindale/c4ai-command-r-plus-GPTQ mirror: cohere, 64 '
+                                                         'layers, 12288, 96 / 8 heads, head dim 128, MLP 33792, '
+                                                         'rope_theta 75000000, use_qk_norm true, logit_scale '
+                                                         '0.8333333333; CohereForCausalLM ties lm_head to the '
+                                                         'embedding]; code-index file 55805448694 (Cohere config '
+                                                         'table: vocab_size, tie_embeddings per checkpoint) '
+                                                         '[c4ai-command-r-plus: vocab 256000, the same shapes, '
+                                                         'tie_embeddings true, norm eps 1e-5]; '
+                                                         'https://github.com/ggml-org/llama.cpp/pull/6033 (Command R+ '
+                                                         'config: use_qk_norm=True, the one flag new over Command R); '
+                                                         'lumenpearson/huggingface_c4ai-command-r-plus, '
+                                                         'README.md@99272bd6962d (model card: 104 billion parameters, '
+                                                         'context length 128K)',
+                                               'verification': "the audit's config values in the CohereConfig keys; "
+                                                               "the config table's use_qk_norm False is contradicted "
+                                                               'by the mirror config the audit read and by the '
+                                                               'llama.cpp conversion thread (CohereLayerNorm over '
+                                                               '(heads, head_dim) on q and k: 96 x 128 + 8 x 128 '
+                                                               "weights per layer); tied as CohereConfig's default and "
+                                                               'the table; 128K = 131072 positions (card), no effect '
+                                                               'on counts or memory; no exact count of this upload '
+                                                               'found: published 104B'},
+                                              {'aliases': [],
+                                               'config': {'architectures': ['CohereForCausalLM'],
+                                                          'hidden_size': 8192,
+                                                          'intermediate_size': 22528,
+                                                          'logit_scale': 0.0625,
+                                                          'model_type': 'cohere',
+                                                          'num_attention_heads': 64,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 64,
+                                                          'rope_theta': 8000000.0,
+                                                          'use_qk_norm': False,
+                                                          'vocab_size': 256000},
+                                               'display_name': 'Aya-23-35B',
+                                               'hf_id': 'CohereForAI/aya-23-35B',
+                                               'name': 'aya-23-35b',
+                                               'source': 'code-index file 57096592385 (Cohere transformers audit: '
+                                                         'config sweep of open mirrors of the gated CohereForAI '
+                                                         'configs) [aya-23-35B via the '
+                                                         'Zoyd/CohereForAI_aya-23-35B-2_5bpw_exl2 mirror: cohere, 40 '
+                                                         'layers, 8192, 64 / 64 heads (MHA), head dim 128, MLP 22528, '
+                                                         'rope_theta 8000000, no q/k norm, logit_scale 0.0625; '
+                                                         'Command-R v01 / Aya-23-35B projections 8192 -> 8192, MLP '
+                                                         '8192 -> 22528]; '
+                                                         'https://ritvik19.medium.com/papers-explained-151-aya-23-d01605c3ee80 '
+                                                         '(Aya 23 report summary: BPE tokenizer of 256k, Aya-23-35B a '
+                                                         'further fine-tuned Cohere Command R); '
+                                                         'awesome-llm-papers/awesome-llm-papers.github.io, '
+                                                         '_publications/aryabumi2024aya.markdown (Aya 23: open weights '
+                                                         'of 8B and 35B models)',
+                                               'verification': 'the shapes of the c4ai-command-r-v01 row (a fine-tune '
+                                                               'of Command R keeps every shape) in its keys; vocab '
+                                                               "256000 (256k tokenizer; the aya-23-8b row's config); "
+                                                               'tie_word_embeddings and max_position_embeddings are '
+                                                               'not in these sources: CohereConfig defaults (tied, '
+                                                               '8192) apply; no exact count of this upload found: '
+                                                               'published 35B'},
+                                              {'aliases': ['mistralai/Mistral-Small-3.1-24B-Instruct-2503',
+                                                           'mistralai/Mistral-Small-3.2-24B-Instruct-2506',
+                                                           'mistralai/Devstral-Small-2505',
+                                                           'mistralai/Devstral-Small-2507',
+                                                           'devstral-small'],
+                                               'config': {'architectures': ['MistralForCausalLM'],
+                                                          'attention_dropout': 0.0,
+                                                          'head_dim': 128,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 5120,
+                                                          'initializer_range': 0.02,
+                                                          'intermediate_size': 32768,
+                                                          'max_position_embeddings': 131072,
+                                                          'model_type': 'mistral',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 40,
+                                                          'num_key_value_heads': 8,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 1000000000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'use_cache': True,
+                                                          'vocab_size': 131072},
+                                               'config_null_keys': ['sliding_window'],
+                                               'display_name': 'Mistral-Small-3.1-24B (text decoder)',
+                                               'hf_id': 'mistralai/Mistral-Small-3.1-24B-Base-2503',
+                                               'name': 'mistral-small-3.1-24b',
+                                               'source': 'huggingface/transformers, '
+                                                         'src/transformers/models/mistral3/configuration_mistral3.py@0db25542f219 '
+                                                         '(Mistral3Config, documented on '
+                                                         'mistralai/Mistral-Small-3.1-24B-Instruct-2503: its default '
+                                                         'text_config is a mistral config of 40 layers, 5120, 32 '
+                                                         'heads, 8 kv heads, head_dim 128, MLP 32768, vocab 131072, '
+                                                         'rms 1e-5, rope_theta 1e9, 131072 positions, no sliding '
+                                                         'window); code-index file 68399702759 '
+                                                         '(mistralai/Mistral-Small-3.2-24B-Instruct-2506: the same '
+                                                         'text shapes, untied, text 23,572,403,200 + vision '
+                                                         '438,958,080); code-index file 62981868691 (Mistral-Small-3.2 '
+                                                         'is built on Mistral-Small-3.1-24B-Base-2503); code-index '
+                                                         'file 59720901632 (Devstral-Small-2505: finetuned from '
+                                                         'Mistral-Small-3.1, text-only, the vision encoder removed '
+                                                         'before fine-tuning); code-index file 55316333825 '
+                                                         '(Devstral-Small-2505 config: head_dim 128, not 5120 / 32); '
+                                                         'code-index file 69539174828 (mistralai/Devstral-Small-2507: '
+                                                         'MistralForCausalLM, exact parameters 23,572,403,200, 40 '
+                                                         'layers, 5120, 32 / 8 heads of 128); code-index file '
+                                                         '43367020546 (Devstral-Small-2507 consolidated.safetensors: '
+                                                         '23,572,403,200, separate output and tok_embeddings)',
+                                               'verification': 'the Mistral3Config default text_config in the '
+                                                               'MistralForCausalLM keys; the aliases cover the text '
+                                                               'decoder only: for Mistral-Small-3.1 / 3.2 (model_type '
+                                                               'mistral3) the Pixtral vision tower and projector '
+                                                               '(438,958,080 for 3.2) are not counted; Devstral-Small '
+                                                               'is the text-only fine-tune (model_type mistral); '
+                                                               'untied head (a separate output tensor); the same '
+                                                               'shapes as the mistral-small-24b-2501 row, whose '
+                                                               'rope_theta 1e8 and 32768 positions differ (no effect '
+                                                               "on counts or memory); count = Devstral-Small-2507's "
+                                                               "safetensors total, not recorded as this checkpoint's"},
+                                              {'aliases': ['THUDM/GLM-4-32B-Base-0414',
+                                                           'zai-org/GLM-4-32B-0414',
+                                                           'zai-org/GLM-4-32B-Base-0414',
+                                                           'THUDM/GLM-Z1-32B-0414',
+                                                           'zai-org/GLM-Z1-32B-0414'],
+                                               'config': {'architectures': ['Glm4ForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'head_dim': 128,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 6144,
+                                                          'intermediate_size': 23040,
+                                                          'max_position_embeddings': 32768,
+                                                          'model_type': 'glm4',
+                                                          'num_attention_heads': 48,
+                                                          'num_hidden_layers': 61,
+                                                          'num_key_value_heads': 2,
+                                                          'partial_rotary_factor': 0.5,
+                                                          'rms_norm_eps': 1e-05,
+                                                          'rope_theta': 10000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 151552},
+                                               'display_name': 'GLM-4-32B-0414',
+                                               'hf_id': 'THUDM/GLM-4-32B-0414',
+                                               'name': 'glm-4-32b-0414',
+                                               'source': 'Ascend/MindSpeed-LLM@c77308a14bfc, '
+                                                         'tests/0day/glm4-32b-0414/pretrain_glm4_32b_0414_8k_ptd.sh '
+                                                         'and '
+                                                         'tests/0day/glm4-base-32b-0414/pretrain_glm4_32b_base_0414_8k_ptd.sh '
+                                                         '(GLM-4-32B-0414 and -Base-0414, converted from the HF glm4 '
+                                                         'checkpoint: 61 layers, 6144, MLP 23040, 48 heads, 2 query '
+                                                         'groups, padded vocab 151552, RMSNorm 1e-5, sandwich norms '
+                                                         '(post-norm), rotary on 0.5 of each head, untied embeddings, '
+                                                         '--disable-bias-linear without --add-qkv-bias, which the '
+                                                         'GLM-4-9B-0414 script sets); code-index file 17246164475 '
+                                                         '(llama.cpp load of GLM-Z1-32B-0414: glm4, 32768 training '
+                                                         'context, 6144, 61 layers, 48 / 2 heads of 128, n_rot 64, rms '
+                                                         'eps 1e-5, n_ff 23040, rope base 10000, vocab 151552, 32.57 B '
+                                                         'params); code-index file 70334113230 '
+                                                         '(lmstudio-community/GLM-4-32B-0414-GGUF: 32.566 billion '
+                                                         'parameters, glm4, context 32768); THUDM/GLM-4, README.md '
+                                                         '(GLM-4-0414 series: GLM-4-32B-0414 with 32 billion '
+                                                         'parameters; GLM-Z1-32B-0414 trained from GLM-4-32B-0414)',
+                                               'verification': 'the shapes in the Glm4Config keys (head_dim 128 = 6144 '
+                                                               '/ 48; 2 kv heads); no q/k/v bias (attention_bias '
+                                                               'false: the 32B scripts drop the qkv bias the 9B-0414 '
+                                                               'one adds), no o_proj bias, four RMSNorms per layer; '
+                                                               'untied head; base, chat and Z1 reasoning checkpoints '
+                                                               'share the shapes (MindSpeed scripts, the Z1 GGUF); no '
+                                                               'exact count found: published 32.566B (GGUF of the chat '
+                                                               'model) and 32.57 B (Z1 GGUF)'}]},
+                           'fingerprint': '0730be1e-242055'},
            'prices.toml': {'data': {'price': [{'as_of': '2026-11-09',
                                                'currency': 'USD',
                                                'gpu_id': 'a100-sxm4-40gb',
