@@ -53,6 +53,28 @@ def test_a_version_spelled_another_way(name, entry, read_past):
     assert catalog.model_name_note(name) == f"model '{name}' read as catalog {entry}: {read_past}"
 
 
+@pytest.mark.parametrize("name, entry, tagged", [
+    # the catalog's name carries a release date or word the published name leaves out (Mistral's YYMM, Zhipu's MMDD)
+    ("Mistral-Small-24B", "mistral-small-24b-2501", "mistral-small-24b-2501"),
+    ("GLM-4-32B", "glm-4-32b-0414", "glm-4-32b-0414"),
+    ("DeepSeek-Coder-V2-Lite", "deepseek-v2-lite", "deepseek-coder-v2-lite-base"),
+    ("Qwen3-Coder-30B-A3B", "qwen3-30b-a3b", "qwen3-coder-30b-a3b-instruct"),
+])
+def test_a_name_without_the_catalogs_release_tag(name, entry, tagged):
+    assert catalog.resolve_model(name).name == entry
+    assert catalog.model_name_note(name) == (f"model '{name}' read as catalog {entry}: the release tag of '{tagged}' "
+                                             "(the catalog's name of that release; the same architecture)")
+
+
+def test_release_tags_never_pick_one_of_several():
+    # two entries whose names differ only by their release tag: the untagged name is neither
+    index = {"acme/base-7b-2401": 0, "acme/base-7b-2409": 1}
+    assert variant_match("base-7b", "base-7b", index) is None
+    assert variant_match("base-7b", "base-7b", {"acme/base-7b-2401": 0}).entry == 0
+    # a version is not a release tag: mistral-7b-v0.3 is not read as mistral-7b-v0.1's name
+    assert variant_match("base-7b", "base-7b", {"acme/base-7b-v0.1": 0}) is None
+
+
 def test_spelling_never_merges_two_sizes():
     # opt-1.3b and opt-13b differ by their dot only: each name is its own model, and a spelling matching
     # two entries is not guessed

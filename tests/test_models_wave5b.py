@@ -21,6 +21,7 @@ RESOLVES = {
     "ibm-granite/granite-3.0-8b-base": "granite-3.0-8b",
     "ibm-granite/granite-3.0-8b-instruct": "granite-3.0-8b",
     "CohereForAI/c4ai-command-r-plus": "c4ai-command-r-plus",
+    "Command R+": "c4ai-command-r-plus", "Command-R-Plus": "c4ai-command-r-plus", "Command R": "c4ai-command-r-v01",
     "CohereForAI/aya-23-35B": "aya-23-35b",
     "mistralai/Mistral-Small-3.1-24B-Base-2503": "mistral-small-3.1-24b",
     "mistralai/Mistral-Small-3.1-24B-Instruct-2503": "mistral-small-3.1-24b",

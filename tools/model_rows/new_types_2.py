@@ -145,7 +145,7 @@ ROWS: list[dict[str, Any]] = [
                 "num_key_value_heads": 32, "partial_rotary_factor": 0.25, "rope_theta": 10000,
                 "tie_word_embeddings": False, "use_qkv_bias": True, "vocab_size": 100352}},
     {"name": "c4ai-command-r-v01", "display_name": "C4AI-Command-R-v01", "hf_id": "CohereForAI/c4ai-command-r-v01",
-     "aliases": ["command-r-v01"],
+     "aliases": ["command-r-v01", "command-r"],     # "Command R": the name the model card and its llama.cpp thread use
      "source": ("code-index file 66573096413 (test_commandr_config_from_hf: the Command-R config.json fields); "
                 "transformers 5.25 models/cohere/configuration_cohere.py (CohereConfig defaults: these shapes); "
                 "code-index file 54354199734 (model card: 'a research release of a 35 billion parameter' model)"),

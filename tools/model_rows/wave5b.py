@@ -68,7 +68,7 @@ ROWS: list[dict[str, Any]] = [
                 "num_hidden_layers": 40, "num_key_value_heads": 8, "tie_word_embeddings": True,
                 "vocab_size": 49155}},
     {"name": "c4ai-command-r-plus", "display_name": "C4AI-Command-R-Plus", "hf_id": "CohereForAI/c4ai-command-r-plus",
-     "aliases": [],
+     "aliases": ["command-r-plus", "command-r+"],     # "Command R+": the card's and llama.cpp PR #6033's name
      "source": (f"{_COHERE_AUDIT} [c4ai-command-r-plus via the alpindale/c4ai-command-r-plus-GPTQ mirror: cohere, 64 "
                 "layers, 12288, 96 / 8 heads, head dim 128, MLP 33792, rope_theta 75000000, use_qk_norm true, "
                 "logit_scale 0.8333333333; CohereForCausalLM ties lm_head to the embedding]; "

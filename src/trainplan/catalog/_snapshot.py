@@ -65,6 +65,9 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'cohereforai/aya-23-8b': 162,
                                       'cohereforai/c4ai-command-r-plus': 176,
                                       'cohereforai/c4ai-command-r-v01': 156,
+                                      'command-r': 156,
+                                      'command-r+': 176,
+                                      'command-r-plus': 176,
                                       'command-r-v01': 156,
                                       'deepseek-ai/deepseek-coder-33b-base': 117,
                                       'deepseek-ai/deepseek-coder-33b-instruct': 117,
@@ -659,7 +662,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'zai-org/glm-4.5-air': 77,
                                       'zai-org/glm-4.6': 76,
                                       'zai-org/glm-z1-32b-0414': 179},
-                             'fingerprint': 'ab1df422-257295'},
+                             'fingerprint': '419a644e-257338'},
              'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b","lmsys/vicuna-7b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
@@ -3142,7 +3145,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '65755328185 (stablelm-2-1_6b-chat: the same); code-index file 13225261958 '
                                       '(model card: 1,644,417,024; LayerNorm with bias, q/k/v biases only, rotary on '
                                       '25%)","tied_embeddings":false,"vocab_size":100352}',
-                                      '{"aliases":["command-r-v01"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["command-r-v01","command-r"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"CohereForCausalLM\\"], \\"hidden_size\\": 8192, \\"intermediate_size\\": '
                                       '22528, \\"layer_norm_eps\\": 1e-05, \\"logit_scale\\": 0.0625, '
                                       '\\"max_position_embeddings\\": 8192, \\"model_type\\": \\"cohere\\", '
@@ -3553,7 +3556,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'vocab_size 49155); code-index file 24084730353 (ScandEval leaderboard: '
                                       'ibm-granite/granite-3.0-8b-base, 8171 million parameters, vocabulary 49 '
                                       'thousand)","tied_embeddings":true,"vocab_size":49155}',
-                                      '{"aliases":[],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '{"aliases":["command-r-plus","command-r+"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"CohereForCausalLM\\"], \\"hidden_size\\": 12288, \\"intermediate_size\\": '
                                       '33792, \\"layer_norm_eps\\": 1e-05, \\"logit_scale\\": 0.8333333333333334, '
                                       '\\"max_position_embeddings\\": 131072, \\"model_type\\": \\"cohere\\", '
@@ -3645,7 +3648,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '32.566 billion parameters, glm4, context 32768); THUDM/GLM-4, README.md '
                                       '(GLM-4-0414 series: GLM-4-32B-0414 with 32 billion parameters; GLM-Z1-32B-0414 '
                                       'trained from GLM-4-32B-0414)","tied_embeddings":false,"vocab_size":151552}'],
-                             'fingerprint': 'dff8bfc8-331696'}},
+                             'fingerprint': '36375a12-331739'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',
@@ -12234,7 +12237,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                "share (the same safetensors count); the card's "
                                                                '1,644,417,024 is 98,304 = 24 x 4096 lower; count = the '
                                                                'safetensors total'},
-                                              {'aliases': ['command-r-v01'],
+                                              {'aliases': ['command-r-v01', 'command-r'],
                                                'config': {'architectures': ['CohereForCausalLM'],
                                                           'hidden_size': 8192,
                                                           'intermediate_size': 22528,
@@ -13161,7 +13164,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'defaults): no effect on counts or memory; no exact '
                                                                'count of the 3.0 upload found: published 8.1B (card) '
                                                                'and 8171M (ScandEval)'},
-                                              {'aliases': [],
+                                              {'aliases': ['command-r-plus', 'command-r+'],
                                                'config': {'architectures': ['CohereForCausalLM'],
                                                           'hidden_size': 12288,
                                                           'intermediate_size': 33792,
@@ -13348,7 +13351,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'share the shapes (MindSpeed scripts, the Z1 GGUF); no '
                                                                'exact count found: published 32.566B (GGUF of the chat '
                                                                'model) and 32.57 B (Z1 GGUF)'}]},
-                           'fingerprint': '0730be1e-242055'},
+                           'fingerprint': '20e57048-242098'},
            'prices.toml': {'data': {'price': [{'as_of': '2026-11-09',
                                                'currency': 'USD',
                                                'gpu_id': 'a100-sxm4-40gb',

@@ -16,6 +16,11 @@ which changes a parameter or a tensor shape:
   neither a parameter count nor what a step at a given --seq-len computes. Where the catalog has the
   long-context release itself (Phi-3-mini-128k), the exact name matches it first.
 
+The same holds the other way: a name without the release tag a catalog name carries (`Mistral-Small-24B`
+for Mistral-Small-24B-Base-2501, `GLM-4-32B` for GLM-4-32B-0414, `Qwen3-Coder-30B-A3B` for its -Instruct id): a
+release word or a four-digit release date (YYMM or MMDD, as Mistral and Zhipu stamp releases) read off the
+catalog's names, tried last.
+
 `variant_match` reads past these, in that order, and accepts a catalog entry only when exactly one
 entry has that remaining repository name; otherwise the name stays unknown (and the caller says so).
 At each step a name also matches the one entry it spells another way: a version written with an
@@ -34,6 +39,7 @@ _STORAGE_SUFFIX = re.compile(r"(?:-unsloth)?(?:-bnb)?-[48]bit$|"
                              r"-(?:gptq|awq|gguf|int4|int8|fp8|mlx|exl2)(?:[-.][a-z0-9.-]*)?$")
 _RELEASE_SUFFIX = re.compile(r"-(?:instruct|chat|it|base|hf)$")
 _CONTEXT_SUFFIX = re.compile(r"-\d+(?:\.\d+)?[km]$")
+_RELEASE_TAG = re.compile(r"-(?:instruct|chat|it|base|hf|\d{4})$")
 _VERSION_UNDERSCORE = re.compile(r"(?<=\d)_(?=\d)")
 _FAMILY_SEPARATOR = re.compile(r"(?<=[a-z])[-\s](?=\d)")
 
@@ -65,6 +71,23 @@ def _basenames(index: dict[str, int]) -> dict[str, set[int]]:
     out: dict[str, set[int]] = {}
     for key, entry in index.items():
         out.setdefault(key.rpartition("/")[2], set()).add(entry)
+    return out
+
+
+def _untagged(basename: str) -> str:
+    """A catalog repository name without its trailing release words and dates: mistral-small-24b-base-2501 ->
+    mistral-small-24b."""
+    while m := _RELEASE_TAG.search(basename):
+        basename = basename[:m.start()]
+    return basename
+
+
+def _untagged_names(names: dict[str, set[int]]) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    for basename, entries in names.items():
+        untagged = _untagged(basename)
+        if untagged != basename:
+            out.setdefault(untagged, set()).update(entries)
     return out
 
 
@@ -109,4 +132,11 @@ def variant_match(name: str, key: str, index: dict[str, int]) -> NameMatch | Non
                                                   else "(a release of the same architecture)"))
         if (match := found(base)) is not None:
             return match
+    untagged = _untagged_names(names).get(base, set())
+    if len(untagged) == 1:
+        entry = next(iter(untagged))
+        tagged = sorted(k.rpartition("/")[2] for k, i in index.items() if i == entry and _untagged(
+            k.rpartition("/")[2]) == base)
+        return NameMatch(entry=entry, read_past=(*suffixes, f"the release tag of '{tagged[0]}' (the catalog's name "
+                                                             "of that release; the same architecture)"))
     return None
