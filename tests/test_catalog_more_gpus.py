@@ -102,10 +102,11 @@ def test_gpu_in_text(text, gpu_id):
     assert catalog.gpu_in_text(text).id == gpu_id
 
 
-@pytest.mark.parametrize("text", ["RTX 3070 Ti", "NVIDIA GeForce RTX 3070 Ti"])
+@pytest.mark.parametrize("text", ["RTX 4090 Ti", "NVIDIA GeForce RTX 4090 Ti", "RTX 5080 SUPER"])
 def test_a_ti_or_super_card_the_catalog_lacks_is_not_the_shorter_name(text):
-    # RTX 3070 Ti: GA104 with 8 GB GDDR6X, 290 W; the catalog's rtx3070 is the GDDR6 card (the 3060 Ti, 3080 Ti and
-    # 4070 Ti SUPER this test named before are in the catalog now: tests/test_catalog_gpus_wave3.py)
+    # a Ti or SUPER name on a catalog card's number is another card, never the shorter name's (the 3060 Ti, 3070 Ti,
+    # 3080 Ti and 4070 Ti SUPER this test named before are in the catalog now: tests/test_catalog_gpus_wave3.py,
+    # test_catalog_gpus_wave4.py)
     assert catalog.gpu_in_text(text) is None
 
 

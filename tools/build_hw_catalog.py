@@ -44,6 +44,7 @@ GENERATION = {
     "quadro-rtx-6000": "turing",
     "mi250x": "cdna2", "mi300x": "cdna3", "mi325x": "cdna3", "mi355x": "cdna4",
     "ascend-910b": "davinci", "gaudi2": "gaudi2", "gaudi3": "gaudi3",
+    "mi250": "cdna2", "mi210": "cdna2", "b100": "blackwell", "rtx3070ti": "ampere", "rtx5000-ada": "ada",
 }
 
 # What users type (PRODUCT.md "GPU ids" plus obvious variants). Ids themselves always match.
@@ -124,6 +125,11 @@ ALIASES = {
     "ascend-910b": ["910b", "ascend910b"],
     "gaudi2": ["gaudi-2"],
     "gaudi3": ["gaudi-3"],
+    "mi250": ["instinct-mi250"],
+    "mi210": ["instinct-mi210"],
+    "b100": ["b100-sxm", "hgx-b100", "b100-192gb"],
+    "rtx3070ti": ["3070ti", "3070-ti", "rtx-3070-ti", "rtx3070-ti", "geforce-rtx-3070-ti"],
+    "rtx5000-ada": ["5000-ada", "rtx-5000-ada", "rtx5000ada"],
 }
 
 # cloud_prices.csv `gpu` label -> (catalog id, note when the mapping is a judgement call).
@@ -794,6 +800,125 @@ EXTRA_GPU_ROWS += (
      "notes": "Full TU102 at 1,770 MHz with 24 GB (the quadro-rtx-8000 row's GPU, half its memory; the titan-rtx "
               "row's configuration). TDP 295 W (datasheet maximum, as quadro-rtx-8000) vs 260 W (sysrqmts). Not the "
               "RTX 6000 Ada (rtx6000-ada): 'RTX 6000' alone names neither."},
+)
+
+# Wave 4: AMD's other two CDNA2 parts beside the MI250X (the MI250 OAM and the MI210 PCIe card), the 700 W HGX
+# B100, the GeForce RTX 3070 Ti and the RTX 5000 Ada workstation card. Conventions as above: dense peaks (sparse
+# figures halved), whole-package figures for the two-GCD MI250 as for the MI250X, the FP32-accumulate tensor
+# rate on GeForce Ampere (2 x FP32 for BF16/FP16, 8 x FP32 for INT8), and the full-rate FP32 accumulate of the
+# Ada workstation cards (rtx6000-ada, rtx4000-ada).
+_ROCM_MI250 = ("https://rocm.docs.amd.com/en/latest/reference/gpu-arch/mi250.html (AMD's MI250 microarchitecture "
+               "page: 104 CUs per GCD at 1.7 GHz; 'Peak-performance capabilities of the MI250 OAM': vector FP32 45.3, "
+               "matrix FP32 90.5, matrix FP16 / BF16 / INT8 362.1 TFLOPS; 3.2 TB/s (1.6 TB/s per GCD); the two GCDs "
+               "joined by four Infinity Fabric links, 400 GB/s bidirectional, 'each of which constitutes one GPU "
+               "device'; GPU-GPU Infinity Fabric links 50 GB/s per direction, 100 GB/s bidirectional; each GCD its "
+               "own PCIe Gen 4 x16 link to the host)")
+_ANANDTECH_MI210 = ("https://www.anandtech.com/show/17326/amd-releases-instinct-mi210-accelerator-cdna-2-on-a-"
+                    "pcie-card (2022-03, AMD's table: MI250 2 x 104 CUs, FP32 vector 45.3 / matrix 90.5, FP16 "
+                    "matrix 362, INT8 362.1 TOPS, 128 GB HBM2E 8192-bit 3.2 TB/s, 6 Infinity Fabric links, 560 W, "
+                    "OAM, 11/2021; MI210 104 CUs, 22.6 / 45.3 / 181 TFLOPS, INT8 181 TOPS, 64 GB HBM2E 4096-bit 1.6 "
+                    "TB/s, 3 links, 300 W, PCIe (4.0), 03/2022)")
+_AMD_PLANNER = ("code index file 68879509467 (AMD GPU specification notes read from AMD's product pages, MI200 "
+                "datasheet and CDNA2 white paper: CDNA2 product table 'Compute Units | 104 CU | 208CU | 220CU ... Peak "
+                "FP16/BF16 | 181.0 TF | 362.1 TF | 383.0 TF' for MI210 / MI250 / MI250X; MI210 product page 64 GB "
+                "HBM2e, 1.6 TB/s, 181 TFLOPs FP16 and bfloat16, PCIe add-in card, footnote MI200-42 4,096 bits x 3.2 "
+                "Gbps = 1.6384 TB/s; MI210 Infinity Fabric only through an optional bridge joining two or four GPUs, "
+                "up to 300 GB/s peer to peer; 'The MI200 Series does not support TF32, FP8, or sparsity')")
+_BLACKWELL_BRIEF = ("github:chenzomi12/AISystem 02Hardware/03GPUBase/04History.md@0086a4c (copy of the per-GPU "
+                    "table of NVIDIA's Blackwell architecture technical brief, HGX B200 | HGX B100: FP4 18 | 14, "
+                    "FP8/FP6 9 | 7 PFLOPS, INT8 9 | 7 POPS, FP16/BF16 4.5 | 3.5, TF32 2.2 | 1.8 PFLOPS, FP64 40 | "
+                    "30 TFLOPS; 'All petaFLOPS and petaOPS are with Sparsity except FP64'; up to 192 GB HBM3e, up to 8 "
+                    "TB/s; max TDP 1,000 | 700 W; NVLink 1.8 TB/s, PCIe Gen6 256 GB/s; 'Preliminary specifications "
+                    "subject to change')")
+EXTRA_GPU_ROWS += (
+    {"gpu_id": "mi250", "vendor": "AMD", "name": "Instinct MI250 (OAM, 2 GCDs)", "form_factor": "OAM",
+     "memory_gb": "128", "memory_gib_total_reported": "", "memory_type": "HBM2e", "mem_bw_gbps": "3200",
+     "peaks_of": "", "fp32_tflops": "45.3", "tf32_tflops_dense": "", "bf16_tflops_dense": "362.1",
+     "fp16_tflops_dense": "362.1", "fp8_tflops_dense": "", "int8_tops_dense": "362.1",
+     "flops_basis": "whole package (2 GCDs), as mi250x; FP32 = vector 45.3 (matrix 90.5); no TF32/FP8/sparsity",
+     "gpu_interconnect": "Infinity Fabric (xGMI), 6 links", "gpu_gpu_bw_gbps_bidir": "600", "pcie": "Gen4 x16",
+     "tdp_w": "560", "launch_year": "2021", "confidence": "high",
+     "source": _ROCM_MI250 + " | " + _ANANDTECH_MI210 + " | " + _AMD_PLANNER + " | "
+               "https://zexron.com/amd-mi250-x-aldebaran-as-mcm-with-up-to-479-teraflop-s-and-560-watt-tdp (AMD's "
+               "MI250 row: 13,312 stream processors, 45.3 / 90.5 / 362.1 TF, INT8 362.1 TOPS, 128 GB, 3.2 TB/s, OAM; "
+               "'six instead of eight infinity links') | https://huggingface.co/docs/optimum/amd/amdgpu/perf_hardware "
+               "(rocm-smi on an MI250 machine: 8 devices, PwrCap 560.0W) | "
+               "https://yobitel.com/knowledge-base/amd-mi250 (MI250 BF16/FP16 362 TFLOPS, 128 GB HBM2e, 3.2 TB/s, "
+               "500 W) | https://www.worldstockmarket.net/video-card-with-128-gb-of-memory-8192-bit-bus-tbp-500-w-and-"
+               "the-worlds-first-dual-chip-gpu-amd-instinct-mi250-accelerators-presented (208 CUs, 1.7 GHz, 8192-bit "
+               "3.2 TB/s; 'TBP of 500 W with a peak value of 560 W')",
+     "notes": "Aldebaran with 2 x 104 CUs (the MI250X has 2 x 110). Appears to software as 2 GPUs of 64 GB each "
+              "(about 181 TFLOPS BF16 per GCD). Bandwidth: AMD's 3.2 TB/s kept as on mi250x (8192-bit x 3.2 Gbps = "
+              "3276.8 GB/s). GPU-GPU 600 is derived: 6 Infinity Fabric links (AMD's table) x 100 GB/s bidirectional "
+              "per link (ROCm), as mi250x's 700 = 7 x 100. TDP 560 W peak (AMD's table, rocm-smi power cap) vs 500 W "
+              "typical board power (yobitel; launch reports 'TBP 500 W with a peak value of 560 W'): 560 kept as on "
+              "mi250x. The shared device name 'AMD Instinct MI250X / MI250' names both parts and reads as mi250x."},
+    {"gpu_id": "mi210", "vendor": "AMD", "name": "Instinct MI210", "form_factor": "PCIe (dual slot)",
+     "memory_gb": "64", "memory_gib_total_reported": "", "memory_type": "HBM2e", "mem_bw_gbps": "1600",
+     "peaks_of": "", "fp32_tflops": "22.6", "tf32_tflops_dense": "", "bf16_tflops_dense": "181",
+     "fp16_tflops_dense": "181", "fp8_tflops_dense": "", "int8_tops_dense": "181",
+     "flops_basis": "one GCD (the MI250's die); FP32 = vector 22.6 (matrix 45.3); no TF32/FP8/sparsity",
+     "gpu_interconnect": "PCIe (Infinity Fabric Link bridge, 2 or 4 cards, 3 links, up to 300 GB/s; not assumed)",
+     "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "300", "launch_year": "2022", "confidence": "high",
+     "source": _AMD_PLANNER + " | " + _ANANDTECH_MI210 + " | https://vengineer.hatenablog.com/entry/2022/11/18/090000 "
+               "(MI210 teardown: one die; Infinity Fabric x 3, PCIe Gen4 x16)",
+     "notes": "Aldebaran, one GCD with 104 CUs at 1.7 GHz: 104 x 1.7 GHz x 1024 = 181.0 (AMD's CDNA2 table). "
+              "Bandwidth: AMD's 1.6 TB/s kept, as on mi250x and mi250 (footnote MI200-42: 1638.4 GB/s). The "
+              "Infinity Fabric bridge is optional and joins at most four cards: PCIe is timed, as for the bridged "
+              "NVIDIA PCIe cards (rtx-a6000, a100-pcie-80gb)."},
+    {"gpu_id": "b100", "vendor": "NVIDIA", "name": "B100 (HGX B100, 700 W Blackwell)", "form_factor": "SXM/HGX",
+     "memory_gb": "192", "memory_gib_total_reported": "", "memory_type": "HBM3e", "mem_bw_gbps": "8000",
+     "peaks_of": "", "fp32_tflops": "", "tf32_tflops_dense": "900", "bf16_tflops_dense": "1750",
+     "fp16_tflops_dense": "1750", "fp8_tflops_dense": "3500", "int8_tops_dense": "3500",
+     "flops_basis": "dense = NVIDIA's per-GPU HGX B100 figures (with sparsity) / 2: TF32 1.8, FP16/BF16 3.5, FP8 7 "
+                    "PFLOPS, INT8 7 POPS; FP4 14 (7 dense); FP32 not published",
+     "gpu_interconnect": "NVLink 5 + NVSwitch", "gpu_gpu_bw_gbps_bidir": "1800", "pcie": "", "tdp_w": "700",
+     "launch_year": "2024", "confidence": "medium",
+     "source": _BLACKWELL_BRIEF + " | code index file 4100275500 (AMD MI325X white paper, footnote: 'NVidia Blackwell "
+               "HGX B100 (192GB) 700W GPU accelerator resulted in 192GB HBM3E memory capacity and 8 TB/s GPU memory "
+               "bandwidth') | https://glennklockwood.com/garden/processors/B200 ('B100 GPUs are a lower-power variant "
+               "of B200 (700W) that is meant to be a \"drop-in replacement\" for HGX H100 platforms')",
+     "notes": "Announced in 2024 beside the B200 (the brief's year); NVIDIA's figures are preliminary. 192 GB "
+              "(NVIDIA's 'up to', AMD's footnote) kept: the b200 row's 180 GB is the HGX B200 as shipped (nvidia-smi), "
+              "and no driver total for a B100 was found. FP32 left blank: no source gives it (the 1000 W HGX B200 "
+              "gives 80). TF32 900 = 1.8 / 2 (the B200's 2.2 sparse halves to 1.1). PCIe left blank as on b200: the "
+              "brief says Gen6 256 GB/s; the b200 row's sources disagree (Gen6 vs Gen5 x16 for shipping parts)."},
+    {"gpu_id": "rtx3070ti", "vendor": "NVIDIA", "name": "GeForce RTX 3070 Ti", "form_factor": "PCIe consumer",
+     "memory_gb": "8", "memory_gib_total_reported": "", "memory_type": "GDDR6X", "mem_bw_gbps": "608", "peaks_of": "",
+     "fp32_tflops": "21.75", "tf32_tflops_dense": "21.75", "bf16_tflops_dense": "43.5", "fp16_tflops_dense": "43.5",
+     "fp8_tflops_dense": "", "int8_tops_dense": "174",
+     "flops_basis": "derived: FP32 = 6,144 cores x 2 x 1.77 GHz; BF16/FP16 (FP32 accumulate) = 2 x FP32 and INT8 = "
+                    "8 x FP32 (GeForce GA10x, as rtx3070: 20.3 -> 40.6 / 162.6); FP16-acc 87",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "290",
+     "launch_year": "2021", "confidence": "medium",
+     "source": _GF_COMPARE + " (RTX 3070 Ti: 6 144 cores, 1.77 GHz boost, 8 GB GDDR6X, 256-bit) | " + _GF_CN +
+               " (rtx-3070-ti: 6144 cores, 1.77 GHz, 8 GB GDDR6X, 256-bit, 290 W, PCIe Gen 4, no NVLink) | code "
+               "index file 70177599123 (vendor memory bandwidths: 'rtx 3070 ti': 608, 'rtx 3070': 448) | code index "
+               "file 19255043311 (nvidia-smi: 'NVIDIA GeForce RTX 3070 Ti ... 290W ... 8192MiB') | "
+               "https://www.technewstoday.com/nvidia-rtx-3080-ti-rumors/ (2021-03: 6144 CUDA cores, 192 tensor "
+               "cores, 8 GB GDDR6X 256-bit at 19 Gbps, 608 GB/s) | https://www.se7enesport.com/nvidia-rtx-3080-ti-and-"
+               "rtx-3070-ti-will-go-on-sale-in-early-june/ (on sale June 2021)",
+     "notes": "Full GA104, 48 SMs (the rtx3070 row's die with 2 more SMs and GDDR6X). No published TFLOPS in these "
+              "sources: all rates derived from NVIDIA's 6,144 cores and 1.77 GHz (21.75; 3070: 5,888 x 2 x 1.725 = "
+              "20.3). 608 = 256-bit x 19 Gbps / 8. The laptop part (RTX 3070 Ti Laptop GPU) is another card."},
+    {"gpu_id": "rtx5000-ada", "vendor": "NVIDIA", "name": "RTX 5000 Ada Generation", "form_factor": "PCIe workstation",
+     "memory_gb": "32", "memory_gib_total_reported": "", "memory_type": "GDDR6 ECC", "mem_bw_gbps": "576",
+     "peaks_of": "", "fp32_tflops": "65.3", "tf32_tflops_dense": "131", "bf16_tflops_dense": "261",
+     "fp16_tflops_dense": "261", "fp8_tflops_dense": "522", "int8_tops_dense": "522",
+     "flops_basis": "dense (lamonoai); sparse 2x (FP8 1,044*); FP32 accumulate at the full rate, as on RTX 6000 Ada",
+     "gpu_interconnect": "none (no NVLink)", "gpu_gpu_bw_gbps_bidir": "", "pcie": "Gen4 x16", "tdp_w": "250",
+     "launch_year": "", "confidence": "medium",
+     "source": _LAMO + " (RTX 5000 Ada: AD102, 12,800 CUDA cores, 400 tensor cores, 2,550 MHz boost, 32 GB GDDR6 "
+               "256-bit, 576 GB/s, ECC, PCIe 4.0 x16, 250 W, no NVLink; FP32 65, TF32 131 / 261*, FP16 (both "
+               "accumulates) and BF16 261 / 522*, FP8 and INT8 522 / 1,044*) | code index file 54622054597 (RTX 5000 "
+               "Ada: 32 GB GDDR6 ECC, 576 GB/s, 12,800 CUDA cores, 400 tensor cores, 250 W) | code index file "
+               "55796229126 (RTX 5000 Ada: 32 GB GDDR6 ECC, 12,800 CUDA cores, 250 W) | code index file 58740816341 "
+               "(nvidia-smi: 'NVIDIA RTX 5000 Ada Generation (AD102GL)', VRAM 32760 MiB)",
+     "notes": "AD102 cut to 100 SMs (the rtx6000-ada row's die). FP32 65.3 = 12,800 x 2 x 2.55 GHz (lamonoai rounds to "
+              "65). Driver total 32,760 MiB (nvidia-smi quoted in a public repository; ECC off, by the size) = "
+              "31.99 GiB, above the 0.99 rule's 31.68; ECC on would report less (GDDR6 ECC, as rtx6000-ada). "
+              "Launch year not sourced. Not the Turing Quadro RTX 5000 nor the RTX PRO 5000 Blackwell: 'RTX 5000' "
+              "alone names no card here."},
 )
 
 

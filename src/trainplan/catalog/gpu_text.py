@@ -18,7 +18,7 @@ One home for the rule, read by the probe (the local device's CUDA name) and the 
 So "H100 PCIe" is the PCIe card (not the SXM part that a substring match on "h100" gives), "A100
 40GB PCIe" the PCIe 40 GB card, and "4090 D" the China-market RTX 4090 D.
 
-4. A name followed by a SKU word it does not include ("RTX 3070 Ti")
+4. A name followed by a SKU word it does not include ("RTX 4090 Ti", "RTX 5080 SUPER")
    names another card, one the catalog lacks: None, not the card the shorter name is ("RTX 3090 Ti" is
    found whole).
 5. So does a form the family has no member of ("P100 SXM2" where the catalog lists only the PCIe card:
