@@ -75,6 +75,7 @@ EXPECTED: dict[str, dict[str, object]] = {
     # 2025-2026 families (model/hfconfig/recent.py)
     "seed_oss": dict(naming="llama", qkv_bias=True, out_bias=False, hidden_dropout=0.1, attention_dropout=0.1),
     "internlm3": dict(naming="llama", qkv_bias=False, mlp_bias=False, head_dim=16),
+    "olmo": dict(naming="llama", qkv_bias=False, norms_per_layer=2, tied_embeddings=False),
     "olmo2": dict(naming="llama", qk_norm=True, norms_per_layer=2, qkv_bias=False, sliding_window=None),
     "olmo3": dict(qk_norm=True, sliding_window=32, num_layers=4),
     "glm4_moe": dict(naming="llama", qkv_bias=True, out_bias=False, qk_norm=True, head_dim=16),

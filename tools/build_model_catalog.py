@@ -1081,7 +1081,7 @@ HF_CONFIG_MODELS += [
 
 
 # --- rows kept in tools/model_rows/*.py (one file per batch, each a ROWS list of the form above) ----------------
-ROW_FILES = ("more_models.py", "new_types.py", "new_types_2.py", "wave4.py", "wave5a.py", "wave5b.py")
+ROW_FILES = ("more_models.py", "new_types.py", "new_types_2.py", "wave4.py", "wave5a.py", "wave5b.py", "wave5c.py")
 
 
 def _row_file(name: str) -> list[dict[str, Any]]:

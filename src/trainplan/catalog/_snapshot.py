@@ -10,12 +10,16 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '01-ai/yi-6b': 44,
                                       '01-ai/yi-6b-chat': 44,
                                       '01-ai/yi-9b': 124,
+                                      'allenai/olmo-1b': 181,
+                                      'allenai/olmo-1b-hf': 181,
                                       'allenai/olmo-2-0425-1b': 78,
                                       'allenai/olmo-2-0425-1b-instruct': 78,
                                       'allenai/olmo-2-1124-13b': 105,
                                       'allenai/olmo-2-1124-13b-instruct': 105,
                                       'allenai/olmo-2-1124-7b': 104,
                                       'allenai/olmo-2-1124-7b-instruct': 104,
+                                      'allenai/olmo-7b': 180,
+                                      'allenai/olmo-7b-hf': 180,
                                       'allenai/olmoe-1b-7b-0924': 149,
                                       'allenai/olmoe-1b-7b-0924-instruct': 149,
                                       'aya-23-35b': 177,
@@ -423,9 +427,11 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'nvidia/nemotron-3-8b-base-4k': 106,
                                       'nvidia/nemotron-4-340b-base': 107,
                                       'nvidia/nemotron-4-340b-instruct': 107,
+                                      'olmo-1b': 181,
                                       'olmo-2-0425-1b': 78,
                                       'olmo-2-1124-13b': 105,
                                       'olmo-2-1124-7b': 104,
+                                      'olmo-7b': 180,
                                       'olmoe-1b-7b': 149,
                                       'olmoe-1b-7b-0924': 149,
                                       'open-llama-7b': 157,
@@ -662,7 +668,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'zai-org/glm-4.5-air': 77,
                                       'zai-org/glm-4.6': 76,
                                       'zai-org/glm-z1-32b-0414': 179},
-                             'fingerprint': '419a644e-257338'},
+                             'fingerprint': 'aebc2071-260604'},
              'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b","lmsys/vicuna-7b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
@@ -3647,8 +3653,54 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'params); code-index file 70334113230 (lmstudio-community/GLM-4-32B-0414-GGUF: '
                                       '32.566 billion parameters, glm4, context 32768); THUDM/GLM-4, README.md '
                                       '(GLM-4-0414 series: GLM-4-32B-0414 with 32 billion parameters; GLM-Z1-32B-0414 '
-                                      'trained from GLM-4-32B-0414)","tied_embeddings":false,"vocab_size":151552}'],
-                             'fingerprint': '36375a12-331739'}},
+                                      'trained from GLM-4-32B-0414)","tied_embeddings":false,"vocab_size":151552}',
+                                      '{"aliases":["allenai/OLMo-7B"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"OlmoForCausalLM\\"], \\"attention_bias\\": false, \\"clip_qkv\\": null, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
+                                      '11008, \\"max_position_embeddings\\": 2048, \\"model_type\\": \\"olmo\\", '
+                                      '\\"num_attention_heads\\": 32, \\"num_hidden_layers\\": 32, '
+                                      '\\"num_key_value_heads\\": 32, \\"rope_theta\\": 10000.0, '
+                                      '\\"tie_word_embeddings\\": false, \\"vocab_size\\": '
+                                      '50304}","hf_id":"allenai/OLMo-7B-hf","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,"intermediate_size":11008,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":6888095744,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"olmo","moe":null,"name":"olmo-7b","naming":"llama","norm_kind":"layernorm","norms_per_layer":2,"notes":["OlmoLayerNorm: '
+                                      'no weight or bias, layer_norm on an fp32 '
+                                      'copy"],"num_heads":32,"num_kv_heads":32,"num_layers":32,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"Groeneveld '
+                                      'et al. 2024, OLMo: Accelerating the Science of Language Models (arXiv '
+                                      '2402.00838), Table 1: 1B 16 layers of 2048, 16 heads; 7B 32 layers of 4096, 32 '
+                                      'heads; SwiGLU, RoPE, non-parametric layer norm, no biases, sequence length '
+                                      '2048; weight tying on the 1B only; transformers 5.25 '
+                                      "models/olmo/configuration_olmo.py (OlmoConfig defaults, the 7B's: vocab 50304, "
+                                      '4096, 11008, 32 layers, 32 heads, 2048 positions, untied, no attention bias, '
+                                      "clip_qkv None) and modeling_olmo.py (OlmoLayerNorm: 'LayerNorm but with no "
+                                      "learnable weight or bias'); code-index file 68382314670 "
+                                      '(allenai/OLMo-7B-0724-hf, family OLMo-v1: total_params 6888095744, '
+                                      'non_embed_params = total - 2 x 50304 x 4096, d_model 4096, d_ffn 11008, 32 '
+                                      'layers, OlmoMLP SwiGLU); code-index file 23372544128 (allenai/OLMo-7B: '
+                                      'dimension 4096, 32 heads, total_params 6888095744); code-index file 24012452805 '
+                                      '(OLMoForCausalLM, 6,888,095,744 '
+                                      'parameters)","tied_embeddings":false,"vocab_size":50304}',
+                                      '{"aliases":["allenai/OLMo-1B"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
+                                      '[\\"OlmoForCausalLM\\"], \\"attention_bias\\": false, \\"clip_qkv\\": null, '
+                                      '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 2048, \\"intermediate_size\\": '
+                                      '8192, \\"max_position_embeddings\\": 2048, \\"model_type\\": \\"olmo\\", '
+                                      '\\"num_attention_heads\\": 16, \\"num_hidden_layers\\": 16, '
+                                      '\\"num_key_value_heads\\": 16, \\"rope_theta\\": 10000.0, '
+                                      '\\"tie_word_embeddings\\": true, \\"vocab_size\\": '
+                                      '50304}","hf_id":"allenai/OLMo-1B-hf","hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"intermediate_size":8192,"learned_position_offset":0,"max_position_embeddings":2048,"measured_params":1176764416,"mla":null,"mlp_bias":false,"mlp_kind":"gated","model_type":"olmo","moe":null,"name":"olmo-1b","naming":"llama","norm_kind":"layernorm","norms_per_layer":2,"notes":["OlmoLayerNorm: '
+                                      'no weight or bias, layer_norm on an fp32 '
+                                      'copy"],"num_heads":16,"num_kv_heads":16,"num_layers":16,"out_bias":false,"parallel_attn_mlp":false,"position":"rope","qk_norm":false,"qkv_bias":false,"sliding_window":null,"source":"Groeneveld '
+                                      'et al. 2024, OLMo: Accelerating the Science of Language Models (arXiv '
+                                      '2402.00838), Table 1: 1B 16 layers of 2048, 16 heads; 7B 32 layers of 4096, 32 '
+                                      'heads; SwiGLU, RoPE, non-parametric layer norm, no biases, sequence length '
+                                      '2048; weight tying on the 1B only; transformers 5.25 '
+                                      "models/olmo/configuration_olmo.py (OlmoConfig defaults, the 7B's: vocab 50304, "
+                                      '4096, 11008, 32 layers, 32 heads, 2048 positions, untied, no attention bias, '
+                                      "clip_qkv None) and modeling_olmo.py (OlmoLayerNorm: 'LayerNorm but with no "
+                                      "learnable weight or bias'); code-index file 69646534085 (an OLMo-1B reference "
+                                      'model: weight tying, no bias, non-parametric layer norm, ff_proj (16384, 2048) '
+                                      '= gate and up of 8192, ff_out (2048, 8192), 1,176,764,416 parameters); '
+                                      'code-index file 65819277506 (a full fine-tune of it: trainable_parameters '
+                                      '1176764416)","tied_embeddings":true,"vocab_size":50304}'],
+                             'fingerprint': 'c693157b-336048'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',
@@ -6302,8 +6354,256 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                      '(TU102-875-A1, 1,770 MHz boost, 14 Gbps, 672.0 GB/s, PCIe 3.0 '
                                                      'x16, 260 W, 2018-08-13)',
                                            'tdp_w': 295,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['instinct-mi250'],
+                                           'confidence': 'high',
+                                           'flops_basis': 'whole package (2 GCDs), as mi250x; FP32 = vector 45.3 '
+                                                          '(matrix 90.5); no TF32/FP8/sparsity',
+                                           'form_factor': 'OAM',
+                                           'generation': 'cdna2',
+                                           'gpu_gpu_bw_gbps_bidir': 600,
+                                           'id': 'mi250',
+                                           'interconnect': 'Infinity Fabric (xGMI), 6 links',
+                                           'launch_year': 2021,
+                                           'mem_bw_gbps': 3200,
+                                           'memory_gb': 128,
+                                           'memory_type': 'HBM2e',
+                                           'name': 'Instinct MI250 (OAM, 2 GCDs)',
+                                           'notes': 'Aldebaran with 2 x 104 CUs (the MI250X has 2 x 110). Appears to '
+                                                    'software as 2 GPUs of 64 GB each (about 181 TFLOPS BF16 per GCD). '
+                                                    "Bandwidth: AMD's 3.2 TB/s kept as on mi250x (8192-bit x 3.2 Gbps "
+                                                    '= 3276.8 GB/s). GPU-GPU 600 is derived: 6 Infinity Fabric links '
+                                                    "(AMD's table) x 100 GB/s bidirectional per link (ROCm), as "
+                                                    "mi250x's 700 = 7 x 100. TDP 560 W peak (AMD's table, rocm-smi "
+                                                    'power cap) vs 500 W typical board power (yobitel; launch reports '
+                                                    "'TBP 500 W with a peak value of 560 W'): 560 kept as on mi250x. "
+                                                    "The shared device name 'AMD Instinct MI250X / MI250' names both "
+                                                    'parts and reads as mi250x.',
+                                           'pcie': 'Gen4 x16',
+                                           'peak_tflops': {'bf16': 362.1, 'fp16': 362.1, 'fp32': 45.3, 'int8': 362.1},
+                                           'source': 'https://rocm.docs.amd.com/en/latest/reference/gpu-arch/mi250.html '
+                                                     "(AMD's MI250 microarchitecture page: 104 CUs per GCD at 1.7 GHz; "
+                                                     "'Peak-performance capabilities of the MI250 OAM': vector FP32 "
+                                                     '45.3, matrix FP32 90.5, matrix FP16 / BF16 / INT8 362.1 TFLOPS; '
+                                                     '3.2 TB/s (1.6 TB/s per GCD); the two GCDs joined by four '
+                                                     "Infinity Fabric links, 400 GB/s bidirectional, 'each of which "
+                                                     "constitutes one GPU device'; GPU-GPU Infinity Fabric links 50 "
+                                                     'GB/s per direction, 100 GB/s bidirectional; each GCD its own '
+                                                     'PCIe Gen 4 x16 link to the host) | '
+                                                     'https://www.anandtech.com/show/17326/amd-releases-instinct-mi210-accelerator-cdna-2-on-a-pcie-card '
+                                                     "(2022-03, AMD's table: MI250 2 x 104 CUs, FP32 vector 45.3 / "
+                                                     'matrix 90.5, FP16 matrix 362, INT8 362.1 TOPS, 128 GB HBM2E '
+                                                     '8192-bit 3.2 TB/s, 6 Infinity Fabric links, 560 W, OAM, 11/2021; '
+                                                     'MI210 104 CUs, 22.6 / 45.3 / 181 TFLOPS, INT8 181 TOPS, 64 GB '
+                                                     'HBM2E 4096-bit 1.6 TB/s, 3 links, 300 W, PCIe (4.0), 03/2022) | '
+                                                     'code index file 68879509467 (AMD GPU specification notes read '
+                                                     "from AMD's product pages, MI200 datasheet and CDNA2 white paper: "
+                                                     "CDNA2 product table 'Compute Units | 104 CU | 208CU | 220CU ... "
+                                                     "Peak FP16/BF16 | 181.0 TF | 362.1 TF | 383.0 TF' for MI210 / "
+                                                     'MI250 / MI250X; MI210 product page 64 GB HBM2e, 1.6 TB/s, 181 '
+                                                     'TFLOPs FP16 and bfloat16, PCIe add-in card, footnote MI200-42 '
+                                                     '4,096 bits x 3.2 Gbps = 1.6384 TB/s; MI210 Infinity Fabric only '
+                                                     'through an optional bridge joining two or four GPUs, up to 300 '
+                                                     "GB/s peer to peer; 'The MI200 Series does not support TF32, FP8, "
+                                                     "or sparsity') | "
+                                                     'https://zexron.com/amd-mi250-x-aldebaran-as-mcm-with-up-to-479-teraflop-s-and-560-watt-tdp '
+                                                     "(AMD's MI250 row: 13,312 stream processors, 45.3 / 90.5 / 362.1 "
+                                                     "TF, INT8 362.1 TOPS, 128 GB, 3.2 TB/s, OAM; 'six instead of "
+                                                     "eight infinity links') | "
+                                                     'https://huggingface.co/docs/optimum/amd/amdgpu/perf_hardware '
+                                                     '(rocm-smi on an MI250 machine: 8 devices, PwrCap 560.0W) | '
+                                                     'https://yobitel.com/knowledge-base/amd-mi250 (MI250 BF16/FP16 '
+                                                     '362 TFLOPS, 128 GB HBM2e, 3.2 TB/s, 500 W) | '
+                                                     'https://www.worldstockmarket.net/video-card-with-128-gb-of-memory-8192-bit-bus-tbp-500-w-and-the-worlds-first-dual-chip-gpu-amd-instinct-mi250-accelerators-presented '
+                                                     "(208 CUs, 1.7 GHz, 8192-bit 3.2 TB/s; 'TBP of 500 W with a peak "
+                                                     "value of 560 W')",
+                                           'tdp_w': 560,
+                                           'vendor': 'AMD'},
+                                          {'aliases': ['instinct-mi210'],
+                                           'confidence': 'high',
+                                           'flops_basis': "one GCD (the MI250's die); FP32 = vector 22.6 (matrix "
+                                                          '45.3); no TF32/FP8/sparsity',
+                                           'form_factor': 'PCIe (dual slot)',
+                                           'generation': 'cdna2',
+                                           'id': 'mi210',
+                                           'interconnect': 'PCIe (Infinity Fabric Link bridge, 2 or 4 cards, 3 links, '
+                                                           'up to 300 GB/s; not assumed)',
+                                           'launch_year': 2022,
+                                           'mem_bw_gbps': 1600,
+                                           'memory_gb': 64,
+                                           'memory_type': 'HBM2e',
+                                           'name': 'Instinct MI210',
+                                           'notes': 'Aldebaran, one GCD with 104 CUs at 1.7 GHz: 104 x 1.7 GHz x 1024 '
+                                                    "= 181.0 (AMD's CDNA2 table). Bandwidth: AMD's 1.6 TB/s kept, as "
+                                                    'on mi250x and mi250 (footnote MI200-42: 1638.4 GB/s). The '
+                                                    'Infinity Fabric bridge is optional and joins at most four cards: '
+                                                    'PCIe is timed, as for the bridged NVIDIA PCIe cards (rtx-a6000, '
+                                                    'a100-pcie-80gb).',
+                                           'pcie': 'Gen4 x16',
+                                           'peak_tflops': {'bf16': 181, 'fp16': 181, 'fp32': 22.6, 'int8': 181},
+                                           'source': 'code index file 68879509467 (AMD GPU specification notes read '
+                                                     "from AMD's product pages, MI200 datasheet and CDNA2 white paper: "
+                                                     "CDNA2 product table 'Compute Units | 104 CU | 208CU | 220CU ... "
+                                                     "Peak FP16/BF16 | 181.0 TF | 362.1 TF | 383.0 TF' for MI210 / "
+                                                     'MI250 / MI250X; MI210 product page 64 GB HBM2e, 1.6 TB/s, 181 '
+                                                     'TFLOPs FP16 and bfloat16, PCIe add-in card, footnote MI200-42 '
+                                                     '4,096 bits x 3.2 Gbps = 1.6384 TB/s; MI210 Infinity Fabric only '
+                                                     'through an optional bridge joining two or four GPUs, up to 300 '
+                                                     "GB/s peer to peer; 'The MI200 Series does not support TF32, FP8, "
+                                                     "or sparsity') | "
+                                                     'https://www.anandtech.com/show/17326/amd-releases-instinct-mi210-accelerator-cdna-2-on-a-pcie-card '
+                                                     "(2022-03, AMD's table: MI250 2 x 104 CUs, FP32 vector 45.3 / "
+                                                     'matrix 90.5, FP16 matrix 362, INT8 362.1 TOPS, 128 GB HBM2E '
+                                                     '8192-bit 3.2 TB/s, 6 Infinity Fabric links, 560 W, OAM, 11/2021; '
+                                                     'MI210 104 CUs, 22.6 / 45.3 / 181 TFLOPS, INT8 181 TOPS, 64 GB '
+                                                     'HBM2E 4096-bit 1.6 TB/s, 3 links, 300 W, PCIe (4.0), 03/2022) | '
+                                                     'https://vengineer.hatenablog.com/entry/2022/11/18/090000 (MI210 '
+                                                     'teardown: one die; Infinity Fabric x 3, PCIe Gen4 x16)',
+                                           'tdp_w': 300,
+                                           'vendor': 'AMD'},
+                                          {'aliases': ['b100-sxm', 'hgx-b100', 'b100-192gb'],
+                                           'confidence': 'medium',
+                                           'flops_basis': "dense = NVIDIA's per-GPU HGX B100 figures (with sparsity) / "
+                                                          '2: TF32 1.8, FP16/BF16 3.5, FP8 7 PFLOPS, INT8 7 POPS; FP4 '
+                                                          '14 (7 dense); FP32 not published',
+                                           'form_factor': 'SXM/HGX',
+                                           'generation': 'blackwell',
+                                           'gpu_gpu_bw_gbps_bidir': 1800,
+                                           'id': 'b100',
+                                           'interconnect': 'NVLink 5 + NVSwitch',
+                                           'launch_year': 2024,
+                                           'mem_bw_gbps': 8000,
+                                           'memory_gb': 192,
+                                           'memory_type': 'HBM3e',
+                                           'name': 'B100 (HGX B100, 700 W Blackwell)',
+                                           'notes': "Announced in 2024 beside the B200 (the brief's year); NVIDIA's "
+                                                    "figures are preliminary. 192 GB (NVIDIA's 'up to', AMD's "
+                                                    "footnote) kept: the b200 row's 180 GB is the HGX B200 as shipped "
+                                                    '(nvidia-smi), and no driver total for a B100 was found. FP32 left '
+                                                    'blank: no source gives it (the 1000 W HGX B200 gives 80). TF32 '
+                                                    "900 = 1.8 / 2 (the B200's 2.2 sparse halves to 1.1). PCIe left "
+                                                    "blank as on b200: the brief says Gen6 256 GB/s; the b200 row's "
+                                                    'sources disagree (Gen6 vs Gen5 x16 for shipping parts).',
+                                           'pcie': '',
+                                           'peak_tflops': {'bf16': 1750,
+                                                           'fp16': 1750,
+                                                           'fp8': 3500,
+                                                           'int8': 3500,
+                                                           'tf32': 900},
+                                           'source': 'github:chenzomi12/AISystem '
+                                                     '02Hardware/03GPUBase/04History.md@0086a4c (copy of the per-GPU '
+                                                     "table of NVIDIA's Blackwell architecture technical brief, HGX "
+                                                     'B200 | HGX B100: FP4 18 | 14, FP8/FP6 9 | 7 PFLOPS, INT8 9 | 7 '
+                                                     'POPS, FP16/BF16 4.5 | 3.5, TF32 2.2 | 1.8 PFLOPS, FP64 40 | 30 '
+                                                     "TFLOPS; 'All petaFLOPS and petaOPS are with Sparsity except "
+                                                     "FP64'; up to 192 GB HBM3e, up to 8 TB/s; max TDP 1,000 | 700 W; "
+                                                     "NVLink 1.8 TB/s, PCIe Gen6 256 GB/s; 'Preliminary specifications "
+                                                     "subject to change') | code index file 4100275500 (AMD MI325X "
+                                                     "white paper, footnote: 'NVidia Blackwell HGX B100 (192GB) 700W "
+                                                     'GPU accelerator resulted in 192GB HBM3E memory capacity and 8 '
+                                                     "TB/s GPU memory bandwidth') | "
+                                                     "https://glennklockwood.com/garden/processors/B200 ('B100 GPUs "
+                                                     'are a lower-power variant of B200 (700W) that is meant to be a '
+                                                     '"drop-in replacement" for HGX H100 platforms\')',
+                                           'tdp_w': 700,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['3070ti',
+                                                       '3070-ti',
+                                                       'rtx-3070-ti',
+                                                       'rtx3070-ti',
+                                                       'geforce-rtx-3070-ti'],
+                                           'confidence': 'medium',
+                                           'flops_basis': 'derived: FP32 = 6,144 cores x 2 x 1.77 GHz; BF16/FP16 (FP32 '
+                                                          'accumulate) = 2 x FP32 and INT8 = 8 x FP32 (GeForce GA10x, '
+                                                          'as rtx3070: 20.3 -> 40.6 / 162.6); FP16-acc 87',
+                                           'form_factor': 'PCIe consumer',
+                                           'generation': 'ampere',
+                                           'id': 'rtx3070ti',
+                                           'interconnect': 'none (no NVLink)',
+                                           'launch_year': 2021,
+                                           'mem_bw_gbps': 608,
+                                           'memory_gb': 8,
+                                           'memory_type': 'GDDR6X',
+                                           'name': 'GeForce RTX 3070 Ti',
+                                           'notes': "Full GA104, 48 SMs (the rtx3070 row's die with 2 more SMs and "
+                                                    'GDDR6X). No published TFLOPS in these sources: all rates derived '
+                                                    "from NVIDIA's 6,144 cores and 1.77 GHz (21.75; 3070: 5,888 x 2 x "
+                                                    '1.725 = 20.3). 608 = 256-bit x 19 Gbps / 8. The laptop part (RTX '
+                                                    '3070 Ti Laptop GPU) is another card.',
+                                           'pcie': 'Gen4 x16',
+                                           'peak_tflops': {'bf16': 43.5,
+                                                           'fp16': 43.5,
+                                                           'fp32': 21.75,
+                                                           'int8': 174,
+                                                           'tf32': 21.75},
+                                           'source': 'code index file 55562349537 (verbatim copy of '
+                                                     'nvidia.com/en-gb/geforce/graphics-cards/compare, 2026-05-19: '
+                                                     'CUDA cores / shader TFLOPS / AI TOPS / boost GHz / memory: RTX '
+                                                     '4070 5,888 / 29 / 466 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Super '
+                                                     '7,168 / 36 / 568 / 2.48 / 12 GB GDDR6X 192-bit; 4070 Ti Super '
+                                                     '8,448 / 44 / 706 / 2.61 / 16 GB GDDR6X 256-bit; 4060 Ti 4,352 / '
+                                                     '22 / 353 / 2.54 / 16 or 8 GB GDDR6 128-bit; RTX 3080 Ti 10,240 / '
+                                                     '1.67 GHz / 12 GB GDDR6X 384-bit; 3080 8,960 or 8,704 / 1.71 GHz '
+                                                     '/ 12 or 10 GB GDDR6X 384 or 320-bit; 3070 5,888 / 1.73 GHz / 8 '
+                                                     'GB GDDR6 256-bit; 3060 Ti 4,864 / 1.67 GHz / 8 GB GDDR6 or '
+                                                     'GDDR6X 256-bit) (RTX 3070 Ti: 6 144 cores, 1.77 GHz boost, 8 GB '
+                                                     'GDDR6X, 256-bit) | code index file 56305463472 (transcription of '
+                                                     'nvidia.cn/geforce/graphics-cards/compare: graphics power RTX '
+                                                     "4070 200 W, 4070 SUPER 220 W, 4070 Ti SUPER 285 W, 4060 Ti '165 "
+                                                     "W or 160 W', 3080 Ti 350 W, 3080 '350 / 320 W', 3070 220 W, 3060 "
+                                                     'Ti 200 W; PCI Express Gen 4 on the 40 and 30 series; NVLink on '
+                                                     'the 3090 and 3090 Ti only) (rtx-3070-ti: 6144 cores, 1.77 GHz, 8 '
+                                                     'GB GDDR6X, 256-bit, 290 W, PCIe Gen 4, no NVLink) | code index '
+                                                     "file 70177599123 (vendor memory bandwidths: 'rtx 3070 ti': 608, "
+                                                     "'rtx 3070': 448) | code index file 19255043311 (nvidia-smi: "
+                                                     "'NVIDIA GeForce RTX 3070 Ti ... 290W ... 8192MiB') | "
+                                                     'https://www.technewstoday.com/nvidia-rtx-3080-ti-rumors/ '
+                                                     '(2021-03: 6144 CUDA cores, 192 tensor cores, 8 GB GDDR6X 256-bit '
+                                                     'at 19 Gbps, 608 GB/s) | '
+                                                     'https://www.se7enesport.com/nvidia-rtx-3080-ti-and-rtx-3070-ti-will-go-on-sale-in-early-june/ '
+                                                     '(on sale June 2021)',
+                                           'tdp_w': 290,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['5000-ada', 'rtx-5000-ada', 'rtx5000ada'],
+                                           'confidence': 'medium',
+                                           'flops_basis': 'dense (lamonoai); sparse 2x (FP8 1,044*); FP32 accumulate '
+                                                          'at the full rate, as on RTX 6000 Ada',
+                                           'form_factor': 'PCIe workstation',
+                                           'generation': 'ada',
+                                           'id': 'rtx5000-ada',
+                                           'interconnect': 'none (no NVLink)',
+                                           'mem_bw_gbps': 576,
+                                           'memory_gb': 32,
+                                           'memory_type': 'GDDR6 ECC',
+                                           'name': 'RTX 5000 Ada Generation',
+                                           'notes': "AD102 cut to 100 SMs (the rtx6000-ada row's die). FP32 65.3 = "
+                                                    '12,800 x 2 x 2.55 GHz (lamonoai rounds to 65). Driver total '
+                                                    '32,760 MiB (nvidia-smi quoted in a public repository; ECC off, by '
+                                                    "the size) = 31.99 GiB, above the 0.99 rule's 31.68; ECC on would "
+                                                    'report less (GDDR6 ECC, as rtx6000-ada). Launch year not sourced. '
+                                                    'Not the Turing Quadro RTX 5000 nor the RTX PRO 5000 Blackwell: '
+                                                    "'RTX 5000' alone names no card here.",
+                                           'pcie': 'Gen4 x16',
+                                           'peak_tflops': {'bf16': 261,
+                                                           'fp16': 261,
+                                                           'fp32': 65.3,
+                                                           'fp8': 522,
+                                                           'int8': 522,
+                                                           'tf32': 131},
+                                           'source': 'github:lamonoai/gpumap nvidia/GPU.md@8d5e174 (NVIDIA spec table: '
+                                                     'FP16/BF16 tensor with FP32 accumulate rows, dense and *sparse) '
+                                                     '(RTX 5000 Ada: AD102, 12,800 CUDA cores, 400 tensor cores, 2,550 '
+                                                     'MHz boost, 32 GB GDDR6 256-bit, 576 GB/s, ECC, PCIe 4.0 x16, 250 '
+                                                     'W, no NVLink; FP32 65, TF32 131 / 261*, FP16 (both accumulates) '
+                                                     'and BF16 261 / 522*, FP8 and INT8 522 / 1,044*) | code index '
+                                                     'file 54622054597 (RTX 5000 Ada: 32 GB GDDR6 ECC, 576 GB/s, '
+                                                     '12,800 CUDA cores, 400 tensor cores, 250 W) | code index file '
+                                                     '55796229126 (RTX 5000 Ada: 32 GB GDDR6 ECC, 12,800 CUDA cores, '
+                                                     "250 W) | code index file 58740816341 (nvidia-smi: 'NVIDIA RTX "
+                                                     "5000 Ada Generation (AD102GL)', VRAM 32760 MiB)",
+                                           'tdp_w': 250,
                                            'vendor': 'NVIDIA'}]},
-                         'fingerprint': '79d8ac7d-100895'},
+                         'fingerprint': '83ce78d5-112411'},
            'hosts.toml': {'data': {'host': [{'cpu': '2x Intel Xeon E5-2698 v4 (20 cores each)',
                                              'cpu_cores': 40,
                                              'gpu_ids': ['v100-sxm2-16gb', 'v100-sxm2-32gb'],
@@ -13350,8 +13650,87 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                                'untied head; base, chat and Z1 reasoning checkpoints '
                                                                'share the shapes (MindSpeed scripts, the Z1 GGUF); no '
                                                                'exact count found: published 32.566B (GGUF of the chat '
-                                                               'model) and 32.57 B (Z1 GGUF)'}]},
-                           'fingerprint': '20e57048-242098'},
+                                                               'model) and 32.57 B (Z1 GGUF)'},
+                                              {'aliases': ['allenai/OLMo-7B'],
+                                               'config': {'architectures': ['OlmoForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 4096,
+                                                          'intermediate_size': 11008,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'olmo',
+                                                          'num_attention_heads': 32,
+                                                          'num_hidden_layers': 32,
+                                                          'num_key_value_heads': 32,
+                                                          'rope_theta': 10000.0,
+                                                          'tie_word_embeddings': False,
+                                                          'vocab_size': 50304},
+                                               'config_null_keys': ['clip_qkv'],
+                                               'display_name': 'OLMo-7B',
+                                               'hf_id': 'allenai/OLMo-7B-hf',
+                                               'measured_params': 6888095744,
+                                               'name': 'olmo-7b',
+                                               'source': 'Groeneveld et al. 2024, OLMo: Accelerating the Science of '
+                                                         'Language Models (arXiv 2402.00838), Table 1: 1B 16 layers of '
+                                                         '2048, 16 heads; 7B 32 layers of 4096, 32 heads; SwiGLU, '
+                                                         'RoPE, non-parametric layer norm, no biases, sequence length '
+                                                         '2048; weight tying on the 1B only; transformers 5.25 '
+                                                         'models/olmo/configuration_olmo.py (OlmoConfig defaults, the '
+                                                         "7B's: vocab 50304, 4096, 11008, 32 layers, 32 heads, 2048 "
+                                                         'positions, untied, no attention bias, clip_qkv None) and '
+                                                         "modeling_olmo.py (OlmoLayerNorm: 'LayerNorm but with no "
+                                                         "learnable weight or bias'); code-index file 68382314670 "
+                                                         '(allenai/OLMo-7B-0724-hf, family OLMo-v1: total_params '
+                                                         '6888095744, non_embed_params = total - 2 x 50304 x 4096, '
+                                                         'd_model 4096, d_ffn 11008, 32 layers, OlmoMLP SwiGLU); '
+                                                         'code-index file 23372544128 (allenai/OLMo-7B: dimension '
+                                                         '4096, 32 heads, total_params 6888095744); code-index file '
+                                                         '24012452805 (OLMoForCausalLM, 6,888,095,744 parameters)',
+                                               'verification': "OlmoConfig's defaults are the 7B's shapes; two "
+                                                               'embeddings of 50304 x 4096 (untied, as the '
+                                                               'non-embedding count subtracts both); no norm '
+                                                               "parameters; allenai/OLMo-7B (hf_olmo, AI2's remote "
+                                                               'code) is the same checkpoint before its transformers '
+                                                               'port; count = the published total'},
+                                              {'aliases': ['allenai/OLMo-1B'],
+                                               'config': {'architectures': ['OlmoForCausalLM'],
+                                                          'attention_bias': False,
+                                                          'hidden_act': 'silu',
+                                                          'hidden_size': 2048,
+                                                          'intermediate_size': 8192,
+                                                          'max_position_embeddings': 2048,
+                                                          'model_type': 'olmo',
+                                                          'num_attention_heads': 16,
+                                                          'num_hidden_layers': 16,
+                                                          'num_key_value_heads': 16,
+                                                          'rope_theta': 10000.0,
+                                                          'tie_word_embeddings': True,
+                                                          'vocab_size': 50304},
+                                               'config_null_keys': ['clip_qkv'],
+                                               'display_name': 'OLMo-1B',
+                                               'hf_id': 'allenai/OLMo-1B-hf',
+                                               'measured_params': 1176764416,
+                                               'name': 'olmo-1b',
+                                               'source': 'Groeneveld et al. 2024, OLMo: Accelerating the Science of '
+                                                         'Language Models (arXiv 2402.00838), Table 1: 1B 16 layers of '
+                                                         '2048, 16 heads; 7B 32 layers of 4096, 32 heads; SwiGLU, '
+                                                         'RoPE, non-parametric layer norm, no biases, sequence length '
+                                                         '2048; weight tying on the 1B only; transformers 5.25 '
+                                                         'models/olmo/configuration_olmo.py (OlmoConfig defaults, the '
+                                                         "7B's: vocab 50304, 4096, 11008, 32 layers, 32 heads, 2048 "
+                                                         'positions, untied, no attention bias, clip_qkv None) and '
+                                                         "modeling_olmo.py (OlmoLayerNorm: 'LayerNorm but with no "
+                                                         "learnable weight or bias'); code-index file 69646534085 (an "
+                                                         'OLMo-1B reference model: weight tying, no bias, '
+                                                         'non-parametric layer norm, ff_proj (16384, 2048) = gate and '
+                                                         'up of 8192, ff_out (2048, 8192), 1,176,764,416 parameters); '
+                                                         'code-index file 65819277506 (a full fine-tune of it: '
+                                                         'trainable_parameters 1176764416)',
+                                               'verification': '16 layers of 2048 (16 heads of 128), MLP 8192, vocab '
+                                                               '50304 as the 7B, head tied to the embedding (weight '
+                                                               'tying: one 50304 x 2048 matrix); no norm parameters; '
+                                                               'count = the published total'}]},
+                           'fingerprint': '5c50588c-245364'},
            'prices.toml': {'data': {'price': [{'as_of': '2026-11-09',
                                                'currency': 'USD',
                                                'gpu_id': 'a100-sxm4-40gb',

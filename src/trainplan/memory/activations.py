@@ -44,7 +44,7 @@ from trainplan.memory.linear_saves import has_lora as _has_lora
 from trainplan.memory.linear_saves import linears_saves as _linears_saves
 from trainplan.memory.linear_saves import norm_out_bytes as _norm_out_bytes
 from trainplan.memory.mlp_saves import mlp_backward_bytes, mlp_saves
-from trainplan.model.architecture import Group, LayerSpec, LinearSpec, Role
+from trainplan.model.architecture import PARAMETERLESS_LAYER_NORM_MODEL_TYPES, Group, LayerSpec, LinearSpec, Role
 from trainplan.specs import ModelSpec
 
 # post-norm layers (OLMo 2/3): no norm before attention or MLP; RMSNorm on each branch's output
@@ -117,6 +117,10 @@ def _norm_saves(ctx: LayerContext, spec: ModelSpec, width: int, *, input_grad: b
     t = ctx.tokens if tokens is None else tokens
     if not (input_grad or weight_grad):
         return 0, 0
+    if spec.model_type in PARAMETERLESS_LAYER_NORM_MODEL_TYPES:
+        # native_layer_norm on the fp32 copy the norm makes of x (no weight, no bias): it saves that copy and
+        # its (t,) fp32 mean and rstd, only when x needs grad
+        return (4 * t * width, 2 * 4 * t) if input_grad else (0, 0)
     if spec.model_type in FP32_OPS_LAYER_NORM_MODEL_TYPES:
         # when x needs grad: the centred fp32 input, computed twice (pow saves one for the variance, the
         # product with rsqrt the other) and rsqrt's (t,) output, and the weight's fp32 copy; when the weight
@@ -146,6 +150,8 @@ def _norm_input_is_layer_input(ctx: LayerContext, spec: ModelSpec) -> bool:
     stream; LayerNorm without an autocast upcast)."""
     if spec.norm_kind is NormKind.RMS:
         return ctx.residual_bytes == 4 or _fused_rms(ctx, spec)
+    if spec.model_type in PARAMETERLESS_LAYER_NORM_MODEL_TYPES:
+        return ctx.residual_bytes == 4      # x.to(float32) is x itself on an fp32 stream, else a copy
     return not (ctx.autocast and ctx.residual_bytes != 4)
 
 

@@ -174,11 +174,16 @@ def module_names(naming: str) -> dict[Role, str]:
 
 # LayerNorms with a weight and no bias (CohereLayerNorm; MPT: modeling_mpt.py sets norm_1/norm_2/norm_f.bias = None)
 BIASLESS_LAYER_NORM_MODEL_TYPES = frozenset({"cohere", "mpt"})
+# LayerNorms with neither (OLMo 1: modeling_olmo.py OlmoLayerNorm, "LayerNorm but with no learnable weight or bias":
+# F.layer_norm(x.to(float32), shape, None, None).to(dtype))
+PARAMETERLESS_LAYER_NORM_MODEL_TYPES = frozenset({"olmo"})
 # lm_head built as nn.Linear with a bias (modeling_phi.py PhiForCausalLM, modeling_gptj.py GPTJForCausalLM)
 LM_HEAD_BIAS_MODEL_TYPES = frozenset({"phi", "gptj"})
 
 
 def _norm_params(spec: ModelSpec, width: int) -> int:
+    if spec.model_type in PARAMETERLESS_LAYER_NORM_MODEL_TYPES:
+        return 0
     bias = spec.norm_kind is NormKind.LAYER and spec.model_type not in BIASLESS_LAYER_NORM_MODEL_TYPES
     return width * (2 if bias else 1)
 

@@ -49,6 +49,7 @@ _PARSERS: dict[str, Callable[[ConfigReader], dense.Fields]] = {
     "kimi_k2": recent.kimi_k2,         # Moonshot remote code: the DeepSeek-V3 architecture
     "seed_oss": recent.seed_oss,
     "internlm3": recent.internlm3,
+    "olmo": recent.olmo,               # OLMo 1 (the -hf uploads; hf_olmo is AI2's remote code)
     "olmo2": recent.olmo2,
     "olmo3": recent.olmo3,
     "glm4_moe": recent.glm4_moe,

@@ -1,4 +1,4 @@
-"""Decoders of 2025-2026 with their own model_type: Seed-OSS, InternLM3, OLMo 2/3, GLM-4.5 (glm4_moe),
+"""Decoders of 2025-2026 with their own model_type: Seed-OSS, InternLM3, OLMo 2/3 (and OLMo 1 beside them), GLM-4.5 (glm4_moe),
 gpt-oss, Llama 4 (text decoder), and Kimi-K2 (DeepSeek-V3 remote code under its own name).
 
 Defaults as the transformers 5 config classes apply them (`configuration_<type>.py`); structure per
@@ -9,6 +9,7 @@ from the model_type (model/architecture.py, memory/activations.py, memory/mlp_sa
 
 from __future__ import annotations
 
+from trainplan.enums import NormKind
 from trainplan.model.hfconfig._reader import ConfigReader
 from trainplan.model.hfconfig.dense import Fields, attention_bias, shapes
 from trainplan.model.hfconfig.moe import deepseek_v3
@@ -56,6 +57,19 @@ def internlm3(r: ConfigReader) -> Fields:
     fields = shapes(r, tie=False, kv_heads=2, head_dim=128, max_position=32768)
     return {**fields, **attention_bias(r, ("attention_bias", "qkv_bias"), False),
             "mlp_bias": r.flag(("mlp_bias", "bias"), False)}
+
+
+def olmo(r: ConfigReader) -> Fields:
+    """OLMo 1 in transformers (model_type olmo: allenai/OLMo-7B-hf, OLMo-1B-hf; OlmoConfig defaults: the 7B's
+    shapes, 2048 positions, untied): Llama's block with OlmoLayerNorm, a LayerNorm without weight or bias run on
+    an fp32 copy (model/architecture.py PARAMETERLESS_LAYER_NORM_MODEL_TYPES), no biases; clip_qkv clamps q, k
+    and v in place (their saved masks not modelled, said in the notes)."""
+    fields = shapes(r, tie=False, max_position=2048)
+    clip = r.config.get("clip_qkv")
+    notes: tuple[str, ...] = ("OlmoLayerNorm: no weight or bias, layer_norm on an fp32 copy",)
+    if clip is not None:
+        notes += (f"clip_qkv {clip}: the in-place clamps of q, k and v (what their backward keeps) not modelled",)
+    return {**fields, **attention_bias(r, "attention_bias", False), "norm_kind": NormKind.LAYER, "notes": notes}
 
 
 def olmo2(r: ConfigReader) -> Fields:
