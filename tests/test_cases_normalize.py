@@ -41,6 +41,26 @@ def test_measured_numbers_written_as_text(key, text, value):
     assert case["measured"][key] == pytest.approx(value)
 
 
+@pytest.mark.parametrize(("measured", "key", "value"), [
+    # other names of the same quantity, in the canonical unit (1250 ms = 1.25 s; 41.5 % = 0.415; 10 days = 240 h)
+    ({"step_time_ms": 1250}, "step_time_s", 1.25), ({"iter_time_s": "2.5 s"}, "step_time_s", 2.5),
+    ({"seconds_per_iteration": 7}, "step_time_s", 7.0), ({"tgs": "3,842"}, "tokens_per_s_per_gpu", 3842.0),
+    ({"tokens_per_s": 12000}, "tokens_per_s_reported", 12000.0), ({"mfu_percent": 41.5}, "mfu", 0.415),
+    ({"gpu_days": 10}, "gpu_hours", 240.0), ({"total_tokens_per_s": 80000}, "tokens_per_s_total", 80000.0),
+])
+def test_measured_synonyms(measured, key, value):
+    case, notes = normalized({"measured": dict(measured)})
+    assert case["measured"][key] == pytest.approx(value)
+    [(name, raw)] = measured.items()
+    assert notes == [f"measured.{name} {raw!r} read as {key} {case['measured'][key]:g}"]
+
+
+def test_a_synonym_never_overrides_the_canonical_key():
+    case, notes = normalized({"measured": {"step_time_s": 2.0, "step_time_ms": 3000, "tokens_per_s": True}})
+    assert case["measured"]["step_time_s"] == 2.0 and "tokens_per_s_reported" not in case["measured"]
+    assert notes == []
+
+
 @pytest.mark.parametrize("measured", [
     {"model_mem": "15 GiB"}, {"what": "12 s per step"}, {"tokens_per_s_per_gpu": "fast"},
     {"step_time_s": "45%"},     # a percentage is a fraction only for MFU / HFU

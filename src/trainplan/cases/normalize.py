@@ -13,7 +13,9 @@ is used):
   separators or spaces; `seq_len` may carry the k / M suffix of context lengths, binary as the
   sources use it ("4k" = 4,096, "32K" = 32,768, "1M" = 1,048,576 tokens);
 - measured values: a number written as text, with thousands separators and a trailing unit word
-  ("9.6 s", "1,234 tokens/s"); a percentage ("45%") for `mfu` / `hfu` is the fraction 0.45;
+  ("9.6 s", "1,234 tokens/s"); a percentage ("45%") for `mfu` / `hfu` is the fraction 0.45; another name of
+  a measured quantity (`step_time_ms`, `iter_time_s`, `tgs`, `mfu_percent`, `gpu_days`: MEASURED_SYNONYMS) is
+  its schema key in the schema's unit where the case gives no value under that key;
 - `method`: lower case, and the names frameworks use for the schema's five: "sft", "full-parameter",
   "full fine-tune" (full), "pre-training", "continued pretraining" (pretrain), "q-lora" (qlora); peft's
   LoRA under another name (rsLoRA, PiSSA, OLoRA, LoftQ, LoRA+, LoRA-GA: the same adapters, only their
@@ -48,6 +50,24 @@ MEASURED_NUMBERS = ("step_time_s", "tokens_per_s_per_gpu", "tokens_per_s_total",
                     "tflops_per_gpu", "mfu", "hfu", "gpu_hours", "tokens_total", "global_batch_tokens",
                     "hours_per_1B_tokens", "peak_mem_gib", "reported_value", "time_per_1k_iters_min")
 CONTEXT_SUFFIX = {"k": 1024, "m": 1024 ** 2}
+# other names a measured block gives the same quantity (the key, the canonical key, the factor to its unit); read
+# only where the canonical key is absent. A bare tokens/s is tokens_per_s_reported: per GPU or over all of them,
+# the mapping decides (cases.timecase). Samples/s is not read: how many tokens a sample held is not stated.
+MEASURED_SYNONYMS: dict[str, tuple[str, float]] = {
+    **{key: ("step_time_s", 1.0) for key in ("step_s", "seconds_per_step", "sec_per_step", "s_per_step",
+                                              "time_per_step_s", "iteration_time_s", "iter_time_s",
+                                              "seconds_per_iteration", "s_per_iter", "time_per_iteration_s")},
+    **{key: ("step_time_s", 1e-3) for key in ("step_time_ms", "iteration_time_ms", "iter_time_ms", "ms_per_step",
+                                               "ms_per_iter")},
+    **{key: ("tokens_per_s_per_gpu", 1.0) for key in ("tokens_per_s_per_device", "tokens_per_sec_per_gpu",
+                                                       "tokens_per_second_per_gpu", "tgs", "tps_per_gpu")},
+    **{key: ("tokens_per_s_total", 1.0) for key in ("tokens_per_sec_total", "tokens_per_second_total",
+                                                     "total_tokens_per_s")},
+    **{key: ("tokens_per_s_reported", 1.0) for key in ("tokens_per_s", "tokens_per_sec", "tokens_per_second",
+                                                        "throughput_tokens_per_s")},
+    **{key: ("tflops_per_gpu", 1.0) for key in ("tflops_per_device", "model_tflops_per_gpu", "tflops_per_s_per_gpu")},
+    "mfu_percent": ("mfu", 0.01), "hfu_percent": ("hfu", 0.01), "gpu_days": ("gpu_hours", 24.0),
+}
 
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d{1,3}(?:[,\s]\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?)"
                      r"\s*(%|[A-Za-z/][\w/ .-]*)?\s*$")
@@ -112,6 +132,16 @@ def _integer(value: object, *, context: bool = False) -> int | None:
     return int(got[0])
 
 
+def _plain_number(value: object) -> float | None:
+    """A number, or text that is one (with separators and a unit word), else None (booleans included)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    got = _number(value) if isinstance(value, str) else None
+    return got[0] if got else None
+
+
 def _measured(key: str, value: object) -> float | None:
     if not isinstance(value, str) or key not in MEASURED_NUMBERS:
         return None
@@ -145,6 +175,14 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
                 read(inner, key, f"{block}.{key}")
     measured = out.get("measured")
     if isinstance(measured, dict):
+        for key, (canonical, factor) in MEASURED_SYNONYMS.items():
+            value = measured.get(key)
+            if value is None or measured.get(canonical) is not None:
+                continue
+            got = _plain_number(value)
+            if got is not None:
+                measured[canonical] = got * factor
+                notes.append(f"measured.{key} {value!r} read as {canonical} {got * factor:g}")
         for key, value in list(measured.items()):
             got = _measured(key, value)
             if got is not None:
