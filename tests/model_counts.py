@@ -3,6 +3,8 @@ tables and their sources; this is the one home of what each kind of figure asser
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from trainplan import catalog
@@ -32,3 +34,24 @@ def check_rounded(name: str, published: tuple[float, float]) -> None:
     """A rounded figure (total, relative tolerance of its rounding) as model cards print it."""
     total, tolerance = published
     assert count_params(spec(name)).total == pytest.approx(total, rel=tolerance)
+
+
+def meta_model(config: dict):
+    """The model transformers' AutoModelForCausalLM builds from a config.json dict, on the meta device (no
+    memory); `architectures` and `quantization_config` are not constructor arguments."""
+    import torch
+    import transformers
+
+    config = dict(config)
+    model_type = config.pop("model_type")
+    for key in ("architectures", "quantization_config"):
+        config.pop(key, None)
+    hf_config = transformers.AutoConfig.for_model(model_type, **config)
+    with torch.device("meta"):
+        return transformers.AutoModelForCausalLM.from_config(hf_config)
+
+
+def check_transformers_count(name: str) -> None:
+    """trainplan's count of a catalog row equals the parameters transformers builds from the row's config.json."""
+    model = meta_model(json.loads(spec(name).hf_config_json))
+    assert count_params(spec(name)).total == sum(p.numel() for p in model.parameters())

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from model_counts import meta_model
 from trainplan.enums import MlpKind, NormKind, Position
 from trainplan.errors import TrainplanError
 from trainplan.model.hfconfig import (
@@ -406,14 +407,7 @@ def test_fixture_count_equals_transformers(path):
     DeepSeek-V3's e_score_correction_bias is a buffer in transformers but a checkpoint tensor,
     counted by trainplan; Gemma 3's vision tower is left out of both.
     """
-    import torch
-    import transformers
-    config = json.loads(path.read_text())
-    model_type = config.pop("model_type")
-    config.pop("architectures")
-    hf_config = transformers.AutoConfig.for_model(model_type, **config)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(hf_config)
+    model = meta_model(json.loads(path.read_text()))
     real = sum(p.numel() for n, p in model.named_parameters()
                if "vision_tower" not in n and "multi_modal_projector" not in n)
     real += sum(b.numel() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias"))

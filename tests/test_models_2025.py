@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import trainplan
-from model_counts import check_exact, check_rounded, spec
+from model_counts import check_exact, check_rounded, meta_model, spec
 from trainplan import catalog
 from trainplan.cli import main
 from trainplan.enums import Attention
@@ -265,16 +265,7 @@ NATIVE = ["gemma-7b", "qwen2-7b", "phi-3-mini-128k", "gpt-oss-20b", "glm-4.5-air
 @pytest.mark.trace
 @pytest.mark.parametrize("name", NATIVE)
 def test_catalog_count_equals_transformers(name):
-    import torch
-    import transformers
-
-    config = json.loads(spec(name).hf_config_json)
-    model_type = config.pop("model_type")
-    for key in ("architectures", "quantization_config"):
-        config.pop(key, None)
-    hf_config = transformers.AutoConfig.for_model(model_type, **config)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(hf_config)
+    model = meta_model(json.loads(spec(name).hf_config_json))
     real = sum(p.numel() for n, p in model.named_parameters() if "vision" not in n)
     real += sum(b.numel() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias"))
     assert count_params(spec(name)).total == real

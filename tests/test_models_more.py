@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from model_counts import check_exact, check_rounded, check_same_shapes, spec
+from model_counts import check_exact, check_rounded, check_same_shapes, check_transformers_count, spec
 from trainplan import catalog
 from trainplan.model.params import active_params, count_params
 
@@ -123,15 +123,4 @@ NATIVE = ["qwen1.5-14b", "qwen1.5-32b", "qwen1.5-72b", "qwen2-57b-a14b", "solar-
 @pytest.mark.trace
 @pytest.mark.parametrize("name", NATIVE)
 def test_catalog_count_equals_transformers(name):
-    import json
-
-    import torch
-    import transformers
-
-    config = json.loads(spec(name).hf_config_json)
-    model_type = config.pop("model_type")
-    config.pop("architectures", None)
-    hf_config = transformers.AutoConfig.for_model(model_type, **config)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(hf_config)
-    assert count_params(spec(name)).total == sum(p.numel() for p in model.parameters())
+    check_transformers_count(name)

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from model_counts import check_exact, check_rounded, check_same_shapes, spec
+from model_counts import check_exact, check_rounded, check_same_shapes, check_transformers_count, spec
 from trainplan.enums import NormKind
 from trainplan.errors import TrainplanError
 from trainplan.model.architecture import structure
@@ -206,16 +206,7 @@ NATIVE = ["olmoe-1b-7b-0924", "granite-3.1-2b", "granite-3.1-8b", "granite-3.3-8
 @pytest.mark.trace
 @pytest.mark.parametrize("name", NATIVE)
 def test_catalog_count_equals_transformers(name):
-    import torch
-    import transformers
-
-    config = json.loads(spec(name).hf_config_json)
-    model_type = config.pop("model_type")
-    config.pop("architectures", None)
-    hf_config = transformers.AutoConfig.for_model(model_type, **config)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(hf_config)
-    assert count_params(spec(name)).total == sum(p.numel() for p in model.parameters())
+    check_transformers_count(name)
 
 
 @pytest.mark.trace

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from model_counts import check_rounded, spec
+from model_counts import check_rounded, check_transformers_count, spec
 from trainplan import catalog
 from trainplan.enums import MlpKind, NormKind, Position
 from trainplan.errors import UnknownNameError
@@ -188,13 +188,4 @@ def test_nemotron_4_15b_as_the_report_counts():
 @pytest.mark.trace
 @pytest.mark.parametrize("name", ["gpt-3-1.3b", "opt-30b", "nemotron-4-15b"])
 def test_count_equals_transformers(name):
-    import torch
-    import transformers
-
-    config = json.loads(spec(name).hf_config_json)
-    model_type = config.pop("model_type")
-    config.pop("architectures", None)
-    hf_config = transformers.AutoConfig.for_model(model_type, **config)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(hf_config)
-    assert count_params(spec(name)).total == sum(p.numel() for p in model.parameters())
+    check_transformers_count(name)
