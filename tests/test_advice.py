@@ -39,3 +39,12 @@ def test_megatron_is_never_offered_or_given_a_quantized_base():
     assert not any("qlora" in c for c in changes)
     with pytest.raises(TrainplanError, match=r"--framework megatron cannot run a 4-bit quantized base"):
         resolve_job(JobOptions(model="llama-3.1-8b", gpu="h100", framework="megatron", method="qlora"))
+
+
+def test_a_bigger_gpu_of_one_memory_size_is_the_one_offered():
+    # Llama-2-7B full fine-tune on one A100 80GB fits a 141 GB GPU: the H200 (USD offers in the price catalog,
+    # cheapest $3.59 a GPU-hour) and the China-only H20 141GB (no offer listed, and a smaller driver total by the
+    # catalog's 0.99 rule) are both "141 GB"; the offered one is named
+    est = estimate(resolve_job(JobOptions(model="llama-2-7b", gpu="a100", method="full")))
+    bigger = [s.change for s in est.suggestions if s.change.startswith("--gpu ")]
+    assert bigger == ["--gpu h200-sxm"]

@@ -45,7 +45,7 @@ def test_every_gpus_csv_row_loads_with_its_label_memory():
         # GPUs published runs name (tests/test_catalog_gpus_wave3.py checks their values)
         "v100-pcie-16gb", "v100-pcie-32gb", "v100s-pcie-32gb", "a800-pcie-80gb", "h800-pcie", "h200-nvl", "rtx4070",
         "rtx4070-super", "rtx4070ti-super", "rtx4060ti-8gb", "rtx3080ti", "rtx3080-12gb", "rtx3070", "rtx3060ti",
-        "quadro-rtx-6000", "mi250", "mi210", "b100", "rtx3070ti", "rtx5000-ada"}
+        "quadro-rtx-6000", "mi250", "mi210", "b100", "rtx3070ti", "rtx5000-ada", "h20-141gb"}
     for row in rows:
         gpu = gpus[row["gpu_id"]]
         assert gpu.memory_bytes == round(float(row["memory_gb"]) * GB), row["gpu_id"]

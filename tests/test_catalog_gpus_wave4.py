@@ -169,3 +169,21 @@ def test_new_names_are_their_cards_own():
         assert catalog.resolve_gpu(gpu_id) is gpu
         for alias in gpu.aliases:
             assert catalog.resolve_gpu(alias).id == gpu_id
+
+
+# --- H20 141GB (H20-3e): LLM-Prof hardware_spec.md@8434c8d1 NVIDIA_H20_SXM5_141GB ----------------------------------
+
+@pytest.mark.parametrize("text, gpu_id", [
+    ("H20 141GB", "h20-141gb"), ("NVIDIA H20-3e", "h20-141gb"), ("8卡H20 141G", "h20-141gb"), ("H20", "h20"),
+    ("H20 96GB", "h20"),
+])
+def test_h20_141gb_is_its_own_card(text, gpu_id):
+    assert catalog.gpu_in_text(text).id == gpu_id
+    assert catalog.resolve_gpu(text.replace("8卡", "")).id == gpu_id
+
+
+def test_h20_141gb_figures():
+    # 141 GB HBM3e at 4.8 TB/s, 148 TFLOPS FP16/BF16 dense and 296 INT8 (LLM-Prof), NVLink 900 GB/s
+    gpu = catalog.resolve_gpu("h20-141gb")
+    assert gpu.memory_bw_bytes_per_s == 4.8e12 and gpu.peak_flops("bf16") == 148e12
+    assert gpu.gpu_gpu_bw_bytes_per_s == 900e9 and gpu.generation == "hopper"

@@ -29,7 +29,7 @@ GENERATION = {
     "a100-pcie-80gb": "ampere", "a800-sxm4-80gb": "ampere", "rtx3090": "ampere", "rtx-a6000": "ampere",
     "h100-sxm": "hopper", "h100-pcie": "hopper", "h100-nvl": "hopper", "h800-sxm": "hopper",
     "h100-sxm-96gb": "hopper", "gh200": "hopper",
-    "h20": "hopper", "h200-sxm": "hopper",
+    "h20": "hopper", "h20-141gb": "hopper", "h200-sxm": "hopper",
     "b200": "blackwell", "gb200": "blackwell", "rtx5090": "blackwell", "b300": "blackwell", "gb300": "blackwell",
     "l4": "ada", "l20": "ada", "l40": "ada", "l40s": "ada", "rtx4090": "ada", "rtx4090d": "ada",
     "rtx6000-ada": "ada",
@@ -67,6 +67,8 @@ ALIASES = {
     "h100-sxm-96gb": ["h100-96gb", "h100-hbm2e", "h100-sxm5-96gb"],
     "h800-sxm": ["h800", "h800-80gb", "h800-sxm5"],
     "h20": ["h20-96gb"],
+    # the 141 GB HBM3e part is sold as "H20-3e" ("2 x H20-3e (141GB)", code-index file 70460578541)
+    "h20-141gb": ["h20-3e", "h20-141g"],
     "h200-sxm": ["h200", "h200-141gb", "h200-sxm-141gb"],
     "gh200": ["gh200-96gb", "gh200-480gb", "grace-hopper", "gh200-superchip"],
     "b200": ["b200-180gb", "b200-sxm"],
@@ -919,6 +921,19 @@ EXTRA_GPU_ROWS += (
               "31.99 GiB, above the 0.99 rule's 31.68; ECC on would report less (GDDR6 ECC, as rtx6000-ada). "
               "Launch year not sourced. Not the Turing Quadro RTX 5000 nor the RTX PRO 5000 Blackwell: 'RTX 5000' "
               "alone names no card here."},
+    {"gpu_id": "h20-141gb", "vendor": "NVIDIA", "name": "H20 141GB (H20-3e, China)", "form_factor": "SXM (HGX)",
+     "memory_gb": "141", "memory_gib_total_reported": "", "memory_type": "HBM3e", "mem_bw_gbps": "4800",
+     "peaks_of": "", "fp32_tflops": "44", "tf32_tflops_dense": "74", "bf16_tflops_dense": "148",
+     "fp16_tflops_dense": "148", "fp8_tflops_dense": "296", "int8_tops_dense": "296",
+     "flops_basis": "dense; FP16 148 and INT8 296 as LLM-Prof lists the 141 GB part (the 96 GB H20's); FP32, TF32 and "
+                    "FP8: the h20 row's (the same die)",
+     "gpu_interconnect": "NVLink 4", "gpu_gpu_bw_gbps_bidir": "900", "pcie": "", "tdp_w": "", "launch_year": "",
+     "confidence": "medium",
+     "source": "github:citsjtu2020/LLM-Prof hardware_spec.md@8434c8d19c39 (NVIDIA_H20_SXM5_141GB: mem_bandwidth 4800, "
+               "FP16 148e12, INT8 296e12, memsize 141, interconnect 900) | ../shared/reference/hardware.md ('a 141 GB "
+               "/ 4.8 TB/s H20 variant also exists (LLM-Prof)') | code-index file 70460578541 ('2xH20-3e (141GB)')",
+     "notes": "The H20 die with the H200's 141 GB HBM3e at 4.8 TB/s. TDP, PCIe generation and launch year not found: "
+              "left blank. 'H20' alone stays the 96 GB part (h20); 'H20 141GB' / 'H20-3e' name this one."},
 )
 
 

@@ -6602,8 +6602,39 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                                      "250 W) | code index file 58740816341 (nvidia-smi: 'NVIDIA RTX "
                                                      "5000 Ada Generation (AD102GL)', VRAM 32760 MiB)",
                                            'tdp_w': 250,
+                                           'vendor': 'NVIDIA'},
+                                          {'aliases': ['h20-3e', 'h20-141g'],
+                                           'confidence': 'medium',
+                                           'flops_basis': 'dense; FP16 148 and INT8 296 as LLM-Prof lists the 141 GB '
+                                                          "part (the 96 GB H20's); FP32, TF32 and FP8: the h20 row's "
+                                                          '(the same die)',
+                                           'form_factor': 'SXM (HGX)',
+                                           'generation': 'hopper',
+                                           'gpu_gpu_bw_gbps_bidir': 900,
+                                           'id': 'h20-141gb',
+                                           'interconnect': 'NVLink 4',
+                                           'mem_bw_gbps': 4800,
+                                           'memory_gb': 141,
+                                           'memory_type': 'HBM3e',
+                                           'name': 'H20 141GB (H20-3e, China)',
+                                           'notes': "The H20 die with the H200's 141 GB HBM3e at 4.8 TB/s. TDP, PCIe "
+                                                    "generation and launch year not found: left blank. 'H20' alone "
+                                                    "stays the 96 GB part (h20); 'H20 141GB' / 'H20-3e' name this one.",
+                                           'pcie': '',
+                                           'peak_tflops': {'bf16': 148,
+                                                           'fp16': 148,
+                                                           'fp32': 44,
+                                                           'fp8': 296,
+                                                           'int8': 296,
+                                                           'tf32': 74},
+                                           'source': 'github:citsjtu2020/LLM-Prof hardware_spec.md@8434c8d19c39 '
+                                                     '(NVIDIA_H20_SXM5_141GB: mem_bandwidth 4800, FP16 148e12, INT8 '
+                                                     '296e12, memsize 141, interconnect 900) | '
+                                                     "../shared/reference/hardware.md ('a 141 GB / 4.8 TB/s H20 "
+                                                     "variant also exists (LLM-Prof)') | code-index file 70460578541 "
+                                                     "('2xH20-3e (141GB)')",
                                            'vendor': 'NVIDIA'}]},
-                         'fingerprint': '83ce78d5-112411'},
+                         'fingerprint': 'b5e0edc5-113458'},
            'hosts.toml': {'data': {'host': [{'cpu': '2x Intel Xeon E5-2698 v4 (20 cores each)',
                                              'cpu_cores': 40,
                                              'gpu_ids': ['v100-sxm2-16gb', 'v100-sxm2-32gb'],

@@ -165,6 +165,17 @@ def _more_gpus(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: flo
     return []
 
 
+def _offer_rank(gpu: GpuSpec) -> tuple[int, float]:
+    """Among GPUs of one labelled memory size, the one the price catalog offers most cheaply in USD first, then those
+    offered only in another currency, then those it does not list (an H200 before the China-only H20 141GB)."""
+    from trainplan import catalog
+
+    offers = catalog.gpu_offers(gpu.id)
+    if not offers:
+        return 2, 0.0
+    return (0, offers[0].price_per_gpu_hour) if offers[0].currency == "USD" else (1, 0.0)
+
+
 def suggestions(job: Job, current: MemoryEstimate, model: MemoryModel) -> list[Suggestion]:
     """Single changes that lower the peak, those that make it fit first. `model`: the memory model of
     the estimate, whose cached parts the changes share (a new GPU type or count reuses the walk)."""
@@ -178,7 +189,7 @@ def suggestions(job: Job, current: MemoryEstimate, model: MemoryModel) -> list[S
     pairs = [] if any(s.fits for s in found) else _pairs(setup, layout, gpu, headroom, model, current)
     bigger = [g for g in job.gpus
               if g.capacity_bytes > gpu.capacity_bytes and g.vendor == gpu.vendor]
-    for other in sorted(bigger, key=lambda g: g.capacity_bytes):
+    for other in sorted(bigger, key=lambda g: (g.memory_bytes, _offer_rank(g), g.capacity_bytes)):
         est = _try(setup, replace(layout, gpu_id=other.id), other, headroom, model)
         if est and est.fits:
             found.append(Suggestion(change=f"--gpu {other.id}", device_bytes=est.device_bytes,
