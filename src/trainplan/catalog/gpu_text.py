@@ -4,7 +4,8 @@ a README's or a case's wording ("8x A100 80GB PCIe", "H100 SXM5 80GB (DGX-H100)"
 One home for the rule, read by the probe (the local device's CUDA name) and the case reader:
 
 1. The text is cut into words (spaces, hyphens, underscores, slashes, brackets, commas); vendor
-   words (NVIDIA, GeForce, Tesla, AMD, Instinct) are dropped.
+   words (NVIDIA, GeForce, Tesla, AMD, Instinct) are dropped; a data-centre part in the plural ("8 A100s")
+   is read as that part (a desktop number's S is SUPER, "4080S"; L40S and V100S are names themselves).
 2. Every catalog name (id, alias) of every GPU, with its hyphens removed, is compared with each run
    of consecutive words joined together ("rtx" "4090" "d" -> "rtx4090d"). The longest name found
    picks the family: the GPU's id without its form and memory words (h100-sxm, h100-pcie and
@@ -108,9 +109,25 @@ def lacking(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> str |
     return read(text, gpus, index)[1]
 
 
+_DESKTOP_NAMES = ("geforce", "titan", "quadro", "rtx ")
+
+
+def _plurals_read(words: list[str], gpus: dict[str, GpuSpec], index: dict[str, str]) -> list[str]:
+    """A data-centre part written in the plural ("8 A100s", "H100s") is that part. Not a desktop card's number:
+    an S there is NVIDIA's SUPER ("4080S"), and not a word that is itself a catalog name (L40S, V100S)."""
+    names = {_compact(key): gpu_id for key, gpu_id in index.items()}
+    out = []
+    for w in words:
+        stem = w[:-1]
+        gpu_id = names.get(stem) if w.endswith("s") and w not in names else None
+        desktop = gpu_id is not None and gpus[gpu_id].name.lower().startswith(_DESKTOP_NAMES)
+        out.append(stem if gpu_id is not None and not desktop else w)
+    return out
+
+
 def read(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> tuple[GpuSpec | None, str | None]:
     """(the catalog GPU `text` names, None) or (None, why it names a card the catalog lacks, or None)."""
-    words = _words(text)
+    words = _plurals_read(_words(text), gpus, index)
     if not words:
         return None, None
     runs: dict[str, int] = {}           # joined run of words -> the index of the word after its first run
