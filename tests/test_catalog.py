@@ -492,7 +492,7 @@ def test_gpu_named_in_text(text, gpu_id):
     ("Secure Cloud pod", None), ("on-demand GPU", None),
     # a data-centre part in the plural; not a name that ends in S itself, nor a desktop number (4080S: SUPER)
     ("8 A100s", "a100-sxm4-80gb"), ("H100s", "h100-sxm"), ("MI300Xs", "mi300x"), ("L40S", "l40s"),
-    ("V100S", "v100s-pcie-32gb"), ("RTX 4090s", None)])
+    ("V100S", "v100s-pcie-32gb"), ("RTX 4090s", None), ("RTX 4080S", "rtx4080-super"), ("4070S", "rtx4070-super")])
 def test_chinese_wording_and_machine_types(text, gpu_id):
     gpu = catalog.gpu_in_text(text)
     assert (gpu.id if gpu else None) == gpu_id

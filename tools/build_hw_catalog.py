@@ -87,7 +87,9 @@ ALIASES = {
     # code-index file 44446219753; "RTX A6000 Ada (SM89)", code-index file 55622889780)
     "rtx6000-ada": ["6000-ada", "rtx-6000-ada", "rtx6000ada", "a6000-ada", "rtx-a6000-ada"],
     "rtx4080": ["4080", "rtx-4080", "geforce-rtx-4080", "rtx4080-16gb"],
-    "rtx4080-super": ["4080-super", "4080super", "rtx-4080-super", "rtx4080super", "geforce-rtx-4080-super"],
+    # "4080S" / "4070S": the SUPER cards as listings and benchmarks shorten them
+    "rtx4080-super": ["4080-super", "4080super", "rtx-4080-super", "rtx4080super", "geforce-rtx-4080-super", "4080s",
+                      "rtx4080s", "rtx-4080s"],
     "rtx4070ti": ["4070ti", "4070-ti", "rtx-4070-ti", "rtx4070-ti", "geforce-rtx-4070-ti"],
     "rtx4060ti-16gb": ["4060ti", "4060-ti", "rtx4060ti", "rtx-4060-ti", "rtx-4060-ti-16gb", "geforce-rtx-4060-ti"],
     "rtx3090ti": ["3090ti", "3090-ti", "rtx-3090-ti", "rtx3090-ti", "geforce-rtx-3090-ti"],
@@ -111,7 +113,8 @@ ALIASES = {
     "h800-pcie": ["h800-pcie-80gb"],
     "h200-nvl": ["h200-nvl-141gb", "h200nvl"],
     "rtx4070": ["4070", "rtx-4070", "geforce-rtx-4070"],
-    "rtx4070-super": ["4070-super", "4070super", "rtx-4070-super", "rtx4070super", "geforce-rtx-4070-super"],
+    "rtx4070-super": ["4070-super", "4070super", "rtx-4070-super", "rtx4070super", "geforce-rtx-4070-super", "4070s",
+                      "rtx4070s", "rtx-4070s"],
     "rtx4070ti-super": ["4070ti-super", "4070-ti-super", "4070tisuper", "rtx-4070-ti-super", "rtx4070-ti-super",
                         "rtx4070tisuper", "geforce-rtx-4070-ti-super"],
     "rtx4060ti-8gb": ["4060ti-8gb", "4060-ti-8gb", "rtx-4060-ti-8gb"],

@@ -5,7 +5,8 @@ One home for the rule, read by the probe (the local device's CUDA name) and the 
 
 1. The text is cut into words (spaces, hyphens, underscores, slashes, brackets, commas); vendor
    words (NVIDIA, GeForce, Tesla, AMD, Instinct) are dropped; a data-centre part in the plural ("8 A100s")
-   is read as that part (a desktop number's S is SUPER, "4080S"; L40S and V100S are names themselves).
+   is read as that part (a desktop number's S is SUPER: "4080S" is the catalog's 4080 SUPER by its alias;
+   L40S and V100S are names themselves).
 2. Every catalog name (id, alias) of every GPU, with its hyphens removed, is compared with each run
    of consecutive words joined together ("rtx" "4090" "d" -> "rtx4090d"). The longest name found
    picks the family: the GPU's id without its form and memory words (h100-sxm, h100-pcie and
