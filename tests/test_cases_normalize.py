@@ -55,6 +55,32 @@ def test_measured_synonyms(measured, key, value):
     assert notes == [f"measured.{name} {raw!r} read as {key} {case['measured'][key]:g}"]
 
 
+@pytest.mark.parametrize(("case", "key", "value"), [
+    # HF Trainer's train_samples_per_second (all GPUs) x 4096 tokens a packed sample: 12.5 x 4096 = 51,200
+    ({"seq_len": 4096, "seq_len_note": "packed to 4096", "measured": {"train_samples_per_second": 12.5}},
+     "tokens_per_s_total", 51200.0),
+    # per GPU, with the sequence length written as text: 2.5 x 4096 = 10,240
+    ({"seq_len": "4k", "seq_len_note": "synthetic/packed pretraining sequences of full length",
+      "measured": {"samples_per_s_per_gpu": "2.5"}}, "tokens_per_s_per_gpu", 10240.0),
+    ({"seq_len": 2048, "seq_len_note": "The Pile, fixed 2048-token sequences", "measured": {"samples_per_s": 4}},
+     "tokens_per_s_total", 8192.0),
+])
+def test_samples_per_second_of_full_sequences(case, key, value):
+    out, _ = normalized(case)
+    assert out["measured"][key] == pytest.approx(value)
+
+
+@pytest.mark.parametrize("case", [
+    # samples of unknown length: not read
+    {"seq_len": 4096, "seq_len_note": "unpacked alpaca samples (max_seq_len 4096)", "measured": {"samples_per_s": 10}},
+    {"seq_len": 4096, "measured": {"samples_per_s": 10}},
+    {"seq_len": 4096, "seq_len_note": "packed", "measured": {"samples_per_s": 10, "tokens_per_s_total": 5.0}},
+])
+def test_samples_per_second_otherwise_left(case):
+    out, _ = normalized(case)
+    assert out["measured"].get("tokens_per_s_total", 5.0) == 5.0 and "tokens_per_s_per_gpu" not in out["measured"]
+
+
 def test_a_synonym_never_overrides_the_canonical_key():
     case, notes = normalized({"measured": {"step_time_s": 2.0, "step_time_ms": 3000, "tokens_per_s": True}})
     assert case["measured"]["step_time_s"] == 2.0 and "tokens_per_s_reported" not in case["measured"]

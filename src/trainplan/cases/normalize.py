@@ -15,7 +15,8 @@ is used):
 - measured values: a number written as text, with thousands separators and a trailing unit word
   ("9.6 s", "1,234 tokens/s"); a percentage ("45%") for `mfu` / `hfu` is the fraction 0.45; another name of
   a measured quantity (`step_time_ms`, `iter_time_s`, `tgs`, `mfu_percent`, `gpu_days`: MEASURED_SYNONYMS) is
-  its schema key in the schema's unit where the case gives no value under that key;
+  its schema key in the schema's unit where the case gives no value under that key; samples/s is tokens/s
+  at seq_len tokens a sample only where `seq_len_note` says the sequences are packed or of full length;
 - `method`: lower case, and the names frameworks use for the schema's five: "sft", "full-parameter",
   "full fine-tune" (full), "pre-training", "continued pretraining" (pretrain), "q-lora" (qlora); peft's
   LoRA under another name (rsLoRA, PiSSA, OLoRA, LoftQ, LoRA+, LoRA-GA: the same adapters, only their
@@ -52,7 +53,7 @@ MEASURED_NUMBERS = ("step_time_s", "tokens_per_s_per_gpu", "tokens_per_s_total",
 CONTEXT_SUFFIX = {"k": 1024, "m": 1024 ** 2}
 # other names a measured block gives the same quantity (the key, the canonical key, the factor to its unit); read
 # only where the canonical key is absent. A bare tokens/s is tokens_per_s_reported: per GPU or over all of them,
-# the mapping decides (cases.timecase). Samples/s is not read: how many tokens a sample held is not stated.
+# the mapping decides (cases.timecase). Samples/s is read only as FULL_SAMPLES says.
 MEASURED_SYNONYMS: dict[str, tuple[str, float]] = {
     **{key: ("step_time_s", 1.0) for key in ("step_s", "seconds_per_step", "sec_per_step", "s_per_step",
                                               "time_per_step_s", "iteration_time_s", "iter_time_s",
@@ -68,6 +69,13 @@ MEASURED_SYNONYMS: dict[str, tuple[str, float]] = {
     **{key: ("tflops_per_gpu", 1.0) for key in ("tflops_per_device", "model_tflops_per_gpu", "tflops_per_s_per_gpu")},
     "mfu_percent": ("mfu", 0.01), "hfu_percent": ("hfu", 0.01), "gpu_days": ("gpu_hours", 24.0),
 }
+# Samples per second are tokens per second only where every sample holds seq_len tokens: the case's
+# seq_len_note says its sequences are packed, filled or of fixed full length. HF Trainer's
+# train_samples_per_second counts the whole run's samples (all GPUs); samples_per_s_per_gpu one GPU's.
+FULL_SAMPLES = {"samples_per_s_per_gpu": "tokens_per_s_per_gpu", "samples_per_s": "tokens_per_s_total",
+                "train_samples_per_second": "tokens_per_s_total"}
+_FULL_SEQUENCES = re.compile(r"\bpack(?:ed|ing)\b|fully filled|full[- ]length|of full length|fixed \d+-token|"
+                             r"without padding|no padding", re.IGNORECASE)
 
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d{1,3}(?:[,\s]\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?)"
                      r"\s*(%|[A-Za-z/][\w/ .-]*)?\s*$")
@@ -154,6 +162,20 @@ def _measured(key: str, value: object) -> float | None:
     return number
 
 
+def _full_samples(case: dict, measured: dict, notes: list[str]) -> None:
+    """Samples/s as tokens/s where the case's samples are full sequences (FULL_SAMPLES)."""
+    seq = case.get("seq_len") if isinstance(case.get("seq_len"), int) else None    # read above ("4k" -> 4096)
+    if not seq or not _FULL_SEQUENCES.search(str(case.get("seq_len_note") or "")):
+        return
+    for key, canonical in FULL_SAMPLES.items():
+        samples = _plain_number(measured.get(key))
+        if samples is None or measured.get(canonical) is not None:
+            continue
+        measured[canonical] = samples * seq
+        notes.append(f"measured.{key} {measured[key]!r} x {seq} tokens a sample (full sequences: "
+                      f"{case['seq_len_note']!r}) read as {canonical} {samples * seq:g}")
+
+
 def normalized(case: dict) -> tuple[dict, list[str]]:
     """The case with the readings above applied (a copy; the input is left as it was) and a note per
     value read from text."""
@@ -183,6 +205,7 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
             if got is not None:
                 measured[canonical] = got * factor
                 notes.append(f"measured.{key} {value!r} read as {canonical} {got * factor:g}")
+        _full_samples(out, measured, notes)
         for key, value in list(measured.items()):
             got = _measured(key, value)
             if got is not None:
