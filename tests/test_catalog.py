@@ -552,3 +552,15 @@ def test_blackwell_ultra_peaks_as_published():
     assert (gb300.peak_flops("bf16"), gb300.peak_flops("fp8"), gb300.memory_bw_bytes_per_s) == (2.5e15, 5e15, 8e12)
     assert (b300.peak_flops("bf16"), b300.peak_flops("fp8")) == (2.25e15, 4.5e15)
     assert gb300.nvlink_domain_gpus == 72 and b300.nvlink_domain_gpus == 0
+
+
+def test_no_two_gpus_share_a_name_without_its_separators():
+    # catalog/gpu_text.py compares names with hyphens and spaces removed ("rtx-4090-d" -> "rtx4090d"), one GPU each
+    from trainplan.catalog.gpu_text import _compact
+    from trainplan.catalog.hardware import _gpu_catalog
+
+    _, index, _ = _gpu_catalog()
+    owners: dict[str, set[str]] = {}
+    for key, gpu_id in index.items():
+        owners.setdefault(_compact(key), set()).add(gpu_id)
+    assert {name: ids for name, ids in owners.items() if len(ids) > 1} == {}

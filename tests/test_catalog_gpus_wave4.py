@@ -23,7 +23,8 @@ import pytest
 
 from trainplan import catalog
 from trainplan.errors import UnknownNameError
-from trainplan.timing.links import default_interconnect, desktop_die, intranode_link, is_consumer
+from trainplan.catalog.gpu_text import desktop_die
+from trainplan.timing.links import default_interconnect, intranode_link, is_consumer
 from trainplan.units import GB
 
 T = 1e12

@@ -172,8 +172,9 @@ def test_bridged_geforce_is_timed_over_pcie_as_rtx3090(capsys):
 def test_the_rtx_pro_6000_blackwell_runs_the_desktop_die_kernels():
     """The RTX PRO 6000 Blackwell is the RTX 5090's die (GB202, sm120), not a B200 (sm100): as for the 5090,
     Megatron's Transformer Engine gets no cuDNN Blackwell preference and FlashAttention no FA4 path, while a
-    B200 keeps both (timing.links.desktop_die; the 'consumer' attention path)."""
-    from trainplan.timing.links import desktop_die, is_consumer
+    B200 keeps both (catalog.gpu_text.desktop_die; the 'consumer' attention path)."""
+    from trainplan.catalog.gpu_text import desktop_die
+    from trainplan.timing.links import is_consumer
 
     pro, b200, g5090 = (catalog.resolve_gpu(g) for g in ("rtx-pro-6000-blackwell", "b200", "rtx5090"))
     assert desktop_die(pro) and desktop_die(g5090) and not desktop_die(b200)

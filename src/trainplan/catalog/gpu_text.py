@@ -110,25 +110,32 @@ def lacking(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> str |
     return read(text, gpus, index)[1]
 
 
-_DESKTOP_NAMES = ("geforce", "titan", "quadro", "rtx ")
+# NVIDIA's desktop and workstation lines: their dies are the GeForce ones (the RTX PRO 6000 Blackwell is the
+# RTX 5090's GB202, sm120), never the data-centre parts' (sm90 Hopper, sm100 Blackwell)
+_DESKTOP_LINES = ("geforce", "titan", "quadro", "rtx ")
 
 
-def _plurals_read(words: list[str], gpus: dict[str, GpuSpec], index: dict[str, str]) -> list[str]:
+def desktop_die(gpu: GpuSpec) -> bool:
+    """A GeForce, TITAN, Quadro or RTX workstation card: a desktop die, so none of the kernels written for
+    the data-centre dies (FlashAttention-3 on sm90, FA4 and cuDNN's Blackwell kernels on sm100)."""
+    return gpu.name.lower().startswith(_DESKTOP_LINES)
+
+
+def _plurals_read(words: list[str], gpus: dict[str, GpuSpec], names: dict[str, str]) -> list[str]:
     """A data-centre part written in the plural ("8 A100s", "H100s") is that part. Not a desktop card's number:
-    an S there is NVIDIA's SUPER ("4080S"), and not a word that is itself a catalog name (L40S, V100S)."""
-    names = {_compact(key): gpu_id for key, gpu_id in index.items()}
+    an S there is NVIDIA's SUPER ("4080S"), and not a word that is itself a catalog name (L40S, V100S).
+    `names`: compacted catalog name -> GPU id."""
     out = []
     for w in words:
-        stem = w[:-1]
-        gpu_id = names.get(stem) if w.endswith("s") and w not in names else None
-        desktop = gpu_id is not None and gpus[gpu_id].name.lower().startswith(_DESKTOP_NAMES)
-        out.append(stem if gpu_id is not None and not desktop else w)
+        gpu_id = names.get(w[:-1]) if w.endswith("s") and w not in names else None
+        out.append(w[:-1] if gpu_id is not None and not desktop_die(gpus[gpu_id]) else w)
     return out
 
 
 def read(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> tuple[GpuSpec | None, str | None]:
     """(the catalog GPU `text` names, None) or (None, why it names a card the catalog lacks, or None)."""
-    words = _plurals_read(_words(text), gpus, index)
+    names = {_compact(key): gpu_id for key, gpu_id in index.items()}   # compacted once, for both passes
+    words = _plurals_read(_words(text), gpus, names)
     if not words:
         return None, None
     runs: dict[str, int] = {}           # joined run of words -> the index of the word after its first run
@@ -137,8 +144,7 @@ def read(text: str, gpus: dict[str, GpuSpec], index: dict[str, str]) -> tuple[Gp
             runs.setdefault("".join(words[i:j]), j)
     best: dict[str, int] = {}           # gpu id -> longest catalog name of it found in the text
     after: dict[str, int] = {}          # gpu id -> the index of the word after that name
-    for key, gpu_id in index.items():
-        name = _compact(key)
+    for name, gpu_id in names.items():
         if name in runs and len(name) > best.get(gpu_id, 0):
             best[gpu_id], after[gpu_id] = len(name), runs[name]
     if not best:

@@ -297,7 +297,7 @@ def attention_kernel(framework: Framework, attention: Attention, generation: str
                      padding_mask: bool = False) -> AttentionKernel:
     """The kernel that runs for the user's `attention` choice (module docstring has the sources).
 
-    generation: the catalog's GpuSpec.generation; consumer: a desktop die (timing.links.desktop_die:
+    generation: the catalog's GpuSpec.generation; consumer: a desktop die (catalog.gpu_text.desktop_die:
     GeForce and the RTX workstation cards; sm120 Blackwell, sm89 Ada get neither FA3/FA4 nor TE's Hopper+
     preference). dtype: the attention's compute dtype ('fp32'
     disables every flash kernel); padding_mask: the model gets a mask with padding (padded_sdpa)."""

@@ -99,17 +99,6 @@ def is_consumer(gpu: GpuSpec) -> bool:
     return gpu.name.lower().startswith("geforce")
 
 
-# NVIDIA's desktop and workstation lines: their dies are the GeForce ones (the RTX PRO 6000 Blackwell is the
-# RTX 5090's GB202, sm120), never the data-centre parts' (sm90 Hopper, sm100 Blackwell)
-_DESKTOP_LINES = ("geforce", "titan", "quadro", "rtx ")
-
-
-def desktop_die(gpu: GpuSpec) -> bool:
-    """A GeForce, TITAN, Quadro or RTX workstation card: a desktop die, so none of the kernels written for
-    the data-centre dies (FlashAttention-3 on sm90, FA4 and cuDNN's Blackwell kernels on sm100)."""
-    return gpu.name.lower().startswith(_DESKTOP_LINES)
-
-
 def default_interconnect(gpu: GpuSpec) -> str:
     """Inter-node default: NDR for Hopper/Blackwell-class, HDR otherwise (DGX reference designs). A
     GeForce box is no DGX: rented ones come with an Ethernet NIC, not InfiniBand, so one 25 GbE link

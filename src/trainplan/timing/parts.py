@@ -11,7 +11,8 @@ from trainplan.job.training import Layout, LoraConfig, TrainingSetup
 from trainplan.model.params import count_params, trainable_params
 from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.timing.attention import attention_kernel
-from trainplan.timing.links import desktop_die, pcie_link
+from trainplan.catalog.gpu_text import desktop_die
+from trainplan.timing.links import pcie_link
 from trainplan.timing.efficiency import Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency, memory_bw
 from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.loss import loss_bytes_per_token

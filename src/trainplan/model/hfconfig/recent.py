@@ -1,5 +1,5 @@
-"""Decoders of 2025-2026 with their own model_type: Seed-OSS, InternLM3, OLMo 2/3 (and OLMo 1 beside them), GLM-4.5 (glm4_moe),
-gpt-oss, Llama 4 (text decoder), and Kimi-K2 (DeepSeek-V3 remote code under its own name).
+"""Decoders of 2025-2026 with their own model_type: Seed-OSS, InternLM3, OLMo 2/3 (and OLMo 1 beside them),
+GLM-4.5 (glm4_moe), gpt-oss, Llama 4 (text decoder), and Kimi-K2 (DeepSeek-V3 remote code under its own name).
 
 Defaults as the transformers 5 config classes apply them (`configuration_<type>.py`); structure per
 `modeling_<type>.py`. What trainplan cannot express in ModelSpec fields (post-norm layers, attention
