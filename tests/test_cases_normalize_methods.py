@@ -36,8 +36,8 @@ def test_lora_under_other_names_and_other_spellings(text, quantization, method):
 
 @pytest.mark.parametrize(("text", "what"), [
     ("DoRA", "other than LoRA"), ("IA3", "other than LoRA"), ("prefix-tuning", "other than LoRA"),
-    ("P-Tuning v2", "other than LoRA"), ("DPO", "preference or RL"), ("GRPO (TRL)", "preference or RL"),
-    ("reward model", "preference or RL"),
+    ("P-Tuning v2", "other than LoRA"), ("GRPO (TRL)", "RL training with rollouts"),
+    ("PPO", "RL training with rollouts"), ("RLHF", "RL training with rollouts"),
 ])
 def test_methods_outside_the_five_are_refused_with_what_is_missing(text, what):
     assert what in method_not_modelled(text)

@@ -280,7 +280,8 @@ def map_memory_case(case: dict) -> MemoryMapping:
                          grad_accum=accum, seq_len=seq_len,
                          grad_ckpt=grad_ckpt, grad_ckpt_every=ckpt_every_of(case.get("grad_ckpt")),
                          attention=attention_of(case.get("attention")),
-                         framework=framework.value, load_fp32=load_fp32, gpu=gpu, **layout, **flags)
+                         framework=framework.value, load_fp32=load_fp32, gpu=gpu, stage=case.get("stage"),
+                         **layout, **flags)
     return MemoryMapping(options=options, view=view, notes=tuple(notes), gpu_stated=gpu_stated,
                          measured_bytes=None if gib_value is None else int(round(float(gib_value) * GIB)))
 

@@ -21,7 +21,11 @@ is used):
   "full fine-tune" (full), "pre-training", "continued pretraining" (pretrain), "q-lora" (qlora); peft's
   LoRA under another name (rsLoRA, PiSSA, OLoRA, LoftQ, LoRA+, LoRA-GA: the same adapters, only their
   initialisation, scaling or learning rates differ, LORA_VARIANTS) is lora (qlora over 4-bit weights); a
-  method outside the five (DoRA, IA3, prefix tuning, DPO, PPO, ...) is refused with what is not modelled
+  preference stage trainplan times (DPO, IPO, KTO, ORPO, SimPO, CPO, a reward model: `--stage`,
+  job.setup.STAGES) named in the method ("DPO", "LoRA DPO", "full-parameter ORPO") or by its trainer in
+  the framework text (TRL's DPOTrainer, LLaMA-Factory's `stage: dpo`, ms-swift's `rlhf_type dpo`) is that
+  stage, with the method the rest of the text (or the `lora` block) names; a method outside these (DoRA,
+  IA3, prefix tuning, PPO, GRPO and other rollout-based RL, ...) is refused with what is not modelled
   (`method_not_modelled`, applied by cases.map_case);
 - a LoRA case without a rank (or without a `lora` block) has rank 8, peft's LoraConfig default;
 - whole numbers written as floats (2.0) or with a unit word ("2048 tokens", "8 GPUs") are integers;
@@ -110,9 +114,16 @@ NOT_MODELLED: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"^(dora|ia3|\(ia\)\^?3|prefix[ _-]?tuning|p[ _-]?tuning(?: ?v2)?|prompt[ _-]?tuning|adalora|vera|oft|"
                 r"boft|lokr|loha|fourierft|hra|bone|ln[ _-]?tuning|longlora|galore|badam|lisa)$"),
      "an adapter or training method other than LoRA, full or freeze: its extra work is not modelled"),
-    (re.compile(r"\b(dpo|ppo|grpo|kto|orpo|simpo|rlhf|rloo|reward[ _-]?model(?:ing)?|rm|dapo|gspo)\b"),
-     "preference or RL training (reference, reward or rollout models, paired samples) is not modelled"),
+    (re.compile(r"\b(ppo|grpo|rlhf|rloo|dapo|gspo|reinforce(?:\+\+)?)\b"),
+     "RL training with rollouts (generation, reward and value models) is not modelled"),
 )
+# Preference stages the estimate times (job.setup.STAGES, `--stage`): the word in a method, and the trainer
+# that runs it in a framework text (TRL trl/trainer/{dpo,kto,orpo,cpo,reward}_trainer.py; LLaMA-Factory
+# FinetuningArguments.stage: pt, sft, rm, ppo, dpo, kto; ms-swift RLHFArguments.rlhf_type: dpo, orpo, simpo,
+# kto, cpo, rm, ppo, grpo). SimPO runs in TRL as CPOTrainer(loss_type="simpo").
+_STAGE_WORD = re.compile(r"\b(dpo|ipo|kto|orpo|simpo|cpo|rm|reward[ _-]?model(?:ing)?)\b")
+_STAGE_TRAINER = re.compile(r"\b(dpo|kto|orpo|cpo|reward)trainer\b|\b(?:stage|rlhf_type)\b\W{0,4}(dpo|kto|orpo|simpo|cpo|"
+                            r"rm)\b")
 _UNIT_WORDS = re.compile(r"^(tokens?|gpus?|cards?|sequences?|samples?)$", re.IGNORECASE)
 
 
@@ -222,7 +233,36 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
     return out, notes
 
 
+_FILLER = frozenset({"with", "w", "using", "via", "training", "train", "trainer", "stage"})
+
+
+def _stage_name(word: str) -> str:
+    """The `--stage` name of a preference word: a reward model is rm, CPOTrainer's SimPO stays simpo."""
+    return "rm" if word.startswith("reward") else word
+
+
+def _stage(case: dict, notes: list[str]) -> None:
+    """A preference stage named in the method or by its trainer in the framework text (module docstring):
+    set as the case's `stage`, the method left to what the rest of its text names (None when nothing:
+    `with_method` then reads the `lora` block)."""
+    method = case.get("method")
+    low = method.strip().lower() if isinstance(method, str) else ""
+    if m := _STAGE_WORD.search(low):
+        words = re.sub(r"[\s(),_/+-]+", " ", low[:m.start()] + " " + low[m.end():]).split()
+        rest = " ".join(w for w in words if w not in _FILLER)
+        stage = _stage_name(m.group(1))
+        case["stage"], case["method"] = stage, rest or None
+        notes.append(f"method {method!r} read as the {stage} stage" + (f" of method {rest!r}" if rest else ""))
+        return
+    framework = case.get("framework")
+    if isinstance(framework, str) and (t := _STAGE_TRAINER.search(framework.lower())):
+        stage = _stage_name(t.group(1) or t.group(2))
+        case["stage"] = stage
+        notes.append(f"framework {framework!r:.80} runs the {stage} stage")
+
+
 def _method(case: dict, notes: list[str]) -> None:
+    _stage(case, notes)
     method = case.get("method")
     if not isinstance(method, str):
         return

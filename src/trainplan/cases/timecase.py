@@ -45,6 +45,7 @@ from trainplan.enums import (
 from trainplan.frozen import frozen, replace
 from trainplan.job.frameworks import default_expert_tp, profile
 from trainplan.job.resolve import supported_attention
+from trainplan.job.setup import preference
 from trainplan.job.training import (
     Implementation,
     Layout,
@@ -242,6 +243,7 @@ def map_case(case: dict) -> Mapped:
         if not measured.get("tokens_total"):
             raise Skip("GPU-hours without the run's total tokens")
         workload = Workload(samples=int(measured["tokens_total"] // seq), tokens_per_sample=seq, packing=True)
+    pairs, reference, ref_forward = preference(case.get("stage"), None, method)   # cases.normalize: DPO, ORPO, ...
     setup = TrainingSetup(model=spec, method=method, precision=precision,
                           optimizer=framework_optimizer(memory_optimizer(case.get("optimizer"))[0], framework)
                                     or profile(framework).optimizer,
@@ -250,7 +252,8 @@ def map_case(case: dict) -> Mapped:
                           grad_ckpt_every=ckpt_every_of(case.get("grad_ckpt")) or 1,
                           attention=supported_attention(spec, Attention(attention_of(case.get("attention"))
                                                                     or profile(framework).attention)),
-                          lora=_lora(case, framework), quant=quant, framework=framework, impl=impl)
+                          lora=_lora(case, framework), quant=quant, framework=framework, impl=impl,
+                          sequences_per_sample=pairs, reference_model=reference, reference_forward=ref_forward)
     # one reading of the layout for memory and time (cases/memorycase.py layout_flags, read above)
     layout = Layout(gpu_id=gpu.id, num_gpus=count, nodes=flags["nodes"], zero=ZeroStage(flags["zero"]),
                     fsdp=Fsdp(flags["fsdp"]), offload=Offload(flags["offload"]), tp=flags["tp"], pp=flags["pp"],

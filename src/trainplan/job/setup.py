@@ -125,7 +125,7 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
     if precision is Precision.FP32 and method is Method.QLORA:
         raise TrainplanError("QLoRA with --precision fp32 is not a thing: 4-bit weights compute in "
                              "bf16/fp16; use --precision bf16")
-    pairs, reference, ref_forward = preference(req, method)
+    pairs, reference, ref_forward = preference(req.stage, req.ref_model, method)
     freeze, bottom = _freeze_layers(req.freeze_layers)
     if optimizer is Optimizer.BADAM:
         method, freeze, bottom, precision, impl = block_coordinate(method, precision, impl)
@@ -173,15 +173,16 @@ STAGES = {"sft": (1, False), "pt": (1, False), "dpo": (2, True), "ipo": (2, True
           "orpo": (2, False), "simpo": (2, False), "cpo": (2, False), "rm": (2, False), "grpo": (1, False)}
 
 
-def preference(req: JobOptions, method: Method) -> tuple[int, bool, bool]:
-    """(sequences per sample, a reference copy held on the GPU, a reference forward per micro-batch)."""
-    stage = (req.stage or "sft").strip().lower()
+def preference(stage_name: str | None, ref_model: bool | None, method: Method) -> tuple[int, bool, bool]:
+    """(sequences per sample, a reference copy held on the GPU, a reference forward per micro-batch) of a
+    training stage (None: sft); `ref_model` None takes the stage's default."""
+    stage = (stage_name or "sft").strip().lower()
     if stage == "ppo":
         raise TrainplanError("--stage ppo is not modelled: PPO holds policy, reference, reward and value models "
                              "and generates rollouts; use dpo, kto, orpo, simpo, rm or grpo")
     if stage not in STAGES:
-        raise TrainplanError(f"--stage must be one of {', '.join(STAGES)}, got {req.stage!r}")
+        raise TrainplanError(f"--stage must be one of {', '.join(STAGES)}, got {stage_name!r}")
     pairs, ref_default = STAGES[stage]
-    ref = ref_default if req.ref_model is None else bool(req.ref_model)
+    ref = ref_default if ref_model is None else bool(ref_model)
     adapters = method in (Method.LORA, Method.QLORA)
     return pairs, ref and not adapters, ref
