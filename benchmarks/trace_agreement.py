@@ -201,6 +201,18 @@ def _grid() -> list[Case]:
                       options=dict(method="full", precision="bf16", batch_size=4, seq_len=256, attention="eager")))
     cases.append(Case(model="tests/fixtures/trace/tiny_gpt_oss.json",
                       options=dict(method="full", precision="bf16-pure", batch_size=4, seq_len=512, attention="eager")))
+    # peft DoRA (memory.dora): the products' saved outputs, and with few tokens the weight norm's
+    # transient in the last layer's forward or a checkpointed layer's recompute
+    dora = dict(method="lora", lora_targets="all-linear", lora_rank=16, dora=True)
+    cases.append(Case(model="qwen2.5-0.5b", options=dict(dora, precision="bf16", batch_size=2, seq_len=1024)))
+    cases.append(Case(model="llama-3.2-1b", options=dict(dora, precision="bf16-pure", batch_size=2, seq_len=512,
+                                                         lora_dropout=0.05)))
+    cases.append(Case(model="qwen2.5-0.5b", options=dict(dora, precision="bf16-pure", batch_size=1, seq_len=32,
+                                                         lora_dropout=0.0)))
+    cases.append(Case(model="llama-3.2-1b", options=dict(dora, precision="bf16", batch_size=1, seq_len=64,
+                                                         grad_ckpt="full", lora_dropout=0.1)))
+    cases.append(Case(model="llama-2-7b", options=dict(dora, precision="bf16", batch_size=1, seq_len=128,
+                                                       lora_dropout=0.0), heavy=True))
     cases.append(Case(model="qwen2-7b", options=dict(method="lora", precision="bf16", batch_size=1, seq_len=2048),
                       heavy=True))
     cases.append(Case(model="ministral-8b", options=dict(method="lora", precision="bf16-pure", batch_size=1, seq_len=2048),

@@ -86,9 +86,12 @@ def _assumption_notes(setup: TrainingSetup) -> list[str]:
     if setup.lora is not None and setup.lora.dora:
         # peft tuners/lora/dora.py DoraLinearLayer.forward: each forward rebuilds B @ A at the weight's size,
         # takes the norm of W + scaling x BA, and keeps base and adapter outputs for the magnitude's gradient
-        notes.append("DoRA: its magnitude vectors are counted; the weight norm peft recomputes every forward "
-                     "(W + BA at each adapted weight's full size) and the outputs it keeps for the magnitude's "
-                     "gradient are not modelled: memory and step time are underestimated")
+        rerun = ("; with dropout active peft reruns each adapted base linear on the dropped input (its "
+                 "output and W's cast copy kept, its FLOPs counted): --lora-dropout 0 lets it reuse the base "
+                 "output") if setup.lora.dropout > 0 else ""
+        notes.append("DoRA: the weight norm peft recomputes every forward (eye(in), B @ A and W + s BA at each "
+                     "adapted weight's size, transient), the base and adapter outputs kept for the magnitude's "
+                     "gradient and its elementwise traffic are counted (memory.dora, timing.traffic)" + rerun)
     if setup.grad_accum > 1:
         notes.append("gradient accumulation > 1: gradients stay allocated through every micro-batch's forward")
     return notes

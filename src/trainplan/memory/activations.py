@@ -40,6 +40,7 @@ from trainplan.memory.context import LayerContext
 from trainplan.memory.experts import experts_saves
 from trainplan.memory.linear_saves import ATTN_IN as _ATTN_IN
 from trainplan.memory.linear_saves import FP32_PRODUCT_NORM_MODEL_TYPES
+from trainplan.memory.dora import dora_forward_extra
 from trainplan.memory.linear_saves import has_lora as _has_lora
 from trainplan.memory.linear_saves import linears_saves as _linears_saves
 from trainplan.memory.linear_saves import norm_out_bytes as _norm_out_bytes
@@ -79,6 +80,7 @@ class LayerActivations:
     attention_saved_bytes: int = 0    # what the layer still keeps at its attention's softmax backward
     attention_backward_bytes: int = 0  # the backward buffers at the attention's softmax (its MLP done)
     recompute_transient_bytes: int = 0  # backward buffers alive when a checkpointed layer is recomputed
+    dora_forward_bytes: int = 0       # above the layer's whole saves at its worst DoRA weight norm (memory.dora)
 
 
 def _grad_flow(ctx: LayerContext, spec: ModelSpec, layer: LayerSpec) -> dict[str, bool]:
@@ -282,6 +284,8 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
                             attention_peak_bytes=peak, ckpt_attention_peak_bytes=ckpt_peak,
                             attention_saved_bytes=max(0, upto - consumed),
                             recompute_transient_bytes=a * t * h + recompute_temp,
+                            dora_forward_bytes=dora_forward_extra(ctx, dense, t, ctx.frozen_weight_bytes,
+                                                                  lambda lin: _has_lora(ctx, lin)),
                             attention_backward_bytes=bwd_attention + 2 * a * t * h if upto else 0)
 
 

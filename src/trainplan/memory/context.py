@@ -24,6 +24,7 @@ class LayerContext:
     lora_names: frozenset[str] = frozenset()   # lora_key of each adapted linear
     lora_rank: int = 0
     lora_dropout: float = 0.0
+    dora: bool = False                # peft DoRA: the magnitude's products keep both outputs (linear_saves)
     input_requires_grad: bool = True  # False below every trainable parameter (frozen embedding output)
     trained_weight_bytes: int = 2
     frozen_weight_bytes: int = 2

@@ -8,6 +8,7 @@ from trainplan.enums import Attention, NormKind
 from trainplan.frozen import replace
 from trainplan.memory.attention import rope_cat_layout, sdpa_math
 from trainplan.memory.context import LayerContext
+from trainplan.memory.dora import dora_saves
 from trainplan.model.architecture import Group, LinearSpec, Role
 from trainplan.model.params import lora_key, param_wrapped
 from trainplan.specs import ModelSpec
@@ -112,6 +113,9 @@ def linears_saves(ctx: LayerContext, spec: ModelSpec, lins: list[LinearSpec], to
             else:
                 shared[key] = in_bytes * width
             lora += (chain or c) * tokens * r * lin.copies  # lora_B input
+            if ctx.dora:
+                dora_act, dora_copy = dora_saves(ctx, lin, tokens, weight_bytes)
+                lora += dora_act + dora_copy     # W's cast copy is an op's saved tensor, not autocast's cache
             if ctx.autocast and ctx.adapter_bytes != c:
                 # lora_B's copy is saved (lora_A's output needs grad); lora_A's only when its input
                 # needs grad, though autocast caches it (a leaf requiring grad) through the forward.

@@ -154,6 +154,7 @@ def step_moments(inp: StepInputs) -> list[Peak]:
     moments.append(_moment("forward (loss)", base, gradients=grads_fwd, activations=fwd_acts,
                            autocast_weight_copies=cached_copies, logits_loss=inp.logits.forward_peak_bytes))
     moments += _attention_moments(inp, runs, base, grads_fwd, cached_copies)
+    moments += _dora_moments(runs, base, grads_fwd, cached_copies, inp.shared_saved)
     moments.append(_moment("backward (loss)", base, gradients=grads_fwd, activations=fwd_acts,
                            autocast_weight_copies=fwd_copies, logits_loss=inp.logits.backward_peak_bytes))
     grads = grads_fwd
@@ -212,6 +213,12 @@ def _layer_backward(moments: list[Peak], base: dict[str, int], i: int, layer: La
                                activations=acts + recompute - layer.first_released_bytes,
                                autocast_weight_copies=live_copies + recompute_copies,
                                temporaries=layer.first_transient_bytes))
+    if recomputed and layer.dora_forward_bytes:
+        # DoRA's weight norm in the recomputed forward, the layer's saves remade (memory.dora)
+        moments.append(_moment(f"backward (layer {i} DoRA recompute)", base, gradients=grads,
+                               activations=acts + recompute + layer.dora_forward_bytes,
+                               autocast_weight_copies=live_copies + recompute_copies,
+                               temporaries=layer.recompute_transient_bytes))
     if layer.attention_peak_bytes:
         # the attention in the layer's recompute, then its backward once the MLP's is done:
         # the layer keeps what it saved up to its attention
@@ -246,6 +253,22 @@ def _attention_moments(inp: StepInputs, runs: list[list], base: dict[str, int], 
                 own = layer.checkpoint_bytes - layer.input_alias_bytes + layer.attention_peak_bytes
             moments.append(_moment(f"forward (layer {end})", base, gradients=grads, activations=below + own,
                                    autocast_weight_copies=copies))
+        below += saved
+    return moments
+
+
+def _dora_moments(runs: list[list], base: dict[str, int], grads: int, copies: int, shared: int) -> list[Peak]:
+    """The forward at DoRA's weight norm in the last layer of each run of equal layers that is not
+    recomputed (a recomputed one's is in its backward, with more alive): the layers below keep what
+    they saved, the running layer its input and its saves so far (memory.dora)."""
+    moments = []
+    below = shared
+    for first, count, layer, saved, _, _, _, ckpt in runs:
+        below += (count - 1) * saved
+        if layer.dora_forward_bytes and ckpt not in _RECOMPUTED:
+            own = layer.checkpoint_bytes - layer.input_alias_bytes + saved + layer.dora_forward_bytes
+            moments.append(_moment(f"forward (layer {first + count - 1} DoRA)", base, gradients=grads,
+                                   activations=below + own, autocast_weight_copies=copies))
         below += saved
     return moments
 

@@ -22,7 +22,12 @@ Conventions (stated once, as nanoGPT's `transformer_sizing.ipynb` does):
   backward (2.5x, FlashAttention-2 paper, Dao 2023); like MosaicML's and Megatron's HFU, that
   stays inside the attention kernel's efficiency (trainplan.timing.efficiency) and is not counted here.
 * LoRA adapters (Hu et al. 2021): A (in -> r) and B (r -> out) are trainable linears:
-  forward 2 r (in + out) per token, backward 2x that.
+  forward 2 r (in + out) per token, backward 2x that. DoRA with dropout active reruns the base
+  linear on the dropped input (peft tuners/lora/dora.py DoraLinearLayer.forward: `base_result is
+  None` -> F.linear(x, W)): one more forward of each adapted linear and its input gradient, counted
+  with the adapters (in the adapters' dtype, as peft runs it). The weight norm's eye(in) @ A^T and
+  B products (2 r in (in + out) a micro-batch, not a token) are left to its traffic
+  (timing.traffic.dora_bytes_per_token), which is larger.
 * Recomputation (Korthikanti et al. 2022, "Reducing activation recomputation"): full
   checkpointing reruns the forward of every layer that has a backward; selective reruns only the
   attention core (QK^T, softmax, AV). The LM head is not checkpointed.
@@ -261,27 +266,30 @@ def _flops_per_token(setup: TrainingSetup, seq_len: int | None, attention_conven
 
     # each decoder-layer kind's linears and adapters once (and, for op-level selective
     # checkpointing, the matmuls it recomputes); the layers then add up in order
+    dora_rerun = bool(setup.lora and setup.lora.dora and setup.lora.dropout > 0)
     kinds = [(sum(linear_flops(lin, spec) for lin in layer.linears),
               sum(adapter_flops(lin, spec, rank) for lin in layer.linears if lora_key(lin) in lora_names),
-              op_sac_recompute_flops(layer, spec, lora_names, rank))
+              op_sac_recompute_flops(layer, spec, lora_names, rank),
+              sum(linear_flops(lin, spec) for lin in layer.linears if lora_key(lin) in lora_names)
+              if dora_rerun else 0.0)
              for layer, _ in st.layers]
     lin_fwd = lin_in = lin_w = ad_fwd = ad_bwd = att_bwd = recompute = att_recompute = 0.0
     for i, kind in enumerate(st.layer_kinds_in_order):
-        base, adapters, op_recompute = kinds[kind]
+        base, adapters, op_recompute, dora_base = kinds[kind]
         attn = attn_kind[kind]
         lin_fwd += base
-        ad_fwd += adapters
+        ad_fwd += adapters + dora_base
         if i < first:
             continue                      # frozen and below every trained layer: no backward
         trained = i in trained_span
         lin_in += base
         lin_w += base if trained else 0.0
-        ad_bwd += 2.0 * adapters
+        ad_bwd += 2.0 * adapters + dora_base      # DoRA's rerun base linear: its input gradient only
         att_bwd += 2.0 * attn
         if not setup.layer_checkpointed(i):
             continue
         if setup.grad_ckpt is GradCkpt.FULL:
-            recompute += base + adapters + attn
+            recompute += base + adapters + dora_base + attn
             att_recompute += attn
         elif setup.grad_ckpt is GradCkpt.OP:
             recompute += op_recompute             # the attention kernel's output is saved

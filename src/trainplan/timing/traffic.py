@@ -124,13 +124,59 @@ def adapter_bytes_per_token(setup: TrainingSetup) -> float:
         per_in, per_out = 10.0 + 9.0 * dropout, 28.0
     else:
         per_in, per_out = 2.0 * (1.0 + 2.0 * dropout), 8.0
+    if setup.lora.dora:
+        per_out = 0.0      # DoRA's variant forward replaces the scaling and add (dora_bytes_per_token)
     st = structure(spec)
     total = 0.0
     for kind, n in st.layers:
         for lin in kind.linears:
             if lora_key(lin) in names:
                 total += (per_in * lin.in_features + per_out * lin.out_features) * active_copies(lin, spec) * n
-    return total * passes
+    return total * passes + dora_bytes_per_token(setup)
+
+
+def dora_bytes_per_token(setup: TrainingSetup) -> float:
+    """Memory traffic DoRA adds per token (peft 0.21 tuners/lora/dora.py, variants.py; the dtypes as
+    memory.dora has them: x and the magnitude in the adapters' dtype a, lora_B's output l (the compute
+    dtype c under autocast, else a), products in the promoted p = max(a, c), the frozen weight's w).
+
+    Per adapted linear and forward, per output element of a token: lora_B writes l; result_dora =
+    (m - 1) * base + m * lora * s reads the base output (c) and writes p, reads l and writes p, reads
+    and writes p for the scaling, reads 2p and writes p for the sum; the variant's `result + ...` reads
+    c and p and writes p, `.to(c)` reads p and writes c: 2l + 3c + 10p (a full recomputation runs it
+    again). Backward, per output element: `.to`'s reads c, writes p; the scaling's reads and writes p;
+    m * lora's reads p, writes l (lora's gradient) and reads p and l (the magnitude's, a sum over
+    tokens); (m - 1) * base's reads p, writes c and reads p and c; the base gradient's add to the
+    result's reads 2c, writes c: 7p + 2l + 6c.
+    Per micro-batch and forward (the weight norm, no backward: it is detached), per weight element:
+    lora_B writes l, the cast of lora_weight to a (l + a where l != a), W's cast to a (w + a where
+    w != a), the scaling (2a), the add (3a) and the norm (a); per in^2 element, eye(in) is written (a)
+    and read by lora_A (a), under autocast cast first (read a, write c) and read as c: 2a or 2a + 2c.
+    Spread over the micro-batch's tokens. The eye and B GEMMs' FLOPs (2 r in (in + out)) are not
+    counted.
+    """
+    names = lora_target_names(setup)
+    if setup.lora is None or not setup.lora.dora or not names:
+        return 0.0
+    regime = resolve_regime(setup)
+    a, c, w = regime.adapter_bytes, regime.compute_bytes, regime.frozen_weight_bytes
+    lb = c if regime.autocast else a
+    p = max(a, c)
+    per_out = 2 * lb + 3 * c + 10 * p
+    per_out_bwd = 7 * p + 2 * lb + 6 * c
+    per_weight = lb + (lb + a if lb != a else 0) + (w + a if w != a else 0) + 6 * a
+    per_eye = 2 * a + (2 * c if regime.autocast else 0)
+    forwards = 1.0 + (1.0 if setup.grad_ckpt is GradCkpt.FULL else 0.0)
+    token_bytes = weight_bytes = 0.0     # output elements a token; weight bytes a forward
+    for kind, n in structure(setup.model).layers:
+        for lin in kind.linears:
+            if lora_key(lin) in names:
+                copies = active_copies(lin, setup.model) * n
+                token_bytes += lin.out_features * copies
+                weight_bytes += (per_weight * lin.in_features * lin.out_features
+                                 + per_eye * lin.in_features ** 2) * lin.copies * n
+    return (token_bytes * (per_out * forwards + per_out_bwd)
+            + weight_bytes * forwards / max(1, setup.tokens_per_micro_batch))
 
 
 # transformers' eager attention (models/llama/modeling_llama.py `eager_attention_forward`, the same in
