@@ -35,7 +35,7 @@ def test_lora_under_other_names_and_other_spellings(text, quantization, method):
 
 
 @pytest.mark.parametrize(("text", "what"), [
-    ("DoRA", "other than LoRA"), ("IA3", "other than LoRA"), ("prefix-tuning", "other than LoRA"),
+    ("VeRA", "other than LoRA"), ("IA3", "other than LoRA"), ("prefix-tuning", "other than LoRA"),
     ("P-Tuning v2", "other than LoRA"), ("GRPO (TRL)", "RL training with rollouts"),
     ("PPO", "RL training with rollouts"), ("RLHF", "RL training with rollouts"),
 ])

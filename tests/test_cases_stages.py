@@ -1,4 +1,4 @@
-"""Preference stages in published cases (cases.normalize `_stage`): a DPO, ORPO, KTO, SimPO, CPO or
+"""DoRA and preference stages in published cases (cases.normalize `_stage`): a DPO, ORPO, KTO, SimPO, CPO or
 reward-model run, named in the method or by its trainer in the framework text, is scored as that stage
 (`--stage`: job.setup.STAGES), the method being what the rest of the text or the LoRA block names.
 RL with rollouts (PPO, GRPO, RLHF) stays refused: its generation is not modelled."""
@@ -85,3 +85,26 @@ def test_full_dpo_memory_holds_the_reference_copy():
     from trainplan.estimation.estimate import estimate
     e_sft, e_dpo = estimate(sft.job), estimate(dpo.job)
     assert e_dpo.memory.components_bytes["reference_model"] == 2 * e_sft.params.total
+
+
+@pytest.mark.parametrize(("text", "method"), [
+    ("DoRA", "lora"), ("QDoRA", "qlora"), ("LoRA + DoRA", "lora"), ("DoRA (LoRA)", "lora"), ("dora_qlora", "qlora"),
+])
+def test_dora_is_lora_with_use_dora(text, method):
+    case, notes = normalized({"method": text, "lora": {"rank": 16}})
+    assert (case["method"], case["dora"]) == (method, True)
+    assert notes[0] == f"method {text!r} read as {method} with DoRA (peft use_dora)"
+
+
+def test_a_dora_case_is_timed_and_sized_as_dora():
+    # the same Llama 3.1 8B run with DoRA: peft's weight norm and kept outputs (memory.dora) make it larger
+    # and slower than LoRA; the mapped setup carries use_dora into both readers
+    for cid in (LORA_TIME, "universal-trainer-llama31-lora-1xh100-mem"):
+        base = copy.deepcopy(BY_ID[cid])
+        [lora] = evaluate([base])
+        [dora] = evaluate([{**base, "method": "DoRA"}])
+        assert map_case({**base, "method": "DoRA"}).job.setup.lora.dora
+        if base["kind"] == "time":
+            assert dora.predicted[dora.metric] < lora.predicted[lora.metric]
+        else:
+            assert dora.predicted[dora.metric] > lora.predicted[lora.metric]

@@ -245,7 +245,8 @@ def map_memory_case(case: dict) -> MemoryMapping:
         targets, tnote = lora_targets(case)
         notes += [tnote] if tnote else []
         flags.update(lora_rank=int(lora["rank"]), lora_alpha=float(lora.get("alpha") or 2 * lora["rank"]),
-                     lora_dropout=lora_dropout(case, framework), lora_targets=targets or None)
+                     lora_dropout=lora_dropout(case, framework), lora_targets=targets or None,
+                     dora=bool(case.get("dora")))
         if lora.get("modules_to_save"):     # peft's trained copies (model.params.saved_modules reads the names)
             saved = lora["modules_to_save"]
             flags["modules_to_save"] = saved if isinstance(saved, str) else tuple(str(n) for n in saved)

@@ -24,8 +24,9 @@ is used):
   preference stage trainplan times (DPO, IPO, KTO, ORPO, SimPO, CPO, a reward model: `--stage`,
   job.setup.STAGES) named in the method ("DPO", "LoRA DPO", "full-parameter ORPO") or by its trainer in
   the framework text (TRL's DPOTrainer, LLaMA-Factory's `stage: dpo`, ms-swift's `rlhf_type dpo`) is that
-  stage, with the method the rest of the text (or the `lora` block) names; a method outside these (DoRA,
-  IA3, prefix tuning, PPO, GRPO and other rollout-based RL, ...) is refused with what is not modelled
+  stage, with the method the rest of the text (or the `lora` block) names; DoRA ("DoRA", "QDoRA", "LoRA +
+  DoRA") is LoRA (QLoRA) with peft's use_dora, the case's `dora`; a method outside these (IA3, prefix
+  tuning, PPO, GRPO and other rollout-based RL, ...) is refused with what is not modelled
   (`method_not_modelled`, applied by cases.map_case);
 - a LoRA case without a rank (or without a `lora` block) has rank 8, peft's LoraConfig default;
 - whole numbers written as floats (2.0) or with a unit word ("2048 tokens", "8 GPUs") are integers;
@@ -111,7 +112,7 @@ LORA_VARIANTS = frozenset({"rslora", "rs-lora", "rs_lora", "pissa", "olora", "lo
                            "lora-plus", "lora_plus", "lora-ga", "lora_ga", "eva", "corda"})
 # methods the schema's five do not cover: refused with what is missing, not as a malformed field
 NOT_MODELLED: tuple[tuple[re.Pattern, str], ...] = (
-    (re.compile(r"^(dora|ia3|\(ia\)\^?3|prefix[ _-]?tuning|p[ _-]?tuning(?: ?v2)?|prompt[ _-]?tuning|adalora|vera|oft|"
+    (re.compile(r"^(ia3|\(ia\)\^?3|prefix[ _-]?tuning|p[ _-]?tuning(?: ?v2)?|prompt[ _-]?tuning|adalora|vera|oft|"
                 r"boft|lokr|loha|fourierft|hra|bone|ln[ _-]?tuning|longlora|galore|badam|lisa)$"),
      "an adapter or training method other than LoRA, full or freeze: its extra work is not modelled"),
     (re.compile(r"\b(ppo|grpo|rlhf|rloo|dapo|gspo|reinforce(?:\+\+)?)\b"),
@@ -233,6 +234,7 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
     return out, notes
 
 
+_DORA = re.compile(r"(?<![a-z])(q?)dora(?![a-z])")
 _FILLER = frozenset({"with", "w", "using", "via", "training", "train", "trainer", "stage"})
 
 
@@ -261,8 +263,24 @@ def _stage(case: dict, notes: list[str]) -> None:
         notes.append(f"framework {framework!r:.80} runs the {stage} stage")
 
 
+def _dora(case: dict, notes: list[str]) -> None:
+    """DoRA named in the method ("DoRA", "QDoRA", "LoRA + DoRA"): peft's LoRA with use_dora (memory.dora),
+    the case's `dora` set and the method left as LoRA (QLoRA for QDoRA or over 4-bit weights)."""
+    method = case.get("method")
+    if not isinstance(method, str) or not (m := _DORA.search(method.lower())):
+        return
+    words = [w for w in re.sub(r"[\s(),_/+-]+", " ", method.lower().replace(m.group(0), " ")).split()
+             if w not in _FILLER and w != "lora"]
+    four_bit = m.group(1) == "q" or "qlora" in words or _FOUR_BIT.search(str(case.get("quantization") or ""))
+    if [w for w in words if w != "qlora"]:
+        return                              # something else named beside it: left to be refused
+    case["dora"], case["method"] = True, "qlora" if four_bit else "lora"
+    notes.append(f"method {method!r} read as {case['method']} with DoRA (peft use_dora)")
+
+
 def _method(case: dict, notes: list[str]) -> None:
     _stage(case, notes)
+    _dora(case, notes)
     method = case.get("method")
     if not isinstance(method, str):
         return

@@ -89,7 +89,7 @@ def _lora(case: dict, framework: Framework) -> LoraConfig | None:
         raise Skip("LoRA settings not given")
     targets, _ = lora_targets(case)
     return LoraConfig(rank=lora["rank"], alpha=float(lora.get("alpha") or 2 * lora["rank"]),
-                      dropout=lora_dropout(case, framework), targets=targets)
+                      dropout=lora_dropout(case, framework), targets=targets, dora=bool(case.get("dora")))
 
 
 def _default_micro_batch(framework: Framework) -> tuple[int, str] | None:
