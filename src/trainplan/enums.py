@@ -148,6 +148,7 @@ class PipeSchedule:
     INTERLEAVED = "interleaved-1f1b"   # v model chunks per rank (Megatron --num-layers-per-virtual-pipeline-stage)
     ZB_H1 = "zb-h1"                    # zero bubble, 1F1B memory (Qi et al. 2024 ZB-H1 / ZB1P)
     ZBV = "zbv"                        # zero bubble V-shape, 2 chunks per rank (torchtitan "ZBVZeroBubble")
+    DUALPIPE = "dualpipe"              # DeepSeek-V3's bidirectional pipeline: stages i and p-1-i per rank
 
 
 @simple_enum(StrEnum)

@@ -286,6 +286,7 @@ def gpu_of(case: dict) -> tuple[GpuSpec, str | None]:
 # Megatron's and the papers' words; the most specific first.
 _SCHEDULES: tuple[tuple[str, PipeSchedule], ...] = (
     (r"zbv|zb-v\b|zero[- ]?bubble[- ]?v\b", PipeSchedule.ZBV),
+    (r"dual[- ]?pipe", PipeSchedule.DUALPIPE),
     (r"interleaved[- ]?zero[- ]?bubble|zb-?h1\b", PipeSchedule.ZB_H1),
     (r"interleaved|looped[- ]?bfs", PipeSchedule.INTERLEAVED),
     (r"gpipe", PipeSchedule.GPIPE),

@@ -11,7 +11,15 @@ import json
 import math
 
 from trainplan.cases import data
-from trainplan.cases.common import GPUS_PER_NODE, Skip, case_model, framework_default, lora_dropout, lora_targets
+from trainplan.cases.common import (
+    GPUS_PER_NODE,
+    Skip,
+    case_model,
+    framework_default,
+    lora_dropout,
+    lora_targets,
+    text,
+)
 from trainplan.cases.memorycase import data_parallel, fsdp_version, grad_accum, layout_flags
 from trainplan.cases.stated import implied_gpus, names_fp16, names_megatron, network_of
 from trainplan.cases.text import (
@@ -27,6 +35,7 @@ from trainplan.cases.text import (
     pipeline_of,
     precision_of,
     quant_of,
+    schedule_in_text,
 )
 from trainplan.cases.trainers import trainer_defaults, trainer_facts
 from trainplan.enums import (
@@ -399,6 +408,11 @@ def _model_card(case, spec, gpu, method, precision, impl, options) -> Mapped:
     note = (f"{count} GPUs ({'stated' if (case.get('gpus') or {}).get('count') else 'assumed'}), tp {tp}, "
             f"pp {pp}, cp {cp}, ep {ep}, grad-accum {grad_accum}{grown}"
             + (f"; stated: {', '.join(stated)}" if stated else ""))
+    # the pipeline schedule the card names (DualPipe for DeepSeek-V3), where its stated depth carries it
+    schedule = schedule_in_text(" ".join(text(v) for v in (par.get("other"), case.get("framework"))))
+    if schedule is not None and pp > 1 and par.get("pp"):
+        options = replace(options, pp_schedule=schedule)
+        note += f"; pipeline schedule {schedule.value} as the card names it"
     return Mapped(setup=setup, layout=layout, gpu=gpu, workload=workload,
                   options=replace(options, interconnect=interconnect), metric="gpu_hours", measured=m["gpu_hours"],
                   note=note)

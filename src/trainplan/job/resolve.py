@@ -176,7 +176,8 @@ def build_fsdp(req: JobOptions, framework: Framework) -> FsdpConfig | None:
 
 def build_parallel(req: JobOptions) -> ParallelConfig:
     return ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,
-                          uneven_pipeline=req.uneven_pipeline, sequential=_sequential(req))
+                          uneven_pipeline=req.uneven_pipeline, sequential=_sequential(req),
+                          dual_pipe=str(req.pp_schedule or "").strip().lower() == PipeSchedule.DUALPIPE.value)
 
 
 def build_timing(req: JobOptions) -> TimingOptions:

@@ -294,6 +294,13 @@ def check_job(job: Job, *, layout_given: bool = True) -> tuple[str, ...]:
         raise TrainplanError("--pp-schedule interleaved-1f1b runs several model chunks per rank: give --vpp 2 or more")
     if schedule == "zbv" and opts.vpp not in (1, 2):
         raise TrainplanError(f"--pp-schedule zbv runs two model chunks per rank (a V shape), not --vpp {opts.vpp}")
+    if schedule == "dualpipe" and (layout.pp % 2 or setup.grad_accum % 2 or setup.grad_accum < 2 * layout.pp
+                                   or opts.vpp > 1):
+        # deepseek-ai/DualPipe dualpipe/dualpipe.py DualPipe.step: `assert num_ranks % 2 == 0` and
+        # `num_chunks % 2 == 0 and num_chunks >= num_ranks * 2`; its two stages a rank are its own chunks
+        raise TrainplanError(f"--pp-schedule dualpipe needs an even --pp and an even --grad-accum of at least "
+                             f"2 x --pp, without --vpp (got --pp {layout.pp}, --grad-accum {setup.grad_accum}"
+                             f"{f', --vpp {opts.vpp}' if opts.vpp > 1 else ''})")
     if setup.framework is Framework.MEGATRON and layout.zero in (ZeroStage.GRADIENTS, ZeroStage.PARAMETERS):
         raise TrainplanError(f"--framework megatron has no ZeRO-{int(layout.zero)}: its distributed optimizer "
                              "shards the optimizer states (--zero 1); use --framework deepspeed for ZeRO-2/3")

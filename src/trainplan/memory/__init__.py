@@ -46,6 +46,8 @@ def _parallel_notes(setup: TrainingSetup, layout: Layout, parallel: ParallelConf
                      + (" (as tp: Megatron-Core's default when --etp is unset)" if layout.etp is None else ""))
     if layout.pp > 1:
         schedule = "1F1B" if parallel.virtual_stages == 1 else f"interleaved 1F1B ({parallel.virtual_stages} chunks)"
+        if parallel.dual_pipe:
+            schedule = "DualPipe (rank i holds stages i and p-1-i: two copies of the parameters)"
         parts = [f"{i}: {len(s.stage.layers)} layers, {s.stage.in_flight:g} micro-batches, {gib(s.device):.1f} GiB"
                  for i, s in enumerate(stages)]
         notes.append(f"pipeline {layout.pp} stages, {schedule}, {setup.grad_accum} micro-batches: " + "; ".join(parts))

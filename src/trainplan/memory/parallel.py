@@ -48,6 +48,7 @@ class ParallelConfig:
     virtual_stages: int = 1           # --num-layers-per-virtual-pipeline-stage: interleaved 1F1B chunks
     uneven_pipeline: bool = False     # allow layers % pp != 0 (extra layers go to the last stages)
     sequential: bool = False          # device_map="auto": the stages run one after another, one micro-batch
+    dual_pipe: bool = False           # DualPipe: each rank holds stages i and p - 1 - i (pipeline_stages)
 
     def __post_init__(self) -> None:
         if self.virtual_stages < 1:
@@ -178,7 +179,20 @@ def pipeline_stages(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -
                          in_flight=1.0 if cfg.sequential else
                          in_flight_microbatches(i, layout.pp, cfg.virtual_stages, setup.grad_accum)))
         start += n
+    if cfg.dual_pipe and layout.pp > 1:
+        return _dual_pipe_ranks(tuple(out), setup.grad_accum)
     return tuple(out)
+
+
+def _dual_pipe_ranks(stages: tuple[Stage, ...], microbatches: int) -> tuple[Stage, ...]:
+    """DualPipe's ranks (timing.pipeline): rank i holds stages i and p - 1 - i, so the first and last rank
+    both hold the embedding and the head (two copies of the parameters, DeepSeek-V3 report Table 2), and
+    its activations are p + 1 stage micro-batches: (p + 1) / 2 micro-batches over the rank's two stages."""
+    p = len(stages)
+    in_flight = min((p + 1) / 2, float(microbatches))
+    return tuple(Stage(index=i, layers=tuple(sorted(stages[i].layers + stages[p - 1 - i].layers)),
+                       has_embedding=i in (0, p - 1), has_head=i in (0, p - 1), in_flight=in_flight)
+                 for i in range(p))
 
 
 def _ceil_div(a: int, b: int) -> int:

@@ -16,7 +16,7 @@ gpu_hours = total_s x GPUs / 3600; the retry factor (default 1.0) multiplies bot
 
 from __future__ import annotations
 
-from trainplan.enums import Framework, GradCkpt, Offload
+from trainplan.enums import Framework, GradCkpt, Offload, PipeSchedule
 from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup, Workload
 from trainplan.specs import GpuSpec
@@ -177,9 +177,12 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     if setup.impl.comm_overlap or setup.framework is Framework.MEGATRON:
         comm = megatron_overlap(comm, layout, layers_stage=layers_stage, virtual_stages=max(1, options.pp_interleave),
                                 fwd_s=x.fwd_s, bwd_s=x.bwd_s, tp_dp=setup.impl.comm_overlap, notes=notes)
-    if setup.impl.moe_a2a_overlap:
-        comm = moe_a2a_overlap(comm, layout, micro_batches=setup.grad_accum, virtual_stages=options.pp_interleave,
-                               compute_mb_s=compute_mb, notes=notes)
+    dual_pipe = layout.pp > 1 and options.pp_schedule is PipeSchedule.DUALPIPE
+    if setup.impl.moe_a2a_overlap or dual_pipe:
+        # DualPipe pairs a forward and a backward chunk as the combined 1F1B does, two chunks a rank
+        comm = moe_a2a_overlap(comm, layout, micro_batches=setup.grad_accum,
+                               virtual_stages=2 if dual_pipe else options.pp_interleave,
+                               compute_mb_s=compute_mb, notes=notes, dual_pipe=dual_pipe)
     if blocking:
         comm = comm.serialised()
     notes += comm.links

@@ -64,7 +64,7 @@ def megatron_overlap(comm: CommTimes, layout: Layout, *, layers_stage: int, virt
 
 
 def moe_a2a_overlap(comm: CommTimes, layout: Layout, *, micro_batches: int, virtual_stages: int,
-                    compute_mb_s: float, notes: list[str]) -> CommTimes:
+                    compute_mb_s: float, notes: list[str], dual_pipe: bool = False) -> CommTimes:
     """`comm` with the expert all-to-alls that Megatron's combined 1F1B hides taken out (module docstring).
     `compute_mb_s`: one micro-batch's forward and backward on this GPU, the window a paired one hides in."""
     if comm.ep_s <= 0 or micro_batches < 1:
@@ -75,7 +75,8 @@ def moe_a2a_overlap(comm: CommTimes, layout: Layout, *, micro_batches: int, virt
     paired = (chunks - alone) / chunks
     per_mb = comm.ep_s / micro_batches
     hidden = paired * micro_batches * min(per_mb, compute_mb_s)
-    notes.append(f"Megatron expert all-to-all overlap (combined 1F1B): {chunks - alone} of {chunks} micro-batch "
+    how = "DualPipe's overlapped chunks" if dual_pipe else "Megatron expert all-to-all overlap (combined 1F1B)"
+    notes.append(f"{how}: {chunks - alone} of {chunks} micro-batch "
                  f"passes paired, {hidden:.3g} of {comm.ep_s:.3g} s of all-to-all per step under the other "
                  "micro-batch's compute")
     return replace(comm, ep_hidden_s=hidden)

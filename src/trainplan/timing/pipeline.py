@@ -15,6 +15,13 @@ Its compute is m (t_f + t_b + t_w); the bubble is the idle time on top of it:
   of frozen layers (LoRA) has little W to move and keeps most of the 1F1B bubble.
 * ZB-V and ZB-H2: zero bubble in the paper's analysis (ZB-V with two chunks per rank at 1F1B's
   activation memory, twice the pipeline traffic); taken as 0, which the notes say.
+* DualPipe (DeepSeek-V3 technical report, section 3.2.1 and Table 2; deepseek-ai/DualPipe README):
+  micro-batches fed from both ends, each rank holding stages i and p - 1 - i (two copies of the
+  parameters, p + 1 stage activations), a forward and a backward chunk overlapped: bubble
+  (p/2 - 1)(F&B + B - 3W) with B the full backward and F&B the two overlapped chunks, taken as
+  t_f + t_b + t_w (their compute; the communication is what the overlap hides): (p/2 - 1)(t_f + 2 t_b - t_w).
+  Its expert all-to-alls run under the paired chunk's compute (timing.overlap.moe_a2a_overlap). It needs
+  an even p and an even m >= 2p (dualpipe/dualpipe.py DualPipe.step asserts).
 
 Framework defaults: Megatron runs 1F1B, interleaved when virtual stages are given
 (megatron/core/pipeline_parallel/schedules.py get_forward_backward_func); DeepSpeed's PipelineEngine
@@ -64,6 +71,10 @@ def bubble_fraction(schedule: PipeSchedule, *, stages: int, micro_batches: int, 
         t = passes or PassTimes(forward=1.0, backward_input=1.0, backward_weight=1.0)
         idle = max(0.0, t.forward + t.backward_input - t.backward_weight)
         return (p - 1) * idle / (v * m * t.total) if t.total > 0 else 0.0
+    if schedule is PipeSchedule.DUALPIPE:
+        t = passes or PassTimes(forward=1.0, backward_input=1.0, backward_weight=1.0)
+        idle = max(0.0, t.forward + 2.0 * t.backward_input - t.backward_weight)
+        return max(0, p // 2 - 1) * idle / (m * t.total) if t.total > 0 else 0.0
     return 0.0      # ZB-V (and ZB-H2): zero in the paper's analysis
 
 
@@ -83,6 +94,6 @@ def bubble_floor(schedule: PipeSchedule | None, *, stages: int, micro_batches: i
     GPipe, 1F1B and interleaved 1F1B, 0 for the zero-bubble schedules."""
     v = max(1, virtual_stages)
     schedule = schedule or default_schedule(v)
-    if schedule in (PipeSchedule.ZB_H1, PipeSchedule.ZBV):
+    if schedule in (PipeSchedule.ZB_H1, PipeSchedule.ZBV, PipeSchedule.DUALPIPE):
         return 0.0
     return bubble_fraction(schedule, stages=stages, micro_batches=micro_batches, virtual_stages=v)
