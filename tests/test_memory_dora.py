@@ -103,3 +103,12 @@ def test_dora_with_dropout_reruns_the_base_linears():
     ckpt = flops_per_token(setup(dora=True, lora_dropout=0.1, grad_ckpt="full"))
     assert ckpt.recompute - flops_per_token(setup(lora_dropout=0.1, grad_ckpt="full")).recompute == 2 * WEIGHTS * LAYERS
     assert flops_per_token(setup(dora=True)).adapter_fwd == flops_per_token(setup()).adapter_fwd
+
+
+def test_torchtune_dora_never_reruns_the_base_linear():
+    # torchtune/modules/peft/dora.py DoRALinear.forward: dora_out = (m - 1) * base_out + m * lora_out * scaling
+    # on the base output it computed, dropout or not; peft reruns F.linear(dropout(x), W) with dropout active
+    peft_run = setup(dora=True, lora_dropout=0.1)
+    tune = setup(dora=True, lora_dropout=0.1, framework="torchtune")
+    assert flops_per_token(tune).adapter_fwd == flops_per_token(setup(lora_dropout=0.1, framework="torchtune")).adapter_fwd
+    assert flops_per_token(peft_run).adapter_fwd > flops_per_token(setup(lora_dropout=0.1)).adapter_fwd

@@ -12,6 +12,7 @@ from trainplan.job.training import TrainingSetup
 from trainplan.ledger.calibration import calibrate_estimate
 from trainplan.ledger.recorded import with_measurement
 from trainplan.memory import estimate_memory
+from trainplan.memory.dora import reruns_base
 from trainplan.memory.state import param_groups
 from trainplan.model.params import count_params
 from trainplan.timing.estimate import TimeEstimate, estimate_time
@@ -88,7 +89,7 @@ def _assumption_notes(setup: TrainingSetup) -> list[str]:
         # takes the norm of W + scaling x BA, and keeps base and adapter outputs for the magnitude's gradient
         rerun = ("; with dropout active peft reruns each adapted base linear on the dropped input (its "
                  "output and W's cast copy kept, its FLOPs counted): --lora-dropout 0 lets it reuse the base "
-                 "output") if setup.lora.dropout > 0 else ""
+                 "output") if reruns_base(setup) else ""
         notes.append("DoRA: the weight norm peft recomputes every forward (eye(in), B @ A and W + s BA at each "
                      "adapted weight's size, transient), the base and adapter outputs kept for the magnitude's "
                      "gradient and its elementwise traffic are counted (memory.dora, timing.traffic)" + rerun)

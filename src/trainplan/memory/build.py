@@ -14,6 +14,7 @@ from trainplan.memory.activations import (
 )
 from trainplan.memory.attention import kept_masks_bytes
 from trainplan.memory.context import LayerContext
+from trainplan.memory.dora import reruns_base
 from trainplan.memory.logits import LogitsMemory, held_fp32_logits, logits_memory
 from trainplan.memory.parallel import Stage
 from trainplan.memory.peak import StepInputs
@@ -68,6 +69,7 @@ def context_runs(setup: TrainingSetup, regime: Regime) -> list[tuple[int, int, L
                 residual_bytes=regime.residual_bytes, compute_bytes=regime.compute_bytes,
                 autocast=regime.autocast, attention=setup.attention, weights_trained=flags[0],
                 lora_names=names, lora_rank=rank, lora_dropout=dropout, dora=bool(setup.lora and setup.lora.dora),
+                dora_rerun=reruns_base(setup),
                 input_requires_grad=flags[1],
                 trained_weight_bytes=regime.trainable_weight_bytes,
                 frozen_weight_bytes=regime.frozen_weight_bytes, adapter_bytes=regime.adapter_bytes,

@@ -13,7 +13,7 @@ the adapter dtype. Then, per adapted linear and forward:
 Saved for backward (`dora_saves`): both products keep their tensor operand, base_result and lora_B's
 output (tokens x out each), and the magnitude side three out-vectors. base_result is the base layer's
 output (the compute dtype) when dropout is off; with dropout active peft recomputes it as
-F.linear(dropout(x), W.to(x.dtype)), which also keeps W's cast copy.
+F.linear(dropout(x), W.to(x.dtype)), which also keeps W's cast copy (`reruns_base`; torchtune never does).
 
 Transient (`dora_transient`): the weight-norm chain holds weight-sized tensors while it runs, none kept
 after: eye(in) (lora_A keeps it, or autocast's 16-bit copy of it, until lora_weight dies at the end of
@@ -22,8 +22,18 @@ the forward), lora_weight, the weight cast to x's dtype, scaling x lora_weight a
 
 from __future__ import annotations
 
+from trainplan.job.frameworks import RUNS_TRANSFORMERS
+from trainplan.job.training import TrainingSetup
 from trainplan.memory.context import LayerContext
 from trainplan.model.architecture import LinearSpec
+
+
+def reruns_base(setup: TrainingSetup) -> bool:
+    """DoRA with dropout active under peft (the trainers that run a transformers model) reruns each adapted
+    base linear on the dropped input; torchtune's DoRALinear (torchtune/modules/peft/dora.py forward) always
+    reuses its base output, as peft does with dropout off."""
+    lora = setup.lora
+    return bool(lora and lora.dora and lora.dropout > 0 and setup.framework in RUNS_TRANSFORMERS)
 
 
 def _lora_out_bytes(ctx: LayerContext) -> int:
@@ -36,7 +46,7 @@ def dora_saves(ctx: LayerContext, lin: LinearSpec, tokens: int, weight_bytes: in
     c, x = ctx.compute_bytes, ctx.adapter_bytes
     out = lin.out_features * lin.copies
     vectors = 3 * out * ctx.adapter_bytes
-    if ctx.lora_dropout <= 0:
+    if not ctx.dora_rerun:
         return tokens * out * (c + _lora_out_bytes(ctx)) + vectors, 0
     if ctx.autocast:     # F.linear under autocast: both operands cast to the compute dtype
         base, copy = c, (c * lin.weight_params if (x != c or weight_bytes != c) else 0)
@@ -77,7 +87,7 @@ def dora_forward_extra(ctx: LayerContext, lins: list[LinearSpec], tokens: int, w
         norm, kept = _weight_norm_bytes(ctx, lin, weight_bytes)
         act, copy = dora_saves(ctx, lin, tokens, weight_bytes)
         out = tokens * lin.out_features * lin.copies
-        base_made = ctx.compute_bytes * out if ctx.lora_dropout <= 0 else 0     # the base output exists already
+        base_made = 0 if ctx.dora_rerun else ctx.compute_bytes * out      # the base output exists already
         later = act - base_made + copy - 3 * lin.out_features * lin.copies * ctx.adapter_bytes
         products = 3 * out * max(ctx.adapter_bytes, ctx.compute_bytes)
         worst = max(worst, norm - later, kept + products)

@@ -50,6 +50,7 @@ from enum import StrEnum
 from trainplan.enums import Attention, GradCkpt, Method, simple_enum
 from trainplan.frozen import frozen
 from trainplan.job.training import TrainingSetup
+from trainplan.memory.dora import reruns_base
 from trainplan.model.architecture import Group, LayerSpec, LinearSpec, structure
 from trainplan.model.params import first_trained_layer, lora_key, lora_target_keys, trained_layers
 from trainplan.specs import ModelSpec
@@ -266,7 +267,7 @@ def _flops_per_token(setup: TrainingSetup, seq_len: int | None, attention_conven
 
     # each decoder-layer kind's linears and adapters once (and, for op-level selective
     # checkpointing, the matmuls it recomputes); the layers then add up in order
-    dora_rerun = bool(setup.lora and setup.lora.dora and setup.lora.dropout > 0)
+    dora_rerun = reruns_base(setup)
     kinds = [(sum(linear_flops(lin, spec) for lin in layer.linears),
               sum(adapter_flops(lin, spec, rank) for lin in layer.linears if lora_key(lin) in lora_names),
               op_sac_recompute_flops(layer, spec, lora_names, rank),
