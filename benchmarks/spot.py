@@ -28,7 +28,9 @@
 * benchmarks/data/fms_fsdp_cases.json: fms-fsdp's training throughput table (Llama 2 7B-70B, PyTorch FSDP and
   torch.compile on 128 A100 and 96 H100, tools/build_fms_fsdp_cases.py), tokens/s per GPU;
 * benchmarks/data/tinyllama_cases.json: TinyLlama's pre-training throughput (1.1B on 16 A100-40G, FSDP with
-  flash-attention's fused kernels, tools/build_tinyllama_cases.py), tokens/s per GPU.
+  flash-attention's fused kernels, tools/build_tinyllama_cases.py), tokens/s per GPU;
+* benchmarks/data/model_card_cases.json: model-card GPU-hours with the layout their reports state (DeepSeek-V3:
+  2.664M H800-hours for 14.8T tokens, DualPipe, EP 64), GPU-hours.
 
 Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU its hardware text names
 (trainplan's GPU-name rule) and is scored against what the source printed.
@@ -59,7 +61,7 @@ CASES = tuple(ROOT / "benchmarks" / "data" / name
               for name in ("xtuner_cases.json", "xtuner_2024_cases.json", "nemo_cases.json", "mbridge_2608_cases.json",
                            "mbridge_2604_2606_cases.json", "nemo_long_sequence_cases.json", "internevo_cases.json",
                            "xtuner_megatron_moe_cases.json", "fms_fsdp_cases.json",
-                           "tinyllama_cases.json"))
+                           "tinyllama_cases.json", "model_card_cases.json"))
 # how each compared metric (trainplan.cases PREDICTED_KEYS) is printed
 UNITS = {"tokens_per_s_per_gpu": "tok/s", "tflops_per_gpu": "TFLOP/s", "step_s": "s/step", "mfu": "MFU",
          "gpu_hours": "GPU-h"}
