@@ -123,8 +123,8 @@ NOT_MODELLED: tuple[tuple[re.Pattern, str], ...] = (
 # FinetuningArguments.stage: pt, sft, rm, ppo, dpo, kto; ms-swift RLHFArguments.rlhf_type: dpo, orpo, simpo,
 # kto, cpo, rm, ppo, grpo). SimPO runs in TRL as CPOTrainer(loss_type="simpo").
 _STAGE_WORD = re.compile(r"\b(dpo|ipo|kto|orpo|simpo|cpo|rm|reward[ _-]?model(?:ing)?)\b")
-_STAGE_TRAINER = re.compile(r"\b(dpo|kto|orpo|cpo|reward)trainer\b|\b(?:stage|rlhf_type)\b\W{0,4}(dpo|kto|orpo|simpo|cpo|"
-                            r"rm)\b")
+_STAGE_TRAINER = re.compile(r"\b(dpo|kto|orpo|cpo|reward)trainer\b"
+                            r"|\b(?:stage|rlhf_type)\b\W{0,4}(dpo|kto|orpo|simpo|cpo|rm)\b")
 _UNIT_WORDS = re.compile(r"^(tokens?|gpus?|cards?|sequences?|samples?)$", re.IGNORECASE)
 
 

@@ -15,12 +15,14 @@ output (tokens x out each), and the magnitude side three out-vectors. base_resul
 output (the compute dtype) when dropout is off; with dropout active peft recomputes it as
 F.linear(dropout(x), W.to(x.dtype)), which also keeps W's cast copy (`reruns_base`; torchtune never does).
 
-Transient (`dora_transient`): the weight-norm chain holds weight-sized tensors while it runs, none kept
+Transient (`dora_forward_extra`): the weight-norm chain holds weight-sized tensors while it runs, none kept
 after: eye(in) (lora_A keeps it, or autocast's 16-bit copy of it, until lora_weight dies at the end of
 the forward), lora_weight, the weight cast to x's dtype, scaling x lora_weight and the sum.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from trainplan.job.frameworks import RUNS_TRANSFORMERS
 from trainplan.job.training import TrainingSetup
@@ -72,7 +74,7 @@ def _weight_norm_bytes(ctx: LayerContext, lin: LinearSpec, weight_bytes: int) ->
 
 
 def dora_forward_extra(ctx: LayerContext, lins: list[LinearSpec], tokens: int, weight_bytes: int,
-                       adapted) -> int:
+                       adapted: Callable[[LinearSpec], bool]) -> int:
     """Bytes above the layer's whole saves at the worst moment of its adapted linears' DoRA forwards:
     at the weight norm, its transient less this linear's saves not made yet (lora_B's output; with
     dropout, the recomputed base output and W's copy); at the end, the eye and lora_weight still alive
