@@ -112,3 +112,11 @@ def test_torchtune_dora_never_reruns_the_base_linear():
     tune = setup(dora=True, lora_dropout=0.1, framework="torchtune")
     assert flops_per_token(tune).adapter_fwd == flops_per_token(setup(lora_dropout=0.1, framework="torchtune")).adapter_fwd
     assert flops_per_token(peft_run).adapter_fwd > flops_per_token(setup(lora_dropout=0.1)).adapter_fwd
+
+
+def test_qdora_dequantizes_the_weight_for_its_norm():
+    # peft's dequantize_module_weight(base_layer) each forward: bitsandbytes NF4 reads 0.5 B and an fp32
+    # absmax a 64-block and writes the 16-bit copy (2.5625 B a weight), which is then cast to the fp32 adapters'
+    # dtype (2 + 4) where LoRA casts its bf16 weight (2 + 4): 2.5625 x 50,176 x 2 layers / 1,024 tokens more
+    lora, qdora = setup(dora=True, precision="bf16"), setup(dora=True, precision="bf16", method="qlora")
+    assert dora_bytes_per_token(qdora) - dora_bytes_per_token(lora) == pytest.approx(2.5625 * WEIGHTS * LAYERS / 1024)

@@ -69,7 +69,7 @@ def context_runs(setup: TrainingSetup, regime: Regime) -> list[tuple[int, int, L
                 residual_bytes=regime.residual_bytes, compute_bytes=regime.compute_bytes,
                 autocast=regime.autocast, attention=setup.attention, weights_trained=flags[0],
                 lora_names=names, lora_rank=rank, lora_dropout=dropout, dora=bool(setup.lora and setup.lora.dora),
-                dora_rerun=reruns_base(setup),
+                dora_rerun=reruns_base(setup), dora_dequant=setup.method is Method.QLORA,
                 input_requires_grad=flags[1],
                 trained_weight_bytes=regime.trainable_weight_bytes,
                 frozen_weight_bytes=regime.frozen_weight_bytes, adapter_bytes=regime.adapter_bytes,

@@ -26,6 +26,7 @@ class LayerContext:
     lora_dropout: float = 0.0
     dora: bool = False                # peft DoRA: the magnitude's products keep both outputs (linear_saves)
     dora_rerun: bool = False          # DoRA reruns the base linear on the dropped input (memory.dora.reruns_base)
+    dora_dequant: bool = False        # DoRA over quantized weights dequantizes W every forward (QLoRA)
     input_requires_grad: bool = True  # False below every trainable parameter (frozen embedding output)
     trained_weight_bytes: int = 2
     frozen_weight_bytes: int = 2

@@ -14,6 +14,9 @@ Saved for backward (`dora_saves`): both products keep their tensor operand, base
 output (tokens x out each), and the magnitude side three out-vectors. base_result is the base layer's
 output (the compute dtype) when dropout is off; with dropout active peft recomputes it as
 F.linear(dropout(x), W.to(x.dtype)), which also keeps W's cast copy (`reruns_base`; torchtune never does).
+Over 4-bit weights (QLoRA) W is peft's `dequantize_module_weight(base_layer)`, a fresh compute-dtype copy
+each forward (bitsandbytes dequantize_4bit), so the rerun keeps that copy (cast to x's dtype where they
+differ) and the weight norm holds it (cast) beside its other tensors.
 
 Transient (`dora_forward_extra`): the weight-norm chain holds weight-sized tensors while it runs, none kept
 after: eye(in) (lora_A keeps it, or autocast's 16-bit copy of it, until lora_weight dies at the end of
@@ -51,9 +54,9 @@ def dora_saves(ctx: LayerContext, lin: LinearSpec, tokens: int, weight_bytes: in
     if not ctx.dora_rerun:
         return tokens * out * (c + _lora_out_bytes(ctx)) + vectors, 0
     if ctx.autocast:     # F.linear under autocast: both operands cast to the compute dtype
-        base, copy = c, (c * lin.weight_params if (x != c or weight_bytes != c) else 0)
-    else:                # W.to(x.dtype): a copy unless the weight is in that dtype already
-        base, copy = x, (x * lin.weight_params if x != weight_bytes else 0)
+        base, copy = c, (c * lin.weight_params if (x != c or weight_bytes != c or ctx.dora_dequant) else 0)
+    else:                # W.to(x.dtype): a copy unless the weight is in that dtype already (never dequantized)
+        base, copy = x, (x * lin.weight_params if (x != weight_bytes or ctx.dora_dequant) else 0)
     return tokens * out * (base + _lora_out_bytes(ctx)) + vectors, copy
 
 
@@ -62,7 +65,7 @@ def _weight_norm_bytes(ctx: LayerContext, lin: LinearSpec, weight_bytes: int) ->
     end of the DoRA forward: the eye lora_A keeps and lora_weight) of one adapted linear."""
     c, x = ctx.compute_bytes, ctx.adapter_bytes
     n_in, size = lin.in_features, lin.weight_params // max(1, lin.copies)
-    cast_w = x * size if weight_bytes != x else 0
+    cast_w = x * size if (weight_bytes != x or ctx.dora_dequant) else 0    # (the dequantized copy, cast)
     if ctx.autocast:
         # lora_B's output (the compute dtype) while the fp32 eye and its 16-bit copy are alive, or
         # later: the copy (kept by lora_A), lora_weight cast to x's dtype, W cast, scaled and the sum

@@ -150,7 +150,8 @@ def dora_bytes_per_token(setup: TrainingSetup) -> float:
     result's reads 2c, writes c: 7p + 2l + 6c.
     Per micro-batch and forward (the weight norm, no backward: it is detached), per weight element:
     lora_B writes l, the cast of lora_weight to a (l + a where l != a), W's cast to a (w + a where
-    w != a), the scaling (2a), the add (3a) and the norm (a); per in^2 element, eye(in) is written (a)
+    w != a; over 4-bit weights its dequantization, DEQUANT_BYTES, then c + a), the scaling (2a), the add
+    (3a) and the norm (a); per in^2 element, eye(in) is written (a)
     and read by lora_A (a), under autocast cast first (read a, write c) and read as c: 2a or 2a + 2c.
     Spread over the micro-batch's tokens. The eye and B GEMMs' FLOPs (2 r in (in + out)) are not
     counted.
@@ -164,7 +165,12 @@ def dora_bytes_per_token(setup: TrainingSetup) -> float:
     p = max(a, c)
     per_out = 2 * lb + 3 * c + 10 * p
     per_out_bwd = 7 * p + 2 * lb + 6 * c
-    per_weight = lb + (lb + a if lb != a else 0) + (w + a if w != a else 0) + 6 * a
+    if setup.method is Method.QLORA and setup.quant is not None:
+        # dequantize_module_weight each forward (read 0.5 B + absmax, write c), then its cast to a
+        per_weight_w = DEQUANT_BYTES[setup.quant.kind.value] + (c + a if c != a else 0)
+    else:
+        per_weight_w = w + a if w != a else 0
+    per_weight = lb + (lb + a if lb != a else 0) + per_weight_w + 6 * a
     per_eye = 2 * a + (2 * c if regime.autocast else 0)
     forwards = 1.0 + (1.0 if setup.grad_ckpt is GradCkpt.FULL else 0.0)
     token_bytes = weight_bytes = 0.0     # output elements a token; weight bytes a forward
