@@ -238,6 +238,12 @@ _DORA = re.compile(r"(?<![a-z])(q?)dora(?![a-z])")
 _FILLER = frozenset({"with", "w", "using", "via", "training", "train", "trainer", "stage"})
 
 
+def _other_words(low: str, match: re.Match) -> list[str]:
+    """The words of a lower-cased method outside `match`, separators and filler words dropped."""
+    words = re.sub(r"[\s(),_/+-]+", " ", low[:match.start()] + " " + low[match.end():]).split()
+    return [w for w in words if w not in _FILLER]
+
+
 def _stage_name(word: str) -> str:
     """The `--stage` name of a preference word: a reward model is rm, CPOTrainer's SimPO stays simpo."""
     return "rm" if word.startswith("reward") else word
@@ -250,8 +256,7 @@ def _stage(case: dict, notes: list[str]) -> None:
     method = case.get("method")
     low = method.strip().lower() if isinstance(method, str) else ""
     if m := _STAGE_WORD.search(low):
-        words = re.sub(r"[\s(),_/+-]+", " ", low[:m.start()] + " " + low[m.end():]).split()
-        rest = " ".join(w for w in words if w not in _FILLER)
+        rest = " ".join(_other_words(low, m))
         stage = _stage_name(m.group(1))
         case["stage"], case["method"] = stage, rest or None
         notes.append(f"method {method!r} read as the {stage} stage" + (f" of method {rest!r}" if rest else ""))
@@ -267,10 +272,10 @@ def _dora(case: dict, notes: list[str]) -> None:
     """DoRA named in the method ("DoRA", "QDoRA", "LoRA + DoRA"): peft's LoRA with use_dora (memory.dora),
     the case's `dora` set and the method left as LoRA (QLoRA for QDoRA or over 4-bit weights)."""
     method = case.get("method")
-    if not isinstance(method, str) or not (m := _DORA.search(method.lower())):
+    low = method.lower() if isinstance(method, str) else ""
+    if not (m := _DORA.search(low)):
         return
-    words = [w for w in re.sub(r"[\s(),_/+-]+", " ", method.lower().replace(m.group(0), " ")).split()
-             if w not in _FILLER and w != "lora"]
+    words = [w for w in _other_words(low, m) if w != "lora"]
     four_bit = m.group(1) == "q" or "qlora" in words or _FOUR_BIT.search(str(case.get("quantization") or ""))
     if [w for w in words if w != "qlora"]:
         return                              # something else named beside it: left to be refused
