@@ -30,7 +30,11 @@
 * benchmarks/data/tinyllama_cases.json: TinyLlama's pre-training throughput (1.1B on 16 A100-40G, FSDP with
   flash-attention's fused kernels, tools/build_tinyllama_cases.py), tokens/s per GPU;
 * benchmarks/data/model_card_cases.json: model-card GPU-hours with the layout their reports state (DeepSeek-V3:
-  2.664M H800-hours for 14.8T tokens, DualPipe, EP 64), GPU-hours.
+  2.664M H800-hours for 14.8T tokens, DualPipe, EP 64), GPU-hours;
+* benchmarks/data/automodel_cases.json: NeMo AutoModel's performance summary (MoE and dense pre-training and
+  LoRA with PyTorch FSDP2, EP, PP and CP on DGX-H100, tools/build_automodel_cases.py), tokens/s per GPU;
+* benchmarks/data/moe_modelzoo_cases.json: the Megatron MoE Model Zoo's Qwen3-235B-A22B results (256 H100, DeepEP or
+  alltoall dispatch, tools/build_moe_modelzoo_cases.py), seconds per step.
 
 Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU its hardware text names
 (trainplan's GPU-name rule) and is scored against what the source printed.
@@ -61,7 +65,8 @@ CASES = tuple(ROOT / "benchmarks" / "data" / name
               for name in ("xtuner_cases.json", "xtuner_2024_cases.json", "nemo_cases.json", "mbridge_2608_cases.json",
                            "mbridge_2604_2606_cases.json", "nemo_long_sequence_cases.json", "internevo_cases.json",
                            "xtuner_megatron_moe_cases.json", "fms_fsdp_cases.json",
-                           "tinyllama_cases.json", "model_card_cases.json"))
+                           "tinyllama_cases.json", "model_card_cases.json", "automodel_cases.json",
+                           "moe_modelzoo_cases.json"))
 # how each compared metric (trainplan.cases PREDICTED_KEYS) is printed
 UNITS = {"tokens_per_s_per_gpu": "tok/s", "tflops_per_gpu": "TFLOP/s", "step_s": "s/step", "mfu": "MFU",
          "gpu_hours": "GPU-h"}

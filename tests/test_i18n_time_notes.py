@@ -159,3 +159,15 @@ def test_expert_parallel_across_nodes_note():
     over = _note(notes, "expert parallel over ")
     assert over.endswith("; 8/16 of each all-to-all leaves the node through each GPU's own NIC")
     assert _zh(over).endswith("；每次 all-to-all 的 8/16 经各 GPU 自己的网卡离开节点")
+
+
+def test_pipeline_head_stage_and_deepep_notes():
+    # Qwen3-235B-A22B over 4 stages of (23, 23, 24, 24) layers (--uneven-pipeline): the last rank runs the head
+    notes = _notes("qwen3-235b-a22b", method="full", gpu="h100", num_gpus=64, nodes=8, framework="megatron", tp=2,
+                   ep=8, etp=1, pp=4, zero=1, seq_len=4096, grad_accum=64, uneven_pipeline=True,
+                   moe_dispatcher="deepep")
+    head = _note(notes, "pipeline stages unequal")
+    zh = _zh(head)
+    assert zh.startswith("流水线各阶段负载不均：4 个 rank 中最后一个还要运行 LM head 和损失") and "每个微批都要等它" in zh
+    deepep = _note(notes, "DeepEP dispatch")
+    assert _zh(deepep).startswith("DeepEP 分发：每个 token 发往 ") and CJK.search(_zh(deepep))

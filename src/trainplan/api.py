@@ -96,6 +96,7 @@ class Options(TypedDict, total=False):
     fp8_recipe: str | None          # te-delayed | te-current | te-blockwise | te-mxfp8 | torchao-*
     pp_schedule: str | None         # gpipe | 1f1b | interleaved-1f1b | zb-h1 | zbv
     uneven_pipeline: bool
+    pp_head_as_layer: bool | None
     compile: bool | None
     compile_loss: bool | None       # torch.compile over the loss (None: as compile)
     eval_fraction: float
@@ -117,6 +118,7 @@ class Options(TypedDict, total=False):
     launch_blocking: bool | None
     comm_overlap: bool | None
     moe_a2a_overlap: bool | None
+    moe_dispatcher: str | None      # alltoall | deepep
     cpu_threads_per_rank: int | None
     grad_ckpt_every: int | None
     reduce_bucket_size: int | str | None

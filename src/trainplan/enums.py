@@ -129,6 +129,20 @@ class Loss:
 
 
 @simple_enum(StrEnum)
+class MoeDispatcher:
+    """How an MoE layer's tokens reach their experts' ranks (trainplan.timing.dispatch)."""
+    ALLTOALL = "alltoall"   # Megatron-Core's alltoall dispatcher: one copy per routed expert
+    DEEPEP = "deepep"       # DeepEP: one copy per destination rank, one per destination node across nodes
+
+
+@simple_enum(StrEnum)
+class MoeRouting:
+    """Which experts a token is routed to, for the dispatch's copies (trainplan.timing.dispatch)."""
+    BALANCED = "balanced"         # balanced in expectation: k experts uniformly among E
+    CONSECUTIVE = "consecutive"   # NeMo AutoModel's FakeBalancedGate: experts t k .. t k + k - 1 (mod E)
+
+
+@simple_enum(StrEnum)
 class Fp8Recipe:
     """FP8 training recipes (trainplan.timing.fp8 has what each runs in FP8 and what it costs)."""
     TE_DELAYED = "te-delayed"              # TE DelayedScaling: one scale per tensor from the amax history

@@ -37,7 +37,7 @@ from trainplan.cases.text import (
     quant_of,
     schedule_in_text,
 )
-from trainplan.cases.trainers import trainer_defaults, trainer_facts
+from trainplan.cases.trainers import stated_head_as_layer, stated_moe_dispatch, trainer_defaults, trainer_facts
 from trainplan.enums import (
     Attention,
     Framework,
@@ -197,6 +197,8 @@ def map_case(case: dict) -> Mapped:
         precision = Precision.FP8
         impl = replace(impl, fp8_recipe=recipe_from_text(prec_text, framework))   # None: the framework's
     facts, fact_notes = trainer_facts(case)
+    dispatch, dispatch_notes = stated_moe_dispatch(case)
+    facts, fact_notes = {**facts, **dispatch}, [*fact_notes, *dispatch_notes]
     fact_notes = [*filled_notes, *fact_notes]
     stated_ckpt = grad_ckpt_of(case.get("grad_ckpt"), framework)
     if stated_ckpt is None and "grad_ckpt" in defaults:
@@ -206,7 +208,8 @@ def map_case(case: dict) -> Mapped:
     quant = None
     # a case that says its tensor parallelism runs without sequence parallelism (parallel.sp false; a number
     # there is a Ulysses degree)
-    options = TimingOptions(compiled=compiled, sequence_parallel=(case.get("parallel") or {}).get("sp") is not False)
+    options = TimingOptions(compiled=compiled, sequence_parallel=(case.get("parallel") or {}).get("sp") is not False,
+                            pp_head_as_layer=stated_head_as_layer(case) or framework is Framework.TORCHTITAN)
     if unpacked is not None:
         # unpacked samples of the catalog dataset the text names: each its own length, padded to the
         # longest of its micro-batch (trainplan.timing.steps.sequence_shape)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainplan.cases.common import text
-from trainplan.job.frameworks import mentions
+from trainplan.enums import Framework, MoeDispatcher, MoeRouting
+from trainplan.job.frameworks import NAMES, framework_in_text, mentions
 
 # Trainers and recipe libraries without a profile of their own (they run on a profiled framework: a plain
 # PyTorch loop, HF Trainer, Megatron-Core) whose code fixes a behaviour the step's time depends on, read
@@ -22,6 +23,10 @@ TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("nemo", {"comm_overlap": True}, _MEGATRON_RECIPES),
     ("megatron-bridge", {"comm_overlap": True}, _MEGATRON_RECIPES),
     ("megatron bridge", {"comm_overlap": True}, _MEGATRON_RECIPES),
+    ("automodel", {"fused_kernels": True, "te_attention": True},
+     "NVIDIA-NeMo/Automodel cb976544 nemo_automodel/components/models/common/utils.py BackendConfig: attn 'te' and "
+     "linear 'te' and rope_fusion whenever Transformer Engine is installed and CUDA available (its own model code, "
+     "_transformers/registry.py, runs them): Transformer Engine's Linear, fused RoPE and DotProductAttention"),
     ("llm-foundry", {"fused_ce": True},
      "mosaicml/llm-foundry llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM: `loss_fn` defaults to "
      "'fused_crossentropy', flash-attn's fused CrossEntropyLoss, when the model config does not name one"),
@@ -71,6 +76,14 @@ def trainer_defaults(case: dict) -> tuple[dict[str, Any], list[str]]:
     return out, notes
 
 
+def _names_other_stack(low: str, name: str) -> bool:
+    """Whether `name`, itself a framework's name (job.frameworks.NAMES: "nemo" is Megatron), sits in a longer
+    name of another stack the text names ("NeMo AutoModel", PyTorch FSDP2): its trainer's facts do not apply."""
+    of_name = dict(NAMES).get(name)
+    found = framework_in_text(low)
+    return of_name is not None and found is not None and found[0] is not of_name
+
+
 def trainer_facts(case: dict) -> tuple[dict[str, Any], list[str]]:
     """Implementation fields the case's trainer fixes in its code (TRAINER_FACTS), with notes."""
     low = text(case.get("framework"))
@@ -78,7 +91,45 @@ def trainer_facts(case: dict) -> tuple[dict[str, Any], list[str]]:
     notes: list[str] = []
     gpus = int((case.get("gpus") or {}).get("count") or 1)
     for name, fields, source in TRAINER_FACTS:
-        if mentions(low, name):
+        if mentions(low, name) and not _names_other_stack(low, name):
             out.update({k: v(gpus) if callable(v) else v for k, v in fields.items()})
             notes.append(f"{name}: {source}")
     return out, notes
+
+
+# Names a case gives DeepEP's dispatch by (Megatron --moe-enable-deepep with the flex dispatcher, NeMo
+# AutoModel's BackendConfig dispatcher 'deepep' / 'hybridep'), and AutoModel's fake gate
+# (BackendConfig fake_balanced_gate: FakeBalancedGate, no noise unless fake_gate_noise is set).
+_DEEPEP = ("deepep", "hybridep", "deep-ep", "deep_ep")
+_FAKE_GATE = ("fake_balanced_gate", "fake balanced gate", "fakebalancedgate")
+# Megatron's expert all-to-all overlap (combined 1F1B) as a case's text names it
+_A2A_OVERLAP = ("--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", "moe_a2a_overlap")
+
+
+def stated_moe_dispatch(case: dict) -> tuple[dict[str, Any], list[str]]:
+    """Implementation fields for the MoE dispatch a case's text states (timing.dispatch), with notes:
+    DeepEP named in its framework or layout text; AutoModel's FakeBalancedGate (consecutive experts);
+    Megatron's expert all-to-all overlap (timing.overlap.moe_a2a_overlap)."""
+    low = " ".join((text(case.get("framework")), text((case.get("parallel") or {}).get("other"))))
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    if any(mentions(low, name) for name in _DEEPEP):
+        out["moe_dispatcher"] = MoeDispatcher.DEEPEP
+        notes.append("DeepEP dispatch stated: a token once per destination rank and node (timing.dispatch)")
+        if mentions(low, "automodel") and any(name in low for name in _FAKE_GATE) and "noise" not in low:
+            out["moe_routing"] = MoeRouting.CONSECUTIVE
+            notes.append("NeMo AutoModel FakeBalancedGate (components/moe/layers.py): token t to experts t k .. "
+                         "t k + k - 1 (mod E), consecutive experts on few ranks")
+    found = framework_in_text(low)
+    if any(name in low for name in _A2A_OVERLAP) and found is not None and found[0] is Framework.MEGATRON:
+        out["moe_a2a_overlap"] = True
+        notes.append("Megatron expert all-to-all overlap stated (--overlap-moe-expert-parallel-comm)")
+    return out, notes
+
+
+def stated_head_as_layer(case: dict) -> bool:
+    """Whether the case's text says the pipeline split counts the embedding and the loss as layers (Megatron's
+    account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split, ParallelConfig.head_as_layer)."""
+    low = " ".join((text(case.get("framework")), text((case.get("parallel") or {}).get("other"))))
+    return any(name in low.replace("-", "_") for name in ("account_for_loss_in_pipeline_split",
+                                                          "account_for_embedding_in_pipeline_split"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from trainplan.enums import MoeDispatcher
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
 from trainplan.job.options import OPTION_NAMES, JobOptions
@@ -143,6 +144,11 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
                    help="Megatron's expert all-to-all overlap (--overlap-moe-expert-parallel-comm, combined 1F1B; "
                         "Megatron-Bridge's moe_a2a_overlap): one micro-batch's dispatch and combine under another "
                         "micro-batch's compute; needs --ep > 1 and, with --pp > 1, --vpp > 1 (default: off)")
+    g.add_argument("--moe-dispatcher", choices=[str(d) for d in MoeDispatcher], default=None,
+                   help="how an MoE layer's tokens reach their experts: alltoall, a copy per routed expert "
+                        "(Megatron's default dispatcher), or deepep, a copy per destination rank and, across "
+                        "nodes, per destination node (DeepEP: Megatron's flex dispatcher, NeMo AutoModel); "
+                        "needs --ep > 1 (default: alltoall)")
     h = p.add_argument_group("where it runs")
     h.add_argument("--gpu", default="a100-80gb")
     h.add_argument("--num-gpus", type=int, default=1)
@@ -160,6 +166,11 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     h.add_argument("--pp-schedule", help="pipeline schedule: gpipe | 1f1b | interleaved-1f1b | zb-h1 | zbv "
                    "(default: the framework's, interleaved with --vpp > 1, else 1f1b)")
     h.add_argument("--uneven-pipeline", action="store_true", help="allow layers not divisible by --pp")
+    h.add_argument("--pp-head-as-layer", action=argparse.BooleanOptionalAction, default=None,
+                   help="the embedding and the LM head + loss each take a layer's place in the pipeline split "
+                        "(Megatron's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split): "
+                        "the first and the last stage hold one layer fewer; without it the last stage runs the head "
+                        "on top of its layers and every micro-batch waits for it (default: off, Megatron's)")
     h.add_argument("--ulysses", type=int, default=1, help="Ulysses sequence parallelism degree (DeepSpeed, ms-swift)")
     h.add_argument("--device-map", help="auto: one copy of the model split layer by layer over the GPUs (accelerate)")
     h.add_argument("--fsdp-version", type=int, help="1 (FullyShardedDataParallel) or 2 (fully_shard)")

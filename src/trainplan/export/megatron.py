@@ -32,6 +32,7 @@ from trainplan.enums import (
     GradCkpt,
     Method,
     MlpKind,
+    MoeDispatcher,
     NormKind,
     Offload,
     Optimizer,
@@ -169,7 +170,10 @@ def lm_arguments(job, estimate, ctx: ExportContext) -> list[str]:
     setup, layout, par = job.setup, job.layout, job.parallel
     spec = setup.model
     args = ["--tensor-model-parallel-size", str(layout.tp), "--pipeline-model-parallel-size", str(layout.pp)]
-    if layout.pp > 1 and par.virtual_stages > 1:
+    if layout.pp > 1 and par.virtual_stages > 1 and par.head_as_layer:
+        # the embedding and the loss take a layer's place: Megatron splits num_layers + 2 over pp x vpp chunks
+        args += ["--virtual-pipeline-model-parallel-size", str(par.virtual_stages)]
+    elif layout.pp > 1 and par.virtual_stages > 1:
         args += ["--num-layers-per-virtual-pipeline-stage", str(spec.num_layers // (layout.pp * par.virtual_stages))]
     if layout.cp > 1:
         args += ["--context-parallel-size", str(layout.cp)]
@@ -195,6 +199,10 @@ def lm_arguments(job, estimate, ctx: ExportContext) -> list[str]:
             args += ["--overlap-param-gather"]
     if setup.impl.moe_a2a_overlap:        # combined 1F1B (timing.overlap.moe_a2a_overlap)
         args += ["--overlap-moe-expert-parallel-comm"]
+    if par.head_as_layer and layout.pp > 1:         # memory.parallel.layers_per_stage
+        args += ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
+    if setup.impl.moe_dispatcher is MoeDispatcher.DEEPEP:     # timing.dispatch
+        args += ["--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "deepep"]
     if layout.offload is Offload.OPTIMIZER:
         args += ["--optimizer-cpu-offload"]
     args += _precision_lm(setup.precision)
@@ -329,10 +337,11 @@ def export(job, estimate, ctx: ExportContext) -> Exported:
                             format="megatron-swift"))
     commands.append(f"bash {SWIFT_FILE}")
     stages = layout.pp * job.parallel.virtual_stages
-    if layout.pp > 1 and job.parallel.virtual_stages > 1 and job.setup.model.num_layers % stages:
+    slots = job.setup.model.num_layers + (2 if job.parallel.head_as_layer else 0)
+    if layout.pp > 1 and job.parallel.virtual_stages > 1 and slots % stages:
         notes.append(f"{job.setup.model.num_layers} layers do not split into {stages} virtual stages: "
                      "--num-layers-per-virtual-pipeline-stage is rounded down; Megatron asks for an even split")
-    if layout.pp > 1 and job.setup.model.num_layers % layout.pp:
+    if layout.pp > 1 and slots % layout.pp:
         notes.append(f"{job.setup.model.num_layers} layers over {layout.pp} pipeline stages: uneven "
                      "(--decoder-first/last-pipeline-num-layers in Megatron-LM)")
     return Exported(files=tuple(files), commands=tuple(commands), notes=tuple(notes))

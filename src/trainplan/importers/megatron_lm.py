@@ -74,7 +74,9 @@ _READ = {
     "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
     "expert_tensor_parallel_size", "num_layers_per_virtual_pipeline_stage", "virtual_pipeline_model_parallel_size",
     "sequence_parallel", "micro_batch_size", "global_batch_size", "use_distributed_optimizer", *MEGATRON_OVERLAP_FLAGS,
-    "overlap_moe_expert_parallel_comm", "optimizer_cpu_offload",
+    "overlap_moe_expert_parallel_comm", "optimizer_cpu_offload", "moe_token_dispatcher_type",
+    "moe_flex_dispatcher_backend", "moe_enable_deepep", "account_for_embedding_in_pipeline_split",
+    "account_for_loss_in_pipeline_split",
     "bf16", "fp16", "fp8_format", "fp8_recipe", "recompute_granularity", "recompute_method", "recompute_num_layers",
     "recompute_activations", "checkpoint_activations", "activations_checkpoint_method", "attention_backend",
     "use_flash_attn", "optimizer", "train_iters", "train_samples", *_UNMODELLED,
@@ -156,6 +158,24 @@ def read_args(c: Collector, words: list[str], world: int | None) -> None:
     read_megatron_overlap(c, overlap, "--" + overlap[0].replace("_", "-") if overlap else "")
     if f.on("overlap_moe_expert_parallel_comm"):
         c.set("moe_a2a_overlap", True, key="--overlap-moe-expert-parallel-comm", raw=True)
+    # Megatron-Core's transformer_block.py get_num_layers_to_build: the embedding / the loss take a layer's place
+    accounted = [n for n in ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
+                 if f.on(n)]
+    if accounted:
+        c.set("pp_head_as_layer", True, key="--" + accounted[0].replace("_", "-"), raw=True,
+              note="the first and the last pipeline stage hold one layer fewer" + (
+                  "" if len(accounted) == 2 else " (one of the two flags: read as both)"))
+    # the flex dispatcher runs DeepEP or its HybridEP branch (--moe-flex-dispatcher-backend; before it,
+    # --moe-enable-deepep): a token once per destination rank and node (timing.dispatch)
+    dispatcher = (f.text("moe_token_dispatcher_type") or "").lower()
+    if dispatcher == "flex" or f.on("moe_enable_deepep"):
+        flex_backend = (f.text("moe_flex_dispatcher_backend") or "deepep").lower()
+        c.set("moe_dispatcher", "deepep", key="--moe-token-dispatcher-type" if dispatcher else "--moe-enable-deepep",
+              raw=dispatcher or True, note=f"flex dispatcher, {flex_backend} backend (DeepEP-class dispatch)")
+    elif dispatcher:
+        c.set("moe_dispatcher", "alltoall", key="--moe-token-dispatcher-type", raw=dispatcher,
+              note="a copy of each token per routed expert" if dispatcher == "alltoall" else
+              "allgather dispatcher timed as alltoall (a copy per routed expert)")
     if f.on("optimizer_cpu_offload"):
         c.set("offload", "optimizer", key="--optimizer-cpu-offload", raw=True)
         c.set("offload_device", "cpu", key="--optimizer-cpu-offload", raw=True)

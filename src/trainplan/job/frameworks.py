@@ -159,7 +159,15 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     ("megatron sft", Framework.MEGATRON), ("megatron-swift", Framework.MEGATRON),
     ("megatron-deepspeed", Framework.MEGATRON), ("deepspeed-chat", Framework.DEEPSPEED),
     ("megatron-lm", Framework.MEGATRON), ("megatron-core", Framework.MEGATRON), ("megatron bridge", Framework.MEGATRON),
-    ("megatron-bridge", Framework.MEGATRON), ("nemo", Framework.MEGATRON),
+    ("megatron-bridge", Framework.MEGATRON),
+    # NeMo AutoModel is NeMo's PyTorch-native backend, not Megatron: FSDP2 (torch fully_shard,
+    # nemo_automodel/components/distributed/parallelizer.py) with MixedPrecisionPolicy(param_dtype=bfloat16,
+    # reduce_dtype=float32) (components/distributed/config.py), torch.distributed.pipelining schedules
+    # (distributed/pipelining/autopipeline.py), its own model code: torchtitan's regime (NVIDIA-NeMo/Automodel
+    # @cb976544)
+    ("nemo automodel", Framework.TORCHTITAN), ("nemo-automodel", Framework.TORCHTITAN),
+    ("nemo_automodel", Framework.TORCHTITAN), ("automodel", Framework.TORCHTITAN),
+    ("nemo", Framework.MEGATRON),
     ("ms-swift", Framework.SWIFT), ("swift sft", Framework.SWIFT), ("swift", Framework.SWIFT),
     ("trl", Framework.TRL), ("sfttrainer", Framework.TRL), ("dpotrainer", Framework.TRL),
     ("grpotrainer", Framework.TRL),

@@ -69,6 +69,7 @@ class JobOptions:
     fp8_recipe: str | None = None     # --precision fp8: trainplan.enums.Fp8Recipe (None: the framework's)
     pp_schedule: str | None = None    # pipeline schedule (trainplan.enums.PipeSchedule; None: the framework's)
     uneven_pipeline: bool = False
+    pp_head_as_layer: bool | None = None   # embedding and loss as a layer each in the pipeline split (None: no)
     compile: bool | None = None       # torch.compile / fused kernels (time model)
     compile_loss: bool | None = None  # torch.compile over the loss too (None: as compile)
     eval_fraction: float = 0.0        # evaluation tokens as a fraction of training tokens
@@ -90,6 +91,7 @@ class JobOptions:
     launch_blocking: bool | None = None   # CUDA_LAUNCH_BLOCKING=1 in the job's environment (timing.launch)
     comm_overlap: bool | None = None      # Megatron's TP/DP/PP communication overlap (timing.overlap; None: off)
     moe_a2a_overlap: bool | None = None   # Megatron's expert all-to-all overlap, combined 1F1B (None: off)
+    moe_dispatcher: str | None = None     # alltoall | deepep: copies a token's dispatch sends (timing.dispatch)
     cpu_threads_per_rank: int | None = None   # OMP_NUM_THREADS per rank for a CPU optimizer (None: the launcher's)
     grad_ckpt_every: int | None = None  # checkpoint every n-th layer only (torchtitan selective_ac_option=n)
     # DeepSpeed zero_optimization knobs (None: DeepSpeed's defaults; "auto": what the HF integration fills)

@@ -174,9 +174,20 @@ def build_fsdp(req: JobOptions, framework: Framework) -> FsdpConfig | None:
                    whole_unit_grads=base.whole_unit_grads and version == 1)
 
 
+def head_as_layer(req: JobOptions) -> bool:
+    """--pp-head-as-layer, else the framework's own split: torchtitan weighs the embedding and the norm + output as
+    a layer each (torchtitan/distributed/pipeline_parallel.py generate_llm_fqn_per_model_part, input_weight=1,
+    output_weight=1); Megatron-Core splits the decoder layers alone (account_for_embedding/loss_in_pipeline_split
+    default False, megatron/core/transformer/transformer_config.py)."""
+    if req.pp_head_as_layer is not None:
+        return bool(req.pp_head_as_layer)
+    return str(req.framework or "").strip().lower() == Framework.TORCHTITAN.value
+
+
 def build_parallel(req: JobOptions) -> ParallelConfig:
     return ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,
                           uneven_pipeline=req.uneven_pipeline, sequential=_sequential(req),
+                          head_as_layer=head_as_layer(req),
                           dual_pipe=str(req.pp_schedule or "").strip().lower() == PipeSchedule.DUALPIPE.value)
 
 
@@ -190,7 +201,8 @@ def build_timing(req: JobOptions) -> TimingOptions:
                          host_mem_bw_bytes_per_s=None if req.host_mem_gb_per_s is None else req.host_mem_gb_per_s * 1e9,
                          pp_schedule=None if req.pp_schedule is None else
                          parse_enum(PipeSchedule, req.pp_schedule, "--pp-schedule"),
-                         sequential_pipeline=_sequential(req), sequence_parallel=req.sequence_parallel)
+                         sequential_pipeline=_sequential(req), sequence_parallel=req.sequence_parallel,
+                         pp_head_as_layer=head_as_layer(req))
 
 
 def suggestable_gpus(gpus: tuple[GpuSpec, ...], precision: Precision,

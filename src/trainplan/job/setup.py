@@ -15,6 +15,7 @@ from trainplan.enums import (
     Loss,
     MasterWeights,
     Method,
+    MoeDispatcher,
     Optimizer,
     Precision,
     Quant,
@@ -102,6 +103,8 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
                           padding_free=req.padding_free,
                           padding_mask=req.padding_mask, launch_blocking=req.launch_blocking,
                           comm_overlap=req.comm_overlap, moe_a2a_overlap=req.moe_a2a_overlap,
+                          moe_dispatcher=None if req.moe_dispatcher is None else
+                          parse_enum(MoeDispatcher, req.moe_dispatcher, "--moe-dispatcher"),
                           cpu_threads_per_rank=req.cpu_threads_per_rank,
                           fp8_recipe=None if req.fp8_recipe is None else
                           parse_enum(Fp8Recipe, req.fp8_recipe, "--fp8-recipe"))

@@ -20,9 +20,11 @@ SETTINGS = ("model", "framework", "method", "stage", "precision", "fp8_recipe", 
             "dataset", "grad_ckpt", "grad_ckpt_every", "attention", "loss", "liger", "activation_offload",
             "optimizer_in_backward", "compile", "compile_loss", "num_gpus", "nodes", "zero", "fsdp", "fsdp_version",
             "reshard_after_forward", "offload", "offload_device", "tp", "sequence_parallel", "pp", "vpp",
-            "pp_schedule", "cp", "ulysses", "ep", "etp", "device_map", "ref_model", "samples", "max_steps", "epochs",
+            "pp_schedule", "pp_head_as_layer", "cp", "ulysses", "ep", "etp", "device_map", "ref_model", "samples",
+            "max_steps", "epochs",
             "reduce_bucket_size", "prefetch_bucket_size", "param_persistence_threshold", "max_live_parameters",
-            "overlap_comm", "launch_blocking", "comm_overlap", "moe_a2a_overlap", "cpu_threads_per_rank")
+            "overlap_comm", "launch_blocking", "comm_overlap", "moe_a2a_overlap", "moe_dispatcher",
+            "cpu_threads_per_rank")
 # options left None that resolution derives, and the value it derives
 _DERIVED = {"lora_alpha": (lambda j: j.setup.lora.alpha if j.setup.lora else None, "2 x lora_rank"),
             "lora_targets": (lambda j: list(j.setup.lora.targets or default_lora_targets(j.setup.model))
@@ -31,6 +33,9 @@ _DERIVED = {"lora_alpha": (lambda j: j.setup.lora.alpha if j.setup.lora else Non
             "etp": (lambda j: j.layout.expert_tp,
                     "the framework's: tp (Megatron-Core's default when expert_tensor_parallel_size is unset, "
                     "arguments.py); 1 under torchtitan with expert parallelism (job_config.py)"),
+            "pp_head_as_layer": (lambda j: j.parallel.head_as_layer,
+                                 "the framework's pipeline split: torchtitan weighs the embedding and the output as a "
+                                 "layer each, Megatron-Core splits the decoder layers alone"),
             "padding_mask": (lambda j: j.setup.impl.padding_mask,
                              "padding in the attention mask: unpacked samples of mixed lengths (--lengths-file), "
                              "more than one per micro-batch, under a transformers framework")}
@@ -44,7 +49,8 @@ _PROFILE = {"precision": lambda j: str(j.setup.precision), "optimizer": lambda j
             "compile_loss": lambda j: j.setup.impl.compiled_loss,
             "launch_blocking": lambda j: j.setup.impl.launch_blocking,
             "comm_overlap": lambda j: j.setup.impl.comm_overlap,
-            "moe_a2a_overlap": lambda j: j.setup.impl.moe_a2a_overlap}
+            "moe_a2a_overlap": lambda j: j.setup.impl.moe_a2a_overlap,
+            "moe_dispatcher": lambda j: str(j.setup.impl.moe_dispatcher)}
 
 
 def _plain(value: Any) -> Any:

@@ -11,6 +11,8 @@ from trainplan.enums import (
     Loss,
     MasterWeights,
     Method,
+    MoeDispatcher,
+    MoeRouting,
     Offload,
     Optimizer,
     Precision,
@@ -78,6 +80,9 @@ class Implementation:
     loss_upcast: bool = True              # cross-entropy on fp32 logits (HF, torchtune) or 16-bit (litgpt)
     fused_kernels: bool = False           # hand-fused RMSNorm/SwiGLU/rotary kernels (flash-attn's ops, xformers):
                                           # the fused kernel stack for time (timing.efficiency.kernel_stack)
+    te_attention: bool = False            # Transformer Engine's DotProductAttention outside Megatron (NeMo
+                                          # AutoModel's BackendConfig attn='te'): cuDNN's fused attention on
+                                          # Hopper/Blackwell (timing.attention.attention_kernel)
     fused_ce: bool = False                # one fused cross-entropy kernel on the 16-bit logits (flash-attn's,
                                           # apex xentropy): the loss's traffic (timing.loss), not its memory
     load_fp32: bool = False               # frozen weights loaded in fp32 under mixed precision
@@ -86,6 +91,8 @@ class Implementation:
     comm_overlap: bool = False            # Megatron's communication overlap: TP collectives under the GEMMs,
                                           # the parameter all-gather under the next forward, pipeline sends
                                           # under interleaved compute (timing.overlap)
+    moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL   # copies a token's dispatch sends (timing.dispatch)
+    moe_routing: MoeRouting = MoeRouting.BALANCED            # which experts a token goes to (timing.dispatch)
     moe_a2a_overlap: bool = False         # Megatron's combined 1F1B (--overlap-moe-expert-parallel-comm): one
                                           # micro-batch's expert all-to-alls under another's compute (timing.overlap)
     cpu_threads_per_rank: int = 0         # OMP_NUM_THREADS / torch.set_num_threads per rank (0: the launcher's)

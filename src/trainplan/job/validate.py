@@ -17,6 +17,7 @@ from trainplan.enums import (
     GradCkpt,
     Loss,
     Method,
+    MoeDispatcher,
     Offload,
     Optimizer,
     PipeSchedule,
@@ -61,11 +62,11 @@ OPT_FLOATS: dict[str, tuple[float, float, bool, bool]] = {
 BOOLS = ("dora", "double_quant", "packing", "spot", "sequence_parallel", "uneven_pipeline", "calibration")
 OPT_BOOLS = ("optimizer_in_backward", "activation_offload", "liger", "load_fp32", "compile",
              "reshard_after_forward", "ref_model", "padding_free", "padding_mask", "overlap_comm",
-             "launch_blocking", "comm_overlap", "moe_a2a_overlap")
+             "launch_blocking", "comm_overlap", "moe_a2a_overlap", "pp_head_as_layer")
 # choices parsed later by job/resolve.parse_enum: the same enums, checked here whether used or not
 ENUMS = {"method": Method, "precision": Precision, "optimizer": Optimizer, "quant": Quant, "grad_ckpt": GradCkpt,
          "attention": Attention, "framework": Framework, "loss": Loss, "fsdp": Fsdp, "offload": Offload,
-         "pp_schedule": PipeSchedule, "fp8_recipe": Fp8Recipe}
+         "pp_schedule": PipeSchedule, "fp8_recipe": Fp8Recipe, "moe_dispatcher": MoeDispatcher}
 CHOICES = {"stage": ("sft", "pt", "dpo", "ipo", "kto", "orpo", "simpo", "cpo", "rm", "grpo", "ppo"),
            "device_map": ("auto", "balanced", "balanced_low_0", "sequential"),
            "offload_device": ("cpu", "nvme"),

@@ -26,7 +26,7 @@ Sources:
 
 from __future__ import annotations
 
-from trainplan.enums import Framework, Method
+from trainplan.enums import Framework, Method, MoeDispatcher
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup
@@ -47,6 +47,8 @@ class ParallelConfig:
     sequence_parallel: bool = True    # --sequence-parallel: Megatron recommends it whenever tp > 1
     virtual_stages: int = 1           # --num-layers-per-virtual-pipeline-stage: interleaved 1F1B chunks
     uneven_pipeline: bool = False     # allow layers % pp != 0 (extra layers go to the last stages)
+    head_as_layer: bool = False       # the embedding and the LM head + loss each take a layer's place in the
+                                      # split (Megatron account_for_embedding/loss_in_pipeline_split)
     sequential: bool = False          # device_map="auto": the stages run one after another, one micro-batch
     dual_pipe: bool = False           # DualPipe: each rank holds stages i and p - 1 - i (pipeline_stages)
 
@@ -107,16 +109,21 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
     if pp > spec.num_layers:
         raise TrainplanError(f"--pp {pp} is more than the {spec.num_layers} layers of {spec.name}")
     chunks = pp * cfg.virtual_stages
+    # Megatron-Core (transformer_block.py get_num_layers_to_build): with the embedding and loss accounted for,
+    # num_layers + 2 is split evenly and the first and the last stage build one layer fewer
+    slots = spec.num_layers + 2 if cfg.head_as_layer and pp > 1 else spec.num_layers
     # torchtitan splits the layers over its stages itself, unevenly where they do not divide
     # (torchtitan/distributed/pipeline_parallel.py generate_llm_fqn_per_model_part)
     uneven = cfg.uneven_pipeline or cfg.sequential or setup.framework is Framework.TORCHTITAN
-    if pp > 1 and spec.num_layers % chunks and not uneven:
+    if pp > 1 and slots % chunks and not uneven:
         fits = [str(d) for d in range(2, min(spec.num_layers, 64) + 1)
-                if spec.num_layers % (d * cfg.virtual_stages) == 0]
+                if (spec.num_layers + (2 if cfg.head_as_layer else 0)) % (d * cfg.virtual_stages) == 0]
+        what = (f"{spec.num_layers} layers + the embedding and the loss" if slots != spec.num_layers
+                else f"{spec.num_layers} layers")
         raise TrainplanError(
             f"--pp {pp}{f' x {cfg.virtual_stages} virtual stages' if cfg.virtual_stages > 1 else ''} does "
-            f"not divide the {spec.num_layers} layers of {spec.name} ({spec.num_layers} % {chunks} = "
-            f"{spec.num_layers % chunks}); --pp {', '.join(fits[:8]) or '1'} would, or allow an uneven split "
+            f"not divide the {what} of {spec.name} ({slots} % {chunks} = "
+            f"{slots % chunks}); --pp {', '.join(fits[:8]) or '1'} would, or allow an uneven split "
             "(--uneven-pipeline)")
     if pp > 1 and cfg.virtual_stages > 1 and spec.num_layers // pp < cfg.virtual_stages:
         raise TrainplanError(f"--pp {pp} x --vpp {cfg.virtual_stages} leaves a stage fewer layers "
@@ -145,13 +152,32 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
         if pp > 1 and cfg.virtual_stages <= 1:
             raise TrainplanError("--moe-a2a-overlap with --pp > 1 runs only under the interleaved schedule: "
                                  "add --vpp > 1 (or --no-moe-a2a-overlap)")
+    if setup.impl.moe_dispatcher is MoeDispatcher.DEEPEP:
+        # DeepEP runs under Megatron's flex dispatcher and in PyTorch-native MoE stacks (NeMo AutoModel's
+        # BackendConfig dispatcher, torchtitan-class); it dispatches routed experts' tokens over an EP group
+        if not spec.moe or ep <= 1:
+            raise TrainplanError("--moe-dispatcher deepep sends an MoE model's tokens over expert parallel: it needs "
+                                 "a model with routed experts and --ep > 1")
+        if setup.framework not in (Framework.MEGATRON, Framework.TORCHTITAN):
+            raise TrainplanError("--moe-dispatcher deepep runs under Megatron's flex dispatcher or an FSDP2 MoE stack "
+                                 "(NeMo AutoModel): use --framework megatron or torchtitan")
     if cp > 1 and setup.seq_len % (2 * cp):
         raise TrainplanError(f"--cp {cp} needs --seq-len divisible by 2 x cp = {2 * cp} (load-balanced "
                              f"causal split), got {setup.seq_len}")
 
 
-def layers_per_stage(num_layers: int, pp: int) -> tuple[int, ...]:
-    """Layers of each stage; a remainder goes to the last stages, which stash fewer micro-batches."""
+def layers_per_stage(num_layers: int, pp: int, *, head_as_layer: bool = False) -> tuple[int, ...]:
+    """Layers of each stage; a remainder goes to the last stages, which stash fewer micro-batches. With
+    `head_as_layer` the embedding and the loss take a layer's place each (ParallelConfig.head_as_layer): the
+    first and the last stage hold one layer fewer, and a remainder goes to the first stages (torchtitan's
+    generate_llm_fqn_per_model_part; Megatron-Core asks num_layers + 2 to divide). Where that would leave a
+    stage without a decoder layer (a stage a layer or less), the plain split."""
+    if head_as_layer and pp > 1:
+        base, extra = divmod(num_layers + 2, pp)
+        sizes = [base + (1 if i < extra else 0) for i in range(pp)]
+        sizes[0], sizes[-1] = sizes[0] - 1, sizes[-1] - 1
+        if min(sizes) > 0:
+            return tuple(sizes)
     base, extra = divmod(num_layers, pp)
     return tuple(base + (1 if i >= pp - extra else 0) for i in range(pp))
 
@@ -171,7 +197,7 @@ def in_flight_microbatches(stage: int, pp: int, virtual: int, microbatches: int)
 
 
 def pipeline_stages(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> tuple[Stage, ...]:
-    sizes = layers_per_stage(setup.model.num_layers, layout.pp)
+    sizes = layers_per_stage(setup.model.num_layers, layout.pp, head_as_layer=cfg.head_as_layer)
     out, start = [], 0
     for i, n in enumerate(sizes):
         out.append(Stage(index=i, layers=tuple(range(start, start + n)), has_embedding=i == 0,

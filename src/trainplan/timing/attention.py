@@ -294,13 +294,14 @@ def padded_sdpa(framework: Framework, attention: Attention, padding_mask: bool) 
 def attention_kernel(framework: Framework, attention: Attention, generation: str, dtype: str, head_dim: int,
                      *, position: Position = Position.ROPE, consumer: bool = False,
                      sdpa_cudnn_first: bool = False, flash_version: int = 2,
-                     padding_mask: bool = False) -> AttentionKernel:
+                     padding_mask: bool = False, te: bool = False) -> AttentionKernel:
     """The kernel that runs for the user's `attention` choice (module docstring has the sources).
 
     generation: the catalog's GpuSpec.generation; consumer: a desktop die (catalog.gpu_text.desktop_die:
     GeForce and the RTX workstation cards; sm120 Blackwell, sm89 Ada get neither FA3/FA4 nor TE's Hopper+
     preference). dtype: the attention's compute dtype ('fp32'
-    disables every flash kernel); padding_mask: the model gets a mask with padding (padded_sdpa)."""
+    disables every flash kernel); padding_mask: the model gets a mask with padding (padded_sdpa); te: the
+    model runs Transformer Engine's DotProductAttention outside Megatron (Implementation.te_attention)."""
     if attention is Attention.EAGER:
         return AttentionKernel.EAGER
     gen = generation if not consumer else "consumer-" + generation
@@ -309,7 +310,7 @@ def attention_kernel(framework: Framework, attention: Attention, generation: str
     if dtype == "fp32" or head_dim > 256 or pre_sm80:
         # SDPA: flash needs fp16/bf16, head_dim <= 256 and sm80+ -> memory-efficient (sdp_utils.cpp)
         return AttentionKernel.MEM_EFFICIENT
-    if framework in _TE_FRAMEWORKS:
+    if framework in _TE_FRAMEWORKS or te:
         return AttentionKernel.CUDNN if gen in _DATACENTER else AttentionKernel.FA2
     if padded_sdpa(framework, attention, padding_mask):
         return AttentionKernel.MEM_EFFICIENT

@@ -10,6 +10,7 @@ from __future__ import annotations
 from trainplan.enums import Fsdp, GradCkpt, ZeroStage
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout
+from trainplan.timing.dispatch import DispatchCopies
 from trainplan.timing.links import Fabric, allgather_s, reduce_scatter_s, ring_allreduce_s
 
 # --- traffic of a layout -------------------------------------------------------------------------
@@ -34,6 +35,8 @@ class CommInputs:
     moe_layers: int = 0
     tp_free_moe_layers: int = 0      # of moe_layers: no shared expert, so no TP collective in the MLP half
     moe_dispatch_bytes: float = 0.0  # tokens x top_k x hidden x bytes per all-to-all
+    moe_copies: DispatchCopies | None = None   # a DeepEP dispatch's copies of a token (timing.dispatch);
+                                               # None: Megatron's alltoall, top_k copies
     kv_bytes: float = 0.0            # one micro-batch's K and V per layer on this GPU (its TP shard of the heads)
     attention_fwd_s: float = 0.0     # the attention kernels' forward of one micro-batch on this GPU (all its layers)
     attention_bwd_s: float = 0.0     # ... their backward
@@ -241,7 +244,13 @@ def layout_comm(layout: Layout, fab: Fabric, x: CommInputs) -> CommTimes:
                          "leaves the node through each GPU's own NIC")
         else:
             links.append(f"expert parallel over {fab.link_name(span)}")
-        ep_s = m * x.moe_layers * passes * fab.alltoall_s(x.moe_dispatch_bytes / tp, ep, etp)
+        if x.moe_copies is not None:
+            # DeepEP (timing.dispatch): a token once per destination rank, once per destination node
+            ep_s = m * x.moe_layers * passes * fab.dispatch_s(x.activation_bytes / tp, ep, etp, x.moe_copies)
+            links.append(f"DeepEP dispatch: {x.moe_copies.rank_copies:.2f} ranks and "
+                         f"{x.moe_copies.node_copies:.2f} nodes a token (timing.dispatch)")
+        else:
+            ep_s = m * x.moe_layers * passes * fab.alltoall_s(x.moe_dispatch_bytes / tp, ep, etp)
     if layout.expert_tp > 1 and x.moe_layers and x.moe_dispatch_bytes:
         # expert tensor parallel: the dispatcher all-gathers the tokens each rank received over the expert
         # TP group (etp consecutive ranks) before the experts and reduce-scatters their output after

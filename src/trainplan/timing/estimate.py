@@ -16,13 +16,15 @@ gpu_hours = total_s x GPUs / 3600; the retry factor (default 1.0) multiplies bot
 
 from __future__ import annotations
 
-from trainplan.enums import Framework, GradCkpt, Offload, PipeSchedule
+from trainplan.enums import Framework, GradCkpt, MoeDispatcher, Offload, PipeSchedule
 from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup, Workload
+from trainplan.memory.parallel import layers_per_stage
 from trainplan.specs import GpuSpec
 from trainplan.timing import parts
 from trainplan.timing.comm import CommInputs, CommTimes, layout_comm, tp_collectives_per_layer
 from trainplan.timing.context import SetupFacts, setup_facts
+from trainplan.timing.dispatch import dispatch_copies
 from trainplan.timing.efficiency import Efficiency
 from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.fp8 import fp8_step_delta_s
@@ -32,7 +34,7 @@ from trainplan.timing.loss import loss_note
 from trainplan.timing.mask import dense_mask_note
 from trainplan.timing.options import TimingOptions
 from trainplan.timing.overlap import megatron_overlap, moe_a2a_overlap
-from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule
+from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule, heaviest_stage_s
 from trainplan.timing.quantized import fp32_adapter_note
 from trainplan.timing.steps import SequenceShape, global_batch, steps_per_epoch, total_steps
 from trainplan.units import SECONDS_PER_HOUR, fmt_count, fmt_duration
@@ -88,6 +90,12 @@ class StepTime:
         return self.efficiency.peak_flops_per_s
 
 
+# Frameworks that split the pipeline by decoder layers (the head and loss on the last stage, unless counted as a
+# layer: ParallelConfig.head_as_layer). DeepSpeed's PipelineModule partitions by parameter count by default
+# (deepspeed/runtime/pipe/module.py partition_method="parameters"), which weighs the LM head by its size.
+_LAYER_SPLIT = frozenset({Framework.MEGATRON, Framework.TORCHTITAN})
+
+
 def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: Workload | None = None,
               options: TimingOptions = TimingOptions()) -> StepTime:
     """Time of one optimizer step of `setup` spread as `layout` over `gpu`s."""
@@ -129,6 +137,24 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     # FP8: the GEMMs left in bf16 and the quantisation traffic of the recipe (trainplan.timing.fp8)
     compute_mb += fp8_step_delta_s(setup, layout, gpu, ft, eff, m, tokens_per_micro_batch=tokens_mb_gpu,
                                    tokens=mb_tokens / model_parallel, notes=notes)
+    if (layout.pp > 1 and setup.framework in _LAYER_SPLIT and not options.sequential_pipeline
+            and options.pp_schedule is not PipeSchedule.DUALPIPE):
+        # the last rank also runs the LM head and the loss (timing.pipeline.heaviest_stage_s); DualPipe's rank 0
+        # holds the first and the last stage, and its split is the report's own: not rebalanced here
+        tokens_stage = mb_tokens / (layout.tp * layout.cp)
+        head_mb = (eff.linear_s((ft.lm_head_fwd + ft.lm_head_bwd) * tokens_stage)
+                   + parts.loss_traffic_s(setup, gpu, tokens_stage, m, compiled=compiled))
+        # layers that do not divide over the (virtual) stages need a layout the user wrote (taken as the balanced one)
+        rebalanced = (not options.pp_head_as_layer and setup.framework is Framework.MEGATRON
+                      and setup.model.num_layers % (layout.pp * max(1, options.pp_interleave)) != 0)
+        heaviest = heaviest_stage_s(compute_mb, head_mb, layers_per_stage(setup.model.num_layers, layout.pp,
+                                                                        head_as_layer=options.pp_head_as_layer),
+                                    rebalanced=rebalanced)
+        if heaviest > compute_mb * 1.01:
+            notes.append(f"pipeline stages unequal: the last of {layout.pp} ranks also runs the LM head and the loss "
+                         f"({head_mb * 1e3:.1f} ms a micro-batch), {heaviest / compute_mb - 1:.0%} above the mean "
+                         "stage; every micro-batch waits for it")
+        compute_mb = heaviest
     fwd_share = ctx.fwd_share
     # CUDA_LAUNCH_BLOCKING=1 (trainplan.timing.launch): each launch waits for its kernel; nothing hides
     # behind compute, so the offload copies get no window and the collectives are all exposed
@@ -167,6 +193,10 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
         tp_collectives_per_layer=tp_collectives_per_layer(setup.grad_ckpt),
         layer_passes=3 if setup.grad_ckpt is GradCkpt.FULL else 2,
         moe_layers=moe_layers, moe_dispatch_bytes=act_bytes * (moe.top_k if moe else 0),
+        moe_copies=dispatch_copies(setup.impl.moe_dispatcher, setup.impl.moe_routing, experts=moe.num_experts,
+                                   top_k=moe.top_k, ep=layout.ep,
+                                   ranks_per_node=fab.members_per_node(layout.ep, layout.expert_tp))
+        if moe and setup.impl.moe_dispatcher is MoeDispatcher.DEEPEP and layout.ep > 1 else None,
         tp_free_moe_layers=moe_layers if moe and not (moe.num_shared_experts or moe.shared_intermediate_size) else 0,
         # K and V of this GPU's heads: its TP shard (Megatron-Core splits the query groups over TP)
         kv_bytes=mb_tokens / layout.cp * 2 * ctx.kv_dim / kv_split * ctx.compute_bytes,

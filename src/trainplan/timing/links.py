@@ -22,6 +22,7 @@ from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen
 from trainplan.job.training import Layout
 from trainplan.specs import GpuSpec
+from trainplan.timing.dispatch import DispatchCopies
 
 @frozen
 class Link:
@@ -211,6 +212,21 @@ class Fabric:
             return on_node
         nic = self.inter.per_gpu_bytes_per_s(self.gpus_per_node) * self.collective_fraction
         return max(on_node, (n - m) / n * n_bytes / nic)
+
+    def dispatch_s(self, token_bytes: float, n: int, stride: int, copies: DispatchCopies) -> float:
+        """An MoE dispatch (or combine) of `token_bytes` of tokens per GPU over an expert-parallel group of
+        `n` ranks `stride` apart, each token sent as `copies` says (timing.dispatch): its copies to other
+        ranks of the node over the intra-node link, to other nodes over the GPU's own NIC, both at once
+        (alltoall_s is the case of top_k copies, not forwarded)."""
+        if n <= 1 or token_bytes <= 0:
+            return 0.0
+        m = self.members_per_node(n, stride)
+        nvlink = copies.rank_copies * ((n - 1) if copies.forwarded else (m - 1)) / n
+        on_node = nvlink * token_bytes / (self.intra.bw_bytes_per_s * self.collective_fraction)
+        if m >= n:
+            return on_node
+        nic = self.inter.per_gpu_bytes_per_s(self.gpus_per_node) * self.collective_fraction
+        return max(on_node, copies.node_copies * (n - m) / n * token_bytes / nic)
 
     def members_per_node(self, n: int, stride: int = 1) -> int:
         """Members of a group of `n` ranks `stride` apart that share a node."""

@@ -23,6 +23,7 @@ class TimingOptions:
     zero: ZeroConfig | None = None         # the job's DeepSpeed ZeRO knobs (overlap_comm; None: DeepSpeed's defaults)
     fsdp: FsdpConfig | None = None         # the job's FSDP behaviour (None: the framework's, memory.sharding.fsdp_for)
     pp_schedule: PipeSchedule | None = None    # None: the framework's (interleaved when pp_interleave > 1, else 1F1B)
+    pp_head_as_layer: bool = False         # the embedding and the loss each take a layer's place in the split
     sequential_pipeline: bool = False      # device_map="auto": one GPU works at a time
     sequence_parallel: bool = True         # Megatron --sequence-parallel: norms and residual adds split over tp
     quant_kernel: str | None = None        # dequantisation kernel: nf4, fp4, int8, gptq

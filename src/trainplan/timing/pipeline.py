@@ -97,3 +97,29 @@ def bubble_floor(schedule: PipeSchedule | None, *, stages: int, micro_batches: i
     if schedule in (PipeSchedule.ZB_H1, PipeSchedule.ZBV, PipeSchedule.DUALPIPE):
         return 0.0
     return bubble_fraction(schedule, stages=stages, micro_batches=micro_batches, virtual_stages=v)
+
+
+def heaviest_stage_s(mean_stage_s: float, head_s: float, layers: tuple[int, ...], *, rebalanced: bool = False) -> float:
+    """Compute per micro-batch of the pipeline rank with the most work, which every micro-batch waits for.
+
+    `mean_stage_s` is the whole model's compute of a micro-batch over the p ranks (pp x it is the total);
+    `head_s` the LM head's GEMMs and the loss, which run on the last rank only (Megatron-Core builds the
+    output layer and the loss in the post-process stage, the last: models/gpt/gpt_model.py `post_process`;
+    torchtitan's pipeline split gives `norm` and `output` to the last stage); the decoder layers split as
+    `layers` (memory.parallel.layers_per_stage: what each rank holds over all its virtual stages). The
+    embedding lookup on the first rank moves bytes, no GEMM: not counted.
+
+    `rebalanced`: layers that do not divide over the stages run only with a layout the user wrote
+    (Megatron's --decoder-first/last-pipeline-num-layers, --pipeline-model-parallel-layout), which is taken as
+    the one that evens the ranks out: n layers on the last rank beside the head and the rest spread over the
+    others, n (at least 1) the one that makes the heaviest rank lightest."""
+    stages = len(layers)
+    total_layers = sum(layers)
+    if stages <= 1 or total_layers <= 0:
+        return mean_stage_s
+    body = max(0.0, mean_stage_s * stages - head_s)
+    per_layer = body / total_layers
+    if rebalanced:
+        return min(max(-(-(total_layers - n) // (stages - 1)) * per_layer, n * per_layer + head_s)
+                   for n in range(1, max(1, total_layers // stages) + 1))
+    return max(per_layer * n + (head_s if i == stages - 1 else 0.0) for i, n in enumerate(layers))
