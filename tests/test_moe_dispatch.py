@@ -172,3 +172,14 @@ def test_deepep_where_it_cannot_run_is_a_one_line_error(flags, message):
     done = subprocess.run([sys.executable, "-m", "trainplan", "estimate", "--gpu", "h100", *flags,
                            "--moe-dispatcher", "deepep"], capture_output=True, text=True)
     assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_megatron_bridge_runs_its_fused_cross_entropy():
+    # Megatron-Bridge's GPTModelProvider cross_entropy_loss_fusion = True: the loss moves 3 x 2 bytes a logit
+    # (a fused kernel over bf16 logits) instead of the 48 of an eager fp32 one (timing.loss)
+    from trainplan.timing.loss import loss_bytes_per_logit
+
+    job = map_case(_case("Megatron-Bridge 26.04 (Megatron-Core)")).job
+    assert trainer_facts(_case("Megatron-Bridge 26.04"))[0]["fused_ce"] is True
+    assert loss_bytes_per_logit(job.setup) == 6.0
+    assert "fused_ce" not in trainer_facts(_case("Megatron-LM pretrain_gpt.py"))[0]

@@ -19,10 +19,15 @@ _MEGATRON_RECIPES = ("NVIDIA-NeMo/Megatron-Bridge v0.2.0 recipes: llama/llama3.p
                      "True), training/comm_overlap.py overlap_p2p_comm with virtual stages; NeMo 2.0's recipes through "
                      "nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py MegatronCommOverlapCallback (tensor, "
                      "pipeline and data parallel overlap): Megatron's communication overlap on")
+_BRIDGE_CE = ("NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/gpt_provider.py `cross_entropy_loss_fusion: bool "
+              "= True` (its recipes set cross_entropy_fusion_impl 'te', recipes/llama/h100/llama3.py): one fused "
+              "vocab-parallel cross-entropy kernel over the logits")
 TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("nemo", {"comm_overlap": True}, _MEGATRON_RECIPES),
     ("megatron-bridge", {"comm_overlap": True}, _MEGATRON_RECIPES),
     ("megatron bridge", {"comm_overlap": True}, _MEGATRON_RECIPES),
+    ("megatron-bridge", {"fused_ce": True}, _BRIDGE_CE),
+    ("megatron bridge", {"fused_ce": True}, _BRIDGE_CE),
     ("automodel", {"fused_kernels": True, "te_attention": True},
      "NVIDIA-NeMo/Automodel cb976544 nemo_automodel/components/models/common/utils.py BackendConfig: attn 'te' and "
      "linear 'te' and rope_fusion whenever Transformer Engine is installed and CUDA available (its own model code, "
