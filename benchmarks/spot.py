@@ -34,7 +34,9 @@
 * benchmarks/data/automodel_cases.json: NeMo AutoModel's performance summary (MoE and dense pre-training and
   LoRA with PyTorch FSDP2, EP, PP and CP on DGX-H100, tools/build_automodel_cases.py), tokens/s per GPU;
 * benchmarks/data/moe_modelzoo_cases.json: the Megatron MoE Model Zoo's Qwen3-235B-A22B results (256 H100, DeepEP or
-  alltoall dispatch, tools/build_moe_modelzoo_cases.py), seconds per step.
+  alltoall dispatch, tools/build_moe_modelzoo_cases.py), seconds per step;
+* benchmarks/data/swift_v1_benchmark_cases.json: ms-swift 1.x's training benchmark (LoRA, QLoRA and full
+  fine-tuning on one A100 over cls-fudan-news-zh samples, tools/build_swift_v1_benchmark_cases.py), seconds per step.
 
 Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU its hardware text names
 (trainplan's GPU-name rule) and is scored against what the source printed.
@@ -66,7 +68,7 @@ CASES = tuple(ROOT / "benchmarks" / "data" / name
                            "mbridge_2604_2606_cases.json", "nemo_long_sequence_cases.json", "internevo_cases.json",
                            "xtuner_megatron_moe_cases.json", "fms_fsdp_cases.json",
                            "tinyllama_cases.json", "model_card_cases.json", "automodel_cases.json",
-                           "moe_modelzoo_cases.json"))
+                           "moe_modelzoo_cases.json", "swift_v1_benchmark_cases.json"))
 # how each compared metric (trainplan.cases PREDICTED_KEYS) is printed
 UNITS = {"tokens_per_s_per_gpu": "tok/s", "tflops_per_gpu": "TFLOP/s", "step_s": "s/step", "mfu": "MFU",
          "gpu_hours": "GPU-h"}

@@ -171,3 +171,11 @@ def test_pipeline_head_stage_and_deepep_notes():
     assert zh.startswith("流水线各阶段负载不均：4 个 rank 中最后一个还要运行 LM head 和损失") and "每个微批都要等它" in zh
     deepep = _note(notes, "DeepEP dispatch")
     assert _zh(deepep).startswith("DeepEP 分发：每个 token 发往 ") and CJK.search(_zh(deepep))
+
+
+def test_a_note_built_of_notes_is_chinese_throughout():
+    # the deleted-samples note carries the sequence note inside it: each part from its own template
+    note = ("samples longer than 1024 tokens deleted, not truncated (truncation_strategy 'delete'): 67% of them "
+            "trained on; dynamic padding: 450 real tokens padded to 450 per sequence on average (100% useful)")
+    assert _zh(note) == ("长于 1024 个 token 的样本被删除而不是截断（truncation_strategy 'delete'）：只训练其中的 67%；"
+                         "动态填充：每条序列平均 450 个真实 token 填充到 450 个（有效占 100%）")

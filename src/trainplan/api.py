@@ -103,6 +103,7 @@ class Options(TypedDict, total=False):
     checkpoint_saves: int
     disk_gb_per_s: float
     lengths_file: str | None
+    drop_long_samples: bool | None
     dataset: str | None             # catalog dataset name(s), comma-separated
     calibration: bool
     efficiency: float | None

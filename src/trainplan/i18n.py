@@ -144,6 +144,6 @@ def translate(text: str, *, domain: str = DEFAULT_DOMAIN, lang: str | None = Non
             continue
         values = {}
         for name, value in zip(names, match.groups()):
-            values.setdefault(name, catalog.gettext(value))
+            values.setdefault(name, translate(value, domain=domain, lang=code))
         return re.sub(_FIELD, lambda m, v=values: v.get(m.group(1), m.group(0)), msgstr)
     return text

@@ -206,11 +206,13 @@ def lora_targets(case: dict) -> tuple[tuple[str, ...], str | None]:
     """
     targets = (case.get("lora") or {}).get("targets")
     if isinstance(targets, str):                 # "all (lora_target: all)", "q_proj,v_proj", "q_proj v_proj"
-        words = re.sub(r"\([^)]*\)", " ", targets).strip().lower()
-        if re.fullmatch(r"all([ _-]linear)?( layers| modules)?", words):
+        words = re.sub(r"\([^)]*\)", " ", targets).strip()
+        if re.fullmatch(r"all([ _-]linear)?( layers| modules)?", words.lower()):
             return ("all-linear",), "LoRA targets: every linear layer (all)"
+        # module names keep their case: peft matches them exactly (Baichuan's W_pack)
         split = [w for w in re.split(r"[,\s/+]+", words) if w]
-        prose = "default" in split or not all(re.fullmatch(r"[a-z_][a-z0-9_.]*", w) for w in split)
+        prose = "default" in (w.lower() for w in split) or not all(
+            re.fullmatch(r"[a-z_][a-z0-9_.]*", w.lower()) for w in split)
         targets = [] if prose else split
     if not targets:
         return (), "LoRA targets: peft's default for the architecture"

@@ -37,7 +37,13 @@ from trainplan.cases.text import (
     quant_of,
     schedule_in_text,
 )
-from trainplan.cases.trainers import stated_head_as_layer, stated_moe_dispatch, trainer_defaults, trainer_facts
+from trainplan.cases.trainers import (
+    drops_long_samples,
+    stated_head_as_layer,
+    stated_moe_dispatch,
+    trainer_defaults,
+    trainer_facts,
+)
 from trainplan.enums import (
     Attention,
     Framework,
@@ -209,7 +215,8 @@ def map_case(case: dict) -> Mapped:
     # a case that says its tensor parallelism runs without sequence parallelism (parallel.sp false; a number
     # there is a Ulysses degree)
     options = TimingOptions(compiled=compiled, sequence_parallel=(case.get("parallel") or {}).get("sp") is not False,
-                            pp_head_as_layer=stated_head_as_layer(case) or framework is Framework.TORCHTITAN)
+                            pp_head_as_layer=stated_head_as_layer(case) or framework is Framework.TORCHTITAN,
+                            drop_long_samples=drops_long_samples(case, framework))
     if unpacked is not None:
         # unpacked samples of the catalog dataset the text names: each its own length, padded to the
         # longest of its micro-batch (trainplan.timing.steps.sequence_shape)

@@ -138,3 +138,15 @@ def stated_head_as_layer(case: dict) -> bool:
     low = " ".join((text(case.get("framework")), text((case.get("parallel") or {}).get("other"))))
     return any(name in low.replace("-", "_") for name in ("account_for_loss_in_pipeline_split",
                                                           "account_for_embedding_in_pipeline_split"))
+
+
+def drops_long_samples(case: dict, framework: Framework) -> bool:
+    """Whether the case's trainer deletes samples longer than its max length rather than truncating them: as its
+    text states truncation_strategy, else ms-swift's default 'delete' (job.resolve.drop_long_samples)."""
+    import re
+
+    low = " ".join((text(case.get("framework")), text(case.get("seq_len_note"))))
+    stated = re.search(r"truncation_strategy\W+(\w+)", low)
+    if stated:
+        return stated.group(1) == "delete"
+    return framework is Framework.SWIFT

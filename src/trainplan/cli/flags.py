@@ -224,6 +224,10 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     w.add_argument("--checkpoint-saves", type=int, default=0)
     w.add_argument("--disk-gb-per-s", type=float, default=1.0, help="checkpoint write bandwidth (GB/s)")
     w.add_argument("--lengths-file", help="sample lengths in tokens: one per line, or a JSON list")
+    w.add_argument("--drop-long-samples", action=argparse.BooleanOptionalAction, default=None,
+                   help="samples longer than --seq-len are deleted, not truncated: the lengths trained on are those "
+                        "that fit, and only they count towards the steps (default: ms-swift's truncation_strategy "
+                        "'delete' under --framework swift; other frameworks truncate)")
     w.add_argument("--dataset", help="a public dataset the run trains on (ModelScope or Hugging Face id; several "
                    "comma-separated): its sample lengths and size from the catalog (`trainplan datasets`)")
     w.add_argument("--calibration", action=argparse.BooleanOptionalAction, default=True,

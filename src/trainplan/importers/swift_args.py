@@ -134,6 +134,10 @@ def _common(c: Collector, args: dict, spec, table: dict) -> None:
         c.skip("max_length", None, "unset: ms-swift truncates at the model's max_model_len "
                "(base_args.py __post_init__), a bound, not the samples' length; give --seq-len")
     _put(c, args, "packing", "packing", as_bool, _DEFAULTS)
+    truncation = str(args.get("truncation_strategy") or "").strip().strip("'\"").lower()
+    if truncation and truncation != "none":
+        # template_args.py: 'delete' drops a sample over max_length; 'left' / 'right' (1.x 'truncation_left') cut it
+        c.set("drop_long_samples", truncation == "delete", key="truncation_strategy", raw=truncation)
     read_dataset(c, args.get("dataset"), "dataset")
     if packing:
         c.derived("padding_free", True, key="packing", note="packing implies padding_free (sft_args.py "
@@ -231,7 +235,7 @@ _READ = {"modules_to_save", "model", "tuner_type", "train_type", "quant_method",
          "per_device_train_batch_size", "gradient_accumulation_steps", "max_epochs", "num_train_epochs", "max_steps",
          "gradient_checkpointing", "use_liger_kernel", "sequence_parallel_size", "deepspeed", "fsdp", "fsdp_config",
          "deepspeed_autotp_size", "torch_dtype", "bf16", "fp16", "optim", "rlhf_type", "beta", "ref_model",
-         "device_map", "lora_dtype", "dataset", *_UNMODELLED}
+         "device_map", "lora_dtype", "dataset", "truncation_strategy", *_UNMODELLED}
 
 
 def _engines(c: Collector, args: dict, ctx: ReadContext) -> Imported | str:

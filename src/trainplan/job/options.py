@@ -76,6 +76,7 @@ class JobOptions:
     checkpoint_saves: int = 0
     disk_gb_per_s: float = 1.0        # checkpoint write bandwidth
     lengths_file: str | None = None   # sample lengths (tokens), one per line or a JSON list
+    drop_long_samples: bool | None = None   # samples over --seq-len deleted, not truncated (None: the framework's)
     dataset: str | None = None        # catalog dataset(s) whose sample lengths the run trains on (comma-separated)
     calibration: bool = True          # apply the fit of `trainplan calibrate` when one matches
     efficiency: float | None = None   # override the matmul efficiency (fraction of peak)

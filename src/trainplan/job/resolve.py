@@ -184,6 +184,15 @@ def head_as_layer(req: JobOptions) -> bool:
     return str(req.framework or "").strip().lower() == Framework.TORCHTITAN.value
 
 
+def drop_long_samples(req: JobOptions) -> bool:
+    """--drop-long-samples, else the framework's: ms-swift deletes a sample longer than max_length
+    (swift/llm/argument/base_args/template_args.py truncation_strategy None, then 'delete' for training; ms-swift
+    1.x SftArguments truncation_strategy = 'delete'); the others truncate."""
+    if req.drop_long_samples is not None:
+        return bool(req.drop_long_samples)
+    return str(req.framework or "").strip().lower() == Framework.SWIFT.value
+
+
 def build_parallel(req: JobOptions) -> ParallelConfig:
     return ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,
                           uneven_pipeline=req.uneven_pipeline, sequential=_sequential(req),
@@ -202,7 +211,7 @@ def build_timing(req: JobOptions) -> TimingOptions:
                          pp_schedule=None if req.pp_schedule is None else
                          parse_enum(PipeSchedule, req.pp_schedule, "--pp-schedule"),
                          sequential_pipeline=_sequential(req), sequence_parallel=req.sequence_parallel,
-                         pp_head_as_layer=head_as_layer(req))
+                         pp_head_as_layer=head_as_layer(req), drop_long_samples=drop_long_samples(req))
 
 
 def suggestable_gpus(gpus: tuple[GpuSpec, ...], precision: Precision,

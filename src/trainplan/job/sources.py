@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 SETTINGS = ("model", "framework", "method", "stage", "precision", "fp8_recipe", "optimizer", "lora_rank",
             "lora_alpha", "lora_dropout", "lora_targets", "dora", "modules_to_save", "quant", "double_quant",
             "freeze_layers", "batch_size", "grad_accum", "seq_len", "packing", "padding_free", "padding_mask",
-            "dataset", "grad_ckpt", "grad_ckpt_every", "attention", "loss", "liger", "activation_offload",
+            "dataset", "drop_long_samples", "grad_ckpt", "grad_ckpt_every", "attention", "loss", "liger",
+            "activation_offload",
             "optimizer_in_backward", "compile", "compile_loss", "num_gpus", "nodes", "zero", "fsdp", "fsdp_version",
             "reshard_after_forward", "offload", "offload_device", "tp", "sequence_parallel", "pp", "vpp",
             "pp_schedule", "pp_head_as_layer", "cp", "ulysses", "ep", "etp", "device_map", "ref_model", "samples",
@@ -33,6 +34,9 @@ _DERIVED = {"lora_alpha": (lambda j: j.setup.lora.alpha if j.setup.lora else Non
             "etp": (lambda j: j.layout.expert_tp,
                     "the framework's: tp (Megatron-Core's default when expert_tensor_parallel_size is unset, "
                     "arguments.py); 1 under torchtitan with expert parallelism (job_config.py)"),
+            "drop_long_samples": (lambda j: j.timing.drop_long_samples,
+                                  "the framework's: ms-swift deletes samples over max_length (truncation_strategy "
+                                  "'delete'), the others truncate them"),
             "pp_head_as_layer": (lambda j: j.parallel.head_as_layer,
                                  "the framework's pipeline split: torchtitan weighs the embedding and the output as a "
                                  "layer each, Megatron-Core splits the decoder layers alone"),

@@ -51,7 +51,8 @@ class SetupFacts:
         notes: list[str] = []
         shape = sequence_shape(seq_len=setup.seq_len, micro_batch=setup.micro_sequences,
                                tokens_per_sample=workload.tokens_per_sample, packing=workload.packing,
-                               padding_free=setup.impl.padding_free, lengths=options.sample_lengths)
+                               padding_free=setup.impl.padding_free, lengths=options.sample_lengths,
+                               drop_long=options.drop_long_samples)
         if setup.sequences_per_sample > 1:       # a preference pair: two sequences per sample
             shape = replace(shape, samples_per_sequence=shape.samples_per_sequence / setup.sequences_per_sample)
             notes.append(f"preference pairs: {setup.sequences_per_sample} sequences (chosen, rejected) per sample")

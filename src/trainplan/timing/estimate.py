@@ -375,12 +375,14 @@ def estimate_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, workload: 
         notes.append(f"steps = {steps} (max_steps given)"
                      + (f"; --samples {workload.samples} not used for the run length" if workload.samples else ""))
     elif workload.samples is not None:
-        per_epoch = steps_per_epoch(workload.samples, st.global_batch, st.shape.samples_per_sequence)
+        # samples deleted for their length (sequence_shape drop_long) are not trained on
+        samples = max(1, round(workload.samples * st.shape.kept))
+        per_epoch = steps_per_epoch(samples, st.global_batch, st.shape.samples_per_sequence)
         steps = total_steps(per_epoch, workload.epochs)
         if workload.tokens is not None:
             notes.append(f"--tokens {fmt_count(workload.tokens)}: {workload.samples:,} samples of "
                          f"{workload.tokens_per_sample or setup.seq_len:,} tokens")
-        notes.append(f"steps = ceil({workload.samples} samples / {st.shape.samples_per_sequence:.3g} per "
+        notes.append(f"steps = ceil({samples} samples / {st.shape.samples_per_sequence:.3g} per "
                      f"sequence / {st.global_batch} per step) = {per_epoch} per epoch x {workload.epochs:g} "
                      f"epochs = {steps}")
     else:

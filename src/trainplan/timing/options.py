@@ -31,4 +31,5 @@ class TimingOptions:
     host_cpus: int | None = None           # CPU cores of a node's host (None: catalog/data/hosts.toml)
     host_mem_bw_bytes_per_s: float | None = None   # its DRAM bandwidth (wire rate; None: hosts.toml)
     sample_lengths: tuple[int, ...] | None = None
+    drop_long_samples: bool = False        # samples over seq_len deleted, not truncated (ms-swift's default)
     model: EfficiencyModel = field(default_factory=lambda: DEFAULT_MODEL)

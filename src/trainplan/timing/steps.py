@@ -11,7 +11,7 @@ import math
 from collections import Counter
 
 from trainplan.errors import TrainplanError
-from trainplan.frozen import frozen
+from trainplan.frozen import frozen, replace
 
 
 def global_batch(micro_batch: int, grad_accum: int, dp: int) -> int:
@@ -44,6 +44,8 @@ class SequenceShape:
     note: str
     attention_len: float = 0.0   # the causal span the attention kernel sees (0: padded_len, the whole
                                  # sequence); padding-free packing: each sample's own
+    kept: float = 1.0            # of the dataset's samples, those trained on (the rest longer than seq_len and
+                                 # deleted: TimingOptions.drop_long_samples)
 
     @property
     def attention_span(self) -> float:
@@ -54,7 +56,7 @@ class SequenceShape:
 
 def sequence_shape(*, seq_len: int, micro_batch: int, tokens_per_sample: float | None,
                    packing: bool, padding_free: bool = False,
-                   lengths: tuple[int, ...] | None = None) -> SequenceShape:
+                   lengths: tuple[int, ...] | None = None, drop_long: bool = False) -> SequenceShape:
     """Packing fills every sequence to seq_len; the attention spans the whole pack, unless the batches
     are padding-free: packed samples laid end to end with their own position ids, which flash varlen
     attention reads as one causal span per sample (transformers' DataCollatorWithFlattening and
@@ -64,7 +66,17 @@ def sequence_shape(*, seq_len: int, micro_batch: int, tokens_per_sample: float |
     Without packing each sample is its own sequence, truncated at seq_len and padded to the longest
     in its micro-batch (expected from `lengths` when given; with only a mean length every sample is
     taken to have that length, so no padding is counted). Padding-free batching (flash varlen)
-    computes only real tokens."""
+    computes only real tokens. `drop_long`: samples longer than seq_len are deleted instead of truncated
+    (ms-swift's truncation_strategy 'delete'), so the lengths are those that fit and only their share of the
+    samples is trained on (SequenceShape.kept)."""
+    if lengths and drop_long and max(lengths) > seq_len:
+        fitting = tuple(x for x in lengths if x <= seq_len) or (seq_len,)
+        kept = len(fitting) / len(lengths)
+        shape = sequence_shape(seq_len=seq_len, micro_batch=micro_batch, tokens_per_sample=tokens_per_sample,
+                               packing=packing, padding_free=padding_free, lengths=fitting)
+        return replace(shape, kept=kept, note=f"samples longer than {seq_len} tokens deleted, not truncated "
+                                              f"(truncation_strategy 'delete'): {kept:.0%} of them trained on; "
+                                              + shape.note)
     if lengths:
         clipped = tuple(min(x, seq_len) for x in lengths)
         mean = sum(clipped) / len(clipped)
