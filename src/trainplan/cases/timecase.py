@@ -37,13 +37,8 @@ from trainplan.cases.text import (
     quant_of,
     schedule_in_text,
 )
-from trainplan.cases.trainers import (
-    drops_long_samples,
-    stated_head_as_layer,
-    stated_moe_dispatch,
-    trainer_defaults,
-    trainer_facts,
-)
+from trainplan.cases.trainers import drops_long_samples, stated_head_as_layer, stated_moe_dispatch
+from trainplan.cases.trainers import trainer_defaults, trainer_facts
 from trainplan.enums import (
     Attention,
     Framework,

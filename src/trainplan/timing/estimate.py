@@ -19,7 +19,6 @@ from __future__ import annotations
 from trainplan.enums import Framework, GradCkpt, MoeDispatcher, Offload, PipeSchedule
 from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup, Workload
-from trainplan.memory.parallel import layers_per_stage
 from trainplan.specs import GpuSpec
 from trainplan.timing import parts
 from trainplan.timing.comm import CommInputs, CommTimes, layout_comm, tp_collectives_per_layer
@@ -34,7 +33,7 @@ from trainplan.timing.loss import loss_note
 from trainplan.timing.mask import dense_mask_note
 from trainplan.timing.options import TimingOptions
 from trainplan.timing.overlap import megatron_overlap, moe_a2a_overlap
-from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule, heaviest_stage_s
+from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule, heaviest_rank_mb
 from trainplan.timing.quantized import fp32_adapter_note
 from trainplan.timing.steps import SequenceShape, global_batch, steps_per_epoch, total_steps
 from trainplan.units import SECONDS_PER_HOUR, fmt_count, fmt_duration
@@ -90,12 +89,6 @@ class StepTime:
         return self.efficiency.peak_flops_per_s
 
 
-# Frameworks that split the pipeline by decoder layers (the head and loss on the last stage, unless counted as a
-# layer: ParallelConfig.head_as_layer). DeepSpeed's PipelineModule partitions by parameter count by default
-# (deepspeed/runtime/pipe/module.py partition_method="parameters"), which weighs the LM head by its size.
-_LAYER_SPLIT = frozenset({Framework.MEGATRON, Framework.TORCHTITAN})
-
-
 def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: Workload | None = None,
               options: TimingOptions = TimingOptions()) -> StepTime:
     """Time of one optimizer step of `setup` spread as `layout` over `gpu`s."""
@@ -137,24 +130,12 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     # FP8: the GEMMs left in bf16 and the quantisation traffic of the recipe (trainplan.timing.fp8)
     compute_mb += fp8_step_delta_s(setup, layout, gpu, ft, eff, m, tokens_per_micro_batch=tokens_mb_gpu,
                                    tokens=mb_tokens / model_parallel, notes=notes)
-    if (layout.pp > 1 and setup.framework in _LAYER_SPLIT and not options.sequential_pipeline
-            and options.pp_schedule is not PipeSchedule.DUALPIPE):
-        # the last rank also runs the LM head and the loss (timing.pipeline.heaviest_stage_s); DualPipe's rank 0
-        # holds the first and the last stage, and its split is the report's own: not rebalanced here
+    if layout.pp > 1:
+        # the last rank also runs the LM head and the loss (timing.pipeline.heaviest_rank_mb)
         tokens_stage = mb_tokens / (layout.tp * layout.cp)
         head_mb = (eff.linear_s((ft.lm_head_fwd + ft.lm_head_bwd) * tokens_stage)
                    + parts.loss_traffic_s(setup, gpu, tokens_stage, m, compiled=compiled))
-        # layers that do not divide over the (virtual) stages need a layout the user wrote (taken as the balanced one)
-        rebalanced = (not options.pp_head_as_layer and setup.framework is Framework.MEGATRON
-                      and setup.model.num_layers % (layout.pp * max(1, options.pp_interleave)) != 0)
-        heaviest = heaviest_stage_s(compute_mb, head_mb, layers_per_stage(setup.model.num_layers, layout.pp,
-                                                                        head_as_layer=options.pp_head_as_layer),
-                                    rebalanced=rebalanced)
-        if heaviest > compute_mb * 1.01:
-            notes.append(f"pipeline stages unequal: the last of {layout.pp} ranks also runs the LM head and the loss "
-                         f"({head_mb * 1e3:.1f} ms a micro-batch), {heaviest / compute_mb - 1:.0%} above the mean "
-                         "stage; every micro-batch waits for it")
-        compute_mb = heaviest
+        compute_mb = heaviest_rank_mb(setup, layout, options, compute_mb, head_mb, notes)
     fwd_share = ctx.fwd_share
     # CUDA_LAUNCH_BLOCKING=1 (trainplan.timing.launch): each launch waits for its kernel; nothing hides
     # behind compute, so the offload copies get no window and the collectives are all exposed

@@ -34,8 +34,11 @@ local batch / pipeline_parallel_microbatch_size).
 
 from __future__ import annotations
 
-from trainplan.enums import PipeSchedule
+from trainplan.enums import Framework, PipeSchedule
 from trainplan.frozen import frozen
+from trainplan.job.training import Layout, TrainingSetup
+from trainplan.memory.parallel import layers_per_stage
+from trainplan.timing.options import TimingOptions
 
 
 @frozen
@@ -99,7 +102,8 @@ def bubble_floor(schedule: PipeSchedule | None, *, stages: int, micro_batches: i
     return bubble_fraction(schedule, stages=stages, micro_batches=micro_batches, virtual_stages=v)
 
 
-def heaviest_stage_s(mean_stage_s: float, head_s: float, layers: tuple[int, ...], *, rebalanced: bool = False) -> float:
+def heaviest_stage_s(mean_stage_s: float, head_s: float, layers: tuple[int, ...], *,
+                     rebalanced: bool = False) -> float:
     """Compute per micro-batch of the pipeline rank with the most work, which every micro-batch waits for.
 
     `mean_stage_s` is the whole model's compute of a micro-batch over the p ranks (pp x it is the total);
@@ -123,3 +127,30 @@ def heaviest_stage_s(mean_stage_s: float, head_s: float, layers: tuple[int, ...]
         return min(max(-(-(total_layers - n) // (stages - 1)) * per_layer, n * per_layer + head_s)
                    for n in range(1, max(1, total_layers // stages) + 1))
     return max(per_layer * n + (head_s if i == stages - 1 else 0.0) for i, n in enumerate(layers))
+
+
+# Frameworks that split the pipeline by decoder layers (the head and loss on the last stage, unless counted as a
+# layer: ParallelConfig.head_as_layer). DeepSpeed's PipelineModule partitions by parameter count by default
+# (deepspeed/runtime/pipe/module.py partition_method="parameters"), which weighs the LM head by its size.
+_LAYER_SPLIT = frozenset({Framework.MEGATRON, Framework.TORCHTITAN})
+
+
+def heaviest_rank_mb(setup: TrainingSetup, layout: Layout, options: TimingOptions, compute_mb: float, head_mb: float,
+                     notes: list[str]) -> float:
+    """The micro-batch compute the pipeline runs at (heaviest_stage_s) for a framework that splits by layers; a note
+    where the last rank is over 1% above the mean. DualPipe's rank 0 holds the first and the last stage and its
+    split is the report's own (not rebalanced here); device_map=auto runs one stage at a time."""
+    if (layout.pp <= 1 or setup.framework not in _LAYER_SPLIT or options.sequential_pipeline
+            or options.pp_schedule is PipeSchedule.DUALPIPE):
+        return compute_mb
+    # layers that do not divide over the (virtual) stages need a layout the user wrote (taken as the balanced one)
+    rebalanced = (not options.pp_head_as_layer and setup.framework is Framework.MEGATRON
+                  and setup.model.num_layers % (layout.pp * max(1, options.pp_interleave)) != 0)
+    heaviest = heaviest_stage_s(compute_mb, head_mb, layers_per_stage(setup.model.num_layers, layout.pp,
+                                                                    head_as_layer=options.pp_head_as_layer),
+                                rebalanced=rebalanced)
+    if heaviest > compute_mb * 1.01:
+        notes.append(f"pipeline stages unequal: the last of {layout.pp} ranks also runs the LM head and the loss "
+                     f"({head_mb * 1e3:.1f} ms a micro-batch), {heaviest / compute_mb - 1:.0%} above the mean "
+                     "stage; every micro-batch waits for it")
+    return heaviest
