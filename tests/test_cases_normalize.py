@@ -81,6 +81,20 @@ def test_samples_per_second_otherwise_left(case):
     assert out["measured"].get("tokens_per_s_total", 5.0) == 5.0 and "tokens_per_s_per_gpu" not in out["measured"]
 
 
+@pytest.mark.parametrize(("case", "step_s"), [
+    # unpacked samples of any length: HF Trainer's train_samples_per_second counts the global batch's samples a
+    # step, so 16 samples / 4.31 samples/s = 3.712 s a step (ms-swift 1.x's benchmark rows)
+    ({"micro_batch": 1, "grad_accum": 16, "global_batch": 16, "seq_len": 2048, "seq_len_note": "max_length",
+      "measured": {"samples_per_s": 4.31}}, 16 / 4.31),
+    # per GPU: one rank's micro-batch x accumulation, 4 x 8 = 32 samples / 2.0 = 16 s
+    ({"micro_batch": 4, "grad_accum": 8, "seq_len": 1024, "measured": {"samples_per_s_per_gpu": "2.0"}}, 16.0),
+])
+def test_samples_per_second_of_any_length_as_the_step_time(case, step_s):
+    out, notes = normalized(case)
+    assert out["measured"]["step_time_s"] == pytest.approx(step_s)
+    assert "tokens_per_s_total" not in out["measured"] and any("read as step_time_s" in n for n in notes)
+
+
 def test_a_synonym_never_overrides_the_canonical_key():
     case, notes = normalized({"measured": {"step_time_s": 2.0, "step_time_ms": 3000, "tokens_per_s": True}})
     assert case["measured"]["step_time_s"] == 2.0 and "tokens_per_s_reported" not in case["measured"]

@@ -188,6 +188,25 @@ def _full_samples(case: dict, measured: dict, notes: list[str]) -> None:
                       f"{case['seq_len_note']!r}) read as {canonical} {samples * seq:g}")
 
 
+def _samples_per_step(case: dict, measured: dict, notes: list[str]) -> None:
+    """Samples/s of samples that are not full sequences, as the step time: a step trains the global batch of
+    samples whatever their lengths (HF Trainer's train_samples_per_second counts every GPU's samples; per GPU,
+    one data-parallel rank's micro-batch x accumulation). Only where no throughput or step time is given."""
+    if any(measured.get(k) is not None for k in ("step_time_s", "tokens_per_s_per_gpu", "tokens_per_s_total")):
+        return
+    micro, accum = case.get("micro_batch"), case.get("grad_accum") or 1
+    per_rank = micro * accum if isinstance(micro, int) and isinstance(accum, int) else None
+    batch = case.get("global_batch") if isinstance(case.get("global_batch"), int) else None
+    for key, samples_in_step in (("samples_per_s", batch), ("train_samples_per_second", batch),
+                                 ("samples_per_s_per_gpu", per_rank)):
+        samples = _plain_number(measured.get(key))
+        if samples and samples_in_step:
+            measured["step_time_s"] = samples_in_step / samples
+            notes.append(f"measured.{key} {measured[key]!r}: a step of {samples_in_step} samples read as step_time_s "
+                         f"{samples_in_step / samples:.4g}")
+            return
+
+
 def normalized(case: dict) -> tuple[dict, list[str]]:
     """The case with the readings above applied (a copy; the input is left as it was) and a note per
     value read from text."""
@@ -218,6 +237,7 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
                 measured[canonical] = got * factor
                 notes.append(f"measured.{key} {value!r} read as {canonical} {got * factor:g}")
         _full_samples(out, measured, notes)
+        _samples_per_step(out, measured, notes)
         for key, value in list(measured.items()):
             got = _measured(key, value)
             if got is not None:
