@@ -2,19 +2,20 @@
 
     python tools/build_automodel_cases.py [--out benchmarks/data/automodel_cases.json]
 
-NVIDIA-NeMo/Automodel docs/performance-summary.mdx @cb976544 (2026-06-12): pre-training (DeepSeek V3, Kimi K2,
-Qwen3 MoE 30B, GPT-OSS 20B/120B, Llama 3 70B) and LoRA fine-tuning (Llama 3 8B/70B, Qwen2.5 7B/32B) on DGX-H100,
-"full sequences with no padding", mock data, "Fake balanced gate is enabled to simulate ideal expert routing",
+NVIDIA-NeMo/Automodel docs/performance-summary.mdx @cb976544 (2026-06-12): pre-training (DeepSeek V3, Kimi K2, Qwen3
+MoE 30B, GPT-OSS 20B/120B, Llama 3 70B) and LoRA fine-tuning (Llama 3 8B/70B, Qwen2.5 7B/32B) on DGX-H100, "full
+sequences with no padding", mock data, "Fake balanced gate is enabled to simulate ideal expert routing",
 Tokens/sec/GPU as printed. The table states each row's GBS, MBS, LBS, GA, sequence, TP, PP, CP, EP, VP and FSDP
-size; what it does not state is read from the row's recipe (examples/llm_benchmark/ at the same commit):
-activation checkpointing (`distributed.activation_checkpointing`, default False: nemo_automodel/components/
+size; what it does not state is read from the row's recipe (examples/llm_benchmark/ at the same commit): activation
+checkpointing (`distributed.activation_checkpointing`, default False: nemo_automodel/components/
 distributed/config.py `activation_checkpointing: ActivationCheckpointingMode = False`), torch.compile
-(`enable_compile`), the LoRA block (`peft:` dim 16, alpha 32, target_modules '*_proj': every linear of the
-blocks), and the expert parallel size of the GPT-OSS rows (the table prints "-"; the recipes set ep_size 8 and
-64). Precision is FSDP2's MixedPrecisionPolicy the library builds (config.py: param_dtype bfloat16, reduce_dtype
-float32). Left out: the three Nemotron V3 rows (hybrid Mamba-Transformer MoE, not in trainplan's catalog).
-Where a recipe at the commit disagrees with its table row (the GPT-OSS 120B recipe's local_batch_size 1 against
-the row's LBS 2), the table is taken: it is what was measured. Nothing is fitted to the rows.
+(`enable_compile`), the LoRA block (`peft:` dim 16, alpha 32, target_modules '*_proj': every linear of the blocks;
+dropout 0.1 in the Llama 3 8B recipe, 0 in the others, PeftConfig's default), and the expert parallel size of the
+GPT-OSS rows (the table prints "-"; the recipes set ep_size 8 and 64). Precision is FSDP2's MixedPrecisionPolicy the
+library builds (config.py: param_dtype bfloat16, reduce_dtype float32). Left out: the three Nemotron V3 rows (hybrid
+Mamba-Transformer MoE, not in trainplan's catalog). Where a recipe at the commit disagrees with its table row (the
+GPT-OSS 120B recipe's local_batch_size 1 against the row's LBS 2), the table is taken: it is what was measured.
+Nothing is fitted to the rows.
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ ROWS = (
      "TE + triton + fsdp2_prefetch", 3.95, 2072.89, "qwen/custom_qwen2_5_32b_peft_benchmark_2nodes.yaml",
      True, True, "sdpa"),
 )
+# the recipes' `peft: dropout` (components/_peft/lora.py PeftConfig dropout default 0.0; applied after the adapter,
+# dropout_position 'post')
+LORA_DROPOUT = {"llama3_1/llama3_1_8b_peft_benchmark.yaml": 0.1, "qwen/qwen2_5_7b_peft_benchmark.yaml": 0.0}
 ABOUT = ("NeMo AutoModel's performance summary (docs/performance-summary.mdx @cb976544): pre-training and LoRA "
          "fine-tuning on DGX-H100 in BF16 with PyTorch FSDP2 (plus EP, PP, CP, TP), tokens/sec/GPU, written in the "
          "shared/ground_truth case schema by tools/build_automodel_cases.py, whose docstring says which settings "
@@ -124,8 +128,8 @@ def case(row: tuple, printed_row: str) -> dict:
                   "heads": None, "kv_heads": None, "intermediate": None, "vocab": None, "tied_embeddings": None,
                   "moe": None},
         "method": method,
-        "lora": {"rank": 16, "alpha": 32, "targets": "all linear ('*_proj': q, k, v, o, gate, up, down)"}
-        if method == "lora" else None,
+        "lora": {"rank": 16, "alpha": 32, "targets": "all linear ('*_proj': q, k, v, o, gate, up, down)",
+                 "dropout": LORA_DROPOUT.get(recipe, 0.0)} if method == "lora" else None,
         "quantization": None,
         "precision": {"weights": "bf16", "compute": "bf16 (FSDP2 MixedPrecisionPolicy param_dtype bfloat16)",
                       "master_weights": "as loaded", "optimizer_states": "as the parameters"},

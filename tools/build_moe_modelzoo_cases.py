@@ -2,17 +2,17 @@
 
     python tools/build_moe_modelzoo_cases.py [--out benchmarks/data/moe_modelzoo_cases.json]
 
-yanring/Megatron-MoE-ModelZoo best_practice/Qwen3/readme.md @c1ad0b5c ("Performance Results"): Qwen3-235B-A22B
-pre-training with Megatron-Core on 256 H100 ("NVLink 4th Generation", "InfiniBand 8x50 GB/s" a node: one 400 Gb/s
-NIC a GPU), sequence 4,096, BF16; each row prints its dispatcher (DeepEP or A2A: Megatron's flex dispatcher with
-DeepEP, or its alltoall dispatcher), TP, CP, EP, PP, VPP, DP, FSDP, MBS, GBS, GA, recompute, step time and model
-TFLOP/s per GPU (ETP, the experts' tensor parallel, is 1 in every row). "recompute" names the recomputed modules: "norm, act" is --recompute-modules layernorm moe_act
-(elementwise ops only: read as no recompute, said in the notes), "full" every layer, blank none. "+1f1b overlap" is
---overlap-moe-expert-parallel-comm (the expert all-to-all overlap); "FSDP On" Megatron's FSDP (read as a full
-shard). The main table does not say --moe-router-force-load-balancing (the document adds it only "to test forced
-load balancing"): routing is taken as balanced in expectation. Left out: the Qwen3-Next-80B-A3B row (not in
-trainplan's catalog; "not well tuned", the document says) and the long-context table (--recompute-modules
-layernorm moe: the whole MoE block recomputed, not modelled). Nothing is fitted to the rows.
+yanring/Megatron-MoE-ModelZoo best_practice/Qwen3/readme.md @c1ad0b5c ("Performance Results"): Qwen3-235B-A22B pre-
+training with Megatron-Core on 256 H100 ("NVLink 4th Generation", "InfiniBand 8x50 GB/s" a node: one 400 Gb/s NIC a
+GPU), sequence 4,096, BF16; each row prints its dispatcher (DeepEP or A2A: Megatron's flex dispatcher with DeepEP,
+or its alltoall dispatcher), TP, CP, EP, PP, VPP, DP, FSDP, MBS, GBS, GA, recompute, step time and model TFLOP/s per
+GPU (ETP, the experts' tensor parallel, is 1 in every row). "recompute" names the recomputed modules: "norm, act" is
+--recompute-modules layernorm moe_act (elementwise ops only: read as no recompute, said in the notes), "full" every
+layer, blank none. "+1f1b overlap" is --overlap-moe-expert-parallel-comm (the expert all-to-all overlap); "FSDP On"
+Megatron's FSDP (read as a full shard). The main table does not say --moe-router-force-load-balancing (the document
+adds it only "to test forced load balancing"): routing is taken as balanced in expectation. Left out: the
+Qwen3-Next-80B-A3B row (not in trainplan's catalog; "not well tuned", the document says) and the long-context table
+(--recompute-modules layernorm moe: the whole MoE block recomputed, not modelled). Nothing is fitted to the rows.
 """
 
 from __future__ import annotations
