@@ -30,12 +30,8 @@ from trainplan.memory.megatron_ref import (
     megatron_args,
 )
 from trainplan.errors import TrainplanError
-from trainplan.memory.parallel import (
-    check_layout,
-    gpu_params,
-    in_flight_microbatches,
-    pipeline_stages,
-)
+from trainplan.memory.parallel import check_layout, gpu_params
+from trainplan.memory.stages import in_flight_microbatches, pipeline_stages
 from trainplan.units import GIB
 
 P7 = 6_738_415_616      # Llama-2-7B parameters

@@ -15,7 +15,8 @@ from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
 from trainplan.importers.base import Origin
 from trainplan.job.training import Layout, TrainingSetup
-from trainplan.memory.parallel import ParallelConfig, Stage, check_layout, gpu_params
+from trainplan.memory.parallel import ParallelConfig, check_layout, gpu_params
+from trainplan.memory.stages import Stage
 from trainplan.model.params import count_params
 from trainplan.timing.moe import expert_shape
 from trainplan.timing.parts import params_on_gpu, sharded_params_on_gpu

@@ -15,7 +15,7 @@ from trainplan.errors import TrainplanError
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_parallel, build_setup
 from trainplan.job.training import Layout
-from trainplan.memory.parallel import pipeline_stages
+from trainplan.memory.stages import pipeline_stages
 from trainplan.timing.pipeline import PassTimes, bubble_floor, bubble_fraction
 
 

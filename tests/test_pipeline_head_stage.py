@@ -1,6 +1,6 @@
 """The last pipeline stage runs the LM head and the loss on top of its layers (Megatron-Core's post-process
 stage; timing.pipeline.heaviest_stage_s), and Megatron's account_for_embedding/loss_in_pipeline_split
-(--pp-head-as-layer) gives the first and the last stage one layer fewer (memory.parallel.layers_per_stage)."""
+(--pp-head-as-layer) gives the first and the last stage one layer fewer (memory.stages.layers_per_stage)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from trainplan.export import megatron as megatron_export
 from trainplan.export.base import ExportContext
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import resolve_job
-from trainplan.memory.parallel import layers_per_stage
+from trainplan.memory.stages import layers_per_stage
 from trainplan.timing.estimate import step_time
 from trainplan.timing.pipeline import heaviest_stage_s
 

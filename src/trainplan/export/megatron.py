@@ -199,7 +199,7 @@ def lm_arguments(job, estimate, ctx: ExportContext) -> list[str]:
             args += ["--overlap-param-gather"]
     if setup.impl.moe_a2a_overlap:        # combined 1F1B (timing.overlap.moe_a2a_overlap)
         args += ["--overlap-moe-expert-parallel-comm"]
-    if par.head_as_layer and layout.pp > 1:         # memory.parallel.layers_per_stage
+    if par.head_as_layer and layout.pp > 1:         # memory.stages.layers_per_stage
         args += ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
     if setup.impl.moe_dispatcher is MoeDispatcher.DEEPEP:     # timing.dispatch
         args += ["--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "deepep"]

@@ -16,7 +16,7 @@ from trainplan.memory.attention import kept_masks_bytes
 from trainplan.memory.context import LayerContext
 from trainplan.memory.dora import reruns_base
 from trainplan.memory.logits import LogitsMemory, held_fp32_logits, logits_memory
-from trainplan.memory.parallel import Stage
+from trainplan.memory.stages import Stage
 from trainplan.memory.peak import StepInputs
 from trainplan.memory.regime import Regime
 from trainplan.memory.state import ModelState

@@ -41,13 +41,11 @@ from trainplan.memory.overhead import (
 )
 from trainplan.memory.parallel import (
     ParallelConfig,
-    Stage,
     activation_setup,
     check_layout,
     gpu_params,
     gpu_state,
     is_model_parallel,
-    pipeline_stages,
 )
 from trainplan.memory.peak import FORWARD, OPTIMIZER, StepInputs, Walk, walk_of
 from trainplan.memory.regime import Regime, resolve_regime
@@ -59,6 +57,7 @@ from trainplan.memory.sharding import (
     shard_level,
     shard_state,
 )
+from trainplan.memory.stages import Stage, pipeline_stages
 from trainplan.memory.state import ModelState, model_state
 
 IN_FLIGHT_KEY = "activations_in_flight"   # other micro-batches' activations stashed by the pipeline

@@ -37,7 +37,7 @@ from __future__ import annotations
 from trainplan.enums import Framework, PipeSchedule
 from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup
-from trainplan.memory.parallel import layers_per_stage
+from trainplan.memory.stages import layers_per_stage
 from trainplan.timing.options import TimingOptions
 
 
@@ -110,7 +110,7 @@ def heaviest_stage_s(mean_stage_s: float, head_s: float, layers: tuple[int, ...]
     `head_s` the LM head's GEMMs and the loss, which run on the last rank only (Megatron-Core builds the
     output layer and the loss in the post-process stage, the last: models/gpt/gpt_model.py `post_process`;
     torchtitan's pipeline split gives `norm` and `output` to the last stage); the decoder layers split as
-    `layers` (memory.parallel.layers_per_stage: what each rank holds over all its virtual stages). The
+    `layers` (memory.stages.layers_per_stage: what each rank holds over all its virtual stages). The
     embedding lookup on the first rank moves bytes, no GEMM: not counted.
 
     `rebalanced`: layers that do not divide over the stages run only with a layout the user wrote
