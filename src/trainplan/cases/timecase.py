@@ -210,7 +210,7 @@ def map_case(case: dict) -> Mapped:
     # a case that says its tensor parallelism runs without sequence parallelism (parallel.sp false; a number
     # there is a Ulysses degree)
     options = TimingOptions(compiled=compiled, sequence_parallel=(case.get("parallel") or {}).get("sp") is not False,
-                            pp_head_as_layer=stated_head_as_layer(case) or framework is Framework.TORCHTITAN,
+                            pp_head_as_layer=stated_head_as_layer(case) or profile(framework).pp_head_as_layer,
                             drop_long_samples=drops_long_samples(case, framework))
     if unpacked is not None:
         # unpacked samples of the catalog dataset the text names: each its own length, padded to the

@@ -8,7 +8,7 @@ from typing import Any
 
 from trainplan.cases.common import text
 from trainplan.enums import Framework, MoeDispatcher, MoeRouting
-from trainplan.job.frameworks import NAMES, framework_in_text, mentions
+from trainplan.job.frameworks import NAMES, framework_in_text, mentions, profile
 
 # Trainers and recipe libraries without a profile of their own (they run on a profiled framework: a plain
 # PyTorch loop, HF Trainer, Megatron-Core) whose code fixes a behaviour the step's time depends on, read
@@ -142,11 +142,11 @@ def stated_head_as_layer(case: dict) -> bool:
 
 def drops_long_samples(case: dict, framework: Framework) -> bool:
     """Whether the case's trainer deletes samples longer than its max length rather than truncating them: as its
-    text states truncation_strategy, else ms-swift's default 'delete' (job.resolve.drop_long_samples)."""
+    text states truncation_strategy, else its framework's (job.frameworks.Profile.drop_long_samples)."""
     import re
 
     low = " ".join((text(case.get("framework")), text(case.get("seq_len_note"))))
     stated = re.search(r"truncation_strategy\W+(\w+)", low)
     if stated:
         return stated.group(1) == "delete"
-    return framework is Framework.SWIFT
+    return profile(framework).drop_long_samples

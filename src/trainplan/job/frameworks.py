@@ -74,6 +74,8 @@ class Profile:
     impl: Implementation
     summary: str
     full_precision: Precision | None = None   # full/freeze fine-tunes when they differ (model trained in its load dtype)
+    pp_head_as_layer: bool = False    # its pipeline split weighs the embedding and the output as a layer each
+    drop_long_samples: bool = False   # a sample over the max length is deleted, not truncated
 
 
 def _impl(**kw) -> Implementation:
@@ -115,7 +117,10 @@ PROFILES: dict[Framework, Profile] = {
     Framework.SWIFT: Profile(framework=Framework.SWIFT, precision=Precision.BF16, optimizer=Optimizer.ADAMW_FUSED,
                              grad_ckpt=GradCkpt.FULL, attention=Attention.SDPA, impl=_impl(),
                              summary="ms-swift: HF Trainer, gradient checkpointing on; full fine-tunes in bf16",
-                             full_precision=Precision.BF16_PURE),
+                             full_precision=Precision.BF16_PURE,
+                             # truncation_strategy: 'delete' (1.x SftArguments; 3.x template_args.py None, then
+                             # 'delete' for training)
+                             drop_long_samples=True),
     Framework.UNSLOTH: Profile(framework=Framework.UNSLOTH, precision=Precision.BF16, optimizer=Optimizer.ADAMW_8BIT,
                                grad_ckpt=GradCkpt.FULL, attention=Attention.FLASH,
                                impl=_impl(loss=Loss.FUSED, liger_kernels=True, activation_offload=True),
@@ -134,7 +139,10 @@ PROFILES: dict[Framework, Profile] = {
     Framework.TORCHTITAN: Profile(framework=Framework.TORCHTITAN, precision=Precision.BF16,
                                   optimizer=Optimizer.ADAMW_FUSED, grad_ckpt=GradCkpt.NONE, attention=Attention.FLASH,
                                   impl=_impl(),
-                                  summary="torchtitan: fp32 params, bf16 compute (FSDP2 MixedPrecisionPolicy or autocast)"),
+                                  summary="torchtitan: fp32 params, bf16 compute (FSDP2 MixedPrecisionPolicy or autocast)",
+                                  # distributed/pipeline_parallel.py generate_llm_fqn_per_model_part: input_weight=1,
+                                  # output_weight=1 (Megatron-Core's account_for_*_in_pipeline_split default False)
+                                  pp_head_as_layer=True),
 }
 
 

@@ -12,7 +12,7 @@ from trainplan.cost.sources import market_gpus, options_book
 from trainplan.enums import Framework, Fsdp, Offload, PipeSchedule, Precision, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
-from trainplan.job.frameworks import RUNS_TRANSFORMERS, default_expert_tp
+from trainplan.job.frameworks import RUNS_TRANSFORMERS, default_expert_tp, profile
 from trainplan.job.job import Job, check_headroom
 from trainplan.job.options import JobOptions
 from trainplan.job.setup import build_setup, parse_enum, resolve_gpu, resolve_model
@@ -174,29 +174,19 @@ def build_fsdp(req: JobOptions, framework: Framework) -> FsdpConfig | None:
                    whole_unit_grads=base.whole_unit_grads and version == 1)
 
 
-def head_as_layer(req: JobOptions) -> bool:
-    """--pp-head-as-layer, else the framework's own split: torchtitan weighs the embedding and the norm + output as
-    a layer each (torchtitan/distributed/pipeline_parallel.py generate_llm_fqn_per_model_part, input_weight=1,
-    output_weight=1); Megatron-Core splits the decoder layers alone (account_for_embedding/loss_in_pipeline_split
-    default False, megatron/core/transformer/transformer_config.py)."""
-    if req.pp_head_as_layer is not None:
-        return bool(req.pp_head_as_layer)
-    return str(req.framework or "").strip().lower() == Framework.TORCHTITAN.value
-
-
-def drop_long_samples(req: JobOptions) -> bool:
-    """--drop-long-samples, else the framework's: ms-swift deletes a sample longer than max_length
-    (swift/llm/argument/base_args/template_args.py truncation_strategy None, then 'delete' for training; ms-swift
-    1.x SftArguments truncation_strategy = 'delete'); the others truncate."""
-    if req.drop_long_samples is not None:
-        return bool(req.drop_long_samples)
-    return str(req.framework or "").strip().lower() == Framework.SWIFT.value
+def _flag_or_profile(req: JobOptions, name: str) -> bool:
+    """The flag `name` where given, else the framework profile's (job.frameworks.Profile: torchtitan's pipeline
+    split counts the head as a layer, ms-swift deletes over-long samples)."""
+    given = getattr(req, name)
+    if given is not None:
+        return bool(given)
+    return getattr(profile(parse_enum(Framework, req.framework, "--framework")), name)
 
 
 def build_parallel(req: JobOptions) -> ParallelConfig:
     return ParallelConfig(sequence_parallel=req.sequence_parallel, virtual_stages=req.vpp,
                           uneven_pipeline=req.uneven_pipeline, sequential=_sequential(req),
-                          head_as_layer=head_as_layer(req),
+                          head_as_layer=_flag_or_profile(req, "pp_head_as_layer"),
                           dual_pipe=str(req.pp_schedule or "").strip().lower() == PipeSchedule.DUALPIPE.value)
 
 
@@ -211,7 +201,8 @@ def build_timing(req: JobOptions) -> TimingOptions:
                          pp_schedule=None if req.pp_schedule is None else
                          parse_enum(PipeSchedule, req.pp_schedule, "--pp-schedule"),
                          sequential_pipeline=_sequential(req), sequence_parallel=req.sequence_parallel,
-                         pp_head_as_layer=head_as_layer(req), drop_long_samples=drop_long_samples(req))
+                         pp_head_as_layer=_flag_or_profile(req, "pp_head_as_layer"),
+                         drop_long_samples=_flag_or_profile(req, "drop_long_samples"))
 
 
 def suggestable_gpus(gpus: tuple[GpuSpec, ...], precision: Precision,
