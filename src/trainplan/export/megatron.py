@@ -43,6 +43,7 @@ from trainplan.enums import (
 )
 from trainplan.export import pieces
 from trainplan.export.base import ExportContext, Exported, ExportFile
+from trainplan.memory.stages import pipeline_slots
 from trainplan.timing.fp8 import MEGATRON_RECIPE_NAMES
 
 FORMAT = "megatron"
@@ -337,7 +338,7 @@ def export(job, estimate, ctx: ExportContext) -> Exported:
                             format="megatron-swift"))
     commands.append(f"bash {SWIFT_FILE}")
     stages = layout.pp * job.parallel.virtual_stages
-    slots = job.setup.model.num_layers + (2 if job.parallel.head_as_layer else 0)
+    slots = pipeline_slots(job.setup.model.num_layers, job.parallel.head_as_layer)
     if layout.pp > 1 and job.parallel.virtual_stages > 1 and slots % stages:
         notes.append(f"{job.setup.model.num_layers} layers do not split into {stages} virtual stages: "
                      "--num-layers-per-virtual-pipeline-stage is rounded down; Megatron asks for an even split")

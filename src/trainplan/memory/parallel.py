@@ -25,7 +25,7 @@ from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.regime import Regime
-from trainplan.memory.stages import Stage
+from trainplan.memory.stages import Stage, pipeline_slots
 from trainplan.memory.state import ModelState, param_groups
 from trainplan.model.architecture import Group, LayerSpec, LinearSpec, Role, structure
 from trainplan.model.params import lora_key, lora_target_keys, trained_layers
@@ -95,13 +95,13 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
     chunks = pp * cfg.virtual_stages
     # Megatron-Core (transformer_block.py get_num_layers_to_build): with the embedding and loss accounted for,
     # num_layers + 2 is split evenly and the first and the last stage build one layer fewer
-    slots = spec.num_layers + 2 if cfg.head_as_layer and pp > 1 else spec.num_layers
+    slots = pipeline_slots(spec.num_layers, cfg.head_as_layer and pp > 1)
     # torchtitan splits the layers over its stages itself, unevenly where they do not divide
     # (torchtitan/distributed/pipeline_parallel.py generate_llm_fqn_per_model_part)
     uneven = cfg.uneven_pipeline or cfg.sequential or setup.framework is Framework.TORCHTITAN
     if pp > 1 and slots % chunks and not uneven:
         fits = [str(d) for d in range(2, min(spec.num_layers, 64) + 1)
-                if (spec.num_layers + (2 if cfg.head_as_layer else 0)) % (d * cfg.virtual_stages) == 0]
+                if slots % (d * cfg.virtual_stages) == 0]
         what = (f"{spec.num_layers} layers + the embedding and the loss" if slots != spec.num_layers
                 else f"{spec.num_layers} layers")
         raise TrainplanError(

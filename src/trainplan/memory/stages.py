@@ -32,6 +32,12 @@ class Stage:
 
 
 
+def pipeline_slots(num_layers: int, head_as_layer: bool) -> int:
+    """The layer places the pipeline split divides: the decoder layers, plus the embedding and the loss where
+    they take a layer's place each (ParallelConfig.head_as_layer; Megatron-Core asks this to divide)."""
+    return num_layers + 2 if head_as_layer else num_layers
+
+
 def layers_per_stage(num_layers: int, pp: int, *, head_as_layer: bool = False) -> tuple[int, ...]:
     """Layers of each stage; a remainder goes to the last stages, which stash fewer micro-batches. With
     `head_as_layer` the embedding and the loss take a layer's place each (ParallelConfig.head_as_layer): the
@@ -39,7 +45,7 @@ def layers_per_stage(num_layers: int, pp: int, *, head_as_layer: bool = False) -
     generate_llm_fqn_per_model_part; Megatron-Core asks num_layers + 2 to divide). Where that would leave a
     stage without a decoder layer (a stage a layer or less), the plain split."""
     if head_as_layer and pp > 1:
-        base, extra = divmod(num_layers + 2, pp)
+        base, extra = divmod(pipeline_slots(num_layers, head_as_layer), pp)
         sizes = [base + (1 if i < extra else 0) for i in range(pp)]
         sizes[0], sizes[-1] = sizes[0] - 1, sizes[-1] - 1
         if min(sizes) > 0:
