@@ -102,6 +102,12 @@ def trainer_facts(case: dict) -> tuple[dict[str, Any], list[str]]:
     return out, notes
 
 
+def _framework_and_layout_text(case: dict) -> str:
+    """The case's framework text and its layout's free text (parallel.other), lower-cased, where the settings
+    read below are written."""
+    return " ".join((text(case.get("framework")), text((case.get("parallel") or {}).get("other"))))
+
+
 # Names a case gives DeepEP's dispatch by (Megatron --moe-enable-deepep with the flex dispatcher, NeMo
 # AutoModel's BackendConfig dispatcher 'deepep' / 'hybridep'), and AutoModel's fake gate
 # (BackendConfig fake_balanced_gate: FakeBalancedGate, no noise unless fake_gate_noise is set).
@@ -115,7 +121,7 @@ def stated_moe_dispatch(case: dict) -> tuple[dict[str, Any], list[str]]:
     """Implementation fields for the MoE dispatch a case's text states (timing.dispatch), with notes:
     DeepEP named in its framework or layout text; AutoModel's FakeBalancedGate (consecutive experts);
     Megatron's expert all-to-all overlap (timing.overlap.moe_a2a_overlap)."""
-    low = " ".join((text(case.get("framework")), text((case.get("parallel") or {}).get("other"))))
+    low = _framework_and_layout_text(case)
     out: dict[str, Any] = {}
     notes: list[str] = []
     if any(mentions(low, name) for name in _DEEPEP):
@@ -135,7 +141,7 @@ def stated_moe_dispatch(case: dict) -> tuple[dict[str, Any], list[str]]:
 def stated_head_as_layer(case: dict) -> bool:
     """Whether the case's text says the pipeline split counts the embedding and the loss as layers (Megatron's
     account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split, ParallelConfig.head_as_layer)."""
-    low = " ".join((text(case.get("framework")), text((case.get("parallel") or {}).get("other"))))
+    low = _framework_and_layout_text(case)
     return any(name in low.replace("-", "_") for name in ("account_for_loss_in_pipeline_split",
                                                           "account_for_embedding_in_pipeline_split"))
 
