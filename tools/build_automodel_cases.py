@@ -24,6 +24,8 @@ import argparse
 import json
 from pathlib import Path
 
+from case_rows import catalog_model
+
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "cb9765441e5127b8100879ca1f7ff5920f825887"
 REPO, PATH = "NVIDIA-NeMo/Automodel", "docs/performance-summary.mdx"
@@ -124,9 +126,7 @@ def case(row: tuple, printed_row: str) -> dict:
     return {
         "id": f"automodel-{slug}-{method}-{gpus}xh100",
         "kind": "time",
-        "model": {"name": name, "hf_id": hf_id, "params_b": params_b, "layers": None, "hidden": None,
-                  "heads": None, "kv_heads": None, "intermediate": None, "vocab": None, "tied_embeddings": None,
-                  "moe": None},
+        "model": catalog_model(name, hf_id, params_b),
         "method": method,
         "lora": {"rank": 16, "alpha": 32, "targets": "all linear ('*_proj': q, k, v, o, gate, up, down)",
                  "dropout": LORA_DROPOUT.get(recipe, 0.0)} if method == "lora" else None,

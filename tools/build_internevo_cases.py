@@ -26,6 +26,8 @@ import argparse
 import json
 from pathlib import Path
 
+from case_rows import BF16_PRETRAIN_PRECISION, catalog_model
+
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "3a665e88d3ef58dda85fb20ebe4e0d7e402ce4d3"
 PATH = "doc/en/train_performance.md"
@@ -50,11 +52,9 @@ def case(tp: int, zero1: int, micro_bsz: int, row: str, gpus: int, tgs: int) -> 
     return {
         "id": f"internevo-7b-tp{tp}-zero1_{'all' if zero1 == -1 else zero1}-{gpus}gpu",
         "kind": "time",
-        "model": {"name": "InternLM-7B", "hf_id": "internlm/internlm-7b", "params_b": 7, "layers": None,
-                  "hidden": None, "heads": None, "kv_heads": None, "intermediate": None, "vocab": None,
-                  "tied_embeddings": None, "moe": None},
+        "model": catalog_model("InternLM-7B", "internlm/internlm-7b", 7),
         "method": "pretrain", "lora": None, "quantization": None,
-        "precision": {"weights": "bf16", "compute": "bf16", "master_weights": "fp32", "optimizer_states": "fp32"},
+        "precision": dict(BF16_PRETRAIN_PRECISION),
         "optimizer": "AdamW", "micro_batch": micro_bsz, "grad_accum": MICRO_NUM,
         "global_batch": micro_bsz * MICRO_NUM * dp, "seq_len": SEQ,
         "seq_len_note": f"micro_bsz {micro_bsz} samples of up to {SEQ} tokens packed into one row "

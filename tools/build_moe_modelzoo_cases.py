@@ -21,6 +21,8 @@ import argparse
 import json
 from pathlib import Path
 
+from case_rows import BF16_PRETRAIN_PRECISION, catalog_model
+
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "c1ad0b5c89f425d60febddc38e7f741a16f08bd1"
 REPO, PATH = "yanring/Megatron-MoE-ModelZoo", "best_practice/Qwen3/readme.md"
@@ -62,11 +64,9 @@ def case(row: tuple) -> dict:
     return {
         "id": f"moe-modelzoo-qwen3-235b-{slug}",
         "kind": "time",
-        "model": {"name": "Qwen3-235B-A22B", "hf_id": "Qwen/Qwen3-235B-A22B", "params_b": 235, "layers": None,
-                  "hidden": None, "heads": None, "kv_heads": None, "intermediate": None, "vocab": None,
-                  "tied_embeddings": None, "moe": None},
+        "model": catalog_model("Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", 235),
         "method": "pretrain", "lora": None, "quantization": None,
-        "precision": {"weights": "bf16", "compute": "bf16", "master_weights": "fp32", "optimizer_states": "fp32"},
+        "precision": dict(BF16_PRETRAIN_PRECISION),
         "optimizer": "Adam (Megatron distributed optimizer)", "micro_batch": mbs, "grad_accum": ga,
         "global_batch": gbs, "seq_len": SEQ, "seq_len_note": "pre-training, full 4,096-token sequences",
         "grad_ckpt": {"full": True, "norm, act": False, "": False}[recompute],

@@ -30,6 +30,8 @@ import json
 import re
 from pathlib import Path
 
+from case_rows import catalog_model
+
 URL = "https://github.com/NVIDIA/NeMo/blob/{commit}/docs/source/performance/performance_long_sequence.md"
 PATH = "docs/source/performance/performance_long_sequence.md"
 MODELS = {
@@ -86,9 +88,7 @@ def case(system: str, row: dict, commit: str) -> dict:
     return {
         "id": f"nemo-longseq-{system}-{m['slug']}-{row['seq_k']}k-cp{row['cp']}-{row['gpus']}gpu",
         "kind": "time",
-        "model": {"name": m["name"], "hf_id": m["hf_id"], "params_b": m["params_b"], "layers": None, "hidden": None,
-                  "heads": None, "kv_heads": None, "intermediate": None, "vocab": None, "tied_embeddings": None,
-                  "moe": None, "arch_source": None},
+        "model": catalog_model(m["name"], m["hf_id"], m["params_b"], arch_source=None),
         "method": "pretrain", "lora": None, "quantization": None,
         "precision": {"weights": "bf16", "compute": "FP8 (Transformer Engine)", "master_weights": "fp32",
                       "optimizer_states": "fp32"},

@@ -26,6 +26,8 @@ import argparse
 import json
 from pathlib import Path
 
+from case_rows import catalog_model
+
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "46922151e06cdfc110882e182757674f12352f2c"
 REPO, PATH = "modelscope/ms-swift", "docs/source_en/LLM/Benchmark.md"
@@ -103,8 +105,7 @@ def case(section: str, model: str, method: str, settings: dict, speed: float) ->
     return {
         "id": f"swift-v1-bench-{model}-{method_name}-len{s['max_length']}" + (f"-{slug}" if slug else ""),
         "kind": "time",
-        "model": {"name": name, "hf_id": hf_id, "params_b": params_b, "layers": None, "hidden": None, "heads": None,
-                  "kv_heads": None, "intermediate": None, "vocab": None, "tied_embeddings": None, "moe": None},
+        "model": catalog_model(name, hf_id, params_b),
         "method": method_name,
         "lora": {"rank": s["rank"], "alpha": 32, "targets": targets, "dropout": 0.05}
         if method == "lora" else None,

@@ -25,6 +25,8 @@ import argparse
 import json
 from pathlib import Path
 
+from case_rows import BF16_PRETRAIN_PRECISION, catalog_model
+
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "4b10fa3ed"
 PATH = "docs/en/benchmark/megatron_moe_benchmark.md"
@@ -62,11 +64,9 @@ def case(config: str, tp: int, ep: int, pp: int, vpp: int, mbs: int, recompute: 
     return {
         "id": f"xtuner-megatron-qwen3-235b-{slug}",
         "kind": "time",
-        "model": {"name": "Qwen3-235B-A22B", "hf_id": "Qwen/Qwen3-235B-A22B", "params_b": 235, "layers": None,
-                  "hidden": None, "heads": None, "kv_heads": None, "intermediate": None, "vocab": None,
-                  "tied_embeddings": None, "moe": None},
+        "model": catalog_model("Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", 235),
         "method": "pretrain", "lora": None, "quantization": None,
-        "precision": {"weights": "bf16", "compute": "bf16", "master_weights": "fp32", "optimizer_states": "fp32"},
+        "precision": dict(BF16_PRETRAIN_PRECISION),
         "optimizer": "Adam (Megatron distributed optimizer)", "micro_batch": mbs, "grad_accum": gbs // (mbs * dp),
         "global_batch": gbs, "seq_len": SEQ, "seq_len_note": "pre-training, full 4,096-token sequences",
         "grad_ckpt": GRAD_CKPT[recompute], "attention": "flash (Transformer Engine)",

@@ -1,0 +1,18 @@
+"""Blocks the spot-case builders (tools/build_*_cases.py) write alike: one home for their shape.
+
+A case names its model by hf_id and leaves the architecture fields null: the case reader takes them from
+the catalog entry of that hf_id (trainplan.cases.common.case_model), as the ground-truth schema allows.
+"""
+
+from __future__ import annotations
+
+ARCH_FIELDS = ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab", "tied_embeddings", "moe")
+
+# pre-training in bf16 with fp32 master weights and Adam states (Megatron's distributed optimizer, InternEvo)
+BF16_PRETRAIN_PRECISION = {"weights": "bf16", "compute": "bf16", "master_weights": "fp32", "optimizer_states": "fp32"}
+
+
+def catalog_model(name: str, hf_id: str, params_b: float, **extra: object) -> dict:
+    """A case's model block: its name, hf_id and nominal size, the architecture fields null (read from the
+    catalog), then `extra` (e.g. arch_source=None)."""
+    return {"name": name, "hf_id": hf_id, "params_b": params_b, **dict.fromkeys(ARCH_FIELDS), **extra}
