@@ -44,6 +44,7 @@ class Options(TypedDict, total=False):
     precision: str | None
     optimizer: str | None
     lora_rank: int
+    galore_rank: int
     lora_alpha: float | None
     lora_dropout: float
     lora_targets: str | tuple[str, ...] | None

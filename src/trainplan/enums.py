@@ -104,6 +104,14 @@ class Optimizer:
     # BAdam BlockOptimizer (layer mode): block-coordinate Adam over one decoder layer at a time, an fp32
     # copy and Adam states of the active layer only (badam 1.4 block_optim.py)
     BADAM = "badam"
+    # GaLore (Zhao et al. 2024, arXiv 2403.03507; galore_torch adamw.py / adamw8bit.py): Adam over each
+    # decoder linear's gradient projected to rank r (galore_projector.py), full Adam on the other tensors
+    GALORE_ADAMW = "galore-adamw"
+    GALORE_ADAMW_8BIT = "galore-adamw-8bit"
+
+
+# the optimizers that project decoder-linear gradients to low rank (GaLore)
+GALORE_OPTIMIZERS = frozenset({Optimizer.GALORE_ADAMW, Optimizer.GALORE_ADAMW_8BIT})
 
 
 @simple_enum(StrEnum)

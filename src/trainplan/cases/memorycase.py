@@ -23,13 +23,14 @@ from trainplan.cases.text import (
     gpu_of,
     grad_ckpt_of,
     kbit_prep_fp32,
+    galore_flags,
     memory_optimizer,
     pipeline_of,
     precision_of,
     quant_of,
 )
 from trainplan.cases.trainers import trainer_defaults, trainer_facts
-from trainplan.enums import Framework, Optimizer
+from trainplan.enums import GALORE_OPTIMIZERS, Framework, Optimizer
 from trainplan.frozen import frozen
 from trainplan.job.options import JobOptions
 from trainplan.specs import GpuSpec
@@ -262,6 +263,8 @@ def map_memory_case(case: dict) -> MemoryMapping:
         optimizer = Optimizer(said["optimizer"])
     if "into backward" in text(case.get("optimizer")) or "optimizer_in_bwd=true" in text(case.get("optimizer")):
         flags["optimizer_in_backward"] = True
+    if optimizer in GALORE_OPTIMIZERS:
+        flags.update(galore_flags(case.get("optimizer"), notes))
     measured = case.get("measured") or {}
     view, why = memory_view(measured.get("what"))
     notes.append(why)

@@ -155,7 +155,7 @@ def attention_of(value: Any) -> str | None:
 
 # optimizers whose states are not Adam's, SGD's or Adafactor's shapes (low-rank projections, per-block
 # learning rates, orthogonalised momentum, fused updates without states)
-_UNMODELLED_OPTIMIZERS = ("galore", "apollo", "adam-mini", "adam_mini", "adammini", "muon", "lomo", "adalomo",
+_UNMODELLED_OPTIMIZERS = ("apollo", "adam-mini", "adam_mini", "adammini", "muon", "lomo", "adalomo",
                           "sophia")
 
 
@@ -166,6 +166,9 @@ def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
     t = text(value)
     if not t.strip():
         return None, "optimizer not stated: the framework profile's default"
+    if re.search(r"(?<![a-z])galore", t):
+        eight = "8bit" in t or "8-bit" in t
+        return (Optimizer.GALORE_ADAMW_8BIT if eight else Optimizer.GALORE_ADAMW), None
     unmodelled = [w for w in _UNMODELLED_OPTIMIZERS if re.search(r"(?<![a-z])" + w + r"(?![a-z])", t)]
     if unmodelled:
         raise Skip(f"optimizer {value!r}: {unmodelled[0]} keeps states trainplan does not model")
@@ -185,6 +188,34 @@ def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
     if "adam" in t:
         return Optimizer.ADAMW, None
     return None, f"optimizer {value!r} not recognised: the framework profile's default"
+
+
+_GALORE_RANK = re.compile(r"rank[\s=:_]*(\d+)")
+_PER_LAYER = re.compile(r"per[_ -]?layer|layer[_ -]?wise")
+
+
+def galore_of(value: Any) -> tuple[int | None, bool]:
+    """(the projection rank, a per-layer step) a GaLore optimizer's text states: "rank 1024", "rank=128";
+    "per-layer" / "layerwise" (GaLore's galore_adamw8bit_per_layer, HF galore_adamw_layerwise, LLaMA-Factory
+    galore_layerwise: a post-accumulate-grad hook steps each weight in the backward)."""
+    t = text(value)
+    rank = _GALORE_RANK.search(t)
+    return (int(rank.group(1)) if rank else None), bool(_PER_LAYER.search(t))
+
+
+def galore_flags(value: Any, notes: list[str]) -> dict[str, Any]:
+    """The job flags a GaLore optimizer's text gives (galore_rank, optimizer_in_backward), a note for each."""
+    rank, per_layer = galore_of(value)
+    out: dict[str, Any] = {}
+    if rank:
+        out["galore_rank"] = rank
+        notes.append(f"GaLore rank {rank} as the optimizer text states")
+    else:
+        notes.append("GaLore rank not stated: 128 (HF Trainer's optim_args default)")
+    if per_layer:
+        out["optimizer_in_backward"] = True
+        notes.append("GaLore per layer: each weight steps in a post-accumulate-grad hook, its gradient freed at once")
+    return out
 
 
 def framework_optimizer(optimizer: Optimizer | None, framework: Framework) -> Optimizer | None:

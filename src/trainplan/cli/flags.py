@@ -95,7 +95,10 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--fp8-recipe", help="with --precision fp8: te-delayed | te-current | te-blockwise | te-mxfp8 | "
                    "torchao-tensorwise | torchao-rowwise | torchao-rowwise-gw-hp (default: the framework's)")
     g.add_argument("--optimizer", help="adamw | adamw-fused | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion | "
-                   "badam (block-coordinate Adam, one layer at a time; --method full)")
+                   "badam (block-coordinate Adam, one layer at a time; --method full) | galore-adamw | "
+                   "galore-adamw-8bit (Adam over low-rank projected gradients; --method full)")
+    g.add_argument("--galore-rank", type=int, default=128,
+                   help="GaLore's projection rank (default 128, HF Trainer's; LLaMA-Factory's galore_rank is 16)")
     g.add_argument("--lora-rank", type=int, default=16)
     g.add_argument("--lora-alpha", type=float)
     g.add_argument("--lora-dropout", type=float, default=0.05)

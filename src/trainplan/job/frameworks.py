@@ -51,6 +51,7 @@ Sources:
 from __future__ import annotations
 
 from trainplan.enums import (
+    GALORE_OPTIMIZERS,
     Attention,
     Framework,
     GradCkpt,
@@ -194,7 +195,9 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     # OpenRLHF trains transformers models under its DeepSpeed strategy (openrlhf/utils/deepspeed/deepspeed.py);
     # GPT-NeoX "is based on NVIDIA's Megatron Language Model and has been augmented with techniques from
     # DeepSpeed" (its README); nanoGPT's train.py is a plain PyTorch loop under DistributedDataParallel
+    # GaLore's torchrun_main.py (jiaweizzhao/GaLore): a plain loop, DistributedDataParallel unless --single_gpu
     ("openrlhf", Framework.DEEPSPEED), ("gpt-neox", Framework.MEGATRON), ("nanogpt", Framework.PYTORCH),
+    ("torchrun_main.py", Framework.PYTORCH),
     ("pytorch ddp", Framework.PYTORCH), ("distributeddataparallel", Framework.PYTORCH),
     ("hf trainer", Framework.HF), ("huggingface trainer", Framework.HF), ("hugging face trainer", Framework.HF),
     ("transformers trainer", Framework.HF),
@@ -254,7 +257,11 @@ def default_expert_tp(framework: Framework, ep: int) -> int | None:
 
 # --- what each framework can run (the planner searches only these; a flag outside them is an error) ---
 
-_ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM}
+_ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM} - GALORE_OPTIMIZERS
+# GaLore runs where the trainer builds its optimizer from the model's own 2-D weights: HF Trainer `optim`
+# galore_adamw[_8bit][_layerwise] (trainer.py, optim_target_modules), LLaMA-Factory use_galore, ms-swift
+# use_galore, and a plain loop (GaLore's torchrun_main.py)
+_GALORE_OPT = _ALL_OPT | GALORE_OPTIMIZERS
 _ATTN = frozenset(Attention)
 _OFF_ZERO = (Offload.OPTIMIZER, Offload.PARAMS, Offload.ALL)
 
@@ -295,10 +302,10 @@ class Capabilities:
 
 
 _HF_STACK = {"zero": (0, 1, 2, 3), "fsdp": True, "offload": _OFF_ZERO, "liger": True,
-             "losses": frozenset({Loss.FULL, Loss.FUSED})}
+             "losses": frozenset({Loss.FULL, Loss.FUSED}), "optimizers": _GALORE_OPT}
 _HF_SOURCE = ("transformers Trainer: `deepspeed` (integrations/deepspeed.py: ZeRO 0-3, offload_optimizer/offload_param) "
               "and `fsdp`/`fsdp_config` (FSDP1/2, cpu_offload) in training_args.py; `optim` OptimizerNames (adamw_torch"
-              "[_fused], adamw_bnb_8bit, paged_adamw_8bit, adafactor, sgd, lion_8bit/32bit); `use_liger_kernel` (fused "
+              "[_fused], adamw_bnb_8bit, paged_adamw_8bit, adafactor, sgd, lion_8bit/32bit, galore_adamw[_8bit][_layerwise]); `use_liger_kernel` (fused "
               "linear cross-entropy). DeepSpeed AutoTP (`tensor_parallel.autotp_size`) and accelerate's "
               "`parallelism_config` tp/cp (>= 1.10.1) exist but are not Megatron TP: trainplan does not model them")
 _TP = "for tensor/pipeline parallelism plan with --framework megatron or torchtitan"
@@ -333,7 +340,7 @@ CAPABILITIES: dict[Framework, Capabilities] = {
     Framework.UNSLOTH: Capabilities(
         layouts="one GPU or DDP", source="unsloth: single-GPU kernels, multi-GPU through accelerate/torchrun DDP; HF "
                                          "`optim` (notebooks: adamw_8bit); its own fused cross-entropy",
-        liger=True, losses=frozenset({Loss.FULL, Loss.FUSED}),
+        liger=True, losses=frozenset({Loss.FULL, Loss.FUSED}), optimizers=_GALORE_OPT,
         instead="for sharded or model-parallel layouts plan with --framework hf, deepspeed or megatron"),
     Framework.DEEPSPEED: Capabilities(
         layouts="DDP, ZeRO-0..3 with CPU/NVMe offload, pipeline parallel with ZeRO-0/1",
@@ -386,7 +393,8 @@ CAPABILITIES: dict[Framework, Capabilities] = {
     Framework.PYTORCH: Capabilities(
         layouts="one GPU or DDP", source="a plain PyTorch loop (torch.nn.parallel.DistributedDataParallel); "
                                          "sharded loops are --framework fsdp",
-        liger=True, losses=frozenset(Loss), instead="for sharding plan with --framework fsdp, deepspeed or hf"),
+        liger=True, losses=frozenset(Loss), optimizers=_GALORE_OPT,
+        instead="for sharding plan with --framework fsdp, deepspeed or hf"),
 }
 
 

@@ -17,6 +17,7 @@ class JobOptions:
     precision: str | None = None
     optimizer: str | None = None
     lora_rank: int = 16
+    galore_rank: int = 128          # --optimizer galore-*: the projection rank (HF Trainer's default)
     lora_alpha: float | None = None
     lora_dropout: float = 0.05
     lora_targets: str | tuple[str, ...] | None = None

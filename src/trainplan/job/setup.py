@@ -139,7 +139,8 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
                          batch_size=req.batch_size, seq_len=req.seq_len, grad_accum=req.grad_accum,
                          grad_ckpt=grad_ckpt, grad_ckpt_every=every, attention=attention, lora=lora, quant=quant,
                          freeze_trainable_layers=freeze, freeze_bottom=bottom, framework=framework, impl=impl,
-                         sequences_per_sample=pairs, reference_model=reference, reference_forward=ref_forward)
+                         sequences_per_sample=pairs, reference_model=reference, reference_forward=ref_forward,
+                         galore_rank=req.galore_rank)
 
 
 def _freeze_layers(value: object) -> tuple[int, bool]:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 # The settings that decide memory and time, in the order they are listed.
-SETTINGS = ("model", "framework", "method", "stage", "precision", "fp8_recipe", "optimizer", "lora_rank",
+SETTINGS = ("model", "framework", "method", "stage", "precision", "fp8_recipe", "optimizer", "galore_rank", "lora_rank",
             "lora_alpha", "lora_dropout", "lora_targets", "dora", "modules_to_save", "quant", "double_quant",
             "freeze_layers", "batch_size", "grad_accum", "seq_len", "packing", "padding_free", "padding_mask",
             "dataset", "drop_long_samples", "grad_ckpt", "grad_ckpt_every", "attention", "loss", "liger",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainplan.enums import (
+    GALORE_OPTIMIZERS,
     Attention,
     Fp8Recipe,
     Framework,
@@ -121,9 +122,10 @@ class TrainingSetup:
     sequences_per_sample: int = 1         # 2 for preference pairs (DPO/ORPO/SimPO/RM: chosen + rejected together)
     reference_model: bool = False         # a frozen 16-bit copy of the model on the GPU (DPO/KTO, full fine-tune)
     reference_forward: bool = False       # a no-grad forward of the reference per micro-batch (also adapters off)
+    galore_rank: int = 128                # GaLore's projection rank (HF Trainer optim_args "rank" default 128)
 
     def __post_init__(self) -> None:
-        for key in ("batch_size", "seq_len", "grad_accum", "grad_ckpt_every", "sequences_per_sample"):
+        for key in ("batch_size", "seq_len", "grad_accum", "grad_ckpt_every", "sequences_per_sample", "galore_rank"):
             value = getattr(self, key)
             if not isinstance(value, int) or value <= 0:
                 flag = "--" + key.replace("_", "-")
@@ -142,6 +144,10 @@ class TrainingSetup:
                 raise TrainplanError(
                     "QLoRA computes in bf16 or fp16 over 4-bit weights: use --precision bf16 or "
                     "bf16-pure (fp16) instead of fp32")
+        if self.optimizer in GALORE_OPTIMIZERS and self.method is not Method.FULL:
+            # LLaMA-Factory hparams/finetuning_args.py: "Cannot use LoRA with GaLore or BAdam together"
+            raise TrainplanError(f"--optimizer {self.optimizer} projects the gradients of the full weights: "
+                                 f"use --method full, not {self.method}")
         if self.method is Method.FREEZE and not 0 < self.freeze_trainable_layers <= self.model.num_layers:
             raise TrainplanError(
                 f"--freeze-layers must be in 1..{self.model.num_layers}, got {self.freeze_trainable_layers}")

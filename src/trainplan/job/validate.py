@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from trainplan.enums import (
+    GALORE_OPTIMIZERS,
     Attention,
     Fp8Recipe,
     Framework,
@@ -39,7 +40,7 @@ BIG = 10 ** 12          # counts with no natural bound (samples, steps): far bey
 
 # field -> (low, high) for integers (inclusive)
 INTS: dict[str, tuple[int, int]] = {
-    "lora_rank": (1, 65536), "batch_size": (1, 1 << 20), "grad_accum": (1, 1 << 20), "seq_len": (1, 1 << 25),
+    "lora_rank": (1, 65536), "galore_rank": (1, 65536), "batch_size": (1, 1 << 20), "grad_accum": (1, 1 << 20), "seq_len": (1, 1 << 25),
     "num_gpus": (1, 1 << 20), "nodes": (1, 1 << 17), "tp": (1, 1024), "pp": (1, 1024), "cp": (1, 1024),
     "ep": (1, 1 << 14), "vpp": (1, 1024), "ulysses": (1, 1024), "checkpoint_saves": (0, 1 << 20),
 }
@@ -305,7 +306,7 @@ def check_job(job: Job, *, layout_given: bool = True) -> tuple[str, ...]:
     if setup.framework is Framework.MEGATRON and layout.zero in (ZeroStage.GRADIENTS, ZeroStage.PARAMETERS):
         raise TrainplanError(f"--framework megatron has no ZeRO-{int(layout.zero)}: its distributed optimizer "
                              "shards the optimizer states (--zero 1); use --framework deepspeed for ZeRO-2/3")
-    notes += _stack(setup.framework, layout, said=opts is not None and (
+    notes += _stack(setup.framework, layout, setup.optimizer, said=opts is not None and (
         "framework" in opts.given or any(getattr(x, "field", "") == "framework" for x in opts.provenance)))
     per_node = layout.gpus_per_node
     if per_node > MAX_GPUS_PER_NODE:
@@ -320,17 +321,21 @@ def check_job(job: Job, *, layout_given: bool = True) -> tuple[str, ...]:
 MAX_GPUS_PER_NODE = 16
 
 
-def _stack(framework: Framework, layout, *, said: bool) -> list[str]:
-    """Tensor and pipeline parallelism only where the framework runs them (job/frameworks.CAPABILITIES,
-    the table the planner searches by): `--framework llamafactory --tp 2` (the framework said, by a flag
-    or a config) is no setup anyone can run; with the default framework it is a note."""
+def _stack(framework: Framework, layout, optimizer: Optimizer, *, said: bool) -> list[str]:
+    """Tensor and pipeline parallelism, and GaLore, only where the framework runs them
+    (job/frameworks.CAPABILITIES, the table the planner searches by): `--framework llamafactory --tp 2`
+    (the framework said, by a flag or a config) is no setup anyone can run; with the default framework it
+    is a note."""
     from trainplan.job.frameworks import capabilities
 
     caps = capabilities(framework)
     notes = []
-    for value, able, name, flag in ((layout.tp, caps.tp, "tensor", "tp"), (layout.pp, caps.pp, "pipeline", "pp")):
-        if value > 1 and not able:
-            text = caps.cannot_run(framework, f"{name} parallelism (--{flag} {value})")
+    wants = [(layout.tp > 1 and not caps.tp, f"tensor parallelism (--tp {layout.tp})"),
+             (layout.pp > 1 and not caps.pp, f"pipeline parallelism (--pp {layout.pp})"),
+             (optimizer in GALORE_OPTIMIZERS and optimizer not in caps.optimizers, f"GaLore (--optimizer {optimizer})")]
+    for refused, what in wants:
+        if refused:
+            text = caps.cannot_run(framework, what)
             if said:
                 raise TrainplanError(text)
             notes.append(f"{text}; estimated as the layout given (the default framework was not chosen)")

@@ -20,7 +20,7 @@ Sources:
 
 from __future__ import annotations
 
-from trainplan.enums import Framework, Method, MoeDispatcher
+from trainplan.enums import GALORE_OPTIMIZERS, Framework, Fsdp, Method, MoeDispatcher
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup
@@ -77,6 +77,13 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
     """One-line TrainplanError for a model-parallel layout the model cannot take."""
     spec = setup.model
     tp, pp, cp, ep = layout.tp, layout.pp, layout.cp, layout.ep
+    if setup.optimizer in GALORE_OPTIMIZERS and (layout.zero > 0 or layout.fsdp is not Fsdp.NONE):
+        # DeepSpeed ZeRO hands the optimizer flat 1-D fp32 partitions (runtime/zero/stage_1_and_2.py
+        # single_partition_of_fp32_groups; stage3.py fp32_partitioned_groups_flat) and FSDP1 flat parameters;
+        # galore_projector.py projects a 2-D gradient (full_rank_grad.shape[1])
+        raise TrainplanError(f"--optimizer {setup.optimizer} projects each weight's 2-D gradient; DeepSpeed ZeRO "
+                             "and FSDP give the optimizer flattened shards: use plain data parallel (--zero 0, "
+                             "--fsdp none)")
     if tp > 1:
         for what, value in (("attention heads", spec.num_heads), ("kv heads", spec.num_kv_heads),
                             ("intermediate size", spec.intermediate_size)):

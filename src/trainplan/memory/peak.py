@@ -32,6 +32,9 @@ class StepInputs:
     batch_bytes: int = 0                # the micro-batch's token ids, held through the whole step
     shared_saved: int = 0               # saved by every layer (rotary cos/sin): freed after layer 0
     ckpt_mask: tuple[bool, ...] = ()    # per layer: checkpointed? (() = every layer, as grad_ckpt says)
+    # one parameter's step temporaries when the step runs in the backward (a per-parameter hook): GaLore's
+    # layer-wise step (memory.state); 0 where the optimizer's temporaries are not per parameter
+    backward_step_temp: int = 0
 
     def layer_ckpt(self, i: int) -> GradCkpt:
         if self.ckpt_mask and not self.ckpt_mask[i]:
@@ -161,9 +164,11 @@ def step_moments(inp: StepInputs) -> list[Peak]:
     if not grads_fwd:
         grads += inp.head_grad
     keep_grads = not inp.optimizer_in_backward
+    # a step in the backward runs while the activations are still saved: its temporaries at the first
+    # gradient, with every activation live
     moments.append(_moment("backward (lm_head)", base, gradients=grads, activations=fwd_acts,
                            autocast_weight_copies=fwd_copies, logits_loss=inp.logits.after_bytes,
-                           temporaries=inp.head_grad_transient))
+                           temporaries=inp.head_grad_transient + (0 if keep_grads else inp.backward_step_temp)))
     acts = saved_total + inp.shared_saved
     live_copies = copies_total
     if not keep_grads:

@@ -11,13 +11,25 @@ Optimizer state sizes:
 - Adafactor (transformers.optimization.Adafactor, beta1=None): factored second moment, rows + cols
   elements for a matrix, a full vector otherwise (Shazeer & Stern 2018).
 - SGD with momentum and Lion: one buffer per parameter.
+- GaLore (galore_torch galore_projector.py, adamw.py, adamw8bit.py): each projected weight's gradient G
+  (out x in = m x n) is multiplied by an orthonormal basis of its top r' = min(r, m, n) singular vectors
+  (the right ones, r' x n, when m >= n, else the left, m x r'), kept in the gradient's dtype
+  (`get_orthogonal_matrix` casts the fp32 SVD back); Adam's two states are zeros_like the projected
+  gradient, max(m, n) x r' elements, in that dtype (8-bit: bitsandbytes' Optimizer2State rules above).
+  The other trainable tensors (embeddings, head, norms, biases) get the plain Adam (8-bit) states. Which
+  weights: every nn.Linear of the decoder layers (LLaMA-Factory galore_target "all" = find_all_linear_modules,
+  GaLore's torchrun_main.py the "attn" / "mlp" linears); the routed experts of transformers 5 are 3-D
+  parameters, not nn.Linear, and keep plain states. The step's temporaries, one weight at a time: the
+  update projected back to m x n and its scaled copy (adamw.py `project_back(...) * scale`; adamw8bit.py
+  clones the weight instead), and at a basis update the SVD's fp32 copy of G with U (m x k) and Vh (k x n),
+  k = min(m, n) (torch.linalg.svd full_matrices=False).
 - QLoRA NF4/FP4: 0.5 byte/param plus an fp32 absmax per 64-element block; double quantization
   stores those absmax in 8 bits with an fp32 constant per 256 blocks (Dettmers et al. 2023, 2.2).
 """
 
 from __future__ import annotations
 
-from trainplan.enums import Method, Optimizer, Quant
+from trainplan.enums import GALORE_OPTIMIZERS, Method, Optimizer, Quant
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import QuantConfig, TrainingSetup
 from trainplan.memory.regime import Regime
@@ -42,6 +54,7 @@ class TensorGroup:
     rows: int
     cols: int
     count: int
+    projectable: bool = False   # a decoder nn.Linear weight: GaLore projects its gradient
 
     @property
     def numel(self) -> int:
@@ -75,7 +88,8 @@ class ParamGroups:
 def _layer_tensors(kind, n: int) -> list[TensorGroup]:
     out = []
     for lin in kind.linears:
-        out.append(TensorGroup(rows=lin.out_features, cols=lin.in_features, count=lin.copies * n))
+        out.append(TensorGroup(rows=lin.out_features, cols=lin.in_features, count=lin.copies * n,
+                               projectable=lin.group is not Group.EXPERTS))
         if lin.bias:
             out.append(TensorGroup(rows=lin.out_features, cols=1, count=lin.copies * n))
     if kind.norm_params:
@@ -166,7 +180,7 @@ class ModelState:
     reference_weights: int = 0  # a frozen 16-bit reference copy (DPO/KTO full fine-tunes)
 
 
-def _optimizer_bytes(opt: Optimizer, groups: ParamGroups, elem: int) -> tuple[int, int]:
+def _optimizer_bytes(opt: Optimizer, groups: ParamGroups, elem: int, rank: int = 0) -> tuple[int, int]:
     """(state bytes, step temporaries) for the trainable tensors."""
     if opt in (Optimizer.ADAMW, Optimizer.ADAMW_FUSED, Optimizer.BADAM):   # BAdam: Adam over the active block
         states = 2 * elem * groups.trainable_params
@@ -192,7 +206,36 @@ def _optimizer_bytes(opt: Optimizer, groups: ParamGroups, elem: int) -> tuple[in
         return elem * groups.trainable_params, 0
     if opt is Optimizer.LION:
         return elem * groups.trainable_params, 2 * elem * groups.largest_trainable
+    if opt in GALORE_OPTIMIZERS:
+        return _galore_bytes(opt, groups, elem, rank)
     raise ValueError(opt)
+
+
+def galore_shape(rows: int, cols: int, rank: int) -> tuple[int, int]:
+    """(projected-gradient elements, basis elements) of one m x n weight under GaLore (module docstring)."""
+    r = min(rank, rows, cols)
+    return max(rows, cols) * r, min(rows, cols) * r
+
+
+def _galore_bytes(opt: Optimizer, groups: ParamGroups, elem: int, rank: int) -> tuple[int, int]:
+    """(state bytes, step temporaries) under GaLore: Adam (8-bit for galore-adamw-8bit) on the projected
+    gradients plus the bases, plain Adam (8-bit) on the other tensors; the largest weight's step
+    temporaries (module docstring)."""
+    base = Optimizer.ADAMW_8BIT if opt is Optimizer.GALORE_ADAMW_8BIT else Optimizer.ADAMW_FUSED
+    plain = tuple(g for g in groups.trainable if not g.projectable)
+    states, _ = _optimizer_bytes(base, replace(groups, trainable=plain), elem)
+    temp = 0
+    for g in groups.trainable:
+        if not g.projectable:
+            continue
+        low, basis = galore_shape(g.rows, g.cols, rank)
+        low_states, _ = _optimizer_bytes(base, replace(groups, trainable=(TensorGroup(rows=low, cols=1, count=1),)),
+                                         elem)
+        states += (low_states + basis * elem) * g.count
+        k = min(g.rows, g.cols)
+        svd = 4 * (g.rows * g.cols + g.rows * k + k * g.cols)
+        temp = max(temp, 2 * elem * g.rows * g.cols, svd)
+    return states, temp
 
 
 def model_state(setup: TrainingSetup, regime: Regime) -> ModelState:
@@ -209,7 +252,7 @@ def model_state(setup: TrainingSetup, regime: Regime) -> ModelState:
     grad_elem = regime.adapter_bytes if groups.adapter else regime.grad_bytes
     master = trainable * regime.master_bytes
     state_elem = 4 if regime.master_bytes else (train_w if train_w else regime.state_bytes)
-    states, temp = _optimizer_bytes(setup.optimizer, replace(groups, copies=()), state_elem)
+    states, temp = _optimizer_bytes(setup.optimizer, replace(groups, copies=()), state_elem, setup.galore_rank)
     if copies:
         copy_elem = 4 if regime.master_bytes else regime.copy_bytes
         copy_states, copy_temp = _optimizer_bytes(setup.optimizer, replace(groups, trainable=groups.copies, copies=()),

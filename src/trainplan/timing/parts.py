@@ -5,7 +5,7 @@ numerator. trainplan.timing.estimate adds them up."""
 
 from __future__ import annotations
 
-from trainplan.enums import Attention, Framework, Fsdp, Method, MlpKind, Offload, Position, Precision, ZeroStage
+from trainplan.enums import GALORE_OPTIMIZERS, Attention, Framework, Fsdp, Method, MlpKind, Offload, Position, Precision, ZeroStage
 from trainplan.frozen import by_identity
 from trainplan.job.training import Layout, LoraConfig, TrainingSetup
 from trainplan.model.params import count_params, trainable_params
@@ -15,6 +15,7 @@ from trainplan.catalog.gpu_text import desktop_die
 from trainplan.timing.links import pcie_link
 from trainplan.timing.efficiency import Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency, memory_bw
 from trainplan.timing.flops import FlopsPerToken
+from trainplan.timing.galore import galore_note, galore_step
 from trainplan.timing.loss import loss_bytes_per_token
 from trainplan.timing.mask import dense_mask_s
 from trainplan.timing.offload import HostSpec, offload_time, resolve_host
@@ -191,6 +192,13 @@ def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, 
     GPU's PCIe bandwidth where the caller has them (timing.context keeps them per GPU and options).
     """
     shard_mp = layout.tp * layout.pp
+    if setup.optimizer in GALORE_OPTIMIZERS:
+        # every GPU steps every weight (GaLore runs under DDP only: memory.parallel.check_layout); a
+        # per-parameter hook steps after every backward (LLaMA-Factory galore_layerwise, GaLore's *_per_layer)
+        step = galore_step(setup, gpu, m)
+        steps = setup.grad_accum if setup.impl.optimizer_in_backward else 1
+        notes.append(galore_note(setup, step, steps))
+        return step.total_s * steps, 0.0
     if layout.offload is Offload.NONE:
         optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER or layout.fsdp is not Fsdp.NONE
         n_opt = sharded_params_on_gpu(setup, layout, n_train, trainable=True, sharded=optimizer_sharded)
