@@ -23,7 +23,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trainplan.enums import Attention, Framework, Fsdp, GradCkpt, Method, Offload, Optimizer, Precision, ZeroStage
+from trainplan.enums import (
+    GALORE_OPTIMIZERS,
+    Attention,
+    Framework,
+    Fsdp,
+    GradCkpt,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    ZeroStage,
+)
 from trainplan.errors import TrainplanError
 from trainplan.export import deepspeed
 from trainplan.export.base import ExportContext, Exported, ExportFile
@@ -32,7 +43,7 @@ from trainplan.memory.sharding import fsdp_for
 FORMAT = "hf"
 FRAMEWORKS = (Framework.HF, Framework.DEEPSPEED, Framework.FSDP, Framework.TRL)
 FILE = "hf_args.json"
-# trainplan optimizer -> HF OptimizerNames (training_args.py); importers/hf.py _OPTIM is the reverse
+# trainplan optimizer -> HF OptimizerNames (training_args.py); importers/hf_optim.py _OPTIM is the reverse
 OPTIM = {Optimizer.ADAMW_FUSED: "adamw_torch_fused", Optimizer.ADAMW: "adamw_torch",
          Optimizer.ADAMW_8BIT: "adamw_bnb_8bit", Optimizer.PAGED_ADAMW_8BIT: "paged_adamw_8bit",
          Optimizer.ADAFACTOR: "adafactor", Optimizer.LION: "lion_32bit", Optimizer.SGD: "sgd"}
@@ -44,6 +55,16 @@ def model_name(job, ctx: ExportContext) -> str:
     """What a config names as the model: the context's path, else the catalog's HF id, else its name."""
     spec = job.setup.model
     return ctx.model_path or getattr(spec, "hf_id", None) or spec.name
+
+
+def galore_args(job) -> dict[str, Any]:
+    """optim galore_adamw[_8bit][_layerwise] with optim_args rank and every linear as the target
+    (transformers trainer_optimizer.py _get_galore_optimizer / _setup_low_rank_optimizer, "all-linear")."""
+    setup = job.setup
+    name = "galore_adamw" + ("_8bit" if setup.optimizer is Optimizer.GALORE_ADAMW_8BIT else "")
+    if setup.impl.optimizer_in_backward:
+        name += "_layerwise"
+    return {"optim": name, "optim_args": f"rank={setup.galore_rank}", "optim_target_modules": "all-linear"}
 
 
 def optim(job) -> str:
@@ -100,7 +121,10 @@ def arguments(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str
     if work.steps is not None:
         args["max_steps"] = work.steps
     args.update(amp_flags(setup.precision))
-    args["optim"] = optim(job)
+    if job.setup.optimizer in GALORE_OPTIMIZERS:
+        args.update(galore_args(job))
+    else:
+        args["optim"] = optim(job)
     args.update(learning_rate=1e-5 if setup.method is Method.FULL else 1e-4, lr_scheduler_type="cosine",
                 warmup_steps=10, max_grad_norm=deepspeed.GRAD_CLIP, logging_steps=10, save_strategy="epoch",
                 report_to="none")

@@ -22,7 +22,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainplan.enums import Attention, Framework, Fsdp, GradCkpt, Loss, Method, Optimizer, Precision, Quant, ZeroStage
+from trainplan.enums import (
+    GALORE_OPTIMIZERS,
+    Attention,
+    Framework,
+    Fsdp,
+    GradCkpt,
+    Loss,
+    Method,
+    Optimizer,
+    Precision,
+    Quant,
+    ZeroStage,
+)
 from trainplan.errors import TrainplanError
 from trainplan.export import hf
 from trainplan.export.base import ExportContext, Exported, ExportFile
@@ -63,8 +75,10 @@ def check(job) -> None:
                 "use --grad-ckpt full or none")
     if setup.impl.loss is Loss.CHUNKED:
         _refuse("a chunked cross-entropy is not a LLaMA-Factory option (enable_liger_kernel fuses it: --liger)")
-    if setup.impl.optimizer_in_backward:
-        _refuse("the optimizer step in backward is torchtune's, not LLaMA-Factory's")
+    if setup.impl.optimizer_in_backward and setup.optimizer not in GALORE_OPTIMIZERS:
+        _refuse("the optimizer step in backward is torchtune's, not LLaMA-Factory's (but for galore_layerwise)")
+    if setup.impl.optimizer_in_backward and setup.grad_accum > 1:
+        _refuse("layer-wise GaLore takes no gradient accumulation (train/trainer_utils.py _create_galore_optimizer)")
 
 
 def _stage(job) -> tuple[str, str | None]:
@@ -79,6 +93,11 @@ def _method(job, notes: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if setup.optimizer is Optimizer.BADAM:   # job/resolve.py block_coordinate turned full into freeze
         return {"finetuning_type": "full", "use_badam": True, "badam_mode": "layer"}
+    if setup.optimizer in GALORE_OPTIMIZERS:   # train/trainer_utils.py _create_galore_optimizer
+        out = {"finetuning_type": "full", "use_galore": True, "galore_target": "all", "galore_rank": setup.galore_rank}
+        if setup.impl.optimizer_in_backward:
+            out["galore_layerwise"] = True
+        return out
     if setup.method is Method.FREEZE:
         n = setup.freeze_trainable_layers
         return {"finetuning_type": "freeze", "freeze_trainable_layers": -n if setup.freeze_bottom else n}
@@ -166,7 +185,10 @@ def config(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str, d
     if work.steps is not None:
         train["max_steps"] = work.steps
     train.update(lr_scheduler_type="cosine", warmup_ratio=0.1, **_precision(setup))
-    if setup.optimizer is not Optimizer.BADAM:
+    if setup.optimizer in GALORE_OPTIMIZERS:
+        # the optims _create_galore_optimizer maps: adamw_torch -> GaLoreAdamW, bitsandbytes 8-bit -> GaLoreAdamW8bit
+        train["optim"] = "adamw_bnb_8bit" if setup.optimizer is Optimizer.GALORE_ADAMW_8BIT else "adamw_torch"
+    elif setup.optimizer is not Optimizer.BADAM:
         train["optim"] = hf.optim(job)
     if setup.impl.compiled:
         train["torch_compile"] = True

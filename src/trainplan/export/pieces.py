@@ -34,8 +34,8 @@ def model_name(job, ctx: ExportContext) -> str:
 def hf_optim(fmt: str, optimizer: Optimizer) -> str:
     name = HF_OPTIM.get(optimizer)
     if name is None:
-        raise refuse(fmt, f"--optimizer {optimizer} has no transformers `optim` name (BAdam runs in LLaMA-Factory: "
-                          "use --format llamafactory)")
+        raise refuse(fmt, f"--optimizer {optimizer} has no plain transformers `optim` name here (BAdam and GaLore "
+                          "run in LLaMA-Factory: use --format llamafactory; GaLore also --format hf)")
     return name
 
 

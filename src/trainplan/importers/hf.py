@@ -10,7 +10,8 @@ modeling_utils.py; huggingface/trl f2cd577 trl/trainer/{base,sft,dpo,grpo,model}
 {sft,dpo,grpo}_trainer.py, utils.py; accelerate 1.15.0 utils/fsdp_utils.py; peft 0.21.2 mapping_func.py.
 Defaults live in job/defaults/hf.py and job/defaults/trl.py.
 
-Precision and the DeepSpeed/FSDP engine are read in importers/hf_engines.py (_EngineMixin).
+Precision and the DeepSpeed/FSDP engine are read in importers/hf_engines.py (_EngineMixin), the optimizer
+in importers/hf_optim.py (_OptimMixin).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from trainplan.importers.base import (
     read_modules_to_save,
 )
 from trainplan.importers.hf_engines import _EngineMixin
+from trainplan.importers.hf_optim import _OptimMixin
 from trainplan.job.defaults import Default
 from trainplan.job.defaults import hf as hf_defaults
 from trainplan.job.defaults import trl as trl_defaults
@@ -69,17 +71,8 @@ _FOREIGN = {"finetuning_type", "stage", "template", "cutoff_len", "lora_target",
             "job", "parallelism"}
 _DICT_KEYS = ("activation_checkpointing_kwargs", "gradient_checkpointing_kwargs", "model_init_kwargs",
               "liger_kernel_config", "deepspeed", "fsdp_config")     # the last two may also be file paths
-# optim (training_args.py OptimizerNames) -> trainplan optimizer, with a note where it is a judgement
-_OPTIM = {"adamw_torch": ("adamw", ""), "adamw_hf": ("adamw", "v4 alias of torch AdamW"),
-          "adamw_torch_fused": ("adamw-fused", ""), "adamw_apex_fused": ("adamw-fused", "apex FusedAdam"),
-          "adamw_bnb_8bit": ("adamw-8bit", ""), "adamw_8bit": ("adamw-8bit", "alias of adamw_bnb_8bit"),
-          "adamw_torch_8bit": ("adamw-8bit", "torchao 8-bit AdamW states"),
-          "paged_adamw_8bit": ("paged-adamw-8bit", ""),
-          "paged_adamw_32bit": ("adamw", "bitsandbytes paged 32-bit AdamW: fp32 states in paged memory"),
-          "adafactor": ("adafactor", ""), "lion_32bit": ("lion", ""), "paged_lion_32bit": ("lion", "paged states"),
-          "sgd": ("sgd", "")}
 _UNREAD = (("auto_find_batch_size", "the micro-batch is found at run time (halved on OOM)"),
-           ("optim_target_modules", "GaLore/APOLLO projection targets are not modelled"),
+           ("optim_target_modules", "GaLore/APOLLO projection targets: trainplan projects every decoder linear"),
            ("use_cpu", "training on the CPU is not modelled"),
            ("parallelism_config", ("an accelerate ParallelismConfig object: read the accelerate config "
                                    "(parallelism_config_* keys) with --from instead")),
@@ -103,7 +96,7 @@ def trainer(data: dict) -> str | None:
     return "sft" if any(k in data for k in _TRL_KEYS) else None
 
 
-class _Reader(_EngineMixin):
+class _Reader(_EngineMixin, _OptimMixin):
     def __init__(self, data: dict, path: str, ctx: ReadContext | None) -> None:
         self.path, self.ctx, self.rest, self.kind = path, ctx, dict(data), trainer(data)
         self.c = Collector(FORMAT, path)
@@ -288,18 +281,6 @@ class _Reader(_EngineMixin):
         if free is not None:
             c.set("padding_free", self.b(free, "padding_free"), key="padding_free", raw=free)
         self.pop("max_prompt_length")   # DPOConfig before TRL 0.29: a cap inside max_length
-
-    def _optimizer(self) -> None:
-        optim, adafactor = self.pop("optim"), self.pop("adafactor")
-        if optim is None and adafactor is not None and self.b(adafactor, "adafactor"):
-            self.c.set("optimizer", "adafactor", key="adafactor", raw=adafactor, note="v4.57 alias of optim adafactor")
-        elif optim is None:
-            self.default("optimizer")
-        elif str(optim).lower().removeprefix("optimizernames.") in _OPTIM:
-            value, note = _OPTIM[str(optim).lower().removeprefix("optimizernames.")]
-            self.c.set("optimizer", value, key="optim", raw=optim, note=note)
-        else:
-            self.c.skip("optim", optim, "an optimizer trainplan does not model; trainplan's default is kept")
 
     def _checkpointing(self) -> None:
         c = self.c

@@ -311,6 +311,41 @@ def _batch(c: Collector, get) -> None:
               note="max_steps > 0 overrides num_train_epochs (HF Trainer)")
 
 
+# LLaMA-Factory train/trainer_utils.py _create_galore_optimizer: optim adamw_torch -> GaLoreAdamW, the bitsandbytes
+# 8-bit ones -> GaLoreAdamW8bit (adafactor -> GaLoreAdafactor, not modelled); galore_target "all" ->
+# find_all_linear_modules (every linear but the head); galore_layerwise: one optimizer per parameter stepped
+# in a post-accumulate-grad hook (gradient accumulation refused)
+_GALORE_OPTIM = {"adamw_torch": "galore-adamw", "adamw_bnb_8bit": "galore-adamw-8bit",
+                 "adamw_8bit": "galore-adamw-8bit", "paged_adamw_8bit": "galore-adamw-8bit"}
+
+
+def _galore(c: Collector, get) -> bool:
+    """use_galore: the GaLore optimizer for `optim`, its rank and layer-wise step (False: not modelled)."""
+    optim = get("optim")
+    name = str(optim if optim is not None else "adamw_torch").lower()
+    if name not in _GALORE_OPTIM:
+        return False
+    c.set("optimizer", _GALORE_OPTIM[name], key="use_galore", raw=True,
+          note=f"{_SRC}train/trainer_utils.py _create_galore_optimizer with optim {name}"
+               + ("" if optim is not None else "; optim unset: HF's default adamw_torch_fused is not among the optims "
+                  "that function maps (adamw_torch, the bitsandbytes 8-bit ones): set optim: adamw_torch"))
+    target = get("galore_target")
+    if target is not None and str(target).lower() != "all":
+        c.skip("galore_target", target, "trainplan projects every decoder linear (as galore_target all)")
+    rank = get("galore_rank")
+    if rank is None:
+        _default(c, "galore_rank")
+    else:
+        c.set("galore_rank", as_int(rank, "galore_rank", c.file, minimum=1), key="galore_rank", raw=rank)
+    layerwise = get("galore_layerwise")
+    if layerwise is not None and as_bool(layerwise, "galore_layerwise", c.file):
+        c.set("optimizer_in_backward", True, key="galore_layerwise", raw=layerwise,
+              note="one optimizer per parameter, stepped in a post-accumulate-grad hook")
+    for key in ("galore_update_interval", "galore_scale", "galore_proj_type"):
+        get(key)
+    return True
+
+
 def _optimizer(c: Collector, get) -> None:
     custom = [k for k in _CUSTOM_OPTIM if as_bool(get(k, False), k, c.file)]
     mode = get("badam_mode")
@@ -319,6 +354,8 @@ def _optimizer(c: Collector, get) -> None:
               note="layer-wise BAdam (train/trainer_utils.py _create_badam_optimizer: BlockOptimizer over "
                    "the HF optimizer; badam_mode " + ("layer" if mode else "default layer") + ")")
         get("optim")
+        return
+    if custom == ["use_galore"] and _galore(c, get):
         return
     if custom:
         c.skip(custom[0], True, f"LLaMA-Factory's {custom[0][4:]} optimizer ({_SRC}train/trainer_utils.py "

@@ -84,6 +84,12 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
         raise TrainplanError(f"--optimizer {setup.optimizer} projects each weight's 2-D gradient; DeepSpeed ZeRO "
                              "and FSDP give the optimizer flattened shards: use plain data parallel (--zero 0, "
                              "--fsdp none)")
+    if (setup.optimizer in GALORE_OPTIMIZERS and setup.impl.optimizer_in_backward and layout.num_gpus > 1
+            and setup.framework is not Framework.PYTORCH):
+        # transformers trainer_optimizer.py _setup_low_rank_optimizer: "Layer-wise ... does not support DDP";
+        # LLaMA-Factory hparams/parser.py: "Distributed training does not support layer-wise GaLore"
+        raise TrainplanError("layer-wise GaLore (the step in the backward) runs on one GPU under the HF Trainer and "
+                             "LLaMA-Factory: use --num-gpus 1 or --no-optimizer-in-backward")
     if tp > 1:
         for what, value in (("attention heads", spec.num_heads), ("kv heads", spec.num_kv_heads),
                             ("intermediate size", spec.intermediate_size)):

@@ -27,6 +27,8 @@ _UNSUPPORTED = {
     Optimizer.LION: "Lion (HF Trainer takes it from bitsandbytes, which is not runnable on this CPU)",
     Optimizer.BADAM: "BAdam's BlockOptimizer (pip badam) is not run by the trace: trace --method freeze "
                      "--freeze-layers -1 gives its bottom block without the fp32 block copy",
+    Optimizer.GALORE_ADAMW: "GaLore's GaLoreAdamW (pip galore-torch) is not run by the trace",
+    Optimizer.GALORE_ADAMW_8BIT: "GaLore's GaLoreAdamW8bit (galore-torch over bitsandbytes) is not run by the trace",
 }
 
 

@@ -45,6 +45,7 @@ class Setup(_Record):
     method: str | None = Field(default=None, max_length=MAX_TEXT, examples=["full", "lora", "qlora", "freeze"])
     precision: str | None = Field(default=None, max_length=MAX_TEXT, examples=["bf16", "fp16-pure"])
     optimizer: str | None = Field(default=None, max_length=MAX_TEXT, examples=["adamw", "adamw-8bit"])
+    galore_rank: int | None = Field(default=None, description="GaLore's projection rank (optimizer galore-*)")
     lora_rank: int | None = None
     lora_alpha: float | None = None
     lora_dropout: float | None = None

@@ -1,0 +1,59 @@
+"""The `optim` of an HF TrainingArguments / TRL config (importers/hf.py reads the rest): transformers v5.24.0
+src/transformers/training_args.py OptimizerNames, trainer_optimizer.py (_get_galore_optimizer,
+_setup_low_rank_optimizer), and the v4.57 `adafactor` alias."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainplan.importers.base import as_int
+
+# optim (training_args.py OptimizerNames) -> trainplan optimizer, with a note where it is a judgement
+_OPTIM = {"adamw_torch": ("adamw", ""), "adamw_hf": ("adamw", "v4 alias of torch AdamW"),
+          "adamw_torch_fused": ("adamw-fused", ""), "adamw_apex_fused": ("adamw-fused", "apex FusedAdam"),
+          "adamw_bnb_8bit": ("adamw-8bit", ""), "adamw_8bit": ("adamw-8bit", "alias of adamw_bnb_8bit"),
+          "adamw_torch_8bit": ("adamw-8bit", "torchao 8-bit AdamW states"),
+          "paged_adamw_8bit": ("paged-adamw-8bit", ""),
+          "paged_adamw_32bit": ("adamw", "bitsandbytes paged 32-bit AdamW: fp32 states in paged memory"),
+          "adafactor": ("adafactor", ""), "lion_32bit": ("lion", ""), "paged_lion_32bit": ("lion", "paged states"),
+          "sgd": ("sgd", "")}
+# optim galore_* (trainer_optimizer.py _get_galore_optimizer: GaLoreAdamW / GaLoreAdamW8bit; the _layerwise
+# names step each parameter in a post-accumulate-grad hook, _setup_low_rank_optimizer) -> (optimizer, in backward)
+_GALORE = {"galore_adamw": ("galore-adamw", False), "galore_adamw_8bit": ("galore-adamw-8bit", False),
+           "galore_adamw_layerwise": ("galore-adamw", True), "galore_adamw_8bit_layerwise": ("galore-adamw-8bit", True)}
+
+
+class _OptimMixin:
+    """`optim` (and `adafactor`, `optim_args` for GaLore) for importers/hf.py's reader: it gives pop, b, c,
+    default and path."""
+
+    def _optimizer(self) -> None:
+        optim, adafactor = self.pop("optim"), self.pop("adafactor")
+        if optim is None and adafactor is not None and self.b(adafactor, "adafactor"):
+            self.c.set("optimizer", "adafactor", key="adafactor", raw=adafactor, note="v4.57 alias of optim adafactor")
+        elif optim is None:
+            self.default("optimizer")
+        elif str(optim).lower().removeprefix("optimizernames.") in _OPTIM:
+            value, note = _OPTIM[str(optim).lower().removeprefix("optimizernames.")]
+            self.c.set("optimizer", value, key="optim", raw=optim, note=note)
+        elif str(optim).lower().removeprefix("optimizernames.") in _GALORE:
+            self._galore(optim)
+        else:
+            self.c.skip("optim", optim, "an optimizer trainplan does not model; trainplan's default is kept")
+
+    def _galore(self, optim: Any) -> None:
+        """optim galore_*: the optimizer, its rank from optim_args ("rank=64, update_proj_gap=100"), and the
+        layer-wise step; optim_target_modules is taken as every decoder linear (trainplan models those)."""
+        value, layerwise = _GALORE[str(optim).lower().removeprefix("optimizernames.")]
+        self.c.set("optimizer", value, key="optim", raw=optim,
+                   note="projected targets taken as every decoder linear (optim_target_modules)")
+        if layerwise:
+            self.c.set("optimizer_in_backward", True, key="optim", raw=optim,
+                       note="_layerwise: each parameter steps in a post-accumulate-grad hook")
+        args = self.pop("optim_args")
+        pairs = dict(p.split("=", 1) for p in str(args or "").replace(" ", "").split(",") if "=" in p)
+        if "rank" in pairs:
+            self.c.set("galore_rank", as_int(pairs["rank"], "optim_args rank", self.path, minimum=1), key="optim_args",
+                       raw=args)
+        else:
+            self.default("galore_rank")
