@@ -415,6 +415,10 @@ _SPECS: dict[tuple[str, str, str], Any] = {
         (Any_(Get(("transformers.training_args",), "reshard_after_forward", "TrainingArguments._process_fsdp_args",
                   "self.fsdp_config")), OWN)),
     ("hf", "DEFAULTS", "grad_ckpt"): also((attr(_TA, "gradient_checkpointing"), None)),
+    ("hf", "DEFAULTS", "galore_rank"): instead(
+        "optim_args is a free-form string: the rank GaLore takes when it names none is popped with a default",
+        (Expr("transformers.trainer_optimizer", "_get_galore_optimizer",
+              "int(ctx.optim_args.pop('rank', {value!r}))"), True)),
     # TRL
     ("trl", "DEFAULTS", "precision"): also(
         (Expr(_TRL + "base_config", "_BaseConfig.__post_init__", "not self.fp16 if self.bf16 is None else self.bf16"),

@@ -66,9 +66,12 @@ EXPECTED = {
         "lora_dropout": 0.1, "lora_targets": ("q_proj", "v_proj"), "dora": False, "precision": "bf16-pure",
         "seq_len": 3072, "samples": 2000, "batch_size": 4, "grad_accum": 2, "epochs": 2.0},
     "llama3_full_galore.yaml": {
-        **{k: v for k, v in COMMON.items() if k != "optimizer"}, "model": "meta-llama/Meta-Llama-3-8B-Instruct",
+        **COMMON, "model": "meta-llama/Meta-Llama-3-8B-Instruct",
         "method": "full", "precision": "bf16-pure", "seq_len": 2048, "samples": 2000, "batch_size": 1,
-        "grad_accum": 1, "epochs": 3.0},
+        "grad_accum": 1, "epochs": 3.0,
+        # use_galore with optim unset: train/trainer_utils.py _create_galore_optimizer's GaLoreAdamW branch;
+        # galore_layerwise: one optimizer per parameter in a post-accumulate-grad hook
+        "optimizer": "galore-adamw", "galore_rank": 128, "optimizer_in_backward": True},
     "examples/train_full/qwen3_full_sft_ds3.yaml": {
         **COMMON, "model": "Qwen/Qwen3-8B", "method": "full", "seq_len": 2048, "samples": 2000, "batch_size": 1,
         "grad_accum": 2, "epochs": 3.0, "zero": 3, "reduce_bucket_size": "auto", "prefetch_bucket_size": "auto",
@@ -78,7 +81,8 @@ EXPECTED = {
         "batch_size": 2, "grad_accum": 4, "epochs": 2.0, "max_steps": 600, "zero": 2, "offload": "optimizer",
         "offload_device": "cpu", "reduce_bucket_size": 500_000_000, "overlap_comm": False},
 }
-UNREAD = {"llama3_full_galore.yaml": {"use_galore"}}
+# galore_target mlp,self_attn: trainplan projects every decoder linear
+UNREAD = {"llama3_full_galore.yaml": {"galore_target"}}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

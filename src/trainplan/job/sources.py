@@ -72,6 +72,8 @@ def sources(job: Job, *, everything: bool = False) -> list[dict[str, Any]]:
     flags = set(options.given)
     out = []
     for name in SETTINGS:
+        if name == "galore_rank" and not str(job.setup.optimizer).startswith("galore"):
+            continue        # read only by a GaLore optimizer
         if name in given:
             out.append(given[name].to_dict())
             continue

@@ -80,7 +80,8 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
     if setup.optimizer in GALORE_OPTIMIZERS and (layout.zero > 0 or layout.fsdp is not Fsdp.NONE):
         # DeepSpeed ZeRO hands the optimizer flat 1-D fp32 partitions (runtime/zero/stage_1_and_2.py
         # single_partition_of_fp32_groups; stage3.py fp32_partitioned_groups_flat) and FSDP1 flat parameters;
-        # galore_projector.py projects a 2-D gradient (full_rank_grad.shape[1])
+        # galore_projector.py projects a 2-D gradient (full_rank_grad.shape[1]); LLaMA-Factory hparams/parser.py:
+        # "GaLore and APOLLO are incompatible with DeepSpeed yet"
         raise TrainplanError(f"--optimizer {setup.optimizer} projects each weight's 2-D gradient; DeepSpeed ZeRO "
                              "and FSDP give the optimizer flattened shards: use plain data parallel (--zero 0, "
                              "--fsdp none)")
