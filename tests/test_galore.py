@@ -170,3 +170,53 @@ def test_configs_read_galore(tmp_path):
     # LLaMA-Factory GaloreArguments.galore_rank defaults to 16
     assert (got["optimizer"], got["galore_rank"], got["optimizer_in_backward"]) == ("galore-adamw-8bit", 16, True)
     assert Optimizer(got["optimizer"]) is Optimizer.GALORE_ADAMW_8BIT
+
+
+def test_ms_swift_reads_and_writes_galore(tmp_path):
+    from trainplan.importers import read_config
+
+    script = tmp_path / "sft.sh"
+    script.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type full --use_galore true "
+                      "--galore_rank 64 --torch_dtype bfloat16 --dataset x --max_length 2048\n")
+    got = read_config(str(script)).values()
+    # swift/optimizers/galore/utils.py get_optimizer: the default optim (adamw_torch_fused) -> GaLoreAdamW
+    assert (got["optimizer"], got["galore_rank"]) == ("galore-adamw", 64)
+    script.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type full --use_galore true "
+                      "--optim adamw_8bit --dataset x\n")
+    got = read_config(str(script)).values()
+    # trainers/arguments.py galore_rank = 128; an 8-bit adamw -> GaLoreAdamW8bit
+    assert (got["optimizer"], got["galore_rank"]) == ("galore-adamw-8bit", 128)
+    # embeddings projected too (galore_with_embedding) is not what trainplan models: use_galore stays unread
+    script.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type full --use_galore true "
+                      "--galore_with_embedding true --dataset x\n")
+    imported = read_config(str(script))
+    assert "optimizer" not in imported.values() or imported.values()["optimizer"] != "galore-adamw"
+    assert any(u.key == "use_galore" for u in imported.unread)
+
+
+@pytest.mark.parametrize("fmt, keys", [
+    ("swift", {"use_galore": True, "galore_rank": 32, "optim": "adamw_torch"}),
+    ("llamafactory", {"use_galore": True, "galore_rank": 32, "optim": "adamw_torch", "galore_target": "all"}),
+])
+def test_exports_write_galore(tmp_path, fmt, keys):
+    import yaml
+
+    from trainplan.cli import main
+
+    out = tmp_path / fmt
+    assert main(["export", "--model", "qwen2.5-7b", "--optimizer", "galore-adamw", "--galore-rank", "32",
+                 "--framework", fmt, "--format", fmt, "--out", str(out)]) == 0
+    data = yaml.safe_load(next(p for p in out.iterdir() if p.suffix == ".yaml").read_text())
+    assert {k: data[k] for k in keys} == keys
+
+
+def test_planner_keeps_galore_to_plain_data_parallel(capsys):
+    from trainplan.cli import main
+
+    assert main(["plan", "--model", "llama-2-7b", "--optimizers", "galore-adamw-8bit", "--gpus", "a100-80gb",
+                 "--max-gpus", "4", "--precision", "bf16-pure", "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)["plans"]
+    assert plans
+    # ZeRO and FSDP shapes are skipped, not errors: every plan is one GPU or DDP
+    assert all(p["setup"]["zero"] == 0 and p["setup"]["fsdp"] == "none" for p in plans)
+    assert all(p["setup"]["optimizer"] == "galore-adamw-8bit" for p in plans)

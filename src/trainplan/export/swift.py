@@ -35,7 +35,20 @@ import json
 import math
 from typing import Any
 
-from trainplan.enums import Attention, Framework, Fsdp, GradCkpt, Loss, Method, Offload, Precision, Quant, ZeroStage
+from trainplan.enums import (
+    GALORE_OPTIMIZERS,
+    Attention,
+    Framework,
+    Fsdp,
+    GradCkpt,
+    Loss,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    Quant,
+    ZeroStage,
+)
 from trainplan.export import pieces
 from trainplan.export.base import ExportContext, Exported, ExportFile
 from trainplan.memory.sharding import fsdp_for
@@ -168,7 +181,13 @@ def arguments(job, ctx: ExportContext, fmt: str = FORMAT) -> tuple[dict[str, Any
         args["torch_compile"] = True
         notes.append("torch_compile is passed to the HF Trainer; trainplan's ms-swift reader does not read it "
                      "back (give --compile with --from)")
-    args["optim"] = pieces.hf_optim(fmt, setup.optimizer)
+    if setup.optimizer in GALORE_OPTIMIZERS:
+        # swift/optimizers/galore/utils.py get_optimizer: adamw_torch -> GaLoreAdamW, an 8-bit adamw -> GaLoreAdamW8bit;
+        # galore_target_modules unset -> every linear but the head (pipelines/train/tuner.py find_all_linears)
+        args.update(use_galore=True, galore_rank=setup.galore_rank,
+                    optim="adamw_bnb_8bit" if setup.optimizer is Optimizer.GALORE_ADAMW_8BIT else "adamw_torch")
+    else:
+        args["optim"] = pieces.hf_optim(fmt, setup.optimizer)
     if layout.cp > 1:
         args["sequence_parallel_size"] = layout.cp
     if layout.zero is not ZeroStage.NONE:

@@ -196,7 +196,10 @@ def _swift(c: Collector, args: dict, sub: str, world: int, ctx: ReadContext) -> 
             c.set("cp", sp // ulysses, key="sequence_parallel_size", raw=sp, note="the ring-attention factor")
     engine = _engines(c, args, ctx)
     _precision(c, args, method, engine)
-    if args.get("optim") is not None:
+    galore = _galore(c, args)
+    if galore:
+        pass
+    elif args.get("optim") is not None:
         hf_optimizer(c, args["optim"], "optim")
     else:
         default(c, "optimizer", _DEFAULTS, defaults.VERSION)
@@ -206,10 +209,41 @@ def _swift(c: Collector, args: dict, sub: str, world: int, ctx: ReadContext) -> 
         _rlhf(c, args, rlhf, method)
     if args.get("device_map") is not None:
         c.set("device_map", "auto", key="device_map", raw=args["device_map"])
-    _unmodelled(c, args, _UNMODELLED)
+    _unmodelled(c, args, {k: why for k, why in _UNMODELLED.items() if not (galore and k == "use_galore")})
     c.ignore(sum(1 for k in args if k not in _READ))
     if isinstance(engine, Imported):
         c.merge(engine)         # last: the DeepSpeed JSON's own values win, as the HF integration requires
+
+
+# ms-swift swift/optimizers/galore/utils.py get_optimizer: optim adamw_hf / adamw_torch / adamw_torch_fused ->
+# GaLoreAdamW, an 8-bit adamw -> GaLoreAdamW8bit; swift/pipelines/train/tuner.py: galore_target_modules None ->
+# find_all_linears (every linear but the head); trainers/arguments.py galore_rank 128
+def _galore(c: Collector, args: dict) -> bool:
+    """use_galore as trainplan models it: the optimizer and rank read (True); False (use_galore left to
+    _UNMODELLED) for embeddings projected, Q-GaLore or an optim GaLore has no AdamW for."""
+    if args.get("use_galore") in _OFF or any(args.get(k) not in _OFF for k in ("galore_with_embedding",
+                                                                                "galore_quantization")):
+        return False
+    optim = str(args.get("optim") or "adamw_torch_fused").lower()
+    if optim in ("adamw_hf", "adamw_torch", "adamw_torch_fused"):
+        value = "galore-adamw"
+    elif "adamw" in optim and "8bit" in optim:
+        value = "galore-adamw-8bit"
+    else:
+        return False
+    c.set("optimizer", value, key="use_galore", raw=args["use_galore"],
+          note=f"swift/optimizers/galore/utils.py get_optimizer with optim {optim}")
+    if args.get("galore_rank") is not None:
+        c.set("galore_rank", as_int(args["galore_rank"], "galore_rank", c.file, minimum=1), key="galore_rank",
+              raw=args["galore_rank"])
+    else:
+        c.default("galore_rank", 128, key="galore_rank", note="swift/trainers/arguments.py galore_rank = 128")
+    if args.get("galore_target_modules") not in _OFF:
+        c.skip("galore_target_modules", args["galore_target_modules"], "trainplan projects every decoder linear")
+    return True
+
+
+_OFF = (None, False, "false", "False", 0, "0", [], "", "None")
 
 
 def _unmodelled(c: Collector, args: dict, table: dict[str, str]) -> None:
@@ -223,7 +257,7 @@ _UNMODELLED = {
     "freeze_parameters_ratio": "freezing a fraction of the parameters is not modelled",
     "trainable_parameters": "training a parameter subset is not modelled",
     "optimizer": "an optimizer plugin (GaLore, LoRA+, Muon, ...) is not modelled",
-    "use_galore": "GaLore projected optimizer states are not modelled",
+    "use_galore": "GaLore with embeddings projected, Q-GaLore or an Adafactor base is not modelled",
     "lisa_activated_layers": "LISA layer sampling is not modelled",
     "zero_hpz_partition_size": "ZeRO++ hpZ secondary partitions are not modelled",
     "tuner_backend": "the unsloth backend's kernels are not applied (give --framework unsloth)",
@@ -235,7 +269,8 @@ _READ = {"modules_to_save", "model", "tuner_type", "train_type", "quant_method",
          "per_device_train_batch_size", "gradient_accumulation_steps", "max_epochs", "num_train_epochs", "max_steps",
          "gradient_checkpointing", "use_liger_kernel", "sequence_parallel_size", "deepspeed", "fsdp", "fsdp_config",
          "deepspeed_autotp_size", "torch_dtype", "bf16", "fp16", "optim", "rlhf_type", "beta", "ref_model",
-         "device_map", "lora_dtype", "dataset", "truncation_strategy", *_UNMODELLED}
+         "device_map", "lora_dtype", "dataset", "truncation_strategy", "galore_rank", "galore_target_modules",
+         "galore_update_proj_gap", "galore_scale", "galore_proj_type", "galore_optim_per_parameter", *_UNMODELLED}
 
 
 def _engines(c: Collector, args: dict, ctx: ReadContext) -> Imported | str:

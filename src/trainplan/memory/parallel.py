@@ -73,24 +73,32 @@ def is_model_parallel(layout: Layout) -> bool:
     return layout.tp * layout.pp * layout.cp * layout.ep > 1
 
 
-def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> None:
-    """One-line TrainplanError for a model-parallel layout the model cannot take."""
-    spec = setup.model
-    tp, pp, cp, ep = layout.tp, layout.pp, layout.cp, layout.ep
-    if setup.optimizer in GALORE_OPTIMIZERS and (layout.zero > 0 or layout.fsdp is not Fsdp.NONE):
+def galore_refusal(setup: TrainingSetup, layout: Layout) -> str | None:
+    """Why GaLore cannot run on `layout` (None: it can, or the optimizer is not GaLore): the check_layout
+    error, and the planner's reason to skip a shape."""
+    if setup.optimizer not in GALORE_OPTIMIZERS:
+        return None
+    if layout.zero > 0 or layout.fsdp is not Fsdp.NONE:
         # DeepSpeed ZeRO hands the optimizer flat 1-D fp32 partitions (runtime/zero/stage_1_and_2.py
         # single_partition_of_fp32_groups; stage3.py fp32_partitioned_groups_flat) and FSDP1 flat parameters;
         # galore_projector.py projects a 2-D gradient (full_rank_grad.shape[1]); LLaMA-Factory hparams/parser.py:
         # "GaLore and APOLLO are incompatible with DeepSpeed yet"
-        raise TrainplanError(f"--optimizer {setup.optimizer} projects each weight's 2-D gradient; DeepSpeed ZeRO "
-                             "and FSDP give the optimizer flattened shards: use plain data parallel (--zero 0, "
-                             "--fsdp none)")
-    if (setup.optimizer in GALORE_OPTIMIZERS and setup.impl.optimizer_in_backward and layout.num_gpus > 1
-            and setup.framework is not Framework.PYTORCH):
+        return (f"--optimizer {setup.optimizer} projects each weight's 2-D gradient; DeepSpeed ZeRO and FSDP give "
+                "the optimizer flattened shards: use plain data parallel (--zero 0, --fsdp none)")
+    if setup.impl.optimizer_in_backward and layout.num_gpus > 1 and setup.framework is not Framework.PYTORCH:
         # transformers trainer_optimizer.py _setup_low_rank_optimizer: "Layer-wise ... does not support DDP";
         # LLaMA-Factory hparams/parser.py: "Distributed training does not support layer-wise GaLore"
-        raise TrainplanError("layer-wise GaLore (the step in the backward) runs on one GPU under the HF Trainer and "
-                             "LLaMA-Factory: use --num-gpus 1 or --no-optimizer-in-backward")
+        return ("layer-wise GaLore (the step in the backward) runs on one GPU under the HF Trainer and "
+                "LLaMA-Factory: use --num-gpus 1 or --no-optimizer-in-backward")
+    return None
+
+
+def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> None:
+    """One-line TrainplanError for a model-parallel layout the model cannot take."""
+    spec = setup.model
+    tp, pp, cp, ep = layout.tp, layout.pp, layout.cp, layout.ep
+    if (refused := galore_refusal(setup, layout)) is not None:
+        raise TrainplanError(refused)
     if tp > 1:
         for what, value in (("attention heads", spec.num_heads), ("kv heads", spec.num_kv_heads),
                             ("intermediate size", spec.intermediate_size)):

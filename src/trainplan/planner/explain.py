@@ -9,6 +9,7 @@ from trainplan.catalog import ATYPICAL_PRICING, is_stale
 from trainplan.cost.prices import STALE_AFTER_DAYS
 from trainplan.estimation import estimate
 from trainplan.ledger.calibration import short_note
+from trainplan.memory.parallel import galore_refusal
 from trainplan.planner.request import PlanRequest, Rejection
 from trainplan.planner.result import RISKY_MARGIN, Plan, plan_job
 from trainplan.planner.search import Found, Outcome, Problem, same_plan_key
@@ -134,6 +135,8 @@ def _smallest_footprint(pr: PlanRequest, problem: Problem) -> tuple[int, str]:
                           batch_size=fam.batch_size, grad_accum=fam.grad_accum)
             setup = problem.setup_for(knobs)
             for shape in problem.engines(fam):
+                if galore_refusal(setup, shape.layout("any")) is not None:     # not a shape GaLore runs on
+                    continue
                 device = problem.memory.device_bytes(setup, shape.layout("any"))
                 if best is None or device < best:
                     methods = f"{fam.method}, " if len(pr.methods) > 1 else ""

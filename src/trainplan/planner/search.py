@@ -39,6 +39,7 @@ from trainplan.job.training import TrainingSetup, Workload
 from trainplan.ledger.calibration import Calibration, calibrated_device, matches, scale_time, time_factor
 from trainplan.ledger.recorded import RecordedRun, memory_key
 from trainplan.memory.model import MemoryModel
+from trainplan.memory.parallel import galore_refusal
 from trainplan.planner.request import Rentable
 from trainplan.planner.space import Knobs, Shape
 from trainplan.specs import GpuSpec
@@ -375,6 +376,8 @@ def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, flo
         calibrated = p.calibration is not None and p.calibrated_for(r.gpu.id, setup)
         for shape in engines:
             if shape.offload != "none" and (shape.zero if shape.num_gpus > 1 else 0) in fitting_stages:
+                continue
+            if galore_refusal(setup, shape.layout("any")) is not None:     # GaLore: plain data parallel only
                 continue
             key = (id(knobs), id(shape))      # `variants` keeps the knobs alive, each entry its shape
             out.memory_checks += 1

@@ -15,6 +15,7 @@ from trainplan.frozen import frozen, replace
 from trainplan.job.resolve import with_padding_mask
 from trainplan.job.training import TrainingSetup
 from trainplan.memory import MemoryModel, estimate_memory
+from trainplan.memory.parallel import galore_refusal
 from trainplan.planner.space import Shape, micro_batches, node_counts, shapes
 from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.timing.estimate import estimate_time
@@ -145,6 +146,8 @@ def choose(tr: TableRequest, search: Search, gpu: GpuSpec, pricing: Pricing | No
         for n in node_counts(tr.max_gpus, tr.gpus_per_node):
             found = []
             for shape in _shapes(tr, search.setup.model, n, offload):
+                if galore_refusal(search.setup, shape.layout("any")) is not None:   # GaLore: plain DDP only
+                    continue
                 for ckpt in tr.grad_ckpts:
                     mb = search.largest_fitting(shape, ckpt, gpu, usable, cal)
                     if mb is not None:
