@@ -169,18 +169,29 @@ def main(argv: list[str]) -> int:
         from trainplan.cases.accuracy import evaluate
 
         cases = json.loads(path.read_text())["cases"]
-        errors = []
+        errors, memory_errors = [], []
         for result in evaluate(cases):
             if result.error is None:
                 print(f"{result.id:40s} not predicted: {result.skipped}")
+                continue
+            if result.kind == "memory":      # GiB per GPU, the view the source measured (cases.memory_view)
+                memory_errors.append(abs(result.error))
+                print(f"{result.id:40s} measured {result.measured_value / 2**30:8.2f} GiB predicted "
+                      f"{result.predicted[result.metric] / 2**30:9.2f} error {100 * result.error:+6.1f}%")
                 continue
             errors.append(abs(result.error))
             unit = UNITS.get(result.metric, result.metric)
             print(f"{result.id:40s} measured {result.measured_value:>8} {unit} predicted "
                   f"{result.predicted[result.metric]:9.1f} error {100 * result.error:+6.1f}%")
+        time_cases = sum(c["kind"] == "time" for c in cases)
         if errors:
-            print(f"{path.name}: {len(errors)}/{len(cases)} predicted; {summary(errors)}\n")
+            print(f"{path.name}: {len(errors)}/{time_cases} predicted; {summary(errors)}")
+        if memory_errors:
+            print(f"{path.name} memory: {len(memory_errors)}/{len(cases) - time_cases} predicted; "
+                  f"{summary(memory_errors)}")
+        print()
         every += errors
+        memory += memory_errors
     if every:
         print(f"all rows: {len(every)} predicted; {summary(every)}")
     if memory:

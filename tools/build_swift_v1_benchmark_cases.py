@@ -9,7 +9,9 @@ truncated at --max_length; "If the following parameters are not specified, the f
 used": --max_length 2048, --batch_size 1, --gradient_checkpointing true, --use_flash_attn true, --lora_rank 8,
 --lora_target_modules DEFAULT, --quantization_bit 0, --gradient_accumulation_steps 16. Each row varies one of
 them and prints "Training Speed (samples/s)" (the HF Trainer's train_samples_per_second): a step is batch x
-accumulation samples, so the measured step time is that over the speed. DEFAULT is ms-swift 1.x's LoRATM for the
+accumulation samples, so the measured step time is that over the speed. Each row also prints "GPU Memory (GiB)",
+ms-swift 1.x's get_max_cuda_memory (torch.cuda.max_memory_reserved / 1024**3): a memory case beside the time case
+(id ...-mem), its peak taken at max_length (the longest sample the row keeps). DEFAULT is ms-swift 1.x's LoRATM for the
 model type (swift/llm/utils/model.py): Qwen-1 `c_attn`, ChatGLM3 `query_key_value`, Baichuan2 `W_pack`, Yi and
 the Mistral-based OpenBuddy-Zephyr `q_proj, k_proj, v_proj` (the document's trainable-parameter column agrees:
 qwen-7b-chat rank 8, 32 x 8 x (4096 + 12288) = 4.19M). Left out: the rows on 2 x A100 (ms-swift 1.x splits the
@@ -62,28 +64,46 @@ FULL_BY_LENGTH = {
     "qwen-1_8b-chat": (10.77, 10.39, 8.73, 5.45, 3.81),
     "qwen-7b-chat": (5.96, 5.00, 3.30, 1.64, None),
 }
-# (section, model, the setting it varies, samples/s) for the rows of the other tables, qwen-7b-chat LoRA unless said
+# the same tables' "GPU Memory (GiB)" column, the row's peak: ms-swift 1.x trainers' get_max_cuda_memory,
+# torch.cuda.max_memory_reserved / 1024**3 (swift/trainers/mixin.py)
+LORA_MEM_BY_LENGTH = {
+    "qwen-1_8b-chat": (6.99, 10.71, 16.35, 23.80, 37.03),
+    "qwen-7b-chat": (18.01, 21.73, 27.74, 35.31, 48.41),
+    "qwen-14b-chat": (30.14, 34.43, 40.14, 47.95, 60.74),
+    "chatglm3-6b": (13.94, 12.99, 17.20, 29.80, 66.82),
+    "yi-6b-chat": (13.72, 15.44, 16.95, 28.25, 43.81),
+    "yi-34b-chat": (66.72, 69.10, 71.34, 78.72, None),
+    "openbuddy-zephyr-7b-chat": (14.99, 16.57, 19.89, 23.29, 52.14),
+    "baichuan2-7b-chat": (18.18, 17.45, 19.18, 34.22, 45.47),
+    "baichuan2-13b-chat": (31.01, 31.58, 32.40, 49.63, 76.17),
+}
+FULL_MEM_BY_LENGTH = {
+    "qwen-1_8b-chat": (18.16, 18.62, 35.11, 31.62, 38.93),
+    "qwen-7b-chat": (73.37, 73.64, 74.26, 78.76, None),
+}
+# (section, model, the setting it varies, samples/s, GPU memory GiB) for the rows of the other tables, qwen-7b-chat
+# LoRA unless said
 OTHER_ROWS = (
-    ("Quantization", "qwen-7b-chat", {"quant": "GPTQ int4"}, 2.05),
-    ("Quantization", "qwen-7b-chat", {"quant": "GPTQ int8"}, 1.97),
-    ("Quantization", "qwen-7b-chat", {"quant": "bnb nf4 (bitsandbytes int4)"}, 2.41),
-    ("Quantization", "qwen-14b-chat", {"quant": "GPTQ int4"}, 1.15),
-    ("Quantization", "qwen-14b-chat", {"quant": "GPTQ int8"}, 1.08),
-    ("Quantization", "qwen-14b-chat", {"quant": "bnb nf4 (bitsandbytes int4)"}, 1.36),
-    ("Quantization", "qwen-72b-chat", {"quant": "GPTQ int4"}, 0.23),
-    ("Quantization", "qwen-72b-chat", {"quant": "GPTQ int8"}, 0.21),
-    ("Quantization", "qwen-72b-chat", {"quant": "bnb nf4 (bitsandbytes int4)"}, 0.28),
-    ("Batch Size", "qwen-7b-chat", {"batch": 2}, 3.60),
-    ("Batch Size", "qwen-7b-chat", {"batch": 4}, 3.02),
-    ("Batch Size", "qwen-7b-chat", {"batch": 8}, 2.77),
-    ("Use Flash Attn & Gradient Checkpointing", "qwen-7b-chat", {"ckpt": False}, 6.19),
-    ("Use Flash Attn & Gradient Checkpointing", "qwen-7b-chat", {"flash": False}, 3.13),
-    ("Use Flash Attn & Gradient Checkpointing", "qwen-7b-chat", {"flash": False, "ckpt": False}, 4.45),
-    ("LoRA Rank & LoRA Target Modules", "qwen-7b-chat", {"rank": 2}, 4.27),
-    ("LoRA Rank & LoRA Target Modules", "qwen-7b-chat", {"rank": 64}, 4.19),
-    ("LoRA Rank & LoRA Target Modules", "qwen-7b-chat", {"targets": "ALL"}, 3.22),
-    ("Gradient Accumulation Steps", "qwen-7b-chat", {"ga": 1}, 4.26),
-    ("Gradient Accumulation Steps", "qwen-7b-chat", {"ga": 64}, 4.32),
+    ("Quantization", "qwen-7b-chat", {"quant": "GPTQ int4"}, 2.05, 19.21),
+    ("Quantization", "qwen-7b-chat", {"quant": "GPTQ int8"}, 1.97, 22.20),
+    ("Quantization", "qwen-7b-chat", {"quant": "bnb nf4 (bitsandbytes int4)"}, 2.41, 23.85),
+    ("Quantization", "qwen-14b-chat", {"quant": "GPTQ int4"}, 1.15, 23.30),
+    ("Quantization", "qwen-14b-chat", {"quant": "GPTQ int8"}, 1.08, 29.13),
+    ("Quantization", "qwen-14b-chat", {"quant": "bnb nf4 (bitsandbytes int4)"}, 1.36, 30.05),
+    ("Quantization", "qwen-72b-chat", {"quant": "GPTQ int4"}, 0.23, 54.86),
+    ("Quantization", "qwen-72b-chat", {"quant": "GPTQ int8"}, 0.21, 78.44),
+    ("Quantization", "qwen-72b-chat", {"quant": "bnb nf4 (bitsandbytes int4)"}, 0.28, 74.87),
+    ("Batch Size", "qwen-7b-chat", {"batch": 2}, 3.60, 43.11),
+    ("Batch Size", "qwen-7b-chat", {"batch": 4}, 3.02, 63.81),
+    ("Batch Size", "qwen-7b-chat", {"batch": 8}, 2.77, 76.14),
+    ("Use Flash Attn & Gradient Checkpointing", "qwen-7b-chat", {"ckpt": False}, 6.19, 37.70),
+    ("Use Flash Attn & Gradient Checkpointing", "qwen-7b-chat", {"flash": False}, 3.13, 27.71),
+    ("Use Flash Attn & Gradient Checkpointing", "qwen-7b-chat", {"flash": False, "ckpt": False}, 4.45, 57.67),
+    ("LoRA Rank & LoRA Target Modules", "qwen-7b-chat", {"rank": 2}, 4.27, 27.72),
+    ("LoRA Rank & LoRA Target Modules", "qwen-7b-chat", {"rank": 64}, 4.19, 27.85),
+    ("LoRA Rank & LoRA Target Modules", "qwen-7b-chat", {"targets": "ALL"}, 3.22, 27.87),
+    ("Gradient Accumulation Steps", "qwen-7b-chat", {"ga": 1}, 4.26, 27.73),
+    ("Gradient Accumulation Steps", "qwen-7b-chat", {"ga": 64}, 4.32, 27.74),
 )
 ABOUT = ("ms-swift 1.x's training benchmark (docs/source_en/LLM/Benchmark.md @46922151): LoRA, QLoRA (GPTQ, "
          "bitsandbytes) and full fine-tuning of Qwen-1, ChatGLM3, Yi, Mistral and Baichuan2 models on one A100 over "
@@ -132,19 +152,34 @@ def case(section: str, model: str, method: str, settings: dict, speed: float) ->
     }
 
 
+def memory_case(time_case: dict, gib: float) -> dict:
+    """The row's GPU memory as a memory case beside its time case: the peak comes with the longest sample the
+    row keeps (ms-swift 1.x deletes longer ones: truncation_strategy 'delete'), taken at max_length."""
+    return {**time_case, "id": time_case["id"] + "-mem", "kind": "memory",
+            "seq_len_note": "max_length: the longest cls-fudan-news-zh sample kept (longer ones deleted) sets the "
+                            "peak; taken at max_length",
+            "measured": {"peak_mem_gib": gib, "reported_value": gib, "reported_unit": "GiB",
+                         "what": "max_memory_reserved (ms-swift 1.x trainers get_max_cuda_memory: "
+                                 "torch.cuda.max_memory_reserved / 1024**3)", "scope": "per_gpu"},
+            "source": {**time_case["source"], "quote": f"<td>{gib:.2f}</td>"}}
+
+
 def cases() -> list[dict]:
-    out = []
+    out, memory = [], []
     for model, speeds in LORA_BY_LENGTH.items():
-        for length, speed in zip(LENGTHS, speeds):
+        for length, speed, gib in zip(LENGTHS, speeds, LORA_MEM_BY_LENGTH[model]):
             if speed is not None:
                 out.append(case("Model Type & Max Length (LoRA)", model, "lora", {"max_length": length}, speed))
+                memory.append(memory_case(out[-1], gib))
     for model, speeds in FULL_BY_LENGTH.items():
-        for length, speed in zip(LENGTHS, speeds):
+        for length, speed, gib in zip(LENGTHS, speeds, FULL_MEM_BY_LENGTH[model]):
             if speed is not None:
                 out.append(case("Model Type & Max Length (Full)", model, "full", {"max_length": length}, speed))
-    for section, model, settings, speed in OTHER_ROWS:
+                memory.append(memory_case(out[-1], gib))
+    for section, model, settings, speed, gib in OTHER_ROWS:
         out.append(case(section, model, "lora", settings, speed))
-    return out
+        memory.append(memory_case(out[-1], gib))
+    return out + memory
 
 
 def main() -> None:
