@@ -5,7 +5,18 @@ numerator. trainplan.timing.estimate adds them up."""
 
 from __future__ import annotations
 
-from trainplan.enums import GALORE_OPTIMIZERS, Attention, Framework, Fsdp, Method, MlpKind, Offload, Position, Precision, ZeroStage
+from trainplan.enums import (
+    GALORE_OPTIMIZERS,
+    Attention,
+    Framework,
+    Fsdp,
+    Method,
+    MlpKind,
+    Offload,
+    Position,
+    Precision,
+    ZeroStage,
+)
 from trainplan.frozen import by_identity
 from trainplan.job.training import Layout, LoraConfig, TrainingSetup
 from trainplan.model.params import count_params, trainable_params
