@@ -186,6 +186,12 @@ def test_ms_swift_reads_and_writes_galore(tmp_path):
     got = read_config(str(script)).values()
     # trainers/arguments.py galore_rank = 128; an 8-bit adamw -> GaLoreAdamW8bit
     assert (got["optimizer"], got["galore_rank"]) == ("galore-adamw-8bit", 128)
+    # sft_args.py turns use_galore into `optimizer galore`: written out, it is the same read
+    script.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type full --use_galore true "
+                      "--optimizer galore --dataset x\n")
+    imported = read_config(str(script))
+    assert imported.values()["optimizer"] == "galore-adamw"
+    assert not any(u.key == "optimizer" for u in imported.unread)
     # embeddings projected too (galore_with_embedding) is not what trainplan models: use_galore stays unread
     script.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type full --use_galore true "
                       "--galore_with_embedding true --dataset x\n")

@@ -209,7 +209,9 @@ def _swift(c: Collector, args: dict, sub: str, world: int, ctx: ReadContext) -> 
         _rlhf(c, args, rlhf, method)
     if args.get("device_map") is not None:
         c.set("device_map", "auto", key="device_map", raw=args["device_map"])
-    _unmodelled(c, args, {k: why for k, why in _UNMODELLED.items() if not (galore and k == "use_galore")})
+    # use_galore read: its key, and `optimizer galore` (sft_args.py sets it from use_galore), are modelled
+    read = {"use_galore"} | ({"optimizer"} if str(args.get("optimizer")).lower() == "galore" else set())
+    _unmodelled(c, args, {k: why for k, why in _UNMODELLED.items() if not (galore and k in read)})
     c.ignore(sum(1 for k in args if k not in _READ))
     if isinstance(engine, Imported):
         c.merge(engine)         # last: the DeepSpeed JSON's own values win, as the HF integration requires
