@@ -226,3 +226,25 @@ def test_planner_keeps_galore_to_plain_data_parallel(capsys):
     # ZeRO and FSDP shapes are skipped, not errors: every plan is one GPU or DDP
     assert all(p["setup"]["zero"] == 0 and p["setup"]["fsdp"] == "none" for p in plans)
     assert all(p["setup"]["optimizer"] == "galore-adamw-8bit" for p in plans)
+
+
+def test_advice_offers_layerwise_galore_for_a_7b_on_a_4090():
+    # the GaLore README's claim: a 7B full-parameter run in 24 GB with 8-bit GaLore stepped per layer
+    from trainplan.estimation.estimate import estimate
+
+    job = resolve_job(JobOptions(model="llama-2-7b", gpu="rtx4090", precision="bf16-pure", grad_ckpt="full"))
+    offered = {s.change: s for s in estimate(job).suggestions}
+    layerwise = offered["--optimizer galore-adamw-8bit --optimizer-in-backward"]
+    assert layerwise.fits
+    assert not offered["--optimizer galore-adamw-8bit"].fits      # all 7B gradients at once do not fit in 24 GB
+    # under ZeRO the change is not a setup GaLore runs: not offered
+    sharded = resolve_job(JobOptions(model="llama-2-7b", gpu="rtx4090", precision="bf16-pure", num_gpus=2, zero=2))
+    assert not any("galore" in s.change for s in estimate(sharded).suggestions)
+
+
+def test_layerwise_galore_takes_no_accumulation_under_the_hf_trainer():
+    with pytest.raises(TrainplanError, match="no gradient accumulation"):
+        from trainplan.estimation.estimate import estimate
+
+        estimate(resolve_job(JobOptions(model="llama-2-7b", optimizer="galore-adamw", optimizer_in_backward=True,
+                                        grad_accum=4, framework="llamafactory", given=("framework",))))

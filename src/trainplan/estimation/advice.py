@@ -91,6 +91,20 @@ def _changes(setup: TrainingSetup) -> list[_Change]:
         out.append(_Change(flags="--optimizer adamw-8bit", slot="optimizer",
                            apply=lambda s: replace(s, optimizer=Optimizer.ADAMW_8BIT),
                            cost="bitsandbytes 8-bit states: 2 B/param instead of 8; usually the same quality"))
+    if setup.method is Method.FULL and setup.optimizer in (Optimizer.ADAMW, Optimizer.ADAMW_FUSED, Optimizer.ADAMW_8BIT,
+                                                           Optimizer.PAGED_ADAMW_8BIT) \
+            and Optimizer.GALORE_ADAMW_8BIT in capabilities(setup.framework).optimizers:
+        # memory.parallel.galore_refusal: not under ZeRO or FSDP (_try answers None there, so it is not offered)
+        out.append(_Change(flags="--optimizer galore-adamw-8bit", slot="optimizer",
+                           apply=lambda s: replace(s, optimizer=Optimizer.GALORE_ADAMW_8BIT),
+                           cost=f"GaLore: 8-bit Adam states of rank-{setup.galore_rank} gradient projections, every "
+                                "weight still trained; projections each step and an SVD every update_proj_gap "
+                                "steps (not timed); plain data parallel only"))
+        out.append(_Change(flags="--optimizer galore-adamw-8bit --optimizer-in-backward", slot="optimizer",
+                           apply=lambda s: replace(s, optimizer=Optimizer.GALORE_ADAMW_8BIT,
+                                                   impl=replace(s.impl, optimizer_in_backward=True)),
+                           cost="layer-wise GaLore: each weight steps in the backward and its gradient is freed at "
+                                "once; one GPU and no gradient accumulation (HF Trainer, LLaMA-Factory)"))
     if setup.method in (Method.FULL, Method.FREEZE):
         lora = LoraConfig(rank=16, alpha=32, targets=("all-linear",))
         out.append(_Change(flags="--method lora --lora-targets all-linear", slot="method",

@@ -85,11 +85,16 @@ def galore_refusal(setup: TrainingSetup, layout: Layout) -> str | None:
         # "GaLore and APOLLO are incompatible with DeepSpeed yet"
         return (f"--optimizer {setup.optimizer} projects each weight's 2-D gradient; DeepSpeed ZeRO and FSDP give "
                 "the optimizer flattened shards: use plain data parallel (--zero 0, --fsdp none)")
-    if setup.impl.optimizer_in_backward and layout.num_gpus > 1 and setup.framework is not Framework.PYTORCH:
-        # transformers trainer_optimizer.py _setup_low_rank_optimizer: "Layer-wise ... does not support DDP";
-        # LLaMA-Factory hparams/parser.py: "Distributed training does not support layer-wise GaLore"
-        return ("layer-wise GaLore (the step in the backward) runs on one GPU under the HF Trainer and "
-                "LLaMA-Factory: use --num-gpus 1 or --no-optimizer-in-backward")
+    if setup.impl.optimizer_in_backward and setup.framework is not Framework.PYTORCH:
+        # transformers trainer_optimizer.py _setup_low_rank_optimizer: "Layer-wise ... does not support DDP" and
+        # no gradient accumulation; LLaMA-Factory hparams/parser.py "Distributed training does not support
+        # layer-wise GaLore", train/trainer_utils.py "Per-layer GaLore does not support gradient accumulation"
+        if layout.num_gpus > 1:
+            return ("layer-wise GaLore (the step in the backward) runs on one GPU under the HF Trainer and "
+                    "LLaMA-Factory: use --num-gpus 1 or --no-optimizer-in-backward")
+        if setup.grad_accum > 1:
+            return ("layer-wise GaLore (the step in the backward) takes no gradient accumulation under the HF "
+                    "Trainer and LLaMA-Factory: use --grad-accum 1 or --no-optimizer-in-backward")
     return None
 
 
