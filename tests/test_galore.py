@@ -248,3 +248,19 @@ def test_layerwise_galore_takes_no_accumulation_under_the_hf_trainer():
 
         estimate(resolve_job(JobOptions(model="llama-2-7b", optimizer="galore-adamw", optimizer_in_backward=True,
                                         grad_accum=4, framework="llamafactory", given=("framework",))))
+
+
+@pytest.mark.parametrize("method, optimizer, read", [
+    ("full+galore", "AdamW 8-bit", "GaLore AdamW 8-bit"),     # ms-swift's tuner table names it so
+    ("GaLore", "GaLoreAdamW rank 128", "GaLoreAdamW rank 128"),
+    ("badam", "AdamW", "BAdam AdamW"),
+])
+def test_a_method_that_names_the_optimizer(method, optimizer, read):
+    from trainplan.cases.normalize import method_not_modelled, normalized
+    from trainplan.cases.text import memory_optimizer
+
+    out, notes = normalized({"method": method, "optimizer": optimizer, "model": {}, "measured": {}})
+    assert (out["method"], out["optimizer"]) == ("full", read)
+    assert memory_optimizer(out["optimizer"])[0] in (Optimizer.GALORE_ADAMW, Optimizer.GALORE_ADAMW_8BIT,
+                                                     Optimizer.BADAM)
+    assert method_not_modelled("lisa") is not None        # LISA stays unmodelled

@@ -110,10 +110,12 @@ METHOD_NAMES = {
 # and memory do not see (peft src/peft/tuners/lora/config.py, layer.py). Over 4-bit weights: qlora.
 LORA_VARIANTS = frozenset({"rslora", "rs-lora", "rs_lora", "pissa", "olora", "loftq", "lora+", "loraplus",
                            "lora-plus", "lora_plus", "lora-ga", "lora_ga", "eva", "corda"})
+# "GaLore", "full + GaLore", "BAdam": full fine-tuning with the optimizer of that name
+_OPTIMIZER_METHOD = re.compile(r"^(?:full[ +_-]*)?(galore|badam)(?:[ +_-]*full)?$")
 # methods the schema's five do not cover: refused with what is missing, not as a malformed field
 NOT_MODELLED: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"^(ia3|\(ia\)\^?3|prefix[ _-]?tuning|p[ _-]?tuning(?: ?v2)?|prompt[ _-]?tuning|adalora|vera|oft|"
-                r"boft|lokr|loha|fourierft|hra|bone|ln[ _-]?tuning|longlora|galore|badam|lisa)$"),
+                r"boft|lokr|loha|fourierft|hra|bone|ln[ _-]?tuning|longlora|lisa)$"),
      "an adapter or training method other than LoRA, full or freeze: its extra work is not modelled"),
     (re.compile(r"\b(ppo|grpo|rlhf|rloo|dapo|gspo|reinforce(?:\+\+)?)\b"),
      "RL training with rollouts (generation, reward and value models) is not modelled"),
@@ -314,6 +316,14 @@ def _method(case: dict, notes: list[str]) -> None:
     if name is not None and name != method:
         notes.append(f"method {method!r} read as {name}")
         case["method"] = name
+    elif m := _OPTIMIZER_METHOD.match(low):
+        # a full fine-tune whose optimizer the method names (GaLore, BAdam: trainplan's optimizers of that name)
+        word = m.group(1)
+        optimizer = str(case.get("optimizer") or "")
+        if word not in optimizer.lower():
+            case["optimizer"] = f"{'GaLore' if word == 'galore' else 'BAdam'} {optimizer}".strip()
+        notes.append(f"method {method!r} read as full with the optimizer {case['optimizer']!r}")
+        case["method"] = "full"
     elif low in LORA_VARIANTS:
         name = "qlora" if _FOUR_BIT.search(str(case.get("quantization") or "")) else "lora"
         notes.append(f"method {method!r} read as {name}: peft's LoRA adapters, forward and backward; only their "
