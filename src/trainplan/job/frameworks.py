@@ -306,7 +306,8 @@ _HF_STACK = {"zero": (0, 1, 2, 3), "fsdp": True, "offload": _OFF_ZERO, "liger": 
 _HF_SOURCE = ("transformers Trainer: `deepspeed` (integrations/deepspeed.py: ZeRO 0-3, offload_optimizer/offload_param) "
               "and `fsdp`/`fsdp_config` (FSDP1/2, cpu_offload) in training_args.py; `optim` OptimizerNames (adamw_torch"
               "[_fused], adamw_bnb_8bit, paged_adamw_8bit, adafactor, sgd, lion_8bit/32bit, "
-              "galore_adamw[_8bit][_layerwise]); `use_liger_kernel` (fused linear cross-entropy). DeepSpeed AutoTP (`tensor_parallel.autotp_size`) and accelerate's "
+              "galore_adamw[_8bit][_layerwise]); `use_liger_kernel` (fused linear cross-entropy). DeepSpeed AutoTP "
+              "(`tensor_parallel.autotp_size`) and accelerate's "
               "`parallelism_config` tp/cp (>= 1.10.1) exist but are not Megatron TP: trainplan does not model them")
 _TP = "for tensor/pipeline parallelism plan with --framework megatron or torchtitan"
 
