@@ -36,7 +36,7 @@ from trainplan.enums import (
     ZeroStage,
 )
 from trainplan.errors import TrainplanError
-from trainplan.export import hf
+from trainplan.export import hf, pieces
 from trainplan.export.base import ExportContext, Exported, ExportFile
 from trainplan.model.params import default_lora_targets
 
@@ -186,8 +186,7 @@ def config(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str, d
         train["max_steps"] = work.steps
     train.update(lr_scheduler_type="cosine", warmup_ratio=0.1, **_precision(setup))
     if setup.optimizer in GALORE_OPTIMIZERS:
-        # the optims _create_galore_optimizer maps: adamw_torch -> GaLoreAdamW, bitsandbytes 8-bit -> GaLoreAdamW8bit
-        train["optim"] = "adamw_bnb_8bit" if setup.optimizer is Optimizer.GALORE_ADAMW_8BIT else "adamw_torch"
+        train["optim"] = pieces.galore_base_optim(setup.optimizer)
     elif setup.optimizer is not Optimizer.BADAM:
         train["optim"] = hf.optim(job)
     if setup.impl.compiled:

@@ -31,6 +31,12 @@ def model_name(job, ctx: ExportContext) -> str:
     return ctx.model_path or spec.hf_id or spec.name
 
 
+def galore_base_optim(optimizer: Optimizer) -> str:
+    """The HF `optim` that LLaMA-Factory's _create_galore_optimizer and ms-swift's galore get_optimizer turn into
+    GaLoreAdamW8bit (a bitsandbytes 8-bit name) or GaLoreAdamW (adamw_torch) beside use_galore."""
+    return "adamw_bnb_8bit" if optimizer is Optimizer.GALORE_ADAMW_8BIT else "adamw_torch"
+
+
 def hf_optim(fmt: str, optimizer: Optimizer) -> str:
     name = HF_OPTIM.get(optimizer)
     if name is None:

@@ -44,7 +44,6 @@ from trainplan.enums import (
     Loss,
     Method,
     Offload,
-    Optimizer,
     Precision,
     Quant,
     ZeroStage,
@@ -184,8 +183,7 @@ def arguments(job, ctx: ExportContext, fmt: str = FORMAT) -> tuple[dict[str, Any
     if setup.optimizer in GALORE_OPTIMIZERS:
         # swift/optimizers/galore/utils.py get_optimizer: adamw_torch -> GaLoreAdamW, an 8-bit adamw -> GaLoreAdamW8bit;
         # galore_target_modules unset -> every linear but the head (pipelines/train/tuner.py find_all_linears)
-        args.update(use_galore=True, galore_rank=setup.galore_rank,
-                    optim="adamw_bnb_8bit" if setup.optimizer is Optimizer.GALORE_ADAMW_8BIT else "adamw_torch")
+        args.update(use_galore=True, galore_rank=setup.galore_rank, optim=pieces.galore_base_optim(setup.optimizer))
     else:
         args["optim"] = pieces.hf_optim(fmt, setup.optimizer)
     if layout.cp > 1:

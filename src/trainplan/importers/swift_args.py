@@ -219,7 +219,7 @@ def _swift(c: Collector, args: dict, sub: str, world: int, ctx: ReadContext) -> 
 
 # ms-swift swift/optimizers/galore/utils.py get_optimizer: optim adamw_hf / adamw_torch / adamw_torch_fused ->
 # GaLoreAdamW, an 8-bit adamw -> GaLoreAdamW8bit; swift/pipelines/train/tuner.py: galore_target_modules None ->
-# find_all_linears (every linear but the head); trainers/arguments.py galore_rank 128
+# find_all_linears (every linear but the head); the rank's default in job/defaults/swift.py
 def _galore(c: Collector, args: dict) -> bool:
     """use_galore as trainplan models it: the optimizer and rank read (True); False (use_galore left to
     _UNMODELLED) for embeddings projected, Q-GaLore or an optim GaLore has no AdamW for."""
@@ -239,7 +239,7 @@ def _galore(c: Collector, args: dict) -> bool:
         c.set("galore_rank", as_int(args["galore_rank"], "galore_rank", c.file, minimum=1), key="galore_rank",
               raw=args["galore_rank"])
     else:
-        c.default("galore_rank", 128, key="galore_rank", note="swift/trainers/arguments.py galore_rank = 128")
+        default(c, "galore_rank", _DEFAULTS, defaults.VERSION)
     if args.get("galore_target_modules") not in _OFF:
         c.skip("galore_target_modules", args["galore_target_modules"], "trainplan projects every decoder linear")
     return True

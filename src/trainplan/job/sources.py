@@ -4,6 +4,7 @@ provenance (importers/merge.py) and the resolved setup, nothing else."""
 
 from __future__ import annotations
 
+from trainplan.enums import GALORE_OPTIMIZERS
 from trainplan.job.frameworks import profile
 from trainplan.job.job import Job
 from trainplan.job.options import JobOptions
@@ -72,7 +73,7 @@ def sources(job: Job, *, everything: bool = False) -> list[dict[str, Any]]:
     flags = set(options.given)
     out = []
     for name in SETTINGS:
-        if name == "galore_rank" and not str(job.setup.optimizer).startswith("galore"):
+        if name == "galore_rank" and job.setup.optimizer not in GALORE_OPTIMIZERS:
             continue        # read only by a GaLore optimizer
         if name in given:
             out.append(given[name].to_dict())

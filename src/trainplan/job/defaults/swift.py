@@ -43,6 +43,8 @@ DEFAULTS: tuple[Default, ...] = (
             source=f"{_TRAIN}.gradient_checkpointing"),
     Default(field="optimizer", value="adamw-fused", key="optim", raw="adamw_torch_fused",
             source="transformers training_args.py default_optim (torch >= 2.8; swift keeps it)"),
+    Default(field="galore_rank", value=128, key="galore_rank", source=f"{_TRAIN}.galore_rank",
+            note="use_galore: the projection rank"),
     Default(field="packing", value=False, key="packing", source="swift/arguments/base_args/base_args.py packing"),
     Default(field="padding_free", value=False, key="padding_free",
             source="swift/arguments/base_args/template_args.py TemplateArguments.padding_free",
