@@ -73,12 +73,13 @@ def is_model_parallel(layout: Layout) -> bool:
     return layout.tp * layout.pp * layout.cp * layout.ep > 1
 
 
-def galore_refusal(setup: TrainingSetup, layout: Layout) -> str | None:
-    """Why GaLore cannot run on `layout` (None: it can, or the optimizer is not GaLore): the check_layout
-    error, and the planner's reason to skip a shape."""
+def galore_refusal(setup: TrainingSetup, *, num_gpus: int, zero: int, fsdp: Fsdp) -> str | None:
+    """Why GaLore cannot run over `num_gpus` GPUs sharded by `zero` / `fsdp` (None: it can, or the optimizer is not
+    GaLore): the check_layout error, and the planner's reason to skip a shape (the three fields a Layout and a
+    planner Shape both have, so the planner builds no Layout to ask)."""
     if setup.optimizer not in GALORE_OPTIMIZERS:
         return None
-    if layout.zero > 0 or layout.fsdp is not Fsdp.NONE:
+    if zero > 0 or fsdp is not Fsdp.NONE:
         # DeepSpeed ZeRO hands the optimizer flat 1-D fp32 partitions (runtime/zero/stage_1_and_2.py
         # single_partition_of_fp32_groups; stage3.py fp32_partitioned_groups_flat) and FSDP1 flat parameters;
         # galore_projector.py projects a 2-D gradient (full_rank_grad.shape[1]); LLaMA-Factory hparams/parser.py:
@@ -89,7 +90,7 @@ def galore_refusal(setup: TrainingSetup, layout: Layout) -> str | None:
         # transformers trainer_optimizer.py _setup_low_rank_optimizer: "Layer-wise ... does not support DDP" and
         # no gradient accumulation; LLaMA-Factory hparams/parser.py "Distributed training does not support
         # layer-wise GaLore", train/trainer_utils.py "Per-layer GaLore does not support gradient accumulation"
-        if layout.num_gpus > 1:
+        if num_gpus > 1:
             return ("layer-wise GaLore (the step in the backward) runs on one GPU under the HF Trainer and "
                     "LLaMA-Factory: use --num-gpus 1 or --no-optimizer-in-backward")
         if setup.grad_accum > 1:
@@ -102,7 +103,7 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
     """One-line TrainplanError for a model-parallel layout the model cannot take."""
     spec = setup.model
     tp, pp, cp, ep = layout.tp, layout.pp, layout.cp, layout.ep
-    if (refused := galore_refusal(setup, layout)) is not None:
+    if (refused := galore_refusal(setup, num_gpus=layout.num_gpus, zero=layout.zero, fsdp=layout.fsdp)) is not None:
         raise TrainplanError(refused)
     if tp > 1:
         for what, value in (("attention heads", spec.num_heads), ("kv heads", spec.num_kv_heads),

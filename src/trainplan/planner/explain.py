@@ -135,7 +135,8 @@ def _smallest_footprint(pr: PlanRequest, problem: Problem) -> tuple[int, str]:
                           batch_size=fam.batch_size, grad_accum=fam.grad_accum)
             setup = problem.setup_for(knobs)
             for shape in problem.engines(fam):
-                if galore_refusal(setup, shape.layout("any")) is not None:     # not a shape GaLore runs on
+                # not a shape GaLore runs on
+                if galore_refusal(setup, num_gpus=shape.num_gpus, zero=shape.zero, fsdp=shape.fsdp) is not None:
                     continue
                 device = problem.memory.device_bytes(setup, shape.layout("any"))
                 if best is None or device < best:

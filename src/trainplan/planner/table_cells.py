@@ -146,7 +146,8 @@ def choose(tr: TableRequest, search: Search, gpu: GpuSpec, pricing: Pricing | No
         for n in node_counts(tr.max_gpus, tr.gpus_per_node):
             found = []
             for shape in _shapes(tr, search.setup.model, n, offload):
-                if galore_refusal(search.setup, shape.layout("any")) is not None:   # GaLore: plain DDP only
+                # GaLore: plain DDP only
+                if galore_refusal(search.setup, num_gpus=shape.num_gpus, zero=shape.zero, fsdp=shape.fsdp) is not None:
                     continue
                 for ckpt in tr.grad_ckpts:
                     mb = search.largest_fitting(shape, ckpt, gpu, usable, cal)
