@@ -154,6 +154,19 @@ def test_the_dev2_galore_case_is_predicted():
     assert abs(result.error) < 0.10
 
 
+def test_a_galore_time_case_reads_its_rank_and_per_layer_step():
+    # the same run read as a time case: the time reader applies the optimizer text's rank and per-layer step
+    # as the memory reader does (cases.text.galore_flags), so its projections are rank 1024, stepped each backward
+    from trainplan.cases import map_case
+
+    case = next(c for c in json.loads((DATA / "published_dev2.json").read_text())
+                if c["id"] == "galore-readme-llama7b-pretrain-galore8bit-1x4090-mem")
+    timed = {**case, "kind": "time", "measured": {"step_time_s": 10.0}}
+    setup = map_case(timed).job.setup
+    assert setup.optimizer is Optimizer.GALORE_ADAMW_8BIT
+    assert (setup.galore_rank, setup.impl.optimizer_in_backward) == (1024, True)
+
+
 def test_configs_read_galore(tmp_path):
     hf = tmp_path / "args.yaml"
     hf.write_text("model_name_or_path: meta-llama/Llama-2-7b-hf\nbf16: true\noptim: galore_adamw_8bit_layerwise\n"

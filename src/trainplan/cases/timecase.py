@@ -26,6 +26,7 @@ from trainplan.cases.text import (
     embedded_settings,
     framework_of,
     framework_optimizer,
+    galore_flags,
     gpu_of,
     grad_ckpt_of,
     kbit_prep_fp32,
@@ -37,6 +38,7 @@ from trainplan.cases.text import (
 from trainplan.cases.trainers import drops_long_samples, stated_head_as_layer, stated_moe_dispatch
 from trainplan.cases.trainers import trainer_defaults, trainer_facts
 from trainplan.enums import (
+    GALORE_OPTIMIZERS,
     Attention,
     Framework,
     Fsdp,
@@ -184,6 +186,12 @@ def map_case(case: dict) -> Mapped:
         fact_notes = [*fact_notes, *default_notes]
     if facts:
         impl = replace(impl, **facts)
+    optimizer = (framework_optimizer(memory_optimizer(case.get("optimizer"))[0], framework)
+                 or profile(framework).optimizer)
+    # GaLore's rank and per-layer step as its text states them (the memory reader's rule, cases.text.galore_flags)
+    galore = galore_flags(case.get("optimizer"), fact_notes) if optimizer in GALORE_OPTIMIZERS else {}
+    if galore.get("optimizer_in_backward"):
+        impl = replace(impl, optimizer_in_backward=True)
     quant = None
     # a case that says its tensor parallelism runs without sequence parallelism (parallel.sp false; a number
     # there is a Ulysses degree)
@@ -237,8 +245,8 @@ def map_case(case: dict) -> Mapped:
         workload = Workload(samples=int(measured["tokens_total"] // seq), tokens_per_sample=seq, packing=True)
     pairs, reference, ref_forward = preference(case.get("stage"), None, method)   # cases.normalize: DPO, ORPO, ...
     setup = TrainingSetup(model=spec, method=method, precision=precision,
-                          optimizer=framework_optimizer(memory_optimizer(case.get("optimizer"))[0], framework)
-                                    or profile(framework).optimizer,
+                          optimizer=optimizer,
+                          **({"galore_rank": galore["galore_rank"]} if "galore_rank" in galore else {}),
                           batch_size=micro, seq_len=seq, grad_accum=grad_accum(case, framework),
                           grad_ckpt=GradCkpt(stated_ckpt or said.get("grad_ckpt") or profile(framework).grad_ckpt),
                           grad_ckpt_every=ckpt_every_of(case.get("grad_ckpt")) or 1,

@@ -4,7 +4,7 @@ one pipeline stage out of them, `split_layer` for sequence parallelism (memory/m
 
 from __future__ import annotations
 
-from trainplan.enums import GALORE_OPTIMIZERS, Framework, GradCkpt, Method, Position
+from trainplan.enums import Framework, GradCkpt, Method, Position
 from trainplan.frozen import replace
 from trainplan.job.training import TrainingSetup
 from trainplan.memory.activations import (
@@ -187,7 +187,7 @@ def step_inputs(setup: TrainingSetup, regime: Regime, state: ModelState,
                                                             for i in range(spec.num_layers)),
         optimizer_in_backward=setup.impl.optimizer_in_backward, optimizer_temp=state.optimizer_temp,
         activation_offload=setup.impl.activation_offload,
-        backward_step_temp=state.optimizer_temp if setup.optimizer in GALORE_OPTIMIZERS else 0)
+        backward_step_temp=state.step_temp_one_tensor)
 
 
 def rope_tables_bytes(setup: TrainingSetup, regime: Regime) -> int:

@@ -32,8 +32,9 @@ class StepInputs:
     batch_bytes: int = 0                # the micro-batch's token ids, held through the whole step
     shared_saved: int = 0               # saved by every layer (rotary cos/sin): freed after layer 0
     ckpt_mask: tuple[bool, ...] = ()    # per layer: checkpointed? (() = every layer, as grad_ckpt says)
-    # one parameter's step temporaries when the step runs in the backward (a per-parameter hook): GaLore's
-    # layer-wise step (memory.state); 0 where the optimizer's temporaries are not per parameter
+    # one parameter's step temporaries when the step runs in the backward (a per-parameter hook:
+    # torchtune optimizer_in_bwd, torchtitan early_step_in_backward, layer-wise GaLore): the largest
+    # tensor's (memory.state ModelState.step_temp_one_tensor)
     backward_step_temp: int = 0
 
     def layer_ckpt(self, i: int) -> GradCkpt:

@@ -4,7 +4,11 @@ the optimizer step's temporaries, in bytes, for one full (unsharded) copy of the
 Optimizer state sizes:
 - torch AdamW: exp_avg + exp_avg_sq in the parameter's dtype (torch/optim/adam.py).
 - foreach AdamW (`_multi_tensor_adam`) allocates `exp_avg_sq_sqrt = torch._foreach_sqrt(...)`,
-  one full-size temporary per dtype group; the fused kernel allocates none.
+  one full-size temporary per dtype group; the fused kernel allocates none. Stepped in the backward
+  (torchtune optimizer_in_bwd builds `config.instantiate(cfg_optimizer, [p])` for every parameter,
+  recipes/full_finetune_single_device.py _setup_optimizer; torchtitan early_step_in_backward, one
+  optimizer a parameter in OptimizersInBackwardContainer), each step's group is one tensor: its
+  temporary is the largest tensor's, not the model's.
 - bitsandbytes 8-bit Adam: 1 byte per element per state, block-wise fp32 absmax per 256 elements;
   tensors under `min_8bit_size` = 4096 elements keep fp32 states (bitsandbytes optim/optimizer.py).
   The paged variant holds its states in CUDA unified memory, outside PyTorch's allocator.
@@ -178,6 +182,9 @@ class ModelState:
     fp8_cache: int
     trainable_params: int
     reference_weights: int = 0  # a frozen 16-bit reference copy (DPO/KTO full fine-tunes)
+    # the temporaries of stepping the largest trainable tensor alone: an optimizer stepped in the backward
+    # (one optimizer per parameter, in its post-accumulate-grad hook) holds them with the activations saved
+    step_temp_one_tensor: int = 0
 
 
 def _optimizer_bytes(opt: Optimizer, groups: ParamGroups, elem: int, rank: int = 0) -> tuple[int, int]:
@@ -271,6 +278,10 @@ def model_state(setup: TrainingSetup, regime: Regime) -> ModelState:
     reference = (groups.trainable_params - copies + groups.frozen_params) * regime.compute_bytes \
         if setup.reference_model else 0
     gradients = (trainable - copies) * grad_elem + copies * regime.copy_bytes
+    # one tensor stepped alone: foreach AdamW's sqrt of that tensor; the other optimizers' temporaries are
+    # already the largest tensor's (or none)
+    one = state_elem * groups.largest_trainable if setup.optimizer is Optimizer.ADAMW else temp
     return ModelState(weights=weights, quant_constants=consts, gradients=gradients,
                       master_weights=master, optimizer=states - paged, optimizer_paged=paged,
-                      optimizer_temp=temp, fp8_cache=fp8, trainable_params=trainable, reference_weights=reference)
+                      optimizer_temp=temp, fp8_cache=fp8, trainable_params=trainable, reference_weights=reference,
+                      step_temp_one_tensor=one)

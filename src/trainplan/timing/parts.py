@@ -213,7 +213,10 @@ def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, 
     if layout.offload is Offload.NONE:
         optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER or layout.fsdp is not Fsdp.NONE
         n_opt = sharded_params_on_gpu(setup, layout, n_train, trainable=True, sharded=optimizer_sharded)
-        return n_opt * optimizer_bytes_per_param(setup) / memory_bw(gpu, m), 0.0
+        # stepped in the backward (a post-accumulate-grad hook a parameter: torchtune optimizer_in_bwd,
+        # torchtitan early_step_in_backward), the step runs after every backward, so once a micro-batch
+        steps = setup.grad_accum if setup.impl.optimizer_in_backward else 1
+        return steps * n_opt * optimizer_bytes_per_param(setup) / memory_bw(gpu, m), 0.0
     opts = options or TimingOptions()
     if host is None:
         host = (resolve_host(gpu, cpus=opts.host_cpus, mem_bw_bytes_per_s=opts.host_mem_bw_bytes_per_s),
