@@ -108,10 +108,17 @@ class Optimizer:
     # decoder linear's gradient projected to rank r (galore_projector.py), full Adam on the other tensors
     GALORE_ADAMW = "galore-adamw"
     GALORE_ADAMW_8BIT = "galore-adamw-8bit"
+    # Muon (Jordan et al. 2024; Moonlight, Liu et al. 2025, arXiv 2502.16982): SGD momentum on each 2-D decoder
+    # weight, its update orthogonalised by 5 Newton-Schulz iterations in bf16; AdamW on embeddings, head and
+    # vectors (Moonlight examples/toy_train.py, which LLaMA-Factory, ms-swift and axolotl run; torch.optim.Muon)
+    MUON = "muon"
 
 
 # the optimizers that project decoder-linear gradients to low rank (GaLore)
 GALORE_OPTIMIZERS = frozenset({Optimizer.GALORE_ADAMW, Optimizer.GALORE_ADAMW_8BIT})
+# the optimizers that step each 2-D weight as a whole matrix (a projection or an orthogonalisation), so not over
+# the flattened shards DeepSpeed ZeRO and FSDP give an optimizer
+MATRIX_OPTIMIZERS = GALORE_OPTIMIZERS | {Optimizer.MUON}
 
 
 @simple_enum(StrEnum)

@@ -154,8 +154,8 @@ def attention_of(value: Any) -> str | None:
 
 
 # optimizers whose states are not Adam's, SGD's or Adafactor's shapes (low-rank projections, per-block
-# learning rates, orthogonalised momentum, fused updates without states)
-_UNMODELLED_OPTIMIZERS = ("apollo", "adam-mini", "adam_mini", "adammini", "muon", "lomo", "adalomo",
+# learning rates, QK-clipped Muon, fused updates without states)
+_UNMODELLED_OPTIMIZERS = ("apollo", "adam-mini", "adam_mini", "adammini", "muonclip", "lomo", "adalomo",
                           "sophia")
 
 
@@ -169,6 +169,8 @@ def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
     if re.search(r"(?<![a-z])galore", t):
         eight = "8bit" in t or "8-bit" in t
         return (Optimizer.GALORE_ADAMW_8BIT if eight else Optimizer.GALORE_ADAMW), None
+    if re.search(r"(?<![a-z])muon(?![a-z])", t):
+        return Optimizer.MUON, None
     unmodelled = [w for w in _UNMODELLED_OPTIMIZERS if re.search(r"(?<![a-z])" + w + r"(?![a-z])", t)]
     if unmodelled:
         raise Skip(f"optimizer {value!r}: {unmodelled[0]} keeps states trainplan does not model")

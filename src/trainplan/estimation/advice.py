@@ -94,7 +94,7 @@ def _changes(setup: TrainingSetup) -> list[_Change]:
     if setup.method is Method.FULL and setup.optimizer in (Optimizer.ADAMW, Optimizer.ADAMW_FUSED, Optimizer.ADAMW_8BIT,
                                                            Optimizer.PAGED_ADAMW_8BIT) \
             and Optimizer.GALORE_ADAMW_8BIT in capabilities(setup.framework).optimizers:
-        # memory.parallel.galore_refusal: not under ZeRO or FSDP (_try answers None there, so it is not offered)
+        # memory.parallel.optimizer_refusal: not under ZeRO or FSDP (_try answers None there, so it is not offered)
         out.append(_Change(flags="--optimizer galore-adamw-8bit", slot="optimizer",
                            apply=lambda s: replace(s, optimizer=Optimizer.GALORE_ADAMW_8BIT),
                            cost=f"GaLore: 8-bit Adam states of rank-{setup.galore_rank} gradient projections, every "

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainplan.enums import Attention, Framework, Fsdp, GradCkpt, Loss, Method, Offload, Precision, Quant, ZeroStage
+from trainplan.enums import (Attention, Framework, Fsdp, GradCkpt, Loss, Method, Offload, Optimizer, Precision, Quant,
+                             ZeroStage)
 from trainplan.export import pieces
 from trainplan.export.base import ExportContext, Exported, ExportFile
 from trainplan.memory.sharding import fsdp_for
@@ -182,7 +183,8 @@ def config(job, ctx: ExportContext) -> tuple[dict[str, Any], list[str]]:
                 num_epochs=_number(work.epochs))
     if work.steps:
         data["max_steps"] = work.steps
-    data["optimizer"] = pieces.hf_optim(FORMAT, setup.optimizer)
+    # core/builders/base.py: optimizer "muon" -> axolotl-contribs-mit MuonOptimizerFactory
+    data["optimizer"] = "muon" if setup.optimizer is Optimizer.MUON else pieces.hf_optim(FORMAT, setup.optimizer)
     data.update(_precision(job))
     data["attn_implementation"] = _ATTN[setup.attention]
     fsdp = layout.fsdp is not Fsdp.NONE

@@ -71,7 +71,9 @@ def optim(job) -> str:
     name = OPTIM.get(job.setup.optimizer)
     if name is None:
         raise TrainplanError(f"--format hf: optimizer {job.setup.optimizer} is not an HF `optim` "
-                             "(badam is LLaMA-Factory's use_badam: use --format llamafactory)")
+                             "(badam is LLaMA-Factory's use_badam: use --format llamafactory; muon is LLaMA-Factory's "
+                             "use_muon, ms-swift's and axolotl's optimizer muon: --format llamafactory, swift or "
+                             "axolotl)")
     return name
 
 

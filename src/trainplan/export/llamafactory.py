@@ -187,6 +187,8 @@ def config(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str, d
     train.update(lr_scheduler_type="cosine", warmup_ratio=0.1, **_precision(setup))
     if setup.optimizer in GALORE_OPTIMIZERS:
         train["optim"] = pieces.galore_base_optim(setup.optimizer)
+    elif setup.optimizer is Optimizer.MUON:
+        train["use_muon"] = True       # train/trainer_utils.py _create_muon_optimizer: `optim` is not used
     elif setup.optimizer is not Optimizer.BADAM:
         train["optim"] = hf.optim(job)
     if setup.impl.compiled:

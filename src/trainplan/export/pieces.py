@@ -41,7 +41,8 @@ def hf_optim(fmt: str, optimizer: Optimizer) -> str:
     name = HF_OPTIM.get(optimizer)
     if name is None:
         raise refuse(fmt, f"--optimizer {optimizer} has no plain transformers `optim` name here (BAdam and GaLore "
-                          "run in LLaMA-Factory: use --format llamafactory; GaLore also --format hf)")
+                          "run in LLaMA-Factory: use --format llamafactory; GaLore also --format hf; Muon also "
+                          "--format swift or axolotl)")
     return name
 
 

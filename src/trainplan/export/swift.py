@@ -44,6 +44,7 @@ from trainplan.enums import (
     Loss,
     Method,
     Offload,
+    Optimizer,
     Precision,
     Quant,
     ZeroStage,
@@ -184,6 +185,8 @@ def arguments(job, ctx: ExportContext, fmt: str = FORMAT) -> tuple[dict[str, Any
         # swift/optimizers/galore/utils.py get_optimizer: adamw_torch -> GaLoreAdamW, an 8-bit adamw -> GaLoreAdamW8bit;
         # galore_target_modules unset -> every linear but the head (pipelines/train/tuner.py find_all_linears)
         args.update(use_galore=True, galore_rank=setup.galore_rank, optim=pieces.galore_base_optim(setup.optimizer))
+    elif setup.optimizer is Optimizer.MUON:
+        args["optimizer"] = "muon"     # swift/optimizers/mapping.py optimizers_map: MuonOptimizerCallback
     else:
         args["optim"] = pieces.hf_optim(fmt, setup.optimizer)
     if layout.cp > 1:

@@ -105,7 +105,14 @@ def read(data: dict, path: str, ctx: ReadContext | None = None) -> Imported:
     engine, ds = _distributed(c, get, ctx)
     _precision(c, get, method, engine, attention)
     _rl(c, get, method)
-    if get("optimizer") is not None:
+    if str(get("optimizer")).strip().lower() == "muon":
+        # core/builders/base.py: optimizer "muon" -> axolotl-contribs-mit MuonOptimizerFactory (muon/muon.py,
+        # Moonlight's Muon: every trainable >= 2-D weight but embed_tokens/lm_head, AdamW on the rest); with a
+        # device mesh (FSDP2) its DistMuonOptimizerFactory, which the layout check refuses
+        c.set("optimizer", "muon", key="optimizer", raw=data["optimizer"],
+              note="axolotl-contribs-mit MuonOptimizerFactory (Moonlight's Muon, AdamW on embeddings, head and "
+                   "vectors)")
+    elif get("optimizer") is not None:
         hf_optimizer(c, data["optimizer"], "optimizer")
     else:
         default(c, "optimizer", _DEFAULTS, defaults.VERSION)

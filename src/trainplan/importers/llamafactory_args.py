@@ -357,6 +357,14 @@ def _optimizer(c: Collector, get) -> None:
         return
     if custom == ["use_galore"] and _galore(c, get):
         return
+    if custom == ["use_muon"] and get("loraplus_lr_ratio") is None:
+        # create_custom_optimizer reaches use_muon last (after GaLore, APOLLO, LoRA+, BAdam, Adam-mini); `optim`
+        # is then unused: _create_muon_optimizer gives Muon every trainable 2-D weight but "embed"/"lm_head"
+        c.set("optimizer", "muon", key="use_muon", raw=True,
+              note=f"{_SRC}train/trainer_utils.py _create_muon_optimizer (third_party/muon/muon.py, Moonlight's "
+                   "Muon: AdamW on the embeddings, head and vectors)")
+        get("optim")
+        return
     if custom:
         c.skip(custom[0], True, f"LLaMA-Factory's {custom[0][4:]} optimizer ({_SRC}train/trainer_utils.py "
                "create_custom_optimizer) is not modelled; the optimizer is left to trainplan")

@@ -197,8 +197,18 @@ def _swift(c: Collector, args: dict, sub: str, world: int, ctx: ReadContext) -> 
     engine = _engines(c, args, ctx)
     _precision(c, args, method, engine)
     galore = _galore(c, args)
+    muon = str(args.get("optimizer")).lower() == "muon"
     if galore:
         pass
+    elif muon:
+        # swift/optimizers/mapping.py optimizers_map['muon'] -> muon.py MuonOptimizerCallback: Moonlight's
+        # examples/toy_train.py Muon over every trainable >= 2-D weight but the embedding and head, AdamW on the
+        # rest; `optim` unused
+        c.set("optimizer", "muon", key="optimizer", raw=args["optimizer"],
+              note="swift/optimizers/muon.py MuonOptimizerCallback (Moonlight's Muon, AdamW on embeddings, head "
+                   "and vectors)")
+        if "ns_steps" in str(args.get("optim_args") or ""):
+            c.skip("optim_args", args["optim_args"], "Muon is timed at its default 5 Newton-Schulz steps")
     elif args.get("optim") is not None:
         hf_optimizer(c, args["optim"], "optim")
     else:
@@ -211,7 +221,8 @@ def _swift(c: Collector, args: dict, sub: str, world: int, ctx: ReadContext) -> 
         c.set("device_map", "auto", key="device_map", raw=args["device_map"])
     # use_galore read: its key, and `optimizer galore` (sft_args.py sets it from use_galore), are modelled
     read = {"use_galore"} | ({"optimizer"} if str(args.get("optimizer")).lower() == "galore" else set())
-    _unmodelled(c, args, {k: why for k, why in _UNMODELLED.items() if not (galore and k in read)})
+    _unmodelled(c, args, {k: why for k, why in _UNMODELLED.items()
+                          if not (galore and k in read) and not (muon and k == "optimizer")})
     c.ignore(sum(1 for k in args if k not in _READ))
     if isinstance(engine, Imported):
         c.merge(engine)         # last: the DeepSpeed JSON's own values win, as the HF integration requires
@@ -258,7 +269,7 @@ _UNMODELLED = {
     "freeze_parameters": "freezing a parameter subset is not modelled",
     "freeze_parameters_ratio": "freezing a fraction of the parameters is not modelled",
     "trainable_parameters": "training a parameter subset is not modelled",
-    "optimizer": "an optimizer plugin (GaLore, LoRA+, Muon, ...) is not modelled",
+    "optimizer": "an optimizer plugin (LoRA+, MuonClip, ...) is not modelled",
     "use_galore": "GaLore with embeddings projected, Q-GaLore or an Adafactor base is not modelled",
     "lisa_activated_layers": "LISA layer sampling is not modelled",
     "zero_hpz_partition_size": "ZeRO++ hpZ secondary partitions are not modelled",

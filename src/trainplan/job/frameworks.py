@@ -257,11 +257,15 @@ def default_expert_tp(framework: Framework, ep: int) -> int | None:
 
 # --- what each framework can run (the planner searches only these; a flag outside them is an error) ---
 
-_ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM} - GALORE_OPTIMIZERS
+_ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM, Optimizer.MUON} - GALORE_OPTIMIZERS
 # GaLore runs where the trainer builds its optimizer from the model's own 2-D weights: HF Trainer `optim`
 # galore_adamw[_8bit][_layerwise] (trainer.py, optim_target_modules), LLaMA-Factory use_galore, ms-swift
 # use_galore, and a plain loop (GaLore's torchrun_main.py)
 _GALORE_OPT = _ALL_OPT | GALORE_OPTIMIZERS
+# Muon: LLaMA-Factory use_muon (train/trainer_utils.py _create_muon_optimizer), ms-swift `--optimizer muon`
+# (swift/optimizers/mapping.py), axolotl `optimizer: muon` (core/builders/base.py) and torch.optim.Muon; not the
+# HF Trainer's own `optim` names (transformers 5.24 OptimizerNames has none), torchtitan, torchtune or Megatron
+_MUON_OPT = _GALORE_OPT | {Optimizer.MUON}
 _ATTN = frozenset(Attention)
 _OFF_ZERO = (Offload.OPTIMIZER, Offload.PARAMS, Offload.ALL)
 
@@ -331,13 +335,13 @@ CAPABILITIES: dict[Framework, Capabilities] = {
                "fsdp2 (swift/config/fsdp2.json), HF `optim`, `use_liger_kernel`. `megatron sft` (Megatron-SWIFT, "
                "swift/megatron/arguments/megatron_args.py: tensor/pipeline/context/expert_model_parallel_size) is "
                "Megatron-core: plan it with --framework megatron",
-        instead="ms-swift's `megatron sft` is --framework megatron", **_HF_STACK),
+        instead="ms-swift's `megatron sft` is --framework megatron", **{**_HF_STACK, "optimizers": _MUON_OPT}),
     Framework.AXOLOTL: Capabilities(
         layouts="DDP, DeepSpeed ZeRO-1..3 with CPU offload, FSDP1/2, context parallel (HF Trainer)",
         source="axolotl 067b021: deepspeed_configs/zero{1,2,3}[_bf16][_cpuoffload_all|_params].json, `fsdp_version` + "
                "`fsdp_config` (offload_params), `context_parallel_size` (ring-flash-attn), Liger and CutCrossEntropy "
                "plugins, `chunked_cross_entropy`; `tensor_parallel_size` is DeepSpeed AutoTP (not modelled)",
-        cp=True, instead=_TP, **{**_HF_STACK, "losses": frozenset(Loss)}),
+        cp=True, instead=_TP, **{**_HF_STACK, "losses": frozenset(Loss), "optimizers": _MUON_OPT}),
     Framework.UNSLOTH: Capabilities(
         layouts="one GPU or DDP", source="unsloth: single-GPU kernels, multi-GPU through accelerate/torchrun DDP; HF "
                                          "`optim` (notebooks: adamw_8bit); its own fused cross-entropy",
@@ -394,7 +398,7 @@ CAPABILITIES: dict[Framework, Capabilities] = {
     Framework.PYTORCH: Capabilities(
         layouts="one GPU or DDP", source="a plain PyTorch loop (torch.nn.parallel.DistributedDataParallel); "
                                          "sharded loops are --framework fsdp",
-        liger=True, losses=frozenset(Loss), optimizers=_GALORE_OPT,
+        liger=True, losses=frozenset(Loss), optimizers=_MUON_OPT,
         instead="for sharding plan with --framework fsdp, deepspeed or hf"),
 }
 

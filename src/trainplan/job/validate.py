@@ -323,7 +323,7 @@ MAX_GPUS_PER_NODE = 16
 
 
 def _stack(framework: Framework, layout, optimizer: Optimizer, *, said: bool) -> list[str]:
-    """Tensor and pipeline parallelism, and GaLore, only where the framework runs them
+    """Tensor and pipeline parallelism, GaLore and Muon, only where the framework runs them
     (job/frameworks.CAPABILITIES, the table the planner searches by): `--framework llamafactory --tp 2`
     (the framework said, by a flag or a config) is no setup anyone can run; with the default framework it
     is a note."""
@@ -333,7 +333,8 @@ def _stack(framework: Framework, layout, optimizer: Optimizer, *, said: bool) ->
     notes = []
     wants = [(layout.tp > 1 and not caps.tp, f"tensor parallelism (--tp {layout.tp})"),
              (layout.pp > 1 and not caps.pp, f"pipeline parallelism (--pp {layout.pp})"),
-             (optimizer in GALORE_OPTIMIZERS and optimizer not in caps.optimizers, f"GaLore (--optimizer {optimizer})")]
+             (optimizer in GALORE_OPTIMIZERS and optimizer not in caps.optimizers, f"GaLore (--optimizer {optimizer})"),
+             (optimizer is Optimizer.MUON and optimizer not in caps.optimizers, "Muon (--optimizer muon)")]
     for refused, what in wants:
         if refused:
             text = caps.cannot_run(framework, what)

@@ -20,7 +20,7 @@ Sources:
 
 from __future__ import annotations
 
-from trainplan.enums import GALORE_OPTIMIZERS, Framework, Fsdp, Method, MoeDispatcher
+from trainplan.enums import GALORE_OPTIMIZERS, MATRIX_OPTIMIZERS, Framework, Fsdp, Method, MoeDispatcher
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup
@@ -73,20 +73,25 @@ def is_model_parallel(layout: Layout) -> bool:
     return layout.tp * layout.pp * layout.cp * layout.ep > 1
 
 
-def galore_refusal(setup: TrainingSetup, *, num_gpus: int, zero: int, fsdp: Fsdp) -> str | None:
-    """Why GaLore cannot run over `num_gpus` GPUs sharded by `zero` / `fsdp` (None: it can, or the optimizer is not
-    GaLore): the check_layout error, and the planner's reason to skip a shape (the three fields a Layout and a
-    planner Shape both have, so the planner builds no Layout to ask)."""
-    if setup.optimizer not in GALORE_OPTIMIZERS:
+def optimizer_refusal(setup: TrainingSetup, *, num_gpus: int, zero: int, fsdp: Fsdp) -> str | None:
+    """Why the optimizer cannot run over `num_gpus` GPUs sharded by `zero` / `fsdp` (None: it can): GaLore and
+    Muon step whole 2-D weights. The check_layout error, and the planner's reason to skip a shape (the three
+    fields a Layout and a planner Shape both have, so the planner builds no Layout to ask)."""
+    if setup.optimizer not in MATRIX_OPTIMIZERS:
         return None
     if zero > 0 or fsdp is not Fsdp.NONE:
         # DeepSpeed ZeRO hands the optimizer flat 1-D fp32 partitions (runtime/zero/stage_1_and_2.py
         # single_partition_of_fp32_groups; stage3.py fp32_partitioned_groups_flat) and FSDP1 flat parameters;
         # galore_projector.py projects a 2-D gradient (full_rank_grad.shape[1]); LLaMA-Factory hparams/parser.py:
-        # "GaLore and APOLLO are incompatible with DeepSpeed yet"
-        return (f"--optimizer {setup.optimizer} projects each weight's 2-D gradient; DeepSpeed ZeRO and FSDP give "
+        # "GaLore and APOLLO are incompatible with DeepSpeed yet". Moonlight's Muon (LLaMA-Factory, ms-swift,
+        # axolotl) keeps `use_muon` in its state keyed by the model's own parameters, which the shards are not,
+        # and orthogonalises whole matrices; axolotl refuses it with DeepSpeed and runs FSDP2 through its
+        # distributed Muon (utils/schemas/validation.py check_muon_deepspeed_fsdp), which trainplan does not model
+        what = "projects" if setup.optimizer in GALORE_OPTIMIZERS else "orthogonalises"
+        return (f"--optimizer {setup.optimizer} {what} each weight's 2-D gradient; DeepSpeed ZeRO and FSDP give "
                 "the optimizer flattened shards: use plain data parallel (--zero 0, --fsdp none)")
-    if setup.impl.optimizer_in_backward and setup.framework is not Framework.PYTORCH:
+    if setup.optimizer in GALORE_OPTIMIZERS and setup.impl.optimizer_in_backward \
+            and setup.framework is not Framework.PYTORCH:
         # transformers trainer_optimizer.py _setup_low_rank_optimizer: "Layer-wise ... does not support DDP" and
         # no gradient accumulation; LLaMA-Factory hparams/parser.py "Distributed training does not support
         # layer-wise GaLore", train/trainer_utils.py "Per-layer GaLore does not support gradient accumulation"
@@ -103,7 +108,7 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
     """One-line TrainplanError for a model-parallel layout the model cannot take."""
     spec = setup.model
     tp, pp, cp, ep = layout.tp, layout.pp, layout.cp, layout.ep
-    if (refused := galore_refusal(setup, num_gpus=layout.num_gpus, zero=layout.zero, fsdp=layout.fsdp)) is not None:
+    if (refused := optimizer_refusal(setup, num_gpus=layout.num_gpus, zero=layout.zero, fsdp=layout.fsdp)) is not None:
         raise TrainplanError(refused)
     if tp > 1:
         for what, value in (("attention heads", spec.num_heads), ("kv heads", spec.num_kv_heads),

@@ -27,6 +27,14 @@ Optimizer state sizes:
   update projected back to m x n and its scaled copy (adamw.py `project_back(...) * scale`; adamw8bit.py
   clones the weight instead), and at a basis update the SVD's fp32 copy of G with U (m x k) and Vh (k x n),
   k = min(m, n) (torch.linalg.svd full_matrices=False).
+- Muon (Moonlight examples/toy_train.py; the copies LLaMA-Factory third_party/muon/muon.py, ms-swift
+  swift/optimizers/muon.py and axolotl-contribs-mit muon/muon.py run): every trainable 2-D weight but the
+  embeddings and head keeps one `momentum_buffer = zeros_like(g)`; the rest (embeddings, head, vectors; routed
+  experts stored 3-D) two AdamW moments zeros_like(g), all in the gradient's dtype. The step, one tensor at a
+  time: for a matrix m x n (k = min(m, n)) the Nesterov `g.add(buf)` in that dtype, then Newton-Schulz in bf16
+  (`zeropower_via_newtonschulz5`), whose largest moment holds X, B @ X, a * X and their sum (m x n each) with
+  A = X X^T and B (k x k); for an AdamW tensor `buf1 / (eps + buf2.sqrt())` holds two temporaries of it.
+  torch.optim.Muon (torch/optim/_muon.py) keeps the same buffer and runs the iteration with addmm, a little less.
 - QLoRA NF4/FP4: 0.5 byte/param plus an fp32 absmax per 64-element block; double quantization
   stores those absmax in 8 bits with an fp32 constant per 256 blocks (Dettmers et al. 2023, 2.2).
 """
@@ -58,7 +66,9 @@ class TensorGroup:
     rows: int
     cols: int
     count: int
-    projectable: bool = False   # a decoder nn.Linear weight: GaLore projects its gradient
+    # a 2-D decoder weight (nn.Linear, or a LoRA adapter matrix): GaLore projects its gradient, Muon
+    # orthogonalises its momentum
+    projectable: bool = False
 
     @property
     def numel(self) -> int:
@@ -133,8 +143,9 @@ def param_groups(setup: TrainingSetup) -> ParamGroups:
     groups = []
     for lin, n in resolve_lora_targets(spec, targets):
         copies = lin.copies * n
-        groups.append(TensorGroup(rows=lora.rank, cols=lin.in_features, count=copies))
-        groups.append(TensorGroup(rows=lin.out_features, cols=lora.rank * lora_rank_factor(spec, lin), count=copies))
+        groups.append(TensorGroup(rows=lora.rank, cols=lin.in_features, count=copies, projectable=True))
+        groups.append(TensorGroup(rows=lin.out_features, cols=lora.rank * lora_rank_factor(spec, lin), count=copies,
+                                  projectable=True))
         if lora.dora:
             groups.append(TensorGroup(rows=lin.out_features, cols=1, count=copies))
     copies = tuple(TensorGroup(rows=spec.vocab_size, cols=n // spec.vocab_size, count=1)
@@ -215,7 +226,25 @@ def _optimizer_bytes(opt: Optimizer, groups: ParamGroups, elem: int, rank: int =
         return elem * groups.trainable_params, 2 * elem * groups.largest_trainable
     if opt in GALORE_OPTIMIZERS:
         return _galore_bytes(opt, groups, elem, rank)
+    if opt is Optimizer.MUON:
+        return _muon_bytes(groups, elem)
     raise ValueError(opt)
+
+
+def _muon_bytes(groups: ParamGroups, elem: int) -> tuple[int, int]:
+    """(state bytes, step temporaries) under Muon (module docstring): one momentum buffer per 2-D decoder weight,
+    two AdamW moments for the rest; the larger of the largest matrix's Newton-Schulz moment and the largest
+    AdamW tensor's two temporaries."""
+    states = temp = 0
+    for g in groups.trainable:
+        if g.projectable:
+            states += elem * g.numel
+            mn, k = g.rows * g.cols, min(g.rows, g.cols)
+            temp = max(temp, elem * mn + 2 * (4 * mn + 2 * k * k))
+        else:
+            states += 2 * elem * g.numel
+            temp = max(temp, 2 * elem * g.rows * g.cols)
+    return states, temp
 
 
 def galore_shape(rows: int, cols: int, rank: int) -> tuple[int, int]:

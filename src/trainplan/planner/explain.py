@@ -9,7 +9,7 @@ from trainplan.catalog import ATYPICAL_PRICING, is_stale
 from trainplan.cost.prices import STALE_AFTER_DAYS
 from trainplan.estimation import estimate
 from trainplan.ledger.calibration import short_note
-from trainplan.memory.parallel import galore_refusal
+from trainplan.memory.parallel import optimizer_refusal
 from trainplan.planner.request import PlanRequest, Rejection
 from trainplan.planner.result import RISKY_MARGIN, Plan, plan_job
 from trainplan.planner.search import Found, Outcome, Problem, same_plan_key
@@ -136,7 +136,7 @@ def _smallest_footprint(pr: PlanRequest, problem: Problem) -> tuple[int, str]:
             setup = problem.setup_for(knobs)
             for shape in problem.engines(fam):
                 # not a shape GaLore runs on
-                if galore_refusal(setup, num_gpus=shape.num_gpus, zero=shape.zero, fsdp=shape.fsdp) is not None:
+                if optimizer_refusal(setup, num_gpus=shape.num_gpus, zero=shape.zero, fsdp=shape.fsdp) is not None:
                     continue
                 device = problem.memory.device_bytes(setup, shape.layout("any"))
                 if best is None or device < best:

@@ -39,7 +39,7 @@ from trainplan.job.training import TrainingSetup, Workload
 from trainplan.ledger.calibration import Calibration, calibrated_device, matches, scale_time, time_factor
 from trainplan.ledger.recorded import RecordedRun, memory_key
 from trainplan.memory.model import MemoryModel
-from trainplan.memory.parallel import galore_refusal
+from trainplan.memory.parallel import optimizer_refusal
 from trainplan.planner.request import Rentable
 from trainplan.planner.space import Knobs, Shape
 from trainplan.specs import GpuSpec
@@ -378,7 +378,7 @@ def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, flo
             if shape.offload != "none" and (shape.zero if shape.num_gpus > 1 else 0) in fitting_stages:
                 continue
             # GaLore: plain data parallel only
-            if galore_refusal(setup, num_gpus=shape.num_gpus, zero=shape.zero, fsdp=shape.fsdp) is not None:
+            if optimizer_refusal(setup, num_gpus=shape.num_gpus, zero=shape.zero, fsdp=shape.fsdp) is not None:
                 continue
             key = (id(knobs), id(shape))      # `variants` keeps the knobs alive, each entry its shape
             out.memory_checks += 1

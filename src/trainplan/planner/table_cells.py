@@ -15,7 +15,7 @@ from trainplan.frozen import frozen, replace
 from trainplan.job.resolve import with_padding_mask
 from trainplan.job.training import TrainingSetup
 from trainplan.memory import MemoryModel, estimate_memory
-from trainplan.memory.parallel import galore_refusal
+from trainplan.memory.parallel import optimizer_refusal
 from trainplan.planner.space import Shape, micro_batches, node_counts, shapes
 from trainplan.specs import GpuSpec, ModelSpec
 from trainplan.timing.estimate import estimate_time
@@ -147,7 +147,7 @@ def choose(tr: TableRequest, search: Search, gpu: GpuSpec, pricing: Pricing | No
             found = []
             for shape in _shapes(tr, search.setup.model, n, offload):
                 # GaLore: plain DDP only
-                if galore_refusal(search.setup, num_gpus=shape.num_gpus, zero=shape.zero, fsdp=shape.fsdp) is not None:
+                if optimizer_refusal(search.setup, num_gpus=shape.num_gpus, zero=shape.zero, fsdp=shape.fsdp) is not None:
                     continue
                 for ckpt in tr.grad_ckpts:
                     mb = search.largest_fitting(shape, ckpt, gpu, usable, cal)

@@ -12,6 +12,7 @@ from trainplan.enums import (
     Fsdp,
     Method,
     MlpKind,
+    Optimizer,
     Offload,
     Position,
     Precision,
@@ -27,6 +28,7 @@ from trainplan.timing.links import pcie_link
 from trainplan.timing.efficiency import Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency, memory_bw
 from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.galore import galore_note, galore_step
+from trainplan.timing.muon import muon_note, muon_step
 from trainplan.timing.loss import loss_bytes_per_token
 from trainplan.timing.mask import dense_mask_s
 from trainplan.timing.offload import HostSpec, offload_time, resolve_host
@@ -209,6 +211,12 @@ def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, 
         step = galore_step(setup, gpu, m)
         steps = setup.grad_accum if setup.impl.optimizer_in_backward else 1
         notes.append(galore_note(setup, step, steps))
+        return step.total_s * steps, 0.0
+    if setup.optimizer is Optimizer.MUON:
+        # every GPU steps every weight (Muon runs under DDP only: memory.parallel.optimizer_refusal)
+        step = muon_step(setup, gpu, m)
+        steps = setup.grad_accum if setup.impl.optimizer_in_backward else 1
+        notes.append(muon_note(step, steps))
         return step.total_s * steps, 0.0
     if layout.offload is Offload.NONE:
         optimizer_sharded = layout.zero >= ZeroStage.OPTIMIZER or layout.fsdp is not Fsdp.NONE
