@@ -16,7 +16,7 @@ def _more_gpus(**kw) -> list[str]:
 def test_more_gpus_sharded_the_way_the_framework_shards():
     # Llama-3.1-8B full fine-tune does not fit one 40 GB A100 (16 B/param of model state alone). Sharding the
     # model state over more GPUs is DeepSpeed ZeRO-3 for the HF Trainer, FSDP for torchtitan (it has no ZeRO:
-    # job/frameworks.py CAPABILITIES), and nothing for Megatron, whose distributed optimizer shards only the
+    # job/capabilities.py CAPABILITIES), and nothing for Megatron, whose distributed optimizer shards only the
     # optimizer states (its TP/PP layouts are `trainplan plan`'s)
     hf = _more_gpus(grad_ckpt="full")
     titan = _more_gpus(framework="torchtitan", grad_ckpt="full")

@@ -1,5 +1,5 @@
 """The planner speaks the stack (issue 14, item 1): --framework limits the layouts, optimizers and
-kernels searched to what the framework runs (job/frameworks.CAPABILITIES), a layout flag given fixes
+kernels searched to what the framework runs (job/capabilities.CAPABILITIES), a layout flag given fixes
 that knob, --optimizers is the allowed set, the best plan of every GPU type that carries the job is
 listed, plans under 5% free memory are marked risky, and "what would make it fit" offers pairs of
 changes when no single setup change fits."""
@@ -14,7 +14,7 @@ from trainplan.cli.flags import options_from_args
 from trainplan.enums import Framework, Fsdp, Offload, Optimizer, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.estimation import estimate
-from trainplan.job.frameworks import CAPABILITIES, capabilities
+from trainplan.job.capabilities import CAPABILITIES, capabilities
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import resolve_job
 from trainplan.planner.plan import plan

@@ -14,7 +14,7 @@ import pytest
 from trainplan.cli import main
 from trainplan.enums import Framework, GradCkpt
 from trainplan.frozen import replace
-from trainplan.job.frameworks import capabilities
+from trainplan.job.capabilities import capabilities
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_setup, resolve_gpu
 from trainplan.memory import estimate_memory

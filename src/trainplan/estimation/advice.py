@@ -2,7 +2,7 @@
 what it costs (time, quality, money), and, when no single change of the setup fits on the same
 GPUs, the pairs of setup changes that do (checkpointing + QLoRA, checkpointing + chunked loss, ...).
 
-Only changes the job's framework can run are offered (job/frameworks.CAPABILITIES: its loss
+Only changes the job's framework can run are offered (job/capabilities.CAPABILITIES: its loss
 kernels). Each change is what `trainplan estimate` computes with the flags it names added.
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 from trainplan.enums import Fsdp, GradCkpt, Loss, Method, Optimizer, Precision, Quant, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
-from trainplan.job.frameworks import capabilities, profile
+from trainplan.job.frameworks import profile
+from trainplan.job.capabilities import capabilities
 from trainplan.job.job import Job
 from trainplan.job.training import Layout, LoraConfig, QuantConfig, TrainingSetup
 from trainplan.memory import MemoryEstimate, MemoryModel

@@ -1,7 +1,7 @@
 """Framework profiles: the same job takes different memory under each framework because each
 makes its own choices. A profile is a bundle of defaults; every default is also a flag. What each
-framework can run (layouts, optimizers, loss kernels) is CAPABILITIES at the end, each entry with
-its sources: the planner searches only that, and a plan flag outside it is an error.
+framework can run (layouts, optimizers, loss kernels) is job/capabilities.py CAPABILITIES, each entry
+with its sources: the planner searches only that, and a plan flag outside it is an error.
 
 Sources:
 - hf: transformers TrainingArguments: `optim` defaults to "adamw_torch_fused" for torch >= 2.8
@@ -51,13 +51,11 @@ Sources:
 from __future__ import annotations
 
 from trainplan.enums import (
-    GALORE_OPTIMIZERS,
     Attention,
     Framework,
     GradCkpt,
     Loss,
     MasterWeights,
-    Offload,
     Optimizer,
     Precision,
 )
@@ -253,155 +251,3 @@ def default_expert_tp(framework: Framework, ep: int) -> int | None:
     if framework is Framework.TORCHTITAN and ep > 1:
         return 1
     return None
-
-
-# --- what each framework can run (the planner searches only these; a flag outside them is an error) ---
-
-_ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM, Optimizer.MUON} - GALORE_OPTIMIZERS
-# GaLore runs where the trainer builds its optimizer from the model's own 2-D weights: HF Trainer `optim`
-# galore_adamw[_8bit][_layerwise] (trainer.py, optim_target_modules), LLaMA-Factory use_galore, ms-swift
-# use_galore, and a plain loop (GaLore's torchrun_main.py)
-_GALORE_OPT = _ALL_OPT | GALORE_OPTIMIZERS
-# Muon: LLaMA-Factory use_muon (train/trainer_utils.py _create_muon_optimizer), ms-swift `--optimizer muon`
-# (swift/optimizers/mapping.py), axolotl `optimizer: muon` (core/builders/base.py) and torch.optim.Muon; not the
-# HF Trainer's own `optim` names (transformers 5.24 OptimizerNames has none), torchtitan, torchtune or Megatron
-_MUON_OPT = _GALORE_OPT | {Optimizer.MUON}
-_ATTN = frozenset(Attention)
-_OFF_ZERO = (Offload.OPTIMIZER, Offload.PARAMS, Offload.ALL)
-
-
-@frozen
-class Capabilities:
-    """The layouts, optimizers and kernels a framework runs, as trainplan models them.
-
-    zero: DeepSpeed ZeRO stages (0 = none; Megatron's distributed optimizer is stage 1). fsdp: FSDP
-    full and hybrid sharding. offload: the CPU offload kinds (optimizer = ZeRO-Offload or Megatron's
-    optimizer_cpu_offload; params/all = ZeRO-3 offload_param; all = FSDP CPU offload). tp/pp/cp/ep:
-    tensor, pipeline, context, expert parallelism. mp_zero1 / mp_fsdp: what shards the data-parallel
-    copies when tp or pp > 1 (Megatron/DeepSpeed: the distributed optimizer; torchtitan/torchtune: FSDP2).
-    """
-
-    layouts: str                  # the layouts in words, for messages
-    source: str                   # where these facts come from
-    zero: tuple[int, ...] = (0,)
-    fsdp: bool = False
-    offload: tuple[Offload, ...] = ()
-    tp: bool = False
-    pp: bool = False
-    cp: bool = False
-    ep: bool = False
-    mp_zero1: bool = False
-    mp_fsdp: bool = False
-    optimizers: frozenset[Optimizer] = _ALL_OPT
-    losses: frozenset[Loss] = frozenset({Loss.FULL})
-    liger: bool = False
-    attentions: frozenset[Attention] = _ATTN
-    quantized_base: bool = True   # adapters over a 4-bit (bitsandbytes) base: QLoRA
-    instead: str = ""             # where to go for what it cannot run
-
-    def cannot_run(self, framework: Framework, what: str) -> str:
-        """The one-line refusal of `what` (e.g. "tensor parallelism (--tp 2)") under `framework`."""
-        tail = f"; {self.instead}" if self.instead else ""
-        return f"--framework {framework} cannot run {what}: it runs {self.layouts}{tail}"
-
-
-_HF_STACK = {"zero": (0, 1, 2, 3), "fsdp": True, "offload": _OFF_ZERO, "liger": True,
-             "losses": frozenset({Loss.FULL, Loss.FUSED}), "optimizers": _GALORE_OPT}
-_HF_SOURCE = ("transformers Trainer: `deepspeed` (integrations/deepspeed.py: ZeRO 0-3, offload_optimizer/offload_param) "
-              "and `fsdp`/`fsdp_config` (FSDP1/2, cpu_offload) in training_args.py; `optim` OptimizerNames (adamw_torch"
-              "[_fused], adamw_bnb_8bit, paged_adamw_8bit, adafactor, sgd, lion_8bit/32bit, "
-              "galore_adamw[_8bit][_layerwise]); `use_liger_kernel` (fused linear cross-entropy). DeepSpeed AutoTP "
-              "(`tensor_parallel.autotp_size`) and accelerate's "
-              "`parallelism_config` tp/cp (>= 1.10.1) exist but are not Megatron TP: trainplan does not model them")
-_TP = "for tensor/pipeline parallelism plan with --framework megatron or torchtitan"
-
-CAPABILITIES: dict[Framework, Capabilities] = {
-    Framework.HF: Capabilities(layouts="DDP, DeepSpeed ZeRO-0..3 with CPU offload, FSDP1/2", source=_HF_SOURCE,
-                               instead=_TP, **_HF_STACK),
-    Framework.TRL: Capabilities(layouts="DDP, DeepSpeed ZeRO-0..3 with CPU offload, FSDP1/2 (HF Trainer)",
-                                source=_HF_SOURCE + "; TRL SFTConfig `loss_type` chunked_nll (trl/trainer/sft_config.py)",
-                                instead=_TP, **{**_HF_STACK, "losses": frozenset(Loss)}),
-    Framework.LLAMAFACTORY: Capabilities(
-        layouts="DDP, DeepSpeed ZeRO-0..3 with CPU offload, FSDP1/2 (HF Trainer)",
-        source="LLaMA-Factory ff6d4d1: HF Trainer underneath; `deepspeed:` examples/deepspeed/ds_z{0,2,3}[_offload]_config"
-               ".json; FSDP from examples/accelerate/fsdp{,2}_config.yaml, fsdp_config_offload.yaml; HF `optim` plus "
-               "use_badam/use_galore/...; `enable_liger_kernel`. Its Megatron path (USE_MCA=1 / use_megatron_bridge, "
-               "no DeepSpeed) is Megatron-core: plan it with --framework megatron",
-        instead="LLaMA-Factory's Megatron path (USE_MCA=1) is --framework megatron",
-        **{**_HF_STACK, "optimizers": frozenset(Optimizer)}),
-    Framework.SWIFT: Capabilities(
-        layouts="DDP, DeepSpeed ZeRO-0..3 with CPU offload, FSDP2 (`swift sft`, HF Trainer)",
-        source="ms-swift 3602360 `swift sft`: `deepspeed` zero0|zero1|zero2|zero3|zero2_offload|zero3_offload, `fsdp` "
-               "fsdp2 (swift/config/fsdp2.json), HF `optim`, `use_liger_kernel`. `megatron sft` (Megatron-SWIFT, "
-               "swift/megatron/arguments/megatron_args.py: tensor/pipeline/context/expert_model_parallel_size) is "
-               "Megatron-core: plan it with --framework megatron",
-        instead="ms-swift's `megatron sft` is --framework megatron", **{**_HF_STACK, "optimizers": _MUON_OPT}),
-    Framework.AXOLOTL: Capabilities(
-        layouts="DDP, DeepSpeed ZeRO-1..3 with CPU offload, FSDP1/2, context parallel (HF Trainer)",
-        source="axolotl 067b021: deepspeed_configs/zero{1,2,3}[_bf16][_cpuoffload_all|_params].json, `fsdp_version` + "
-               "`fsdp_config` (offload_params), `context_parallel_size` (ring-flash-attn), Liger and CutCrossEntropy "
-               "plugins, `chunked_cross_entropy`; `tensor_parallel_size` is DeepSpeed AutoTP (not modelled)",
-        cp=True, instead=_TP, **{**_HF_STACK, "losses": frozenset(Loss), "optimizers": _MUON_OPT}),
-    Framework.UNSLOTH: Capabilities(
-        layouts="one GPU or DDP", source="unsloth: single-GPU kernels, multi-GPU through accelerate/torchrun DDP; HF "
-                                         "`optim` (notebooks: adamw_8bit); its own fused cross-entropy",
-        liger=True, losses=frozenset({Loss.FULL, Loss.FUSED}), optimizers=_GALORE_OPT,
-        instead="for sharded or model-parallel layouts plan with --framework hf, deepspeed or megatron"),
-    Framework.DEEPSPEED: Capabilities(
-        layouts="DDP, ZeRO-0..3 with CPU/NVMe offload, pipeline parallel with ZeRO-0/1",
-        source="DeepSpeed edaa722: runtime/zero/config.py (stage 0-3), zero/offload_config.py (offload_optimizer, "
-               "offload_param), runtime/pipe/engine.py (PipelineModule; ZeRO-2/3 are rejected with pipelines), "
-               "`optimizer.type` adam/adamw/lion (ops/adam, ops/lion) or a client torch/bitsandbytes optimizer; "
-               "AutoTP training (runtime/tensor_parallel) is not modelled",
-        zero=(0, 1, 2, 3), offload=_OFF_ZERO, pp=True, mp_zero1=True, ep=True, liger=True, losses=frozenset(Loss),
-        instead="for tensor parallelism plan with --framework megatron or torchtitan"),
-    Framework.FSDP: Capabilities(
-        layouts="DDP, FSDP full/hybrid with CPU offload",
-        source="PyTorch FullyShardedDataParallel / fully_shard (ShardingStrategy FULL_SHARD, HYBRID_SHARD; "
-               "CPUOffload(offload_params=True) moves parameters, gradients and the optimizer step); any torch optimizer",
-        fsdp=True, offload=(Offload.ALL,), liger=True, losses=frozenset(Loss), instead=_TP),
-    Framework.MEGATRON: Capabilities(
-        layouts="DDP or the distributed optimizer, TP, PP, CP, EP",
-        source="Megatron-LM megatron/training/arguments.py: --tensor/--pipeline/--context/--expert-model-parallel-size, "
-               "--use-distributed-optimizer, --optimizer-cpu-offload, --optimizer adam|sgd (Apex/TE FusedAdam, "
-               "decoupled weight decay); ms-swift `megatron sft` and LLaMA-Factory USE_MCA=1 run Megatron-core",
-        zero=(0, 1), offload=(Offload.OPTIMIZER,), tp=True, pp=True, cp=True, ep=True, mp_zero1=True,
-        optimizers=frozenset({Optimizer.ADAMW, Optimizer.ADAMW_FUSED, Optimizer.SGD}),
-        attentions=frozenset({Attention.FLASH, Attention.EAGER}),
-        # LoRA over 16-bit weights only: LLaMA-Factory's Megatron path "not with DeepSpeed or quantization"
-        # (shared/reference/framework_configs.md, section 8), pretrain_gpt.py has no adapters at all
-        quantized_base=False),
-    Framework.TORCHTITAN: Capabilities(
-        layouts="DDP, FSDP2/HSDP with CPU offload, TP, PP, CP, EP",
-        source="torchtitan v0.2.2: distributed/parallel_dims.py (dp_replicate, dp_shard, tp, pp, cp, ep), "
-               "training.enable_cpu_offload, components/optimizer.py build_optimizers (Adam, AdamW; implementation "
-               "fused|foreach; anything else raises NotImplementedError), components/loss.py cross_entropy_loss",
-        fsdp=True, offload=(Offload.ALL,), tp=True, pp=True, cp=True, ep=True, mp_fsdp=True,
-        optimizers=frozenset({Optimizer.ADAMW, Optimizer.ADAMW_FUSED}),
-        attentions=frozenset({Attention.FLASH, Attention.SDPA})),
-    Framework.TORCHTUNE: Capabilities(
-        layouts="one GPU, FSDP2 with CPU offload, TP, CP",
-        source="torchtune bd2a0fc: recipes/full_finetune_distributed.py (fully_shard, fsdp_cpu_offload, "
-               "tensor_parallel_dim, context_parallel_dim), no DeepSpeed; `optimizer._component_` instantiates any "
-               "optimizer class (torchtune/config/_instantiate.py; configs use torch.optim.AdamW fused, bitsandbytes "
-               "PagedAdamW8bit, torchao AdamW8bit); CEWithChunkedOutputLoss / LinearCrossEntropyLoss",
-        fsdp=True, offload=(Offload.ALL,), tp=True, cp=True, mp_fsdp=True,
-        losses=frozenset({Loss.FULL, Loss.CHUNKED}), instead="for pipeline parallelism plan with --framework torchtitan "
-                                                             "or megatron"),
-    Framework.LITGPT: Capabilities(
-        layouts="one GPU, DDP, FSDP", source="litgpt finetune: Fabric strategies auto/ddp/fsdp (FSDPStrategy), "
-                                             "`--optimizer` a torch.optim class (or bitsandbytes with --quantize), "
-                                             "chunked_cross_entropy (litgpt/utils.py)",
-        fsdp=True, losses=frozenset({Loss.FULL, Loss.CHUNKED}), instead=_TP,
-        optimizers=frozenset({Optimizer.ADAMW, Optimizer.ADAMW_FUSED, Optimizer.SGD, Optimizer.ADAFACTOR,
-                              Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT})),
-    Framework.PYTORCH: Capabilities(
-        layouts="one GPU or DDP", source="a plain PyTorch loop (torch.nn.parallel.DistributedDataParallel); "
-                                         "sharded loops are --framework fsdp",
-        liger=True, losses=frozenset(Loss), optimizers=_MUON_OPT,
-        instead="for sharding plan with --framework fsdp, deepspeed or hf"),
-}
-
-
-def capabilities(framework: Framework) -> Capabilities:
-    return CAPABILITIES[framework]

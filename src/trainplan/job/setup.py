@@ -22,7 +22,8 @@ from trainplan.enums import (
 )
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
-from trainplan.job.frameworks import capabilities, implementation, profile
+from trainplan.job.frameworks import implementation, profile
+from trainplan.job.capabilities import capabilities
 from trainplan.job.options import JobOptions
 from trainplan.job.training import Implementation, LoraConfig, QuantConfig, TrainingSetup
 from trainplan.job.validate import check_model_size, validate_options

@@ -324,10 +324,10 @@ MAX_GPUS_PER_NODE = 16
 
 def _stack(framework: Framework, layout, optimizer: Optimizer, *, said: bool) -> list[str]:
     """Tensor and pipeline parallelism, GaLore and Muon, only where the framework runs them
-    (job/frameworks.CAPABILITIES, the table the planner searches by): `--framework llamafactory --tp 2`
+    (job/capabilities.CAPABILITIES, the table the planner searches by): `--framework llamafactory --tp 2`
     (the framework said, by a flag or a config) is no setup anyone can run; with the default framework it
     is a note."""
-    from trainplan.job.frameworks import capabilities
+    from trainplan.job.capabilities import capabilities
 
     caps = capabilities(framework)
     notes = []

@@ -17,7 +17,8 @@ from trainplan.cost.sources import options_book
 from trainplan.enums import Attention, Fp8Recipe, Framework, GradCkpt, Method, Optimizer, Precision
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen, replace
-from trainplan.job.frameworks import Capabilities, capabilities, profile
+from trainplan.job.frameworks import profile
+from trainplan.job.capabilities import Capabilities, capabilities
 from trainplan.job.job import Job, check_headroom
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import build_setup, parse_enum, resolve_job

@@ -31,7 +31,7 @@ from trainplan.enums import (
     ZeroStage,
 )
 from trainplan.frozen import frozen
-from trainplan.job.frameworks import Capabilities
+from trainplan.job.capabilities import Capabilities
 from trainplan.job.training import Layout
 from trainplan.specs import ModelSpec
 

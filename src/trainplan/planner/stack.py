@@ -1,7 +1,7 @@
 """The planner speaks the user's stack: the layout knobs given on the command line are fixed, and a
 knob, optimizer or kernel the framework cannot run is a one-line error, not a plan nobody can launch.
 
-What each framework runs is job/frameworks.CAPABILITIES (with its sources); this module only reads
+What each framework runs is job/capabilities.CAPABILITIES (with its sources); this module only reads
 the options against it.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from trainplan.enums import Attention, Framework, Fsdp, Loss, Offload, Optimizer, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.frozen import fields
-from trainplan.job.frameworks import Capabilities
+from trainplan.job.capabilities import Capabilities
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import parse_enum
 from trainplan.planner.space import Fixed

@@ -2,7 +2,7 @@
 QLoRA) -> for each GPU type, the setup that runs the job on the fewest GPUs, as a team would run it.
 
 Each cell (conventions, stated again in the table's assumptions block):
-- The framework's own layouts only (job/frameworks.CAPABILITIES): GPU counts 1, 2, 4, then whole nodes
+- The framework's own layouts only (job/capabilities.CAPABILITIES): GPU counts 1, 2, 4, then whole nodes
   (planner/space.node_counts), the engines it runs there (DDP, ZeRO-1/2/3, FSDP, Megatron splits:
   planner/space.shapes) with gradient checkpointing off and on (peft's k-bit preparation and
   LLaMA-Factory turn it on by default) and micro-batch x accumulation x data parallel = the global
@@ -31,7 +31,8 @@ from trainplan.cost.sources import options_book
 from trainplan.enums import Framework, GradCkpt, Method, Optimizer, Precision, Quant
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen, replace
-from trainplan.job.frameworks import Capabilities, capabilities, profile
+from trainplan.job.frameworks import profile
+from trainplan.job.capabilities import Capabilities, capabilities
 from trainplan.job.job import check_headroom
 from trainplan.job.options import JobOptions
 from trainplan.job.resolve import (
