@@ -73,14 +73,54 @@ def is_encoder_decoder(case: dict) -> bool:
     return any(_ENCODER_DECODER.search(str(m.get(k) or "")) for k in ("hf_id", "name"))
 
 
-def case_model(case: dict) -> tuple[ModelSpec, str]:
+def case_model(case: dict, *, size_proxy: bool = False) -> tuple[ModelSpec, str]:
     """(ModelSpec, how it was found). Catalog first (after litgpt's own block for a case of
     _NEOX_FAMILIES), then known architecture tables, then the case's own architecture numbers (within
-    the bounds `trainplan estimate` holds any model to: job/validate.check_model_size); otherwise Skip
+    the bounds `trainplan estimate` holds any model to: job/validate.check_model_size); then, with
+    `size_proxy` (the time reader), a dense model of the stated size (size_proxy_model); otherwise Skip
     with the reason."""
-    spec, how = _case_model(case)
+    try:
+        spec, how = _case_model(case)
+    except Skip:
+        if not size_proxy:
+            raise
+        spec, how = size_proxy_model(case.get("model") or {})
     check_model_size(spec)
     return spec, how
+
+
+# Llama 3.x (Meta's config.json of each size): the shapes a dense decoder of a stated size is given when the
+# catalog does not know it and the case states no architecture (size_proxy_model)
+_PROXY_SHAPES = ("llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b")
+
+
+def size_proxy_model(m: dict) -> tuple[ModelSpec, str]:
+    """A dense decoder of the case's stated size (params_b) for a model the catalog does not know and whose
+    case states no architecture: the Llama 3.x shape nearest in size (log scale: layers, widths, GQA, its
+    128,256-token vocabulary), its MLP width solved so the parameters total the stated size. A step's time is
+    about 6 x parameters FLOPs a token whatever the shape; attention and the head follow the proxy. Not for MoE
+    (the active share is not a shape); Skip when no size is stated or it is too small for the smallest shape."""
+    import math
+
+    from trainplan.model.params import count_params
+
+    name = m.get("name")
+    try:
+        params = float(m.get("params_b") or 0) * 1e9
+    except (TypeError, ValueError):
+        params = 0.0
+    if params <= 0 or m.get("moe"):
+        raise Skip(f"model {name}: not in the catalog and the case gives no architecture numbers")
+    refs = [catalog.resolve_model(r) for r in _PROXY_SHAPES]
+    ref = min(refs, key=lambda r: abs(math.log(count_params(r).total / params)))
+    per_width = 3 * ref.num_layers * ref.hidden_size          # gate, up and down per unit of MLP width
+    width = round((ref.intermediate_size + (params - count_params(ref).total) / per_width) / 256) * 256
+    if width < 256:
+        raise Skip(f"model {name}: not in the catalog, no architecture numbers, and {params / 1e9:g}B parameters "
+                   f"is below the smallest dense shape trainplan proxies ({ref.name})")
+    spec = replace(ref, name=str(name or ref.name), hf_id=m.get("hf_id") or None, intermediate_size=width)
+    return spec, (f"not in the catalog and no architecture stated: a dense decoder of {params / 1e9:g}B parameters "
+                  f"shaped as {ref.name} (MLP width {width}; {count_params(spec).total / 1e9:.2f}B parameters)")
 
 
 def _case_model(case: dict) -> tuple[ModelSpec, str]:

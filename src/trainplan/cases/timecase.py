@@ -152,7 +152,7 @@ def map_case(case: dict) -> Mapped:
     unpacked = data.dataset(case) if said.get("packing") is False else None
     if said.get("packing") is False and unpacked is None:
         raise Skip("unpacked dataset: real sample lengths are not given (seq_len is only the maximum)")
-    spec, _ = case_model(case)
+    spec, how = case_model(case, size_proxy=True)
     gpu, _ = gpu_of(case)
     method = Method.FULL if case["method"] == "pretrain" else Method(case["method"])
     prec_text = json.dumps(case.get("precision") or {}).lower()
@@ -180,7 +180,7 @@ def map_case(case: dict) -> Mapped:
     facts, fact_notes = trainer_facts(case)
     dispatch, dispatch_notes = stated_moe_dispatch(case)
     facts, fact_notes = {**facts, **dispatch}, [*fact_notes, *dispatch_notes]
-    fact_notes = [*filled_notes, *fact_notes]
+    fact_notes = [*filled_notes, *fact_notes, *([f"model {how}"] if how.startswith("not in the catalog") else [])]
     stated_ckpt = grad_ckpt_of(case.get("grad_ckpt"), framework)
     if stated_ckpt is None and "grad_ckpt" in defaults:
         fact_notes = [*fact_notes, *default_notes]
