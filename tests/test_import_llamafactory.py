@@ -210,7 +210,7 @@ def test_kernels_and_precision_rules(tmp_path):
     ("additional_target: embed_tokens,score\n", "additional_target"),       # score: not modelled
     ("optim: lomo\n", "optim"),
     ("finetuning_type: full\nuse_badam: true\nbadam_mode: ratio\n", "use_badam"),
-    ("finetuning_type: full\nuse_adam_mini: true\n", "use_adam_mini"),
+    ("finetuning_type: full\nuse_apollo: true\n", "use_apollo"),
     ("finetuning_type: lora\nuse_muon: true\nloraplus_lr_ratio: 16\n", "use_muon"),     # LoRA+ comes first
     ("finetuning_type: full\nfsdp: full_shard auto_wrap\n", "fsdp"),
     ("shift_attn: true\n", "shift_attn"),

@@ -112,6 +112,9 @@ class Optimizer:
     # weight, its update orthogonalised by 5 Newton-Schulz iterations in bf16; AdamW on embeddings, head and
     # vectors (Moonlight examples/toy_train.py, which LLaMA-Factory, ms-swift and axolotl run; torch.optim.Muon)
     MUON = "muon"
+    # Adam-mini (Zhang et al. 2024, arXiv 2406.16793; pip adam-mini adam_mini.py, LLaMA-Factory use_adam_mini):
+    # Adam's first moment per element, its second moment one mean per output neuron (per head for q and k)
+    ADAM_MINI = "adam-mini"
 
 
 # the optimizers that project decoder-linear gradients to low rank (GaLore)

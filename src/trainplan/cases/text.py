@@ -155,8 +155,7 @@ def attention_of(value: Any) -> str | None:
 
 # optimizers whose states are not Adam's, SGD's or Adafactor's shapes (low-rank projections, per-block
 # learning rates, QK-clipped Muon, fused updates without states)
-_UNMODELLED_OPTIMIZERS = ("apollo", "adam-mini", "adam_mini", "adammini", "muonclip", "lomo", "adalomo",
-                          "sophia")
+_UNMODELLED_OPTIMIZERS = ("apollo", "muonclip", "lomo", "adalomo", "sophia")
 
 
 def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
@@ -171,6 +170,8 @@ def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
         return (Optimizer.GALORE_ADAMW_8BIT if eight else Optimizer.GALORE_ADAMW), None
     if re.search(r"(?<![a-z])muon(?![a-z])", t):
         return Optimizer.MUON, None
+    if re.search(r"(?<![a-z])adam[-_ ]?mini(?![a-z])", t):
+        return Optimizer.ADAM_MINI, None
     unmodelled = [w for w in _UNMODELLED_OPTIMIZERS if re.search(r"(?<![a-z])" + w + r"(?![a-z])", t)]
     if unmodelled:
         raise Skip(f"optimizer {value!r}: {unmodelled[0]} keeps states trainplan does not model")

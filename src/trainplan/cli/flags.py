@@ -97,7 +97,8 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--optimizer", help="adamw | adamw-fused | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion | "
                    "badam (block-coordinate Adam, one layer at a time; --method full) | galore-adamw | "
                    "galore-adamw-8bit (Adam over low-rank projected gradients; --method full) | muon (orthogonalised "
-                   "momentum on 2-D weights, AdamW on the rest; LLaMA-Factory, ms-swift, axolotl, pytorch)")
+                   "momentum on 2-D weights, AdamW on the rest; LLaMA-Factory, ms-swift, axolotl, pytorch) | "
+                   "adam-mini (one second moment per neuron or head; LLaMA-Factory, pytorch; --method full or freeze)")
     g.add_argument("--galore-rank", type=int, default=128,
                    help="GaLore's projection rank (default 128, HF Trainer's; LLaMA-Factory's galore_rank is 16)")
     g.add_argument("--lora-rank", type=int, default=16)

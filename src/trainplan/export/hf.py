@@ -73,7 +73,7 @@ def optim(job) -> str:
         raise TrainplanError(f"--format hf: optimizer {job.setup.optimizer} is not an HF `optim` "
                              "(badam is LLaMA-Factory's use_badam: use --format llamafactory; muon is LLaMA-Factory's "
                              "use_muon, ms-swift's and axolotl's optimizer muon: --format llamafactory, swift or "
-                             "axolotl)")
+                             "axolotl; adam-mini is LLaMA-Factory's use_adam_mini)")
     return name
 
 

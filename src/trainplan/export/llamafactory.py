@@ -189,6 +189,8 @@ def config(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str, d
         train["optim"] = pieces.galore_base_optim(setup.optimizer)
     elif setup.optimizer is Optimizer.MUON:
         train["use_muon"] = True       # train/trainer_utils.py _create_muon_optimizer: `optim` is not used
+    elif setup.optimizer is Optimizer.ADAM_MINI:
+        train["use_adam_mini"] = True  # train/trainer_utils.py _create_adam_mini_optimizer
     elif setup.optimizer is not Optimizer.BADAM:
         train["optim"] = hf.optim(job)
     if setup.impl.compiled:

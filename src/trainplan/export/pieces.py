@@ -42,7 +42,7 @@ def hf_optim(fmt: str, optimizer: Optimizer) -> str:
     if name is None:
         raise refuse(fmt, f"--optimizer {optimizer} has no plain transformers `optim` name here (BAdam and GaLore "
                           "run in LLaMA-Factory: use --format llamafactory; GaLore also --format hf; Muon also "
-                          "--format swift or axolotl)")
+                          "--format swift or axolotl; Adam-mini only there)")
     return name
 
 

@@ -357,12 +357,15 @@ def _optimizer(c: Collector, get) -> None:
         return
     if custom == ["use_galore"] and _galore(c, get):
         return
-    if custom == ["use_muon"] and get("loraplus_lr_ratio") is None:
-        # create_custom_optimizer reaches use_muon last (after GaLore, APOLLO, LoRA+, BAdam, Adam-mini); `optim`
-        # is then unused: _create_muon_optimizer gives Muon every trainable 2-D weight but "embed"/"lm_head"
-        c.set("optimizer", "muon", key="use_muon", raw=True,
-              note=f"{_SRC}train/trainer_utils.py _create_muon_optimizer (third_party/muon/muon.py, Moonlight's "
-                   "Muon: AdamW on the embeddings, head and vectors)")
+    # create_custom_optimizer tries GaLore, APOLLO, LoRA+, BAdam, Adam-mini, Muon in that order; `optim` is then
+    # unused. _create_muon_optimizer gives Muon every trainable 2-D weight but "embed"/"lm_head";
+    # _create_adam_mini_optimizer passes the model's named parameters and head counts to adam_mini.Adam_mini
+    named = {"use_muon": ("muon", "_create_muon_optimizer (third_party/muon/muon.py, Moonlight's Muon: AdamW "
+                                  "on the embeddings, head and vectors)"),
+             "use_adam_mini": ("adam-mini", "_create_adam_mini_optimizer (pip adam-mini)")}
+    if len(custom) == 1 and custom[0] in named and get("loraplus_lr_ratio") is None:
+        value, where = named[custom[0]]
+        c.set("optimizer", value, key=custom[0], raw=True, note=f"{_SRC}train/trainer_utils.py {where}")
         get("optim")
         return
     if custom:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from trainplan.enums import GALORE_OPTIMIZERS, Attention, Framework, Loss, Offload, Optimizer
 from trainplan.frozen import frozen
 
-_ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM, Optimizer.MUON} - GALORE_OPTIMIZERS
+_ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM, Optimizer.MUON, Optimizer.ADAM_MINI} - GALORE_OPTIMIZERS
 # GaLore runs where the trainer builds its optimizer from the model's own 2-D weights: HF Trainer `optim`
 # galore_adamw[_8bit][_layerwise] (trainer.py, optim_target_modules), LLaMA-Factory use_galore, ms-swift
 # use_galore, and a plain loop (GaLore's torchrun_main.py)
@@ -148,7 +148,8 @@ CAPABILITIES: dict[Framework, Capabilities] = {
     Framework.PYTORCH: Capabilities(
         layouts="one GPU or DDP", source="a plain PyTorch loop (torch.nn.parallel.DistributedDataParallel); "
                                          "sharded loops are --framework fsdp",
-        liger=True, losses=frozenset(Loss), optimizers=_MUON_OPT,
+        # a plain loop also builds Adam-mini (pip adam-mini: Adam_mini(model.named_parameters(), ...))
+        liger=True, losses=frozenset(Loss), optimizers=_MUON_OPT | {Optimizer.ADAM_MINI},
         instead="for sharding plan with --framework fsdp, deepspeed or hf"),
 }
 

@@ -148,6 +148,12 @@ class TrainingSetup:
             # LLaMA-Factory hparams/finetuning_args.py: "Cannot use LoRA with GaLore or BAdam together"
             raise TrainplanError(f"--optimizer {self.optimizer} projects the gradients of the full weights: "
                                  f"use --method full, not {self.method}")
+        if self.optimizer is Optimizer.ADAM_MINI and self.method in (Method.LORA, Method.QLORA):
+            # adam_mini.py views a q/k projection's state as heads of dim * dim / n_heads elements (m.view(-1,
+            # head_numel)): a LoRA adapter under that name (lora_A of q_proj) is no whole number of heads
+            raise TrainplanError("--optimizer adam-mini partitions full q/k weights into heads (adam_mini.py); a "
+                                 f"LoRA adapter is no whole number of them: use --method full or freeze, not "
+                                 f"{self.method}")
         if self.method is Method.FREEZE and not 0 < self.freeze_trainable_layers <= self.model.num_layers:
             raise TrainplanError(
                 f"--freeze-layers must be in 1..{self.model.num_layers}, got {self.freeze_trainable_layers}")

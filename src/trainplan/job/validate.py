@@ -334,7 +334,9 @@ def _stack(framework: Framework, layout, optimizer: Optimizer, *, said: bool) ->
     wants = [(layout.tp > 1 and not caps.tp, f"tensor parallelism (--tp {layout.tp})"),
              (layout.pp > 1 and not caps.pp, f"pipeline parallelism (--pp {layout.pp})"),
              (optimizer in GALORE_OPTIMIZERS and optimizer not in caps.optimizers, f"GaLore (--optimizer {optimizer})"),
-             (optimizer is Optimizer.MUON and optimizer not in caps.optimizers, "Muon (--optimizer muon)")]
+             (optimizer is Optimizer.MUON and optimizer not in caps.optimizers, "Muon (--optimizer muon)"),
+             (optimizer is Optimizer.ADAM_MINI and optimizer not in caps.optimizers,
+              "Adam-mini (--optimizer adam-mini)")]
     for refused, what in wants:
         if refused:
             text = caps.cannot_run(framework, what)

@@ -35,6 +35,11 @@ Optimizer state sizes:
   (`zeropower_via_newtonschulz5`), whose largest moment holds X, B @ X, a * X and their sum (m x n each) with
   A = X X^T and B (k x k); for an AdamW tensor `buf1 / (eps + buf2.sqrt())` holds two temporaries of it.
   torch.optim.Muon (torch/optim/_muon.py) keeps the same buffer and runs the iteration with addmm, a little less.
+- Adam-mini (pip adam-mini adam_mini.py, LLaMA-Factory _create_adam_mini_optimizer): `m = zeros_like(p)` for
+  every tensor; the second moment `vmean` one element per output neuron (m.size(0)) for embeddings, head, v, o
+  and MLP weights, per head for q and k (fewer: counted as rows), one scalar for norms; biases keep Adam's two
+  states (vectors are counted so, a few KB). The step's largest moment: `update = m * stepsize` and `-update`,
+  two temporaries of the largest tensor.
 - QLoRA NF4/FP4: 0.5 byte/param plus an fp32 absmax per 64-element block; double quantization
   stores those absmax in 8 bits with an fp32 constant per 256 blocks (Dettmers et al. 2023, 2.2).
 """
@@ -228,6 +233,11 @@ def _optimizer_bytes(opt: Optimizer, groups: ParamGroups, elem: int, rank: int =
         return _galore_bytes(opt, groups, elem, rank)
     if opt is Optimizer.MUON:
         return _muon_bytes(groups, elem)
+    if opt is Optimizer.ADAM_MINI:
+        # module docstring: m per element plus one vmean per output row of a matrix; vectors two states
+        states = sum(elem * g.count * (g.rows * g.cols + g.rows if g.cols > 1 else 2 * g.rows)
+                     for g in groups.trainable)
+        return states, 2 * elem * groups.largest_trainable
     raise ValueError(opt)
 
 

@@ -77,6 +77,11 @@ def optimizer_bytes_per_param(setup: TrainingSetup) -> float:
         core = 2 * p + g + 2 * p
     elif opt is Optimizer.ADAFACTOR:
         core = 2 * p + g + 2 * p           # factored second moment: one p-sized temporary
+    elif opt is Optimizer.ADAM_MINI:
+        # adam_mini.py, one kernel per operation: grad * grad (g read, written) and its row mean (read), m.lerp_
+        # (m and g read, m written), m * stepsize, mul_ lr and the negation (a read and a write each), p.add_
+        # (p and the update read, p written); the vmean rows are negligible
+        core = 4 * g + 11 * p
     else:
         core = 2 * p + g + 4 * p
     if opt is Optimizer.ADAMW:
