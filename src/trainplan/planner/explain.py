@@ -135,7 +135,7 @@ def _smallest_footprint(pr: PlanRequest, problem: Problem) -> tuple[int, str]:
                           batch_size=fam.batch_size, grad_accum=fam.grad_accum)
             setup = problem.setup_for(knobs)
             for shape in problem.engines(fam):
-                # not a shape GaLore runs on
+                # not a shape GaLore or Muon runs on
                 if optimizer_refusal(setup, num_gpus=shape.num_gpus, zero=shape.zero, fsdp=shape.fsdp) is not None:
                     continue
                 device = problem.memory.device_bytes(setup, shape.layout("any"))

@@ -377,7 +377,7 @@ def _visit(p: Problem, out: Outcome, ri: int, fam: Family, fits_cache: dict, flo
         for shape in engines:
             if shape.offload != "none" and (shape.zero if shape.num_gpus > 1 else 0) in fitting_stages:
                 continue
-            # GaLore: plain data parallel only
+            # GaLore and Muon: plain data parallel only
             if optimizer_refusal(setup, num_gpus=shape.num_gpus, zero=shape.zero, fsdp=shape.fsdp) is not None:
                 continue
             key = (id(knobs), id(shape))      # `variants` keeps the knobs alive, each entry its shape

@@ -146,8 +146,9 @@ def choose(tr: TableRequest, search: Search, gpu: GpuSpec, pricing: Pricing | No
         for n in node_counts(tr.max_gpus, tr.gpus_per_node):
             found = []
             for shape in _shapes(tr, search.setup.model, n, offload):
-                # GaLore: plain DDP only
-                if optimizer_refusal(search.setup, num_gpus=shape.num_gpus, zero=shape.zero, fsdp=shape.fsdp) is not None:
+                # GaLore and Muon: plain DDP only
+                if optimizer_refusal(search.setup, num_gpus=shape.num_gpus, zero=shape.zero,
+                                     fsdp=shape.fsdp) is not None:
                     continue
                 for ckpt in tr.grad_ckpts:
                     mb = search.largest_fitting(shape, ckpt, gpu, usable, cal)
