@@ -14,9 +14,10 @@ is used):
   sources use it ("4k" = 4,096, "32K" = 32,768, "1M" = 1,048,576 tokens);
 - measured values: a number written as text, with thousands separators and a trailing unit word
   ("9.6 s", "1,234 tokens/s"); a percentage ("45%") for `mfu` / `hfu` is the fraction 0.45; another name of
-  a measured quantity (`step_time_ms`, `iter_time_s`, `tgs`, `mfu_percent`, `gpu_days`: MEASURED_SYNONYMS) is
-  its schema key in the schema's unit where the case gives no value under that key; samples/s is tokens/s
-  at seq_len tokens a sample only where `seq_len_note` says the sequences are packed or of full length;
+  a measured quantity (`step_time_ms`, `iter_time_s`, `tgs`, `mfu_percent`, `gpu_days`: cases.measured
+  MEASURED_SYNONYMS) is its schema key in the schema's unit where the case gives no value under that key;
+  samples/s is tokens/s at seq_len tokens a sample only where `seq_len_note` says the sequences are packed or
+  of full length (cases/measured.py);
 - `method`: lower case, and the names frameworks use for the schema's five: "sft", "full-parameter",
   "full fine-tune" (full), "pre-training", "continued pretraining" (pretrain), "q-lora" (qlora); peft's
   LoRA under another name (rsLoRA, PiSSA, OLoRA, LoftQ, LoRA+, LoRA-GA: the same adapters, only their
@@ -47,43 +48,11 @@ from __future__ import annotations
 import copy
 import re
 
+from trainplan.cases.measured import number, read_measured
+
 INT_FIELDS = ("seq_len", "micro_batch", "grad_accum", "global_batch")
 PARALLEL_FIELDS = ("zero_stage", "tp", "pp", "dp", "cp", "ep", "sp")
-FRACTION_METRICS = ("mfu", "hfu")
-# the measured values the mappings read as numbers (cases.timecase, cases.memorycase); the block's other
-# keys are text ("what", "scope", "model_mem": "15 GiB") and stay as written
-MEASURED_NUMBERS = ("step_time_s", "tokens_per_s_per_gpu", "tokens_per_s_total", "tokens_per_s_reported",
-                    "tflops_per_gpu", "mfu", "hfu", "gpu_hours", "tokens_total", "global_batch_tokens",
-                    "hours_per_1B_tokens", "peak_mem_gib", "reported_value", "time_per_1k_iters_min")
 CONTEXT_SUFFIX = {"k": 1024, "m": 1024 ** 2}
-# other names a measured block gives the same quantity (the key, the canonical key, the factor to its unit); read
-# only where the canonical key is absent. A bare tokens/s is tokens_per_s_reported: per GPU or over all of them,
-# the mapping decides (cases.timecase). Samples/s is read only as FULL_SAMPLES says.
-MEASURED_SYNONYMS: dict[str, tuple[str, float]] = {
-    **{key: ("step_time_s", 1.0) for key in ("step_s", "seconds_per_step", "sec_per_step", "s_per_step",
-                                              "time_per_step_s", "iteration_time_s", "iter_time_s",
-                                              "seconds_per_iteration", "s_per_iter", "time_per_iteration_s")},
-    **{key: ("step_time_s", 1e-3) for key in ("step_time_ms", "iteration_time_ms", "iter_time_ms", "ms_per_step",
-                                               "ms_per_iter")},
-    **{key: ("tokens_per_s_per_gpu", 1.0) for key in ("tokens_per_s_per_device", "tokens_per_sec_per_gpu",
-                                                       "tokens_per_second_per_gpu", "tgs", "tps_per_gpu")},
-    **{key: ("tokens_per_s_total", 1.0) for key in ("tokens_per_sec_total", "tokens_per_second_total",
-                                                     "total_tokens_per_s")},
-    **{key: ("tokens_per_s_reported", 1.0) for key in ("tokens_per_s", "tokens_per_sec", "tokens_per_second",
-                                                        "throughput_tokens_per_s")},
-    **{key: ("tflops_per_gpu", 1.0) for key in ("tflops_per_device", "model_tflops_per_gpu", "tflops_per_s_per_gpu")},
-    "mfu_percent": ("mfu", 0.01), "hfu_percent": ("hfu", 0.01), "gpu_days": ("gpu_hours", 24.0),
-}
-# Samples per second are tokens per second only where every sample holds seq_len tokens: the case's
-# seq_len_note says its sequences are packed, filled or of fixed full length. HF Trainer's
-# train_samples_per_second counts the whole run's samples (all GPUs); samples_per_s_per_gpu one GPU's.
-FULL_SAMPLES = {"samples_per_s_per_gpu": "tokens_per_s_per_gpu", "samples_per_s": "tokens_per_s_total",
-                "train_samples_per_second": "tokens_per_s_total"}
-_FULL_SEQUENCES = re.compile(r"\bpack(?:ed|ing)\b|fully filled|full[- ]length|of full length|fixed \d+-token|"
-                             r"without padding|no padding", re.IGNORECASE)
-
-_NUMBER = re.compile(r"^\s*([-+]?(?:\d{1,3}(?:[,\s]\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?)"
-                     r"\s*(%|[A-Za-z/][\w/ .-]*)?\s*$")
 _CONTEXT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM])\s*$")
 # "8x A100", "8 × H100", "2*A100" (count first) or "A100 x 8" (count last)
 _COUNT_FIRST = re.compile(r"^\s*(\d{1,5})\s*[x×*]\s*(?=\S)", re.IGNORECASE)
@@ -130,14 +99,6 @@ _STAGE_TRAINER = re.compile(r"\b(dpo|kto|orpo|cpo|reward)trainer\b"
 _UNIT_WORDS = re.compile(r"^(tokens?|gpus?|cards?|sequences?|samples?)$", re.IGNORECASE)
 
 
-def _number(text: str) -> tuple[float, str] | None:
-    """(value, unit) of a number written as text, thousands separators allowed; None if it is not one."""
-    m = _NUMBER.match(text)
-    if not m:
-        return None
-    return float(re.sub(r"[,\s]", "", m.group(1))), (m.group(2) or "").strip()
-
-
 def _integer(value: object, *, context: bool = False) -> int | None:
     """An integer written as text ("8", "4,096", "2048 tokens"; with `context`, "4k", "1M") or as a
     whole float (2.0); None otherwise."""
@@ -148,65 +109,10 @@ def _integer(value: object, *, context: bool = False) -> int | None:
     if context and (m := _CONTEXT.match(value)):
         n = float(m.group(1)) * CONTEXT_SUFFIX[m.group(2).lower()]
         return int(n) if n.is_integer() else None
-    got = _number(value)
+    got = number(value)
     if got is None or (got[1] and not _UNIT_WORDS.match(got[1])) or not got[0].is_integer():
         return None
     return int(got[0])
-
-
-def _plain_number(value: object) -> float | None:
-    """A number, or text that is one (with separators and a unit word), else None (booleans included)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    got = _number(value) if isinstance(value, str) else None
-    return got[0] if got else None
-
-
-def _measured(key: str, value: object) -> float | None:
-    if not isinstance(value, str) or key not in MEASURED_NUMBERS:
-        return None
-    got = _number(value)
-    if got is None:
-        return None
-    number, unit = got
-    if unit == "%":
-        return number / 100.0 if key in FRACTION_METRICS else None
-    return number
-
-
-def _full_samples(case: dict, measured: dict, notes: list[str]) -> None:
-    """Samples/s as tokens/s where the case's samples are full sequences (FULL_SAMPLES)."""
-    seq = case.get("seq_len") if isinstance(case.get("seq_len"), int) else None    # read above ("4k" -> 4096)
-    if not seq or not _FULL_SEQUENCES.search(str(case.get("seq_len_note") or "")):
-        return
-    for key, canonical in FULL_SAMPLES.items():
-        samples = _plain_number(measured.get(key))
-        if samples is None or measured.get(canonical) is not None:
-            continue
-        measured[canonical] = samples * seq
-        notes.append(f"measured.{key} {measured[key]!r} x {seq} tokens a sample (full sequences: "
-                      f"{case['seq_len_note']!r}) read as {canonical} {samples * seq:g}")
-
-
-def _samples_per_step(case: dict, measured: dict, notes: list[str]) -> None:
-    """Samples/s of samples that are not full sequences, as the step time: a step trains the global batch of
-    samples whatever their lengths (HF Trainer's train_samples_per_second counts every GPU's samples; per GPU,
-    one data-parallel rank's micro-batch x accumulation). Only where no throughput or step time is given."""
-    if any(measured.get(k) is not None for k in ("step_time_s", "tokens_per_s_per_gpu", "tokens_per_s_total")):
-        return
-    micro, accum = case.get("micro_batch"), case.get("grad_accum") or 1
-    per_rank = micro * accum if isinstance(micro, int) and isinstance(accum, int) else None
-    batch = case.get("global_batch") if isinstance(case.get("global_batch"), int) else None
-    for key, samples_in_step in (("samples_per_s", batch), ("train_samples_per_second", batch),
-                                 ("samples_per_s_per_gpu", per_rank)):
-        samples = _plain_number(measured.get(key))
-        if samples and samples_in_step:
-            measured["step_time_s"] = samples_in_step / samples
-            notes.append(f"measured.{key} {measured[key]!r}: a step of {samples_in_step} samples read as step_time_s "
-                         f"{samples_in_step / samples:.4g}")
-            return
 
 
 def normalized(case: dict) -> tuple[dict, list[str]]:
@@ -230,21 +136,7 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
                 read(inner, key, f"{block}.{key}")
     measured = out.get("measured")
     if isinstance(measured, dict):
-        for key, (canonical, factor) in MEASURED_SYNONYMS.items():
-            value = measured.get(key)
-            if value is None or measured.get(canonical) is not None:
-                continue
-            got = _plain_number(value)
-            if got is not None:
-                measured[canonical] = got * factor
-                notes.append(f"measured.{key} {value!r} read as {canonical} {got * factor:g}")
-        _full_samples(out, measured, notes)
-        _samples_per_step(out, measured, notes)
-        for key, value in list(measured.items()):
-            got = _measured(key, value)
-            if got is not None:
-                notes.append(f"measured.{key} {value!r} read as {got:g}")
-                measured[key] = got
+        read_measured(out, measured, notes)
     _gpus(out, notes)
     _method(out, notes)
     _lora(out, notes)

@@ -1,0 +1,125 @@
+"""The measured block of a published case read as the schema's values (cases.normalize applies it): a number
+written as text with separators and a unit word, a percentage MFU as its fraction, another name of a measured
+quantity (MEASURED_SYNONYMS), samples/s as tokens/s where the samples are full sequences, else as the step
+time of the global batch. Each reading that changed a value is a note."""
+
+from __future__ import annotations
+
+import re
+
+FRACTION_METRICS = ("mfu", "hfu")
+# the measured values the mappings read as numbers (cases.timecase, cases.memorycase); the block's other
+# keys are text ("what", "scope", "model_mem": "15 GiB") and stay as written
+MEASURED_NUMBERS = ("step_time_s", "tokens_per_s_per_gpu", "tokens_per_s_total", "tokens_per_s_reported",
+                    "tflops_per_gpu", "mfu", "hfu", "gpu_hours", "tokens_total", "global_batch_tokens",
+                    "hours_per_1B_tokens", "peak_mem_gib", "reported_value", "time_per_1k_iters_min")
+# other names a measured block gives the same quantity (the key, the canonical key, the factor to its unit); read
+# only where the canonical key is absent. A bare tokens/s is tokens_per_s_reported: per GPU or over all of them,
+# the mapping decides (cases.timecase). Samples/s is read only as FULL_SAMPLES says.
+MEASURED_SYNONYMS: dict[str, tuple[str, float]] = {
+    **{key: ("step_time_s", 1.0) for key in ("step_s", "seconds_per_step", "sec_per_step", "s_per_step",
+                                              "time_per_step_s", "iteration_time_s", "iter_time_s",
+                                              "seconds_per_iteration", "s_per_iter", "time_per_iteration_s")},
+    **{key: ("step_time_s", 1e-3) for key in ("step_time_ms", "iteration_time_ms", "iter_time_ms", "ms_per_step",
+                                               "ms_per_iter")},
+    **{key: ("tokens_per_s_per_gpu", 1.0) for key in ("tokens_per_s_per_device", "tokens_per_sec_per_gpu",
+                                                       "tokens_per_second_per_gpu", "tgs", "tps_per_gpu")},
+    **{key: ("tokens_per_s_total", 1.0) for key in ("tokens_per_sec_total", "tokens_per_second_total",
+                                                     "total_tokens_per_s")},
+    **{key: ("tokens_per_s_reported", 1.0) for key in ("tokens_per_s", "tokens_per_sec", "tokens_per_second",
+                                                        "throughput_tokens_per_s")},
+    **{key: ("tflops_per_gpu", 1.0) for key in ("tflops_per_device", "model_tflops_per_gpu", "tflops_per_s_per_gpu")},
+    "mfu_percent": ("mfu", 0.01), "hfu_percent": ("hfu", 0.01), "gpu_days": ("gpu_hours", 24.0),
+}
+# Samples per second are tokens per second only where every sample holds seq_len tokens: the case's
+# seq_len_note says its sequences are packed, filled or of fixed full length. HF Trainer's
+# train_samples_per_second counts the whole run's samples (all GPUs); samples_per_s_per_gpu one GPU's.
+FULL_SAMPLES = {"samples_per_s_per_gpu": "tokens_per_s_per_gpu", "samples_per_s": "tokens_per_s_total",
+                "train_samples_per_second": "tokens_per_s_total"}
+_FULL_SEQUENCES = re.compile(r"\bpack(?:ed|ing)\b|fully filled|full[- ]length|of full length|fixed \d+-token|"
+                             r"without padding|no padding", re.IGNORECASE)
+
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d{1,3}(?:[,\s]\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+                     r"\s*(%|[A-Za-z/][\w/ .-]*)?\s*$")
+
+
+def number(text: str) -> tuple[float, str] | None:
+    """(value, unit) of a number written as text, thousands separators allowed; None if it is not one."""
+    m = _NUMBER.match(text)
+    if not m:
+        return None
+    return float(re.sub(r"[,\s]", "", m.group(1))), (m.group(2) or "").strip()
+
+
+def plain_number(value: object) -> float | None:
+    """A number, or text that is one (with separators and a unit word), else None (booleans included)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    got = number(value) if isinstance(value, str) else None
+    return got[0] if got else None
+
+
+def _measured(key: str, value: object) -> float | None:
+    if not isinstance(value, str) or key not in MEASURED_NUMBERS:
+        return None
+    got = number(value)
+    if got is None:
+        return None
+    value_, unit = got
+    if unit == "%":
+        return value_ / 100.0 if key in FRACTION_METRICS else None
+    return value_
+
+
+def _full_samples(case: dict, measured: dict, notes: list[str]) -> None:
+    """Samples/s as tokens/s where the case's samples are full sequences (FULL_SAMPLES)."""
+    seq = case.get("seq_len") if isinstance(case.get("seq_len"), int) else None    # read above ("4k" -> 4096)
+    if not seq or not _FULL_SEQUENCES.search(str(case.get("seq_len_note") or "")):
+        return
+    for key, canonical in FULL_SAMPLES.items():
+        samples = plain_number(measured.get(key))
+        if samples is None or measured.get(canonical) is not None:
+            continue
+        measured[canonical] = samples * seq
+        notes.append(f"measured.{key} {measured[key]!r} x {seq} tokens a sample (full sequences: "
+                      f"{case['seq_len_note']!r}) read as {canonical} {samples * seq:g}")
+
+
+def _samples_per_step(case: dict, measured: dict, notes: list[str]) -> None:
+    """Samples/s of samples that are not full sequences, as the step time: a step trains the global batch of
+    samples whatever their lengths (HF Trainer's train_samples_per_second counts every GPU's samples; per GPU,
+    one data-parallel rank's micro-batch x accumulation). Only where no throughput or step time is given."""
+    if any(measured.get(k) is not None for k in ("step_time_s", "tokens_per_s_per_gpu", "tokens_per_s_total")):
+        return
+    micro, accum = case.get("micro_batch"), case.get("grad_accum") or 1
+    per_rank = micro * accum if isinstance(micro, int) and isinstance(accum, int) else None
+    batch = case.get("global_batch") if isinstance(case.get("global_batch"), int) else None
+    for key, samples_in_step in (("samples_per_s", batch), ("train_samples_per_second", batch),
+                                 ("samples_per_s_per_gpu", per_rank)):
+        samples = plain_number(measured.get(key))
+        if samples and samples_in_step:
+            measured["step_time_s"] = samples_in_step / samples
+            notes.append(f"measured.{key} {measured[key]!r}: a step of {samples_in_step} samples read as step_time_s "
+                         f"{samples_in_step / samples:.4g}")
+            return
+
+
+def read_measured(case: dict, measured: dict, notes: list[str]) -> None:
+    """`measured` (the case's own block, changed in place) with the readings above applied, a note for each."""
+    for key, (canonical, factor) in MEASURED_SYNONYMS.items():
+        value = measured.get(key)
+        if value is None or measured.get(canonical) is not None:
+            continue
+        got = plain_number(value)
+        if got is not None:
+            measured[canonical] = got * factor
+            notes.append(f"measured.{key} {value!r} read as {canonical} {got * factor:g}")
+    _full_samples(case, measured, notes)
+    _samples_per_step(case, measured, notes)
+    for key, value in list(measured.items()):
+        got = _measured(key, value)
+        if got is not None:
+            notes.append(f"measured.{key} {value!r} read as {got:g}")
+            measured[key] = got
