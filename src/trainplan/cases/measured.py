@@ -1,7 +1,8 @@
 """The measured block of a published case read as the schema's values (cases.normalize applies it): a number
 written as text with separators and a unit word, a percentage MFU as its fraction, another name of a measured
 quantity (MEASURED_SYNONYMS), samples/s as tokens/s where the samples are full sequences, else as the step
-time of the global batch. Each reading that changed a value is a note."""
+time of the global batch; a step rate (tqdm's it/s, HF Trainer's train_steps_per_second) as the step time, and a
+run's wall time (train_runtime) over its tokens or its steps. Each reading that changed a value is a note."""
 
 from __future__ import annotations
 
@@ -106,6 +107,49 @@ def _samples_per_step(case: dict, measured: dict, notes: list[str]) -> None:
             return
 
 
+# steps (iterations) a second: tqdm's "it/s", HF Trainer's train_steps_per_second metric; the step time is its inverse
+STEP_RATES = ("it_per_s", "its_per_s", "iters_per_s", "iterations_per_s", "iterations_per_second", "steps_per_s",
+              "steps_per_second", "train_steps_per_second")
+# a run's wall time (HF Trainer's train_runtime metric is seconds), with the factor to seconds
+RUN_TIMES = {"train_runtime": 1.0, "train_runtime_s": 1.0, "train_time_s": 1.0, "training_time_s": 1.0,
+             "total_time_s": 1.0, "wall_time_s": 1.0, "runtime_s": 1.0, "train_time_min": 60.0,
+             "training_time_min": 60.0, "train_time_h": 3600.0, "training_time_h": 3600.0, "wall_time_h": 3600.0}
+# what the run did in that time: its tokens (all GPUs) or its optimizer steps
+RUN_TOKENS = ("tokens_total", "total_tokens", "train_tokens", "num_tokens", "tokens_trained")
+RUN_STEPS = ("steps", "total_steps", "train_steps", "max_steps", "num_steps", "global_steps")
+_TIME_KEYS = ("step_time_s", "tokens_per_s_per_gpu", "tokens_per_s_total", "tokens_per_s_reported", "tflops_per_gpu",
+              "mfu", "hfu", "gpu_hours")
+
+
+def _rates_and_runs(measured: dict, notes: list[str]) -> None:
+    """A step rate as the step time; a run's wall time over its tokens as total tokens/s, over its steps as the
+    step time. Only where the block gives no time metric of the schema's."""
+    if any(measured.get(k) is not None for k in _TIME_KEYS):
+        return
+    for key in STEP_RATES:
+        rate = plain_number(measured.get(key))
+        if rate and rate > 0:
+            measured["step_time_s"] = 1.0 / rate
+            notes.append(f"measured.{key} {measured[key]!r} read as step_time_s {1.0 / rate:.4g} (its inverse)")
+            return
+    for key, factor in RUN_TIMES.items():
+        seconds = plain_number(measured.get(key))
+        if not seconds or seconds <= 0:
+            continue
+        seconds *= factor
+        tokens = next(((k, v) for k in RUN_TOKENS if (v := plain_number(measured.get(k)))), None)
+        steps = next(((k, v) for k in RUN_STEPS if (v := plain_number(measured.get(k)))), None)
+        if tokens:
+            measured["tokens_per_s_total"] = tokens[1] / seconds
+            notes.append(f"measured.{tokens[0]} {tokens[1]:g} over measured.{key} {measured[key]!r} read as "
+                         f"tokens_per_s_total {tokens[1] / seconds:.6g}")
+        elif steps:
+            measured["step_time_s"] = seconds / steps[1]
+            notes.append(f"measured.{key} {measured[key]!r} over measured.{steps[0]} {steps[1]:g} read as "
+                         f"step_time_s {seconds / steps[1]:.4g}")
+        return
+
+
 def read_measured(case: dict, measured: dict, notes: list[str]) -> None:
     """`measured` (the case's own block, changed in place) with the readings above applied, a note for each."""
     for key, (canonical, factor) in MEASURED_SYNONYMS.items():
@@ -118,6 +162,7 @@ def read_measured(case: dict, measured: dict, notes: list[str]) -> None:
             notes.append(f"measured.{key} {value!r} read as {canonical} {got * factor:g}")
     _full_samples(case, measured, notes)
     _samples_per_step(case, measured, notes)
+    _rates_and_runs(measured, notes)
     for key, value in list(measured.items()):
         got = _measured(key, value)
         if got is not None:

@@ -1,0 +1,42 @@
+"""Measured quantities written as rates or as a run's wall time (cases.measured): tqdm's it/s and HF Trainer's
+train_steps_per_second are the inverse of the step time; HF Trainer's train_runtime (seconds) over the run's
+tokens is its total tokens/s, over its steps the step time. Values derived by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainplan.cases.normalize import normalized
+
+
+def _case(measured: dict) -> dict:
+    return {"id": "x", "kind": "time", "measured": measured}
+
+
+@pytest.mark.parametrize("measured, key, value", [
+    ({"it_per_s": 0.5}, "step_time_s", 2.0),
+    ({"train_steps_per_second": "0.25"}, "step_time_s", 4.0),
+    ({"train_runtime": 3600, "total_tokens": 1.8e8}, "tokens_per_s_total", 50_000.0),
+    ({"train_time_h": 2, "tokens_total": "720,000,000"}, "tokens_per_s_total", 100_000.0),
+    ({"train_runtime": "1,000 s", "max_steps": 250}, "step_time_s", 4.0),
+    ({"train_time_min": 10, "steps": 300}, "step_time_s", 2.0),
+])
+def test_rates_and_run_times_by_hand(measured, key, value):
+    out, notes = normalized(_case(measured))
+    assert out["measured"][key] == pytest.approx(value)
+    assert any(key in n for n in notes)
+
+
+def test_a_schema_metric_wins_over_a_rate():
+    # the block's own step time stands; the rate beside it is not read
+    out, _ = normalized(_case({"step_time_s": 3.0, "it_per_s": 0.5}))
+    assert out["measured"]["step_time_s"] == 3.0
+    out, _ = normalized(_case({"tokens_per_s_per_gpu": 1000.0, "train_runtime": 10, "steps": 5}))
+    assert "step_time_s" not in out["measured"]
+
+
+@pytest.mark.parametrize("measured", [{"it_per_s": 0}, {"it_per_s": "fast"}, {"train_runtime": 3600},
+                                      {"train_runtime": -5, "steps": 10}, {"steps": 10}])
+def test_no_reading_without_a_positive_rate_or_a_run_size(measured):
+    out, _ = normalized(_case(dict(measured)))
+    assert "step_time_s" not in out["measured"] and "tokens_per_s_total" not in out["measured"]
