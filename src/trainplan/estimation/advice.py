@@ -106,6 +106,12 @@ def _changes(setup: TrainingSetup) -> list[_Change]:
                                                    impl=replace(s.impl, optimizer_in_backward=True)),
                            cost="layer-wise GaLore: each weight steps in the backward and its gradient is freed at "
                                 "once; one GPU and no gradient accumulation (HF Trainer, LLaMA-Factory)"))
+    if setup.method in (Method.FULL, Method.FREEZE) and setup.optimizer in (Optimizer.ADAMW, Optimizer.ADAMW_FUSED) \
+            and Optimizer.ADAM_MINI in capabilities(setup.framework).optimizers:
+        out.append(_Change(flags="--optimizer adam-mini", slot="optimizer",
+                           apply=lambda s: replace(s, optimizer=Optimizer.ADAM_MINI),
+                           cost="Adam-mini: one second moment per neuron or head, so about half of AdamW's states; "
+                                "its paper reports AdamW-level loss (arXiv 2406.16793)"))
     if setup.method in (Method.FULL, Method.FREEZE):
         lora = LoraConfig(rank=16, alpha=32, targets=("all-linear",))
         out.append(_Change(flags="--method lora --lora-targets all-linear", slot="method",
