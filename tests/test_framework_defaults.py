@@ -419,6 +419,10 @@ _SPECS: dict[tuple[str, str, str], Any] = {
         "optim_args is a free-form string: the rank GaLore takes when it names none is popped with a default",
         (Expr("transformers.trainer_optimizer", "_get_galore_optimizer",
               "int(ctx.optim_args.pop('rank', {value!r}))"), True)),
+    ("hf", "DEFAULTS", "apollo_rank"): instead(
+        "optim_args is a free-form string: the rank APOLLO takes when it names none is popped with a default",
+        (Expr("transformers.trainer_optimizer", "_get_apollo_optimizer",
+              "int(ctx.optim_args.pop('rank', {value!r}))"), True)),
     # TRL
     ("trl", "DEFAULTS", "precision"): also(
         (Expr(_TRL + "base_config", "_BaseConfig.__post_init__", "not self.fp16 if self.bf16 is None else self.bf16"),

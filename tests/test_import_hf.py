@@ -273,8 +273,8 @@ def test_optimizers(tmp_path, optim, value):
 
 
 def test_keys_that_matter_but_are_not_modelled(tmp_path):
-    # APOLLO stays unmodelled (GaLore is read: tests/test_galore.py)
-    o = options(write(tmp_path, "optim: apollo_adamw\noptim_target_modules: [attn, mlp]\nauto_find_batch_size: true\n"
+    # AdaLomo stays unmodelled (GaLore and APOLLO are read: tests/test_galore.py, tests/test_apollo.py)
+    o = options(write(tmp_path, "optim: adalomo\noptim_target_modules: [attn, mlp]\nauto_find_batch_size: true\n"
                                 "use_peft: true\nlora_modules_to_save: [lm_head, score]\nattn_implementation: flex_attention\n"
                                 "fsdp: true\nfsdp_config: {auto_wrap_policy: SIZE_BASED_WRAP}\n"))
     assert set(unread(o)) == {"optim", "optim_target_modules", "auto_find_batch_size", "lora_modules_to_save",

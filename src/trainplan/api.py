@@ -45,6 +45,7 @@ class Options(TypedDict, total=False):
     optimizer: str | None
     lora_rank: int
     galore_rank: int
+    apollo_rank: int
     lora_alpha: float | None
     lora_dropout: float
     lora_targets: str | tuple[str, ...] | None

@@ -115,13 +115,18 @@ class Optimizer:
     # Adam-mini (Zhang et al. 2024, arXiv 2406.16793; pip adam-mini adam_mini.py, LLaMA-Factory use_adam_mini):
     # Adam's first moment per element, its second moment one mean per output neuron (per head for q and k)
     ADAM_MINI = "adam-mini"
+    # APOLLO (Zhu et al. 2024, arXiv 2412.05270; apollo_torch APOLLOAdamW): Adam on each decoder linear's gradient
+    # projected to rank r by a random (seeded) matrix, only to scale the full gradient channel by channel
+    APOLLO_ADAMW = "apollo-adamw"
 
 
 # the optimizers that project decoder-linear gradients to low rank (GaLore)
 GALORE_OPTIMIZERS = frozenset({Optimizer.GALORE_ADAMW, Optimizer.GALORE_ADAMW_8BIT})
 # the optimizers that step each 2-D weight as a whole matrix (a projection or an orthogonalisation), so not over
 # the flattened shards DeepSpeed ZeRO and FSDP give an optimizer
-MATRIX_OPTIMIZERS = GALORE_OPTIMIZERS | {Optimizer.MUON}
+MATRIX_OPTIMIZERS = GALORE_OPTIMIZERS | {Optimizer.MUON, Optimizer.APOLLO_ADAMW}
+# the optimizers that keep Adam states of a low-rank projection of each decoder linear's gradient
+LOW_RANK_OPTIMIZERS = GALORE_OPTIMIZERS | {Optimizer.APOLLO_ADAMW}
 
 
 @simple_enum(StrEnum)

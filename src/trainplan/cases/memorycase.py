@@ -30,7 +30,7 @@ from trainplan.cases.text import (
     quant_of,
 )
 from trainplan.cases.trainers import trainer_defaults, trainer_facts
-from trainplan.enums import GALORE_OPTIMIZERS, Framework, Optimizer
+from trainplan.enums import LOW_RANK_OPTIMIZERS, Framework, Optimizer
 from trainplan.frozen import frozen
 from trainplan.job.options import JobOptions
 from trainplan.specs import GpuSpec
@@ -263,8 +263,8 @@ def map_memory_case(case: dict) -> MemoryMapping:
         optimizer = Optimizer(said["optimizer"])
     if "into backward" in text(case.get("optimizer")) or "optimizer_in_bwd=true" in text(case.get("optimizer")):
         flags["optimizer_in_backward"] = True
-    if optimizer in GALORE_OPTIMIZERS:
-        flags.update(galore_flags(case.get("optimizer"), notes))
+    if optimizer in LOW_RANK_OPTIMIZERS:
+        flags.update(galore_flags(case.get("optimizer"), notes, apollo=optimizer is Optimizer.APOLLO_ADAMW))
     measured = case.get("measured") or {}
     view, why = memory_view(measured.get("what"))
     notes.append(why)

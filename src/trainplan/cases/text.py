@@ -155,7 +155,7 @@ def attention_of(value: Any) -> str | None:
 
 # optimizers whose states are not Adam's, SGD's or Adafactor's shapes (low-rank projections, per-block
 # learning rates, QK-clipped Muon, fused updates without states)
-_UNMODELLED_OPTIMIZERS = ("apollo", "muonclip", "lomo", "adalomo", "sophia")
+_UNMODELLED_OPTIMIZERS = ("muonclip", "lomo", "adalomo", "sophia")
 
 
 def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
@@ -170,6 +170,8 @@ def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
         return (Optimizer.GALORE_ADAMW_8BIT if eight else Optimizer.GALORE_ADAMW), None
     if re.search(r"(?<![a-z])muon(?![a-z])", t):
         return Optimizer.MUON, None
+    if re.search(r"(?<![a-z])apollo(?![a-z])", t):
+        return Optimizer.APOLLO_ADAMW, None
     if re.search(r"(?<![a-z])adam[-_ ]?mini(?![a-z])", t):
         return Optimizer.ADAM_MINI, None
     unmodelled = [w for w in _UNMODELLED_OPTIMIZERS if re.search(r"(?<![a-z])" + w + r"(?![a-z])", t)]
@@ -206,18 +208,20 @@ def galore_of(value: Any) -> tuple[int | None, bool]:
     return (int(rank.group(1)) if rank else None), bool(_PER_LAYER.search(t))
 
 
-def galore_flags(value: Any, notes: list[str]) -> dict[str, Any]:
-    """The job flags a GaLore optimizer's text gives (galore_rank, optimizer_in_backward), a note for each."""
+def galore_flags(value: Any, notes: list[str], *, apollo: bool = False) -> dict[str, Any]:
+    """The job flags a GaLore (or, with `apollo`, an APOLLO) optimizer's text gives (its rank,
+    optimizer_in_backward), a note for each."""
     rank, per_layer = galore_of(value)
+    name, key = ("APOLLO", "apollo_rank") if apollo else ("GaLore", "galore_rank")
     out: dict[str, Any] = {}
     if rank:
-        out["galore_rank"] = rank
-        notes.append(f"GaLore rank {rank} as the optimizer text states")
+        out[key] = rank
+        notes.append(f"{name} rank {rank} as the optimizer text states")
     else:
-        notes.append("GaLore rank not stated: 128 (HF Trainer's optim_args default)")
+        notes.append(f"{name} rank not stated: 128 (HF Trainer's optim_args default)")
     if per_layer:
         out["optimizer_in_backward"] = True
-        notes.append("GaLore per layer: each weight steps in a post-accumulate-grad hook, its gradient freed at once")
+        notes.append(f"{name} per layer: each weight steps in a post-accumulate-grad hook, its gradient freed at once")
     return out
 
 

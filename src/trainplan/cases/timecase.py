@@ -38,7 +38,7 @@ from trainplan.cases.text import (
 from trainplan.cases.trainers import drops_long_samples, stated_head_as_layer, stated_moe_dispatch
 from trainplan.cases.trainers import trainer_defaults, trainer_facts
 from trainplan.enums import (
-    GALORE_OPTIMIZERS,
+    LOW_RANK_OPTIMIZERS,
     Attention,
     Framework,
     Fsdp,
@@ -46,6 +46,7 @@ from trainplan.enums import (
     MasterWeights,
     Method,
     Offload,
+    Optimizer,
     Precision,
     Quant,
     ZeroStage,
@@ -189,7 +190,8 @@ def map_case(case: dict) -> Mapped:
     optimizer = (framework_optimizer(memory_optimizer(case.get("optimizer"))[0], framework)
                  or profile(framework).optimizer)
     # GaLore's rank and per-layer step as its text states them (the memory reader's rule, cases.text.galore_flags)
-    galore = galore_flags(case.get("optimizer"), fact_notes) if optimizer in GALORE_OPTIMIZERS else {}
+    galore = galore_flags(case.get("optimizer"), fact_notes, apollo=optimizer is Optimizer.APOLLO_ADAMW) \
+        if optimizer in LOW_RANK_OPTIMIZERS else {}
     if galore.get("optimizer_in_backward"):
         impl = replace(impl, optimizer_in_backward=True)
     quant = None
@@ -246,7 +248,7 @@ def map_case(case: dict) -> Mapped:
     pairs, reference, ref_forward = preference(case.get("stage"), None, method)   # cases.normalize: DPO, ORPO, ...
     setup = TrainingSetup(model=spec, method=method, precision=precision,
                           optimizer=optimizer,
-                          **({"galore_rank": galore["galore_rank"]} if "galore_rank" in galore else {}),
+                          **{k: v for k, v in galore.items() if k in ("galore_rank", "apollo_rank")},
                           batch_size=micro, seq_len=seq, grad_accum=grad_accum(case, framework),
                           grad_ckpt=GradCkpt(stated_ckpt or said.get("grad_ckpt") or profile(framework).grad_ckpt),
                           grad_ckpt_every=ckpt_every_of(case.get("grad_ckpt")) or 1,

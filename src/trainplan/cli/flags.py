@@ -98,9 +98,12 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
                    "badam (block-coordinate Adam, one layer at a time; --method full) | galore-adamw | "
                    "galore-adamw-8bit (Adam over low-rank projected gradients; --method full) | muon (orthogonalised "
                    "momentum on 2-D weights, AdamW on the rest; LLaMA-Factory, ms-swift, axolotl, pytorch) | "
-                   "adam-mini (one second moment per neuron or head; LLaMA-Factory, pytorch; --method full or freeze)")
+                   "adam-mini (one second moment per neuron or head; LLaMA-Factory, pytorch; --method full or freeze) | "
+                   "apollo-adamw (Adam on random low-rank projections, to scale the full gradient; --method full)")
     g.add_argument("--galore-rank", type=int, default=128,
                    help="GaLore's projection rank (default 128, HF Trainer's; LLaMA-Factory's galore_rank is 16)")
+    g.add_argument("--apollo-rank", type=int, default=128,
+                   help="APOLLO's projection rank (default 128, HF Trainer's; LLaMA-Factory's apollo_rank is 16)")
     g.add_argument("--lora-rank", type=int, default=16)
     g.add_argument("--lora-alpha", type=float)
     g.add_argument("--lora-dropout", type=float, default=0.05)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trainplan.cost.bill import CostEstimate
-from trainplan.enums import GALORE_OPTIMIZERS
+from trainplan.enums import GALORE_OPTIMIZERS, Optimizer
 from trainplan.estimation.advice import Suggestion
 from trainplan.frozen import asdict, frozen
 from trainplan.job.job import Job
@@ -61,6 +61,7 @@ class Estimate:
             "freeze_layers": ((-1 if s.freeze_bottom else 1) * s.freeze_trainable_layers
                               if str(s.method) == "freeze" else None),
             "galore_rank": s.galore_rank if s.optimizer in GALORE_OPTIMIZERS else None,
+            "apollo_rank": s.apollo_rank if s.optimizer is Optimizer.APOLLO_ADAMW else None,
             "implementation": {k: (str(v) if not isinstance(v, (bool, int, float)) else v)
                                for k, v in asdict(s.impl).items()},
             "gpu": self.gpu.id, "num_gpus": self.layout.num_gpus, "nodes": self.layout.nodes,

@@ -24,7 +24,7 @@ import json
 from typing import Any
 
 from trainplan.enums import (
-    GALORE_OPTIMIZERS,
+    LOW_RANK_OPTIMIZERS,
     Attention,
     Framework,
     Fsdp,
@@ -61,10 +61,14 @@ def galore_args(job) -> dict[str, Any]:
     """optim galore_adamw[_8bit][_layerwise] with optim_args rank and every linear as the target
     (transformers trainer_optimizer.py _get_galore_optimizer / _setup_low_rank_optimizer, "all-linear")."""
     setup = job.setup
-    name = "galore_adamw" + ("_8bit" if setup.optimizer is Optimizer.GALORE_ADAMW_8BIT else "")
+    if setup.optimizer is Optimizer.APOLLO_ADAMW:      # _get_apollo_optimizer: the same low-rank setup
+        name, rank = "apollo_adamw", setup.apollo_rank
+    else:
+        name, rank = "galore_adamw" + ("_8bit" if setup.optimizer is Optimizer.GALORE_ADAMW_8BIT else ""), \
+            setup.galore_rank
     if setup.impl.optimizer_in_backward:
         name += "_layerwise"
-    return {"optim": name, "optim_args": f"rank={setup.galore_rank}", "optim_target_modules": "all-linear"}
+    return {"optim": name, "optim_args": f"rank={rank}", "optim_target_modules": "all-linear"}
 
 
 def optim(job) -> str:
@@ -123,7 +127,7 @@ def arguments(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str
     if work.steps is not None:
         args["max_steps"] = work.steps
     args.update(amp_flags(setup.precision))
-    if job.setup.optimizer in GALORE_OPTIMIZERS:
+    if job.setup.optimizer in LOW_RANK_OPTIMIZERS:
         args.update(galore_args(job))
     else:
         args["optim"] = optim(job)

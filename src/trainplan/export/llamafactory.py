@@ -24,6 +24,7 @@ from typing import Any
 
 from trainplan.enums import (
     GALORE_OPTIMIZERS,
+    LOW_RANK_OPTIMIZERS,
     Attention,
     Framework,
     Fsdp,
@@ -75,10 +76,12 @@ def check(job) -> None:
                 "use --grad-ckpt full or none")
     if setup.impl.loss is Loss.CHUNKED:
         _refuse("a chunked cross-entropy is not a LLaMA-Factory option (enable_liger_kernel fuses it: --liger)")
-    if setup.impl.optimizer_in_backward and setup.optimizer not in GALORE_OPTIMIZERS:
-        _refuse("the optimizer step in backward is torchtune's, not LLaMA-Factory's (but for galore_layerwise)")
+    if setup.impl.optimizer_in_backward and setup.optimizer not in LOW_RANK_OPTIMIZERS:
+        _refuse("the optimizer step in backward is torchtune's, not LLaMA-Factory's (but for galore_layerwise and "
+                "apollo_layerwise)")
     if setup.impl.optimizer_in_backward and setup.grad_accum > 1:
-        _refuse("layer-wise GaLore takes no gradient accumulation (train/trainer_utils.py _create_galore_optimizer)")
+        _refuse("layer-wise GaLore and APOLLO take no gradient accumulation (train/trainer_utils.py "
+                "_create_galore_optimizer, _create_apollo_optimizer)")
 
 
 def _stage(job) -> tuple[str, str | None]:
@@ -97,6 +100,11 @@ def _method(job, notes: list[str]) -> dict[str, Any]:
         out = {"finetuning_type": "full", "use_galore": True, "galore_target": "all", "galore_rank": setup.galore_rank}
         if setup.impl.optimizer_in_backward:
             out["galore_layerwise"] = True
+        return out
+    if setup.optimizer is Optimizer.APOLLO_ADAMW:   # train/trainer_utils.py _create_apollo_optimizer
+        out = {"finetuning_type": "full", "use_apollo": True, "apollo_target": "all", "apollo_rank": setup.apollo_rank}
+        if setup.impl.optimizer_in_backward:
+            out["apollo_layerwise"] = True
         return out
     if setup.method is Method.FREEZE:
         n = setup.freeze_trainable_layers
@@ -187,6 +195,8 @@ def config(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str, d
     train.update(lr_scheduler_type="cosine", warmup_ratio=0.1, **_precision(setup))
     if setup.optimizer in GALORE_OPTIMIZERS:
         train["optim"] = pieces.galore_base_optim(setup.optimizer)
+    elif setup.optimizer is Optimizer.APOLLO_ADAMW:
+        train["optim"] = "adamw_torch"  # the only optim _create_apollo_optimizer takes
     elif setup.optimizer is Optimizer.MUON:
         train["use_muon"] = True       # train/trainer_utils.py _create_muon_optimizer: `optim` is not used
     elif setup.optimizer is Optimizer.ADAM_MINI:

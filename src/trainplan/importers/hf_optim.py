@@ -1,5 +1,5 @@
 """The `optim` of an HF TrainingArguments / TRL config (importers/hf.py reads the rest): transformers v5.24.0
-src/transformers/training_args.py OptimizerNames, trainer_optimizer.py (_get_galore_optimizer,
+src/transformers/training_args.py OptimizerNames, trainer_optimizer.py (_get_galore_optimizer, _get_apollo_optimizer,
 _setup_low_rank_optimizer), and the v4.57 `adafactor` alias."""
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ _OPTIM = {"adamw_torch": ("adamw", ""), "adamw_hf": ("adamw", "v4 alias of torch
 # optim galore_* (trainer_optimizer.py _get_galore_optimizer: GaLoreAdamW / GaLoreAdamW8bit; the _layerwise
 # names step each parameter in a post-accumulate-grad hook, _setup_low_rank_optimizer) -> (optimizer, in backward)
 _GALORE = {"galore_adamw": ("galore-adamw", False), "galore_adamw_8bit": ("galore-adamw-8bit", False),
-           "galore_adamw_layerwise": ("galore-adamw", True), "galore_adamw_8bit_layerwise": ("galore-adamw-8bit", True)}
+           "galore_adamw_layerwise": ("galore-adamw", True), "galore_adamw_8bit_layerwise": ("galore-adamw-8bit", True),
+           # optim apollo_adamw[_layerwise] (_get_apollo_optimizer: APOLLOAdamW over the same low-rank setup)
+           "apollo_adamw": ("apollo-adamw", False), "apollo_adamw_layerwise": ("apollo-adamw", True)}
 
 
 class _OptimMixin:
@@ -52,8 +54,8 @@ class _OptimMixin:
                        note="_layerwise: each parameter steps in a post-accumulate-grad hook")
         args = self.pop("optim_args")
         pairs = dict(p.split("=", 1) for p in str(args or "").replace(" ", "").split(",") if "=" in p)
+        rank = "apollo_rank" if value == "apollo-adamw" else "galore_rank"
         if "rank" in pairs:
-            self.c.set("galore_rank", as_int(pairs["rank"], "optim_args rank", self.path, minimum=1), key="optim_args",
-                       raw=args)
+            self.c.set(rank, as_int(pairs["rank"], "optim_args rank", self.path, minimum=1), key="optim_args", raw=args)
         else:
-            self.default("galore_rank")
+            self.default(rank)

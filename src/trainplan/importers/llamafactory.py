@@ -24,11 +24,11 @@ from trainplan.importers.llamafactory_args import (
     _batch,
     _kernels,
     _method,
-    _optimizer,
     _precision,
     _sequence,
     _stage,
 )
+from trainplan.importers.llamafactory_optim import _optimizer
 
 FORMAT = "llamafactory"
 # keys only LLaMA-Factory has (FinetuningArguments, DataArguments, ModelArguments)

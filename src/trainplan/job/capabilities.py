@@ -4,14 +4,16 @@ The frameworks' defaults are job/frameworks.py's profiles."""
 
 from __future__ import annotations
 
-from trainplan.enums import GALORE_OPTIMIZERS, Attention, Framework, Loss, Offload, Optimizer
+from trainplan.enums import LOW_RANK_OPTIMIZERS, Attention, Framework, Loss, Offload, Optimizer
 from trainplan.frozen import frozen
 
-_ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM, Optimizer.MUON, Optimizer.ADAM_MINI} - GALORE_OPTIMIZERS
+_ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM, Optimizer.MUON, Optimizer.ADAM_MINI} - LOW_RANK_OPTIMIZERS
 # GaLore runs where the trainer builds its optimizer from the model's own 2-D weights: HF Trainer `optim`
 # galore_adamw[_8bit][_layerwise] (trainer.py, optim_target_modules), LLaMA-Factory use_galore, ms-swift
 # use_galore, and a plain loop (GaLore's torchrun_main.py)
-_GALORE_OPT = _ALL_OPT | GALORE_OPTIMIZERS
+# APOLLO the same way: HF `optim` apollo_adamw[_layerwise] (trainer_optimizer.py _get_apollo_optimizer) and
+# LLaMA-Factory use_apollo (train/trainer_utils.py _create_apollo_optimizer)
+_GALORE_OPT = _ALL_OPT | LOW_RANK_OPTIMIZERS
 # Muon: LLaMA-Factory use_muon (train/trainer_utils.py _create_muon_optimizer), ms-swift `--optimizer muon`
 # (swift/optimizers/mapping.py), axolotl `optimizer: muon` (core/builders/base.py) and torch.optim.Muon; not the
 # HF Trainer's own `optim` names (transformers 5.24 OptimizerNames has none), torchtitan, torchtune or Megatron

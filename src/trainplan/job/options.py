@@ -18,6 +18,7 @@ class JobOptions:
     optimizer: str | None = None
     lora_rank: int = 16
     galore_rank: int = 128          # --optimizer galore-*: the projection rank (HF Trainer's default)
+    apollo_rank: int = 128          # --optimizer apollo-adamw: the projection rank (HF Trainer's default)
     lora_alpha: float | None = None
     lora_dropout: float = 0.05
     lora_targets: str | tuple[str, ...] | None = None

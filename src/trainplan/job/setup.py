@@ -141,7 +141,7 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
                          grad_ckpt=grad_ckpt, grad_ckpt_every=every, attention=attention, lora=lora, quant=quant,
                          freeze_trainable_layers=freeze, freeze_bottom=bottom, framework=framework, impl=impl,
                          sequences_per_sample=pairs, reference_model=reference, reference_forward=ref_forward,
-                         galore_rank=req.galore_rank)
+                         galore_rank=req.galore_rank, apollo_rank=req.apollo_rank)
 
 
 def _freeze_layers(value: object) -> tuple[int, bool]:

@@ -4,7 +4,7 @@ provenance (importers/merge.py) and the resolved setup, nothing else."""
 
 from __future__ import annotations
 
-from trainplan.enums import GALORE_OPTIMIZERS
+from trainplan.enums import GALORE_OPTIMIZERS, Optimizer
 from trainplan.job.frameworks import profile
 from trainplan.job.job import Job
 from trainplan.job.options import JobOptions
@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 # The settings that decide memory and time, in the order they are listed.
-SETTINGS = ("model", "framework", "method", "stage", "precision", "fp8_recipe", "optimizer", "galore_rank", "lora_rank",
-            "lora_alpha", "lora_dropout", "lora_targets", "dora", "modules_to_save", "quant", "double_quant",
+SETTINGS = ("model", "framework", "method", "stage", "precision", "fp8_recipe", "optimizer", "galore_rank",
+            "apollo_rank", "lora_rank", "lora_alpha", "lora_dropout", "lora_targets", "dora", "modules_to_save", "quant", "double_quant",
             "freeze_layers", "batch_size", "grad_accum", "seq_len", "packing", "padding_free", "padding_mask",
             "dataset", "drop_long_samples", "grad_ckpt", "grad_ckpt_every", "attention", "loss", "liger",
             "activation_offload",
@@ -75,6 +75,8 @@ def sources(job: Job, *, everything: bool = False) -> list[dict[str, Any]]:
     for name in SETTINGS:
         if name == "galore_rank" and job.setup.optimizer not in GALORE_OPTIMIZERS:
             continue        # read only by a GaLore optimizer
+        if name == "apollo_rank" and job.setup.optimizer is not Optimizer.APOLLO_ADAMW:
+            continue
         if name in given:
             out.append(given[name].to_dict())
             continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trainplan.enums import (
-    GALORE_OPTIMIZERS,
+    LOW_RANK_OPTIMIZERS,
     Attention,
     Fp8Recipe,
     Framework,
@@ -123,9 +123,11 @@ class TrainingSetup:
     reference_model: bool = False         # a frozen 16-bit copy of the model on the GPU (DPO/KTO, full fine-tune)
     reference_forward: bool = False       # a no-grad forward of the reference per micro-batch (also adapters off)
     galore_rank: int = 128                # GaLore's projection rank (HF Trainer optim_args "rank" default 128)
+    apollo_rank: int = 128                # APOLLO's projection rank (HF Trainer _get_apollo_optimizer default 128)
 
     def __post_init__(self) -> None:
-        for key in ("batch_size", "seq_len", "grad_accum", "grad_ckpt_every", "sequences_per_sample", "galore_rank"):
+        for key in ("batch_size", "seq_len", "grad_accum", "grad_ckpt_every", "sequences_per_sample", "galore_rank",
+                    "apollo_rank"):
             value = getattr(self, key)
             if not isinstance(value, int) or value <= 0:
                 flag = "--" + key.replace("_", "-")
@@ -144,8 +146,8 @@ class TrainingSetup:
                 raise TrainplanError(
                     "QLoRA computes in bf16 or fp16 over 4-bit weights: use --precision bf16 or "
                     "bf16-pure (fp16) instead of fp32")
-        if self.optimizer in GALORE_OPTIMIZERS and self.method is not Method.FULL:
-            # LLaMA-Factory hparams/finetuning_args.py: "Cannot use LoRA with GaLore or BAdam together"
+        if self.optimizer in LOW_RANK_OPTIMIZERS and self.method is not Method.FULL:
+            # LLaMA-Factory hparams/finetuning_args.py: "Cannot use LoRA with GaLore, APOLLO or BAdam together"
             raise TrainplanError(f"--optimizer {self.optimizer} projects the gradients of the full weights: "
                                  f"use --method full, not {self.method}")
         if self.optimizer is Optimizer.ADAM_MINI and self.method in (Method.LORA, Method.QLORA):

@@ -40,7 +40,8 @@ BIG = 10 ** 12          # counts with no natural bound (samples, steps): far bey
 
 # field -> (low, high) for integers (inclusive)
 INTS: dict[str, tuple[int, int]] = {
-    "lora_rank": (1, 65536), "galore_rank": (1, 65536), "batch_size": (1, 1 << 20), "grad_accum": (1, 1 << 20),
+    "lora_rank": (1, 65536), "galore_rank": (1, 65536), "apollo_rank": (1, 65536), "batch_size": (1, 1 << 20),
+    "grad_accum": (1, 1 << 20),
     "seq_len": (1, 1 << 25),
     "num_gpus": (1, 1 << 20), "nodes": (1, 1 << 17), "tp": (1, 1024), "pp": (1, 1024), "cp": (1, 1024),
     "ep": (1, 1 << 14), "vpp": (1, 1024), "ulysses": (1, 1024), "checkpoint_saves": (0, 1 << 20),
@@ -334,6 +335,8 @@ def _stack(framework: Framework, layout, optimizer: Optimizer, *, said: bool) ->
     wants = [(layout.tp > 1 and not caps.tp, f"tensor parallelism (--tp {layout.tp})"),
              (layout.pp > 1 and not caps.pp, f"pipeline parallelism (--pp {layout.pp})"),
              (optimizer in GALORE_OPTIMIZERS and optimizer not in caps.optimizers, f"GaLore (--optimizer {optimizer})"),
+             (optimizer is Optimizer.APOLLO_ADAMW and optimizer not in caps.optimizers,
+              "APOLLO (--optimizer apollo-adamw)"),
              (optimizer is Optimizer.MUON and optimizer not in caps.optimizers, "Muon (--optimizer muon)"),
              (optimizer is Optimizer.ADAM_MINI and optimizer not in caps.optimizers,
               "Adam-mini (--optimizer adam-mini)")]

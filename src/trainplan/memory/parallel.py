@@ -20,7 +20,7 @@ Sources:
 
 from __future__ import annotations
 
-from trainplan.enums import GALORE_OPTIMIZERS, MATRIX_OPTIMIZERS, Framework, Fsdp, Method, MoeDispatcher
+from trainplan.enums import LOW_RANK_OPTIMIZERS, MATRIX_OPTIMIZERS, Framework, Fsdp, Method, MoeDispatcher, Optimizer
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup
@@ -87,19 +87,21 @@ def optimizer_refusal(setup: TrainingSetup, *, num_gpus: int, zero: int, fsdp: F
         # axolotl) keeps `use_muon` in its state keyed by the model's own parameters, which the shards are not,
         # and orthogonalises whole matrices; axolotl refuses it with DeepSpeed and runs FSDP2 through its
         # distributed Muon (utils/schemas/validation.py check_muon_deepspeed_fsdp), which trainplan does not model
-        what = "projects" if setup.optimizer in GALORE_OPTIMIZERS else "orthogonalises"
+        what = "orthogonalises" if setup.optimizer is Optimizer.MUON else "projects"
         return (f"--optimizer {setup.optimizer} {what} each weight's 2-D gradient; DeepSpeed ZeRO and FSDP give "
                 "the optimizer flattened shards: use plain data parallel (--zero 0, --fsdp none)")
-    if setup.optimizer in GALORE_OPTIMIZERS and setup.impl.optimizer_in_backward \
+    if setup.optimizer in LOW_RANK_OPTIMIZERS and setup.impl.optimizer_in_backward \
             and setup.framework is not Framework.PYTORCH:
         # transformers trainer_optimizer.py _setup_low_rank_optimizer: "Layer-wise ... does not support DDP" and
         # no gradient accumulation; LLaMA-Factory hparams/parser.py "Distributed training does not support
-        # layer-wise GaLore", train/trainer_utils.py "Per-layer GaLore does not support gradient accumulation"
+        # layer-wise GaLore" / "... APOLLO", train/trainer_utils.py "Per-layer GaLore (APOLLO) does not support
+        # gradient accumulation"
+        name = "APOLLO" if setup.optimizer is Optimizer.APOLLO_ADAMW else "GaLore"
         if num_gpus > 1:
-            return ("layer-wise GaLore (the step in the backward) runs on one GPU under the HF Trainer and "
+            return (f"layer-wise {name} (the step in the backward) runs on one GPU under the HF Trainer and "
                     "LLaMA-Factory: use --num-gpus 1 or --no-optimizer-in-backward")
         if setup.grad_accum > 1:
-            return ("layer-wise GaLore (the step in the backward) takes no gradient accumulation under the HF "
+            return (f"layer-wise {name} (the step in the backward) takes no gradient accumulation under the HF "
                     "Trainer and LLaMA-Factory: use --grad-accum 1 or --no-optimizer-in-backward")
     return None
 

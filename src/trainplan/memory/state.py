@@ -40,6 +40,12 @@ Optimizer state sizes:
   and MLP weights, per head for q and k (fewer: counted as rows), one scalar for norms; biases keep Adam's two
   states (vectors are counted so, a few KB). The step's largest moment: `update = m * stepsize` and `-update`,
   two temporaries of the largest tensor.
+- APOLLO (apollo_torch apollo.py APOLLOAdamW, random_projector.py): each decoder linear's gradient is projected
+  as GaLore's is ("std": the right side when m >= n), onto a seeded random (not SVD) matrix of the same shape,
+  kept in the gradient's dtype; Adam's two states zeros_like the projected gradient; the other tensors plain Adam.
+  The step's largest moment: `scaled_grad = p.grad * factor` and `scaled_grad / limiter` (the norm-growth
+  limiter), two full-size temporaries of the largest projected weight; for a plain tensor `exp_avg_sq.sqrt()`
+  and `exp_avg / denom`, two of it.
 - QLoRA NF4/FP4: 0.5 byte/param plus an fp32 absmax per 64-element block; double quantization
   stores those absmax in 8 bits with an fp32 constant per 256 blocks (Dettmers et al. 2023, 2.2).
 """
@@ -233,6 +239,11 @@ def _optimizer_bytes(opt: Optimizer, groups: ParamGroups, elem: int, rank: int =
         return _galore_bytes(opt, groups, elem, rank)
     if opt is Optimizer.MUON:
         return _muon_bytes(groups, elem)
+    if opt is Optimizer.APOLLO_ADAMW:
+        states, _ = _galore_bytes(Optimizer.GALORE_ADAMW, groups, elem, rank)
+        big = max((g.rows * g.cols for g in groups.trainable if g.projectable), default=0)
+        plain = max((g.rows * g.cols for g in groups.trainable if not g.projectable), default=0)
+        return states, 2 * elem * max(big, plain)
     if opt is Optimizer.ADAM_MINI:
         # module docstring: m per element plus one vmean per output row of a matrix; vectors two states
         states = sum(elem * g.count * (g.rows * g.cols + g.rows if g.cols > 1 else 2 * g.rows)
@@ -298,7 +309,8 @@ def model_state(setup: TrainingSetup, regime: Regime) -> ModelState:
     grad_elem = regime.adapter_bytes if groups.adapter else regime.grad_bytes
     master = trainable * regime.master_bytes
     state_elem = 4 if regime.master_bytes else (train_w if train_w else regime.state_bytes)
-    states, temp = _optimizer_bytes(setup.optimizer, replace(groups, copies=()), state_elem, setup.galore_rank)
+    rank = setup.apollo_rank if setup.optimizer is Optimizer.APOLLO_ADAMW else setup.galore_rank
+    states, temp = _optimizer_bytes(setup.optimizer, replace(groups, copies=()), state_elem, rank)
     if copies:
         copy_elem = 4 if regime.master_bytes else regime.copy_bytes
         copy_states, copy_temp = _optimizer_bytes(setup.optimizer, replace(groups, trainable=groups.copies, copies=()),

@@ -27,6 +27,7 @@ from trainplan.catalog.gpu_text import desktop_die
 from trainplan.timing.links import pcie_link
 from trainplan.timing.efficiency import Efficiency, EfficiencyModel, kernel_stack, matmul_efficiency, memory_bw
 from trainplan.timing.flops import FlopsPerToken
+from trainplan.timing.apollo import apollo_note, apollo_step
 from trainplan.timing.galore import galore_note, galore_step
 from trainplan.timing.muon import muon_note, muon_step
 from trainplan.timing.loss import loss_bytes_per_token
@@ -211,6 +212,12 @@ def optimizer_and_offload_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, 
         step = galore_step(setup, gpu, m)
         steps = setup.grad_accum if setup.impl.optimizer_in_backward else 1
         notes.append(galore_note(setup, step, steps))
+        return step.total_s * steps, 0.0
+    if setup.optimizer is Optimizer.APOLLO_ADAMW:
+        # as GaLore: plain data parallel, one step per backward when layer-wise (apollo_adamw_layerwise)
+        step = apollo_step(setup, gpu, m)
+        steps = setup.grad_accum if setup.impl.optimizer_in_backward else 1
+        notes.append(apollo_note(setup, step, steps))
         return step.total_s * steps, 0.0
     if setup.optimizer is Optimizer.MUON:
         # every GPU steps every weight (Muon runs under DDP only: memory.parallel.optimizer_refusal)

@@ -31,6 +31,7 @@ _UNSUPPORTED = {
     Optimizer.GALORE_ADAMW_8BIT: "GaLore's GaLoreAdamW8bit (galore-torch over bitsandbytes) is not run by the trace",
     Optimizer.MUON: "Muon (Moonlight's, as LLaMA-Factory, ms-swift and axolotl run it) is not run by the trace",
     Optimizer.ADAM_MINI: "Adam-mini (pip adam-mini) is not run by the trace",
+    Optimizer.APOLLO_ADAMW: "APOLLO's APOLLOAdamW (pip apollo-torch) is not run by the trace",
 }
 
 

@@ -46,6 +46,7 @@ class Setup(_Record):
     precision: str | None = Field(default=None, max_length=MAX_TEXT, examples=["bf16", "fp16-pure"])
     optimizer: str | None = Field(default=None, max_length=MAX_TEXT, examples=["adamw", "adamw-8bit"])
     galore_rank: int | None = Field(default=None, description="GaLore's projection rank (optimizer galore-*)")
+    apollo_rank: int | None = Field(default=None, description="APOLLO's projection rank (optimizer apollo-adamw)")
     lora_rank: int | None = None
     lora_alpha: float | None = None
     lora_dropout: float | None = None

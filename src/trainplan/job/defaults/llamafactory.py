@@ -62,6 +62,8 @@ DEFAULTS: tuple[Default, ...] = (
     Default(field="epochs", value=3.0, key="num_train_epochs", source=f"{_HF}.num_train_epochs"),
     Default(field="galore_rank", value=16, key="galore_rank", source=f"{_FT} GaloreArguments.galore_rank",
             note="use_galore: the projection rank"),
+    Default(field="apollo_rank", value=16, key="apollo_rank", source=f"{_FT} ApolloArguments.apollo_rank",
+            note="use_apollo: the projection rank"),
     Default(field="optimizer", value="adamw-fused", key="optim", raw="adamw_torch_fused",
             source=f"{_HF}.optim: adamw_torch_fused with torch >= 2.8 (adamw_torch before)"),
 )

@@ -1,0 +1,83 @@
+"""APOLLO's optimizer step on the GPU (Zhu et al. 2024, arXiv 2412.05270; apollo_torch apollo.py APOLLOAdamW,
+random_projector.py; memory.state has the shapes).
+
+Per projected weight W (m x n, gradient G, a seeded random matrix P of r' = min(r, m, n) rows, GaLore's sides):
+
+    R = G P^T (or P^T G)                    a GEMM of max(m, n) x r' x min(m, n), reading G
+    Adam on R                                two states of max(m, n) x r', the normalised R' = m / (sqrt(v) + eps)
+    s = ||R'|| / ||R|| along each channel    norms of the low-rank tensors
+    U = G * s, the norm-growth limiter,      full-size passes: the product written, its norm read, divided,
+    U *= sqrt(scale), W += -lr U, W decay    scaled, added to W (reading W and U), and W's weight decay
+
+The GEMM runs in the gradient's dtype (fp32 under the HF Trainer's mixed precision, at the fp32 peak), timed as
+compute at the GPU's best-GEMM rate plus its operands' traffic (trainplan.timing.moe.grouped_gemm_s); the rest as
+memory traffic. The other trainable tensors take APOLLOAdamW's own Adam loop, one kernel per operation (eleven
+passes, 22 element reads and writes). Not timed, said in a note: the random matrix drawn again every
+update_proj_gap steps (torch.randn of r' x min(m, n), a few milliseconds amortised over 200 steps).
+"""
+
+from __future__ import annotations
+
+from trainplan.enums import Precision
+from trainplan.frozen import frozen
+from trainplan.job.training import TrainingSetup
+from trainplan.memory.state import galore_shape, param_groups
+from trainplan.specs import GpuSpec
+from trainplan.timing.efficiency import EfficiencyModel, KernelStack, matmul_efficiency, memory_bw
+from trainplan.timing.moe import grouped_gemm_s
+from trainplan.timing.traffic import grad_bytes, state_elem_bytes
+
+# APOLLOAdamW's plain-tensor branch per element: exp_avg mul_ (1 read, 1 write) and add_ (2, 1), exp_avg_sq mul_
+# (1, 1) and addcmul_ (2, 1), sqrt (1, 1), add_ eps (1, 1), exp_avg / denom (2, 1), p.add_ (2, 1), weight decay (1, 1)
+ADAM_LOOP_ACCESSES = 22
+
+
+@frozen
+class ApolloStep:
+    """One APOLLO optimizer step on one GPU."""
+
+    gemm_s: float          # the projections
+    update_s: float        # low-rank Adam, the channel norms, the full-size scaling and the weight update
+    plain_s: float         # the tensors APOLLO leaves to Adam
+    gemm_dtype: str
+
+    @property
+    def total_s(self) -> float:
+        return self.gemm_s + self.update_s + self.plain_s
+
+
+def apollo_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> ApolloStep:
+    """Seconds of one APOLLO step over every trainable tensor on one GPU (module docstring)."""
+    g = grad_bytes(setup)
+    elem = state_elem_bytes(setup)
+    dtype = "fp32" if g == 4 else (setup.precision.compute_dtype if setup.precision is not Precision.FP8 else "bf16")
+    eff = matmul_efficiency(gpu, dtype, hidden_size=setup.model.hidden_size, tokens_per_micro_batch=1e9,
+                            stack=KernelStack.FUSED, m=m)
+    flops_per_s = eff.peak_flops_per_s * eff.mamf_fraction * eff.sustained
+    bw = memory_bw(gpu, m)
+    gemm = update = 0.0
+    plain = 0
+    for group in param_groups(setup).trainable:
+        if not group.projectable:
+            plain += group.numel
+            continue
+        rows, cols = group.rows, group.cols
+        low, _ = galore_shape(rows, cols, setup.apollo_rank)
+        big, small = max(rows, cols), min(rows, cols)
+        gemm += grouped_gemm_s(big, low // big, small, groups=group.count, in_bytes=g, out_bytes=g,
+                               flops_per_s=flops_per_s, bytes_per_s=bw)
+        # Adam on R (R read, m and v read and written, R' written) and the two channel norms (R and R' read)
+        adam = low * (g + 4 * elem + elem + g + elem)
+        # G * s (G read, U written), ||U|| (read), U / limiter and U * sqrt(scale) (a read and a write each),
+        # W += -lr U (W and U read, W written), weight decay (W read and written)
+        full = rows * cols * (2 * g + g + 4 * g + (2 * elem + g) + 2 * elem)
+        update += group.count * (adam + full) / bw
+    return ApolloStep(gemm_s=gemm, update_s=update, plain_s=plain * ADAM_LOOP_ACCESSES * elem / bw, gemm_dtype=dtype)
+
+
+def apollo_note(setup: TrainingSetup, step: ApolloStep, steps: int) -> str:
+    per = f"{steps} steps per optimizer step (one per backward: a per-parameter hook)" if steps > 1 else "one step"
+    return (f"APOLLO (rank {setup.apollo_rank}): random projections {step.gemm_s * 1e3:.1f} ms in {step.gemm_dtype}, "
+            f"low-rank Adam and the channel-wise scaling of the full gradient {step.update_s * 1e3:.1f} ms, Adam on "
+            f"the other tensors {step.plain_s * 1e3:.1f} ms; {per}; the random matrix drawn every update_proj_gap "
+            "steps is not timed")
