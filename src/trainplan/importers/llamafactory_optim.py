@@ -33,20 +33,7 @@ def _galore(c: Collector, get) -> bool:
           note=f"{_SRC}train/trainer_utils.py _create_galore_optimizer with optim {name}"
                + ("" if optim is not None else "; optim unset: HF's default adamw_torch_fused is not among the optims "
                   "that function maps (adamw_torch, the bitsandbytes 8-bit ones): set optim: adamw_torch"))
-    target = get("galore_target")
-    if target is not None and str(target).lower() != "all":
-        c.skip("galore_target", target, "trainplan projects every decoder linear (as galore_target all)")
-    rank = get("galore_rank")
-    if rank is None:
-        _default(c, "galore_rank")
-    else:
-        c.set("galore_rank", as_int(rank, "galore_rank", c.file, minimum=1), key="galore_rank", raw=rank)
-    layerwise = get("galore_layerwise")
-    if layerwise is not None and as_bool(layerwise, "galore_layerwise", c.file):
-        c.set("optimizer_in_backward", True, key="galore_layerwise", raw=layerwise,
-              note="one optimizer per parameter, stepped in a post-accumulate-grad hook")
-    for key in ("galore_update_interval", "galore_scale", "galore_proj_type"):
-        get(key)
+    _low_rank(c, get, "galore", ("update_interval", "scale", "proj_type"))
     return True
 
 
@@ -58,22 +45,28 @@ def _apollo(c: Collector, get) -> bool:
         return False
     c.set("optimizer", "apollo-adamw", key="use_apollo", raw=True,
           note=f"{_SRC}train/trainer_utils.py _create_apollo_optimizer (APOLLOAdamW, random projection)")
-    target = get("apollo_target")
-    if target is not None and str(target).lower() != "all":
-        c.skip("apollo_target", target, "trainplan projects every decoder linear (as apollo_target all)")
-    rank = get("apollo_rank")
-    if rank is None:
-        _default(c, "apollo_rank")
-    else:
-        c.set("apollo_rank", as_int(rank, "apollo_rank", c.file, minimum=1), key="apollo_rank", raw=rank)
-    layerwise = get("apollo_layerwise")
-    if layerwise is not None and as_bool(layerwise, "apollo_layerwise", c.file):
-        c.set("optimizer_in_backward", True, key="apollo_layerwise", raw=layerwise,
-              note="one optimizer per parameter, stepped in a post-accumulate-grad hook")
-    for key in ("apollo_update_interval", "apollo_scale", "apollo_proj", "apollo_proj_type", "apollo_scale_type",
-                "apollo_scale_front"):
-        get(key)
+    _low_rank(c, get, "apollo", ("update_interval", "scale", "proj", "proj_type", "scale_type", "scale_front"))
     return True
+
+
+def _low_rank(c: Collector, get, prefix: str, read_only: tuple[str, ...]) -> None:
+    """GaloreArguments' and ApolloArguments' shared keys (`prefix`_target, _rank, _layerwise): the rank (else the
+    framework default), the layer-wise step; targets other than "all" noted as not modelled; the keys that change
+    neither memory nor time (`read_only`) read."""
+    target = get(f"{prefix}_target")
+    if target is not None and str(target).lower() != "all":
+        c.skip(f"{prefix}_target", target, f"trainplan projects every decoder linear (as {prefix}_target all)")
+    rank = get(f"{prefix}_rank")
+    if rank is None:
+        _default(c, f"{prefix}_rank")
+    else:
+        c.set(f"{prefix}_rank", as_int(rank, f"{prefix}_rank", c.file, minimum=1), key=f"{prefix}_rank", raw=rank)
+    layerwise = get(f"{prefix}_layerwise")
+    if layerwise is not None and as_bool(layerwise, f"{prefix}_layerwise", c.file):
+        c.set("optimizer_in_backward", True, key=f"{prefix}_layerwise", raw=layerwise,
+              note="one optimizer per parameter, stepped in a post-accumulate-grad hook")
+    for key in read_only:
+        get(f"{prefix}_{key}")
 
 
 def _optimizer(c: Collector, get) -> None:

@@ -18,12 +18,11 @@ update_proj_gap steps (torch.randn of r' x min(m, n), a few milliseconds amortis
 
 from __future__ import annotations
 
-from trainplan.enums import Precision
-from trainplan.frozen import frozen
 from trainplan.job.training import TrainingSetup
 from trainplan.memory.state import galore_shape, param_groups
 from trainplan.specs import GpuSpec
-from trainplan.timing.efficiency import EfficiencyModel, KernelStack, matmul_efficiency, memory_bw
+from trainplan.timing.efficiency import EfficiencyModel, memory_bw
+from trainplan.timing.galore import LowRankStep, best_gemm_rate, gradient_dtype
 from trainplan.timing.moe import grouped_gemm_s
 from trainplan.timing.traffic import grad_bytes, state_elem_bytes
 
@@ -32,28 +31,13 @@ from trainplan.timing.traffic import grad_bytes, state_elem_bytes
 ADAM_LOOP_ACCESSES = 22
 
 
-@frozen
-class ApolloStep:
-    """One APOLLO optimizer step on one GPU."""
-
-    gemm_s: float          # the projections
-    update_s: float        # low-rank Adam, the channel norms, the full-size scaling and the weight update
-    plain_s: float         # the tensors APOLLO leaves to Adam
-    gemm_dtype: str
-
-    @property
-    def total_s(self) -> float:
-        return self.gemm_s + self.update_s + self.plain_s
-
-
-def apollo_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> ApolloStep:
-    """Seconds of one APOLLO step over every trainable tensor on one GPU (module docstring)."""
+def apollo_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> LowRankStep:
+    """Seconds of one APOLLO step over every trainable tensor on one GPU (module docstring): the projections,
+    low-rank Adam with the channel norms, the full-size scaling and update, Adam on the rest."""
     g = grad_bytes(setup)
     elem = state_elem_bytes(setup)
-    dtype = "fp32" if g == 4 else (setup.precision.compute_dtype if setup.precision is not Precision.FP8 else "bf16")
-    eff = matmul_efficiency(gpu, dtype, hidden_size=setup.model.hidden_size, tokens_per_micro_batch=1e9,
-                            stack=KernelStack.FUSED, m=m)
-    flops_per_s = eff.peak_flops_per_s * eff.mamf_fraction * eff.sustained
+    dtype = gradient_dtype(setup)
+    flops_per_s = best_gemm_rate(gpu, dtype, setup.model.hidden_size, m)
     bw = memory_bw(gpu, m)
     gemm = update = 0.0
     plain = 0
@@ -72,10 +56,10 @@ def apollo_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> Apoll
         # W += -lr U (W and U read, W written), weight decay (W read and written)
         full = rows * cols * (2 * g + g + 4 * g + (2 * elem + g) + 2 * elem)
         update += group.count * (adam + full) / bw
-    return ApolloStep(gemm_s=gemm, update_s=update, plain_s=plain * ADAM_LOOP_ACCESSES * elem / bw, gemm_dtype=dtype)
+    return LowRankStep(gemm_s=gemm, update_s=update, plain_s=plain * ADAM_LOOP_ACCESSES * elem / bw, gemm_dtype=dtype)
 
 
-def apollo_note(setup: TrainingSetup, step: ApolloStep, steps: int) -> str:
+def apollo_note(setup: TrainingSetup, step: LowRankStep, steps: int) -> str:
     per = f"{steps} steps per optimizer step (one per backward: a per-parameter hook)" if steps > 1 else "one step"
     return (f"APOLLO (rank {setup.apollo_rank}): random projections {step.gemm_s * 1e3:.1f} ms in {step.gemm_dtype}, "
             f"low-rank Adam and the channel-wise scaling of the full gradient {step.update_s * 1e3:.1f} ms, Adam on "

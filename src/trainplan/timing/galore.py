@@ -31,12 +31,12 @@ from trainplan.timing.traffic import grad_bytes, optimizer_bytes_per_param, stat
 
 
 @frozen
-class GaloreStep:
-    """One GaLore optimizer step on one GPU."""
+class LowRankStep:
+    """One GaLore or APOLLO optimizer step on one GPU (timing.apollo builds APOLLO's)."""
 
-    gemm_s: float           # the projections and projections back
+    gemm_s: float           # the projections (GaLore: and the projections back)
     update_s: float         # Adam on the projected gradients, the full-size update and the weight's add
-    plain_s: float          # the tensors GaLore leaves alone: their plain Adam step
+    plain_s: float          # the tensors left to plain Adam
     gemm_dtype: str
 
     @property
@@ -44,14 +44,28 @@ class GaloreStep:
         return self.gemm_s + self.update_s + self.plain_s
 
 
-def galore_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> GaloreStep:
+def best_gemm_rate(gpu: GpuSpec, dtype: str, hidden_size: int, m: EfficiencyModel) -> float:
+    """FLOP/s of an optimizer's large GEMMs in `dtype`: the GPU's best-GEMM rate (MAMF x sustained, fused, at a
+    token count that leaves no M-dimension penalty), as the routed experts' grouped GEMMs are timed."""
+    eff = matmul_efficiency(gpu, dtype, hidden_size=hidden_size, tokens_per_micro_batch=1e9,
+                            stack=KernelStack.FUSED, m=m)
+    return eff.peak_flops_per_s * eff.mamf_fraction * eff.sustained
+
+
+def gradient_dtype(setup: TrainingSetup) -> str:
+    """The dtype a projection of the gradient runs in: fp32 for fp32 gradients (PyTorch leaves TF32 off for
+    matmuls), else the 16-bit compute dtype (bf16 under FP8)."""
+    if grad_bytes(setup) == 4:
+        return "fp32"
+    return setup.precision.compute_dtype if setup.precision is not Precision.FP8 else "bf16"
+
+
+def galore_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> LowRankStep:
     """Seconds of one GaLore optimizer step over every trainable tensor on one GPU (module docstring)."""
     g = grad_bytes(setup)
     elem = state_elem_bytes(setup)
-    dtype = "fp32" if g == 4 else (setup.precision.compute_dtype if setup.precision is not Precision.FP8 else "bf16")
-    eff = matmul_efficiency(gpu, dtype, hidden_size=setup.model.hidden_size, tokens_per_micro_batch=1e9,
-                            stack=KernelStack.FUSED, m=m)
-    flops_per_s = eff.peak_flops_per_s * eff.mamf_fraction * eff.sustained
+    dtype = gradient_dtype(setup)
+    flops_per_s = best_gemm_rate(gpu, dtype, setup.model.hidden_size, m)
     bw = memory_bw(gpu, m)
     eight_bit = setup.optimizer is Optimizer.GALORE_ADAMW_8BIT
     state_bytes = 1 if eight_bit else elem       # per state element (8-bit: one byte, absmax apart)
@@ -77,10 +91,10 @@ def galore_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> Galor
         update += group.count * (adam + full) / bw
     base = Optimizer.ADAMW_8BIT if eight_bit else Optimizer.ADAMW_FUSED
     plain_s = plain * optimizer_bytes_per_param(replace(setup, optimizer=base)) / bw
-    return GaloreStep(gemm_s=gemm, update_s=update, plain_s=plain_s, gemm_dtype=dtype)
+    return LowRankStep(gemm_s=gemm, update_s=update, plain_s=plain_s, gemm_dtype=dtype)
 
 
-def galore_note(setup: TrainingSetup, step: GaloreStep, steps: int) -> str:
+def galore_note(setup: TrainingSetup, step: LowRankStep, steps: int) -> str:
     per = f"{steps} steps per optimizer step (one per backward: a per-parameter hook)" if steps > 1 else "one step"
     return (f"GaLore ({setup.optimizer}, rank {setup.galore_rank}): projections to and from the low-rank basis "
             f"{step.gemm_s * 1e3:.1f} ms in {step.gemm_dtype}, low-rank Adam and the full-size update "

@@ -29,7 +29,8 @@ from trainplan.frozen import frozen
 from trainplan.job.training import TrainingSetup
 from trainplan.memory.state import param_groups
 from trainplan.specs import GpuSpec
-from trainplan.timing.efficiency import EfficiencyModel, KernelStack, matmul_efficiency, memory_bw
+from trainplan.timing.efficiency import EfficiencyModel, memory_bw
+from trainplan.timing.galore import best_gemm_rate
 from trainplan.timing.moe import grouped_gemm_s
 from trainplan.timing.traffic import state_elem_bytes
 
@@ -65,9 +66,7 @@ def newton_schulz_flops(rows: int, cols: int, steps: int = NS_STEPS) -> float:
 def muon_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> MuonStep:
     """Seconds of one Muon step over every trainable tensor on one GPU (module docstring)."""
     elem = state_elem_bytes(setup)
-    eff = matmul_efficiency(gpu, "bf16", hidden_size=setup.model.hidden_size, tokens_per_micro_batch=1e9,
-                            stack=KernelStack.FUSED, m=m)
-    flops_per_s = eff.peak_flops_per_s * eff.mamf_fraction * eff.sustained
+    flops_per_s = best_gemm_rate(gpu, "bf16", setup.model.hidden_size, m)
     bw = memory_bw(gpu, m)
     gemm = moved = flops = 0.0
     adamw = 0
