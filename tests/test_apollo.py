@@ -123,3 +123,22 @@ def test_case_text():
     notes: list[str] = []
     assert galore_flags("APOLLO rank 256 layerwise", notes, apollo=True) \
         == {"apollo_rank": 256, "optimizer_in_backward": True}
+
+
+def test_formats_that_pass_optim_to_the_hf_trainer_read_galore_and_apollo(tmp_path):
+    # axolotl passes a non-custom `optimizer` and its `optim_args` (a dict allowed) to TrainingArguments
+    # (core/builders/base.py); ms-swift's `optim` goes to the HF Trainer under `swift sft`; the rank the HF Trainer
+    # pops when optim_args names none is 128 (trainer_optimizer.py)
+    from trainplan.importers import read_config
+
+    ax = tmp_path / "axolotl.yaml"
+    ax.write_text("base_model: meta-llama/Llama-2-7b-hf\noptimizer: galore_adamw_8bit\noptim_args:\n  rank: 64\n"
+                  "optim_target_modules: all_linear\nsequence_len: 2048\nmicro_batch_size: 1\n"
+                  "datasets:\n  - path: tatsu-lab/alpaca\n    type: alpaca\n")
+    got = read_config(str(ax)).values()
+    assert (got["optimizer"], got["galore_rank"]) == ("galore-adamw-8bit", 64)
+    sw = tmp_path / "train.sh"
+    sw.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type full --optim apollo_adamw_layerwise "
+                  "--optim_target_modules all-linear --dataset alpaca\n")
+    got = read_config(str(sw)).values()
+    assert (got["optimizer"], got["apollo_rank"], got["optimizer_in_backward"]) == ("apollo-adamw", 128, True)

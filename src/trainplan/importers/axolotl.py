@@ -27,7 +27,10 @@ from trainplan.importers.base import (
     read_dataset,
     read_modules_to_save,
 )
+from trainplan.importers.hf_optim import low_rank_optim
 from trainplan.job.defaults import axolotl as defaults
+from trainplan.job.defaults import defaults as job_defaults
+from trainplan.job.defaults import hf as hf_defaults
 
 FORMAT = "axolotl"
 _MARKERS = ("sequence_len", "micro_batch_size", "adapter", "lora_r", "lora_target_linear", "num_epochs",
@@ -112,6 +115,10 @@ def read(data: dict, path: str, ctx: ReadContext | None = None) -> Imported:
         c.set("optimizer", "muon", key="optimizer", raw=data["optimizer"],
               note="axolotl-contribs-mit MuonOptimizerFactory (Moonlight's Muon, AdamW on embeddings, head and "
                    "vectors)")
+    elif get("optimizer") is not None and low_rank_optim(
+            c, data["optimizer"], get("optim_args"), key="optimizer",
+            default=lambda name: default(c, name, job_defaults("hf"), hf_defaults.VERSION)):
+        get("optim_target_modules")     # core/builders/base.py: passed to TrainingArguments with `optim`
     elif get("optimizer") is not None:
         hf_optimizer(c, data["optimizer"], "optimizer")
     else:

@@ -4,9 +4,9 @@ _setup_low_rank_optimizer), and the v4.57 `adafactor` alias."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from trainplan.importers.base import as_int
+from trainplan.importers.base import Collector, as_int
 
 # optim (training_args.py OptimizerNames) -> trainplan optimizer, with a note where it is a judgement
 _OPTIM = {"adamw_torch": ("adamw", ""), "adamw_hf": ("adamw", "v4 alias of torch AdamW"),
@@ -38,24 +38,34 @@ class _OptimMixin:
         elif str(optim).lower().removeprefix("optimizernames.") in _OPTIM:
             value, note = _OPTIM[str(optim).lower().removeprefix("optimizernames.")]
             self.c.set("optimizer", value, key="optim", raw=optim, note=note)
-        elif str(optim).lower().removeprefix("optimizernames.") in _GALORE:
-            self._galore(optim)
+        elif low_rank_optim(self.c, optim, self.pop("optim_args"), key="optim", default=self.default):
+            pass
         else:
             self.c.skip("optim", optim, "an optimizer trainplan does not model; trainplan's default is kept")
 
-    def _galore(self, optim: Any) -> None:
-        """optim galore_*: the optimizer, its rank from optim_args ("rank=64, update_proj_gap=100"), and the
-        layer-wise step; optim_target_modules is taken as every decoder linear (trainplan models those)."""
-        value, layerwise = _GALORE[str(optim).lower().removeprefix("optimizernames.")]
-        self.c.set("optimizer", value, key="optim", raw=optim,
-                   note="projected targets taken as every decoder linear (optim_target_modules)")
-        if layerwise:
-            self.c.set("optimizer_in_backward", True, key="optim", raw=optim,
-                       note="_layerwise: each parameter steps in a post-accumulate-grad hook")
-        args = self.pop("optim_args")
-        pairs = dict(p.split("=", 1) for p in str(args or "").replace(" ", "").split(",") if "=" in p)
-        rank = "apollo_rank" if value == "apollo-adamw" else "galore_rank"
-        if "rank" in pairs:
-            self.c.set(rank, as_int(pairs["rank"], "optim_args rank", self.path, minimum=1), key="optim_args", raw=args)
-        else:
-            self.default(rank)
+
+def low_rank_optim(c: Collector, optim: Any, optim_args: Any, *, key: str, default: Callable[[str], Any]) -> bool:
+    """An HF `optim` galore_* / apollo_adamw* (True; False for any other name): the optimizer, its rank from
+    optim_args ("rank=64, update_proj_gap=100", or a dict as axolotl allows), else `default` (the framework's), and
+    the layer-wise step; optim_target_modules is taken as every decoder linear (trainplan models those). The HF
+    Trainer's own reader and the formats that pass `optim` and `optim_args` to TrainingArguments (axolotl's
+    `optimizer` for non-custom names, core/builders/base.py; ms-swift's `optim`) share it."""
+    name = str(optim).lower().removeprefix("optimizernames.")
+    if name not in _GALORE:
+        return False
+    value, layerwise = _GALORE[name]
+    c.set("optimizer", value, key=key, raw=optim, note="projected targets taken as every decoder linear "
+                                                       "(optim_target_modules)")
+    if layerwise:
+        c.set("optimizer_in_backward", True, key=key, raw=optim,
+              note="_layerwise: each parameter steps in a post-accumulate-grad hook")
+    if isinstance(optim_args, dict):
+        pairs = {str(k): v for k, v in optim_args.items()}
+    else:
+        pairs = dict(p.split("=", 1) for p in str(optim_args or "").replace(" ", "").split(",") if "=" in p)
+    rank = "apollo_rank" if value == "apollo-adamw" else "galore_rank"
+    if "rank" in pairs:
+        c.set(rank, as_int(pairs["rank"], "optim_args rank", c.file, minimum=1), key="optim_args", raw=optim_args)
+    else:
+        default(rank)
+    return True

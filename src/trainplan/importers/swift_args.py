@@ -27,7 +27,7 @@ from typing import Any
 
 from trainplan.errors import TrainplanError
 from trainplan.importers import deepspeed
-from trainplan.importers.axolotl import default, hf_optimizer
+from trainplan.importers.axolotl import default
 from trainplan.importers.base import (
     Collector,
     Imported,
@@ -40,6 +40,7 @@ from trainplan.importers.base import (
     read_modules_to_save,
 )
 from trainplan.job.defaults import swift as defaults
+from trainplan.importers.swift_optim import swift_galore, swift_optim
 
 _DEFAULTS = {d.field: d for d in defaults.DEFAULTS}
 _DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "half": "fp16",
@@ -196,23 +197,10 @@ def _swift(c: Collector, args: dict, sub: str, world: int, ctx: ReadContext) -> 
             c.set("cp", sp // ulysses, key="sequence_parallel_size", raw=sp, note="the ring-attention factor")
     engine = _engines(c, args, ctx)
     _precision(c, args, method, engine)
-    galore = _galore(c, args)
+    galore = swift_galore(c, args)
     muon = str(args.get("optimizer")).lower() == "muon"
-    if galore:
-        pass
-    elif muon:
-        # swift/optimizers/mapping.py optimizers_map['muon'] -> muon.py MuonOptimizerCallback: Moonlight's
-        # examples/toy_train.py Muon over every trainable >= 2-D weight but the embedding and head, AdamW on the
-        # rest; `optim` unused
-        c.set("optimizer", "muon", key="optimizer", raw=args["optimizer"],
-              note="swift/optimizers/muon.py MuonOptimizerCallback (Moonlight's Muon, AdamW on embeddings, head "
-                   "and vectors)")
-        if "ns_steps" in str(args.get("optim_args") or ""):
-            c.skip("optim_args", args["optim_args"], "Muon is timed at its default 5 Newton-Schulz steps")
-    elif args.get("optim") is not None:
-        hf_optimizer(c, args["optim"], "optim")
-    else:
-        default(c, "optimizer", _DEFAULTS, defaults.VERSION)
+    if not galore:
+        swift_optim(c, args, muon)
     if sub == "pt":
         c.set("stage", "pt", key="(swift pt)", note="pretraining: loss on every token (arguments/pretrain_args.py)")
     if rlhf:
@@ -226,37 +214,6 @@ def _swift(c: Collector, args: dict, sub: str, world: int, ctx: ReadContext) -> 
     c.ignore(sum(1 for k in args if k not in _READ))
     if isinstance(engine, Imported):
         c.merge(engine)         # last: the DeepSpeed JSON's own values win, as the HF integration requires
-
-
-# ms-swift swift/optimizers/galore/utils.py get_optimizer: optim adamw_hf / adamw_torch / adamw_torch_fused ->
-# GaLoreAdamW, an 8-bit adamw -> GaLoreAdamW8bit; swift/pipelines/train/tuner.py: galore_target_modules None ->
-# find_all_linears (every linear but the head); the rank's default in job/defaults/swift.py
-def _galore(c: Collector, args: dict) -> bool:
-    """use_galore as trainplan models it: the optimizer and rank read (True); False (use_galore left to
-    _UNMODELLED) for embeddings projected, Q-GaLore or an optim GaLore has no AdamW for."""
-    if args.get("use_galore") in _OFF or any(args.get(k) not in _OFF for k in ("galore_with_embedding",
-                                                                                "galore_quantization")):
-        return False
-    optim = str(args.get("optim") or "adamw_torch_fused").lower()
-    if optim in ("adamw_hf", "adamw_torch", "adamw_torch_fused"):
-        value = "galore-adamw"
-    elif "adamw" in optim and "8bit" in optim:
-        value = "galore-adamw-8bit"
-    else:
-        return False
-    c.set("optimizer", value, key="use_galore", raw=args["use_galore"],
-          note=f"swift/optimizers/galore/utils.py get_optimizer with optim {optim}")
-    if args.get("galore_rank") is not None:
-        c.set("galore_rank", as_int(args["galore_rank"], "galore_rank", c.file, minimum=1), key="galore_rank",
-              raw=args["galore_rank"])
-    else:
-        default(c, "galore_rank", _DEFAULTS, defaults.VERSION)
-    if args.get("galore_target_modules") not in _OFF:
-        c.skip("galore_target_modules", args["galore_target_modules"], "trainplan projects every decoder linear")
-    return True
-
-
-_OFF = (None, False, "false", "False", 0, "0", [], "", "None")
 
 
 def _unmodelled(c: Collector, args: dict, table: dict[str, str]) -> None:
