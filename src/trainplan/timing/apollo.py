@@ -19,10 +19,9 @@ update_proj_gap steps (torch.randn of r' x min(m, n), a few milliseconds amortis
 from __future__ import annotations
 
 from trainplan.job.training import TrainingSetup
-from trainplan.memory.state import galore_shape, param_groups
 from trainplan.specs import GpuSpec
 from trainplan.timing.efficiency import EfficiencyModel, memory_bw
-from trainplan.timing.galore import LowRankStep, best_gemm_rate, gradient_dtype
+from trainplan.timing.galore import LowRankStep, best_gemm_rate, gradient_dtype, projected_weights
 from trainplan.timing.moe import grouped_gemm_s
 from trainplan.timing.traffic import grad_bytes, state_elem_bytes
 
@@ -40,13 +39,9 @@ def apollo_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> LowRa
     flops_per_s = best_gemm_rate(gpu, dtype, setup.model.hidden_size, m)
     bw = memory_bw(gpu, m)
     gemm = update = 0.0
-    plain = 0
-    for group in param_groups(setup).trainable:
-        if not group.projectable:
-            plain += group.numel
-            continue
+    projected, plain = projected_weights(setup, setup.apollo_rank)
+    for group, low in projected:
         rows, cols = group.rows, group.cols
-        low, _ = galore_shape(rows, cols, setup.apollo_rank)
         big, small = max(rows, cols), min(rows, cols)
         gemm += grouped_gemm_s(big, low // big, small, groups=group.count, in_bytes=g, out_bytes=g,
                                flops_per_s=flops_per_s, bytes_per_s=bw)

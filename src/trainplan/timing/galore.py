@@ -23,7 +23,7 @@ from __future__ import annotations
 from trainplan.enums import Optimizer, Precision
 from trainplan.frozen import frozen, replace
 from trainplan.job.training import TrainingSetup
-from trainplan.memory.state import galore_shape, param_groups
+from trainplan.memory.state import TensorGroup, galore_shape, param_groups
 from trainplan.specs import GpuSpec
 from trainplan.timing.efficiency import EfficiencyModel, KernelStack, matmul_efficiency, memory_bw
 from trainplan.timing.moe import grouped_gemm_s
@@ -60,6 +60,18 @@ def gradient_dtype(setup: TrainingSetup) -> str:
     return setup.precision.compute_dtype if setup.precision is not Precision.FP8 else "bf16"
 
 
+def projected_weights(setup: TrainingSetup, rank: int) -> tuple[tuple[tuple[TensorGroup, int], ...], int]:
+    """(each trainable group a low-rank optimizer projects, with its projected-gradient elements a weight at `rank`
+    (memory.state.galore_shape), and the parameters it leaves to plain Adam)."""
+    projected, plain = [], 0
+    for group in param_groups(setup).trainable:
+        if group.projectable:
+            projected.append((group, galore_shape(group.rows, group.cols, rank)[0]))
+        else:
+            plain += group.numel
+    return tuple(projected), plain
+
+
 def galore_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> LowRankStep:
     """Seconds of one GaLore optimizer step over every trainable tensor on one GPU (module docstring)."""
     g = grad_bytes(setup)
@@ -70,15 +82,11 @@ def galore_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> LowRa
     eight_bit = setup.optimizer is Optimizer.GALORE_ADAMW_8BIT
     state_bytes = 1 if eight_bit else elem       # per state element (8-bit: one byte, absmax apart)
     gemm = update = 0.0
-    plain = 0
-    for group in param_groups(setup).trainable:
-        if not group.projectable:
-            plain += group.numel
-            continue
+    projected, plain = projected_weights(setup, setup.galore_rank)
+    for group, low in projected:
         rows, cols = group.rows, group.cols
-        low, _ = galore_shape(rows, cols, setup.galore_rank)
-        r = low // max(rows, cols)
         big, small = max(rows, cols), min(rows, cols)
+        r = low // big
         project = grouped_gemm_s(big, r, small, groups=group.count, in_bytes=g, out_bytes=g,
                                  flops_per_s=flops_per_s, bytes_per_s=bw)
         back = grouped_gemm_s(big, small, r, groups=group.count, in_bytes=g, out_bytes=elem,
