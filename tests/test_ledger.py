@@ -253,6 +253,29 @@ class TestSqlite(LedgerContract):
         path = url.split("///", 1)[1]
         assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
+    def test_first_use_waits_for_a_writer_holding_the_rollback_journal(self, url, tmp_path):
+        # A new file is still in rollback-journal mode; a writer holds its reserved lock for 0.3 s.
+        # PRAGMA journal_mode=WAL answers "database is locked" at once there (SQLite skips the busy
+        # handler, which could deadlock), as eight first uses at once met in CI; the store waits.
+        import threading
+        import time
+
+        holder = sqlite3.connect(url.split("///", 1)[1], isolation_level=None, check_same_thread=False)
+        holder.execute("CREATE TABLE other (x)")
+        holder.execute("BEGIN IMMEDIATE")
+        holder.execute("INSERT INTO other VALUES (1)")
+        release = threading.Timer(0.3, lambda: holder.execute("COMMIT"))
+        start_s = time.monotonic()
+        release.start()
+        try:
+            engine = store.engine_for(url)
+        finally:
+            release.join()
+        assert time.monotonic() - start_s >= 0.3
+        assert store.count_runs(engine) == 0
+        holder.close()
+        assert sqlite3.connect(url.split("///", 1)[1]).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
     def test_unreachable_database_for_runs_is_one_line(self, capsys, tmp_path):
         code, _, err = cli(capsys, "runs", "--db", f"sqlite:///{tmp_path}/no/such/dir/ledger.sqlite")
         one_line_error(code, err)

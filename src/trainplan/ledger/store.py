@@ -47,13 +47,35 @@ def _sqlite_events(engine) -> None:
         dbapi_conn.isolation_level = None    # trainplan emits BEGIN itself (below)
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
-        cur.execute("PRAGMA journal_mode=WAL")
+        _enter_wal(cur)
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):                     # pragma: no cover
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _enter_wal(cur) -> None:
+    """PRAGMA journal_mode=WAL, retried for up to the busy timeout. Leaving the rollback journal
+    takes the exclusive lock from inside the pragma's own read transaction, and SQLite returns
+    "database is locked" at once there instead of calling the busy handler (it would deadlock
+    with another writer's reserved lock: sqlite.org/c3ref/busy_handler.html), so several first
+    uses of a new file at once need this loop; once the file is in WAL mode the pragma takes no lock."""
+    import sqlite3
+    import time
+
+    deadline_s = time.monotonic() + SQLITE_BUSY_MS / 1000
+    wait_s = 0.005
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + wait_s > deadline_s:
+                raise
+        time.sleep(wait_s)
+        wait_s = min(wait_s * 2, 0.2)
 
 
 def engine_for(url: str | None = None):
