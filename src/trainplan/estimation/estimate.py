@@ -50,7 +50,8 @@ def estimate(job: Job) -> Estimate:
     if job.gpus_note and any(t.change.startswith("--gpu ") for t in tips):
         notes.append(job.gpus_note)
     return Estimate(job=job, params=count_params(setup.model), trainable_params=param_groups(setup).trainable_params,
-                    memory=memory, time=time, cost=cost, suggestions=tips, notes=tuple(notes))
+                    memory=memory, time=time, cost=cost, suggestions=tips,
+                    notes=tuple(dict.fromkeys(notes)))   # a note both models make is said once
 
 
 def hfu_warning(time: TimeEstimate, gpu_id: str, *, calibrated: bool = False) -> list[str]:

@@ -4,7 +4,7 @@ The frameworks' defaults are job/frameworks.py's profiles."""
 
 from __future__ import annotations
 
-from trainplan.enums import LOW_RANK_OPTIMIZERS, Attention, Framework, Loss, Offload, Optimizer
+from trainplan.enums import LOW_RANK_OPTIMIZERS, MATRIX_OPTIMIZERS, Attention, Framework, Loss, Offload, Optimizer
 from trainplan.frozen import frozen
 
 _ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM, Optimizer.MUON, Optimizer.ADAM_MINI} - LOW_RANK_OPTIMIZERS
@@ -158,3 +158,33 @@ CAPABILITIES: dict[Framework, Capabilities] = {
 
 def capabilities(framework: Framework) -> Capabilities:
     return CAPABILITIES[framework]
+
+
+# The trainers whose DeepSpeed engine accelerate builds (HF Trainer and those built on it).
+ACCELERATE_DEEPSPEED = frozenset({Framework.HF, Framework.LLAMAFACTORY, Framework.SWIFT, Framework.AXOLOTL,
+                                  Framework.UNSLOTH, Framework.TRL})
+# What accelerate leaves in its own family under optimizer offload: torch AdamW (as DeepSpeedCPUAdam in AdamW
+# mode) and bitsandbytes Lion (as DeepSpeedCPULion). GaLore, APOLLO and Muon never reach ZeRO
+# (memory.parallel.optimizer_refusal); BAdam's block optimizer is LLaMA-Factory's own and stays as modelled.
+_OWN_UNDER_OFFLOAD = frozenset({Optimizer.ADAMW, Optimizer.ADAMW_FUSED, Optimizer.LION, Optimizer.BADAM})
+
+
+def offloaded_optimizer(framework: Framework, optimizer: Optimizer, *, zero: int, fsdp: bool,
+                        offload: Offload) -> tuple[Optimizer, str | None]:
+    """The optimizer a DeepSpeed ZeRO-Offload run of the HF Trainer family really steps, and a note when it is
+    not the one asked for. accelerate's _prepare_deepspeed (accelerator.py) hands the trainer's optimizer to
+    map_pytorch_optim_to_deepspeed (accelerate/utils/deepspeed.py) when offload_optimizer.device is not "none"
+    and zero_force_ds_cpu_optimizer is unset or true: every class but torch Adagrad and bitsandbytes Lion comes
+    back as DeepSpeedCPUAdam over the same parameter groups (adamw_mode only for torch AdamW). A DeepSpeed
+    config with an `optimizer` section gets DeepSpeed's own optimizer instead (transformers
+    integrations/deepspeed.py deepspeed_optim_sched: DummyOptim), Adam under offload as well. So 8-bit, Adafactor,
+    SGD or Adam-mini states become fp32 Adam moments on the host, stepped by DeepSpeedCPUAdam."""
+    swapped = (framework in ACCELERATE_DEEPSPEED and zero > 0 and not fsdp
+               and offload in (Offload.OPTIMIZER, Offload.ALL) and optimizer not in _OWN_UNDER_OFFLOAD
+               and optimizer not in MATRIX_OPTIMIZERS)
+    if not swapped:
+        return optimizer, None
+    return Optimizer.ADAMW, (f"--optimizer {optimizer} under ZeRO optimizer offload: accelerate replaces it with "
+                             "DeepSpeedCPUAdam (accelerate utils/deepspeed.py map_pytorch_optim_to_deepspeed), so the "
+                             "host keeps fp32 Adam moments and steps them; zero_force_ds_cpu_optimizer: false in "
+                             "the DeepSpeed config keeps the trainer's optimizer (trainplan does not read it)")

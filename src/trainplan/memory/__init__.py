@@ -68,7 +68,7 @@ def estimate_memory(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, headr
     stages, variant = model.stages(setup, layout)
     worst = max(stages, key=lambda s: s.device)
     cpu = max(cpu_ram_bytes(layout, s.sharded) for s in stages)
-    notes = [variant.regime.description] + ([variant.note] if variant.note else [])
+    notes = [variant.regime.description, *variant.notes]
     notes += _parallel_notes(variant.setup, layout, model.parallel, stages) + list(worst.sharded.notes)
     warning = cpu_ram_note(layout, cpu)
     if warning:

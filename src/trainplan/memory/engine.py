@@ -1,24 +1,39 @@
-"""The precision regime the parallel engine imposes on a setup."""
+"""The precision regime and the optimizer the parallel engine imposes on a setup."""
 
 from __future__ import annotations
 
-from trainplan.enums import MasterWeights, Precision
+from trainplan.enums import Fsdp, MasterWeights, Precision
 from trainplan.frozen import replace
+from trainplan.job.capabilities import offloaded_optimizer
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.parallel import is_model_parallel
 from trainplan.memory.sharding import shard_level
 
 
-def engine_setup(setup: TrainingSetup, layout: Layout) -> tuple[TrainingSetup, str | None]:
-    """DeepSpeed (ZeRO), FSDP mixed precision and Megatron compute with 16-bit weights and keep the
+def engine_setup(setup: TrainingSetup, layout: Layout) -> tuple[TrainingSetup, tuple[str, ...]]:
+    """The setup as the engine runs it, with a note for each way that differs from the one given.
+
+    The optimizer: under DeepSpeed ZeRO-Offload the HF Trainer family steps DeepSpeedCPUAdam whatever its
+    `optim` (job.capabilities.offloaded_optimizer).
+    The precision: DeepSpeed (ZeRO), FSDP mixed precision and Megatron compute with 16-bit weights and keep the
     fp32 copy in the optimizer: DeepSpeedEngine converts the module with .bfloat16()/.half(), FSDP's
     MixedPrecision(param_dtype=bf16) gathers bf16 units, Megatron's Float16Module. An autocast
     profile is switched to that regime when one of them runs the job."""
+    notes = []
+    optimizer, swapped = offload_swap(setup, layout)
+    if swapped:
+        setup = replace(setup, optimizer=optimizer)
+        notes.append(swapped)
     sharded = shard_level(layout)[0] > 0 or is_model_parallel(layout)
-    if not sharded or setup.impl.master_weights is not MasterWeights.AUTOCAST:
-        return setup, None
-    if setup.precision not in (Precision.BF16, Precision.FP16):
-        return setup, None
-    impl = replace(setup.impl, master_weights=MasterWeights.OPTIMIZER)
-    return replace(setup, impl=impl), ("ZeRO/FSDP/Megatron run 16-bit weights with fp32 master weights in the "
-                                       "optimizer: the autocast profile's fp32 model does not apply")
+    if sharded and setup.impl.master_weights is MasterWeights.AUTOCAST \
+            and setup.precision in (Precision.BF16, Precision.FP16):
+        setup = replace(setup, impl=replace(setup.impl, master_weights=MasterWeights.OPTIMIZER))
+        notes.append("ZeRO/FSDP/Megatron run 16-bit weights with fp32 master weights in the optimizer: the autocast "
+                     "profile's fp32 model does not apply")
+    return setup, tuple(notes)
+
+
+def offload_swap(setup: TrainingSetup, layout: Layout):
+    """job.capabilities.offloaded_optimizer for this setup and layout: (optimizer run, note or None)."""
+    return offloaded_optimizer(setup.framework, setup.optimizer, zero=int(layout.zero),
+                               fsdp=layout.fsdp is not Fsdp.NONE, offload=layout.offload)

@@ -33,7 +33,7 @@ from trainplan.frozen import frozen, replace
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.build import split_layer, stage_slice, step_inputs
 from trainplan.memory.logits import loss_parallel
-from trainplan.memory.engine import engine_setup
+from trainplan.memory.engine import engine_setup, offload_swap
 from trainplan.memory.overhead import (
     Overhead,
     device_from_reserved,
@@ -126,7 +126,7 @@ class _Variant:
     setup: TrainingSetup
     regime: Regime
     state: ModelState
-    note: str | None
+    notes: tuple[str, ...]
 
 
 class MemoryModel:
@@ -185,21 +185,23 @@ class MemoryModel:
         return state_key, act_key
 
     # -- cached parts ----------------------------------------------------------------------------
-    def _variant(self, setup: TrainingSetup, state_key: int, layout: Layout) -> tuple[_Variant, bool]:
-        """The setup as the engine runs it (per setup object) with the regime and state (per state key)."""
+    def _variant(self, setup: TrainingSetup, state_key: int, layout: Layout) -> tuple[_Variant, bool, tuple]:
+        """The setup as the engine runs it (per setup object) with the regime and state (per state key, engine
+        and the optimizer offload runs), and the key of that variant."""
         engine = shard_level(layout)[0] > 0 or is_model_parallel(layout)
-        run_key = (id(setup), engine)
+        vkey = (state_key, engine, offload_swap(setup, layout)[0])
+        run_key = (id(setup), *vkey[1:])
         hit = self._runs.get(run_key)
         if hit is None or hit[0] is not setup:
-            run, note = engine_setup(setup, layout)
-            rs = self._regimes.get((state_key, engine))
+            run, notes = engine_setup(setup, layout)
+            rs = self._regimes.get(vkey)
             if rs is None:
                 regime = resolve_regime(run)
                 rs = (regime, model_state(run, regime))
-                self._regimes[(state_key, engine)] = rs
-            hit = (setup, _Variant(setup=run, regime=rs[0], state=rs[1], note=note))
+                self._regimes[vkey] = rs
+            hit = (setup, _Variant(setup=run, regime=rs[0], state=rs[1], notes=notes))
             self._runs[run_key] = hit
-        return hit[1], engine
+        return hit[1], engine, vkey
 
     def _stage_list(self, setup: TrainingSetup, layout: Layout) -> tuple[Stage, ...]:
         key = (setup.model.num_layers, layout.pp, setup.grad_accum)
@@ -321,8 +323,7 @@ class MemoryModel:
         check_sharding(layout, self.zero)
         check_layout(setup, layout, self.parallel)
         state_key, act_key = self._keys(setup)
-        v, engine = self._variant(setup, state_key, layout)
-        vkey = (state_key, engine)
+        v, engine, vkey = self._variant(setup, state_key, layout)
         out = []
         for stage in self._stage_list(v.setup, layout):
             params, mine = self._gpu_params(v, vkey, layout, stage)

@@ -66,6 +66,7 @@ import os
 from trainplan.enums import Framework, Fsdp, GradCkpt, Method, Offload, Optimizer, ZeroStage
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
+from trainplan.job.capabilities import offloaded_optimizer
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.sharding import FsdpConfig, fsdp_for
 from trainplan.specs import GpuSpec
@@ -332,7 +333,11 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
                             if layout.offload in (Offload.PARAMS, Offload.ALL) else ""))
     optimizer_s = 0.0
     if optimizer_on_cpu:
-        nbytes, per_core, what = _cpu_optimizer(setup, deepspeed)
+        run, swapped = offloaded_optimizer(setup.framework, setup.optimizer, zero=int(layout.zero), fsdp=fsdp,
+                                           offload=layout.offload)
+        if swapped:
+            notes.append(swapped)
+        nbytes, per_core, what = _cpu_optimizer(replace(setup, optimizer=run), deepspeed)
         threads = threads_per_rank(setup.framework, ranks, host.cpu_cores, setup.impl.cpu_threads_per_rank)
         optimizer_s = cpu_step_s(n_opt, ranks, host, bytes_per_param=nbytes, per_core_params_per_s=per_core,
                                  threads=threads)
