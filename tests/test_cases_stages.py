@@ -108,3 +108,35 @@ def test_a_dora_case_is_timed_and_sized_as_dora():
             assert dora.predicted[dora.metric] < lora.predicted[lora.metric]
         else:
             assert dora.predicted[dora.metric] > lora.predicted[lora.metric]
+
+
+@pytest.mark.parametrize(("case", "said"), [
+    ({"method": "lora", "lora": {"rank": 16, "use_dora": True}}, "lora.use_dora True"),
+    ({"method": "qlora", "lora": {"rank": 16, "peft_use_dora": "true"}}, "lora.peft_use_dora 'true'"),
+    ({"method": "lora", "lora": {"rank": 16}, "framework": "LLaMA-Factory (use_dora: true)"},
+     "framework text 'use_dora: true'"),
+    ({"method": "lora", "lora": {"rank": 16}, "framework": "swift sft --use_dora True"},
+     "framework text 'use_dora True'"),
+])
+def test_use_dora_in_the_lora_block_or_the_framework_text_is_dora(case, said):
+    out, notes = normalized(case)
+    assert out["dora"] is True and out["method"] == case["method"]
+    assert notes == [f"{said} read as DoRA (peft use_dora)"]
+
+
+@pytest.mark.parametrize("case", [
+    {"method": "lora", "lora": {"rank": 16, "use_dora": False}},
+    {"method": "full", "lora": {"use_dora": True}},           # no adapters to decompose: left to the method
+    {"method": "lora", "lora": {"rank": 16}, "framework": "use_dora: false"},
+])
+def test_no_dora_unless_it_is_set_on_an_adapter(case):
+    out, _ = normalized(case)
+    assert not out.get("dora")
+
+
+def test_a_lora_block_with_use_dora_is_timed_as_dora():
+    base = copy.deepcopy(BY_ID[LORA_TIME])
+    [lora] = evaluate([base])
+    [dora] = evaluate([{**base, "lora": {**base["lora"], "use_dora": True}}])
+    [named] = evaluate([{**base, "method": "DoRA"}])
+    assert dora.predicted[dora.metric] == named.predicted[named.metric] < lora.predicted[lora.metric]

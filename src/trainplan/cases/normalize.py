@@ -184,10 +184,15 @@ def _stage(case: dict, notes: list[str]) -> None:
 
 def _dora(case: dict, notes: list[str]) -> None:
     """DoRA named in the method ("DoRA", "QDoRA", "LoRA + DoRA"): peft's LoRA with use_dora (memory.dora),
-    the case's `dora` set and the method left as LoRA (QLoRA for QDoRA or over 4-bit weights)."""
+    the case's `dora` set and the method left as LoRA (QLoRA for QDoRA or over 4-bit weights). A LoRA case
+    whose `lora` block says use_dora (peft LoraConfig's field, LLaMA-Factory's and ms-swift's `use_dora`,
+    axolotl's `peft_use_dora`) or whose framework text sets it is DoRA as well."""
     method = case.get("method")
     low = method.lower() if isinstance(method, str) else ""
     if not (m := _DORA.search(low)):
+        if (said := _use_dora(case)) and (low in ("lora", "qlora") or (not low and case.get("lora"))):
+            case["dora"] = True
+            notes.append(f"{said} read as DoRA (peft use_dora)")
         return
     words = [w for w in _other_words(low, m) if w != "lora"]
     four_bit = m.group(1) == "q" or "qlora" in words or _FOUR_BIT.search(str(case.get("quantization") or ""))
@@ -195,6 +200,23 @@ def _dora(case: dict, notes: list[str]) -> None:
         return                              # something else named beside it: left to be refused
     case["dora"], case["method"] = True, "qlora" if four_bit else "lora"
     notes.append(f"method {method!r} read as {case['method']} with DoRA (peft use_dora)")
+
+
+_USE_DORA_TEXT = re.compile(r"use_dora(?:\s*[=:]\s*|\s+)true", re.IGNORECASE)
+
+
+def _use_dora(case: dict) -> str | None:
+    """Where a case sets peft's use_dora: its `lora` block (use_dora, peft_use_dora, dora) or its framework text
+    (`use_dora: true`, `--use_dora True`, `use_dora=True`); None when it does not."""
+    lora = case.get("lora")
+    if isinstance(lora, dict):
+        for key in ("use_dora", "peft_use_dora", "dora"):
+            if lora.get(key) is True or str(lora.get(key)).strip().lower() == "true":
+                return f"lora.{key} {lora[key]!r}"
+    framework = case.get("framework")
+    if isinstance(framework, str) and (t := _USE_DORA_TEXT.search(framework)):
+        return f"framework text {t.group(0)!r}"
+    return None
 
 
 def _method(case: dict, notes: list[str]) -> None:
