@@ -183,6 +183,35 @@ def test_settings_written_in_text():
                     "optimizer_in_backward": False, "activation_offload": True, "precision": "bf16-pure"}
 
 
+@pytest.mark.parametrize("text, liger", [
+    ("HF Trainer + Liger kernel", True), ("Liger-Kernel enabled", True), ("swift sft (Liger ON)", True),
+    ("--use_liger_kernel true", True), ("without Liger", None), ("no liger kernel", None), ("Liger: off", None),
+    ("liger=false", None), ("use_liger_kernel=False (Liger)", False), ("TRL SFTTrainer", None),
+])
+def test_liger_named_in_text(text, liger):
+    said, _ = embedded_settings(text)
+    assert said.get("liger") is liger
+    assert said.get("loss") == ("fused" if liger else None)
+
+
+def test_a_time_case_with_liger_runs_its_kernels_and_fused_loss():
+    # the time reader applies what the memory reader does (cases.memorycase flags "liger", "loss")
+    import copy
+    import json
+    from pathlib import Path
+
+    from trainplan.cases import map_case
+    from trainplan.enums import Loss
+
+    cases = json.loads((Path(__file__).parent / "data" / "published_dev2.json").read_text())
+    case = copy.deepcopy(next(c for c in cases if c["id"] == "universal-trainer-llama31-lora-1xh100-time"))
+    plain = map_case(case).job.setup
+    case["framework"] += ", use_liger_kernel=true"
+    liger = map_case(case).job.setup
+    assert (plain.impl.liger_kernels, plain.impl.loss) == (False, Loss.FULL)
+    assert (liger.impl.liger_kernels, liger.impl.loss) == (True, Loss.FUSED)
+
+
 @pytest.mark.parametrize("value, ckpt", [(True, "full"), ("not enabled in config", "none"),
                                          ("HF gradient checkpointing (activate: True)", "full"),
                                          ("selective", "selective"), (False, "none"), (None, None),

@@ -16,7 +16,7 @@ from trainplan import catalog
 from trainplan.cases.common import Skip, text
 from trainplan.enums import Framework, Optimizer, PipeSchedule
 from trainplan.job.defaults import torchtitan as titan
-from trainplan.job.frameworks import framework_in_text, mentions
+from trainplan.job.frameworks import framework_in_text
 from trainplan.specs import GpuSpec
 
 _TRUE = {"true", "yes", "on", "1", "enabled", "enable"}
@@ -90,7 +90,16 @@ def embedded_settings(value: Any) -> tuple[dict[str, Any], list[str]]:
         notes.append(f"{key}={raw} in the description: {name} {out.get(name)}")
     if re.search(r"\b(torch\.)?compile (is )?enabled\b", low):
         out.setdefault("compile", True)
+    if "liger" not in out and (m := _LIGER.search(low)) and not _LIGER_OFF.match(low, m.end()) \
+            and not _NEGATION.search(low[:m.start()]):
+        out["liger"], out["loss"] = True, "fused"       # "with Liger kernels", "Liger ON", "+ Liger"
+        notes.append(f"{m.group(0)!r} in the description: liger True")
     return out, notes
+
+
+_LIGER = re.compile(r"\bliger(?:[-_ ]kernels?)?\b")
+_LIGER_OFF = re.compile(r"\s*(?:[=:]\s*)?(?:off|false|disabled|no)\b")
+_NEGATION = re.compile(r"\b(?:no|not|without|disabled?|w/o)\s+(?:the\s+)?$")
 
 
 # --- fields ---------------------------------------------------------------------------------------

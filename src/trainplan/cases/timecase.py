@@ -43,6 +43,7 @@ from trainplan.enums import (
     Framework,
     Fsdp,
     GradCkpt,
+    Loss,
     MasterWeights,
     Method,
     Offload,
@@ -52,6 +53,7 @@ from trainplan.enums import (
     ZeroStage,
 )
 from trainplan.frozen import replace
+from trainplan.job.capabilities import capabilities
 from trainplan.job.frameworks import default_expert_tp, profile
 from trainplan.job.resolve import supported_attention
 from trainplan.job.setup import preference
@@ -187,6 +189,9 @@ def map_case(case: dict) -> Mapped:
         fact_notes = [*fact_notes, *default_notes]
     if facts:
         impl = replace(impl, **facts)
+    if said.get("liger") and capabilities(framework).liger:
+        # Liger's kernels and its fused linear cross-entropy, as the memory reader applies them
+        impl = replace(impl, liger_kernels=True, loss=Loss.FUSED)
     optimizer = (framework_optimizer(memory_optimizer(case.get("optimizer"))[0], framework)
                  or profile(framework).optimizer)
     # GaLore's rank and per-layer step as its text states them (the memory reader's rule, cases.text.galore_flags)
