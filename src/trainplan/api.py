@@ -123,6 +123,7 @@ class Options(TypedDict, total=False):
     moe_a2a_overlap: bool | None
     moe_dispatcher: str | None      # alltoall | deepep
     cpu_threads_per_rank: int | None
+    flash_version: int | None       # 2 | 3 | 4
     grad_ckpt_every: int | None
     reduce_bucket_size: int | str | None
     prefetch_bucket_size: int | str | None

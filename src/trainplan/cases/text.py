@@ -153,13 +153,23 @@ def ckpt_every_of(value: Any) -> int | None:
 
 def attention_of(value: Any) -> str | None:
     a = text(value)
-    if "flash" in a:
+    if "flash" in a or flash_version_of(a):
         return "flash"
     if "sdpa" in a:
         return "sdpa"
     if "eager" in a:
         return "eager"
     return None
+
+
+_FLASH_VERSION = re.compile(r"(?<![a-z0-9])(?:flash[-_ ]?att(?:n|ention)|fa)[-_ ]?v?([234])(?![0-9])")
+
+
+def flash_version_of(value: Any) -> int | None:
+    """The FlashAttention major version an attention text names ("FlashAttention-3", "FA3", "flash_attention_3",
+    "flash-attn 3"), None when it names none."""
+    m = _FLASH_VERSION.search(text(value))
+    return int(m.group(1)) if m else None
 
 
 # optimizers whose states are not Adam's, SGD's or Adafactor's shapes (low-rank projections, per-block

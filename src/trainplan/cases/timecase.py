@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from trainplan.cases import data
+from trainplan.catalog.gpu_text import desktop_die
 from trainplan.cases.common import (
     Skip,
     case_model,
@@ -24,6 +25,7 @@ from trainplan.cases.text import (
     attention_of,
     ckpt_every_of,
     embedded_settings,
+    flash_version_of,
     framework_of,
     framework_optimizer,
     galore_flags,
@@ -54,7 +56,7 @@ from trainplan.enums import (
 )
 from trainplan.frozen import replace
 from trainplan.job.capabilities import capabilities
-from trainplan.job.frameworks import default_expert_tp, profile
+from trainplan.job.frameworks import RUNS_TRANSFORMERS, default_expert_tp, profile
 from trainplan.job.resolve import supported_attention
 from trainplan.job.setup import preference
 from trainplan.job.training import (
@@ -189,6 +191,10 @@ def map_case(case: dict) -> Mapped:
         fact_notes = [*fact_notes, *default_notes]
     if facts:
         impl = replace(impl, **facts)
+    if (version := flash_version_of(case.get("attention"))) and version > 2 and framework in RUNS_TRANSFORMERS \
+            and gpu.generation == ("hopper" if version == 3 else "blackwell") and not desktop_die(gpu):
+        # FlashAttention-3 / -4 as transformers' attn_implementation runs them (job.validate._flash_version)
+        impl = replace(impl, flash_version=version)
     if said.get("liger") and capabilities(framework).liger:
         # Liger's kernels and its fused linear cross-entropy, as the memory reader applies them
         impl = replace(impl, liger_kernels=True, loss=Loss.FUSED)

@@ -120,6 +120,10 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seq-len", type=int, default=2048)
     g.add_argument("--grad-ckpt", help="none | full | selective (default: framework's)")
     g.add_argument("--attention", help="flash | sdpa | eager")
+    g.add_argument("--flash-version", type=int, choices=(2, 3, 4), default=None,
+                   help="the FlashAttention --attention flash runs: 2 (transformers' flash_attention_2, LLaMA-Factory "
+                        "fa2), 3 (flash_attention_3 / fa3: Hopper) or 4 (flash_attention_4: Blackwell) "
+                        "(default: 2)")
     g.add_argument("--framework", default="hf",
                    help="hf | deepspeed | fsdp | megatron | litgpt | torchtune | llamafactory | swift | unsloth | axolotl | "
                         "trl | torchtitan")

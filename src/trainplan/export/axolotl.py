@@ -186,7 +186,7 @@ def config(job, ctx: ExportContext) -> tuple[dict[str, Any], list[str]]:
     # core/builders/base.py: optimizer "muon" -> axolotl-contribs-mit MuonOptimizerFactory
     data["optimizer"] = "muon" if setup.optimizer is Optimizer.MUON else pieces.hf_optim(FORMAT, setup.optimizer)
     data.update(_precision(job))
-    data["attn_implementation"] = _ATTN[setup.attention]
+    data["attn_implementation"] = pieces.attn_implementation(setup)
     fsdp = layout.fsdp is not Fsdp.NONE
     if not fsdp:    # under FSDP the checkpointing is fsdp_config.activation_checkpointing
         data["gradient_checkpointing"] = setup.grad_ckpt is GradCkpt.FULL

@@ -36,7 +36,7 @@ from trainplan.enums import (
     ZeroStage,
 )
 from trainplan.errors import TrainplanError
-from trainplan.export import deepspeed
+from trainplan.export import deepspeed, pieces
 from trainplan.export.base import ExportContext, Exported, ExportFile
 from trainplan.memory.sharding import fsdp_for
 
@@ -47,8 +47,6 @@ FILE = "hf_args.json"
 OPTIM = {Optimizer.ADAMW_FUSED: "adamw_torch_fused", Optimizer.ADAMW: "adamw_torch",
          Optimizer.ADAMW_8BIT: "adamw_bnb_8bit", Optimizer.PAGED_ADAMW_8BIT: "paged_adamw_8bit",
          Optimizer.ADAFACTOR: "adafactor", Optimizer.LION: "lion_32bit", Optimizer.SGD: "sgd"}
-# trainplan attention -> transformers attn_implementation (modeling_utils.py)
-ATTN = {Attention.FLASH: "flash_attention_2", Attention.SDPA: "sdpa", Attention.EAGER: "eager"}
 
 
 def model_name(job, ctx: ExportContext) -> str:
@@ -120,7 +118,8 @@ def arguments(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str
     if dtype is not None:
         args["dtype"] = dtype
     if setup.attention is not Attention.SDPA:   # attn_implementation is a TRL ModelConfig key (importers/hf.py)
-        notes.append(f"attention {setup.attention}: from_pretrained(attn_implementation={ATTN[setup.attention]!r}) "
+        notes.append(f"attention {setup.attention}: from_pretrained(attn_implementation="
+                     f"{pieces.attn_implementation(setup)!r}) "
                      "in the script (give --attention with --from)")
     args.update(per_device_train_batch_size=setup.batch_size, gradient_accumulation_steps=setup.grad_accum,
                 num_train_epochs=work.epochs)

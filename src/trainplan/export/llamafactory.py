@@ -152,7 +152,10 @@ def config(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str, d
     notes: list[str] = []
     stage, pref_loss = _stage(job)
     model: dict[str, Any] = {"model_name_or_path": hf.model_name(job, ctx), "trust_remote_code": True}
-    model["flash_attn"] = _ATTN[setup.attention]
+    if setup.impl.flash_version == 4:     # LLaMA-Factory's AttentionFunction: auto, disabled, sdpa, fa2, fa3
+        raise TrainplanError("--format llamafactory: flash_attn takes fa2 or fa3 (extras/constants.py "
+                             "AttentionFunction), not FlashAttention-4: export with --flash-version 3 or 2")
+    model["flash_attn"] = _ATTN[setup.attention] if setup.impl.flash_version == 2 else "fa3"
     if setup.impl.liger_kernels:
         model["enable_liger_kernel"] = True
         fused = setup.impl.loss is Loss.FUSED

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainplan.enums import Method, Optimizer
+from trainplan.enums import Attention, Method, Optimizer
 from trainplan.errors import TrainplanError
 from trainplan.export.base import ExportContext
 
@@ -143,3 +143,15 @@ def torchrun_env(layout, ctx: ExportContext) -> list[str]:
 def lines(words: list[str]) -> str:
     """A command as one line (the words have no spaces or quotes that need escaping here)."""
     return " ".join(words)
+
+
+# trainplan attention -> transformers attn_implementation (modeling_utils.py); ms-swift's attn_impl and axolotl's
+# attn_implementation take the same names
+ATTN = {Attention.FLASH: "flash_attention_2", Attention.SDPA: "sdpa", Attention.EAGER: "eager"}
+
+
+def attn_implementation(setup) -> str:
+    """transformers' attn_implementation of the setup: flash_attention_<FlashAttention version> under flash."""
+    if setup.attention is Attention.FLASH:
+        return f"flash_attention_{setup.impl.flash_version}"
+    return ATTN[setup.attention]

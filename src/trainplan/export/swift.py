@@ -161,7 +161,7 @@ def arguments(job, ctx: ExportContext, fmt: str = FORMAT) -> tuple[dict[str, Any
         if lora.dora:
             args["use_dora"] = True
     args.update(_precision(fmt, job))
-    args["attn_impl"] = _ATTN[setup.attention]
+    args["attn_impl"] = _ATTN[setup.attention] if setup.impl.flash_version == 2 else pieces.attn_implementation(setup)
     args["max_length"] = setup.seq_len
     if work.packing:
         args["packing"] = True

@@ -25,6 +25,7 @@ from trainplan.importers.base import (
     as_int,
     names,
     read_dataset,
+    read_flash_version,
     read_modules_to_save,
 )
 from trainplan.importers.hf_optim import low_rank_optim
@@ -248,6 +249,7 @@ def _attention(c: Collector, get: _Keys) -> str | None:
     elif flash or name in ("flex_attention", "xformers", "sage") or "sage-attention" in name:
         c.set("attention", "flash", key=key, raw=impl,
               note="" if flash else f"{name}: memory-efficient attention without the score matrix, sized as flash")
+        read_flash_version(c, impl, key)
     else:
         c.skip(key, impl, "an attention kernel trainplan does not model")
     return name

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen
@@ -287,3 +288,15 @@ def names(value: Any) -> tuple[str, ...]:
     if isinstance(value, (list, tuple, set, frozenset)):
         return tuple(str(v).strip() for v in value if str(v).strip())
     return (str(value),)
+
+
+_FLASH_VERSION = re.compile(r"(?:flash[-_ ]?attn|flash[-_]attention|fa)[-_ ]?([34])\b")
+
+
+def read_flash_version(c: Collector, name: Any, key: str) -> None:
+    """FlashAttention 3 or 4 named by an attention setting: transformers' attn_implementation flash_attention_3
+    / flash_attention_4 (modeling_flash_attention_utils.py), LLaMA-Factory's flash_attn fa3, a kernels-hub path
+    (kernels-community/flash-attn3). Version 2 is the default and left unsaid."""
+    m = _FLASH_VERSION.search(str(name).lower())
+    if m:
+        c.set("flash_version", int(m.group(1)), key=key, raw=name)

@@ -30,6 +30,7 @@ from trainplan.importers.base import (
     as_int,
     names,
     read_dataset,
+    read_flash_version,
     read_modules_to_save,
 )
 from trainplan.importers.hf_engines import _EngineMixin
@@ -339,6 +340,7 @@ class _Reader(_EngineMixin, _OptimMixin):
         value = "flash" if "flash" in name else name if name in ("sdpa", "eager") else None
         if attn and value:
             c.set("attention", value, key="attn_implementation", raw=attn)
+            read_flash_version(c, name, "attn_implementation")
         elif attn:
             c.skip("attn_implementation", attn, "an attention kernel trainplan does not model (sdpa kept)")
         else:

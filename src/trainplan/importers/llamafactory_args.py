@@ -30,7 +30,15 @@ from __future__ import annotations
 from typing import Any
 
 from trainplan.errors import TrainplanError
-from trainplan.importers.base import Collector, as_bool, as_float, as_int, names, read_modules_to_save
+from trainplan.importers.base import (
+    Collector,
+    as_bool,
+    as_float,
+    as_int,
+    names,
+    read_flash_version,
+    read_modules_to_save,
+)
 from trainplan.job.defaults import defaults
 
 _D = defaults("llamafactory")
@@ -245,6 +253,7 @@ def _kernels(c: Collector, get, stage: str, zero: int | None) -> None:
         _default(c, "attention")
     else:
         c.set("attention", _ATTENTION[str(attn).lower()], key="flash_attn", raw=attn)
+        read_flash_version(c, attn, "flash_attn")
     unsloth = as_bool(get("use_unsloth", False), "use_unsloth", c.file)
     unsloth_gc = as_bool(get("use_unsloth_gc", False), "use_unsloth_gc", c.file)
     if unsloth and zero == 3:

@@ -37,6 +37,7 @@ from trainplan.importers.base import (
     as_int,
     names,
     read_dataset,
+    read_flash_version,
     read_modules_to_save,
 )
 from trainplan.job.defaults import swift as defaults
@@ -156,6 +157,7 @@ def _common(c: Collector, args: dict, spec, table: dict) -> None:
         c.skip(key, args[key], "an attention kernel trainplan does not model")
     else:
         c.set("attention", value, key=key, raw=args[key])
+        read_flash_version(c, name, key)
 
 
 def _swift(c: Collector, args: dict, sub: str, world: int, ctx: ReadContext) -> None:

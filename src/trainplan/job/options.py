@@ -37,6 +37,7 @@ class JobOptions:
     loss: str | None = None
     activation_offload: bool | None = None
     liger: bool | None = None
+    flash_version: int | None = None   # FlashAttention 2, 3 or 4 under --attention flash (None: 2)
     load_fp32: bool | None = None
     gpu: str | GpuSpec = "a100-80gb"
     num_gpus: int = 1

@@ -94,6 +94,8 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
     optimizer = parse_enum(Optimizer, req.optimizer, "--optimizer") if req.optimizer else prof.optimizer
     grad_ckpt = parse_enum(GradCkpt, req.grad_ckpt, "--grad-ckpt") if req.grad_ckpt else prof.grad_ckpt
     attention = parse_enum(Attention, req.attention, "--attention") if req.attention else prof.attention
+    if req.flash_version is not None and req.attention is None:
+        attention = Attention.FLASH      # naming a FlashAttention version asks for it (job.validate._flash_version)
     attention = supported_attention(spec, attention)
     loss = parse_enum(Loss, req.loss, "--loss") if req.loss else None
     if req.fp8_recipe is not None and precision is not Precision.FP8:
@@ -106,7 +108,7 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
                           comm_overlap=req.comm_overlap, moe_a2a_overlap=req.moe_a2a_overlap,
                           moe_dispatcher=None if req.moe_dispatcher is None else
                           parse_enum(MoeDispatcher, req.moe_dispatcher, "--moe-dispatcher"),
-                          cpu_threads_per_rank=req.cpu_threads_per_rank,
+                          cpu_threads_per_rank=req.cpu_threads_per_rank, flash_version=req.flash_version,
                           fp8_recipe=None if req.fp8_recipe is None else
                           parse_enum(Fp8Recipe, req.fp8_recipe, "--fp8-recipe"))
     lora = quant = None

@@ -65,13 +65,13 @@ def efficiency_inputs(setup: TrainingSetup) -> tuple:
     # Liger's kernels or hand-fused ones (Implementation.fused_kernels): the fused kernel stack either way
     return (setup.framework, setup.impl.liger_kernels or setup.impl.fused_kernels, setup.impl.te_attention,
             setup.precision, setup.attention, model.hidden_size, model.head_dim, model.position,
-            setup.impl.padding_mask)
+            setup.impl.padding_mask, setup.impl.flash_version)
 
 
 @by_identity(2)
 def _step_efficiency(gpu: GpuSpec, options: TimingOptions, framework: Framework, liger: bool,
                      te_attention: bool, precision: Precision, attention: Attention, hidden_size: int, head_dim: int,
-                     position: Position, padding_mask: bool, tokens_per_micro_batch: float,
+                     position: Position, padding_mask: bool, flash_version: int, tokens_per_micro_batch: float,
                      seq_len: int) -> Efficiency:
     # the setup's fields it reads are arguments, so the cache key is what the result depends on: the
     # planner asks for it per layout, and layouts of one micro-batch on one GPU share it
@@ -79,7 +79,7 @@ def _step_efficiency(gpu: GpuSpec, options: TimingOptions, framework: Framework,
     dtype = "fp8" if precision is Precision.FP8 else precision.compute_dtype
     kernel = attention_kernel(framework, attention, gpu.generation, "fp32" if precision is Precision.FP32 else "bf16",
                               head_dim, position=position, consumer=desktop_die(gpu), padding_mask=padding_mask,
-                              te=te_attention)
+                              te=te_attention, flash_version=flash_version)
     return matmul_efficiency(gpu, dtype, hidden_size=hidden_size, tokens_per_micro_batch=tokens_per_micro_batch,
                              stack=stack, m=options.model, override=options.efficiency, attention_kernel=kernel,
                              seq_len=seq_len, head_dim=head_dim)

@@ -65,6 +65,8 @@ class Setup(_Record):
     stage: str | None = _text()
     loss: str | None = _text()
     liger: bool | None = None
+    flash_version: int | None = Field(default=None, ge=2, le=4,
+                                      description="FlashAttention 2, 3 (Hopper) or 4 (Blackwell) under attention flash")
     compile: bool | None = None
     gpu: str | None = Field(default=None, max_length=MAX_TEXT, examples=["a100-80gb", "h100"])
     num_gpus: int | None = None
