@@ -86,7 +86,7 @@ def test_llamafactory_reads_and_writes_adam_mini(tmp_path):
 
 
 def test_case_text():
-    from trainplan.cases.text import memory_optimizer
+    from trainplan.cases.optimizer_text import memory_optimizer
 
     for text in ("Adam-mini", "adam_mini (LLaMA-Factory use_adam_mini)", "AdamMini"):
         assert memory_optimizer(text)[0] is Optimizer.ADAM_MINI

@@ -116,7 +116,7 @@ def test_exports_write_apollo_and_read_it_back(tmp_path, fmt, keys):
 
 
 def test_case_text():
-    from trainplan.cases.text import galore_flags, memory_optimizer
+    from trainplan.cases.optimizer_text import galore_flags, memory_optimizer
     from trainplan.enums import Optimizer
 
     assert memory_optimizer("APOLLO (rank 256)")[0] is Optimizer.APOLLO_ADAMW

@@ -15,7 +15,7 @@ import pytest
 
 from trainplan.catalog.hardware import resolve_gpu
 from trainplan.cases.accuracy import evaluate
-from trainplan.cases.text import galore_of
+from trainplan.cases.optimizer_text import galore_of
 from trainplan.enums import Optimizer
 from trainplan.errors import TrainplanError
 from trainplan.job.options import JobOptions
@@ -156,7 +156,7 @@ def test_the_dev2_galore_case_is_predicted():
 
 def test_a_galore_time_case_reads_its_rank_and_per_layer_step():
     # the same run read as a time case: the time reader applies the optimizer text's rank and per-layer step
-    # as the memory reader does (cases.text.galore_flags), so its projections are rank 1024, stepped each backward
+    # as the memory reader does (cases.optimizer_text.galore_flags), so its projections are rank 1024, stepped each backward
     from trainplan.cases import map_case
 
     case = next(c for c in json.loads((DATA / "published_dev2.json").read_text())
@@ -270,7 +270,7 @@ def test_layerwise_galore_takes_no_accumulation_under_the_hf_trainer():
 ])
 def test_a_method_that_names_the_optimizer(method, optimizer, read):
     from trainplan.cases.normalize import method_not_modelled, normalized
-    from trainplan.cases.text import memory_optimizer
+    from trainplan.cases.optimizer_text import memory_optimizer
 
     out, notes = normalized({"method": method, "optimizer": optimizer, "model": {}, "measured": {}})
     assert (out["method"], out["optimizer"]) == ("full", read)

@@ -157,7 +157,7 @@ def test_exports_write_muon_and_read_it_back(tmp_path, fmt, keys):
 
 
 def test_a_case_naming_muon_is_timed_with_it():
-    from trainplan.cases.text import memory_optimizer
+    from trainplan.cases.optimizer_text import memory_optimizer
 
     assert memory_optimizer("Muon (Moonlight)")[0] is Optimizer.MUON
     assert memory_optimizer("muon, AdamW for embeddings")[0] is Optimizer.MUON

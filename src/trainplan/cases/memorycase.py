@@ -14,17 +14,15 @@ import re
 from trainplan import catalog
 from trainplan.cases import data
 from trainplan.cases.common import Skip, case_model, lora_dropout, lora_targets, nodes_for, text
+from trainplan.cases.optimizer_text import framework_optimizer, galore_flags, memory_optimizer
 from trainplan.cases.text import (
     attention_of,
     ckpt_every_of,
     embedded_settings,
     framework_of,
-    framework_optimizer,
     gpu_of,
     grad_ckpt_of,
     kbit_prep_fp32,
-    galore_flags,
-    memory_optimizer,
     pipeline_of,
     precision_of,
     quant_of,

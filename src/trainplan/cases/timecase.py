@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 from trainplan.cases import data
-from trainplan.catalog.gpu_text import desktop_die
 from trainplan.cases.common import (
     Skip,
     case_model,
@@ -20,6 +19,7 @@ from trainplan.cases.common import (
 )
 from trainplan.cases.memorycase import data_parallel, fsdp_version, grad_accum, layout_flags
 from trainplan.cases.modelcard import Mapped, model_card_case
+from trainplan.cases.optimizer_text import framework_optimizer, galore_flags, memory_optimizer
 from trainplan.cases.stated import implied_gpus, names_fp16, names_megatron, network_of
 from trainplan.cases.text import (
     attention_of,
@@ -27,12 +27,9 @@ from trainplan.cases.text import (
     embedded_settings,
     flash_version_of,
     framework_of,
-    framework_optimizer,
-    galore_flags,
     gpu_of,
     grad_ckpt_of,
     kbit_prep_fp32,
-    memory_optimizer,
     pipeline_of,
     precision_of,
     quant_of,
@@ -55,8 +52,8 @@ from trainplan.enums import (
     ZeroStage,
 )
 from trainplan.frozen import replace
-from trainplan.job.capabilities import capabilities
-from trainplan.job.frameworks import RUNS_TRANSFORMERS, default_expert_tp, profile
+from trainplan.job.capabilities import capabilities, flash_refusal
+from trainplan.job.frameworks import default_expert_tp, profile
 from trainplan.job.resolve import supported_attention
 from trainplan.job.setup import preference
 from trainplan.job.training import (
@@ -191,16 +188,15 @@ def map_case(case: dict) -> Mapped:
         fact_notes = [*fact_notes, *default_notes]
     if facts:
         impl = replace(impl, **facts)
-    if (version := flash_version_of(case.get("attention"))) and version > 2 and framework in RUNS_TRANSFORMERS \
-            and gpu.generation == ("hopper" if version == 3 else "blackwell") and not desktop_die(gpu):
-        # FlashAttention-3 / -4 as transformers' attn_implementation runs them (job.validate._flash_version)
-        impl = replace(impl, flash_version=version)
+    if (version := flash_version_of(case.get("attention"))) and version > 2 \
+            and flash_refusal(framework, Attention.FLASH, version, gpu) is None:
+        impl = replace(impl, flash_version=version)     # FlashAttention-3 / -4 where it runs (job.capabilities)
     if said.get("liger") and capabilities(framework).liger:
         # Liger's kernels and its fused linear cross-entropy, as the memory reader applies them
         impl = replace(impl, liger_kernels=True, loss=Loss.FUSED)
     optimizer = (framework_optimizer(memory_optimizer(case.get("optimizer"))[0], framework)
                  or profile(framework).optimizer)
-    # GaLore's rank and per-layer step as its text states them (the memory reader's rule, cases.text.galore_flags)
+    # GaLore's rank and per-layer step as its text states them (the memory reader's rule, cases.optimizer_text.galore_flags)
     galore = galore_flags(case.get("optimizer"), fact_notes, apollo=optimizer is Optimizer.APOLLO_ADAMW) \
         if optimizer in LOW_RANK_OPTIMIZERS else {}
     if galore.get("optimizer_in_backward"):

@@ -7,6 +7,10 @@ from __future__ import annotations
 from trainplan.enums import LOW_RANK_OPTIMIZERS, MATRIX_OPTIMIZERS, Attention, Framework, Loss, Offload, Optimizer
 from trainplan.frozen import frozen
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from trainplan.specs import GpuSpec
+
 _ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM, Optimizer.MUON, Optimizer.ADAM_MINI} - LOW_RANK_OPTIMIZERS
 # GaLore runs where the trainer builds its optimizer from the model's own 2-D weights: HF Trainer `optim`
 # galore_adamw[_8bit][_layerwise] (trainer.py, optim_target_modules), LLaMA-Factory use_galore, ms-swift
@@ -188,3 +192,28 @@ def offloaded_optimizer(framework: Framework, optimizer: Optimizer, *, zero: int
                              "DeepSpeedCPUAdam (accelerate utils/deepspeed.py map_pytorch_optim_to_deepspeed), so the "
                              "host keeps fp32 Adam moments and steps them; zero_force_ds_cpu_optimizer: false in "
                              "the DeepSpeed config keeps the trainer's optimizer (trainplan does not read it)")
+
+
+def flash_refusal(framework: Framework, attention: Attention, version: int, gpu: GpuSpec | None) -> str | None:
+    """Why FlashAttention `version` cannot run (None: it can; gpu None: not asked of a GPU, as the planner).
+    FA3 and FA4 are transformers' attn_implementation flash_attention_3 / _4 (LLaMA-Factory fa3, ms-swift and
+    axolotl the same names). flash-attn's hopper/ build (flash_attn_interface) runs on sm90 only; FA4
+    (flash_attn.cute) is timed from its sm100 benchmarks (timing.attention), so on Blackwell data-centre GPUs;
+    neither runs on GeForce or RTX dies (sm89, sm120)."""
+    if version == 2:
+        return None
+    from trainplan.catalog.gpu_text import desktop_die
+    from trainplan.job.frameworks import RUNS_TRANSFORMERS
+
+    if attention is not Attention.FLASH:
+        return (f"--flash-version {version} picks the FlashAttention of --attention flash; the job runs "
+                f"--attention {attention}")
+    if framework not in RUNS_TRANSFORMERS:
+        return (f"--flash-version {version} is transformers' attn_implementation flash_attention_{version}; "
+                f"--framework {framework} runs its own attention kernels")
+    generations = ("hopper",) if version == 3 else ("blackwell",)   # trainplan has FA4 rates for sm100 only
+    if gpu is not None and (gpu.generation.lower() not in generations or desktop_die(gpu)):
+        return (f"--flash-version {version} (FlashAttention-{version}) runs on "
+                f"{' and '.join(g.capitalize() for g in generations)} data-centre GPUs; {gpu.id!r} is "
+                f"{gpu.generation}: use --flash-version 2")
+    return None

@@ -33,7 +33,6 @@ TYPE_CHECKING = False   # annotations only: typing is not imported on the estima
 if TYPE_CHECKING:
     from trainplan.job.job import Job
     from trainplan.job.options import JobOptions
-    from trainplan.job.training import TrainingSetup
     from trainplan.specs import GpuSpec, ModelSpec
 
 PLANNER_COUNT_LIMIT = 1 << 20   # --max-gpus, --gpus-per-node, --global-batch, --top: far beyond any cluster
@@ -281,7 +280,11 @@ def check_job(job: Job, *, layout_given: bool = True) -> tuple[str, ...]:
     notes: list[str] = []
     notes += _positions(spec, setup.seq_len, given=opts is None or "seq_len" in opts.given)
     _kernels(setup.attention, setup.precision, gpu, planner=not layout_given)
-    _flash_version(setup, gpu, planner=not layout_given)
+    from trainplan.job.capabilities import flash_refusal
+
+    if (refused := flash_refusal(setup.framework, setup.attention, setup.impl.flash_version,
+                                 gpu if layout_given else None)) is not None:
+        raise TrainplanError(refused)
     if setup.impl.fp8_recipe is Fp8Recipe.TE_MXFP8 and gpu.generation.lower() != "blackwell" and layout_given:
         # Transformer Engine checks MXFP8 support by compute capability (transformer_engine/pytorch/
         # quantization.py check_mxfp8_support: "MXFP8 ... Blackwell", sm100+)
@@ -371,30 +374,6 @@ def _positions(spec: ModelSpec, seq_len: int, *, given: bool = True) -> list[str
 
 
 _NO_FLASH = frozenset({"volta", "turing", "pascal"})   # FlashAttention-2: compute capability >= 8.0
-
-
-def _flash_version(setup: TrainingSetup, gpu: GpuSpec, *, planner: bool) -> None:
-    """FlashAttention 3 and 4: transformers' attn_implementation flash_attention_3 / _4 (LLaMA-Factory fa3, ms-swift
-    and axolotl the same names). flash-attn's hopper/ build (flash_attn_interface) runs on sm90 only; FA4
-    (flash_attn.cute) is timed from its sm100 benchmarks (timing.attention), so on Blackwell data-centre GPUs;
-    neither runs on GeForce or RTX dies (sm89, sm120)."""
-    version = setup.impl.flash_version
-    if version == 2:
-        return
-    from trainplan.catalog.gpu_text import desktop_die
-    from trainplan.job.frameworks import RUNS_TRANSFORMERS
-
-    if setup.attention is not Attention.FLASH:
-        raise TrainplanError(f"--flash-version {version} picks the FlashAttention of --attention flash; "
-                             f"the job runs --attention {setup.attention}")
-    if setup.framework not in RUNS_TRANSFORMERS:
-        raise TrainplanError(f"--flash-version {version} is transformers' attn_implementation flash_attention_"
-                             f"{version}; --framework {setup.framework} runs its own attention kernels")
-    generations = ("hopper",) if version == 3 else ("blackwell",)   # trainplan has FA4 rates for sm100 only
-    if not planner and (gpu.generation.lower() not in generations or desktop_die(gpu)):
-        raise TrainplanError(f"--flash-version {version} (FlashAttention-{version}) runs on "
-                             f"{' and '.join(g.capitalize() for g in generations)} data-centre GPUs; {gpu.id!r} is "
-                             f"{gpu.generation}: use --flash-version 2")
 
 
 def _kernels(attention: Attention, precision: Precision, gpu: GpuSpec, *, planner: bool) -> None:
