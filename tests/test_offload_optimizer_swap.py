@@ -61,3 +61,28 @@ def test_an_own_deepspeed_script_keeps_its_8bit_states():
 def test_no_swap_where_accelerate_makes_none(kw):
     est = _run(framework="hf", **kw)
     assert not any(SWAP_NOTE in n for n in est.notes)
+
+
+def test_an_own_deepspeed_script_is_told_deepspeed_refuses_its_client_optimizer():
+    # runtime/engine.py _configure_optimizer: ZeRORuntimeException unless zero_force_ds_cpu_optimizer is false
+    own = _run(framework="deepspeed", optimizer="adamw-8bit")
+    said = [n for n in own.notes if "zero_force_ds_cpu_optimizer: false (runtime/engine.py" in n]
+    assert len(said) == 1
+    assert not any("zero_force_ds_cpu_optimizer" in n for n in _run(framework="deepspeed", optimizer="adamw-8bit",
+                                                                     offload="none").notes)
+
+
+def test_the_note_follows_the_layout_not_the_first_one_asked():
+    # one memory model asked about the same setup with and without offload (as the planner does)
+    from trainplan.api import resolve
+    from trainplan.enums import Offload
+    from trainplan.frozen import replace
+    from trainplan.memory import estimate_memory
+    from trainplan.memory.model import MemoryModel
+
+    job = resolve(**{**COMMON, "framework": "deepspeed", "optimizer": "adamw-8bit", "offload": "none"})
+    model = MemoryModel()
+    plain = estimate_memory(job.setup, job.layout, job.gpu, model=model)
+    offloaded = estimate_memory(job.setup, replace(job.layout, offload=Offload.OPTIMIZER), job.gpu, model=model)
+    assert not any("zero_force_ds_cpu_optimizer" in n for n in plain.notes)
+    assert any("zero_force_ds_cpu_optimizer" in n for n in offloaded.notes)

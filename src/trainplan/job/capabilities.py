@@ -183,10 +183,17 @@ def offloaded_optimizer(framework: Framework, optimizer: Optimizer, *, zero: int
     config with an `optimizer` section gets DeepSpeed's own optimizer instead (transformers
     integrations/deepspeed.py deepspeed_optim_sched: DummyOptim), Adam under offload as well. So 8-bit, Adafactor,
     SGD or Adam-mini states become fp32 Adam moments on the host, stepped by DeepSpeedCPUAdam."""
-    swapped = (framework in ACCELERATE_DEEPSPEED and zero > 0 and not fsdp
-               and offload in (Offload.OPTIMIZER, Offload.ALL) and optimizer not in _OWN_UNDER_OFFLOAD
-               and optimizer not in MATRIX_OPTIMIZERS)
-    if not swapped:
+    client = (zero > 0 and not fsdp and offload in (Offload.OPTIMIZER, Offload.ALL)
+              and optimizer not in _OWN_UNDER_OFFLOAD and optimizer not in MATRIX_OPTIMIZERS)
+    if client and framework is Framework.DEEPSPEED:
+        # a script's own client optimizer reaches DeepSpeed as it is, and engine.py _configure_optimizer raises
+        # ZeRORuntimeException for one that is not DeepSpeedCPUAdam or DeepSpeedCPULion unless the config says
+        # zero_force_ds_cpu_optimizer: false
+        return optimizer, (f"--optimizer {optimizer} under ZeRO optimizer offload: DeepSpeed refuses a client "
+                           "optimizer other than DeepSpeedCPUAdam or DeepSpeedCPULion unless the config sets "
+                           "zero_force_ds_cpu_optimizer: false (runtime/engine.py _configure_optimizer); estimated "
+                           "with that setting, the optimizer stepping on CPU tensors")
+    if not (client and framework in ACCELERATE_DEEPSPEED):
         return optimizer, None
     return Optimizer.ADAMW, (f"--optimizer {optimizer} under ZeRO optimizer offload: accelerate replaces it with "
                              "DeepSpeedCPUAdam (accelerate utils/deepspeed.py map_pytorch_optim_to_deepspeed), so the "

@@ -20,10 +20,10 @@ def engine_setup(setup: TrainingSetup, layout: Layout) -> tuple[TrainingSetup, t
     MixedPrecision(param_dtype=bf16) gathers bf16 units, Megatron's Float16Module. An autocast
     profile is switched to that regime when one of them runs the job."""
     notes = []
-    optimizer, swapped = offload_swap(setup, layout)
-    if swapped:
+    optimizer, said = offload_swap(setup, layout)
+    if said:
         setup = replace(setup, optimizer=optimizer)
-        notes.append(swapped)
+        notes.append(said)
     sharded = shard_level(layout)[0] > 0 or is_model_parallel(layout)
     if sharded and setup.impl.master_weights is MasterWeights.AUTOCAST \
             and setup.precision in (Precision.BF16, Precision.FP16):

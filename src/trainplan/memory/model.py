@@ -189,7 +189,7 @@ class MemoryModel:
         """The setup as the engine runs it (per setup object) with the regime and state (per state key, engine
         and the optimizer offload runs), and the key of that variant."""
         engine = shard_level(layout)[0] > 0 or is_model_parallel(layout)
-        vkey = (state_key, engine, offload_swap(setup, layout)[0])
+        vkey = (state_key, engine, *offload_swap(setup, layout))   # the optimizer offload runs and its note
         run_key = (id(setup), *vkey[1:])
         hit = self._runs.get(run_key)
         if hit is None or hit[0] is not setup:

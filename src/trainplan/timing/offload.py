@@ -333,10 +333,10 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
                             if layout.offload in (Offload.PARAMS, Offload.ALL) else ""))
     optimizer_s = 0.0
     if optimizer_on_cpu:
-        run, swapped = offloaded_optimizer(setup.framework, setup.optimizer, zero=int(layout.zero), fsdp=fsdp,
-                                           offload=layout.offload)
-        if swapped:
-            notes.append(swapped)
+        run, said = offloaded_optimizer(setup.framework, setup.optimizer, zero=int(layout.zero), fsdp=fsdp,
+                                        offload=layout.offload)
+        if said:
+            notes.append(said)
         nbytes, per_core, what = _cpu_optimizer(replace(setup, optimizer=run), deepspeed)
         threads = threads_per_rank(setup.framework, ranks, host.cpu_cores, setup.impl.cpu_threads_per_rank)
         optimizer_s = cpu_step_s(n_opt, ranks, host, bytes_per_param=nbytes, per_core_params_per_s=per_core,
