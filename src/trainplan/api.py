@@ -106,6 +106,7 @@ class Options(TypedDict, total=False):
     disk_gb_per_s: float
     lengths_file: str | None
     drop_long_samples: bool | None
+    group_by_length: bool | None
     dataset: str | None             # catalog dataset name(s), comma-separated
     calibration: bool
     efficiency: float | None

@@ -38,6 +38,7 @@ _KEYS = {
     "packed": ("packing", "bool"), "packing": ("packing", "bool"), "sample_packing": ("packing", "bool"),
     "use_liger_kernel": ("liger", "liger"), "enable_liger_kernel": ("liger", "liger"),
     "precision": ("precision", "precision"), "opt": ("optimizer", "optimizer"),
+    "group_by_length": ("group_by_length", "bool"),
 }
 # Lightning-style precision names (litgpt `--precision`, Fabric) -> trainplan precision
 _PRECISIONS = {"bf16-true": "bf16-pure", "16-true": "fp16-pure", "bf16-mixed": "bf16", "16-mixed": "fp16",

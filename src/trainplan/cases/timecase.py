@@ -206,7 +206,8 @@ def map_case(case: dict) -> Mapped:
     # there is a Ulysses degree)
     options = TimingOptions(compiled=compiled, sequence_parallel=(case.get("parallel") or {}).get("sp") is not False,
                             pp_head_as_layer=stated_head_as_layer(case) or profile(framework).pp_head_as_layer,
-                            drop_long_samples=drops_long_samples(case, framework))
+                            drop_long_samples=drops_long_samples(case, framework),
+                            group_by_length=bool(said.get("group_by_length")))
     if unpacked is not None:
         # unpacked samples of the catalog dataset the text names: each its own length, padded to the
         # longest of its micro-batch (trainplan.timing.steps.sequence_shape)

@@ -240,6 +240,10 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
                    help="samples longer than --seq-len are deleted, not truncated: the lengths trained on are those "
                         "that fit, and only they count towards the steps (default: ms-swift's truncation_strategy "
                         "'delete' under --framework swift; other frameworks truncate)")
+    w.add_argument("--group-by-length", action=argparse.BooleanOptionalAction, default=None,
+                   help="the HF Trainer's length-grouped sampler (group_by_length; transformers 5: "
+                        "train_sampling_strategy group_by_length): unpacked samples of like lengths batched together, "
+                        "so less padding (default: off, random batches)")
     w.add_argument("--dataset", help="a public dataset the run trains on (ModelScope or Hugging Face id; several "
                    "comma-separated): its sample lengths and size from the catalog (`trainplan datasets`)")
     w.add_argument("--calibration", action=argparse.BooleanOptionalAction, default=True,

@@ -195,6 +195,8 @@ def config(job, ctx: ExportContext) -> tuple[dict[str, Any], list[str]]:
     data.update(_kernels(job))
     if setup.impl.compiled:
         data["torch_compile"] = True
+    if job.timing.group_by_length:      # core/builders/causal.py: train_sampling_strategy "group_by_length"
+        data["group_by_length"] = True
     stage = pieces.stage(job)
     if stage in _RL:
         data["rl"] = _RL[stage]

@@ -149,6 +149,9 @@ def arguments(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str
         args["use_liger_kernel"] = True
     if setup.impl.compiled:
         args["torch_compile"] = True
+    if job.timing.group_by_length:
+        args["train_sampling_strategy"] = "group_by_length"
+        notes.append(pieces.GROUP_BY_LENGTH_NOTE)
     if ds_file is not None:
         args["deepspeed"] = ds_file
     elif layout.zero is not ZeroStage.NONE:

@@ -208,6 +208,9 @@ def config(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str, d
         train["optim"] = hf.optim(job)
     if setup.impl.compiled:
         train["torch_compile"] = True
+    if job.timing.group_by_length:
+        train["train_sampling_strategy"] = "group_by_length"
+        notes.append(pieces.GROUP_BY_LENGTH_NOTE)
     train["ddp_timeout"] = 180000000
     if work.samples is not None:
         notes.append(f"{work.samples} samples: the dataset's size (max_samples would cut it; not written)")

@@ -155,3 +155,8 @@ def attn_implementation(setup) -> str:
     if setup.attention is Attention.FLASH:
         return f"flash_attention_{setup.impl.flash_version}"
     return ATTN[setup.attention]
+
+
+# TrainingArguments' length-grouped sampler by its transformers 5 name (trainer.py _get_train_sampler)
+GROUP_BY_LENGTH_NOTE = ("train_sampling_strategy: group_by_length is transformers 5's name; under transformers 4 "
+                        "write group_by_length: true instead")

@@ -177,6 +177,9 @@ def arguments(job, ctx: ExportContext, fmt: str = FORMAT) -> tuple[dict[str, Any
     args["gradient_checkpointing"] = setup.grad_ckpt is GradCkpt.FULL and layout.fsdp is Fsdp.NONE
     if setup.impl.liger_kernels:
         args["use_liger_kernel"] = True
+    if job.timing.group_by_length:
+        args["train_sampling_strategy"] = "group_by_length"
+        notes.append(pieces.GROUP_BY_LENGTH_NOTE)
     if setup.impl.compiled:
         args["torch_compile"] = True
         notes.append("torch_compile is passed to the HF Trainer; trainplan's ms-swift reader does not read it "

@@ -26,6 +26,7 @@ from trainplan.importers.base import (
     names,
     read_dataset,
     read_flash_version,
+    read_length_grouping,
     read_modules_to_save,
 )
 from trainplan.importers.hf_optim import low_rank_optim
@@ -124,6 +125,7 @@ def read(data: dict, path: str, ctx: ReadContext | None = None) -> Imported:
         hf_optimizer(c, data["optimizer"], "optimizer")
     else:
         default(c, "optimizer", _DEFAULTS, defaults.VERSION)
+    read_length_grouping(c, get("group_by_length"), get("train_sampling_strategy"))
     if get("torch_compile") not in (None, False):
         c.set("compile", True, key="torch_compile", raw=data["torch_compile"],
               note="passed to TrainingArguments.torch_compile ('auto' is truthy there: core/builders/base.py)")

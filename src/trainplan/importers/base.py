@@ -300,3 +300,14 @@ def read_flash_version(c: Collector, name: Any, key: str) -> None:
     m = _FLASH_VERSION.search(str(name).lower())
     if m:
         c.set("flash_version", int(m.group(1)), key=key, raw=name)
+
+
+def read_length_grouping(c: Collector, flag: Any, strategy: Any) -> None:
+    """The HF Trainer's length-grouped sampler: TrainingArguments.group_by_length (transformers 4) or
+    train_sampling_strategy "group_by_length" (transformers 5, which also offers random, sequential and
+    batch_rebalance; trainer.py _get_train_sampler). LLaMA-Factory, ms-swift and axolotl pass either through."""
+    if strategy is not None:
+        c.set("group_by_length", str(strategy).lower() == "group_by_length", key="train_sampling_strategy",
+              raw=strategy)
+    elif flag is not None:
+        c.set("group_by_length", as_bool(flag, "group_by_length", c.file), key="group_by_length", raw=flag)

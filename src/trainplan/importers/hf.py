@@ -31,6 +31,7 @@ from trainplan.importers.base import (
     names,
     read_dataset,
     read_flash_version,
+    read_length_grouping,
     read_modules_to_save,
 )
 from trainplan.importers.hf_engines import _EngineMixin
@@ -329,6 +330,7 @@ class _Reader(_EngineMixin, _OptimMixin):
                   if name == "chunked_nll" else "full logits")
         elif kind != "grpo":
             self.default("loss")
+        read_length_grouping(c, self.pop("group_by_length"), self.pop("train_sampling_strategy"))
         implied = any(self.pop(k) for k in ("torch_compile_backend", "torch_compile_mode"))
         raw = self.pop("torch_compile")
         if raw is not None or implied:

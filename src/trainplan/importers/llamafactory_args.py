@@ -37,6 +37,7 @@ from trainplan.importers.base import (
     as_int,
     names,
     read_flash_version,
+    read_length_grouping,
     read_modules_to_save,
 )
 from trainplan.job.defaults import defaults
@@ -297,6 +298,7 @@ def _kernels(c: Collector, get, stage: str, zero: int | None) -> None:
         else:
             c.set("liger", False, key=liger_key, raw=liger_raw)
         _default(c, "loss")
+    read_length_grouping(c, get("group_by_length"), get("train_sampling_strategy"))
     compile_raw = get("torch_compile")
     if compile_raw is not None:
         c.set("compile", as_bool(compile_raw, "torch_compile", c.file), key="torch_compile", raw=compile_raw)

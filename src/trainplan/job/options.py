@@ -80,6 +80,7 @@ class JobOptions:
     disk_gb_per_s: float = 1.0        # checkpoint write bandwidth
     lengths_file: str | None = None   # sample lengths (tokens), one per line or a JSON list
     drop_long_samples: bool | None = None   # samples over --seq-len deleted, not truncated (None: the framework's)
+    group_by_length: bool | None = None     # HF Trainer's length-grouped sampler (None: off, random batches)
     dataset: str | None = None        # catalog dataset(s) whose sample lengths the run trains on (comma-separated)
     calibration: bool = True          # apply the fit of `trainplan calibrate` when one matches
     efficiency: float | None = None   # override the matmul efficiency (fraction of peak)

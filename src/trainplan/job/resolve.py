@@ -202,7 +202,8 @@ def build_timing(req: JobOptions) -> TimingOptions:
                          parse_enum(PipeSchedule, req.pp_schedule, "--pp-schedule"),
                          sequential_pipeline=_sequential(req), sequence_parallel=req.sequence_parallel,
                          pp_head_as_layer=_flag_or_profile(req, "pp_head_as_layer"),
-                         drop_long_samples=_flag_or_profile(req, "drop_long_samples"))
+                         drop_long_samples=_flag_or_profile(req, "drop_long_samples"),
+                         group_by_length=bool(req.group_by_length))
 
 
 def suggestable_gpus(gpus: tuple[GpuSpec, ...], precision: Precision,

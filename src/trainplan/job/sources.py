@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 SETTINGS = ("model", "framework", "method", "stage", "precision", "fp8_recipe", "optimizer", "galore_rank",
             "apollo_rank", "lora_rank", "lora_alpha", "lora_dropout", "lora_targets", "dora", "modules_to_save", "quant", "double_quant",
             "freeze_layers", "batch_size", "grad_accum", "seq_len", "packing", "padding_free", "padding_mask",
-            "dataset", "drop_long_samples", "grad_ckpt", "grad_ckpt_every", "attention", "loss", "liger",
+            "dataset", "drop_long_samples", "group_by_length", "grad_ckpt", "grad_ckpt_every", "attention", "loss", "liger",
             "activation_offload",
             "optimizer_in_backward", "compile", "compile_loss", "num_gpus", "nodes", "zero", "fsdp", "fsdp_version",
             "reshard_after_forward", "offload", "offload_device", "tp", "sequence_parallel", "pp", "vpp",
@@ -38,6 +38,8 @@ _DERIVED = {"lora_alpha": (lambda j: j.setup.lora.alpha if j.setup.lora else Non
             "drop_long_samples": (lambda j: j.timing.drop_long_samples,
                                   "the framework's: ms-swift deletes samples over max_length (truncation_strategy "
                                   "'delete'), the others truncate them"),
+            "group_by_length": (lambda j: j.timing.group_by_length,
+                                "random batches: the HF Trainer's default sampler (train_sampling_strategy 'random')"),
             "pp_head_as_layer": (lambda j: j.parallel.head_as_layer,
                                  "the framework's pipeline split: torchtitan weighs the embedding and the output as a "
                                  "layer each, Megatron-Core splits the decoder layers alone"),

@@ -47,7 +47,7 @@ from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
 from trainplan.timing.flops import flops_per_token
 from trainplan.timing.parts import core_compute_s, step_efficiency
 from trainplan.timing.pipeline import bubble_floor
-from trainplan.timing.steps import sequence_shape, steps_per_epoch, total_steps
+from trainplan.timing.steps import length_group, sequence_shape, steps_per_epoch, total_steps
 from trainplan.units import SECONDS_PER_HOUR
 
 Progress = Callable[[int, int], None]
@@ -207,7 +207,8 @@ def _compute_bound_s(setup: TrainingSetup, gpu: GpuSpec, workload: Workload, opt
     timing.step_time's compute term less its adapter traffic (a lower bound on the step's share)."""
     shape = sequence_shape(seq_len=setup.seq_len, micro_batch=setup.batch_size,
                            tokens_per_sample=workload.tokens_per_sample, packing=workload.packing,
-                           padding_free=setup.impl.padding_free, lengths=options.sample_lengths)
+                           padding_free=setup.impl.padding_free, lengths=options.sample_lengths,
+                           group=length_group(setup.batch_size, setup.grad_accum, options.group_by_length))
     span = max(1, round(shape.attention_span))      # the attention's sequence (a packed sample's when padding-free)
     key = (setup.method, setup.grad_ckpt, setup.attention, setup.lora, span)
     ft = flops_cache.get(key)
@@ -231,7 +232,8 @@ def _steps(setup: TrainingSetup, workload: Workload, global_batch: int, options:
         return 0
     shape = sequence_shape(seq_len=setup.seq_len, micro_batch=setup.batch_size,
                            tokens_per_sample=workload.tokens_per_sample, packing=workload.packing,
-                           padding_free=setup.impl.padding_free, lengths=options.sample_lengths)
+                           padding_free=setup.impl.padding_free, lengths=options.sample_lengths,
+                           group=length_group(setup.batch_size, setup.grad_accum, options.group_by_length))
     return total_steps(steps_per_epoch(workload.samples, global_batch, shape.samples_per_sequence), workload.epochs)
 
 

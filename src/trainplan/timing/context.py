@@ -24,7 +24,7 @@ from trainplan.timing.efficiency import Efficiency, bf16_ceiling_stands_in
 from trainplan.timing.flops import flops_per_token
 from trainplan.timing.offload import HostSpec, resolve_host
 from trainplan.timing.options import TimingOptions
-from trainplan.timing.steps import SequenceShape, sequence_shape
+from trainplan.timing.steps import SequenceShape, length_group, sequence_shape
 from trainplan.timing.traffic import checkpoint_bytes, grad_bytes, weight_bytes_gathered
 
 # where a ZeRO stage is not DeepSpeed's: Megatron's distributed optimizer (its own overlap flags) and
@@ -52,7 +52,8 @@ class SetupFacts:
         shape = sequence_shape(seq_len=setup.seq_len, micro_batch=setup.micro_sequences,
                                tokens_per_sample=workload.tokens_per_sample, packing=workload.packing,
                                padding_free=setup.impl.padding_free, lengths=options.sample_lengths,
-                               drop_long=options.drop_long_samples)
+                               drop_long=options.drop_long_samples,
+                               group=length_group(setup.micro_sequences, setup.grad_accum, options.group_by_length))
         if setup.sequences_per_sample > 1:       # a preference pair: two sequences per sample
             shape = replace(shape, samples_per_sequence=shape.samples_per_sequence / setup.sequences_per_sample)
             notes.append(f"preference pairs: {setup.sequences_per_sample} sequences (chosen, rejected) per sample")

@@ -32,4 +32,5 @@ class TimingOptions:
     host_mem_bw_bytes_per_s: float | None = None   # its DRAM bandwidth (wire rate; None: hosts.toml)
     sample_lengths: tuple[int, ...] | None = None
     drop_long_samples: bool = False        # samples over seq_len deleted, not truncated (ms-swift's default)
+    group_by_length: bool = False          # HF Trainer's length-grouped sampler (timing.steps.grouped_batch_max)
     model: EfficiencyModel = field(default_factory=lambda: DEFAULT_MODEL)

@@ -34,6 +34,40 @@ def expected_batch_max(lengths: tuple[int, ...], batch_size: int) -> float:
     return total
 
 
+MEGA_BATCH_MULT = 50    # transformers trainer_pt_utils.get_length_grouped_indices: at most 50 sampler batches a mega-batch
+
+
+def grouped_batch_max(lengths: tuple[int, ...], micro_batch: int, group: int) -> float:
+    """The mean padded length of a micro-batch under the HF Trainer's length-grouped sampler (group_by_length;
+    transformers 5 train_sampling_strategy "group_by_length"): LengthGroupedSampler(batch_size = `group`, the
+    per-device batch x gradient accumulation; trainer.py _get_train_sampler) permutes the samples, cuts mega-batches
+    of mult x group (mult = min(n // (4 group), 50), at least 1) and sorts each by length, longest first
+    (trainer_pt_utils.get_length_grouped_indices); the loader then takes `micro_batch` consecutive samples, so
+    micro-batch k of a mega-batch of M is padded to its (k x micro_batch + 1)-th longest sample. That order statistic
+    is taken at its expected quantile (M - k x micro_batch) / (M + 1) of the lengths (the Weibull plotting position),
+    the lengths' empirical quantile read there; averaged over the M / micro_batch micro-batches."""
+    if not lengths:
+        raise TrainplanError("the list of sample lengths is empty")
+    n = len(lengths)
+    if micro_batch == 1:
+        return sum(lengths) / n                 # one sample a micro-batch: nothing to pad
+    ordered = sorted(lengths)
+    mult = max(1, min(n // (4 * group), MEGA_BATCH_MULT))
+    mega = mult * group
+    count = max(1, mega // micro_batch)
+    total = expected_batch_max(lengths, mega)          # the longest of the mega-batch: exactly
+    for k in range(1, count):
+        p = (mega - k * micro_batch) / (mega + 1)
+        total += ordered[min(n - 1, max(0, math.ceil(p * n) - 1))]
+    return total / count
+
+
+def length_group(micro_batch: int, grad_accum: int, grouped: bool) -> int:
+    """The samples the length-grouped sampler sorts together per batch: the micro-batch x accumulation
+    (transformers trainer.py _get_train_sampler: train_batch_size * gradient_accumulation_steps); 0 off."""
+    return micro_batch * grad_accum if grouped else 0
+
+
 @frozen
 class SequenceShape:
     """What one sequence in a micro-batch looks like to the kernels and to the data."""
@@ -56,7 +90,8 @@ class SequenceShape:
 
 def sequence_shape(*, seq_len: int, micro_batch: int, tokens_per_sample: float | None,
                    packing: bool, padding_free: bool = False,
-                   lengths: tuple[int, ...] | None = None, drop_long: bool = False) -> SequenceShape:
+                   lengths: tuple[int, ...] | None = None, drop_long: bool = False,
+                   group: int = 0) -> SequenceShape:
     """Packing fills every sequence to seq_len; the attention spans the whole pack, unless the batches
     are padding-free: packed samples laid end to end with their own position ids, which flash varlen
     attention reads as one causal span per sample (transformers' DataCollatorWithFlattening and
@@ -68,12 +103,13 @@ def sequence_shape(*, seq_len: int, micro_batch: int, tokens_per_sample: float |
     taken to have that length, so no padding is counted). Padding-free batching (flash varlen)
     computes only real tokens. `drop_long`: samples longer than seq_len are deleted instead of truncated
     (ms-swift's truncation_strategy 'delete'), so the lengths are those that fit and only their share of the
-    samples is trained on (SequenceShape.kept)."""
+    samples is trained on (SequenceShape.kept). `group`: the samples the HF Trainer's length-grouped sampler sorts
+    together per batch (group_by_length: micro-batch x accumulation; 0: random batches), grouped_batch_max."""
     if lengths and drop_long and max(lengths) > seq_len:
         fitting = tuple(x for x in lengths if x <= seq_len) or (seq_len,)
         kept = len(fitting) / len(lengths)
         shape = sequence_shape(seq_len=seq_len, micro_batch=micro_batch, tokens_per_sample=tokens_per_sample,
-                               packing=packing, padding_free=padding_free, lengths=fitting)
+                               packing=packing, padding_free=padding_free, lengths=fitting, group=group)
         return replace(shape, kept=kept, note=f"samples longer than {seq_len} tokens deleted, not truncated "
                                               f"(truncation_strategy 'delete'): {kept:.0%} of them trained on; "
                                               + shape.note)
@@ -97,9 +133,13 @@ def sequence_shape(*, seq_len: int, micro_batch: int, tokens_per_sample: float |
         why = "padding-free batching" if padding_free else "uniform sample length assumed (no padding counted)"
         return SequenceShape(padded_len=mean, real_tokens=mean, samples_per_sequence=1.0,
                              note=f"one sample per sequence, {mean:.0f} tokens; {why}")
-    padded = expected_batch_max(clipped, micro_batch)
+    if group:
+        padded = grouped_batch_max(clipped, micro_batch, group)
+        how = "batches grouped by length (group_by_length)"
+    else:
+        padded, how = expected_batch_max(clipped, micro_batch), "dynamic padding"
     return SequenceShape(padded_len=padded, real_tokens=mean, samples_per_sequence=1.0,
-                         note=f"dynamic padding: {mean:.0f} real tokens padded to {padded:.0f} per "
+                         note=f"{how}: {mean:.0f} real tokens padded to {padded:.0f} per "
                               f"sequence on average ({mean / padded:.0%} useful)")
 
 

@@ -90,6 +90,7 @@ class Setup(_Record):
     max_steps: int | None = None
     tokens_per_sample: int | None = None
     dataset: str | None = _text()
+    group_by_length: bool | None = Field(default=None, description="HF length-grouped sampler (unpacked samples)")
     epochs: float | None = None
     packing: bool | None = None
     retry_factor: float | None = None
