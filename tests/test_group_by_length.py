@@ -107,3 +107,8 @@ def test_case_text():
     from trainplan.cases.text import embedded_settings
 
     assert embedded_settings("HF Trainer, group_by_length=True")[0] == {"group_by_length": True}
+
+
+def test_nothing_to_group_without_lengths_is_said():
+    shape = sequence_shape(seq_len=2048, micro_batch=8, tokens_per_sample=None, packing=False, group=8)
+    assert shape.padded_len == 2048 and "group_by_length has no lengths to group" in shape.note

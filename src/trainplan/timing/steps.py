@@ -131,6 +131,8 @@ def sequence_shape(*, seq_len: int, micro_batch: int, tokens_per_sample: float |
                              samples_per_sequence=seq_len / mean, note=note, attention_len=span)
     if padding_free or not lengths:
         why = "padding-free batching" if padding_free else "uniform sample length assumed (no padding counted)"
+        if group and not lengths:
+            why += "; group_by_length has no lengths to group (--dataset or --lengths-file gives them)"
         return SequenceShape(padded_len=mean, real_tokens=mean, samples_per_sequence=1.0,
                              note=f"one sample per sequence, {mean:.0f} tokens; {why}")
     if group:
