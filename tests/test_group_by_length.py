@@ -112,3 +112,13 @@ def test_case_text():
 def test_nothing_to_group_without_lengths_is_said():
     shape = sequence_shape(seq_len=2048, micro_batch=8, tokens_per_sample=None, packing=False, group=8)
     assert shape.padded_len == 2048 and "group_by_length has no lengths to group" in shape.note
+
+
+def test_batch_rebalance_is_said_not_modelled(tmp_path):
+    from trainplan.importers import read_config
+
+    path = tmp_path / "args.yaml"
+    path.write_text("model_name_or_path: meta-llama/Llama-3.1-8B\nbf16: true\ntrain_sampling_strategy: batch_rebalance\n")
+    imported = read_config(str(path))
+    assert "group_by_length" not in imported.values()
+    assert "train_sampling_strategy" in {u.key for u in imported.unread}

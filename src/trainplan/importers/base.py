@@ -306,7 +306,10 @@ def read_length_grouping(c: Collector, flag: Any, strategy: Any) -> None:
     """The HF Trainer's length-grouped sampler: TrainingArguments.group_by_length (transformers 4) or
     train_sampling_strategy "group_by_length" (transformers 5, which also offers random, sequential and
     batch_rebalance; trainer.py _get_train_sampler). LLaMA-Factory, ms-swift and axolotl pass either through."""
-    if strategy is not None:
+    if str(strategy).lower() == "batch_rebalance":
+        c.skip("train_sampling_strategy", strategy, "BatchRebalanceSampler's cost-balanced micro-batches of varying "
+               "size are not modelled: timed as random batches")
+    elif strategy is not None:
         c.set("group_by_length", str(strategy).lower() == "group_by_length", key="train_sampling_strategy",
               raw=strategy)
     elif flag is not None:
