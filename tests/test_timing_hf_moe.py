@@ -1,4 +1,4 @@
-"""MoE as Hugging Face transformers runs it (4.x expert loop) and DeepSpeed ZeRO-3 leaf-module gathers."""
+"""MoE as Hugging Face transformers runs it (4.x expert loop, v5 grouped_mm) and DeepSpeed ZeRO-3 leaf-module gathers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from trainplan.enums import Framework, Method, ZeroStage
 from trainplan.frozen import replace
-from trainplan.job.training import Layout, TrainingSetup
+from trainplan.job.training import Implementation, Layout, TrainingSetup
 from trainplan.specs import GpuSpec, ModelSpec, MoeSpec
 from trainplan.timing.comm import CommInputs, layout_comm
 from trainplan.timing.links import Fabric, Link
@@ -92,9 +92,9 @@ def test_z3_leaf_params():
     assert z3_leaf_params(swift, zero3) == pytest.approx(4 * 600_467_046.4)
     # plain HF Trainer on transformers 4.x: each expert's nn.Linear is gathered and prefetched on its own
     hf = TrainingSetup(model=QWEN3_MOE, method=Method.FULL, framework=Framework.HF)
-    assert z3_leaf_params(hf, zero3) == 0.0
-    # ... on v5 the experts are one module with 3-D weights, fetched whole whoever sets the leaf
-    assert z3_leaf_params(hf, zero3, ExpertsImpl.GROUPED_MM) == pytest.approx(4 * 600_467_046.4)
+    assert z3_leaf_params(hf, zero3, ExpertsImpl.LOOP) == 0.0
+    # ... on v5 (the default) the experts are one module with 3-D weights, fetched whole whoever sets the leaf
+    assert z3_leaf_params(hf, zero3) == pytest.approx(4 * 600_467_046.4)
     megatron = TrainingSetup(model=QWEN3_MOE, method=Method.FULL, framework=Framework.MEGATRON)
     assert z3_leaf_params(megatron, zero3) == 0.0
     assert z3_leaf_params(swift, Layout(num_gpus=16, zero=ZeroStage.GRADIENTS)) == 0.0
@@ -122,10 +122,17 @@ def test_leaf_gather_waits_in_forward_and_backward():
 
 def test_step_time_takes_the_framework_path():
     layout = Layout(num_gpus=16, nodes=2, zero=ZeroStage.PARAMETERS)
+    on_4x = Implementation(experts_impl=ExpertsImpl.LOOP)
     swift = step_time(TrainingSetup(model=QWEN3_MOE, method=Method.FULL, seq_len=8192,
-                                    framework=Framework.SWIFT), layout, A100)
+                                    framework=Framework.SWIFT, impl=on_4x), layout, A100)
     assert any("transformers 4.x" in n for n in swift.notes)
     assert any("z3 leaf modules" in n for n in swift.notes)
+    # the default is transformers 5's grouped_mm: the experts timed as grouped GEMMs, much faster than the loop
+    v5 = step_time(TrainingSetup(model=QWEN3_MOE, method=Method.FULL, seq_len=8192, framework=Framework.SWIFT),
+                   layout, A100)
+    assert any("transformers v5 grouped_mm experts (its default)" in n for n in v5.notes)
+    assert not any("transformers 4.x" in n for n in v5.notes)
+    assert v5.step_s < swift.step_s
     megatron = step_time(TrainingSetup(model=QWEN3_MOE, method=Method.FULL, seq_len=8192,
                                        framework=Framework.MEGATRON), Layout(num_gpus=16, nodes=2), A100)
     assert any("Megatron alltoall dispatcher" in n for n in megatron.notes)
@@ -142,13 +149,30 @@ def test_zero3_without_leaf_modules_says_the_step_is_a_lower_bound():
 
     from trainplan.cli import main as cli
 
-    def notes(framework: str) -> str:
+    def notes(framework: str, *extra: str) -> str:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             cli(["estimate", "--model", "qwen3-30b-a3b", "--method", "full", "--gpu", "a800", "--num-gpus", "16",
-                 "--nodes", "2", "--zero", "3", "--seq-len", "8192", "--framework", framework])
+                 "--nodes", "2", "--zero", "3", "--seq-len", "8192", "--framework", framework, *extra])
         return out.getvalue()
 
-    assert "lower bound" in notes("hf") and "ZeRO-3 leaf" in notes("hf")
-    lf = notes("llamafactory")
+    on_4x = notes("hf", "--experts-implementation", "eager")      # transformers 4.x's loop of nn.Linear experts
+    assert "lower bound" in on_4x and "ZeRO-3 leaf" in on_4x
+    lf = notes("llamafactory", "--experts-implementation", "eager")
     assert "lower bound" not in lf and "z3 leaf modules" in lf
+    # transformers 5 keeps each layer's experts as 3-D parameters of one module: fetched whole, no lower bound
+    v5 = notes("hf")
+    assert "lower bound" not in v5 and "z3 leaf modules" in v5
+
+
+def test_a_published_case_ran_transformers_4x_unless_it_says_5():
+    import json
+    from pathlib import Path
+
+    from trainplan.cases import map_case
+
+    cases = json.loads((Path(__file__).parent / "data" / "published_dev2.json").read_text())
+    case = next(c for c in cases if c["id"] == "qwen-docs-swift-qwen3-30b-a3b-full-zero3-16xa800-time")
+    assert map_case(case).job.setup.impl.experts_impl is ExpertsImpl.LOOP
+    on_5 = {**case, "framework": case["framework"] + ", transformers 5.6.0"}
+    assert map_case(on_5).job.setup.impl.experts_impl is ExpertsImpl.GROUPED_MM

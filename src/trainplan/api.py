@@ -125,6 +125,7 @@ class Options(TypedDict, total=False):
     moe_dispatcher: str | None      # alltoall | deepep
     cpu_threads_per_rank: int | None
     flash_version: int | None       # 2 | 3 | 4
+    experts_implementation: str | None   # grouped_mm | eager
     grad_ckpt_every: int | None
     reduce_bucket_size: int | str | None
     prefetch_bucket_size: int | str | None

@@ -152,6 +152,14 @@ class Loss:
 
 
 @simple_enum(StrEnum)
+class ExpertsImpl:
+    """How transformers runs the routed experts of one MoE layer (trainplan.timing.hf_moe), by its own names
+    (modeling_utils.py get_correct_experts_implementation)."""
+    LOOP = "eager"             # a Python loop over the experts hit: transformers 4.x, v5's experts_implementation="eager"
+    GROUPED_MM = "grouped_mm"  # v5's default: torch grouped_mm over the 3-D expert weights (integrations/moe.py)
+
+
+@simple_enum(StrEnum)
 class MoeDispatcher:
     """How an MoE layer's tokens reach their experts' ranks (trainplan.timing.dispatch)."""
     ALLTOALL = "alltoall"   # Megatron-Core's alltoall dispatcher: one copy per routed expert

@@ -19,6 +19,7 @@ from trainplan.cases.text import (
     attention_of,
     ckpt_every_of,
     embedded_settings,
+    experts_of,
     framework_of,
     gpu_of,
     grad_ckpt_of,
@@ -30,6 +31,7 @@ from trainplan.cases.text import (
 from trainplan.cases.trainers import trainer_defaults, trainer_facts
 from trainplan.enums import LOW_RANK_OPTIMIZERS, Framework, Optimizer
 from trainplan.frozen import frozen
+from trainplan.job.frameworks import RUNS_TRANSFORMERS
 from trainplan.job.options import JobOptions
 from trainplan.specs import GpuSpec
 from trainplan.units import GIB
@@ -254,6 +256,8 @@ def map_memory_case(case: dict) -> MemoryMapping:
                                                          "loss", "liger")})
     if "activation offload" in text((case.get("parallel") or {}).get("offload")):
         flags["activation_offload"] = True
+    if framework in RUNS_TRANSFORMERS:
+        flags["experts_implementation"] = str(experts_of(case))   # as the time reader: 4.x's loop unless v5
     facts, fact_notes = trainer_facts(case)     # what the trainer's code fixes (cases.trainers.TRAINER_FACTS)
     flags.update(facts)
     notes += fact_notes

@@ -15,7 +15,7 @@ from typing import Any
 from trainplan import catalog
 from trainplan.cases.common import Skip, text
 from trainplan.cases.optimizer_text import memory_optimizer
-from trainplan.enums import Framework, PipeSchedule
+from trainplan.enums import ExpertsImpl, Framework, PipeSchedule
 from trainplan.job.defaults import torchtitan as titan
 from trainplan.job.frameworks import framework_in_text
 from trainplan.specs import GpuSpec
@@ -162,6 +162,17 @@ def attention_of(value: Any) -> str | None:
     if "eager" in a:
         return "eager"
     return None
+
+
+_TRANSFORMERS_5 = re.compile(r"transformers\s*(?:==|>=|~=|v)?\s*5(?:\.\d+)*\b|\bgrouped_mm\b")
+
+
+def experts_of(case: dict) -> ExpertsImpl:
+    """How transformers ran an HF MoE case's experts: grouped_mm when its text names transformers 5 (or
+    grouped_mm itself), else the per-expert loop of transformers 4.x, which the published runs predate v5 on
+    (timing.hf_moe)."""
+    said = text(case.get("framework")) + " " + text(case.get("notes"))
+    return ExpertsImpl.GROUPED_MM if _TRANSFORMERS_5.search(said) else ExpertsImpl.LOOP
 
 
 _FLASH_VERSION = re.compile(r"(?<![a-z0-9])(?:flash[-_ ]?att(?:n|ention)|fa)[-_ ]?v?([234])(?![0-9])")

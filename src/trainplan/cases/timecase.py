@@ -25,6 +25,7 @@ from trainplan.cases.text import (
     attention_of,
     ckpt_every_of,
     embedded_settings,
+    experts_of,
     flash_version_of,
     framework_of,
     gpu_of,
@@ -188,6 +189,7 @@ def map_case(case: dict) -> Mapped:
         fact_notes = [*fact_notes, *default_notes]
     if facts:
         impl = replace(impl, **facts)
+    impl = replace(impl, experts_impl=experts_of(case))     # transformers 4.x's loop unless it says v5
     if (version := flash_version_of(case.get("attention"))) and version > 2 \
             and flash_refusal(framework, Attention.FLASH, version, gpu) is None:
         impl = replace(impl, flash_version=version)     # FlashAttention-3 / -4 where it runs (job.capabilities)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from trainplan.enums import MoeDispatcher
+from trainplan.enums import ExpertsImpl, MoeDispatcher
 from trainplan.errors import TrainplanError
 from trainplan.frozen import replace
 from trainplan.job.options import OPTION_NAMES, JobOptions
@@ -120,6 +120,10 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seq-len", type=int, default=2048)
     g.add_argument("--grad-ckpt", help="none | full | selective (default: framework's)")
     g.add_argument("--attention", help="flash | sdpa | eager")
+    g.add_argument("--experts-implementation", choices=[str(e) for e in ExpertsImpl], default=None,
+                   help="how transformers runs an MoE model's routed experts (HF Trainer family): grouped_mm, "
+                        "transformers 5's default, or eager, a loop over the experts as transformers 4.x runs them "
+                        "(default: grouped_mm)")
     g.add_argument("--flash-version", type=int, choices=(2, 3, 4), default=None,
                    help="the FlashAttention --attention flash runs: 2 (transformers' flash_attention_2, LLaMA-Factory "
                         "fa2), 3 (flash_attention_3 / fa3: Hopper) or 4 (flash_attention_4: Blackwell) "

@@ -38,6 +38,7 @@ class JobOptions:
     activation_offload: bool | None = None
     liger: bool | None = None
     flash_version: int | None = None   # FlashAttention 2, 3 or 4 under --attention flash (None: 2)
+    experts_implementation: str | None = None   # transformers' MoE experts: grouped_mm (v5, default) | eager
     load_fp32: bool | None = None
     gpu: str | GpuSpec = "a100-80gb"
     num_gpus: int = 1

@@ -9,6 +9,7 @@ from enum import Enum
 from trainplan import catalog
 from trainplan.enums import (
     Attention,
+    ExpertsImpl,
     Fp8Recipe,
     Framework,
     GradCkpt,
@@ -109,6 +110,8 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
                           moe_dispatcher=None if req.moe_dispatcher is None else
                           parse_enum(MoeDispatcher, req.moe_dispatcher, "--moe-dispatcher"),
                           cpu_threads_per_rank=req.cpu_threads_per_rank, flash_version=req.flash_version,
+                          experts_impl=None if req.experts_implementation is None else
+                          parse_enum(ExpertsImpl, req.experts_implementation, "--experts-implementation"),
                           fp8_recipe=None if req.fp8_recipe is None else
                           parse_enum(Fp8Recipe, req.fp8_recipe, "--fp8-recipe"))
     lora = quant = None

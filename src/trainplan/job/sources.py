@@ -26,7 +26,7 @@ SETTINGS = ("model", "framework", "method", "stage", "precision", "fp8_recipe", 
             "max_steps", "epochs",
             "reduce_bucket_size", "prefetch_bucket_size", "param_persistence_threshold", "max_live_parameters",
             "overlap_comm", "launch_blocking", "comm_overlap", "moe_a2a_overlap", "moe_dispatcher",
-            "cpu_threads_per_rank", "flash_version")
+            "cpu_threads_per_rank", "flash_version", "experts_implementation")
 # options left None that resolution derives, and the value it derives
 _DERIVED = {"lora_alpha": (lambda j: j.setup.lora.alpha if j.setup.lora else None, "2 x lora_rank"),
             "lora_targets": (lambda j: list(j.setup.lora.targets or default_lora_targets(j.setup.model))
@@ -58,7 +58,8 @@ _PROFILE = {"precision": lambda j: str(j.setup.precision), "optimizer": lambda j
             "comm_overlap": lambda j: j.setup.impl.comm_overlap,
             "moe_a2a_overlap": lambda j: j.setup.impl.moe_a2a_overlap,
             "moe_dispatcher": lambda j: str(j.setup.impl.moe_dispatcher),
-            "flash_version": lambda j: j.setup.impl.flash_version}
+            "flash_version": lambda j: j.setup.impl.flash_version,
+            "experts_implementation": lambda j: str(j.setup.impl.experts_impl)}
 
 
 def _plain(value: Any) -> Any:

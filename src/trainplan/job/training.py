@@ -5,6 +5,7 @@ from __future__ import annotations
 from trainplan.enums import (
     LOW_RANK_OPTIMIZERS,
     Attention,
+    ExpertsImpl,
     Fp8Recipe,
     Framework,
     Fsdp,
@@ -97,6 +98,8 @@ class Implementation:
     moe_a2a_overlap: bool = False         # Megatron's combined 1F1B (--overlap-moe-expert-parallel-comm): one
                                           # micro-batch's expert all-to-alls under another's compute (timing.overlap)
     cpu_threads_per_rank: int = 0         # OMP_NUM_THREADS / torch.set_num_threads per rank (0: the launcher's)
+    experts_impl: ExpertsImpl = ExpertsImpl.GROUPED_MM   # transformers' MoE experts: v5's grouped_mm default, or
+                                          # the per-expert loop of 4.x and v5's "eager" (timing.hf_moe)
     flash_version: int = 2                # the FlashAttention a flash choice runs: 2 (transformers'
                                           # flash_attention_2), 3 (flash_attention_3, Hopper) or 4
                                           # (flash_attention_4, Blackwell)

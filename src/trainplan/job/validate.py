@@ -12,6 +12,7 @@ import math
 from trainplan.enums import (
     GALORE_OPTIMIZERS,
     Attention,
+    ExpertsImpl,
     Fp8Recipe,
     Framework,
     Fsdp,
@@ -70,7 +71,8 @@ OPT_BOOLS = ("optimizer_in_backward", "activation_offload", "liger", "load_fp32"
 # choices parsed later by job/resolve.parse_enum: the same enums, checked here whether used or not
 ENUMS = {"method": Method, "precision": Precision, "optimizer": Optimizer, "quant": Quant, "grad_ckpt": GradCkpt,
          "attention": Attention, "framework": Framework, "loss": Loss, "fsdp": Fsdp, "offload": Offload,
-         "pp_schedule": PipeSchedule, "fp8_recipe": Fp8Recipe, "moe_dispatcher": MoeDispatcher}
+         "pp_schedule": PipeSchedule, "fp8_recipe": Fp8Recipe, "moe_dispatcher": MoeDispatcher,
+         "experts_implementation": ExpertsImpl}
 CHOICES = {"stage": ("sft", "pt", "dpo", "ipo", "kto", "orpo", "simpo", "cpo", "rm", "grpo", "ppo"),
            "device_map": ("auto", "balanced", "balanced_low_0", "sequential"),
            "offload_device": ("cpu", "nvme"),

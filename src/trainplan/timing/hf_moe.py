@@ -25,9 +25,11 @@ transformers' experts (ExpertsImpl):
   kernel shape and traffic as Megatron's grouped GEMM, so timed by trainplan.timing.moe.
   (On pre-Hopper GPUs with torch <= 2.8 it falls back to a torch.mm per expert after one host
   wait; not modelled separately.)
-LOOP is the default: the published HF MoE runs were made on 4.x releases (Qwen3-MoE arrived in 4.51;
-v5 came later); ms-swift, LLaMA-Factory and axolotl now also accept v5, whose run is timed with
-experts=GROUPED_MM (no flag for it yet). The note names the one not assumed.
+Which one runs is the setup's Implementation.experts_impl (--experts-implementation): GROUPED_MM by default,
+as transformers 5 runs it and as LLaMA-Factory 0.9.5 (transformers <= 5.6), ms-swift 4.6 (< 5.20) and axolotl
+install it today; LOOP for a run on transformers 4.x, which the published HF MoE runs are (Qwen3-MoE arrived in
+4.51; v5 came later): the case reader sets it (cases.timecase) unless the case names transformers 5 or
+grouped_mm. The note names the one not assumed.
 
 Launch floor: LAUNCH_FLOOR_S = 10 us per kernel, the upper end of the 5-10 us a PyTorch eager op costs the
 host (CUDA.jl's graphs documentation, cuda.juliagpu.org/dev/usage/graphs: 8 kernels ~ 50 us launched
@@ -50,9 +52,7 @@ fetched whole the same way whichever trainer runs it.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-from trainplan.enums import Framework, Fsdp, ZeroStage, simple_enum
+from trainplan.enums import ExpertsImpl, Framework, Fsdp, ZeroStage
 from trainplan.frozen import frozen
 from trainplan.job.frameworks import RUNS_TRANSFORMERS
 from trainplan.job.training import Layout, TrainingSetup
@@ -73,16 +73,6 @@ LAUNCH_FLOOR_S = 10e-6      # per kernel, PyTorch eager (see the module docstrin
 MASK_BYTES = 8              # one_hot(selected_experts) is int64 (modeling_qwen3_moe.py)
 HF_PREFETCH_BUCKET_PER_H2 = 0.9   # stage3_prefetch_bucket_size "auto" = 0.9 h^2 (transformers deepspeed.py)
 
-
-@simple_enum(StrEnum)
-class ExpertsImpl:
-    """How transformers runs the experts of one MoE layer."""
-
-    LOOP = "loop"              # 4.x: Python loop over the experts hit, nn.Linear each
-    GROUPED_MM = "grouped_mm"  # v5 default: torch grouped_mm over 3-D expert weights
-
-
-DEFAULT_EXPERTS = ExpertsImpl.LOOP
 
 # The trainers that run a transformers model (its MoE block: job.frameworks.RUNS_TRANSFORMERS), and
 # those of them that make the block a ZeRO-3 leaf (see the module docstring for where each does).
@@ -173,7 +163,7 @@ def hf_experts_delta_s(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, ft: F
         return 0.0
     if not runs_hf_moe(setup.framework):
         return moe_expert_delta_s(setup, layout, gpu, ft, eff, m, tokens_mb_gpu, grad_bytes, notes)
-    impl = experts or DEFAULT_EXPERTS
+    impl = experts or setup.impl.experts_impl
     leaf = z3_leaf_params(setup, layout, impl)
     if leaf:
         notes.append(f"DeepSpeed ZeRO-3 fetches each MoE block's experts whole ({leaf / 1e9:.2f}B parameters "
@@ -222,7 +212,7 @@ def z3_leaf_params(setup: TrainingSetup, layout: Layout, experts: ExpertsImpl | 
         return 0.0
     if not runs_hf_moe(setup.framework):
         return 0.0
-    impl = experts or DEFAULT_EXPERTS
+    impl = experts or setup.impl.experts_impl
     if setup.framework not in Z3_LEAF_FRAMEWORKS and impl is ExpertsImpl.LOOP:
         return 0.0
     kind = next((kind for kind, _ in structure(setup.model).layers

@@ -65,6 +65,8 @@ class Setup(_Record):
     stage: str | None = _text()
     loss: str | None = _text()
     liger: bool | None = None
+    experts_implementation: str | None = Field(default=None, description="grouped_mm (transformers 5) or eager "
+                                                "(the per-expert loop of transformers 4.x)")
     flash_version: int | None = Field(default=None, ge=2, le=4,
                                       description="FlashAttention 2, 3 (Hopper) or 4 (Blackwell) under attention flash")
     compile: bool | None = None
