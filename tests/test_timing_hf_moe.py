@@ -176,3 +176,36 @@ def test_a_published_case_ran_transformers_4x_unless_it_says_5():
     assert map_case(case).job.setup.impl.experts_impl is ExpertsImpl.LOOP
     on_5 = {**case, "framework": case["framework"] + ", transformers 5.6.0"}
     assert map_case(on_5).job.setup.impl.experts_impl is ExpertsImpl.GROUPED_MM
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("axolotl.yaml", "base_model: Qwen/Qwen3-30B-A3B\nexperts_implementation: eager\nsequence_len: 2048\n"
+                     "micro_batch_size: 1\ndatasets:\n  - path: tatsu-lab/alpaca\n    type: alpaca\n", "eager"),
+    ("train.sh", "swift sft --model Qwen/Qwen3-30B-A3B --train_type lora --experts_impl eager --dataset alpaca "
+                 "--max_length 2048\n", "eager"),
+    ("sft.yaml", "model_name_or_path: Qwen/Qwen3-30B-A3B\nbf16: true\nmax_length: 2048\nmodel_init_kwargs:\n"
+                 "  experts_implementation: sonicmoe\n", "grouped_mm"),
+])
+def test_configs_read_the_experts_implementation(tmp_path, name, text, expected):
+    # axolotl loaders/model.py _configure_experts_implementation, ms-swift base_args/model_args.py experts_impl,
+    # TRL model_init_kwargs to from_pretrained; axolotl's sonicmoe kernel is timed as grouped GEMMs
+    from trainplan.importers import read_config
+
+    path = tmp_path / name
+    path.write_text(text)
+    assert read_config(str(path)).values()["experts_implementation"] == expected
+
+
+@pytest.mark.parametrize("fmt, key", [("swift", "experts_impl"), ("axolotl", "experts_implementation")])
+def test_exports_write_the_loop_and_read_it_back(tmp_path, fmt, key):
+    import yaml
+
+    from trainplan.cli import main
+    from trainplan.importers import read_config
+
+    out = tmp_path / fmt
+    assert main(["export", "--model", "qwen3-30b-a3b", "--method", "lora", "--experts-implementation", "eager",
+                 "--framework", fmt, "--format", fmt, "--out", str(out)]) == 0
+    path = next(p for p in out.iterdir() if p.suffix == ".yaml")
+    assert yaml.safe_load(path.read_text())[key] == "eager"
+    assert read_config(str(path)).values()["experts_implementation"] == "eager"

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainplan.enums import (Attention, Framework, Fsdp, GradCkpt, Loss, Method, Offload, Optimizer, Precision, Quant,
-                             ZeroStage)
+from trainplan.enums import (Attention, ExpertsImpl, Framework, Fsdp, GradCkpt, Loss, Method, Offload, Optimizer,
+                             Precision, Quant, ZeroStage)
 from trainplan.export import pieces
 from trainplan.export.base import ExportContext, Exported, ExportFile
 from trainplan.memory.sharding import fsdp_for
@@ -195,6 +195,8 @@ def config(job, ctx: ExportContext) -> tuple[dict[str, Any], list[str]]:
     data.update(_kernels(job))
     if setup.impl.compiled:
         data["torch_compile"] = True
+    if setup.model.moe is not None and setup.impl.experts_impl is ExpertsImpl.LOOP:
+        data["experts_implementation"] = "eager"     # loaders/model.py _configure_experts_implementation
     if job.timing.group_by_length:      # core/builders/causal.py: train_sampling_strategy "group_by_length"
         data["group_by_length"] = True
     stage = pieces.stage(job)

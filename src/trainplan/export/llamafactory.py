@@ -26,6 +26,7 @@ from trainplan.enums import (
     GALORE_OPTIMIZERS,
     LOW_RANK_OPTIMIZERS,
     Attention,
+    ExpertsImpl,
     Framework,
     Fsdp,
     GradCkpt,
@@ -208,6 +209,9 @@ def config(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str, d
         train["optim"] = hf.optim(job)
     if setup.impl.compiled:
         train["torch_compile"] = True
+    if setup.model.moe is not None and setup.impl.experts_impl is ExpertsImpl.LOOP:
+        notes.append("--experts-implementation eager: LLaMA-Factory has no key for it; it runs transformers' "
+                     "default (grouped_mm on transformers 5, the loop on 4.x)")
     if job.timing.group_by_length:
         train["train_sampling_strategy"] = "group_by_length"
         notes.append(pieces.GROUP_BY_LENGTH_NOTE)

@@ -25,6 +25,7 @@ from trainplan.importers.base import (
     as_int,
     names,
     read_dataset,
+    read_experts_impl,
     read_flash_version,
     read_length_grouping,
     read_modules_to_save,
@@ -126,6 +127,7 @@ def read(data: dict, path: str, ctx: ReadContext | None = None) -> Imported:
     else:
         default(c, "optimizer", _DEFAULTS, defaults.VERSION)
     read_length_grouping(c, get("group_by_length"), get("train_sampling_strategy"))
+    read_experts_impl(c, get("experts_implementation"), "experts_implementation")   # loaders/model.py
     if get("torch_compile") not in (None, False):
         c.set("compile", True, key="torch_compile", raw=data["torch_compile"],
               note="passed to TrainingArguments.torch_compile ('auto' is truthy there: core/builders/base.py)")

@@ -314,3 +314,18 @@ def read_length_grouping(c: Collector, flag: Any, strategy: Any) -> None:
               raw=strategy)
     elif flag is not None:
         c.set("group_by_length", as_bool(flag, "group_by_length", c.file), key="group_by_length", raw=flag)
+
+
+def read_experts_impl(c: Collector, value: Any, key: str) -> None:
+    """How transformers 5 runs an MoE model's experts (from_pretrained experts_implementation; ms-swift
+    `experts_impl`, axolotl `experts_implementation`): "eager" is the per-expert loop, "grouped_mm" transformers'
+    default; batched_mm and axolotl's scattermoe / sonicmoe kernels are grouped GEMMs of their own, timed as
+    grouped_mm."""
+    if value is None:
+        return
+    name = str(value).strip().lower()
+    if name == "eager":
+        c.set("experts_implementation", "eager", key=key, raw=value)
+    else:
+        c.set("experts_implementation", "grouped_mm", key=key, raw=value,
+              note="" if name == "grouped_mm" else f"{name}: grouped expert GEMMs, timed as transformers' grouped_mm")

@@ -30,6 +30,7 @@ from trainplan.importers.base import (
     as_int,
     names,
     read_dataset,
+    read_experts_impl,
     read_flash_version,
     read_length_grouping,
     read_modules_to_save,
@@ -337,6 +338,8 @@ class _Reader(_EngineMixin, _OptimMixin):
             c.set("compile", implied or self.b(raw, "torch_compile"), key="torch_compile", raw=raw,
                   note="torch_compile_backend/mode turn compile on (training_args.py)" if implied else "")
         mik = self.pop("model_init_kwargs") or {}
+        read_experts_impl(c, mik.get("experts_implementation") if isinstance(mik, dict) else None,
+                          "model_init_kwargs.experts_implementation")
         attn = self.pop("attn_implementation") or mik.get("attn_implementation")
         name = str(attn).lower().split("|")[-1]   # "paged|flash_attention_2", "kernels-community/flash-attn2"
         value = "flash" if "flash" in name else name if name in ("sdpa", "eager") else None

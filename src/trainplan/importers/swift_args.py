@@ -37,6 +37,7 @@ from trainplan.importers.base import (
     as_int,
     names,
     read_dataset,
+    read_experts_impl,
     read_flash_version,
     read_length_grouping,
     read_modules_to_save,
@@ -143,6 +144,7 @@ def _common(c: Collector, args: dict, spec, table: dict) -> None:
         c.set("drop_long_samples", truncation == "delete", key="truncation_strategy", raw=truncation)
     read_dataset(c, args.get("dataset"), "dataset")
     read_length_grouping(c, args.get("group_by_length"), args.get("train_sampling_strategy"))
+    read_experts_impl(c, args.get("experts_impl"), "experts_impl")      # base_args/model_args.py
     if packing:
         c.derived("padding_free", True, key="packing", note="packing implies padding_free (sft_args.py "
                   "_check_padding_free)")
@@ -237,7 +239,7 @@ _UNMODELLED = {
     "tuner_backend": "the unsloth backend's kernels are not applied (give --framework unsloth)",
     "use_vllm": "vLLM rollout memory (vllm_gpu_memory_utilization, default 0.9) is not modelled",
 }
-_READ = {"group_by_length", "train_sampling_strategy", "modules_to_save", "model", "tuner_type", "train_type", "quant_method", "quant_bits", "bnb_4bit_quant_type",
+_READ = {"experts_impl", "group_by_length", "train_sampling_strategy", "modules_to_save", "model", "tuner_type", "train_type", "quant_method", "quant_bits", "bnb_4bit_quant_type",
          "bnb_4bit_use_double_quant", "lora_rank", "lora_alpha", "lora_dropout", "target_modules", "target_regex",
          "use_dora", "packing", "packing_length", "max_length", "padding_free", "attn_impl",
          "per_device_train_batch_size", "gradient_accumulation_steps", "max_epochs", "num_train_epochs", "max_steps",
