@@ -15,7 +15,7 @@ import pytest
 from trainplan.enums import Method, Precision, ZeroStage
 
 MODULES = ("trainplan.enums", "trainplan.model.architecture", "trainplan.timing.efficiency",
-           "trainplan.timing.flops", "trainplan.timing.hf_moe", "trainplan.timing.attention")
+           "trainplan.timing.flops", "trainplan.timing.attention")
 _DECORATED = re.compile(r"^@simple_enum\((\w+)\)\nclass (\w+):", re.M)
 
 

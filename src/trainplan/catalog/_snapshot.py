@@ -3700,7 +3700,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       '= gate and up of 8192, ff_out (2048, 8192), 1,176,764,416 parameters); '
                                       'code-index file 65819277506 (a full fine-tune of it: trainable_parameters '
                                       '1176764416)","tied_embeddings":true,"vocab_size":50304}'],
-                             'fingerprint': '255640ff-338560'}},
+                             'fingerprint': '53e9b28d-339012'}},
  'files': {'gpus.toml': {'data': {'capacity_basis': {'derived_from': ['a100-sxm4-40gb: 39.49 GiB / 40 = 0.9873',
                                                                       'a100-sxm4-80gb: 79.2 GiB / 80 = 0.9900',
                                                                       'h100-sxm: 79.65 GiB / 80 = 0.9956',
