@@ -209,3 +209,15 @@ def test_exports_write_the_loop_and_read_it_back(tmp_path, fmt, key):
     path = next(p for p in out.iterdir() if p.suffix == ".yaml")
     assert yaml.safe_load(path.read_text())[key] == "eager"
     assert read_config(str(path)).values()["experts_implementation"] == "eager"
+
+
+def test_experts_implementation_outside_transformers_is_one_line_and_a_dense_model_says_so(capsys):
+    from trainplan.api import estimate
+    from trainplan.cli import main
+
+    code = main(["estimate", "--model", "qwen3-30b-a3b", "--framework", "megatron", "--experts-implementation",
+                 "eager"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "runs its own grouped GEMMs" in err
+    dense = estimate(model="llama-2-7b", experts_implementation="eager")
+    assert any("llama-2-7b has no routed experts, so it changes nothing" in n for n in dense.notes)

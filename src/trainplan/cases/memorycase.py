@@ -256,7 +256,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
                                                          "loss", "liger")})
     if "activation offload" in text((case.get("parallel") or {}).get("offload")):
         flags["activation_offload"] = True
-    if framework in RUNS_TRANSFORMERS:
+    if framework in RUNS_TRANSFORMERS and spec.moe is not None:
         flags["experts_implementation"] = str(experts_of(case))   # as the time reader: 4.x's loop unless v5
     facts, fact_notes = trainer_facts(case)     # what the trainer's code fixes (cases.trainers.TRAINER_FACTS)
     flags.update(facts)

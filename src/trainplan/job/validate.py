@@ -293,6 +293,15 @@ def check_job(job: Job, *, layout_given: bool = True) -> tuple[str, ...]:
         # quantization.py check_mxfp8_support: "MXFP8 ... Blackwell", sm100+)
         raise TrainplanError(f"--fp8-recipe te-mxfp8 needs Blackwell tensor cores; {gpu.id!r} is "
                              f"{gpu.generation or 'not Blackwell'}: use te-current, te-delayed or te-blockwise")
+    if opts is not None and opts.experts_implementation is not None:
+        from trainplan.job.frameworks import RUNS_TRANSFORMERS
+
+        if setup.framework not in RUNS_TRANSFORMERS:
+            raise TrainplanError(f"--experts-implementation is how transformers runs an MoE model's experts; "
+                                 f"--framework {setup.framework} runs its own grouped GEMMs")
+        if spec.moe is None:
+            notes.append(f"--experts-implementation {opts.experts_implementation}: {spec.name} has no routed experts, "
+                         "so it changes nothing")
     if opts is not None and opts.dora and setup.method not in (Method.LORA, Method.QLORA):
         raise TrainplanError(f"--dora applies to --method lora or qlora, not {str(setup.method)!r}")
     if not layout_given:
