@@ -221,3 +221,12 @@ def test_experts_implementation_outside_transformers_is_one_line_and_a_dense_mod
     assert code == 2 and err.count("\n") == 1 and "runs its own grouped GEMMs" in err
     dense = estimate(model="llama-2-7b", experts_implementation="eager")
     assert any("llama-2-7b has no routed experts, so it changes nothing" in n for n in dense.notes)
+
+
+def test_the_hf_export_says_where_the_loop_goes(tmp_path):
+    from trainplan.cli import main
+
+    out = tmp_path / "hf"
+    assert main(["export", "--model", "qwen3-30b-a3b", "--method", "lora", "--experts-implementation", "eager",
+                 "--format", "hf", "--out", str(out)]) == 0
+    assert "from_pretrained(experts_implementation='eager')" in (out / "README.md").read_text()
