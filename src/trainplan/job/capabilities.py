@@ -4,11 +4,12 @@ The frameworks' defaults are job/frameworks.py's profiles."""
 
 from __future__ import annotations
 
-from trainplan.enums import LOW_RANK_OPTIMIZERS, MATRIX_OPTIMIZERS, Attention, Framework, Loss, Offload, Optimizer
+from trainplan.enums import LOW_RANK_OPTIMIZERS, MATRIX_OPTIMIZERS, Attention, Framework, Fsdp, Loss, Offload, Optimizer
 from trainplan.frozen import frozen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from trainplan.job.training import Layout, TrainingSetup
     from trainplan.specs import GpuSpec
 
 _ALL_OPT = frozenset(Optimizer) - {Optimizer.BADAM, Optimizer.MUON, Optimizer.ADAM_MINI} - LOW_RANK_OPTIMIZERS
@@ -173,8 +174,7 @@ ACCELERATE_DEEPSPEED = frozenset({Framework.HF, Framework.LLAMAFACTORY, Framewor
 _OWN_UNDER_OFFLOAD = frozenset({Optimizer.ADAMW, Optimizer.ADAMW_FUSED, Optimizer.LION, Optimizer.BADAM})
 
 
-def offloaded_optimizer(framework: Framework, optimizer: Optimizer, *, zero: int, fsdp: bool,
-                        offload: Offload) -> tuple[Optimizer, str | None]:
+def offloaded_optimizer(setup: TrainingSetup, layout: Layout) -> tuple[Optimizer, str | None]:
     """The optimizer a DeepSpeed ZeRO-Offload run of the HF Trainer family really steps, and a note when it is
     not the one asked for. accelerate's _prepare_deepspeed (accelerator.py) hands the trainer's optimizer to
     map_pytorch_optim_to_deepspeed (accelerate/utils/deepspeed.py) when offload_optimizer.device is not "none"
@@ -183,7 +183,8 @@ def offloaded_optimizer(framework: Framework, optimizer: Optimizer, *, zero: int
     config with an `optimizer` section gets DeepSpeed's own optimizer instead (transformers
     integrations/deepspeed.py deepspeed_optim_sched: DummyOptim), Adam under offload as well. So 8-bit, Adafactor,
     SGD or Adam-mini states become fp32 Adam moments on the host, stepped by DeepSpeedCPUAdam."""
-    client = (zero > 0 and not fsdp and offload in (Offload.OPTIMIZER, Offload.ALL)
+    framework, optimizer = setup.framework, setup.optimizer
+    client = (layout.zero > 0 and layout.fsdp is Fsdp.NONE and layout.offload in (Offload.OPTIMIZER, Offload.ALL)
               and optimizer not in _OWN_UNDER_OFFLOAD and optimizer not in MATRIX_OPTIMIZERS)
     if client and framework is Framework.DEEPSPEED:
         # a script's own client optimizer reaches DeepSpeed as it is, and engine.py _configure_optimizer raises

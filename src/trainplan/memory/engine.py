@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainplan.enums import Fsdp, MasterWeights, Precision
+from trainplan.enums import MasterWeights, Precision
 from trainplan.frozen import replace
 from trainplan.job.capabilities import offloaded_optimizer
 from trainplan.job.training import Layout, TrainingSetup
@@ -20,7 +20,7 @@ def engine_setup(setup: TrainingSetup, layout: Layout) -> tuple[TrainingSetup, t
     MixedPrecision(param_dtype=bf16) gathers bf16 units, Megatron's Float16Module. An autocast
     profile is switched to that regime when one of them runs the job."""
     notes = []
-    optimizer, said = offload_swap(setup, layout)
+    optimizer, said = offloaded_optimizer(setup, layout)
     if said:
         setup = replace(setup, optimizer=optimizer)
         notes.append(said)
@@ -31,9 +31,3 @@ def engine_setup(setup: TrainingSetup, layout: Layout) -> tuple[TrainingSetup, t
         notes.append("ZeRO/FSDP/Megatron run 16-bit weights with fp32 master weights in the optimizer: the autocast "
                      "profile's fp32 model does not apply")
     return setup, tuple(notes)
-
-
-def offload_swap(setup: TrainingSetup, layout: Layout):
-    """job.capabilities.offloaded_optimizer for this setup and layout: (optimizer run, note or None)."""
-    return offloaded_optimizer(setup.framework, setup.optimizer, zero=int(layout.zero),
-                               fsdp=layout.fsdp is not Fsdp.NONE, offload=layout.offload)

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 from trainplan.enums import Framework, Loss, Method
 from trainplan.frozen import frozen, replace
+from trainplan.job.capabilities import offloaded_optimizer
 from trainplan.job.training import Layout, TrainingSetup
 from trainplan.memory.build import split_layer, stage_slice, step_inputs
 from trainplan.memory.logits import loss_parallel
-from trainplan.memory.engine import engine_setup, offload_swap
+from trainplan.memory.engine import engine_setup
 from trainplan.memory.overhead import (
     Overhead,
     device_from_reserved,
@@ -189,7 +190,7 @@ class MemoryModel:
         """The setup as the engine runs it (per setup object) with the regime and state (per state key, engine
         and the optimizer offload runs), and the key of that variant."""
         engine = shard_level(layout)[0] > 0 or is_model_parallel(layout)
-        vkey = (state_key, engine, *offload_swap(setup, layout))   # the optimizer offload runs and its note
+        vkey = (state_key, engine, *offloaded_optimizer(setup, layout))   # the optimizer offload runs and its note
         run_key = (id(setup), *vkey[1:])
         hit = self._runs.get(run_key)
         if hit is None or hit[0] is not setup:

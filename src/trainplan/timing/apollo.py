@@ -21,7 +21,7 @@ from __future__ import annotations
 from trainplan.job.training import TrainingSetup
 from trainplan.specs import GpuSpec
 from trainplan.timing.efficiency import EfficiencyModel, memory_bw
-from trainplan.timing.galore import LowRankStep, best_gemm_rate, gradient_dtype, projected_weights
+from trainplan.timing.galore import LowRankStep, best_gemm_rate, gradient_dtype, projected_weights, steps_said
 from trainplan.timing.moe import grouped_gemm_s
 from trainplan.timing.traffic import grad_bytes, state_elem_bytes
 
@@ -55,7 +55,7 @@ def apollo_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> LowRa
 
 
 def apollo_note(setup: TrainingSetup, step: LowRankStep, steps: int) -> str:
-    per = f"{steps} steps per optimizer step (one per backward: a per-parameter hook)" if steps > 1 else "one step"
+    per = steps_said(steps)
     return (f"APOLLO (rank {setup.apollo_rank}): random projections {step.gemm_s * 1e3:.1f} ms in {step.gemm_dtype}, "
             f"low-rank Adam and the channel-wise scaling of the full gradient {step.update_s * 1e3:.1f} ms, Adam on "
             f"the other tensors {step.plain_s * 1e3:.1f} ms; {per}; the random matrix drawn every update_proj_gap "

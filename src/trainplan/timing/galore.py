@@ -102,8 +102,13 @@ def galore_step(setup: TrainingSetup, gpu: GpuSpec, m: EfficiencyModel) -> LowRa
     return LowRankStep(gemm_s=gemm, update_s=update, plain_s=plain_s, gemm_dtype=dtype)
 
 
+def steps_said(steps: int) -> str:
+    """How a low-rank optimizer's note says its steps per optimizer step (layer-wise: one per backward)."""
+    return f"{steps} steps per optimizer step (one per backward: a per-parameter hook)" if steps > 1 else "one step"
+
+
 def galore_note(setup: TrainingSetup, step: LowRankStep, steps: int) -> str:
-    per = f"{steps} steps per optimizer step (one per backward: a per-parameter hook)" if steps > 1 else "one step"
+    per = steps_said(steps)
     return (f"GaLore ({setup.optimizer}, rank {setup.galore_rank}): projections to and from the low-rank basis "
             f"{step.gemm_s * 1e3:.1f} ms in {step.gemm_dtype}, low-rank Adam and the full-size update "
             f"{step.update_s * 1e3:.1f} ms, plain Adam on the other tensors {step.plain_s * 1e3:.1f} ms; {per}; "

@@ -333,8 +333,7 @@ def offload_time(setup: TrainingSetup, layout: Layout, host: HostSpec, *, n_tota
                             if layout.offload in (Offload.PARAMS, Offload.ALL) else ""))
     optimizer_s = 0.0
     if optimizer_on_cpu:
-        run, said = offloaded_optimizer(setup.framework, setup.optimizer, zero=int(layout.zero), fsdp=fsdp,
-                                        offload=layout.offload)
+        run, said = offloaded_optimizer(setup, layout)
         if said:
             notes.append(said)
         nbytes, per_core, what = _cpu_optimizer(replace(setup, optimizer=run), deepspeed)
