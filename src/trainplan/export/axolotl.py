@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainplan.enums import (Attention, ExpertsImpl, Framework, Fsdp, GradCkpt, Loss, Method, Offload, Optimizer,
-                             Precision, Quant, ZeroStage)
+from trainplan.enums import (Framework, Fsdp, GradCkpt, Loss, Method, Offload, Optimizer, Precision, Quant,
+                             ZeroStage)
 from trainplan.export import pieces
 from trainplan.export.base import ExportContext, Exported, ExportFile
 from trainplan.memory.sharding import fsdp_for
@@ -36,7 +36,6 @@ from trainplan.memory.sharding import fsdp_for
 FORMAT = "axolotl"
 FRAMEWORKS = (Framework.AXOLOTL,)
 FILE = "axolotl.yaml"
-_ATTN = {Attention.FLASH: "flash_attention_2", Attention.SDPA: "sdpa", Attention.EAGER: "eager"}
 _RL = {"dpo": "dpo", "kto": "kto", "orpo": "orpo", "simpo": "simpo", "grpo": "grpo"}
 LIGER = "axolotl.integrations.liger.LigerPlugin"
 CCE = "axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"
@@ -195,7 +194,7 @@ def config(job, ctx: ExportContext) -> tuple[dict[str, Any], list[str]]:
     data.update(_kernels(job))
     if setup.impl.compiled:
         data["torch_compile"] = True
-    if setup.model.moe is not None and setup.impl.experts_impl is ExpertsImpl.LOOP:
+    if pieces.expert_loop(setup):
         data["experts_implementation"] = "eager"     # loaders/model.py _configure_experts_implementation
     if job.timing.group_by_length:      # core/builders/causal.py: train_sampling_strategy "group_by_length"
         data["group_by_length"] = True

@@ -26,7 +26,6 @@ from typing import Any
 from trainplan.enums import (
     LOW_RANK_OPTIMIZERS,
     Attention,
-    ExpertsImpl,
     Framework,
     Fsdp,
     GradCkpt,
@@ -122,7 +121,7 @@ def arguments(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str
         notes.append(f"attention {setup.attention}: from_pretrained(attn_implementation="
                      f"{pieces.attn_implementation(setup)!r}) "
                      "in the script (give --attention with --from)")
-    if setup.model.moe is not None and setup.impl.experts_impl is ExpertsImpl.LOOP:
+    if pieces.expert_loop(setup):
         notes.append("experts eager: from_pretrained(experts_implementation='eager') in the script (transformers 5; "
                      "give --experts-implementation with --from)")
     args.update(per_device_train_batch_size=setup.batch_size, gradient_accumulation_steps=setup.grad_accum,

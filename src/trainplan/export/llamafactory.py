@@ -26,7 +26,6 @@ from trainplan.enums import (
     GALORE_OPTIMIZERS,
     LOW_RANK_OPTIMIZERS,
     Attention,
-    ExpertsImpl,
     Framework,
     Fsdp,
     GradCkpt,
@@ -209,7 +208,7 @@ def config(job, ctx: ExportContext, *, ds_file: str | None) -> tuple[dict[str, d
         train["optim"] = hf.optim(job)
     if setup.impl.compiled:
         train["torch_compile"] = True
-    if setup.model.moe is not None and setup.impl.experts_impl is ExpertsImpl.LOOP:
+    if pieces.expert_loop(setup):
         notes.append("--experts-implementation eager: LLaMA-Factory has no key for it; it runs transformers' "
                      "default (grouped_mm on transformers 5, the loop on 4.x)")
     if job.timing.group_by_length:

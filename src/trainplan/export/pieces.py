@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainplan.enums import Attention, Method, Optimizer
+from trainplan.enums import Attention, ExpertsImpl, Method, Optimizer
 from trainplan.errors import TrainplanError
 from trainplan.export.base import ExportContext
 
@@ -160,3 +160,9 @@ def attn_implementation(setup) -> str:
 # TrainingArguments' length-grouped sampler by its transformers 5 name (trainer.py _get_train_sampler)
 GROUP_BY_LENGTH_NOTE = ("train_sampling_strategy: group_by_length is transformers 5's name; under transformers 4 "
                         "write group_by_length: true instead")
+
+
+def expert_loop(setup) -> bool:
+    """An MoE model whose experts the job runs as transformers' per-expert loop (--experts-implementation eager),
+    which a config must then say (transformers 5 defaults to grouped_mm)."""
+    return setup.model.moe is not None and setup.impl.experts_impl is ExpertsImpl.LOOP

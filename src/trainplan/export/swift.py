@@ -38,7 +38,6 @@ from typing import Any
 from trainplan.enums import (
     GALORE_OPTIMIZERS,
     Attention,
-    ExpertsImpl,
     Framework,
     Fsdp,
     GradCkpt,
@@ -178,7 +177,7 @@ def arguments(job, ctx: ExportContext, fmt: str = FORMAT) -> tuple[dict[str, Any
     args["gradient_checkpointing"] = setup.grad_ckpt is GradCkpt.FULL and layout.fsdp is Fsdp.NONE
     if setup.impl.liger_kernels:
         args["use_liger_kernel"] = True
-    if setup.model.moe is not None and setup.impl.experts_impl is ExpertsImpl.LOOP:
+    if pieces.expert_loop(setup):
         args["experts_impl"] = "eager"          # base_args/model_args.py: the per-expert loop (transformers 5)
     if job.timing.group_by_length:
         args["train_sampling_strategy"] = "group_by_length"

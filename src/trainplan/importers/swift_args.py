@@ -239,7 +239,8 @@ _UNMODELLED = {
     "tuner_backend": "the unsloth backend's kernels are not applied (give --framework unsloth)",
     "use_vllm": "vLLM rollout memory (vllm_gpu_memory_utilization, default 0.9) is not modelled",
 }
-_READ = {"experts_impl", "group_by_length", "train_sampling_strategy", "modules_to_save", "model", "tuner_type", "train_type", "quant_method", "quant_bits", "bnb_4bit_quant_type",
+_READ = {"experts_impl", "group_by_length", "train_sampling_strategy",
+         "modules_to_save", "model", "tuner_type", "train_type", "quant_method", "quant_bits", "bnb_4bit_quant_type",
          "bnb_4bit_use_double_quant", "lora_rank", "lora_alpha", "lora_dropout", "target_modules", "target_regex",
          "use_dora", "packing", "packing_length", "max_length", "padding_free", "attn_impl",
          "per_device_train_batch_size", "gradient_accumulation_steps", "max_epochs", "num_train_epochs", "max_steps",
