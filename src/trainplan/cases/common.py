@@ -123,6 +123,9 @@ def size_proxy_model(m: dict) -> tuple[ModelSpec, str]:
                   f"shaped as {ref.name} (MLP width {width}; {count_params(spec).total / 1e9:.2f}B parameters)")
 
 
+_MPT = re.compile(r"(?<![a-z0-9])mpt(?![a-z])", re.IGNORECASE)
+
+
 def _case_model(case: dict) -> tuple[ModelSpec, str]:
     m = case.get("model") or {}
     if is_encoder_decoder(case):
@@ -151,7 +154,7 @@ def _case_model(case: dict) -> tuple[ModelSpec, str]:
         how = catalog.model_name_note(named) or "catalog"
         return spec, how if named is not bare else f"model name read without its aside ({name!r} -> {bare!r}); {how}"
     if m.get("layers") and m.get("hidden"):
-        if "MPT" in str(m.get("name")):
+        if _MPT.search(f"{m.get('name') or ''} {hf_id}"):
             return _mpt(m), "MPT architecture from the case's numbers" + differs
         if _GPT2_CONFIG.search(f"{m.get('arch_source') or ''} {m.get('params_note') or ''}"):
             return _gpt2(m), "GPT-2 architecture (transformers GPT2Config) from the case's numbers" + differs
@@ -245,8 +248,9 @@ def lora_targets(case: dict) -> tuple[tuple[str, ...], str | None]:
     attention and the MLP output): all-linear. torchtune's names translate to HF module names.
     """
     targets = (case.get("lora") or {}).get("targets")
-    if isinstance(targets, str):                 # "all (lora_target: all)", "q_proj,v_proj", "q_proj v_proj"
-        words = re.sub(r"\([^)]*\)", " ", targets).strip()
+    if isinstance(targets, str):    # "all (lora_target: all)", "q_proj,v_proj", "q_proj v_proj", "['q_proj']"
+        # a list written as text ("['q_proj', 'v_proj']") reads as its names
+        words = re.sub(r"[\[\]'\"]", " ", re.sub(r"\([^)]*\)", " ", targets)).strip()
         if re.fullmatch(r"all([ _-]linear)?( layers| modules)?", words.lower()):
             return ("all-linear",), "LoRA targets: every linear layer (all)"
         # module names keep their case: peft matches them exactly (Baichuan's W_pack)

@@ -11,7 +11,8 @@ is used):
 - counts and sizes (`seq_len`, `micro_batch`, `grad_accum`, `global_batch`, `gpus.count`, the
   `parallel` degrees, `lora.rank` / `lora.alpha`): an integer written as text, with thousands
   separators or spaces; `seq_len` may carry the k / M suffix of context lengths, binary as the
-  sources use it ("4k" = 4,096, "32K" = 32,768, "1M" = 1,048,576 tokens);
+  sources use it ("4k" = 4,096, "32K" = 32,768, "1M" = 1,048,576 tokens); `micro_batch` may say it is
+  per GPU ("4 per GPU", "8 samples/gpu") and `grad_accum` count steps ("8 steps");
 - measured values: a number written as text, with thousands separators and a trailing unit word
   ("9.6 s", "1,234 tokens/s"); a percentage ("45%") for `mfu` / `hfu` is the fraction 0.45; another name of
   a measured quantity (`step_time_ms`, `iter_time_s`, `tgs`, `mfu_percent`, `gpu_days`: cases.measured
@@ -19,7 +20,9 @@ is used):
   samples/s is tokens/s at seq_len tokens a sample only where `seq_len_note` says the sequences are packed or
   of full length (cases/measured.py);
 - `method`: lower case, and the names frameworks use for the schema's five: "sft", "full-parameter",
-  "full fine-tune" (full), "pre-training", "continued pretraining" (pretrain), "q-lora" (qlora); peft's
+  "full fine-tune" (full), "pre-training", "continued pretraining" (pretrain), "q-lora" (qlora), and any of
+  these names with words beside it that say nothing more about the method ("LoRA fine-tuning", "lora (PEFT)",
+  "full parameter SFT", "pretraining (from scratch)"; QLoRA's 4-bit base: "QLoRA (4-bit)", "4-bit LoRA"); peft's
   LoRA under another name (rsLoRA, PiSSA, OLoRA, LoftQ, LoRA+, LoRA-GA: the same adapters, only their
   initialisation, scaling or learning rates differ, LORA_VARIANTS) is lora (qlora over 4-bit weights); a
   preference stage trainplan times (DPO, IPO, KTO, ORPO, SimPO, CPO, a reward model: `--stage`,
@@ -35,7 +38,7 @@ is used):
   "8 × H100", "2*A100", "A100 x 8") is the count when the case gives none;
 - `lora`: peft's and the trainers' key names for the schema's (`r`, `lora_r`, `lora_rank` -> rank;
   `lora_alpha` -> alpha; `lora_dropout` -> dropout; `target_modules`, `lora_target` -> targets);
-- `parallel.zero_stage`: DeepSpeed's stage as text ("ZeRO-3", "zero3", "stage 2") is its number;
+- `parallel.zero_stage`: DeepSpeed's stage as text ("ZeRO-3", "zero3", "stage 2", "ZeRO stage 3") is its number;
 - a missing `method` (`with_method`, applied to a whole case by cases.map_case) is "lora" when the case
   has a `lora` block with a rank ("qlora" when its `quantization` is 4-bit), else "full": the schema's
   method without an adapter.
@@ -57,7 +60,7 @@ _CONTEXT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM])\s*$")
 # "8x A100", "8 × H100", "2*A100" (count first) or "A100 x 8" (count last)
 _COUNT_FIRST = re.compile(r"^\s*(\d{1,5})\s*[x×*]\s*(?=\S)", re.IGNORECASE)
 _COUNT_LAST = re.compile(r"\s+[x×*]\s*(\d{1,5})\s*$", re.IGNORECASE)
-_ZERO = re.compile(r"^\s*(?:deepspeed\s*)?(?:zero|stage)[\s_-]*([0-3])\s*$", re.IGNORECASE)
+_ZERO = re.compile(r"^\s*(?:deepspeed[\s_-]*)?(?:zero[\s_-]*(?:stage)?|stage)[\s_-]*([0-3])\s*$", re.IGNORECASE)
 LORA_KEYS = {"r": "rank", "lora_r": "rank", "lora_rank": "rank", "lora_alpha": "alpha", "lora_dropout": "dropout",
              "target_modules": "targets", "lora_target": "targets", "lora_target_modules": "targets"}
 
@@ -97,11 +100,29 @@ _STAGE_WORD = re.compile(r"\b(dpo|ipo|kto|orpo|simpo|cpo|rm|reward[ _-]?model(?:
 _STAGE_TRAINER = re.compile(r"\b(dpo|kto|orpo|cpo|reward)trainer\b"
                             r"|\b(?:stage|rlhf_type)\b\W{0,4}(dpo|kto|orpo|simpo|cpo|rm)\b")
 _UNIT_WORDS = re.compile(r"^(tokens?|gpus?|cards?|sequences?|samples?)$", re.IGNORECASE)
+# the unit words a field's own meaning allows beside its number: a micro-batch is per GPU ("4 per GPU",
+# "4 sequences per device", "8 samples/gpu"); gradient accumulation counts steps ("8 steps", "8 micro-batches")
+FIELD_UNITS = {
+    "micro_batch": re.compile(r"^(?:(?:sequences?|samples?)\s*)?(?:per|/|a|each)\s*(?:gpu|device|rank|card)$",
+                              re.IGNORECASE),
+    "grad_accum": re.compile(r"^(?:(?:accumulation|accum)\s*)?(?:steps?|micro[\s-]?batch(?:es)?)$", re.IGNORECASE),
+}
+# A method written with words beside its name that say nothing more about it: what kind of run it is ("LoRA
+# fine-tuning", "full parameter SFT"), the library the adapters come from ("lora (PEFT)"), where the run starts
+# ("pretraining (from scratch)"), and QLoRA's 4-bit base said again ("QLoRA (4-bit)", "qlora nf4", "4-bit LoRA").
+# Only a text whose other words are all of these reads as its method (`_method_in_words`); any other word leaves
+# it as written, to be refused where it is read.
+_METHOD_WORDS = frozenset({"full", "lora", "qlora", "freeze", "pretrain"})
+_METHOD_FILLER = frozenset({"fine", "tune", "tuning", "tuned", "finetune", "finetuning", "ft", "sft", "supervised",
+                            "instruction", "peft", "training", "train", "from", "scratch", "parameter", "parameters",
+                            "param", "params", "weights", "adapter", "adapters", "continued", "continual", "the", "of",
+                            "with", "w", "using", "via"})
+_BASE_4BIT = frozenset({"4bit", "nf4", "int4", "fp4", "bnb", "bitsandbytes"})
 
 
-def _integer(value: object, *, context: bool = False) -> int | None:
-    """An integer written as text ("8", "4,096", "2048 tokens"; with `context`, "4k", "1M") or as a
-    whole float (2.0); None otherwise."""
+def _integer(value: object, *, context: bool = False, units: re.Pattern | None = None) -> int | None:
+    """An integer written as text ("8", "4,096", "2048 tokens"; with `context`, "4k", "1M"; with `units`, the
+    unit words a field allows: FIELD_UNITS) or as a whole float (2.0); None otherwise."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if not isinstance(value, str):
@@ -110,7 +131,9 @@ def _integer(value: object, *, context: bool = False) -> int | None:
         n = float(m.group(1)) * CONTEXT_SUFFIX[m.group(2).lower()]
         return int(n) if n.is_integer() else None
     got = number(value)
-    if got is None or (got[1] and not _UNIT_WORDS.match(got[1])) or not got[0].is_integer():
+    if got is None or not got[0].is_integer():
+        return None
+    if got[1] and not _UNIT_WORDS.match(got[1]) and not (units and units.match(got[1])):
         return None
     return int(got[0])
 
@@ -122,7 +145,7 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
     notes: list[str] = []
 
     def read(holder: dict, key: str, where: str, *, context: bool = False) -> None:
-        got = _integer(holder.get(key), context=context)
+        got = _integer(holder.get(key), context=context, units=FIELD_UNITS.get(key))
         if got is not None:
             notes.append(f"{where} {holder[key]!r} read as {got}")
             holder[key] = got
@@ -243,6 +266,26 @@ def _method(case: dict, notes: list[str]) -> None:
         notes.append(f"method {method!r} read as {name}: peft's LoRA adapters, forward and backward; only their "
                      "initialisation, scaling or learning rates differ, which time and memory do not see")
         case["method"] = name
+    elif name is None and (name := _method_in_words(low)) is not None:
+        notes.append(f"method {method!r} read as {name} (its other words say nothing more about the method)")
+        case["method"] = name
+
+
+def _method_in_words(low: str) -> str | None:
+    """The schema's method a lower-cased method text names with only filler words beside it (_METHOD_FILLER;
+    a 4-bit base beside LoRA or QLoRA is QLoRA; "full" beside pre-training is pre-training); None otherwise."""
+    text = re.sub(r"(?<![\d.])4[\s-]*bits?", " 4bit ", low)
+    text = re.sub(r"\bpre[\s-]?train(?:ing|ed)?\b", " pretrain ", text)
+    words = [w for w in re.split(r"[^a-z0-9]+", text) if w and w not in _METHOD_FILLER]
+    named = {w for w in words if w in _METHOD_WORDS}
+    if named == {"full", "pretrain"}:
+        named = {"pretrain"}
+    if len(named) != 1 or any(w not in _METHOD_WORDS and w not in _BASE_4BIT for w in words):
+        return None
+    name = named.pop()
+    if any(w in _BASE_4BIT for w in words):
+        return "qlora" if name in ("lora", "qlora") else None
+    return name
 
 
 def method_not_modelled(method: object) -> str | None:

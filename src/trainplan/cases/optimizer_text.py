@@ -45,7 +45,7 @@ def memory_optimizer(value: Any) -> tuple[Optimizer | None, str | None]:
                       ("lion", Optimizer.LION)):
         if word in t:
             return opt, None
-    if "fused" in t or t.strip() in ("adam", "adamw"):
+    if "fused" in t or re.sub(r"[\s_-]+", "", t) in ("adam", "adamw"):     # "AdamW", "Adam W", "adam-w"
         return Optimizer.ADAMW_FUSED, None
     if "adam" in t:
         return Optimizer.ADAMW, None

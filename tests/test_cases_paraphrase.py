@@ -1,0 +1,119 @@
+"""A published case written in other words scores as the case written the schema's way: the method with words
+beside it that say nothing more ("LoRA fine-tuning", "QLoRA (4-bit)", "pretraining (from scratch)"), a
+micro-batch "per GPU", accumulation in "steps", DeepSpeed's stage as "ZeRO stage 3", a model family in lower
+case, LoRA targets as a list written as text. Words that do say more (another adapter, an 8-bit base, a
+layout) leave the method as written, to be refused where it is read (cases.normalize)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from trainplan.cases.accuracy import evaluate
+from trainplan.cases.normalize import normalized
+
+DATA = Path(__file__).parent / "data"
+CASES = [c for name in ("published_dev.json", "published_dev2.json")
+         for c in json.loads((DATA / name).read_text(encoding="utf-8"))]
+BY_ID = {c["id"]: c for c in CASES}
+
+
+@pytest.mark.parametrize(("text", "method"), [
+    ("LoRA fine-tuning", "lora"), ("lora (PEFT)", "lora"), ("LoRA SFT (peft)", "lora"),
+    ("QLoRA (4-bit)", "qlora"), ("qlora nf4", "qlora"), ("4-bit LoRA", "qlora"), ("LoRA (4 bit, bitsandbytes)", "qlora"),
+    ("full parameter SFT", "full"), ("Full fine-tuning (parameters)", "full"), ("full-parameter training", "full"),
+    ("pretraining (from scratch)", "pretrain"), ("Pre-training from scratch", "pretrain"),
+    ("continued pre-training (full)", "pretrain"), ("freeze tuning", "freeze"),
+])
+def test_a_method_with_words_that_say_nothing_more(text, method):
+    case, notes = normalized({"method": text})
+    assert case["method"] == method
+    assert notes[0] == f"method {text!r} read as {method} (its other words say nothing more about the method)"
+
+
+@pytest.mark.parametrize("text", [
+    "LoRA (8-bit)",            # an int8 base: LoRA over LLM.int8 weights, not QLoRA
+    "full (FSDP)",             # a layout word: the parallel block says the layout
+    "LoRA + full embeddings",  # more than the adapters trains
+    "full 4-bit",              # a 4-bit base under a full fine-tune is no method trainplan runs
+    "lora qlora",              # two methods
+    "fine-tuning",             # no method named
+    "LoRA (all)",              # which modules: the lora block's targets say that
+])
+def test_a_method_with_words_that_say_more_is_left_as_written(text):
+    case, notes = normalized({"method": text})
+    assert case["method"] == text and notes == []
+
+
+@pytest.mark.parametrize(("text", "stage"), [
+    ("ZeRO stage 3", 3), ("ZeRO Stage-2", 2), ("zero-stage-1", 1), ("DeepSpeed ZeRO-3", 3), ("stage 2", 2),
+])
+def test_zero_stage_written_with_the_word_stage(text, stage):
+    assert normalized({"parallel": {"zero_stage": text}})[0]["parallel"]["zero_stage"] == stage
+
+
+@pytest.mark.parametrize(("key", "text", "value"), [
+    ("micro_batch", "4 per GPU", 4), ("micro_batch", "4 sequences per device", 4), ("micro_batch", "8 samples/gpu", 8),
+    ("grad_accum", "8 steps", 8), ("grad_accum", "16 micro-batches", 16), ("grad_accum", "4 accumulation steps", 4),
+])
+def test_counts_with_the_unit_their_field_means(key, text, value):
+    assert normalized({key: text})[0][key] == value
+
+
+@pytest.mark.parametrize(("key", "text"), [("global_batch", "64 per GPU"), ("seq_len", "8 steps"),
+                                            ("micro_batch", "8 steps")])
+def test_a_unit_another_field_means_is_not_read(key, text):
+    assert normalized({key: text})[0][key] == text
+
+
+def _scores_alike(case: dict, edit) -> tuple[float, float]:
+    changed = copy.deepcopy(case)
+    edit(changed)
+    [plain] = evaluate([case])
+    [other] = evaluate([changed])
+    assert plain.error is not None and other.error is not None, (plain.skipped, other.skipped)
+    return plain.error, other.error
+
+
+def _set(key, value):
+    def edit(case):
+        case[key] = value
+    return edit
+
+
+def _with_unit(key, unit):
+    def edit(case):
+        case[key] = f"{case[key]} {unit}"
+    return edit
+
+
+def _model_name_lower(case):
+    case["model"]["name"] = case["model"]["name"].lower()
+
+
+def _zero_stage_words(case):
+    case["parallel"]["zero_stage"] = f"ZeRO stage {case['parallel']['zero_stage']}"
+
+
+def _targets_as_text(case):
+    case["lora"]["targets"] = str(case["lora"]["targets"])
+
+
+@pytest.mark.parametrize(("case_id", "edit"), [
+    ("universal-trainer-llama31-lora-1xh100-time", _set("method", "LoRA fine-tuning (PEFT)")),
+    ("universal-trainer-llama31-qlora-1xh100-mem", _set("method", "QLoRA (4-bit)")),
+    ("universal-trainer-llama31-full-1xh100-time", _set("method", "full parameter SFT")),
+    ("modelcard-llama2-7b-gpu-hours", _set("method", "pretraining (from scratch)")),
+    ("universal-trainer-llama31-lora-1xh100-time", _with_unit("micro_batch", "per GPU")),
+    ("universal-trainer-llama31-lora-1xh100-time", _with_unit("grad_accum", "steps")),
+    ("qwen1-readme-72b-lora-deepspeed-zero3-len2048-mem", _zero_stage_words),
+    # an MPT config's name in lower case is still MPT (ALiBi, LayerNorm, GELU MLP: cases.common._mpt)
+    ("mpt-bench-7b-seq2048-8xa100_80gb-amp_bf16", _model_name_lower),
+    ("universal-trainer-llama31-lora-1xh100-time", _targets_as_text),
+])
+def test_a_case_in_other_words_scores_as_written(case_id, edit):
+    plain, other = _scores_alike(BY_ID[case_id], edit)
+    assert other == pytest.approx(plain, abs=1e-12)
