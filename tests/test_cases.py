@@ -125,7 +125,6 @@ def test_qwen_full_parameter_uses_the_scripts_deepspeed_config():
     ("model", {"name": "mystery-9b", "hf_id": "acme/mystery-9b"}, "no architecture numbers"),
     ("lora", {"rank": 64, "alpha": 16, "targets": ["c_attn"], "modules_to_save": ["wte", "score"]},
      "modules-to-save 'score'"),       # the embedding and head copies are modelled, a classifier is not
-    ("framework", "my own trainer", "framework"),
     ("gpus", {"type": "abacus", "count": 1}, "GPU"),
 ])
 def test_unmappable_cases_say_why(field, value, reason):

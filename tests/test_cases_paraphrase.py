@@ -117,3 +117,20 @@ def _targets_as_text(case):
 def test_a_case_in_other_words_scores_as_written(case_id, edit):
     plain, other = _scores_alike(BY_ID[case_id], edit)
     assert other == pytest.approx(plain, abs=1e-12)
+
+
+@pytest.mark.parametrize("framework", [None, "", "not stated", "Colossal-AI", "an in-house trainer"])
+def test_a_case_naming_no_framework_with_a_profile_is_scored_on_the_stack_its_method_runs_in(framework):
+    # a LoRA memory case (litgpt's table) and a pre-training time case (flash-attention's GPT-3 runs, whose
+    # framework has no profile either way): predicted, with the stack assumed in the notes
+    lora = copy.deepcopy(BY_ID["litgpt-restable-lora1gpu-phi-1.5-None-mbs1"])
+    lora["framework"] = framework
+    [result] = evaluate([lora])
+    assert result.error is not None and result.method == "lora"
+    assert any("the Hugging Face (transformers + peft) stack its LoRA adapters come from" in n for n in result.notes)
+    pretrain = copy.deepcopy(BY_ID["flashattn-training-gpt3-125m-8xa100-80g"])
+    [named] = evaluate([pretrain])
+    pretrain["framework"] = framework
+    [result] = evaluate([pretrain])
+    assert result.error is not None and any("a Megatron-class stack assumed" in n for n in result.notes)
+    assert any("a Megatron-class stack assumed" in n for n in named.notes)

@@ -20,7 +20,7 @@ from trainplan.cases.text import (
     ckpt_every_of,
     embedded_settings,
     experts_of,
-    framework_of,
+    framework_or_assumed,
     gpu_of,
     grad_ckpt_of,
     kbit_prep_fp32,
@@ -196,7 +196,7 @@ def _quant(case: dict) -> tuple[str | None, bool, str | None]:
 def map_memory_case(case: dict) -> MemoryMapping:
     """The memory case as a JobOptions and the view to compare; Skip with the reason otherwise."""
     lora = case.get("lora") or {}
-    framework = framework_of(case)
+    framework, assumed = framework_or_assumed(case)
     said, said_notes = embedded_settings(case.get("framework"))
     defaults, default_notes = trainer_defaults(case)
     said = {**defaults, **said}
@@ -215,7 +215,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
     gpu, gnote, gpu_stated = _memory_gpu(case)
     if not case.get("seq_len") or not case.get("micro_batch"):
         raise Skip("sequence length or micro-batch not given")
-    notes = [f"model: {how}", f"framework: {framework} (named in the case's framework text)"] + said_notes
+    notes = [f"model: {how}", assumed or f"framework: {framework} (named in the case's framework text)"] + said_notes
     notes += [gnote] if gnote else []
     layout = layout_flags(case)
     par = case.get("parallel") or {}

@@ -53,6 +53,29 @@ def framework_of(case: dict) -> Framework:
     return found[0]
 
 
+# Adapters and 4-bit bases come from peft and bitsandbytes on transformers models (peft's LoraConfig,
+# bitsandbytes' Linear4bit: QLoRA is defined by them), whatever trainer runs the loop
+_ADAPTER_METHODS = frozenset({"lora", "qlora"})
+
+
+def framework_or_assumed(case: dict) -> tuple[Framework, str | None]:
+    """The framework the case names, or, where it names none trainplan has a profile for (an in-house or
+    other stack, or nothing), the stack its method runs in, with a note saying so: a LoRA or QLoRA run the
+    Hugging Face (transformers + peft) stack its adapters come from; any other a Megatron-class stack (fused
+    kernels, 16-bit weights with fp32 master weights and Adam states in the optimizer), as pre-training
+    frameworks without a profile (InternEvo, Colossal-AI, Nanotron, in-house ones) run it."""
+    try:
+        return framework_of(case), None
+    except Skip:
+        pass
+    named = case.get("framework")
+    said = f"framework {named!r:.80} has no trainplan profile" if named else "framework not stated"
+    if case.get("method") in _ADAPTER_METHODS:
+        return Framework.HF, f"{said}: the Hugging Face (transformers + peft) stack its LoRA adapters come from"
+    return Framework.MEGATRON, f"{said}: a Megatron-class stack assumed (fused kernels, fp32 master weights and " \
+                               "Adam states in the optimizer)"
+
+
 def _bool(value: str) -> bool | None:
     v = value.strip().lower().strip("'\"")
     return True if v in _TRUE else False if v in _FALSE else None

@@ -27,7 +27,7 @@ from trainplan.cases.text import (
     embedded_settings,
     experts_of,
     flash_version_of,
-    framework_of,
+    framework_or_assumed,
     gpu_of,
     grad_ckpt_of,
     kbit_prep_fp32,
@@ -146,11 +146,7 @@ def map_case(case: dict) -> Mapped:
     said, _ = embedded_settings(case.get("framework"))
     defaults, default_notes = trainer_defaults(case)
     said = {**defaults, **said}
-    try:
-        framework = framework_of(case)
-    except Skip:
-        # no profile for the framework named: a Megatron-class stack is assumed for time (stated)
-        framework = Framework.MEGATRON
+    framework, assumed = framework_or_assumed(case)     # no profile for the framework named: stated
     compiled = said.get("compile")
     unpacked = data.dataset(case) if said.get("packing") is False else None
     if said.get("packing") is False and unpacked is None:
@@ -183,7 +179,8 @@ def map_case(case: dict) -> Mapped:
     facts, fact_notes = trainer_facts(case)
     dispatch, dispatch_notes = stated_moe_dispatch(case)
     facts, fact_notes = {**facts, **dispatch}, [*fact_notes, *dispatch_notes]
-    fact_notes = [*filled_notes, *fact_notes, *([f"model {how}"] if how.startswith("not in the catalog") else [])]
+    fact_notes = [*filled_notes, *([assumed] if assumed else []), *fact_notes,
+                  *([f"model {how}"] if how.startswith("not in the catalog") else [])]
     stated_ckpt = grad_ckpt_of(case.get("grad_ckpt"), framework)
     if stated_ckpt is None and "grad_ckpt" in defaults:
         fact_notes = [*fact_notes, *default_notes]
