@@ -40,3 +40,24 @@ def test_a_schema_metric_wins_over_a_rate():
 def test_no_reading_without_a_positive_rate_or_a_run_size(measured):
     out, _ = normalized(_case(dict(measured)))
     assert "step_time_s" not in out["measured"] and "tokens_per_s_total" not in out["measured"]
+
+
+@pytest.mark.parametrize("measured, key, value", [
+    ({"gpu_hours": "1.3M"}, "gpu_hours", 1.3e6),                    # Llama 3 8B's card writes "1.3M"
+    ({"gpu_hours": "1.72 million GPU hours"}, "gpu_hours", 1.72e6),
+    ({"tokens_per_s_per_gpu": "2.7k tokens/s"}, "tokens_per_s_per_gpu", 2700.0),
+    ({"tokens_total": "15 trillion"}, "tokens_total", 15e12),
+    ({"step_time_s": "850 ms"}, "step_time_s", 0.85),
+    ({"step_time_s": "1.5 min"}, "step_time_s", 90.0),
+    ({"step_time_s": "3.2 s/it"}, "step_time_s", 3.2),
+    ({"tgs": "3.1K"}, "tokens_per_s_per_gpu", 3100.0),              # a synonym with a magnitude
+])
+def test_magnitudes_and_time_units_by_hand(measured, key, value):
+    out, _ = normalized(_case(measured))
+    assert out["measured"][key] == pytest.approx(value)
+
+
+def test_a_lower_case_m_is_not_a_million():
+    # "5 m" under a count is no magnitude (minutes or metres, not millions): the number as written
+    out, _ = normalized(_case({"gpu_hours": "5 m"}))
+    assert out["measured"]["gpu_hours"] == 5.0

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from trainplan.cases.accuracy import evaluate
-from trainplan.cases.normalize import normalized, with_method
+from trainplan.cases.method_words import with_method
+from trainplan.cases.normalize import normalized
 
 DATA = Path(__file__).parent / "data"
 CASES = [c for name in ("published_dev.json", "published_dev2.json")

@@ -14,7 +14,8 @@ import pytest
 from trainplan.cases import Skip, map_case
 from trainplan.cases.accuracy import evaluate
 from trainplan.cases.common import lora_targets
-from trainplan.cases.normalize import method_not_modelled, normalized
+from trainplan.cases.method_words import method_not_modelled
+from trainplan.cases.normalize import normalized
 
 DATA = Path(__file__).parent / "data"
 CASES = [c for name in ("published_dev.json", "published_dev2.json")

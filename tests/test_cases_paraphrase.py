@@ -134,3 +134,46 @@ def test_a_case_naming_no_framework_with_a_profile_is_scored_on_the_stack_its_me
     [result] = evaluate([pretrain])
     assert result.error is not None and any("a Megatron-class stack assumed" in n for n in result.notes)
     assert any("a Megatron-class stack assumed" in n for n in named.notes)
+
+
+@pytest.mark.parametrize(("key", "text", "value"), [
+    ("tp", "TP=2", 2), ("pp", "PP8", 8), ("tp", "tensor parallel size 4", 4), ("cp", "context-parallel 2", 2),
+    ("ep", "EP = 16", 16), ("sp", "Ulysses 8", 8), ("sp", "sequence_parallel_size 4", 4),
+])
+def test_a_parallel_degree_written_with_its_name(key, text, value):
+    assert normalized({"parallel": {key: text}})[0]["parallel"][key] == value
+
+
+def test_a_degree_under_another_name_is_not_read():
+    assert normalized({"parallel": {"tp": "PP=2"}})[0]["parallel"]["tp"] == "PP=2"
+
+
+@pytest.mark.parametrize(("text", "read"), [
+    ("torch.bfloat16", "bf16"), ("float16", "fp16"), ("torch_dtype=float32", "torch_dtype=fp32"),
+    ("bf16 (bit: bfloat16)", "bf16 (bit: bfloat16)"),      # says it already: left as written
+])
+def test_pytorch_dtype_names_in_the_precision_fields(text, read):
+    assert normalized({"precision": {"weights": text}})[0]["precision"]["weights"] == read
+
+
+@pytest.mark.parametrize("fsdp", ["fully sharded", "Full Shard", True, "yes"])
+def test_fsdp_said_in_words_or_as_a_flag_is_full_sharding(fsdp):
+    from trainplan.cases.memorycase import layout_flags
+    assert layout_flags({"gpus": {"count": 8}, "parallel": {"fsdp": fsdp}})["fsdp"] == "full"
+    assert layout_flags({"gpus": {"count": 8}, "parallel": {"fsdp": "shard grad op"}})["zero"] == 2
+
+
+def _block_edit(block, key, write):
+    def edit(case):
+        case[block][key] = write(case[block][key])
+    return edit
+
+
+@pytest.mark.parametrize(("case_id", "edit"), [
+    ("mbridge-2511-dgx-h100-llama-3-70b-fp8-cs-64gpu", _block_edit("parallel", "tp", lambda v: f"TP={v}")),
+    ("torchtune-readme-llama3.1-8b-full-1xA6000-mem", _block_edit("precision", "weights", lambda v: "torch.bfloat16")),
+    ("mpt-bench-7b-seq2048-8xa100_80gb-amp_bf16", _block_edit("parallel", "fsdp", lambda v: "fully sharded")),
+])
+def test_a_layout_or_dtype_in_other_words_scores_as_written(case_id, edit):
+    plain, other = _scores_alike(BY_ID[case_id], edit)
+    assert other == pytest.approx(plain, abs=1e-12)

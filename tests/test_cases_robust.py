@@ -89,7 +89,7 @@ def test_a_case_beyond_any_real_model_is_refused_before_it_is_built():
 
 def test_accuracy_scores_a_file_whose_cases_lack_fields(tmp_path, capsys):
     """`trainplan accuracy` (not strict) keeps a case without a method or a kind: the method is read from the
-    adapter it has (none: full, cases.normalize.with_method), a case without a kind is not predicted and says
+    adapter it has (none: full, cases.method_words.with_method), a case without a kind is not predicted and says
     why; an import (strict) still refuses the file."""
     from trainplan.cases import load_cases
     from trainplan.cli import main

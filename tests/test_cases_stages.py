@@ -23,7 +23,7 @@ FULL_MEM = "universal-trainer-phi3-full-1xh100-mem"
 
 
 @pytest.mark.parametrize(("text", "stage", "method"), [
-    ("DPO", "dpo", "lora"),                 # no method word: the LoRA block decides (cases.normalize.with_method)
+    ("DPO", "dpo", "lora"),                 # no method word: the LoRA block decides (cases.method_words.with_method)
     ("LoRA DPO", "dpo", "lora"), ("DPO (full)", "dpo", "full"), ("dpo w/ QLoRA", "dpo", "qlora"),
     ("full-parameter ORPO", "orpo", "full"), ("SimPO", "simpo", "lora"), ("KTO + LoRA", "kto", "lora"),
     ("reward modeling", "rm", "lora"), ("CPO", "cpo", "lora"),

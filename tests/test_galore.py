@@ -269,7 +269,8 @@ def test_layerwise_galore_takes_no_accumulation_under_the_hf_trainer():
     ("badam", "AdamW", "BAdam AdamW"),
 ])
 def test_a_method_that_names_the_optimizer(method, optimizer, read):
-    from trainplan.cases.normalize import method_not_modelled, normalized
+    from trainplan.cases.method_words import method_not_modelled
+    from trainplan.cases.normalize import normalized
     from trainplan.cases.optimizer_text import memory_optimizer
 
     out, notes = normalized({"method": method, "optimizer": optimizer, "model": {}, "measured": {}})

@@ -59,6 +59,9 @@ def test_a_version_spelled_another_way(name, entry, read_past):
     ("GLM-4-32B", "glm-4-32b-0414", "glm-4-32b-0414"),
     ("DeepSeek-Coder-V2-Lite", "deepseek-v2-lite", "deepseek-coder-v2-lite-base"),
     ("Qwen3-Coder-30B-A3B", "qwen3-30b-a3b", "qwen3-coder-30b-a3b-instruct"),
+    # AI2 stamps OLMo 2's release (MMYY) inside the name: allenai/OLMo-2-1124-13B
+    ("OLMo-2-13B", "olmo-2-1124-13b", "olmo-2-1124-13b"),
+    ("OLMo-2-1B", "olmo-2-0425-1b", "olmo-2-0425-1b"),
 ])
 def test_a_name_without_the_catalogs_release_tag(name, entry, tagged):
     assert catalog.resolve_model(name).name == entry
@@ -144,3 +147,21 @@ def test_a_long_context_release_the_catalog_has_is_matched_exactly():
     assert catalog.resolve_model("microsoft/Phi-3-mini-128k-instruct").name == catalog.resolve_model(
         "phi-3-mini-128k").name
     assert catalog.model_name_note("microsoft/Phi-3-mini-128k-instruct") is None
+
+
+@pytest.mark.parametrize("name, entry, total_b", [
+    # the name adds the size the catalog's name leaves out (Mistral's announcements: "Mistral NeMo 12B")
+    ("Mistral-Nemo-12B", "mistral-nemo-2407", "12.25"),
+    ("Magistral-Small-24B", "magistral-small-2506", "23.57"),
+    ("deepseek-v3-671b", "deepseek-v3", "671.03"),
+])
+def test_a_name_that_adds_the_size(name, entry, total_b):
+    assert catalog.resolve_model(name).name == entry
+    assert catalog.model_name_note(name).endswith(f"the size '{name.rpartition('-')[2].lower()}' the name adds "
+                                                  f"(the entry has {total_b}B parameters)")
+
+
+@pytest.mark.parametrize("name", ["Mistral-Nemo-7B", "phi-4-0b", "deepseek-v3-7b"])
+def test_a_size_the_entry_does_not_have_stays_unknown(name):
+    with pytest.raises(UnknownNameError, match="unknown model"):
+        catalog.resolve_model(name)

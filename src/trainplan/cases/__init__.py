@@ -12,7 +12,8 @@ from pathlib import Path
 
 from trainplan.cases.common import CASE_FIELDS, MALFORMED, REQUIRED_FIELDS, Skip, source_of
 from trainplan.cases.memorycase import map_memory_case
-from trainplan.cases.normalize import method_not_modelled, normalized, with_method
+from trainplan.cases.method_words import method_not_modelled, with_method
+from trainplan.cases.normalize import normalized
 from trainplan.cases.timecase import METRIC_KEYS
 from trainplan.cases.timecase import map_case as map_time
 from trainplan.errors import TrainplanError

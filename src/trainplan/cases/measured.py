@@ -1,5 +1,6 @@
 """The measured block of a published case read as the schema's values (cases.normalize applies it): a number
-written as text with separators and a unit word, a percentage MFU as its fraction, another name of a measured
+written as text with separators, a magnitude ("1.3M", "2.7k", "15 trillion") and a unit word (a step time in
+ms, minutes or hours under the seconds key converted), a percentage MFU as its fraction, another name of a measured
 quantity (MEASURED_SYNONYMS), samples/s as tokens/s where the samples are full sequences, else as the step
 time of the global batch; a step rate (tqdm's it/s, HF Trainer's train_steps_per_second) as the step time, and a
 run's wall time (train_runtime) over its tokens or its steps. Each reading that changed a value is a note."""
@@ -52,14 +53,35 @@ def number(text: str) -> tuple[float, str] | None:
     return float(re.sub(r"[,\s]", "", m.group(1))), (m.group(2) or "").strip()
 
 
+# a magnitude written after a measured number ("1.3M" GPU-hours, "2.7k tokens/s", "15 trillion" tokens): decimal,
+# as counts of hours, tokens and FLOPs are written; only an upper-case M is a million (a lower-case m is minutes)
+_MAGNITUDE = re.compile(r"^(?:([kKMBGT])(?![A-Za-z])|(thousand|million|billion|trillion)\b)", re.IGNORECASE)
+_MAGNITUDES = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "b": 1e9, "g": 1e9, "billion": 1e9, "t": 1e12,
+               "trillion": 1e12}
+
+
+# a step time written in another unit than the key's seconds
+_TIME_UNIT = re.compile(r"^(ms|msec|milliseconds?|min|mins|minutes?|h|hr|hrs|hours?)(?![A-Za-z])", re.IGNORECASE)
+_SECONDS = {"ms": 1e-3, "msec": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3, "min": 60.0, "mins": 60.0,
+            "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0}
+
+
+def magnitude(unit: str) -> float:
+    """The factor a magnitude at the start of a number's unit text stands for (_MAGNITUDE), else 1."""
+    m = _MAGNITUDE.match(unit)
+    if not m or (m.group(1) and m.group(1) == "m"):
+        return 1.0
+    return _MAGNITUDES[(m.group(1) or m.group(2)).lower()]
+
+
 def plain_number(value: object) -> float | None:
-    """A number, or text that is one (with separators and a unit word), else None (booleans included)."""
+    """A number, or text that is one (with separators, a magnitude and a unit word), else None (booleans included)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return float(value)
     got = number(value) if isinstance(value, str) else None
-    return got[0] if got else None
+    return got[0] * magnitude(got[1]) if got else None
 
 
 def _measured(key: str, value: object) -> float | None:
@@ -71,7 +93,9 @@ def _measured(key: str, value: object) -> float | None:
     value_, unit = got
     if unit == "%":
         return value_ / 100.0 if key in FRACTION_METRICS else None
-    return value_
+    if key == "step_time_s" and (seconds := _TIME_UNIT.match(unit)):
+        return value_ * _SECONDS[seconds.group(1).lower()]      # "850 ms", "1.5 min" under the seconds key
+    return value_ * magnitude(unit)
 
 
 def _full_samples(case: dict, measured: dict, notes: list[str]) -> None:

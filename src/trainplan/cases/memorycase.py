@@ -101,7 +101,11 @@ def layout_flags(case: dict) -> dict:
     for the memory and the time readers alike."""
     par = case.get("parallel") or {}
     count = int((case.get("gpus") or {}).get("count") or 1)
-    fsdp_text = text(par.get("fsdp")).upper()
+    named = par.get("fsdp")
+    # FSDP said as a flag (true, "yes", "enabled") or in words ("fully sharded", "shard grad op")
+    fsdp_text = "FSDP" if named is True or text(named).strip() in ("yes", "on", "enabled", "true") else \
+        re.sub(r"(?<=SHARD)[ -](?=GRAD)|(?<=GRAD)[ -](?=OP)|(?<=FULL)Y?[ _-](?=SHARD)|(?<=HYBRID)[ -](?=SHARD)", "_",
+               text(named).upper())
     zero = int(par.get("zero_stage") or 0)
     if par.get("zero_stage") is None:
         zero = _named_zero_stage(case)[0] or _distributed_optimizer(case)

@@ -284,14 +284,14 @@ def resolve_model(name_or_path: str, path: str | os.PathLike[str] | None = None)
         if os.path.exists(os.path.expanduser(name_or_path)):
             raise TrainplanError(f"'{name_or_path}' is neither a catalog model nor a config.json "
                                  "(or a folder holding one)")
-        match = _name_variant(name_or_path, index)
+        match = _name_variant(name_or_path, index, p)
         if match is None:
             raise _unknown("model", name_or_path, index, "models")
         i = match.entry
     return _model_spec(p, i)
 
 
-def _name_variant(name: str, index: dict[str, int]) -> NameMatch | None:
+def _name_variant(name: str, index: dict[str, int], path: str | None = None) -> NameMatch | None:
     from trainplan.catalog.model_names import variant_match, version_dots
 
     match = variant_match(name, _key(name), index)
@@ -300,7 +300,34 @@ def _name_variant(name: str, index: dict[str, int]) -> NameMatch | None:
         if match is not None:
             said = f"the version as '{name.strip()}' writes it (an underscore for its dot)"
             match = replace(match, read_past=(*match.read_past, said))
-    return match
+    return match if match is not None or path is None else _sized_variant(name, index, path)
+
+
+_SIZE_TOKEN = re.compile(r"-(\d+(?:\.\d+)?)b(?=-|$)")
+
+
+def _sized_variant(name: str, index: dict[str, int], path: str) -> NameMatch | None:
+    """A name that adds the parameter count to a catalog name without one (`Mistral-Nemo-12B` for
+    mistral-nemo-2407, as Mistral's announcement names it): the name without that size, when it names one entry
+    (exactly or as a variant) whose parameters are within 10% of the size."""
+    from trainplan.catalog.model_names import NameMatch
+
+    key = _key(name)
+    m = _SIZE_TOKEN.search(key.rpartition("/")[2])
+    if m is None or float(m.group(1)) <= 0:
+        return None
+    base = key.rpartition("/")[2]
+    rest = base[:m.start()] + base[m.end():]
+    i = index.get(rest)
+    match = NameMatch(entry=i, read_past=()) if i is not None else _name_variant(rest, index)
+    if match is None:
+        return None
+    total = count_params(_model_spec(path, match.entry)).total
+    size = float(m.group(1)) * 1e9
+    if abs(total / size - 1.0) > 0.10:
+        return None
+    said = f"the size '{m.group(0)[1:]}' the name adds (the entry has {total / 1e9:.2f}B parameters)"
+    return replace(match, read_past=(*match.read_past, said))
 
 
 def model_name_note(name: str, path: str | os.PathLike[str] | None = None) -> str | None:
@@ -310,7 +337,7 @@ def model_name_note(name: str, path: str | os.PathLike[str] | None = None) -> st
     entries, index = _model_catalog(p)
     if _is_config_path(name) or _key(name) in index or hf_cached_config(name) is not None:
         return None
-    match = _name_variant(name, index)
+    match = _name_variant(name, index, p)
     return None if match is None else match.note(name, entries[match.entry]["name"])
 
 

@@ -18,8 +18,8 @@ which changes a parameter or a tensor shape:
 
 The same holds the other way: a name without the release tag a catalog name carries (`Mistral-Small-24B`
 for Mistral-Small-24B-Base-2501, `GLM-4-32B` for GLM-4-32B-0414, `Qwen3-Coder-30B-A3B` for its -Instruct id): a
-release word or a four-digit release date (YYMM or MMDD, as Mistral and Zhipu stamp releases) read off the
-catalog's names, tried last.
+release word or a four-digit release date (YYMM or MMDD, as Mistral and Zhipu stamp releases at the end, AI2
+inside: `OLMo-2-13B` for OLMo-2-1124-13B) read off the catalog's names, tried last.
 
 `variant_match` reads past these, in that order, and accepts a catalog entry only when exactly one
 entry has that remaining repository name; otherwise the name stays unknown (and the caller says so).
@@ -40,6 +40,7 @@ _STORAGE_SUFFIX = re.compile(r"(?:-unsloth)?(?:-bnb)?-[48]bit$|"
 _RELEASE_SUFFIX = re.compile(r"-(?:instruct|chat|it|base|hf)$")
 _CONTEXT_SUFFIX = re.compile(r"-\d+(?:\.\d+)?[km]$")
 _RELEASE_TAG = re.compile(r"-(?:instruct|chat|it|base|hf|\d{4})$")
+_RELEASE_DATE_INSIDE = re.compile(r"-\d{4}(?=-)")      # olmo-2-1124-13b: AI2 stamps the release inside the name
 _VERSION_UNDERSCORE = re.compile(r"(?<=\d)_(?=\d)")
 _FAMILY_SEPARATOR = re.compile(r"(?<=[a-z])[-\s](?=\d)")
 
@@ -79,7 +80,7 @@ def _untagged(basename: str) -> str:
     mistral-small-24b."""
     while m := _RELEASE_TAG.search(basename):
         basename = basename[:m.start()]
-    return basename
+    return _RELEASE_DATE_INSIDE.sub("", basename)
 
 
 def _untagged_names(names: dict[str, set[int]]) -> dict[str, set[int]]:
