@@ -177,3 +177,19 @@ def _block_edit(block, key, write):
 def test_a_layout_or_dtype_in_other_words_scores_as_written(case_id, edit):
     plain, other = _scores_alike(BY_ID[case_id], edit)
     assert other == pytest.approx(plain, abs=1e-12)
+
+
+@pytest.mark.parametrize(("text", "read"), [
+    ("use_reentrant=False", "full"),                       # a checkpointing option: checkpointing is on
+    ("gradient_checkpointing_kwargs={'use_reentrant': False}", "full"),
+    ("not used", "none"), ("1", "full"), ("0", "none"),
+    ("per-op SAC", "op"), ("SAC", "selective"),           # torchtitan's per-op policy; selective AC
+])
+def test_checkpointing_texts(text, read):
+    from trainplan.cases.text import grad_ckpt_of
+    assert grad_ckpt_of(text) == read
+
+
+def test_sdpa_by_its_function_name():
+    from trainplan.cases.text import attention_of
+    assert attention_of("torch.nn.functional.scaled_dot_product_attention") == attention_of("SDPA") == "sdpa"

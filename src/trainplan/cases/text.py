@@ -140,6 +140,9 @@ _EVERY_NTH = re.compile(r"\bevery\s+(\d+)(?:st|nd|rd|th)?\s+(?:decoder\s+)?(?:bl
                         r"\b(?:selective_)?(?:ac_)?option\s*[=:]?\s*['\"]?(\d+)", re.IGNORECASE)
 
 
+_CKPT_OPTION = re.compile(r"\buse_reentrant\b\W*\w+|\bpreserve_rng_state\b\W*\w+")
+
+
 def grad_ckpt_of(value: Any, framework: Framework | None = None) -> str | None:
     """True / "selective" / free text ("full", "yes (unsloth)", "enabled", "activate: True") ->
     none | full | selective | op; None when the text does not say ("not stated": the framework's default).
@@ -149,16 +152,21 @@ def grad_ckpt_of(value: Any, framework: Framework | None = None) -> str | None:
     if value is False:
         return "none"
     if isinstance(value, str):
-        low = value.lower()
+        # a checkpointing option says checkpointing is on, whatever its value (HF gradient_checkpointing_kwargs)
+        low = _CKPT_OPTION.sub(" checkpointing ", value.lower())
         if re.search(r"\bnot (stated|given|known|specified)\b|\bunknown\b", low):
             return None
         if _EVERY_NTH.search(low):
             return "full"           # whole blocks recomputed, every n-th of them (ckpt_every_of)
-        if "selective" in low:
+        if re.search(r"\bper[- ]?op\b", low):
+            return "op"             # torchtitan's per-op selective policy (selective_ac_option = "op")
+        if "selective" in low or re.search(r"\bsac\b", low):
             if framework is Framework.TORCHTITAN:
                 return "op"
             return "selective"
-        if re.search(r"\b(no|none|off|false|disabled|not enabled)\b", low):
+        if re.fullmatch(r"\s*[01]\s*", low):
+            return "full" if low.strip() == "1" else "none"
+        if re.search(r"\b(no|none|off|false|disabled|not enabled|not used|unused)\b", low):
             return "none"
         if re.search(r"\b(true|full|yes|on|enabled|unsloth|activate)\b", low) or "checkpointing" in low:
             return "full"
@@ -180,7 +188,7 @@ def attention_of(value: Any) -> str | None:
     a = text(value)
     if "flash" in a or flash_version_of(a):
         return "flash"
-    if "sdpa" in a:
+    if "sdpa" in a or "scaled_dot_product" in a:      # torch.nn.functional.scaled_dot_product_attention
         return "sdpa"
     if "eager" in a:
         return "eager"
