@@ -66,3 +66,28 @@ def test_adam_mini_is_offered_where_the_framework_builds_it():
     assert "--optimizer adam-mini" in lf
     assert lf["--optimizer adam-mini"].saves_bytes == pytest.approx(3_212_749_824 * 4 * 1.10, rel=0.002)
     assert "--optimizer adam-mini" not in changes(framework="hf")
+
+
+def test_more_gpus_over_a_model_copy_of_three():
+    # Ulysses over 3 GPUs (one model copy spans 3): a GPU count that is not a multiple of 3 is no layout, so
+    # the suggestion is the fewest multiple of 3 that fits, here the 3 the job has, sharded with ZeRO-3 (80 GB
+    # H100: the 8B full fine-tune's ~130 GB of model state does not fit unsharded, 1/3 of it does)
+    est = estimate(resolve_job(JobOptions(model="llama-3.1-8b", gpu="h100", num_gpus=3, ulysses=3, seq_len=2049)))
+    assert not est.memory.fits
+    sharded = [s for s in est.suggestions if s.change == "--zero 3"]
+    assert len(sharded) == 1 and sharded[0].fits
+    assert sharded[0].cost == "the model state sharded over the 3 GPUs: more communication a step"
+
+
+def test_ulysses_needs_the_sequence_divisible_by_its_degree_only():
+    import pytest
+
+    from trainplan.errors import TrainplanError
+
+    with pytest.raises(TrainplanError, match=r"--ulysses 3 needs --seq-len divisible by 3, got 2048"):
+        estimate(resolve_job(JobOptions(model="llama-3.1-8b", gpu="h100", num_gpus=3, ulysses=3, seq_len=2048)))
+    # a ring (--cp) needs 2 x cp: its load-balanced causal split gives each rank two chunks
+    with pytest.raises(TrainplanError, match=r"--cp 3 needs --seq-len divisible by 2 x cp = 6"):
+        estimate(resolve_job(JobOptions(model="llama-3.1-8b", gpu="h100", num_gpus=3, cp=3, seq_len=2049)))
+    assert estimate(resolve_job(JobOptions(model="llama-3.1-8b", gpu="h100", num_gpus=4, ulysses=4,
+                                           seq_len=4100, grad_ckpt="full"))).memory is not None

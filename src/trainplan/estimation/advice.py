@@ -173,12 +173,18 @@ def _more_gpus(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, headroom: flo
     if not (zero3 or caps.fsdp) or (sharded and layout.num_gpus > 1):
         return []
     flag = "--zero 3" if zero3 else "--fsdp full"
-    for n in (2, 4, 8, 16, 32, 64, 128, 256):
+    group = layout.tp * layout.pp * layout.cp       # the GPUs one model copy spans: a count must be a multiple
+    counts = {*(2 ** k for k in range(1, 9)), *(group * 2 ** k for k in range(9))}
+    for n in sorted(c for c in counts if c <= 256 and c % group == 0):
         if n < layout.num_gpus:
             continue
         more = replace(layout, num_gpus=n, nodes=max(1, n // 8),
                        zero=ZeroStage.PARAMETERS if zero3 else ZeroStage.NONE, fsdp=Fsdp.NONE if zero3 else Fsdp.FULL)
         est = _try(setup, more, gpu, headroom, model)
+        if est and est.fits and n == layout.num_gpus:     # the GPUs the job has, sharded
+            return [Suggestion(change=flag, device_bytes=est.device_bytes,
+                               saves_bytes=current.device_bytes - est.device_bytes, fits=True,
+                               cost=f"the model state sharded over the {n} GPUs: more communication a step")]
         if est and est.fits:
             return [Suggestion(change=f"--num-gpus {n} {flag}", device_bytes=est.device_bytes,
                                saves_bytes=current.device_bytes - est.device_bytes, fits=True,

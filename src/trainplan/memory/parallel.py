@@ -180,7 +180,10 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
         if setup.framework not in (Framework.MEGATRON, Framework.TORCHTITAN):
             raise TrainplanError("--moe-dispatcher deepep runs under Megatron's flex dispatcher or an FSDP2 MoE stack "
                                  "(NeMo AutoModel): use --framework megatron or torchtitan")
-    if cp > 1 and setup.seq_len % (2 * cp):
+    if cp > 1 and layout.ulysses and setup.seq_len % cp:
+        # Ulysses splits each sequence into one contiguous shard a rank (all-to-all over heads, no ring)
+        raise TrainplanError(f"--ulysses {cp} needs --seq-len divisible by {cp}, got {setup.seq_len}")
+    if cp > 1 and not layout.ulysses and setup.seq_len % (2 * cp):
         raise TrainplanError(f"--cp {cp} needs --seq-len divisible by 2 x cp = {2 * cp} (load-balanced "
                              f"causal split), got {setup.seq_len}")
 
