@@ -668,7 +668,7 @@ SNAPSHOT = {'derived': {'model_index': {'data': {'01-ai/yi-1.5-34b': 116,
                                       'zai-org/glm-4.5-air': 77,
                                       'zai-org/glm-4.6': 76,
                                       'zai-org/glm-z1-32b-0414': 179},
-                             'fingerprint': 'aebc2071-260604'},
+                             'fingerprint': '59c44be5-261895'},
              'model_specs': {'data': ['{"aliases":["meta-llama/Llama-2-7b-chat-hf","llama2-7b","lmsys/vicuna-7b-v1.5"],"attention_dropout":0.0,"attn_logit_softcapping":null,"embedding_dropout":0.0,"embedding_norm":false,"final_logit_softcapping":null,"head_dim":128,"hf_config_json":"{\\"architectures\\": '
                                       '[\\"LlamaForCausalLM\\"], \\"attention_bias\\": false, \\"head_dim\\": 128, '
                                       '\\"hidden_act\\": \\"silu\\", \\"hidden_size\\": 4096, \\"intermediate_size\\": '
