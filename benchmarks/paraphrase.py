@@ -53,7 +53,7 @@ def _get(case: dict, path: tuple):
 
 def gpu(c):
     t = _get(c, ("gpus", "type"))
-    if isinstance(t, str):
+    if isinstance(t, str) and "not stated" not in t.lower():      # a GPU not named has no other name
         for n in (t.lower(), t.upper(), f"NVIDIA {t}" if not t.lower().startswith("nvidia") else t[7:]):
             yield ("gpu", _copy_with(c, ("gpus", "type"), n))
         n = _get(c, ("gpus", "count"))
