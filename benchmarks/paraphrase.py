@@ -60,6 +60,9 @@ def gpu(c):
         if isinstance(n, int):
             for v in (f"{n}x {t}", f"{t} x {n}", f"{n}×{t}"):
                 yield ("gpu", _copy_with(c, ("gpus",), {"type": v, "count": None}))
+            if n >= 16 and n % 8 == 0:
+                for v in (f"{n // 8} nodes x 8 GPUs", f"{n // 8}x8", f"{n} ({n // 8} nodes)"):
+                    yield ("gpu", _copy_with(c, ("gpus", "count"), v))
             yield ("gpu", _copy_with(c, ("gpus",), f"{n}x {t}"))
             for v in (str(n), float(n), f"{n} GPUs"):
                 yield ("gpu", _copy_with(c, ("gpus", "count"), v))

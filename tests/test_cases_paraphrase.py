@@ -193,3 +193,18 @@ def test_checkpointing_texts(text, read):
 def test_sdpa_by_its_function_name():
     from trainplan.cases.text import attention_of
     assert attention_of("torch.nn.functional.scaled_dot_product_attention") == attention_of("SDPA") == "sdpa"
+
+
+@pytest.mark.parametrize(("text", "count"), [
+    ("8 nodes x 8 GPUs", 64), ("8x8", 64), ("2 nodes of 8 GPUs", 16), ("2 x 8 GPUs per node", 16),
+    ("64 (8 nodes)", 64), ("64 GPUs (8 nodes x 8)", 64), ("64 H100", 64),
+])
+def test_a_gpu_count_as_nodes_times_gpus_or_with_an_aside(text, count):
+    case, notes = normalized({"gpus": {"type": "H100", "count": text}})
+    assert case["gpus"]["count"] == count and notes == [f"gpus.count {text!r} read as {count}"]
+
+
+@pytest.mark.parametrize("text", ["8 nodes", "0x8", "eight"])
+def test_a_gpu_count_not_given_in_gpus_is_left(text):
+    # a count of nodes says no GPU count (GPUs a node differ); the rest is no number
+    assert normalized({"gpus": {"type": "H100", "count": text}})[0]["gpus"]["count"] == text

@@ -24,7 +24,8 @@ is used):
 - a LoRA case without a rank (or without a `lora` block) has rank 8, peft's LoraConfig default;
 - whole numbers written as floats (2.0) or with a unit word ("2048 tokens", "8 GPUs") are integers;
 - `gpus`: a text ("8x A100 80GB") is the type with its count; a count written into the type ("8x A100",
-  "8 × H100", "2*A100", "A100 x 8") is the count when the case gives none;
+  "8 × H100", "2*A100", "A100 x 8") is the count when the case gives none; a count as nodes times GPUs ("8 nodes
+  x 8 GPUs", "8x8") or with an aside ("64 (8 nodes)", "64 H100") is that count;
 - `lora`: peft's and the trainers' key names for the schema's (`r`, `lora_r`, `lora_rank` -> rank;
   `lora_alpha` -> alpha; `lora_dropout` -> dropout; `target_modules`, `lora_target` -> targets);
 - the `parallel` degrees written with their names ("TP=2", "PP8", "tensor parallel size 4", "Ulysses 8" for `sp`);
@@ -148,11 +149,32 @@ def _precision(case: dict, notes: list[str]) -> None:
             holder[key] = value
 
 
+# a GPU count as nodes times GPUs a node ("8 nodes x 8 GPUs", "8x8", "2 nodes of 8"), or with an aside ("64 (8
+# nodes)") or the GPU's name ("64 H100") after it; a count of nodes alone ("8 nodes") says no GPU count
+_NODES_X_GPUS = re.compile(r"^\s*(\d{1,5})\s*(?:nodes?|hosts?|machines?|servers?)?\s*(?:[x×*]|of)\s*(\d{1,3})\s*"
+                           r"(?:gpus?|cards?|devices?)?\s*(?:each|per node|/node|a node)?\s*$", re.IGNORECASE)
+_NODE_WORDS = re.compile(r"\b(?:nodes?|hosts?|machines?|servers?)\b", re.IGNORECASE)
+
+
+def _gpu_count(text: str) -> int | None:
+    """The GPU count a `gpus.count` text gives (_NODES_X_GPUS), else None."""
+    if m := _NODES_X_GPUS.match(text):
+        return int(m.group(1)) * int(m.group(2)) or None
+    bare = re.sub(r"\([^)]*\)", " ", text).strip()
+    got = number(bare)
+    if got is None or not got[0].is_integer() or got[0] < 1 or _NODE_WORDS.search(got[1]):
+        return None
+    return int(got[0])
+
+
 def _gpus(case: dict, notes: list[str]) -> None:
     gpus = case.get("gpus")
     if isinstance(gpus, str):
         notes.append(f"gpus {gpus!r} read as the GPU type")
         gpus = case["gpus"] = {"type": gpus, "count": None}
+    if isinstance(gpus, dict) and isinstance(gpus.get("count"), str) and (n := _gpu_count(gpus["count"])):
+        notes.append(f"gpus.count {gpus['count']!r} read as {n}")
+        gpus["count"] = n
     if not isinstance(gpus, dict) or gpus.get("count") or not isinstance(gpus.get("type"), str):
         return
     raw = gpus["type"]
