@@ -208,3 +208,11 @@ def test_a_gpu_count_as_nodes_times_gpus_or_with_an_aside(text, count):
 def test_a_gpu_count_not_given_in_gpus_is_left(text):
     # a count of nodes says no GPU count (GPUs a node differ); the rest is no number
     assert normalized({"gpus": {"type": "H100", "count": text}})[0]["gpus"]["count"] == text
+
+
+@pytest.mark.parametrize(("key", "text", "value"), [
+    ("seq_len", "2048 (packed)", 2048), ("seq_len", "4k (max length)", 4096), ("micro_batch", "4 (per device)", 4),
+    ("global_batch", "512 (sequences)", 512),
+])
+def test_a_count_with_an_aside(key, text, value):
+    assert normalized({key: text})[0][key] == value

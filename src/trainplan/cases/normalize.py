@@ -22,7 +22,8 @@ is used):
 - `method`: the names frameworks and writers use for the schema's five, preference stages, DoRA and
   methods not modelled (cases.method_words);
 - a LoRA case without a rank (or without a `lora` block) has rank 8, peft's LoraConfig default;
-- whole numbers written as floats (2.0) or with a unit word ("2048 tokens", "8 GPUs") are integers;
+- whole numbers written as floats (2.0), with a unit word ("2048 tokens", "8 GPUs") or with an aside ("2048
+  (packed)") are integers;
 - `gpus`: a text ("8x A100 80GB") is the type with its count; a count written into the type ("8x A100",
   "8 × H100", "2*A100", "A100 x 8") is the count when the case gives none; a count as nodes times GPUs ("8 nodes
   x 8 GPUs", "8x8") or with an aside ("64 (8 nodes)", "64 H100") is that count;
@@ -76,6 +77,9 @@ _DTYPE_NAMES = ((re.compile(r"(?<![a-z0-9])(?:torch\.)?bfloat16(?![a-z0-9])", re
                  "fp8"))
 
 
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+
+
 def _integer(value: object, *, context: bool = False, units: re.Pattern | None = None) -> int | None:
     """An integer written as text ("8", "4,096", "2048 tokens"; with `context`, "4k", "1M"; with `units`, the
     unit words a field allows: FIELD_UNITS) or as a whole float (2.0); None otherwise."""
@@ -83,6 +87,7 @@ def _integer(value: object, *, context: bool = False, units: re.Pattern | None =
         return int(value)
     if not isinstance(value, str):
         return None
+    value = _ASIDE.sub(" ", value).strip() or value      # "2048 (packed)": the aside says how, not how many
     if context and (m := _CONTEXT.match(value)):
         n = float(m.group(1)) * CONTEXT_SUFFIX[m.group(2).lower()]
         return int(n) if n.is_integer() else None
