@@ -216,3 +216,25 @@ def test_a_gpu_count_not_given_in_gpus_is_left(text):
 ])
 def test_a_count_with_an_aside(key, text, value):
     assert normalized({key: text})[0][key] == value
+
+
+@pytest.mark.parametrize(("key", "text", "value"), [
+    ("rank", "r=16", 16), ("rank", "rank 16", 16), ("rank", "lora_r: 16", 16), ("alpha", "lora_alpha: 32", 32),
+    ("alpha", "alpha=32", 32),
+])
+def test_a_lora_number_written_with_its_key(key, text, value):
+    assert normalized({"method": "lora", "lora": {key: text}})[0]["lora"][key] == value
+
+
+@pytest.mark.parametrize(("quantization", "read"), [
+    # transformers' BitsAndBytesConfig keys, as a case may copy its quantization_config
+    ({"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True}, ("nf4", True)),
+    ({"type": "4bit", "bnb_4bit_use_double_quant": True}, ("nf4", True)),
+    ({"load_in_8bit": True}, ("int8", False)),
+    ({"type": "nf4", "double_quant": "no"}, ("nf4", False)),      # a "no" is no double quantization
+    ({"type": "nf4", "double_quant": "yes"}, ("nf4", True)),
+    ({"double_quant": False, "bits": 4}, ("nf4", False)),        # the key's name is not its value
+])
+def test_quantization_blocks_as_written(quantization, read):
+    from trainplan.cases.text import quant_of
+    assert quant_of({"method": "qlora", "quantization": quantization})[:2] == read

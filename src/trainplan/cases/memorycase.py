@@ -185,18 +185,6 @@ def data_parallel(case: dict) -> int:
     return max(1, flags["num_gpus"] // max(1, model_parallel))
 
 
-def _quant(case: dict) -> tuple[str | None, bool, str | None]:
-    q = case.get("quantization") or {}
-    if case.get("method") != "qlora":
-        return None, False, None
-    kind = text(q.get("type"))
-    note = None
-    if "gptq" in kind or "int4" in kind or "awq" in kind:
-        note = f"{q.get('type')}: 4-bit weights counted as nf4 (0.5 byte/param plus block constants)"
-    quant = "fp4" if "fp4" in kind else "int8" if "int8" in kind else "nf4"
-    return quant, bool(q.get("double_quant")), note
-
-
 def map_memory_case(case: dict) -> MemoryMapping:
     """The memory case as a JobOptions and the view to compare; Skip with the reason otherwise."""
     lora = case.get("lora") or {}

@@ -190,6 +190,7 @@ def _gpus(case: dict, notes: list[str]) -> None:
         notes.append(f"gpus.type {raw!r} read as {gpus['count']} x {gpus['type']}")
 
 
+_LORA_KEY = re.compile(r"^\s*(?:lora[_ ]?)?(?:rank|alpha|r)(?![a-z])\s*[=:-]?\s*", re.IGNORECASE)
 # A LoRA rank not stated: 8, peft's LoraConfig.r default (src/peft/tuners/lora/config.py), LLaMA-Factory's
 # lora_rank (src/llamafactory/hparams/finetuning_args.py) and ms-swift's (swift/arguments/tuner_args.py)
 DEFAULT_LORA_RANK = 8
@@ -206,7 +207,8 @@ def _lora(case: dict, notes: list[str]) -> None:
             notes.append(f"lora.{key} read as lora.{name}")
             lora[name] = lora.pop(key)
     for key in ("rank", "alpha"):
-        got = _integer(lora.get(key))
+        value = lora.get(key)       # "r=16", "rank 16", "lora_alpha: 32": the key written with its value
+        got = _integer(_LORA_KEY.sub("", value) if isinstance(value, str) else value)
         if got is not None:
             notes.append(f"lora.{key} {lora[key]!r} read as {got}")
             lora[key] = got

@@ -249,12 +249,23 @@ def quant_of(case: dict) -> tuple[str | None, bool, str | None]:
     if isinstance(q, str):
         q = {"type": q}
     q = q or {}
-    kind = text(q.get("type") or q.get("kind") or q)
+    # the schema's keys, and transformers' BitsAndBytesConfig's (bnb_4bit_quant_type, bnb_4bit_use_double_quant,
+    # load_in_8bit) where a case copies its quantization_config
+    named = q.get("type") or q.get("kind") or q.get("bnb_4bit_quant_type") or q.get("quant_type")
+    kind = text(named) if named else text({k: v for k, v in q.items() if "double" not in str(k)})
+    if not named and _flag(q.get("load_in_8bit")):
+        kind = "int8"
     note = None
     if "gptq" in kind or "int4" in kind or "awq" in kind:
-        note = f"{q.get('type')}: 4-bit weights counted as nf4 (0.5 byte/param plus block constants)"
+        note = f"{named}: 4-bit weights counted as nf4 (0.5 byte/param plus block constants)"
     quant = "fp4" if "fp4" in kind else "int8" if ("int8" in kind or "8-bit" in kind or "8bit" in kind) else "nf4"
-    return quant, bool(q.get("double_quant")) or "double" in kind or "dq" in kind.split("-"), note
+    double = any(_flag(q.get(k)) for k in ("double_quant", "bnb_4bit_use_double_quant", "use_double_quant"))
+    return quant, double or "double" in kind or "dq" in kind.split("-"), note
+
+
+def _flag(value: Any) -> bool:
+    """A yes/no setting as written: true, or text that says so ("true", "yes", "1", "on")."""
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "1", "on"))
 
 
 # frameworks whose QLoRA recipe calls peft's prepare_model_for_kbit_training, which casts the
