@@ -238,3 +238,22 @@ def test_a_lora_number_written_with_its_key(key, text, value):
 def test_quantization_blocks_as_written(quantization, read):
     from trainplan.cases.text import quant_of
     assert quant_of({"method": "qlora", "quantization": quantization})[:2] == read
+
+
+@pytest.mark.parametrize("text", ["not stated", "n/a", "N/A", "unknown", "-", "?", "not given (see notes)"])
+def test_a_number_field_that_says_it_is_not_known_is_null(text):
+    case, notes = normalized({"grad_accum": text, "parallel": {"tp": text}, "gpus": {"type": "8x A100", "count": text}})
+    assert case["grad_accum"] is None and case["parallel"]["tp"] is None
+    assert case["gpus"] == {"type": "A100", "count": 8}          # the count the type gives, once the field is null
+    assert f"grad_accum {text!r} read as not stated" in notes
+
+
+def test_no_zero_is_stage_0():
+    assert normalized({"parallel": {"zero_stage": "none"}})[0]["parallel"]["zero_stage"] == 0
+    assert normalized({"parallel": {"zero_stage": "not stated"}})[0]["parallel"]["zero_stage"] is None
+
+
+def test_a_case_with_its_unknowns_written_as_text_scores_as_with_nulls():
+    case = BY_ID["universal-trainer-llama31-lora-1xh100-time"]
+    plain, other = _scores_alike({**case, "global_batch": None}, _set("global_batch", "unknown"))
+    assert other == pytest.approx(plain, abs=1e-12)

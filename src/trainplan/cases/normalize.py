@@ -22,6 +22,8 @@ is used):
 - `method`: the names frameworks and writers use for the schema's five, preference stages, DoRA and
   methods not modelled (cases.method_words);
 - a LoRA case without a rank (or without a `lora` block) has rank 8, peft's LoraConfig default;
+- a number field that says it is not known ("not stated", "n/a", "unknown", "none", "-") is the schema's null
+  (`zero_stage` "none" / "no" / "off" is 0: no ZeRO);
 - whole numbers written as floats (2.0), with a unit word ("2048 tokens", "8 GPUs") or with an aside ("2048
   (packed)") are integers;
 - `gpus`: a text ("8x A100 80GB") is the type with its count; a count written into the type ("8x A100",
@@ -78,6 +80,10 @@ _DTYPE_NAMES = ((re.compile(r"(?<![a-z0-9])(?:torch\.)?bfloat16(?![a-z0-9])", re
 
 
 _ASIDE = re.compile(r"\s*\([^()]*\)")
+# a number field that says it is not known: the schema's null ("null when unknown")
+_UNSTATED = re.compile(r"^\s*(?:not (?:stated|given|known|specified|reported|shown)|n/?a|unknown|unspecified|null|nil|"
+                       r"none|tbd|\?+|-+|—)\s*(?:\(.*\))?\s*$", re.IGNORECASE)
+_NO = re.compile(r"^\s*(?:none|no|off|false|disabled|without|no zero)\s*$", re.IGNORECASE)
 
 
 def _integer(value: object, *, context: bool = False, units: re.Pattern | None = None) -> int | None:
@@ -106,7 +112,16 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
     notes: list[str] = []
 
     def read(holder: dict, key: str, where: str, *, context: bool = False) -> None:
-        got = _integer(holder.get(key), context=context, units=FIELD_UNITS.get(key))
+        value = holder.get(key)
+        if isinstance(value, str) and key == "zero_stage" and _NO.match(value):
+            notes.append(f"{where} {value!r} read as 0 (no ZeRO)")
+            holder[key] = 0
+            return
+        if isinstance(value, str) and _UNSTATED.match(value):
+            notes.append(f"{where} {value!r} read as not stated")
+            holder[key] = None
+            return
+        got = _integer(value, context=context, units=FIELD_UNITS.get(key))
         if got is not None:
             notes.append(f"{where} {holder[key]!r} read as {got}")
             holder[key] = got
