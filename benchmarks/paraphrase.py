@@ -11,7 +11,8 @@ The rewrites say the same thing: the GPU's name in another form, the model's nam
 Hugging Face id, the method with words that say nothing more ("LoRA fine-tuning", "QLoRA (4-bit)"), counts
 with the unit their field means ("4 per GPU", "8 steps", "4k"), DeepSpeed's stage, parallel degrees with their
 names ("TP=2"), PyTorch dtype names, FSDP in words, LoRA targets as text, GPU counts inside the type, the
-framework text in upper or lower case, keys whose value is null left out. Two kinds are expected to change a
+framework text in upper or lower case, keys whose value is null left out or written "not stated", a LoRA rank
+written with its key ("r=16"). Two kinds are expected to change a
 few results and are reported apart: `quantstr` (a quantization block written as a bare "nf4" loses its
 double_quant) and `optimizer` (an explicit class, `torch.optim.AdamW`, is an implementation a bare "AdamW"
 does not name).
@@ -162,7 +163,19 @@ def nulls(c):
         yield ("nulls", out)
 
 
-REWRITES = {f.__name__: f for f in (gpu, model, method, counts, layout, dtypes, texts, nulls)}
+def unknowns(c):
+    # a number not known, written as a writer would ("not stated", "n/a") instead of null
+    for key in ("micro_batch", "grad_accum", "global_batch"):
+        if key in c and c[key] is None:
+            for n in ("not stated", "n/a", "unknown"):
+                yield ("unknowns", _copy_with(c, (key,), n))
+    rank = _get(c, ("lora", "rank"))
+    if isinstance(rank, int):
+        for n in (f"r={rank}", f"rank {rank}", f"lora_r: {rank}"):
+            yield ("unknowns", _copy_with(c, ("lora", "rank"), n))
+
+
+REWRITES = {f.__name__: f for f in (gpu, model, method, counts, layout, dtypes, texts, nulls, unknowns)}
 
 
 def main(argv: list[str] | None = None) -> int:
