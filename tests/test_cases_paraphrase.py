@@ -257,3 +257,28 @@ def test_a_case_with_its_unknowns_written_as_text_scores_as_with_nulls():
     case = BY_ID["universal-trainer-llama31-lora-1xh100-time"]
     plain, other = _scores_alike({**case, "global_batch": None}, _set("global_batch", "unknown"))
     assert other == pytest.approx(plain, abs=1e-12)
+
+
+@pytest.mark.parametrize(("text", "billions"), [("7B", 7.0), ("6.7 billion", 6.7), ("~7B", 7.0), ("7b (dense)", 7.0),
+                                               ("125M", 0.125)])
+def test_a_model_size_written_as_text(text, billions):
+    assert normalized({"model": {"name": "Acme", "params_b": text}})[0]["model"]["params_b"] == billions
+
+
+@pytest.mark.parametrize(("name", "billions"), [("Acme-7B-internal", 7.0), ("Foo 1.5B", 1.5),
+                                               ("Mixtral-8x7B", None), ("Qwen3-30B-A3B", None), ("x-7B-13B", None)])
+def test_a_size_not_stated_is_the_one_the_name_gives(name, billions):
+    # one dense size in the name; an MoE's ("8x7B", an active "A3B") or two sizes give none
+    assert normalized({"model": {"name": name, "params_b": None}})[0]["model"]["params_b"] == billions
+
+
+def test_an_unknown_model_sized_by_its_name_or_its_text_scores_as_with_the_number():
+    case = {**BY_ID["universal-trainer-llama31-lora-1xh100-time"],
+            "model": {"name": "Acme-7B-internal", "hf_id": None, "params_b": 7.0}}
+    for params in (None, "7B", "7 billion"):
+        plain, other = _scores_alike(case, lambda c, p=params: c["model"].update(params_b=p))
+        assert other == pytest.approx(plain, abs=1e-12)
+    arch = {"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "intermediate": 14336, "vocab": 128256}
+    plain, other = _scores_alike({**case, "model": {**case["model"], **arch}},
+                                 lambda c: c["model"].update({k: str(v) for k, v in arch.items()}))
+    assert other == pytest.approx(plain, abs=1e-12)

@@ -32,6 +32,8 @@ is used):
 - `lora`: peft's and the trainers' key names for the schema's (`r`, `lora_r`, `lora_rank` -> rank;
   `lora_alpha` -> alpha; `lora_dropout` -> dropout; `target_modules`, `lora_target` -> targets);
 - the `parallel` degrees written with their names ("TP=2", "PP8", "tensor parallel size 4", "Ulysses 8" for `sp`);
+- the model block's numbers as text: the architecture's integers ("4096"), the size in billions ("7B", "6.7
+  billion", "125M"); a size not stated is the one the model's name gives ("Acme-7B"; not "8x7B", not "A3B");
 - the precision fields' PyTorch dtype names as the schema's words ("torch.bfloat16" as bf16, "float32" as fp32);
 - `parallel.zero_stage`: DeepSpeed's stage as text ("ZeRO-3", "zero3", "stage 2", "ZeRO stage 3") is its number;
 Counts that the case's other numbers fix (a GPU count or micro-batch from the global batch) are filled
@@ -144,6 +146,7 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
     if isinstance(measured, dict):
         read_measured(out, measured, notes)
     _gpus(out, notes)
+    _model(out, notes)
     read_method(out, notes)
     _lora(out, notes)
     parallel = out.get("parallel")
@@ -152,6 +155,46 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
             notes.append(f"parallel.zero_stage {parallel['zero_stage']!r} read as {m.group(1)}")
             parallel["zero_stage"] = int(m.group(1))
     return out, notes
+
+
+MODEL_INT_FIELDS = ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab")
+# a size in billions as people write it: "7B", "6.7 billion", "~7B", "7b (dense)"; millions ("125M") as billions
+_SIZE = re.compile(r"^\s*[~≈]?\s*(\d+(?:\.\d+)?)\s*(b|bn|billion|m|million)?\b", re.IGNORECASE)
+# the one size a model's name gives ("Acme-7B-chat"); not an MoE's ("8x7B") nor an active share ("A3B")
+_ACTIVE_SIZE = re.compile(r"(?<![a-z0-9])a\d+(?:\.\d+)?b(?![a-z0-9])", re.IGNORECASE)     # MoE's "A3B"
+_NAME_SIZE = re.compile(r"(?<![a-z0-9.x])(\d+(?:\.\d+)?)b(?![a-z0-9])", re.IGNORECASE)
+
+
+def _billions(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    m = _SIZE.match(_ASIDE.sub(" ", value)) if isinstance(value, str) else None
+    if not m:
+        return None
+    return float(m.group(1)) / (1000.0 if (m.group(2) or "b").lower().startswith("m") else 1.0)
+
+
+def _model(case: dict, notes: list[str]) -> None:
+    """The model block's numbers written as text: the architecture's integers ("4096"), the size in billions
+    ("7B", "6.7 billion"); a size not stated is the one the name gives ("Acme-7B"), where it gives one."""
+    model = case.get("model")
+    if not isinstance(model, dict):
+        return
+    for key in MODEL_INT_FIELDS:
+        got = _integer(model.get(key))
+        if got is not None:
+            notes.append(f"model.{key} {model[key]!r} read as {got}")
+            model[key] = got
+    for holder, key, where in ((model, "params_b", "model.params_b"),
+                               (model.get("moe"), "active_params_b", "model.moe.active_params_b")):
+        if isinstance(holder, dict) and isinstance(holder.get(key), str) and (got := _billions(holder[key])):
+            notes.append(f"{where} {holder[key]!r} read as {got:g}")
+            holder[key] = got
+    name = str(model.get("name") or "")
+    named = _NAME_SIZE.findall(name)
+    if model.get("params_b") is None and len(named) == 1 and not model.get("moe") and not _ACTIVE_SIZE.search(name):
+        model["params_b"] = float(named[0])
+        notes.append(f"model.params_b not stated: {float(named[0]):g}, the size the name {model['name']!r} gives")
 
 
 def _precision(case: dict, notes: list[str]) -> None:
