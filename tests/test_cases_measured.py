@@ -61,3 +61,12 @@ def test_a_lower_case_m_is_not_a_million():
     # "5 m" under a count is no magnitude (minutes or metres, not millions): the number as written
     out, _ = normalized(_case({"gpu_hours": "5 m"}))
     assert out["measured"]["gpu_hours"] == 5.0
+
+
+@pytest.mark.parametrize("text, gib", [
+    ("22.5 GiB", 22.5), ("22.5 GB", 22.5e9 / 2**30), ("23040 MiB", 22.5), ("80 GB (nvidia-smi)", 80e9 / 2**30),
+    ("22.5G", 22.5),                                                # a bare G is the key's own unit, not 1e9 GiB
+])
+def test_memory_in_another_unit_under_the_gib_key(text, gib):
+    out, _ = normalized(_case({"peak_mem_gib": text}))
+    assert out["measured"]["peak_mem_gib"] == pytest.approx(gib)

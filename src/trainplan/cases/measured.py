@@ -1,6 +1,7 @@
 """The measured block of a published case read as the schema's values (cases.normalize applies it): a number
 written as text with separators, a magnitude ("1.3M", "2.7k", "15 trillion") and a unit word (a step time in
-ms, minutes or hours under the seconds key converted), a percentage MFU as its fraction, another name of a measured
+ms, minutes or hours under the seconds key, a memory in GB, MB or MiB under the GiB key converted), a percentage
+MFU as its fraction, another name of a measured
 quantity (MEASURED_SYNONYMS), samples/s as tokens/s where the samples are full sequences, else as the step
 time of the global batch; a step rate (tqdm's it/s, HF Trainer's train_steps_per_second) as the step time, and a
 run's wall time (train_runtime) over its tokens or its steps. Each reading that changed a value is a note."""
@@ -66,6 +67,13 @@ _SECONDS = {"ms": 1e-3, "msec": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
             "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0}
 
 
+# a memory size written in another unit than the key's GiB: GB and MB are 1e9 and 1e6 bytes (nvidia-smi's MiB is
+# 2^20), as the schema converts them ("converted where the source used 1e9-byte GB")
+_MEMORY_UNIT = re.compile(r"^(gib|gb|mib|mb|tib|tb|g)(?![a-z])", re.IGNORECASE)
+_GIB = {"gib": 1.0, "g": 1.0, "gb": 1e9 / 2**30, "mib": 1.0 / 1024, "mb": 1e6 / 2**30, "tib": 1024.0,
+        "tb": 1e12 / 2**30}
+
+
 def magnitude(unit: str) -> float:
     """The factor a magnitude at the start of a number's unit text stands for (_MAGNITUDE), else 1."""
     m = _MAGNITUDE.match(unit)
@@ -87,7 +95,7 @@ def plain_number(value: object) -> float | None:
 def _measured(key: str, value: object) -> float | None:
     if not isinstance(value, str) or key not in MEASURED_NUMBERS:
         return None
-    got = number(value)
+    got = number(re.sub(r"\s*\([^()]*\)", " ", value).strip() or value)    # "80 GB (nvidia-smi)": the aside is no unit
     if got is None:
         return None
     value_, unit = got
@@ -95,6 +103,9 @@ def _measured(key: str, value: object) -> float | None:
         return value_ / 100.0 if key in FRACTION_METRICS else None
     if key == "step_time_s" and (seconds := _TIME_UNIT.match(unit)):
         return value_ * _SECONDS[seconds.group(1).lower()]      # "850 ms", "1.5 min" under the seconds key
+    if key == "peak_mem_gib":      # "22.5 GB" (1e9 bytes), "23040 MiB"; a bare "G" is the key's own GiB
+        size = _MEMORY_UNIT.match(unit)
+        return value_ * (_GIB[size.group(1).lower()] if size else 1.0)
     return value_ * magnitude(unit)
 
 
