@@ -282,3 +282,20 @@ def test_an_unknown_model_sized_by_its_name_or_its_text_scores_as_with_the_numbe
     plain, other = _scores_alike({**case, "model": {**case["model"], **arch}},
                                  lambda c: c["model"].update({k: str(v) for k, v in arch.items()}))
     assert other == pytest.approx(plain, abs=1e-12)
+
+
+@pytest.mark.parametrize(("kind", "read"), [("Time", "time"), ("throughput", "time"), ("speed", "time"),
+                                            ("Memory", "memory"), ("VRAM", "memory"), ("latency", None)])
+def test_the_kind_as_other_writers_name_it(kind, read):
+    from trainplan.cases.common import case_kind
+    assert case_kind({"kind": kind}) == read
+
+
+def test_a_kind_not_written_is_the_one_the_measured_block_gives():
+    from trainplan.cases.common import case_kind
+    assert case_kind({"measured": {"peak_mem_gib": 20.0}}) == "memory"
+    assert case_kind({"measured": {"tokens_per_s_per_gpu": 3000.0}}) == "time"
+    assert case_kind({"measured": {"peak_mem_gib": 20.0, "step_time_s": 1.0}}) is None      # both: not guessed
+    for case_id in ("universal-trainer-llama31-lora-1xh100-time", "universal-trainer-llama31-qlora-1xh100-mem"):
+        plain, other = _scores_alike(BY_ID[case_id], lambda c: c.pop("kind"))
+        assert other == pytest.approx(plain, abs=1e-12)

@@ -89,7 +89,8 @@ def test_a_case_beyond_any_real_model_is_refused_before_it_is_built():
 
 def test_accuracy_scores_a_file_whose_cases_lack_fields(tmp_path, capsys):
     """`trainplan accuracy` (not strict) keeps a case without a method or a kind: the method is read from the
-    adapter it has (none: full, cases.method_words.with_method), a case without a kind is not predicted and says
+    adapter it has (none: full, cases.method_words.with_method), the kind from its measured block (a time metric:
+    time, cases.common.case_kind); a case whose block gives both a memory and a time is not predicted and says
     why; an import (strict) still refuses the file."""
     from trainplan.cases import load_cases
     from trainplan.cli import main
@@ -98,15 +99,18 @@ def test_accuracy_scores_a_file_whose_cases_lack_fields(tmp_path, capsys):
     no_method, no_kind, whole = (_case("universal-trainer-llama31-full-1xh100-time"),
                                  _case("universal-trainer-llama31-lora-1xh100-time"),
                                  _case("universal-trainer-llama31-qlora-1xh100-time"))
+    both = {**_case("universal-trainer-llama31-qlora-1xa100-time"), "kind": None}
+    both["measured"] = {**both["measured"], "peak_mem_gib": 40.0}
     del no_method["method"]
     del no_kind["kind"]
     path = tmp_path / "cases.json"
-    path.write_text(json.dumps([no_method, no_kind, whole]))
+    path.write_text(json.dumps([no_method, no_kind, whole, both]))
     assert main(["accuracy", "--cases", str(path)]) == 0
     out = capsys.readouterr().out
     assert "universal-trainer-llama31-full-1xh100-time:" not in out       # predicted: a full fine-tune
-    assert "universal-trainer-llama31-lora-1xh100-time: kind None is neither memory nor time" in out
-    assert "time                               predicted   2/2" in out
+    assert "universal-trainer-llama31-lora-1xh100-time:" not in out       # predicted: its block gives tokens/s
+    assert "universal-trainer-llama31-qlora-1xa100-time: kind None is neither memory nor time" in out
+    assert "time                               predicted   3/3" in out
     try:
         load_cases(path, strict=True)
     except TrainplanError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from trainplan.cases.common import CASE_FIELDS, MALFORMED, REQUIRED_FIELDS, Skip, source_of
+from trainplan.cases.common import CASE_FIELDS, MALFORMED, REQUIRED_FIELDS, Skip, case_kind, source_of
 from trainplan.cases.memorycase import map_memory_case
 from trainplan.cases.method_words import method_not_modelled, with_method
 from trainplan.cases.normalize import normalized
@@ -92,8 +92,11 @@ def validate_cases(cases: list, where: str = "cases", *, strict: bool = True) ->
 def map_case(case: dict) -> CaseMapping:
     """The case as a setup; Skip (with the reason) when its fields do not allow one. Numbers and names
     written as text are read first (cases.normalize), each reading noted."""
-    if case.get("kind") not in ("memory", "time"):
+    kind = case_kind(case)
+    if kind is None:
         raise Skip(f"kind {case.get('kind')!r} is neither memory nor time")
+    if kind != case.get("kind"):
+        case = {**case, "kind": kind}       # as other writers name it (cases.common.case_kind)
     try:
         case, read = normalized(case)
         if why := method_not_modelled(case.get("method")):

@@ -12,7 +12,7 @@ import statistics
 from typing import Any, Iterable
 
 from trainplan.cases import PREDICTED_KEYS, Skip, map_case, predict, source_of
-from trainplan.cases.common import MALFORMED
+from trainplan.cases.common import MALFORMED, case_kind
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen
 from trainplan.ledger.calibration import DEFAULT_MIN_RUNS, adjust
@@ -72,8 +72,8 @@ def evaluate(cases: Iterable[dict], *, min_runs: int = DEFAULT_MIN_RUNS) -> list
     results = []
     for case, m, values, skipped in staged:
         method = m.method if m is not None else str(case.get("method"))     # as read (cases.normalize)
-        base = dict(id=case["id"], kind=str(case.get("kind")), source=source_of(case), method=method,
-                    confidence=case.get("confidence"), measured=case.get("measured"))
+        base = dict(id=case["id"], kind=case_kind(case) or str(case.get("kind")), source=source_of(case),
+                    method=method, confidence=case.get("confidence"), measured=case.get("measured"))
         if m is None:
             results.append(CaseResult(**base, skipped=skipped))
             continue

@@ -55,6 +55,31 @@ class Skip(Exception):
 MALFORMED = (KeyError, TypeError, ValueError, AttributeError, ArithmeticError)
 
 
+# the schema's two kinds as other writers name them
+_KIND_WORDS = {"time": ("time", "throughput", "speed", "performance", "perf", "step time", "step_time", "tokens/s",
+                        "tps", "training time", "train time", "gpu-hours", "gpu hours", "gpu_hours", "mfu", "tflops"),
+               "memory": ("memory", "mem", "vram", "gpu memory", "peak memory", "peak_memory", "memory usage")}
+_MEMORY_MEASURED = ("peak_mem_gib", "reported_value")
+_TIME_MEASURED = ("step_time_s", "tokens_per_s_per_gpu", "tokens_per_s_total", "tflops_per_gpu", "mfu", "hfu",
+                  "gpu_hours")
+
+
+def case_kind(case: dict) -> str | None:
+    """The case's kind, "memory" or "time": as written in any case and under the names other writers use
+    (_KIND_WORDS); where none is written, the one its measured block gives (a peak memory, or a time metric,
+    not both); None otherwise."""
+    kind = case.get("kind")
+    if isinstance(kind, str):
+        low = kind.strip().lower()
+        return next((k for k, words in _KIND_WORDS.items() if low in words), None)
+    if kind is not None:
+        return None
+    measured = case.get("measured") if isinstance(case.get("measured"), dict) else {}
+    memory = any(measured.get(k) is not None for k in _MEMORY_MEASURED)
+    time = any(measured.get(k) is not None for k in _TIME_MEASURED)
+    return "memory" if memory and not time else "time" if time and not memory else None
+
+
 def source_of(case: dict) -> str:
     """The case's source repository (or url), the unit of leave-one-source-out validation."""
     src = case.get("source") or {}
