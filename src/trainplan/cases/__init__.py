@@ -68,7 +68,8 @@ def load_cases(path: str | Path, *, strict: bool = True, what: str = "case file"
 def validate_cases(cases: list, where: str = "cases", *, strict: bool = True) -> None:
     """Every case an object with unique ids; when `strict` (an import), with the schema's fields only,
     the required ones present and a known kind. Not strict (accuracy): a case that lacks a field or
-    has an unknown kind is kept, and reported as not predicted with the reason (cases.accuracy)."""
+    has an unknown kind is kept: its kind is read as other writers name it, or from its measured block
+    (cases.common.case_kind), else it is reported as not predicted with the reason (cases.accuracy)."""
     seen: set[str] = set()
     for i, case in enumerate(cases):
         if not isinstance(case, dict):
