@@ -70,3 +70,14 @@ def test_a_lower_case_m_is_not_a_million():
 def test_memory_in_another_unit_under_the_gib_key(text, gib):
     out, _ = normalized(_case({"peak_mem_gib": text}))
     assert out["measured"]["peak_mem_gib"] == pytest.approx(gib)
+
+
+@pytest.mark.parametrize("measured, key, value", [
+    ({"tokens_per_s": "3,200 tokens/s/GPU"}, "tokens_per_s_per_gpu", 3200.0),
+    ({"tokens_per_s": "3,200 tok/s per device"}, "tokens_per_s_per_gpu", 3200.0),
+    ({"tokens_per_s": "25,600 tokens/s (total, 8 GPUs)"}, "tokens_per_s_total", 25600.0),
+    ({"tokens_per_s": "3200"}, "tokens_per_s_reported", 3200.0),        # says neither: the time reader decides
+])
+def test_a_bare_tokens_per_second_whose_text_says_whose(measured, key, value):
+    out, _ = normalized(_case(measured))
+    assert out["measured"][key] == value

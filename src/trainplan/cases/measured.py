@@ -88,7 +88,7 @@ def plain_number(value: object) -> float | None:
         return None
     if isinstance(value, (int, float)):
         return float(value)
-    got = number(value) if isinstance(value, str) else None
+    got = number(re.sub(r"\s*\([^()]*\)", " ", value).strip() or value) if isinstance(value, str) else None
     return got[0] * magnitude(got[1]) if got else None
 
 
@@ -185,6 +185,20 @@ def _rates_and_runs(measured: dict, notes: list[str]) -> None:
         return
 
 
+# a bare tokens/s whose own text says whose it is: one GPU's ("3,200 tokens/s/GPU", "per device") or all of them
+_PER_GPU_TEXT = re.compile(r"/\s*(?:gpu|device|card)\b|\bper\s+(?:gpu|device|card)\b", re.IGNORECASE)
+_TOTAL_TEXT = re.compile(r"\b(?:total|all gpus|overall|aggregate|cluster|global)\b", re.IGNORECASE)
+
+
+def _scoped(canonical: str, value: object) -> str:
+    """A bare tokens/s (tokens_per_s_reported) as per GPU or total where its text says which."""
+    if canonical != "tokens_per_s_reported" or not isinstance(value, str):
+        return canonical
+    if _PER_GPU_TEXT.search(value):
+        return "tokens_per_s_per_gpu"
+    return "tokens_per_s_total" if _TOTAL_TEXT.search(value) else canonical
+
+
 def read_measured(case: dict, measured: dict, notes: list[str]) -> None:
     """`measured` (the case's own block, changed in place) with the readings above applied, a note for each."""
     for key, (canonical, factor) in MEASURED_SYNONYMS.items():
@@ -193,8 +207,16 @@ def read_measured(case: dict, measured: dict, notes: list[str]) -> None:
             continue
         got = plain_number(value)
         if got is not None:
+            canonical = _scoped(canonical, value)
+            if measured.get(canonical) is not None:
+                continue
             measured[canonical] = got * factor
             notes.append(f"measured.{key} {value!r} read as {canonical} {got * factor:g}")
+    reported = measured.get("tokens_per_s_reported")
+    if isinstance(reported, str) and (scoped := _scoped("tokens_per_s_reported", reported)) != "tokens_per_s_reported" \
+            and measured.get(scoped) is None and (got := plain_number(reported)) is not None:
+        measured[scoped] = got
+        notes.append(f"measured.tokens_per_s_reported {reported!r} read as {scoped} {got:g}")
     _full_samples(case, measured, notes)
     _samples_per_step(case, measured, notes)
     _rates_and_runs(measured, notes)
