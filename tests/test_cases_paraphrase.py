@@ -23,7 +23,8 @@ BY_ID = {c["id"]: c for c in CASES}
 
 @pytest.mark.parametrize(("text", "method"), [
     ("LoRA fine-tuning", "lora"), ("lora (PEFT)", "lora"), ("LoRA SFT (peft)", "lora"),
-    ("QLoRA (4-bit)", "qlora"), ("qlora nf4", "qlora"), ("4-bit LoRA", "qlora"), ("LoRA (4 bit, bitsandbytes)", "qlora"),
+    ("QLoRA (4-bit)", "qlora"), ("qlora nf4", "qlora"), ("4-bit LoRA", "qlora"),
+    ("LoRA (4 bit, bitsandbytes)", "qlora"),
     ("full parameter SFT", "full"), ("Full fine-tuning (parameters)", "full"), ("full-parameter training", "full"),
     ("pretraining (from scratch)", "pretrain"), ("Pre-training from scratch", "pretrain"),
     ("continued pre-training (full)", "pretrain"), ("freeze tuning", "freeze"),
@@ -299,3 +300,19 @@ def test_a_kind_not_written_is_the_one_the_measured_block_gives():
     for case_id in ("universal-trainer-llama31-lora-1xh100-time", "universal-trainer-llama31-qlora-1xh100-mem"):
         plain, other = _scores_alike(BY_ID[case_id], lambda c: c.pop("kind"))
         assert other == pytest.approx(plain, abs=1e-12)
+
+
+@pytest.mark.parametrize(("lora", "block"), [
+    (8, {"rank": 8}), ("16", {"rank": 16}),
+    ("r=16, alpha=32, all-linear", {"rank": 16, "alpha": 32, "targets": "all-linear"}),
+    ("lora_r: 64, lora_alpha: 128, dropout 0.05", {"rank": 64, "alpha": 128, "dropout": 0.05}),
+])
+def test_a_lora_block_written_as_its_rank_or_as_text(lora, block):
+    case, _ = normalized({"method": "lora", "lora": lora})
+    assert case["lora"] == block
+
+
+def test_a_lora_block_as_text_scores_as_the_object():
+    plain, other = _scores_alike(BY_ID["universal-trainer-llama31-lora-1xh100-time"],
+                                 _set("lora", "r=8, alpha=16, dropout 0.05, all linear"))
+    assert other == pytest.approx(plain, abs=1e-12)

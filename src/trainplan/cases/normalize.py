@@ -14,7 +14,8 @@ is used):
   sources use it ("4k" = 4,096, "32K" = 32,768, "1M" = 1,048,576 tokens); `micro_batch` may say it is
   per GPU ("4 per GPU", "8 samples/gpu") and `grad_accum` count steps ("8 steps");
 - measured values: a number written as text, with thousands separators, a magnitude and a trailing unit word
-  ("9.6 s", "1,234 tokens/s", "1.3M" GPU-hours, "850 ms" as a step time); a percentage ("45%") for `mfu` / `hfu` is the fraction 0.45; another name of
+  ("9.6 s", "1,234 tokens/s", "1.3M" GPU-hours, "850 ms" as a step time);
+  a percentage ("45%") for `mfu` / `hfu` is the fraction 0.45; another name of
   a measured quantity (`step_time_ms`, `iter_time_s`, `tgs`, `mfu_percent`, `gpu_days`: cases.measured
   MEASURED_SYNONYMS) is its schema key in the schema's unit where the case gives no value under that key;
   samples/s is tokens/s at seq_len tokens a sample only where `seq_len_note` says the sequences are packed or
@@ -29,7 +30,8 @@ is used):
 - `gpus`: a text ("8x A100 80GB") is the type with its count; a count written into the type ("8x A100",
   "8 × H100", "2*A100", "A100 x 8") is the count when the case gives none; a count as nodes times GPUs ("8 nodes
   x 8 GPUs", "8x8") or with an aside ("64 (8 nodes)", "64 H100") is that count;
-- `lora`: peft's and the trainers' key names for the schema's (`r`, `lora_r`, `lora_rank` -> rank;
+- `lora` written as its rank (8) or as text ("r=16, alpha=32, all-linear") is the schema's object; peft's and the
+  trainers' key names for the schema's (`r`, `lora_r`, `lora_rank` -> rank;
   `lora_alpha` -> alpha; `lora_dropout` -> dropout; `target_modules`, `lora_target` -> targets);
 - the `parallel` degrees written with their names ("TP=2", "PP8", "tensor parallel size 4", "Ulysses 8" for `sp`);
 - the model block's numbers as text: the architecture's integers ("4096"), the size in billions ("7B", "6.7
@@ -77,8 +79,8 @@ _DEGREE = {key: re.compile(rf"^\s*(?:{names})(?:[\s_-]*parallel(?:ism)?)?(?:[\s_
 _DTYPE_NAMES = ((re.compile(r"(?<![a-z0-9])(?:torch\.)?bfloat16(?![a-z0-9])", re.IGNORECASE), "bf16"),
                 (re.compile(r"(?<![a-z0-9])(?:torch\.)?float16(?![a-z0-9])", re.IGNORECASE), "fp16"),
                 (re.compile(r"(?<![a-z0-9])(?:torch\.)?float32(?![a-z0-9])", re.IGNORECASE), "fp32"),
-                (re.compile(r"(?<![a-z0-9])(?:torch\.)?float8(?:_e4m3fnu?z?|_e5m2f?n?u?z?)?(?![a-z0-9])", re.IGNORECASE),
-                 "fp8"))
+                (re.compile(r"(?<![a-z0-9])(?:torch\.)?float8(?:_e4m3fnu?z?|_e5m2f?n?u?z?)?(?![a-z0-9])",
+                            re.IGNORECASE), "fp8"))
 
 
 _ASIDE = re.compile(r"\s*\([^()]*\)")
@@ -254,10 +256,36 @@ _LORA_KEY = re.compile(r"^\s*(?:lora[_ ]?)?(?:rank|alpha|r)(?![a-z])\s*[=:-]?\s*
 DEFAULT_LORA_RANK = 8
 
 
+_LORA_TEXT = {"rank": re.compile(r"\b(?:lora[_ ]?)?(?:rank|r)\s*[=:]?\s*(\d{1,5})\b", re.IGNORECASE),
+              "alpha": re.compile(r"\b(?:lora[_ ]?)?alpha\s*[=:]?\s*(\d{1,5})\b", re.IGNORECASE),
+              "dropout": re.compile(r"\b(?:lora[_ ]?)?dropout\s*[=:]?\s*(\d*\.\d+|0|1)\b", re.IGNORECASE)}
+_ALL_LINEAR = re.compile(r"\ball(?:[ _-]linear)?\b", re.IGNORECASE)
+
+
+def _lora_block(value: object) -> dict | None:
+    """A LoRA block written as its rank (8) or as text ("r=16, alpha=32, all-linear"), as the schema's object."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return {"rank": value}
+    if not isinstance(value, str):
+        return None
+    block: dict = {}
+    for key, pattern in _LORA_TEXT.items():
+        if m := pattern.search(value):
+            block[key] = float(m.group(1)) if key == "dropout" else int(m.group(1))
+    if "rank" not in block and (only := _integer(value)):
+        block["rank"] = only
+    if _ALL_LINEAR.search(value):
+        block["targets"] = "all-linear"
+    return block
+
+
 def _lora(case: dict, notes: list[str]) -> None:
     lora = case.get("lora")
     if lora is None and case.get("method") in ("lora", "qlora"):
         lora = case["lora"] = {}
+    if not isinstance(lora, dict) and lora is not None and (block := _lora_block(lora)) is not None:
+        notes.append(f"lora {lora!r} read as {block}")
+        lora = case["lora"] = block
     if not isinstance(lora, dict):
         return
     for key, name in LORA_KEYS.items():
