@@ -173,6 +173,11 @@ def unknowns(c):
     if isinstance(rank, int):
         for n in (f"r={rank}", f"rank {rank}", f"lora_r: {rank}"):
             yield ("unknowns", _copy_with(c, ("lora", "rank"), n))
+        lora = c["lora"]
+        if set(lora) <= {"rank", "alpha", "dropout", "targets"} and lora.get("targets") in (None, "all-linear"):
+            words = [f"r={rank}"] + [f"{k}={lora[k]}" for k in ("alpha", "dropout") if lora.get(k) is not None]
+            yield ("unknowns", _copy_with(c, ("lora",), ", ".join(words + (["all-linear"] if lora.get("targets")
+                                                                              else []))))
 
 
 REWRITES = {f.__name__: f for f in (gpu, model, method, counts, layout, dtypes, texts, nulls, unknowns)}
