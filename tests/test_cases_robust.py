@@ -65,10 +65,11 @@ def _case(case_id: str) -> dict:
 
 
 def test_found_shapes_are_skipped_with_the_reason_and_the_rest_still_scores():
-    """Two mutations the random search once found: a number for the LoRA table (AttributeError while
-    mapping) and a table for the model's name (TypeError inside the estimate, hashing the setup)."""
+    """Two mutations the random search once found: a list for the LoRA table (AttributeError while
+    mapping; a bare number there is now read as the rank, cases.normalize) and a table for the model's name
+    (TypeError inside the estimate, hashing the setup)."""
     lora_int = _case("universal-trainer-llama31-lora-1xa100-time")
-    lora_int["lora"] = 3
+    lora_int["lora"] = [3]
     dict_name = _case("mpt-bench-7b-seq2048-8xh100_80gb-amp_bf16")
     dict_name["model"]["name"] = {"MPT": "7b"}   # MPT is built from the case's numbers, named by this field
     intact = _case("universal-trainer-llama31-lora-1xa100-time")
