@@ -316,3 +316,15 @@ def test_a_lora_block_as_text_scores_as_the_object():
     plain, other = _scores_alike(BY_ID["universal-trainer-llama31-lora-1xh100-time"],
                                  _set("lora", "r=8, alpha=16, dropout 0.05, all linear"))
     assert other == pytest.approx(plain, abs=1e-12)
+
+
+@pytest.mark.parametrize(("offload", "zero3", "fsdp"), [
+    ("ZeRO-Offload", "optimizer", "all"), ("ZeRO-Infinity", "all", "all"), (True, "optimizer", "all"),
+    ("yes", "optimizer", "all"), ("CPU offload", "optimizer", "all"), ("no offload", "none", "none"),
+])
+def test_offload_said_without_what(offload, zero3, fsdp):
+    # DeepSpeed's offload said without what is ZeRO-Offload (the optimizer on the CPU); FSDP's CPUOffload moves
+    # parameters, gradients and optimizer states
+    from trainplan.cases.memorycase import layout_flags
+    assert layout_flags({"gpus": {"count": 8}, "parallel": {"zero_stage": 3, "offload": offload}})["offload"] == zero3
+    assert layout_flags({"gpus": {"count": 8}, "parallel": {"fsdp": "FULL_SHARD", "offload": offload}})["offload"] == fsdp

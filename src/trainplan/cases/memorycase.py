@@ -126,6 +126,13 @@ def layout_flags(case: dict) -> dict:
         offload = "optimizer"
     elif "param" in off:
         offload = "params"
+    elif re.search(r"zero[- ]?infinity|\bfull offload|\ball\b", off):
+        offload = "all"                       # ZeRO-Infinity: parameters and optimizer states off the GPU
+    elif par.get("offload") is True or re.search(r"zero[- ]?offload|\b(?:yes|true|on|cpu offload|offload(?:ed)?)\b",
+                                                 off) and not re.search(r"\b(?:no|none|false|off|not)\b", off):
+        # offload said without what: FSDP's CPUOffload moves parameters, gradients and optimizer states; under
+        # DeepSpeed it is ZeRO-Offload, the optimizer states and step on the CPU (Ren et al. 2021)
+        offload = "all" if fsdp != "none" else "optimizer" if zero or par.get("zero_stage") else "none"
     if count == 1 and offload == "none":
         zero, fsdp = 0, "none"                # ZeRO/FSDP on one GPU shard nothing (DeepSpeed regime kept below)
     out = {"num_gpus": count, "nodes": nodes_for(count), "zero": zero, "fsdp": fsdp, "offload": offload,
