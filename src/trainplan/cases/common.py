@@ -30,6 +30,12 @@ REQUIRED_FIELDS = ("id", "kind", "model", "method")
 # A name's parenthetical aside, as tables write the variants of a row: "Qwen-7B(-Chat)", "Llama-2-7B (base)"
 _ASIDE = re.compile(r"\s*\([^()]*\)")
 
+
+def without_aside(value: str) -> str:
+    """The text without its parenthesised asides ("2048 (packed)" -> "2048", "80 GB (nvidia-smi)" -> "80 GB");
+    the text as written where nothing else is left."""
+    return _ASIDE.sub(" ", value).strip() or value
+
 # Fine-tuned variants that share a catalog architecture (same config.json shapes).
 _SAME_ARCHITECTURE = {"bigscience/bloomz-7b1": "bloom-7b1"}
 

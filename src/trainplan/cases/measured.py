@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from trainplan.cases.common import without_aside
+
 FRACTION_METRICS = ("mfu", "hfu")
 # the measured values the mappings read as numbers (cases.timecase, cases.memorycase); the block's other
 # keys are text ("what", "scope", "model_mem": "15 GiB") and stay as written
@@ -88,14 +90,14 @@ def plain_number(value: object) -> float | None:
         return None
     if isinstance(value, (int, float)):
         return float(value)
-    got = number(re.sub(r"\s*\([^()]*\)", " ", value).strip() or value) if isinstance(value, str) else None
+    got = number(without_aside(value)) if isinstance(value, str) else None
     return got[0] * magnitude(got[1]) if got else None
 
 
 def _measured(key: str, value: object) -> float | None:
     if not isinstance(value, str) or key not in MEASURED_NUMBERS:
         return None
-    got = number(re.sub(r"\s*\([^()]*\)", " ", value).strip() or value)    # "80 GB (nvidia-smi)": the aside is no unit
+    got = number(without_aside(value))      # "80 GB (nvidia-smi)": the aside is no unit
     if got is None:
         return None
     value_, unit = got

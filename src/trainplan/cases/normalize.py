@@ -47,6 +47,7 @@ from __future__ import annotations
 import copy
 import re
 
+from trainplan.cases.common import without_aside
 from trainplan.cases.measured import number, read_measured
 from trainplan.cases.method_words import read_method
 
@@ -83,7 +84,6 @@ _DTYPE_NAMES = ((re.compile(r"(?<![a-z0-9])(?:torch\.)?bfloat16(?![a-z0-9])", re
                             re.IGNORECASE), "fp8"))
 
 
-_ASIDE = re.compile(r"\s*\([^()]*\)")
 # a number field that says it is not known: the schema's null ("null when unknown")
 _UNSTATED = re.compile(r"^\s*(?:not (?:stated|given|known|specified|reported|shown)|n/?a|unknown|unspecified|null|nil|"
                        r"none|tbd|\?+|-+|—)\s*(?:\(.*\))?\s*$", re.IGNORECASE)
@@ -97,7 +97,7 @@ def _integer(value: object, *, context: bool = False, units: re.Pattern | None =
         return int(value)
     if not isinstance(value, str):
         return None
-    value = _ASIDE.sub(" ", value).strip() or value      # "2048 (packed)": the aside says how, not how many
+    value = without_aside(value)        # "2048 (packed)": the aside says how, not how many
     if context and (m := _CONTEXT.match(value)):
         n = float(m.group(1)) * CONTEXT_SUFFIX[m.group(2).lower()]
         return int(n) if n.is_integer() else None
@@ -170,7 +170,7 @@ _NAME_SIZE = re.compile(r"(?<![a-z0-9.x])(\d+(?:\.\d+)?)b(?![a-z0-9])", re.IGNOR
 def _billions(value: object) -> float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    m = _SIZE.match(_ASIDE.sub(" ", value)) if isinstance(value, str) else None
+    m = _SIZE.match(without_aside(value)) if isinstance(value, str) else None
     if not m:
         return None
     return float(m.group(1)) / (1000.0 if (m.group(2) or "b").lower().startswith("m") else 1.0)
