@@ -12,7 +12,9 @@ Hugging Face id, the method with words that say nothing more ("LoRA fine-tuning"
 with the unit their field means ("4 per GPU", "8 steps", "4k"), DeepSpeed's stage, parallel degrees with their
 names ("TP=2"), PyTorch dtype names, FSDP in words, LoRA targets as text, GPU counts inside the type, the
 framework text in upper or lower case, keys whose value is null left out or written "not stated", a LoRA rank
-written with its key ("r=16"). Two kinds are expected to change a
+written with its key ("r=16"), measured numbers with their units or under another key's name, the kind and
+checkpointing in words, and blocks in other forms (the model as its name, the parallel block as text, a time metric
+as reported_value / reported_unit). Two kinds are expected to change a
 few results and are reported apart: `quantstr` (a quantization block written as a bare "nf4" loses its
 double_quant) and `optimizer` (an explicit class, `torch.optim.AdamW`, is an implementation a bare "AdamW"
 does not name).
@@ -180,7 +182,87 @@ def unknowns(c):
                                                                               else []))))
 
 
-REWRITES = {f.__name__: f for f in (gpu, model, method, counts, layout, dtypes, texts, nulls, unknowns)}
+def _plain(x: float) -> str:
+    return f"{x:g}"
+
+
+def measured(c):
+    # a measured number written with its unit, under a synonym of its key, or in another unit of the same thing
+    m = c.get("measured")
+    if not isinstance(m, dict):
+        return
+    step = m.get("step_time_s")
+    if isinstance(step, (int, float)) and not isinstance(step, bool):
+        for v in (f"{_plain(step)} s", f"{_plain(step)} s/step", f"{_plain(step)} seconds", str(step)):
+            yield ("measured", _copy_with(c, ("measured", "step_time_s"), v))
+        yield ("measured", _copy_with(c, ("measured", "step_time_s"), f"{_plain(step * 1000)} ms"))
+    tps = m.get("tokens_per_s_per_gpu")
+    if isinstance(tps, (int, float)) and not isinstance(tps, bool):
+        for v in (f"{tps:,}", f"{_plain(tps)} tokens/s/GPU", f"{_plain(tps)} tok/s"):
+            yield ("measured", _copy_with(c, ("measured", "tokens_per_s_per_gpu"), v))
+        if m.get("tgs") is None:
+            moved = {k: v for k, v in m.items() if k != "tokens_per_s_per_gpu"}
+            yield ("measured", _copy_with(c, ("measured",), {**moved, "tgs": tps}))
+    total = m.get("tokens_per_s_total")
+    if isinstance(total, (int, float)) and not isinstance(total, bool):
+        for v in (f"{total:,}", f"{_plain(total)} tokens/s"):
+            yield ("measured", _copy_with(c, ("measured", "tokens_per_s_total"), v))
+    tf = m.get("tflops_per_gpu")
+    if isinstance(tf, (int, float)) and not isinstance(tf, bool):
+        for v in (f"{_plain(tf)} TFLOPS", f"{_plain(tf)} TFLOP/s"):
+            yield ("measured", _copy_with(c, ("measured", "tflops_per_gpu"), v))
+    for key in ("mfu", "hfu"):
+        f = m.get(key)
+        if isinstance(f, float) and 0 < f < 1:
+            yield ("measured", _copy_with(c, ("measured", key), f"{_plain(round(f * 100, 6))}%"))
+    mem = m.get("peak_mem_gib")
+    if isinstance(mem, (int, float)) and not isinstance(mem, bool):
+        for v in (f"{_plain(mem)} GiB", str(mem)):
+            yield ("measured", _copy_with(c, ("measured", "peak_mem_gib"), v))
+
+
+KINDS = {"time": ("Time", "throughput", "speed"), "memory": ("Memory", "VRAM", "peak memory")}
+
+
+def kind(c):
+    for n in KINDS.get(c.get("kind"), ()):
+        yield ("kind", _copy_with(c, ("kind",), n))
+
+
+def ckpt(c):
+    g = c.get("grad_ckpt")
+    words = {True: ("yes", "on", "enabled", "true", "gradient checkpointing"),
+             False: ("no", "off", "disabled", "false", "none")}
+    if isinstance(g, bool):
+        for n in words[g]:
+            yield ("ckpt", _copy_with(c, ("grad_ckpt",), n))
+
+
+_UNITS = {"tokens_per_s_per_gpu": "tokens/s/GPU", "step_time_s": "s/step", "tokens_per_s_total": "tokens/s total",
+          "tflops_per_gpu": "TFLOPS/GPU"}
+
+
+def forms(c):
+    # a block in another form: the model as its name, the parallel block as text, a time metric as the
+    # reported_value / reported_unit pair or as an object of number and unit
+    m = c.get("model")
+    if isinstance(m, dict) and m.get("name") and all(m.get(k) is None for k in ("layers", "hidden", "params_b")):
+        yield ("forms", _copy_with(c, ("model",), m["name"]))
+    par = c.get("parallel")
+    if isinstance(par, dict) and par.get("zero_stage") in (2, 3) and not any(
+            par.get(k) not in (None, 1) for k in ("tp", "pp", "cp", "ep", "sp")) and not par.get("offload") \
+            and not par.get("fsdp"):
+        yield ("forms", _copy_with(c, ("parallel",), f"DeepSpeed ZeRO-{par['zero_stage']}"))
+    meas = c.get("measured") or {}
+    stated = [k for k in _UNITS if isinstance(meas.get(k), (int, float)) and not isinstance(meas.get(k), bool)]
+    if c.get("kind") == "time" and len(stated) == 1:
+        key = stated[0]
+        yield ("forms", _copy_with(c, ("measured",), {"reported_value": meas[key], "reported_unit": _UNITS[key]}))
+        yield ("forms", _copy_with(c, ("measured",), {key: {"value": meas[key], "unit": _UNITS[key]}}))
+
+
+REWRITES = {f.__name__: f for f in (gpu, model, method, counts, layout, dtypes, texts, nulls, unknowns, measured,
+                                        kind, ckpt, forms)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -201,8 +201,56 @@ def _scoped(canonical: str, value: object) -> str:
     return "tokens_per_s_total" if _TOTAL_TEXT.search(value) else canonical
 
 
+def _value_objects(measured: dict, notes: list[str]) -> None:
+    """A measured value written as an object of its number and unit ({"value": 91.2, "unit": "s/step"}) as the
+    number with its unit word ("91.2 s/step"), which the readings below take as any other."""
+    for key, value in list(measured.items()):
+        if isinstance(value, dict) and "value" in value and set(value) <= {"value", "unit", "what", "note"} \
+                and isinstance(value["value"], (int, float, str)) and not isinstance(value["value"], bool):
+            written = f"{value['value']} {value.get('unit') or ''}".strip()
+            notes.append(f"measured.{key} {value!r} read as {written!r}")
+            measured[key] = written
+
+
+# The schema's reported_value / reported_unit pair (the memory cases give their peak that way) with a unit that
+# names a time metric: the key that metric has (the value then read with its unit, as under that key).
+_REPORTED_UNITS = (
+    (re.compile(r"tflop", re.IGNORECASE), "tflops_per_gpu"),
+    (re.compile(r"\bmfu\b", re.IGNORECASE), "mfu"),
+    (re.compile(r"\bhfu\b", re.IGNORECASE), "hfu"),
+    (re.compile(r"\btok(?:en)?s?\s*(?:/|per)\s*(?:s|sec|second)\b", re.IGNORECASE), "tokens_per_s_reported"),
+    (re.compile(r"\bsamples?\s*(?:/|per)\s*(?:s|sec|second)\b", re.IGNORECASE), "samples_per_s"),
+    (re.compile(r"^(?:it|its|iters?|iterations?|steps?)\s*(?:/|per)\s*(?:s|sec|second)$", re.IGNORECASE), "it_per_s"),
+    (re.compile(r"^(?:s|sec|secs|seconds?|ms|msec|milliseconds?|min|mins|minutes?)\s*(?:/|per)\s*"
+                r"(?:step|it|iter|iteration)s?$", re.IGNORECASE), "step_time_s"),
+    (re.compile(r"\bgpu[\s_-]*(?:hours?|hrs?|h)\b", re.IGNORECASE), "gpu_hours"),
+    (re.compile(r"\bgpu[\s_-]*days?\b", re.IGNORECASE), "gpu_days"),
+)
+
+
+def _reported(measured: dict, notes: list[str]) -> None:
+    """reported_value with a time metric's unit (_REPORTED_UNITS) under that metric's key, where the block gives no
+    time metric of its own; "per GPU" or "total" in its `scope` goes with it (a bare tokens/s is scoped by it)."""
+    value, unit = measured.get("reported_value"), measured.get("reported_unit")
+    if value is None or not isinstance(unit, str) or any(
+            measured.get(k) is not None for k in (*_TIME_KEYS, *MEASURED_SYNONYMS, *STEP_RATES, *FULL_SAMPLES,
+                                                  *RUN_TIMES)):
+        return
+    key = next((k for pattern, k in _REPORTED_UNITS if pattern.search(unit.strip())), None)
+    if key is None:
+        return
+    scope = str(measured.get("scope") or "").replace("_", " ")
+    if key == "samples_per_s" and _PER_GPU_TEXT.search(f"{unit} {scope}"):
+        key = "samples_per_s_per_gpu"
+    written = f"{value}%" if key in FRACTION_METRICS and "%" in unit else f"{value} {unit} {scope}".strip()
+    measured[key] = written
+    notes.append(f"measured.reported_value {value!r} {unit!r} read as measured.{key} {measured[key]!r}")
+
+
 def read_measured(case: dict, measured: dict, notes: list[str]) -> None:
     """`measured` (the case's own block, changed in place) with the readings above applied, a note for each."""
+    _value_objects(measured, notes)
+    _reported(measured, notes)
     for key, (canonical, factor) in MEASURED_SYNONYMS.items():
         value = measured.get(key)
         if value is None or measured.get(canonical) is not None:

@@ -38,6 +38,13 @@ is used):
   billion", "125M"); a size not stated is the one the model's name gives ("Acme-7B"; not "8x7B", not "A3B");
 - the precision fields' PyTorch dtype names as the schema's words ("torch.bfloat16" as bf16, "float32" as fp32);
 - `parallel.zero_stage`: DeepSpeed's stage as text ("ZeRO-3", "zero3", "stage 2", "ZeRO stage 3") is its number;
+- a `parallel` block written as text ("DeepSpeed ZeRO-3", "TP=2, PP=4", "2-way TP", "FSDP + CPU offload") is the
+  schema's object: the degrees, ZeRO stage, FSDP sharding, offload and ring attention its words name, the text as
+  `other`;
+- a `model` written as a name ("Llama-2-7B") is the model block with that name;
+- a measured value written as an object of number and unit ({"value": 91.2, "unit": "s/step"}), or as the schema's
+  reported_value / reported_unit pair with a time metric's unit ("tokens/s/GPU", "s/step", "TFLOPS", "MFU %",
+  "GPU-hours"), is read under that metric's key (cases/measured.py);
 Counts that the case's other numbers fix (a GPU count or micro-batch from the global batch) are filled
 where the time reader maps the case (cases/timecase._filled).
 """
@@ -114,6 +121,7 @@ def normalized(case: dict) -> tuple[dict, list[str]]:
     value read from text."""
     out = copy.deepcopy(case)
     notes: list[str] = []
+    _parallel_text(out, notes)
 
     def read(holder: dict, key: str, where: str, *, context: bool = False) -> None:
         value = holder.get(key)
@@ -180,6 +188,9 @@ def _model(case: dict, notes: list[str]) -> None:
     """The model block's numbers written as text: the architecture's integers ("4096"), the size in billions
     ("7B", "6.7 billion"); a size not stated is the one the name gives ("Acme-7B"), where it gives one."""
     model = case.get("model")
+    if isinstance(model, str) and model.strip():
+        notes.append(f"model {model!r} read as the model's name")
+        model = case["model"] = {"name": model.strip()}
     if not isinstance(model, dict):
         return
     for key in MODEL_INT_FIELDS:
@@ -212,6 +223,39 @@ def _precision(case: dict, notes: list[str]) -> None:
         if value != holder[key]:
             notes.append(f"precision {holder[key]!r} read as {value!r}")
             holder[key] = value
+
+
+# a `parallel` block written as text ("DeepSpeed ZeRO-3", "TP=2, PP=4", "FSDP + CPU offload"): the degrees, the ZeRO
+# stage, FSDP, offload and ring attention its words name, the text itself as `other`
+_TEXT_DEGREE = {key: re.compile(rf"(?<![a-z0-9])(?:{names})(?:[\s_-]*parallel(?:ism)?)?(?:[\s_-]*(?:size|degree))?"
+                                r"\s*[=:_-]?\s*(\d{1,5})(?![0-9])", re.IGNORECASE) for key, names in _DEGREE_NAMES.items()}
+_WAY = {key: re.compile(rf"(?<![0-9])(\d{{1,5}})[\s-]*way[\s_-]*(?:{names})(?![a-z])", re.IGNORECASE)
+        for key, names in _DEGREE_NAMES.items()}      # "2-way TP"
+_TEXT_ZERO = re.compile(r"(?<![a-z0-9])zero[\s_-]*(?:stage[\s_-]*)?([0-3])(?![0-9])", re.IGNORECASE)
+_TEXT_FSDP = (("HYBRID_SHARD", re.compile(r"hybrid[\s_-]*shard", re.IGNORECASE)),
+              ("SHARD_GRAD_OP", re.compile(r"shard[\s_-]*grad[\s_-]*op", re.IGNORECASE)),
+              ("FULL_SHARD", re.compile(r"(?<![a-z0-9])fsdp|fully[\s_-]*sharded", re.IGNORECASE)))
+
+
+def _parallel_text(case: dict, notes: list[str]) -> None:
+    written = case.get("parallel")
+    if not isinstance(written, str) or not written.strip():
+        return
+    block: dict = {"other": written}
+    for key, pattern in _TEXT_DEGREE.items():
+        if m := pattern.search(written) or _WAY[key].search(written):
+            block[key] = int(m.group(1))
+    if m := _TEXT_ZERO.search(written):
+        block["zero_stage"] = int(m.group(1))
+    fsdp = next((name for name, pattern in _TEXT_FSDP if pattern.search(written)), None)
+    if fsdp:
+        block["fsdp"] = fsdp
+    if re.search(r"offload|infinity", written, re.IGNORECASE):
+        block["offload"] = written
+    if re.search(r"\bring\b", written, re.IGNORECASE) and "sp" not in block:
+        block["sp"] = written
+    notes.append(f"parallel {written!r} read as {block}")
+    case["parallel"] = block
 
 
 # a GPU count as nodes times GPUs a node ("8 nodes x 8 GPUs", "8x8", "2 nodes of 8"), or with an aside ("64 (8
