@@ -228,7 +228,8 @@ def _precision(case: dict, notes: list[str]) -> None:
 # a `parallel` block written as text ("DeepSpeed ZeRO-3", "TP=2, PP=4", "FSDP + CPU offload"): the degrees, the ZeRO
 # stage, FSDP, offload and ring attention its words name, the text itself as `other`
 _TEXT_DEGREE = {key: re.compile(rf"(?<![a-z0-9])(?:{names})(?:[\s_-]*parallel(?:ism)?)?(?:[\s_-]*(?:size|degree))?"
-                                r"\s*[=:_-]?\s*(\d{1,5})(?![0-9])", re.IGNORECASE) for key, names in _DEGREE_NAMES.items()}
+                                r"\s*[=:_-]?\s*(\d{1,5})(?![0-9])", re.IGNORECASE)
+                for key, names in _DEGREE_NAMES.items()}
 _WAY = {key: re.compile(rf"(?<![0-9])(\d{{1,5}})[\s-]*way[\s_-]*(?:{names})(?![a-z])", re.IGNORECASE)
         for key, names in _DEGREE_NAMES.items()}      # "2-way TP"
 _TEXT_ZERO = re.compile(r"(?<![a-z0-9])zero[\s_-]*(?:stage[\s_-]*)?([0-3])(?![0-9])", re.IGNORECASE)
