@@ -193,6 +193,8 @@ def test_a_measured_value_that_is_no_number_skips_that_case_and_the_rest_scores(
     ("QLoRA (artidoro/qlora, qlora.py)", "hf"), ("Chinese-LLaMA-Alpaca-2 run_sft.sh", "hf"),   # transformers Trainers
     ("LLaMA-Efficient-Tuning src/train_bash.py", "llamafactory"),   # LLaMA-Factory's name until v0.1.8
     ("llamafactory-cli train", "llamafactory"), ("360-LLaMA-Factory", "llamafactory"),
+    ("tatsu-lab/stanford_alpaca train.py + FSDP", "hf"),                     # a transformers Trainer
+    ("alignment-handbook (zephyr-7b-beta recipe, DeepSpeed ZeRO-3)", "trl"),  # trl's SFTTrainer
 ])
 def test_trainers_named_by_what_they_are_built_on(text, framework):
     from trainplan.cases.text import framework_of

@@ -190,6 +190,10 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     # ...)`, @04f1ccac and @0189e8be)
     ("artidoro/qlora", Framework.HF), ("qlora.py", Framework.HF), ("chinese-llama-alpaca", Framework.HF),
     ("chinese-llama-alpaca-2", Framework.HF),
+    # tatsu-lab/stanford_alpaca train.py (`Trainer(model=model, tokenizer=tokenizer, args=training_args, ...)`,
+    # @15b51ae3); huggingface/alignment-handbook scripts/run_sft.py (`from trl import SFTTrainer`, @060eb208)
+    ("stanford_alpaca", Framework.HF), ("stanford alpaca", Framework.HF),
+    ("alignment-handbook", Framework.TRL), ("alignment handbook", Framework.TRL),
     # OpenRLHF trains transformers models under its DeepSpeed strategy (openrlhf/utils/deepspeed/deepspeed.py);
     # GPT-NeoX "is based on NVIDIA's Megatron Language Model and has been augmented with techniques from
     # DeepSpeed" (its README); nanoGPT's train.py is a plain PyTorch loop under DistributedDataParallel
