@@ -36,7 +36,9 @@
 * benchmarks/data/moe_modelzoo_cases.json: the Megatron MoE Model Zoo's Qwen3-235B-A22B results (256 H100, DeepEP or
   alltoall dispatch, tools/build_moe_modelzoo_cases.py), seconds per step;
 * benchmarks/data/swift_v1_benchmark_cases.json: ms-swift 1.x's training benchmark (LoRA, QLoRA and full
-  fine-tuning on one A100 over cls-fudan-news-zh samples, tools/build_swift_v1_benchmark_cases.py), seconds per step.
+  fine-tuning on one A100 over cls-fudan-news-zh samples, tools/build_swift_v1_benchmark_cases.py), seconds per step;
+* benchmarks/data/colossalai_cases.json: Colossal-AI's LLaMA-2 7B Gemini benchmark (32 A800, written by hand from the
+  README and the scripts of one commit), tokens/s over all GPUs.
 
 Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU its hardware text names
 (trainplan's GPU-name rule) and is scored against what the source printed.
@@ -68,7 +70,7 @@ CASES = tuple(ROOT / "benchmarks" / "data" / name
                            "mbridge_2604_2606_cases.json", "nemo_long_sequence_cases.json", "internevo_cases.json",
                            "xtuner_megatron_moe_cases.json", "fms_fsdp_cases.json",
                            "tinyllama_cases.json", "model_card_cases.json", "automodel_cases.json",
-                           "moe_modelzoo_cases.json", "swift_v1_benchmark_cases.json"))
+                           "moe_modelzoo_cases.json", "swift_v1_benchmark_cases.json", "colossalai_cases.json"))
 # how each compared metric (trainplan.cases PREDICTED_KEYS) is printed
 UNITS = {"tokens_per_s_per_gpu": "tok/s", "tflops_per_gpu": "TFLOP/s", "step_s": "s/step", "mfu": "MFU",
          "gpu_hours": "GPU-h"}

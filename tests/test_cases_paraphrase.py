@@ -120,7 +120,7 @@ def test_a_case_in_other_words_scores_as_written(case_id, edit):
     assert other == pytest.approx(plain, abs=1e-12)
 
 
-@pytest.mark.parametrize("framework", [None, "", "not stated", "Colossal-AI", "an in-house trainer"])
+@pytest.mark.parametrize("framework", [None, "", "not stated", "Nanotron", "an in-house trainer"])
 def test_a_case_naming_no_framework_with_a_profile_is_scored_on_the_stack_its_method_runs_in(framework):
     # a LoRA memory case (litgpt's table) and a pre-training time case (flash-attention's GPT-3 runs, whose
     # framework has no profile either way): predicted, with the stack assumed in the notes
@@ -135,6 +135,20 @@ def test_a_case_naming_no_framework_with_a_profile_is_scored_on_the_stack_its_me
     [result] = evaluate([pretrain])
     assert result.error is not None and any("a Megatron-class stack assumed" in n for n in result.notes)
     assert any("a Megatron-class stack assumed" in n for n in named.notes)
+
+
+@pytest.mark.parametrize("framework", ["Colossal-AI GeminiPlugin", "ColossalAI (LowLevelZeroPlugin)", "colossalai run"])
+def test_colossal_ai_is_scored_on_deepspeeds_regime(framework):
+    # its plugins shard a transformers model under ZeRO with fp32 master weights in the optimizer: DeepSpeed's
+    # regime, said in the notes, for LoRA and full runs alike (not the fallbacks above)
+    from trainplan.cases.text import framework_or_assumed
+    for method in ("lora", "full", "pretrain"):
+        found, note = framework_or_assumed({"framework": framework, "method": method})
+        assert str(found) == "deepspeed" and note.startswith("Colossal-AI read as DeepSpeed's regime")
+    pretrain = copy.deepcopy(BY_ID["flashattn-training-gpt3-125m-8xa100-80g"])
+    pretrain["framework"] = framework
+    [result] = evaluate([pretrain])
+    assert result.error is not None and any(n.startswith("Colossal-AI read as DeepSpeed's regime") for n in result.notes)
 
 
 @pytest.mark.parametrize(("key", "text", "value"), [

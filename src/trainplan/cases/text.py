@@ -53,6 +53,18 @@ def framework_of(case: dict) -> Framework:
     return found[0]
 
 
+# Frameworks without a profile of their own that run a profile's regime, as their code shows (the notes say so):
+# Colossal-AI's booster plugins train a transformers model (examples/language/llama2/benchmark.py @01ee32a7 boosts
+# transformers' LlamaForCausalLM; colossalai/shardformer's policies are written for transformers' models) under ZeRO
+# with 16-bit parameters and fp32 master weights kept in the optimizer (colossalai/booster/plugin/gemini_plugin.py
+# @3432ae36, GeminiPlugin: shard_param_frac 1.0 "is equal to zero-3"; master_weights "Whether to keep fp32 master
+# parameter weights in optimizer. Defaults to True"): DeepSpeed ZeRO's regime over a transformers model.
+ANALOGUES: tuple[tuple[re.Pattern, Framework, str], ...] = (
+    (re.compile(r"colossal[\s_-]?ai", re.IGNORECASE), Framework.DEEPSPEED,
+     "Colossal-AI read as DeepSpeed's regime: its plugins shard a transformers model under ZeRO with fp32 master "
+     "weights in the optimizer (colossalai/booster/plugin/gemini_plugin.py)"),
+)
+
 # Adapters and 4-bit bases come from peft and bitsandbytes on transformers models (peft's LoraConfig,
 # bitsandbytes' Linear4bit: QLoRA is defined by them), whatever trainer runs the loop
 _ADAPTER_METHODS = frozenset({"lora", "qlora"})
@@ -63,12 +75,16 @@ def framework_or_assumed(case: dict) -> tuple[Framework, str | None]:
     other stack, or nothing), the stack its method runs in, with a note saying so: a LoRA or QLoRA run the
     Hugging Face (transformers + peft) stack its adapters come from; any other a Megatron-class stack (fused
     kernels, 16-bit weights with fp32 master weights and Adam states in the optimizer), as pre-training
-    frameworks without a profile (InternEvo, Colossal-AI, Nanotron, in-house ones) run it."""
+    frameworks without a profile (InternEvo, Nanotron, in-house ones) run it; a framework whose code runs a
+    profile's regime (ANALOGUES) is read as that profile, with a note."""
     try:
         return framework_of(case), None
     except Skip:
         pass
     named = case.get("framework")
+    for pattern, framework, note in ANALOGUES:
+        if pattern.search(str(named or "")):
+            return framework, note
     said = f"framework {named!r:.80} has no trainplan profile" if named else "framework not stated"
     if case.get("method") in _ADAPTER_METHODS:
         return Framework.HF, f"{said}: the Hugging Face (transformers + peft) stack its LoRA adapters come from"
