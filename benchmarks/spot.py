@@ -9,6 +9,9 @@
 * benchmarks/data/megatron_lm_scaling.json: Megatron-LM README's H100 scaling table (GPT 1.7B-462B) and its
   strong-scaling end points, each row a pretrain_gpt.py script (tools/build_megatron_lm_scaling.py); measured
   per-GPU teraFLOP/s (MFU for the strong-scaling points);
+* benchmarks/data/bigscience_benchmarks.json: BLOOM 176B's training (BigScience tr11-176B-ml), its Slurm batch script
+  (Megatron-DeepSpeed under srun and torch.distributed.run) read unchanged with `--from`; measured seconds per
+  iteration from the run's log;
 * benchmarks/data/xtuner_cases.json: XTuner's speed benchmark (and the LLaMA-Factory runs it compares with),
   written as published cases (the shared/ground_truth schema) and scored the way `trainplan accuracy` scores
   them (raw, no calibration); measured tokens/s per GPU;
@@ -64,7 +67,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = tuple(ROOT / "benchmarks" / "data" / name
              for name in ("torchtitan_benchmarks.json", "swift_benchmarks.json", "megatron_lm_benchmarks.json",
-                          "megatron_lm_scaling.json"))
+                          "megatron_lm_scaling.json", "bigscience_benchmarks.json"))
 CASES = tuple(ROOT / "benchmarks" / "data" / name
               for name in ("xtuner_cases.json", "xtuner_2024_cases.json", "nemo_cases.json", "mbridge_2608_cases.json",
                            "mbridge_2604_2606_cases.json", "nemo_long_sequence_cases.json", "internevo_cases.json",

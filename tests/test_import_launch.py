@@ -232,3 +232,26 @@ def test_a_script_argument_named_like_a_sequence_cap_is_listed_not_dropped(tmp_p
     o = options(script)
     assert set(unread(o)) == {"max_len", "max_source_length"}
     assert unread(o)["max_len"] == 3072
+
+
+@pytest.mark.parametrize(("line", "statements"), [
+    ("clear; srun python x.py", ["clear", " srun python x.py"]),
+    ('echo "a;b"; torchrun --nproc_per_node 2 t.py', ['echo "a;b"', " torchrun --nproc_per_node 2 t.py"]),
+    ("A='x;y'; B=2", ["A='x;y'", " B=2"]),
+    ("if [[ $A == 1 ]]; then", ["if [[ $A == 1 ]]; then"]),          # a control line: _branch reads its `;`
+    ("torchrun t.py  # later; not a statement", ["torchrun t.py  "]),
+    ("echo \\; done", ["echo \\; done"]),                            # an escaped `;` is a word
+])
+def test_a_line_is_split_into_its_statements(line, statements):
+    from trainplan.importers.shell import _statements
+    assert _statements(line) == statements
+
+
+def test_a_batch_script_is_read_by_its_shebang_or_slurm_name(tmp_path):
+    text = "#!/usr/bin/env bash\n#SBATCH --nodes=2\ncd /work; torchrun --nproc_per_node 4 --nnodes 2 train.py " \
+           "--model_name_or_path meta-llama/Llama-2-7b-hf --per_device_train_batch_size 2\n"
+    for name in ("job", "job.slurm", "job.sbatch"):
+        path = tmp_path / name
+        path.write_text(text)
+        o = options(path)
+        assert (o.num_gpus, o.nodes, o.batch_size) == (8, 2, 2), name

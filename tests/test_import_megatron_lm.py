@@ -97,13 +97,39 @@ def test_unknown_vocabulary_leaves_the_model_to_the_flag():
 
 
 def test_megatron_deepspeed_flags_are_said_not_dropped():
-    # Megatron-DeepSpeed runs the same pretrain_gpt.py with a DeepSpeed engine; its ZeRO flags are listed as
-    # not read, never silently dropped
+    # Megatron-DeepSpeed runs the same pretrain_gpt.py with a DeepSpeed engine: its ZeRO stage is read from
+    # --zero-stage; the engine's JSON (offload) is listed as not read, never silently dropped
     o = options("deepspeed --num_gpus 8 pretrain_gpt.py --num-layers 2 --hidden-size 256 --num-attention-heads 4 "
                 "--seq-length 512 --micro-batch-size 1 --vocab-size 1000 --deepspeed --deepspeed_config ds.json "
                 "--zero-stage 3")
-    assert {"--deepspeed", "--deepspeed-config", "--zero-stage"} <= set(unread(o))
-    assert (o.num_gpus, o.zero, o.model.vocab_size) == (8, 0, 1024)      # 1000 padded to a multiple of 128
+    assert {"--deepspeed", "--deepspeed-config"} <= set(unread(o)) and "--zero-stage" not in unread(o)
+    assert (o.num_gpus, o.zero, o.model.vocab_size) == (8, 3, 1024)      # 1000 padded to a multiple of 128
+
+
+@pytest.mark.parametrize(("flags", "zero"), [
+    ("--bf16 --zero-stage 0 --pipeline-model-parallel-size 2", 1),   # BF16_Optimizer: ZeRO-1's partitioning
+    ("--bf16 --zero-stage 0", 0),                                    # no pipeline: DDP_BFLOAT16, nothing sharded
+    ("--fp16 --zero-stage 0 --pipeline-model-parallel-size 2", 0),   # FP16_Optimizer: nothing sharded
+    ("--bf16 --zero-stage 2 --pipeline-model-parallel-size 2", 2),
+])
+def test_megatron_deepspeed_zero_stage(flags, zero):
+    # deepspeed/runtime/engine.py _do_optimizer_sanity_check: a bf16 model with ZeRO off under pipeline parallelism
+    # runs BF16_Optimizer, which partitions fp32 master weights and optimizer states over data parallel
+    o = options("deepspeed --num_gpus 8 pretrain_gpt.py --num-layers 4 --hidden-size 256 --num-attention-heads 4 "
+                f"--seq-length 512 --micro-batch-size 1 --vocab-size 1000 --deepspeed {flags}")
+    assert o.zero == zero
+
+
+def test_a_megatron_deepspeed_slurm_script_in_blooms_shape():
+    # tests/fixtures/configs/megatron_lm/meg_ds_bf16.slurm, the shape of BigScience's tr11-176B-ml.slurm: a .slurm
+    # batch script, `clear; srun ... bash -c "$LAUNCHER ... $CMD"` with one Slurm task a node running
+    # `python -u -m torch.distributed.run --nproc_per_node 8 --nnodes $SLURM_NNODES`, CUDA_LAUNCH_BLOCKING exported
+    o = options(DIR / "meg_ds_bf16.slurm")
+    assert (o.num_gpus, o.nodes, o.tp, o.pp) == (32, 4, 2, 4)          # 8 ranks x 4 nodes, not 4 Slurm tasks
+    assert (o.batch_size, o.grad_accum) == (2, 8)                      # 64 / (2 x data parallel 32 / (2 x 4) = 4)
+    assert (o.precision, o.grad_ckpt, o.zero, o.launch_blocking) == ("bf16", "full", 1, True)
+    assert o.uneven_pipeline is True                                   # --pp-partition-method: 30 layers, 4 stages
+    assert o.model.vocab_size == 250880                                # --pad-vocab-size-to: the padded size itself
 
 
 

@@ -143,16 +143,8 @@ def read(data: list[str], path: str, ctx: ReadContext | None = None) -> Imported
         c.set("cpu_threads_per_rank", as_int(threads, "OMP_NUM_THREADS", path, minimum=1), key="OMP_NUM_THREADS",
               raw=threads)
     c.ignore(len(env))
-    if first == "torchrun":
-        opts, rest = _options(words[1:], _TORCHRUN_FLAGS)
-        per_node, nodes = _torchrun_counts(c, opts, env)
-        _script(c, rest, ctx, env, _world(per_node, nodes))
-        _gpus(c, per_node, nodes, "torchrun --nproc_per_node x --nnodes")
-    elif first == "deepspeed":
-        opts, rest = _options(words[1:], _DS_FLAGS)
-        per_node, nodes = _deepspeed_counts(c, opts, env, ctx)
-        _script(c, rest, ctx, env, _world(per_node, nodes))
-        _gpus(c, per_node, nodes, "deepspeed --num_gpus/--num_nodes/--hostfile")
+    if first in ("torchrun", "deepspeed"):
+        _distributed(c, words, ctx, env)
     elif first == "accelerate":
         if len(words) < 2 or words[1] != "launch":
             raise TrainplanError(f"--from {path}: only `accelerate launch ...` starts training")
@@ -183,6 +175,39 @@ def read(data: list[str], path: str, ctx: ReadContext | None = None) -> Imported
     return c.result()
 
 
+def _distributed(c: Collector, words: list[str], ctx: ReadContext | None, env: dict) -> None:
+    """`torchrun ...` or `deepspeed ...` (words[0]): its per-node and node counts, then the script it runs."""
+    if os.path.basename(words[0]).lower() == "torchrun":
+        opts, rest = _options(words[1:], _TORCHRUN_FLAGS)
+        per_node, nodes = _torchrun_counts(c, opts, env)
+        _script(c, rest, ctx, env, _world(per_node, nodes))
+        _gpus(c, per_node, nodes, "torchrun --nproc_per_node x --nnodes")
+    else:
+        opts, rest = _options(words[1:], _DS_FLAGS)
+        per_node, nodes = _deepspeed_counts(c, opts, env, ctx)
+        _script(c, rest, ctx, env, _world(per_node, nodes))
+        _gpus(c, per_node, nodes, "deepspeed --num_gpus/--num_nodes/--hostfile")
+
+
+def _inner_launcher(words: list[str]) -> list[str] | None:
+    """The words from a distributed launcher that srun's task runs (`srun bash -c "torchrun ..."`, `python -m
+    torch.distributed.run`, `deepspeed`), as `torchrun ...` / `deepspeed ...`; None when it runs a script itself."""
+    for k, word in enumerate(words):
+        name = os.path.basename(word).lower()
+        if name.endswith(".py"):
+            return None
+        if name in ("torchrun", "deepspeed"):
+            return words[k:]
+        if name in ("python", "python3"):
+            j = k + 1
+            while j < len(words) and words[j] in ("-u", "-O", "-OO", "-B"):     # interpreter flags before -m
+                j += 1
+            if j + 1 < len(words) and words[j] == "-m" and words[j + 1] in ("torch.distributed.run",
+                                                                            "torch.distributed.launch"):
+                return ["torchrun", *words[j + 2:]]
+    return None
+
+
 def _srun(c: Collector, words: list[str], ctx: ReadContext | None, env: dict) -> None:
     """`srun [options] [sh -c] python pretrain_gpt.py ...` under sbatch: one rank per Slurm task, the tasks
     from srun's -N/--nodes x --ntasks-per-node (or -n/--ntasks), else the job's (SLURM_NNODES x
@@ -196,6 +221,12 @@ def _srun(c: Collector, words: list[str], ctx: ReadContext | None, env: dict) ->
     per_node = count("--ntasks-per-node", opts.get("ntasks_per_node"), env.get("SLURM_NTASKS_PER_NODE"))
     total = count("--ntasks", opts.get("ntasks"), opts.get("n"), env.get("SLURM_NTASKS"))
     world = per_node * (nodes or 1) if per_node else total
+    inner = _inner_launcher(words)
+    if inner is not None:
+        # each Slurm task runs a launcher that starts its node's ranks (BLOOM's tr11-176B-ml.slurm: one task a
+        # node, `python -m torch.distributed.run --nproc_per_node 8 --nnodes $SLURM_NNODES`): the launcher counts
+        _distributed(c, inner, ctx, env)
+        return
     at = next((i for i, w in enumerate(words) if w.endswith(".py")), None)
     if at is None:
         c.skip("command", " ".join(words[:2]), "srun of a script trainplan cannot look into: give the launch command")

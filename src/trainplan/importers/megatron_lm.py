@@ -53,15 +53,14 @@ _UNMODELLED = {
     "recompute_modules": "recompute modules other than the attention core are not modelled",
     "cross_entropy_loss_fusion": "Megatron's fused cross-entropy kernel: the loss is timed as the unfused fp32 one",
     # Megatron-DeepSpeed's pretrain_gpt.py: its DeepSpeed engine is configured by a JSON this reader does not open
-    "deepspeed": "Megatron-DeepSpeed: the DeepSpeed engine (ZeRO stage, offload) is not read from these flags: "
-                 "give --zero / --offload",
+    "deepspeed": "Megatron-DeepSpeed: the DeepSpeed engine's offload is not read from these flags (its ZeRO stage is, "
+                 "from --zero-stage): give --offload",
     "deepspeed_config": "Megatron-DeepSpeed's DeepSpeed JSON is not read here: give it with another --from",
     # Megatron-FSDP (megatron/core/distributed/fsdp): parameters, gradients and optimizer states sharded over
     # data parallel, which trainplan's Megatron profile does not run (its distributed optimizer is ZeRO-1)
     "use_megatron_fsdp": "Megatron-FSDP shards parameters and gradients too: not modelled for --framework "
                          "megatron (estimated with the distributed optimizer's sharding only)",
     "data_parallel_sharding_strategy": "Megatron-FSDP's sharding strategy is not modelled",
-    "zero_stage": "Megatron-DeepSpeed's ZeRO stage is not read: give --zero",
 }
 # the flags read here (the others are counted as ignored: learning rate, logging, data paths, ...)
 _READ = {
@@ -79,7 +78,8 @@ _READ = {
     "account_for_loss_in_pipeline_split",
     "bf16", "fp16", "fp8_format", "fp8_recipe", "recompute_granularity", "recompute_method", "recompute_num_layers",
     "recompute_activations", "checkpoint_activations", "activations_checkpoint_method", "attention_backend",
-    "use_flash_attn", "optimizer", "train_iters", "train_samples", *_UNMODELLED,
+    "use_flash_attn", "optimizer", "train_iters", "train_samples", "zero_stage", "pad_vocab_size_to",
+    "pp_partition_method", *_UNMODELLED,
 }
 
 
@@ -141,13 +141,32 @@ def read_args(c: Collector, words: list[str], world: int | None) -> None:
     _batch(c, f, world, tp * pp * cp, spec.num_layers if spec else f.int("num_layers"), pp)
     _precision(c, f)
     _recompute(c, f)
+    if f.on("pp_partition_method") and pp > 1:
+        # Megatron-DeepSpeed's pipeline is DeepSpeed's PipelineModule, whose partition_method balances the layers
+        # of the types it names over the stages ('type:transformer|embedding': the decoder layers and the
+        # embeddings, BLOOM's tr11-176B-ml.slurm): stages of unequal decoder layers
+        c.set("uneven_pipeline", True, key="--pp-partition-method", raw=f.text("pp_partition_method"),
+              note="Megatron-DeepSpeed: DeepSpeed PipelineModule(partition_method=...) balances the named layer types "
+                   "over the stages, not the decoder layers alone")
     sp = f.on("sequence_parallel")
     if sp:
         c.set("sequence_parallel", True, key="--sequence-parallel", raw=True)
     else:
         c.default("sequence_parallel", False, key="--sequence-parallel", version=VERSION,
                   note=f"{_MPC} sequence_parallel = False")
-    if f.on("use_distributed_optimizer"):
+    stage = f.int("zero_stage", minimum=0) if f.on("deepspeed") and f.on("zero_stage") else None
+    if stage:
+        c.set("zero", min(stage, 3), key="--zero-stage", raw=f.text("zero_stage"),
+              note="Megatron-DeepSpeed: the DeepSpeed engine's ZeRO stage")
+    elif stage == 0 and f.on("bf16") and pp > 1:
+        # DeepSpeed runs a bf16 model under pipeline parallelism with ZeRO off through its BF16_Optimizer
+        # (deepspeed/runtime/engine.py _do_optimizer_sanity_check returns BFLOAT16), which partitions the fp32
+        # master weights and the optimizer states over data parallel (runtime/bf16_optimizer.py
+        # fp32_groups_flat_partition): ZeRO-1's sharding
+        c.set("zero", 1, key="--zero-stage", raw=f.text("zero_stage"),
+              note="Megatron-DeepSpeed, ZeRO stage 0 with --bf16 under pipeline parallelism: DeepSpeed's "
+                   "BF16_Optimizer partitions fp32 master weights and optimizer states over data parallel (ZeRO-1)")
+    elif f.on("use_distributed_optimizer"):
         c.set("zero", 1, key="--use-distributed-optimizer", raw=True,
               note="fp32 master weights and Adam states sharded over data parallel (trainplan's ZeRO-1)")
     else:
@@ -295,6 +314,10 @@ def _vocab(c: Collector, f: _Flags) -> tuple[int, str] | None:
     """(the tokenizer's vocabulary, how it was found), or None when nothing says."""
     if f.on("vocab_size"):
         return f.int("vocab_size"), "--vocab-size"
+    if f.on("pad_vocab_size_to"):
+        # Megatron-DeepSpeed (bigscience-workshop fork, megatron/tokenizer/tokenizer.py _vocab_size_with_padding):
+        # `after = args.pad_vocab_size_to`, the padded vocabulary itself (a multiple of the divisor, checked there)
+        return f.int("pad_vocab_size_to"), "--pad-vocab-size-to (Megatron-DeepSpeed: the padded vocabulary)"
     kind = f.text("tokenizer_type") or ""
     if kind == "GPT2BPETokenizer" or (not kind and f.on("merge_file")):
         return GPT2_BPE_VOCAB, "GPT-2's BPE files (gpt2-vocab.json / gpt2-merges.txt): 50,257 tokens"

@@ -83,7 +83,7 @@ def _parse(text: str, path: str) -> Any:
             raise TrainplanError(f"--from {path!r}: JSON nested more than {MAX_DEPTH} levels deep") from None
         except ValueError as exc:   # an integer of more digits than Python converts
             raise TrainplanError(f"--from {path!r}: malformed JSON: {str(exc).splitlines()[0]}") from None
-    if ext in (".sh", ".bash", ".txt", ".cmd") or _is_command(_first_command_line(text)):
+    if ext in SHELL_EXTENSIONS or _shebang_shell(text) or _is_command(_first_command_line(text)):
         from trainplan.importers import shell
 
         if "pretrain_gpt.py" in text:     # Megatron-LM scripts build their arguments in bash (importers/shell.py)
@@ -96,6 +96,16 @@ def _parse(text: str, path: str) -> Any:
                 return words
         return command_words(text, path)
     return _yaml(text, path)
+
+
+# shell scripts by name: Slurm batch scripts (`sbatch tr11-176B-ml.slurm`) are bash under #SBATCH directives
+SHELL_EXTENSIONS = (".sh", ".bash", ".txt", ".cmd", ".slurm", ".sbatch")
+
+
+def _shebang_shell(text: str) -> bool:
+    """A script whose first line names a shell interpreter (`#!/bin/bash`, `#!/usr/bin/env bash`)."""
+    first = text.lstrip().split("\n", 1)[0] if text.lstrip().startswith("#!") else ""
+    return bool(first) and os.path.basename(first.split()[-1] if first.split() else "") in ("bash", "sh", "zsh")
 
 
 def _first_command_line(text: str) -> str:

@@ -83,6 +83,8 @@ class _Shell:
     def _lookup(self, name: str) -> str:
         if name in self.arrays:
             return " ".join(self.arrays[name])
+        if name not in self.scalars and name.startswith("SLURM_"):     # what sbatch exports (#SBATCH directives)
+            return dict(v.split("=", 1) for v in self.slurm_env()).get(name, "")
         return self.scalars.get(name, "")
 
     def expand_text(self, text: str) -> str:
@@ -161,19 +163,51 @@ def _string_test(words: list[str]) -> bool:
 
 
 def _logical_lines(text: str) -> list[str]:
-    """Physical lines with backslash continuations joined; `#SBATCH` lines kept, other comments kept
-    for shlex to drop."""
+    """Physical lines with backslash continuations joined, each split into its `;`-separated statements
+    (_statements); `#SBATCH` lines kept, other comments kept for shlex to drop."""
     out, pending = [], ""
     for raw in text.splitlines():
         line = raw.rstrip()
         if line.endswith("\\") and not line.lstrip().startswith("#"):
             pending += line[:-1] + " "
             continue
-        out.append(pending + line)
+        out += _statements(pending + line)
         pending = ""
     if pending:
-        out.append(pending)
+        out += _statements(pending)
     return out
+
+
+_CONTROL = ("if", "elif", "else", "then", "fi", "while", "until", "for", "do", "done", "case", "esac", "function")
+
+
+def _statements(line: str) -> list[str]:
+    """A line's statements as bash separates them at an unquoted `;` (`clear; srun ...`), the line whole where
+    it is a comment or opens a control structure (`if [[ ... ]]; then`, whose `;` _branch reads)."""
+    first = line.strip().split(maxsplit=1)[0] if line.strip() else ""
+    if ";" not in line or first.startswith("#") or first in _CONTROL:
+        return [line]
+    parts, current, quote, escaped = [], [], "", False
+    for ch in line:
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (not current or current[-1].isspace()):
+            break                                  # a comment: the rest of the line
+        elif ch == ";":
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    if quote:
+        return [line]                              # a quote open across lines: first_command reads on
+    parts.append("".join(current))
+    return [p for p in parts if p.strip()]
 
 
 def _array_item(sh: _Shell, word: str) -> list[str]:
@@ -208,7 +242,8 @@ def _branch(sh: _Shell, branches: list[list[bool]], words: list[str]) -> None:
 def command_running(text: str, script: str, where: str) -> list[str] | None:
     """The words (Slurm's environment first, then the command) of the first command of the script
     `text` whose expansion runs `script`, or None when no command does."""
-    return first_command(text, lambda words: any(w == script or w.endswith("/" + script) for w in words), where)
+    return first_command(text, lambda words: any(w == script or w.endswith("/" + script) for w in words), where,
+                         exported=True)
 
 
 def first_command(text: str, runs, where: str, *, exported: bool = False) -> list[str] | None:
