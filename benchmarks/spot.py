@@ -10,8 +10,9 @@
   strong-scaling end points, each row a pretrain_gpt.py script (tools/build_megatron_lm_scaling.py); measured
   per-GPU teraFLOP/s (MFU for the strong-scaling points);
 * benchmarks/data/bigscience_benchmarks.json: BLOOM 176B's training (BigScience tr11-176B-ml), its Slurm batch script
-  (Megatron-DeepSpeed under srun and torch.distributed.run) read unchanged with `--from`; measured seconds per
-  iteration from the run's log;
+  (Megatron-DeepSpeed under srun and torch.distributed.run) read unchanged with `--from`, and the 7 layouts of its
+  reshaping log (the same script with TP, PP, micro-batch and nodes as each heading says); measured seconds per
+  iteration from the run's logs;
 * benchmarks/data/xtuner_cases.json: XTuner's speed benchmark (and the LLaMA-Factory runs it compares with),
   written as published cases (the shared/ground_truth schema) and scored the way `trainplan accuracy` scores
   them (raw, no calibration); measured tokens/s per GPU;

@@ -130,6 +130,18 @@ def test_a_megatron_deepspeed_slurm_script_in_blooms_shape():
     assert (o.precision, o.grad_ckpt, o.zero, o.launch_blocking) == ("bf16", "full", 1, True)
     assert o.uneven_pipeline is True                                   # --pp-partition-method: 30 layers, 4 stages
     assert o.model.vocab_size == 250880                                # --pad-vocab-size-to: the padded size itself
+    # 'type:transformer|embedding': the embedding and the tied head are partition units like a layer
+    assert o.pp_head_as_layer is True
+    # bigscience Megatron-DeepSpeed's ParallelAttention: baddbmm scores, fused softmax, bmm (no flash kernel)
+    assert o.attention == "eager"
+
+
+@pytest.mark.parametrize(("flag", "attention"), [("", "eager"), ("--use-flash-attn-v2", "flash"),
+                                                 ("--use-flash-attn", "flash")])
+def test_megatron_deepspeed_attention(flag, attention):
+    o = options("deepspeed --num_gpus 8 pretrain_gpt.py --num-layers 4 --hidden-size 256 --num-attention-heads 4 "
+                f"--seq-length 512 --micro-batch-size 1 --vocab-size 1000 --deepspeed --zero-stage 1 {flag}")
+    assert o.attention == attention
 
 
 

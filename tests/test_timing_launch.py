@@ -65,6 +65,17 @@ def test_blocking_adds_the_launch_floor_to_every_micro_batch():
     assert not any("CUDA_LAUNCH_BLOCKING" in n for n in plain.notes)
 
 
+def test_a_pipeline_rank_launches_its_stages_layers_only():
+    # a stage of 8 of the 32 layers launches 8 x 117 = 936 kernels a micro-batch, not the whole model's 3,744
+    assert launches_per_micro_batch(_setup(), stage_layers=8) == 936
+    assert launches_per_micro_batch(_setup(), stage_layers=None) == 3744
+    # Megatron over 4 pipeline stages of 8 layers: the blocking gap is 936 x 10 us = 9.36 ms a micro-batch
+    setup = replace(_setup(grad_accum=8), framework=Framework.MEGATRON)
+    layout = Layout(num_gpus=4, pp=4)
+    blocked = step_time(replace(setup, impl=BLOCKING), layout, A100)
+    assert any("about 936 launches per micro-batch add 9 ms" in n for n in blocked.notes)
+
+
 def test_blocking_exposes_all_communication():
     # DDP over 8 GPUs: the gradient all-reduce normally hides behind the backward except its last
     # bucket; with every launch blocking the whole wire time is exposed

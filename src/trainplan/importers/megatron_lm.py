@@ -27,6 +27,7 @@ from typing import Any
 from trainplan.enums import MlpKind, NormKind, Position
 from trainplan.frozen import replace
 from trainplan.importers.base import MEGATRON_OVERLAP_FLAGS, Collector, as_float, as_int, read_megatron_overlap
+from trainplan.importers.megatron_deepspeed import partition_method, zero_stage
 
 VERSION = "NVIDIA/Megatron-LM d98e8a64 (2026-08-22)"
 SCRIPTS = ("pretrain_gpt.py",)
@@ -62,6 +63,8 @@ _UNMODELLED = {
                          "megatron (estimated with the distributed optimizer's sharding only)",
     "data_parallel_sharding_strategy": "Megatron-FSDP's sharding strategy is not modelled",
 }
+# flash-attention switches: Megatron-LM's --use-flash-attn, microsoft/Megatron-DeepSpeed's v1/v2/triton ones
+_FLASH_FLAGS = ("use_flash_attn", "use_flash_attn_v1", "use_flash_attn_v2", "use_flash_attn_triton")
 # the flags read here (the others are counted as ignored: learning rate, logging, data paths, ...)
 _READ = {
     "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "group_query_attention",
@@ -78,7 +81,7 @@ _READ = {
     "account_for_loss_in_pipeline_split",
     "bf16", "fp16", "fp8_format", "fp8_recipe", "recompute_granularity", "recompute_method", "recompute_num_layers",
     "recompute_activations", "checkpoint_activations", "activations_checkpoint_method", "attention_backend",
-    "use_flash_attn", "optimizer", "train_iters", "train_samples", "zero_stage", "pad_vocab_size_to",
+    *_FLASH_FLAGS, "optimizer", "train_iters", "train_samples", "zero_stage", "pad_vocab_size_to",
     "pp_partition_method", *_UNMODELLED,
 }
 
@@ -141,13 +144,7 @@ def read_args(c: Collector, words: list[str], world: int | None) -> None:
     _batch(c, f, world, tp * pp * cp, spec.num_layers if spec else f.int("num_layers"), pp)
     _precision(c, f)
     _recompute(c, f)
-    if f.on("pp_partition_method") and pp > 1:
-        # Megatron-DeepSpeed's pipeline is DeepSpeed's PipelineModule, whose partition_method balances the layers
-        # of the types it names over the stages ('type:transformer|embedding': the decoder layers and the
-        # embeddings, BLOOM's tr11-176B-ml.slurm): stages of unequal decoder layers
-        c.set("uneven_pipeline", True, key="--pp-partition-method", raw=f.text("pp_partition_method"),
-              note="Megatron-DeepSpeed: DeepSpeed PipelineModule(partition_method=...) balances the named layer types "
-                   "over the stages, not the decoder layers alone")
+    partition_method(c, f.text("pp_partition_method"), pp)
     sp = f.on("sequence_parallel")
     if sp:
         c.set("sequence_parallel", True, key="--sequence-parallel", raw=True)
@@ -155,21 +152,11 @@ def read_args(c: Collector, words: list[str], world: int | None) -> None:
         c.default("sequence_parallel", False, key="--sequence-parallel", version=VERSION,
                   note=f"{_MPC} sequence_parallel = False")
     stage = f.int("zero_stage", minimum=0) if f.on("deepspeed") and f.on("zero_stage") else None
-    if stage:
-        c.set("zero", min(stage, 3), key="--zero-stage", raw=f.text("zero_stage"),
-              note="Megatron-DeepSpeed: the DeepSpeed engine's ZeRO stage")
-    elif stage == 0 and f.on("bf16") and pp > 1:
-        # DeepSpeed runs a bf16 model under pipeline parallelism with ZeRO off through its BF16_Optimizer
-        # (deepspeed/runtime/engine.py _do_optimizer_sanity_check returns BFLOAT16), which partitions the fp32
-        # master weights and the optimizer states over data parallel (runtime/bf16_optimizer.py
-        # fp32_groups_flat_partition): ZeRO-1's sharding
-        c.set("zero", 1, key="--zero-stage", raw=f.text("zero_stage"),
-              note="Megatron-DeepSpeed, ZeRO stage 0 with --bf16 under pipeline parallelism: DeepSpeed's "
-                   "BF16_Optimizer partitions fp32 master weights and optimizer states over data parallel (ZeRO-1)")
-    elif f.on("use_distributed_optimizer"):
+    sharded = stage is not None and zero_stage(c, stage, f.text("zero_stage"), bf16=f.on("bf16"), pp=pp)
+    if not sharded and f.on("use_distributed_optimizer"):
         c.set("zero", 1, key="--use-distributed-optimizer", raw=True,
               note="fp32 master weights and Adam states sharded over data parallel (trainplan's ZeRO-1)")
-    else:
+    elif not sharded:
         c.default("zero", 0, key="--use-distributed-optimizer", version=VERSION,
                   note=f"{_ARGS} --use-distributed-optimizer (store_true): each data-parallel rank keeps the whole "
                        "fp32 optimizer state")
@@ -199,12 +186,19 @@ def read_args(c: Collector, words: list[str], world: int | None) -> None:
         c.set("offload", "optimizer", key="--optimizer-cpu-offload", raw=True)
         c.set("offload_device", "cpu", key="--optimizer-cpu-offload", raw=True)
     backend = (f.text("attention_backend") or "").lower()
+    flash = next((n for n in _FLASH_FLAGS if f.on(n)), None)
     if backend in ("unfused", "local"):
         c.set("attention", "eager", key="--attention-backend", raw=backend,
               note="unfused attention: softmax over the materialised score matrix")
-    elif backend or f.on("use_flash_attn"):
-        c.set("attention", "flash", key="--attention-backend" if backend else "--use-flash-attn",
+    elif backend or flash:
+        c.set("attention", "flash", key="--attention-backend" if backend else "--" + flash.replace("_", "-"),
               raw=backend or True, note="a fused (flash / cuDNN) attention kernel")
+    elif f.on("deepspeed"):
+        # Megatron-DeepSpeed's ParallelAttention without a flash flag: torch.baddbmm scores, FusedScaleMaskSoftmax,
+        # torch.bmm (bigscience-workshop/Megatron-DeepSpeed megatron/model/transformer.py @8387ae17)
+        c.set("attention", "eager", key="--deepspeed", raw=True,
+              note="Megatron-DeepSpeed attention without --use-flash-attn: the score matrix materialised "
+                   "(baddbmm, fused scale-mask-softmax, bmm)")
     optimizer = (f.text("optimizer") or "adam").lower()
     if optimizer not in ("adam", "sgd"):
         c.skip("--optimizer", optimizer, "an optimizer trainplan does not model")

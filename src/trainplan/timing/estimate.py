@@ -28,6 +28,7 @@ from trainplan.timing.efficiency import Efficiency
 from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.fp8 import fp8_step_delta_s
 from trainplan.timing.hf_moe import hf_experts_delta_s, z3_leaf_params
+from trainplan.memory.stages import layers_per_stage
 from trainplan.timing.launch import launch_blocking_note, launch_gap_s, launches_per_micro_batch
 from trainplan.timing.loss import loss_note
 from trainplan.timing.mask import dense_mask_note
@@ -142,7 +143,10 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     blocking = setup.impl.launch_blocking
     hide_mb = compute_mb
     if blocking:
-        launches = launches_per_micro_batch(setup)
+        # a pipeline rank launches its stage's layers only (the heaviest stage's, memory.stages.layers_per_stage)
+        stage_layers = max(layers_per_stage(setup.model.num_layers, layout.pp,
+                                            head_as_layer=options.pp_head_as_layer)) if layout.pp > 1 else None
+        launches = launches_per_micro_batch(setup, stage_layers)
         compute_mb += launch_gap_s(launches)
         hide_mb = 0.0
         notes.append(launch_blocking_note(launches))

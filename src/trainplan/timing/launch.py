@@ -73,14 +73,17 @@ def _per_layer(setup: TrainingSetup) -> float:
     return n
 
 
-def launches_per_micro_batch(setup: TrainingSetup) -> float:
+def launches_per_micro_batch(setup: TrainingSetup, stage_layers: int | None = None) -> float:
     """Kernels one micro-batch launches in its decoder layers (module docstring), plus QLoRA's
-    dequantisations of every decoder linear (trainplan.timing.quantized.dequant_uses per linear)."""
-    n = setup.model.num_layers * _per_layer(setup)
+    dequantisations of every decoder linear (trainplan.timing.quantized.dequant_uses per linear). Under
+    pipeline parallelism a rank launches only its stage's layers: `stage_layers` of them (the heaviest stage)."""
+    layers = setup.model.num_layers
+    share = min(1.0, stage_layers / layers) if stage_layers and layers else 1.0
+    n = layers * _per_layer(setup)
     if setup.method is Method.QLORA and setup.quant is not None:
         linears = sum(count * len(kind.linears) for kind, count in structure(setup.model).layers)
         n += QLORA_DEQUANT_LAUNCHES * dequant_uses(setup) * linears
-    return n
+    return n * share
 
 
 def launch_gap_s(launches: float) -> float:
