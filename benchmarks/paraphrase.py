@@ -183,7 +183,7 @@ def unknowns(c):
 
 
 def _plain(x: float) -> str:
-    return f"{x:g}"
+    return f"{x:.15g}"      # every digit the number has (":g" would round to six)
 
 
 def measured(c):
