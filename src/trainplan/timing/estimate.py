@@ -19,6 +19,7 @@ from __future__ import annotations
 from trainplan.enums import Framework, GradCkpt, MoeDispatcher, Offload, PipeSchedule
 from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup, Workload
+from trainplan.memory.stages import layers_per_stage
 from trainplan.specs import GpuSpec
 from trainplan.timing import parts
 from trainplan.timing.comm import CommInputs, CommTimes, layout_comm, tp_collectives_per_layer
@@ -28,7 +29,6 @@ from trainplan.timing.efficiency import Efficiency
 from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.fp8 import fp8_step_delta_s
 from trainplan.timing.hf_moe import hf_experts_delta_s, z3_leaf_params
-from trainplan.memory.stages import layers_per_stage
 from trainplan.timing.launch import launch_blocking_note, launch_gap_s, launches_per_micro_batch
 from trainplan.timing.loss import loss_note
 from trainplan.timing.mask import dense_mask_note
