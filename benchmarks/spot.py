@@ -9,10 +9,10 @@
 * benchmarks/data/megatron_lm_scaling.json: Megatron-LM README's H100 scaling table (GPT 1.7B-462B) and its
   strong-scaling end points, each row a pretrain_gpt.py script (tools/build_megatron_lm_scaling.py); measured
   per-GPU teraFLOP/s (MFU for the strong-scaling points);
-* benchmarks/data/bigscience_benchmarks.json: BLOOM 176B's training (BigScience tr11-176B-ml), its Slurm batch script
-  (Megatron-DeepSpeed under srun and torch.distributed.run) read unchanged with `--from`, and the 7 layouts of its
-  reshaping log (the same script with TP, PP, micro-batch and nodes as each heading says); measured seconds per
-  iteration from the run's logs;
+* benchmarks/data/bigscience_benchmarks.json: BigScience's training runs, their Slurm batch scripts (Megatron-DeepSpeed
+  under srun and torch.distributed.run / launch) read unchanged with `--from`: tr1-13B on 512 V100 32GB, BLOOM 176B
+  (tr11-176B-ml) and the 7 layouts of BLOOM's reshaping log (the same script with TP, PP, micro-batch and nodes as
+  each heading says); measured seconds per iteration from the runs' logs;
 * benchmarks/data/xtuner_cases.json: XTuner's speed benchmark (and the LLaMA-Factory runs it compares with),
   written as published cases (the shared/ground_truth schema) and scored the way `trainplan accuracy` scores
   them (raw, no calibration); measured tokens/s per GPU;
@@ -44,8 +44,8 @@
 * benchmarks/data/colossalai_cases.json: Colossal-AI's LLaMA-2 7B Gemini benchmark (32 A800, written by hand from the
   README and the scripts of one commit), tokens/s over all GPUs.
 
-Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N` on the GPU its hardware text names
-(trainplan's GPU-name rule) and is scored against what the source printed.
+Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N --nodes M` (M: the row's `nodes`, else N / 8) on the
+GPU its hardware text names (trainplan's GPU-name rule) and is scored against what the source printed.
 
     python benchmarks/spot.py [--gpu-text]
 
@@ -101,7 +101,7 @@ def predict(row: dict, folder: Path) -> tuple[dict | None, str]:
     gpu = catalog.gpu_in_text(row["hardware"])
     n = row["num_gpus"]
     cmd = [sys.executable, "-m", "trainplan", "estimate", "--from", str(launch_file(row, folder)), "--gpu", gpu.id,
-           "--num-gpus", str(n), "--nodes", str(max(1, n // 8)), *row["extra_flags"], "--json"]
+           "--num-gpus", str(n), "--nodes", str(row.get("nodes") or max(1, n // 8)), *row["extra_flags"], "--json"]
     if row.get("interconnect"):
         cmd += ["--interconnect", row["interconnect"]]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)

@@ -255,3 +255,14 @@ def test_a_batch_script_is_read_by_its_shebang_or_slurm_name(tmp_path):
         path.write_text(text)
         o = options(path)
         assert (o.num_gpus, o.nodes, o.batch_size) == (8, 2, 2), name
+
+
+def test_an_option_whose_value_the_script_left_empty_takes_none():
+    # `--master_addr $(scontrol ...)` expands to nothing here: the next option is not its value
+    opts, rest = launch._options(["--nproc_per_node", "4", "--master_addr", "--master_port", "6000", "t.py"], set())
+    assert opts == {"nproc_per_node": "4", "master_addr": True, "master_port": "6000"} and rest == ["t.py"]
+
+
+def test_an_environment_value_may_span_lines():
+    env, words = launch._command(["CMD=a\nb", "torchrun", "t.py"])
+    assert env == {"CMD": "a\nb"} and words == ["torchrun", "t.py"]

@@ -136,6 +136,17 @@ def test_a_megatron_deepspeed_slurm_script_in_blooms_shape():
     assert o.attention == "eager"
 
 
+def test_a_megatron_deepspeed_slurm_script_in_bigscience_tr1_shape():
+    # tests/fixtures/configs/megatron_lm/meg_ds_fp16_v100.slurm, the shape of BigScience's tr1-13B-round1.slurm:
+    # nodes of 4 GPUs, `bash -c '$LAUNCHER ... $SLURM_PROCID $CMD'` in single quotes (the inner bash expands the
+    # exported LAUNCHER and CMD; SLURM_PROCID is each task's own: 0 for the first), `python -m torch.distributed.launch`
+    # with a MASTER_ADDR the script gets from perl (unknown here: an empty value), an argument list that spans lines
+    o = options(DIR / "meg_ds_fp16_v100.slurm")
+    assert (o.num_gpus, o.nodes, o.tp, o.pp, o.zero) == (64, 16, 2, 4, 1)
+    assert (o.precision, o.grad_ckpt, o.attention, o.batch_size, o.grad_accum) == ("fp16", "full", "eager", 1, 8)
+    assert o.model.vocab_size == 50432          # GPT-2's 50,257 padded to a multiple of 128 x tp 2 = 256: 197 x 256
+
+
 @pytest.mark.parametrize(("flag", "attention"), [("", "eager"), ("--use-flash-attn-v2", "flash"),
                                                  ("--use-flash-attn", "flash")])
 def test_megatron_deepspeed_attention(flag, attention):

@@ -46,7 +46,7 @@ from trainplan.importers.launch_script import _CONFIG_EXT, _absorb, _load, _scal
 from trainplan.importers.launch_script import script_args as script_args
 
 FORMAT = "launch"
-_ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)     # a value may span lines (a quoted argument list)
 _MINE = {"torchrun", "deepspeed", "accelerate", "llamafactory-cli", "lmf", "tune", "python", "python3", "srun"}
 _NOT_MINE = {"swift", "megatron"}          # importers/swift.py
 _SEPARATORS = {"&&", "||", ";", "|"}
@@ -117,8 +117,8 @@ def _options(words: list[str], flags: set[str]) -> tuple[dict[str, Any], list[st
         name = name.lstrip("-").replace("-", "_")
         if eq:
             opts[name] = value
-        elif name in flags or i + 1 >= len(words):
-            opts[name] = True
+        elif name in flags or i + 1 >= len(words) or words[i + 1].startswith("--"):
+            opts[name] = True      # a switch, or a value the script left empty (`--master_addr $(scontrol ...)`)
         else:
             opts[name] = words[i + 1]
             i += 1

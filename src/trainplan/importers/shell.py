@@ -39,6 +39,7 @@ _SHELL_WORDS = {"if", "elif", "else", "fi", "then", "[", "[[", "test", "echo", "
 _REF = re.compile(r"\$\(\((?P<arith>[^()]*(?:\([^()]*\)[^()]*)*)\)\)"
                   r"|\$\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*|[0-9]+)(?P<index>\[[@*0-9]+\])?(?::-(?P<default>[^}]*))?\}"
                   r"|\$(?P<plain>[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?])")
+_TASK_IDS = ("SLURM_PROCID", "SLURM_NODEID", "SLURM_LOCALID")      # srun's per-task ids (`--node_rank $SLURM_PROCID`)
 _WHOLE_ARRAY = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}$")
 _SBATCH_VALUE = {"-N": "nodes", "--nodes": "nodes", "--ntasks-per-node": "ntasks_per_node",
                  "--gpus-per-node": "gpus_per_node", "-n": "ntasks", "--ntasks": "ntasks"}
@@ -84,6 +85,8 @@ class _Shell:
         if name in self.arrays:
             return " ".join(self.arrays[name])
         if name not in self.scalars and name.startswith("SLURM_"):     # what sbatch exports (#SBATCH directives)
+            if name in _TASK_IDS:
+                return "0"            # what srun gives each task: the script as its first task runs it
             return dict(v.split("=", 1) for v in self.slurm_env()).get(name, "")
         return self.scalars.get(name, "")
 
