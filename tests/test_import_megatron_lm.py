@@ -134,6 +134,7 @@ def test_a_megatron_deepspeed_slurm_script_in_blooms_shape():
     assert o.pp_head_as_layer is True
     # bigscience Megatron-DeepSpeed's ParallelAttention: baddbmm scores, fused softmax, bmm (no flash kernel)
     assert o.attention == "eager"
+    assert unread(o)["--position-embedding-type"] == "alibi"     # said: ALiBi's bias is not timed apart
 
 
 def test_a_megatron_deepspeed_slurm_script_in_bigscience_tr1_shape():

@@ -388,7 +388,10 @@ def _model(c: Collector, f: _Flags, tp: int):
         hidden_dropout=f.float("hidden_dropout") if f.on("hidden_dropout") else 0.1,
         attention_dropout=f.float("attention_dropout") if f.on("attention_dropout") else 0.1,
         source=f"Megatron-LM pretrain_gpt.py flags ({VERSION})")
-    if position not in ("learned_absolute", "rope"):
+    if position == "alibi":     # Megatron-DeepSpeed: a per-head bias added to the attention scores
+        c.skip("--position-embedding-type", position, "ALiBi: no position parameters (counted as rotary); its bias "
+                                                      "is added to the scores inside the attention, not timed apart")
+    elif position not in ("learned_absolute", "rope"):
         c.skip("--position-embedding-type", position, "read as rotary (no position parameters)")
     c.set("model", spec, key="--num-layers/--hidden-size/--num-attention-heads", raw=name,
           note=f"{layers} layers, hidden {hidden}, {heads} heads ({groups} query groups, {kv_channels} channels), "
