@@ -81,8 +81,9 @@ FIELD_UNITS = {
 # number there is the Ulysses degree)
 _DEGREE_NAMES = {"tp": "tp|tensor", "pp": "pp|pipeline", "cp": "cp|context", "ep": "ep|expert", "dp": "dp|data",
                  "sp": "sp|ulysses|sequence"}
-_DEGREE = {key: re.compile(rf"^\s*(?:{names})(?:[\s_-]*parallel(?:ism)?)?(?:[\s_-]*(?:size|degree))?\s*[=:_-]?\s*"
-                           r"(\d{1,5})\s*$", re.IGNORECASE) for key, names in _DEGREE_NAMES.items()}
+_DEGREE_BODY = r"(?:{names})(?:[\s_-]*parallel(?:ism)?)?(?:[\s_-]*(?:size|degree))?\s*[=:_-]?\s*(\d{{1,5}})"
+_DEGREE = {key: re.compile(r"^\s*" + _DEGREE_BODY.format(names=names) + r"\s*$", re.IGNORECASE)
+           for key, names in _DEGREE_NAMES.items()}
 # PyTorch's dtype names for the schema's precision words (torch.bfloat16 is bf16), in the precision fields
 _DTYPE_NAMES = ((re.compile(r"(?<![a-z0-9])(?:torch\.)?bfloat16(?![a-z0-9])", re.IGNORECASE), "bf16"),
                 (re.compile(r"(?<![a-z0-9])(?:torch\.)?float16(?![a-z0-9])", re.IGNORECASE), "fp16"),
@@ -227,8 +228,7 @@ def _precision(case: dict, notes: list[str]) -> None:
 
 # a `parallel` block written as text ("DeepSpeed ZeRO-3", "TP=2, PP=4", "FSDP + CPU offload"): the degrees, the ZeRO
 # stage, FSDP, offload and ring attention its words name, the text itself as `other`
-_TEXT_DEGREE = {key: re.compile(rf"(?<![a-z0-9])(?:{names})(?:[\s_-]*parallel(?:ism)?)?(?:[\s_-]*(?:size|degree))?"
-                                r"\s*[=:_-]?\s*(\d{1,5})(?![0-9])", re.IGNORECASE)
+_TEXT_DEGREE = {key: re.compile(r"(?<![a-z0-9])" + _DEGREE_BODY.format(names=names) + r"(?![0-9])", re.IGNORECASE)
                 for key, names in _DEGREE_NAMES.items()}
 _WAY = {key: re.compile(rf"(?<![0-9])(\d{{1,5}})[\s-]*way[\s_-]*(?:{names})(?![a-z])", re.IGNORECASE)
         for key, names in _DEGREE_NAMES.items()}      # "2-way TP"
@@ -270,8 +270,7 @@ def _gpu_count(text: str) -> int | None:
     """The GPU count a `gpus.count` text gives (_NODES_X_GPUS), else None."""
     if m := _NODES_X_GPUS.match(text):
         return int(m.group(1)) * int(m.group(2)) or None
-    bare = re.sub(r"\([^)]*\)", " ", text).strip()
-    got = number(bare)
+    got = number(without_aside(text))
     if got is None or not got[0].is_integer() or got[0] < 1 or _NODE_WORDS.search(got[1]):
         return None
     return int(got[0])

@@ -87,7 +87,7 @@ class _Shell:
         if name not in self.scalars and name.startswith("SLURM_"):     # what sbatch exports (#SBATCH directives)
             if name in _TASK_IDS:
                 return "0"            # what srun gives each task: the script as its first task runs it
-            return dict(v.split("=", 1) for v in self.slurm_env()).get(name, "")
+            return self.slurm_vars().get(name, "")
         return self.scalars.get(name, "")
 
     def expand_text(self, text: str) -> str:
@@ -144,16 +144,20 @@ class _Shell:
                 self.slurm[_SBATCH_VALUE[name]] = value
             i += 1
 
-    def slurm_env(self) -> list[str]:
-        env = []
+    def slurm_vars(self) -> dict[str, str]:
+        """The variables sbatch exports for the #SBATCH directives read (SLURM_NNODES, ...)."""
+        out = {}
         if self.slurm.get("nodes", "").isdigit():
-            env.append(f"SLURM_NNODES={self.slurm['nodes']}")
+            out["SLURM_NNODES"] = self.slurm["nodes"]
         per_node = self.slurm.get("ntasks_per_node") or self.slurm.get("gpus_per_node") or ""
         if per_node.isdigit():
-            env.append(f"SLURM_NTASKS_PER_NODE={per_node}")
+            out["SLURM_NTASKS_PER_NODE"] = per_node
         if self.slurm.get("ntasks", "").isdigit():
-            env.append(f"SLURM_NTASKS={self.slurm['ntasks']}")
-        return env
+            out["SLURM_NTASKS"] = self.slurm["ntasks"]
+        return out
+
+    def slurm_env(self) -> list[str]:
+        return [f"{name}={value}" for name, value in self.slurm_vars().items()]
 
 
 def _string_test(words: list[str]) -> bool:
