@@ -42,7 +42,10 @@
 * benchmarks/data/swift_v1_benchmark_cases.json: ms-swift 1.x's training benchmark (LoRA, QLoRA and full
   fine-tuning on one A100 over cls-fudan-news-zh samples, tools/build_swift_v1_benchmark_cases.py), seconds per step;
 * benchmarks/data/colossalai_cases.json: Colossal-AI's LLaMA-2 7B Gemini benchmark (32 A800, written by hand from the
-  README and the scripts of one commit), tokens/s over all GPUs.
+  README and the scripts of one commit), tokens/s over all GPUs;
+* benchmarks/data/olmo_core_cases.json: OLMo-core's throughput table (OLMo 1B/7B/13B and Llama 8B pre-training with
+  its official scripts: PyTorch FSDP2, torch.compile, torchao float8 on request, on H100,
+  tools/build_olmo_core_cases.py), tokens/s per device.
 
 Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N --nodes M` (M: the row's `nodes`, else N / 8) on the
 GPU its hardware text names (trainplan's GPU-name rule) and is scored against what the source printed.
@@ -74,7 +77,8 @@ CASES = tuple(ROOT / "benchmarks" / "data" / name
                            "mbridge_2604_2606_cases.json", "nemo_long_sequence_cases.json", "internevo_cases.json",
                            "xtuner_megatron_moe_cases.json", "fms_fsdp_cases.json",
                            "tinyllama_cases.json", "model_card_cases.json", "automodel_cases.json",
-                           "moe_modelzoo_cases.json", "swift_v1_benchmark_cases.json", "colossalai_cases.json"))
+                           "moe_modelzoo_cases.json", "swift_v1_benchmark_cases.json", "colossalai_cases.json",
+                           "olmo_core_cases.json"))
 # how each compared metric (trainplan.cases PREDICTED_KEYS) is printed
 UNITS = {"tokens_per_s_per_gpu": "tok/s", "tflops_per_gpu": "TFLOP/s", "step_s": "s/step", "mfu": "MFU",
          "gpu_hours": "GPU-h"}
