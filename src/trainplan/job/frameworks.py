@@ -205,7 +205,10 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     ("transformers trainer", Framework.HF),
     ("seq2seqtrainer", Framework.HF), ("transformers", Framework.HF), ("peft", Framework.HF),
     ("accelerate", Framework.HF),
-    ("llm-foundry", Framework.FSDP), ("composer", Framework.FSDP),
+    # mosaicml/llm-foundry: its README titles it "LLM Foundry", its package is llmfoundry/ (scripts/train/train.py
+    # imports llmfoundry and trains under Composer's FSDP)
+    ("llm-foundry", Framework.FSDP), ("llm foundry", Framework.FSDP), ("llmfoundry", Framework.FSDP),
+    ("composer", Framework.FSDP),
     ("megatron", Framework.MEGATRON), ("deepspeed", Framework.DEEPSPEED),
     ("fsdp", Framework.FSDP), ("fsdp2", Framework.FSDP), ("fully_shard", Framework.FSDP),
     ("hugging face", Framework.HF),
