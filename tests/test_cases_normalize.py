@@ -195,6 +195,7 @@ def test_a_measured_value_that_is_no_number_skips_that_case_and_the_rest_scores(
     ("llamafactory-cli train", "llamafactory"), ("360-LLaMA-Factory", "llamafactory"),
     ("tatsu-lab/stanford_alpaca train.py + FSDP", "hf"),                     # a transformers Trainer
     ("alignment-handbook (zephyr-7b-beta recipe, DeepSpeed ZeRO-3)", "trl"),  # trl's SFTTrainer
+    ("LMFlow finetune.sh", "hf"), ("Pai-Megatron-Patch", "megatron"), ("FlagScale", "megatron"),
     ("MosaicML LLM Foundry", "fsdp"), ("llmfoundry scripts/train/train.py", "fsdp"),  # Composer's FSDP
 ])
 def test_trainers_named_by_what_they_are_built_on(text, framework):

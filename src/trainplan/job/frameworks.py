@@ -167,6 +167,9 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     ("megatron-deepspeed", Framework.MEGATRON), ("deepspeed-chat", Framework.DEEPSPEED),
     ("megatron-lm", Framework.MEGATRON), ("megatron-core", Framework.MEGATRON), ("megatron bridge", Framework.MEGATRON),
     ("megatron-bridge", Framework.MEGATRON),
+    # Megatron-LM's derivatives: alibaba/Pai-Megatron-Patch ("train ... LLMs by using MegatronLM framework", its
+    # README), FlagOpen/FlagScale ("a Large Language Model (LLM) toolkit based on the Megatron-LM project", its README)
+    ("pai-megatron-patch", Framework.MEGATRON), ("flagscale", Framework.MEGATRON),
     # NeMo AutoModel is NeMo's PyTorch-native backend, not Megatron: FSDP2 (torch fully_shard,
     # nemo_automodel/components/distributed/parallelizer.py) with MixedPrecisionPolicy(param_dtype=bfloat16,
     # reduce_dtype=float32) (components/distributed/config.py), torch.distributed.pipelining schedules
@@ -185,6 +188,8 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     # (`transformers.Trainer` over a peft model), yangjianxin1/Firefly component/trainer.py (a
     # `transformers.Trainer` subclass)
     ("fastchat", Framework.HF), ("alpaca-lora", Framework.HF), ("firefly", Framework.HF),
+    # OptimalScale/LMFlow src/lmflow/pipeline/finetuner.py (transformers `Trainer` or its PeftTrainer subclass, @01058298)
+    ("lmflow", Framework.HF),
     # artidoro/qlora qlora.py (`Seq2SeqTrainer` over a peft model, @00e5ad2a), ymcui/Chinese-LLaMA-Alpaca and
     # Chinese-LLaMA-Alpaca-2 scripts/training/run_clm_sft_with_peft.py (`Trainer(model=model, args=training_args,
     # ...)`, @04f1ccac and @0189e8be)
