@@ -188,7 +188,7 @@ NAMES: tuple[tuple[str, Framework], ...] = (
     # (`transformers.Trainer` over a peft model), yangjianxin1/Firefly component/trainer.py (a
     # `transformers.Trainer` subclass)
     ("fastchat", Framework.HF), ("alpaca-lora", Framework.HF), ("firefly", Framework.HF),
-    # OptimalScale/LMFlow src/lmflow/pipeline/finetuner.py (transformers `Trainer` or its PeftTrainer subclass, @01058298)
+    # OptimalScale/LMFlow src/lmflow/pipeline/finetuner.py (transformers `Trainer` or its PeftTrainer, @01058298)
     ("lmflow", Framework.HF),
     # artidoro/qlora qlora.py (`Seq2SeqTrainer` over a peft model, @00e5ad2a), ymcui/Chinese-LLaMA-Alpaca and
     # Chinese-LLaMA-Alpaca-2 scripts/training/run_clm_sft_with_peft.py (`Trainer(model=model, args=training_args,
