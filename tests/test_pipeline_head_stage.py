@@ -27,8 +27,12 @@ def test_the_embedding_and_the_loss_take_a_layers_place():
     assert layers_per_stage(80, 4) == (20, 20, 20, 20)
     assert layers_per_stage(94, 8) == (11, 11, 12, 12, 12, 12, 12, 12)
     assert layers_per_stage(94, 1, head_as_layer=True) == (94,)
-    # torchtitan's weights on 16 layers over 16 stages would leave the last stage only the head: the plain split
-    assert layers_per_stage(16, 16, head_as_layer=True) == (1,) * 16
+    # torchtitan's generate_llm_fqn_per_model_part on 16 layers over 16 stages: 18 places, 1 a stage and 2 for the
+    # first two; the first gives one to the embedding, the last its one to norm + output: a stage of the head only
+    assert layers_per_stage(16, 16, head_as_layer=True) == (1, 2) + (1,) * 13 + (0,)
+    # BLOOM's 70 layers over 72 stages ('type:transformer|embedding', one weighted layer a stage): the first stage
+    # the embedding alone, the last the tied output embedding alone
+    assert layers_per_stage(70, 72, head_as_layer=True) == (0,) + (1,) * 70 + (0,)
     # torchtitan's rule for a remainder: 30 + 2 = 32 over 6 stages, 6 for the first two, then 5; first and last less
     assert layers_per_stage(30, 6, head_as_layer=True) == (5, 6, 5, 5, 5, 4)
 
@@ -97,3 +101,22 @@ def test_a_split_that_does_not_divide_is_a_one_line_error():
                            "--framework", "megatron", "--pp-head-as-layer"], capture_output=True, text=True)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "80 layers + the embedding and the loss" in done.stderr and "82 % 20 = 2" in done.stderr
+
+
+def test_a_stage_of_the_embedding_or_the_loss_alone():
+    """num_layers + 2 stages with the embedding and the loss as a layer each: the first stage holds the embedding
+    only, the last the LM head and the loss only (memory.stages.layers_per_stage); the notes say so, and the
+    step waits for the head's stage. One stage more than the places is a one-line error."""
+    job = _job(model="llama-3.1-8b", num_gpus=34, nodes=17, tp=1, pp=34, grad_accum=68, pp_head_as_layer=True)
+    from trainplan.estimation import estimate
+
+    est = estimate(job)
+    note = next(n for n in est.notes if n.startswith("pipeline 34 stages"))
+    assert "0: the embedding only" in note and "33: the LM head and the loss only" in note
+    t = step_time(job.setup, job.layout, job.gpu, workload=job.workload, options=job.timing)
+    assert t.step_s > 0 and t.breakdown.bubble_s > 0
+    done = subprocess.run([sys.executable, "-m", "trainplan", "estimate", "--model", "llama-3.1-8b", "--gpu", "h100",
+                           "--num-gpus", "35", "--nodes", "5", "--pp", "35", "--grad-accum", "70",
+                           "--framework", "megatron", "--pp-head-as-layer"], capture_output=True, text=True)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "--pp 35 is more than the 32 layers + the embedding and the loss" in done.stderr

@@ -48,13 +48,20 @@ def _parallel_notes(setup: TrainingSetup, layout: Layout, parallel: ParallelConf
         schedule = "1F1B" if parallel.virtual_stages == 1 else f"interleaved 1F1B ({parallel.virtual_stages} chunks)"
         if parallel.dual_pipe:
             schedule = "DualPipe (rank i holds stages i and p-1-i: two copies of the parameters)"
-        parts = [f"{i}: {len(s.stage.layers)} layers, {s.stage.in_flight:g} micro-batches, {gib(s.device):.1f} GiB"
+        parts = [f"{i}: {_stage_holds(s.stage)}, {s.stage.in_flight:g} micro-batches, {gib(s.device):.1f} GiB"
                  for i, s in enumerate(stages)]
         notes.append(f"pipeline {layout.pp} stages, {schedule}, {setup.grad_accum} micro-batches: " + "; ".join(parts))
         if setup.grad_accum < layout.pp:
             notes.append(f"only {setup.grad_accum} micro-batches for {layout.pp} stages: most of the pipeline idles "
                          "(set --grad-accum >= --pp)")
     return notes
+
+
+def _stage_holds(stage) -> str:
+    """A pipeline stage's share as the note says it: its decoder layers, or the embedding or the loss alone."""
+    if stage.layers:
+        return f"{len(stage.layers)} layers"
+    return "the embedding only" if stage.has_embedding else "the LM head and the loss only"
 
 
 def estimate_memory(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, headroom: float = 0.10,

@@ -125,12 +125,13 @@ def check_layout(setup: TrainingSetup, layout: Layout, cfg: ParallelConfig) -> N
         flag = f"--etp {etp}" if layout.etp is not None else f"--tp {tp} (the experts' tensor parallel unless --etp)"
         raise TrainplanError(f"{flag} does not divide the expert intermediate size "
                              f"{spec.moe.expert_intermediate_size} of {spec.name}")
-    if pp > spec.num_layers:
-        raise TrainplanError(f"--pp {pp} is more than the {spec.num_layers} layers of {spec.name}")
     chunks = pp * cfg.virtual_stages
     # Megatron-Core (transformer_block.py get_num_layers_to_build): with the embedding and loss accounted for,
     # num_layers + 2 is split evenly and the first and the last stage build one layer fewer
     slots = pipeline_slots(spec.num_layers, cfg.head_as_layer and pp > 1)
+    if pp > slots:
+        what = f"{spec.num_layers} layers" + (" + the embedding and the loss" if slots != spec.num_layers else "")
+        raise TrainplanError(f"--pp {pp} is more than the {what} of {spec.name}")
     # torchtitan splits the layers over its stages itself, unevenly where they do not divide
     # (torchtitan/distributed/pipeline_parallel.py generate_llm_fqn_per_model_part)
     uneven = cfg.uneven_pipeline or cfg.sequential or setup.framework is Framework.TORCHTITAN

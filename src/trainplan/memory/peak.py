@@ -93,6 +93,8 @@ def _runs(inp: StepInputs) -> list[list]:
     amount at each layer of a run and only its ends are built."""
     layers, grads, mask = inp.layers, inp.layer_grads, inp.ckpt_mask
     n = len(layers)
+    if not n:             # a pipeline stage that holds only the embedding or only the loss (memory.stages)
+        return []
     if not mask and not inp.activation_offload:
         # one checkpointing for all: saves and copies follow the layer object, so a run is a stretch
         # of the same object with the same gradient (the planner's walks: one pass in C where uniform)

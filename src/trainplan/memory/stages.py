@@ -42,13 +42,16 @@ def layers_per_stage(num_layers: int, pp: int, *, head_as_layer: bool = False) -
     """Layers of each stage; a remainder goes to the last stages, which stash fewer micro-batches. With
     `head_as_layer` the embedding and the loss take a layer's place each (ParallelConfig.head_as_layer): the
     first and the last stage hold one layer fewer, and a remainder goes to the first stages (torchtitan's
-    generate_llm_fqn_per_model_part; Megatron-Core asks num_layers + 2 to divide). Where that would leave a
-    stage without a decoder layer (a stage a layer or less), the plain split."""
+    generate_llm_fqn_per_model_part; Megatron-Core asks num_layers + 2 to divide). A first or last stage whose
+    place is only the embedding or only the loss holds no decoder layer (Megatron-DeepSpeed's
+    --pp-partition-method 'type:transformer|embedding' gives each of num_layers + 2 stages one weighted layer:
+    deepspeed/runtime/pipe/module.py _partition_layers, partition_balanced over the matching layers). Where the
+    places are fewer than the stages, the plain split."""
     if head_as_layer and pp > 1:
         base, extra = divmod(pipeline_slots(num_layers, head_as_layer), pp)
         sizes = [base + (1 if i < extra else 0) for i in range(pp)]
         sizes[0], sizes[-1] = sizes[0] - 1, sizes[-1] - 1
-        if min(sizes) > 0:
+        if min(sizes) >= 0 and min(sizes[1:-1], default=1) > 0:
             return tuple(sizes)
     base, extra = divmod(num_layers, pp)
     return tuple(base + (1 if i >= pp - extra else 0) for i in range(pp))
