@@ -163,6 +163,10 @@ def test_override_helpers():
     old = from_configs(["python -m torch.distributed.launch --nproc_per_node 2 --use_env train.py --bf16"],
                        JobOptions(model=""), {})
     assert (old.num_gpus, old.precision) == (2, "bf16")
+    # interpreter flags before -m (BigScience's `python -u -m torch.distributed.run`): still torchrun's ranks
+    unbuffered = from_configs(["python -u -m torch.distributed.run --nproc_per_node 4 train.py --bf16"],
+                              JobOptions(model=""), {})
+    assert (unbuffered.num_gpus, unbuffered.precision) == (4, "bf16")
 
 
 def test_cuda_launch_blocking_in_the_environment_is_read(capsys):

@@ -132,9 +132,8 @@ def read(data: list[str], path: str, ctx: ReadContext | None = None) -> Imported
     if not words:
         raise TrainplanError(f"--from {path}: no launch command found")
     first = os.path.basename(words[0]).lower()
-    if first in ("python", "python3") and len(words) > 2 and words[1] == "-m" and \
-            words[2] in ("torch.distributed.run", "torch.distributed.launch"):
-        first, words = "torchrun", ["torchrun", *words[3:]]
+    if (as_torchrun := _torch_module_launch(words)) is not None:
+        first, words = "torchrun", as_torchrun
     blocking = env.pop("CUDA_LAUNCH_BLOCKING", None)
     if blocking is not None:   # CUDA: "0 or 1 (default is 0)"; 1 makes every launch synchronous (timing.launch)
         c.set("launch_blocking", blocking.strip() == "1", key="CUDA_LAUNCH_BLOCKING", raw=blocking)
@@ -189,6 +188,22 @@ def _distributed(c: Collector, words: list[str], ctx: ReadContext | None, env: d
         _gpus(c, per_node, nodes, "deepspeed --num_gpus/--num_nodes/--hostfile")
 
 
+TORCH_LAUNCH_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+
+
+def _torch_module_launch(words: list[str]) -> list[str] | None:
+    """`python [-u -O -OO -B] -m torch.distributed.run|launch ARGS` as `torchrun ARGS` (torch/distributed/run.py is
+    torchrun's entry point; launch.py runs it too); None for any other command."""
+    if not words or os.path.basename(words[0]).lower() not in ("python", "python3"):
+        return None
+    j = 1
+    while j < len(words) and words[j] in ("-u", "-O", "-OO", "-B"):     # interpreter flags before -m
+        j += 1
+    if j + 1 < len(words) and words[j] == "-m" and words[j + 1] in TORCH_LAUNCH_MODULES:
+        return ["torchrun", *words[j + 2:]]
+    return None
+
+
 def _inner_launcher(words: list[str]) -> list[str] | None:
     """The words from a distributed launcher that srun's task runs (`srun bash -c "torchrun ..."`, `python -m
     torch.distributed.run`, `deepspeed`), as `torchrun ...` / `deepspeed ...`; None when it runs a script itself."""
@@ -198,13 +213,8 @@ def _inner_launcher(words: list[str]) -> list[str] | None:
             return None
         if name in ("torchrun", "deepspeed"):
             return words[k:]
-        if name in ("python", "python3"):
-            j = k + 1
-            while j < len(words) and words[j] in ("-u", "-O", "-OO", "-B"):     # interpreter flags before -m
-                j += 1
-            if j + 1 < len(words) and words[j] == "-m" and words[j + 1] in ("torch.distributed.run",
-                                                                            "torch.distributed.launch"):
-                return ["torchrun", *words[j + 2:]]
+        if (as_torchrun := _torch_module_launch(words[k:])) is not None:
+            return as_torchrun
     return None
 
 
