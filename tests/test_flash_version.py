@@ -110,3 +110,18 @@ def test_a_case_naming_fa3_on_hopper_is_timed_with_it():
     assert map_case(case).job.setup.impl.flash_version == 3
     case["gpus"] = {**case["gpus"], "type": "A100 80GB"}        # FA3 does not run there: the case's FA2
     assert map_case(case).job.setup.impl.flash_version == 2
+
+
+@pytest.mark.parametrize(("value", "version"), [
+    ("flash_attention_3", 3), ("flash_attention_4", 4), ("fa3", 3), ("kernels-community/flash-attn3", 3),
+    ("FlashAttention-3 (hopper build)", 3), ("flash attention v2", 2), ("FA2", 2), ("sdpa", None),
+    ("flash_attention_2", 2), ("sofa3", None), ("fa30", None),
+])
+def test_one_reading_of_the_flashattention_version(value, version):
+    """Config settings (importers.base.read_flash_version) and case texts (cases.text.flash_version_of) read the
+    version with job.capabilities.flash_version_named; a word that only ends in 'fa' names none."""
+    from trainplan.cases.text import flash_version_of
+    from trainplan.job.capabilities import flash_version_named
+
+    assert flash_version_named(value) == version
+    assert flash_version_of(value) == version

@@ -17,6 +17,7 @@ from trainplan.cases.common import Skip, text
 from trainplan.cases.optimizer_text import memory_optimizer
 from trainplan.enums import ExpertsImpl, Framework, PipeSchedule
 from trainplan.job.defaults import torchtitan as titan
+from trainplan.job.capabilities import flash_version_named
 from trainplan.job.frameworks import framework_in_text
 from trainplan.specs import GpuSpec
 
@@ -222,14 +223,10 @@ def experts_of(case: dict) -> ExpertsImpl:
     return ExpertsImpl.GROUPED_MM if _TRANSFORMERS_5.search(said) else ExpertsImpl.LOOP
 
 
-_FLASH_VERSION = re.compile(r"(?<![a-z0-9])(?:flash[-_ ]?att(?:n|ention)|fa)[-_ ]?v?([234])(?![0-9])")
-
-
 def flash_version_of(value: Any) -> int | None:
     """The FlashAttention major version an attention text names ("FlashAttention-3", "FA3", "flash_attention_3",
-    "flash-attn 3"), None when it names none."""
-    m = _FLASH_VERSION.search(text(value))
-    return int(m.group(1)) if m else None
+    "flash-attn 3": job.capabilities.flash_version_named), None when it names none."""
+    return flash_version_named(text(value))
 
 
 def precision_of(case: dict, framework: Framework, sharded: bool) -> tuple[str | None, bool | None, str | None]:
@@ -280,8 +277,8 @@ def quant_of(case: dict) -> tuple[str | None, bool, str | None]:
 
 
 def _flag(value: Any) -> bool:
-    """A yes/no setting as written: true, or text that says so ("true", "yes", "1", "on")."""
-    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "1", "on"))
+    """A yes/no setting as written: true, or text that says so (_bool: "true", "yes", "1", "on", "enabled")."""
+    return value is True or (isinstance(value, str) and _bool(value) is True)
 
 
 # frameworks whose QLoRA recipe calls peft's prepare_model_for_kbit_training, which casts the

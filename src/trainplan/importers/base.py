@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import enum
 import os
-import re
 
 from trainplan.errors import TrainplanError
 from trainplan.frozen import field, frozen
+from trainplan.job.capabilities import flash_version_named
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
 if TYPE_CHECKING:
@@ -290,16 +290,12 @@ def names(value: Any) -> tuple[str, ...]:
     return (str(value),)
 
 
-_FLASH_VERSION = re.compile(r"(?:flash[-_ ]?attn|flash[-_]attention|fa)[-_ ]?([34])\b")
-
-
 def read_flash_version(c: Collector, name: Any, key: str) -> None:
-    """FlashAttention 3 or 4 named by an attention setting: transformers' attn_implementation flash_attention_3
-    / flash_attention_4 (modeling_flash_attention_utils.py), LLaMA-Factory's flash_attn fa3, a kernels-hub path
-    (kernels-community/flash-attn3). Version 2 is the default and left unsaid."""
-    m = _FLASH_VERSION.search(str(name).lower())
-    if m:
-        c.set("flash_version", int(m.group(1)), key=key, raw=name)
+    """FlashAttention 3 or 4 named by an attention setting (job.capabilities.flash_version_named). Version 2 is the
+    default and left unsaid."""
+    version = flash_version_named(str(name))
+    if version and version > 2:
+        c.set("flash_version", version, key=key, raw=name)
 
 
 def read_length_grouping(c: Collector, flag: Any, strategy: Any) -> None:

@@ -202,6 +202,16 @@ def offloaded_optimizer(setup: TrainingSetup, layout: Layout) -> tuple[Optimizer
                              "the DeepSpeed config keeps the trainer's optimizer (trainplan does not read it)")
 
 
+def flash_version_named(value: str) -> int | None:
+    """The FlashAttention major version (2, 3 or 4) a setting or a text names: transformers' attn_implementation
+    flash_attention_3 / _4 (modeling_flash_attention_utils.py), LLaMA-Factory's flash_attn fa3, a kernels-hub path
+    (kernels-community/flash-attn3), "FlashAttention-3", "FA3", "flash-attn v2"; None when it names none."""
+    import re  # only for settings and free text
+
+    m = re.search(r"(?<![a-z0-9])(?:flash[-_ ]?att(?:n|ention)|fa)[-_ ]?v?([234])(?![0-9])", value.lower())
+    return int(m.group(1)) if m else None
+
+
 def flash_refusal(framework: Framework, attention: Attention, version: int, gpu: GpuSpec | None) -> str | None:
     """Why FlashAttention `version` cannot run (None: it can; gpu None: not asked of a GPU, as the planner).
     FA3 and FA4 are transformers' attn_implementation flash_attention_3 / _4 (LLaMA-Factory fa3, ms-swift and
