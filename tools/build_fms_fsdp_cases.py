@@ -26,8 +26,9 @@ Nothing is fitted to the rows.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from case_rows import github_source, write_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "ed74fd5ddec00e309eac20f478de883464c86526"
@@ -85,9 +86,8 @@ def case(size: str, sharding: str, ac: str, system: tuple, tps: int) -> dict:
                      "offload": None, "other": None},
         "framework": "fms-fsdp (PyTorch FSDP, use_orig_params, limit_all_gathers; torch.compile enabled)",
         "measured": {"tokens_per_s_per_gpu": float(tps), "what": "Training Throughput tokens/sec/GPU"},
-        "source": {"url": f"https://github.com/{REPO}/blob/{COMMIT}/{PATH}", "repo": REPO, "path": PATH,
-                   "commit": COMMIT, "where": "Training throughput benchmarks table",
-                   "quote": f"| {size} | {sharding} | Y | {ac} | 2 | {row[3]} | {row[4]} |"},
+        "source": github_source(REPO, COMMIT, PATH, "Training throughput benchmarks table",
+                                f"| {size} | {sharding} | Y | {ac} | 2 | {row[3]} | {row[4]} |"),
         "confidence": "medium",
         "notes": (f"{count} GPUs with {network} (the table's header; read as each node's network). "
                   + ("" if ac == "No AC" else "The fraction of blocks Selective AC checkpoints is not stated; read "
@@ -102,9 +102,7 @@ def main() -> None:
     args = parser.parse_args()
     cases = [case(size, sharding, ac, system, tps) for size, sharding, ac, a100, h100 in TABLE
              for system, tps in zip(SYSTEMS, (a100, h100))]
-    args.out.write_text(json.dumps({"about": ABOUT, "cases": cases}, indent=1, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
-    print(f"wrote {len(cases)} cases to {args.out}")
+    write_cases(args.out, ABOUT, cases)
 
 
 if __name__ == "__main__":

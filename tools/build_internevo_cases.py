@@ -23,10 +23,9 @@ table's two rows at 1,024 GPUs (2,271 against 3,625 TGS at tp 1) say it is not. 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from case_rows import BF16_PRETRAIN_PRECISION, catalog_model
+from case_rows import BF16_PRETRAIN_PRECISION, catalog_model, github_source, write_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "3a665e88d3ef58dda85fb20ebe4e0d7e402ce4d3"
@@ -65,9 +64,8 @@ def case(tp: int, zero1: int, micro_bsz: int, row: str, gpus: int, tgs: int) -> 
                      "offload": None, "other": f"InternEvo zero1={zero1}: optimizer states sharded over {shard}"},
         "framework": "InternEvo (Hybrid ZeRO; sequence_parallel=False)",
         "measured": {"tokens_per_s_per_gpu": float(tgs), "what": "TGS (tokens per GPU per second)"},
-        "source": {"url": f"https://github.com/InternLM/InternEvo/blob/{COMMIT}/{PATH}", "repo": "InternLM/InternEvo",
-                   "path": PATH, "commit": COMMIT, "where": "Throughput Measurement table",
-                   "quote": f"{row} | " + " | ".join(str(v) for v in TABLE[[r[3] for r in TABLE].index(row)][4])},
+        "source": github_source("InternLM/InternEvo", COMMIT, PATH, "Throughput Measurement table",
+                                f"{row} | " + " | ".join(str(v) for v in TABLE[[r[3] for r in TABLE].index(row)][4])),
         "confidence": "medium",
         "notes": ("Inter-machine bandwidth 4 * 100Gb RoCE (the document's hardware table). The 7B model read as "
                   "InternLM-7B, bf16 and flash attention as the document and its configs state them; samples "
@@ -82,9 +80,7 @@ def main() -> None:
     args = parser.parse_args()
     cases = [case(tp, zero1, mb, row, gpus, tgs) for tp, zero1, mb, row, values in TABLE
              for gpus, tgs in zip(GPUS, values)]
-    args.out.write_text(json.dumps({"about": ABOUT, "cases": cases}, indent=1, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
-    print(f"wrote {len(cases)} cases to {args.out}")
+    write_cases(args.out, ABOUT, cases)
 
 
 if __name__ == "__main__":

@@ -33,8 +33,9 @@ is taken) and the exact H100 part (the SXM board of the cluster's HGX nodes is t
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from case_rows import github_source, write_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "e27ba74550f12a685b95aded46c88f845a7e2d6d"
@@ -84,9 +85,8 @@ def case(size: str, script: str, arch: str, micro: int, global_batch: int, tps: 
                      "dp": GPUS, "cp": 1, "ep": None, "sp": None, "offload": None, "other": None},
         "framework": "OLMo-core (PyTorch FSDP2 fully_shard; torch.compile enabled)",
         "measured": {"tokens_per_s_per_gpu": float(tps), "what": "Throughput, tokens per second per device"},
-        "source": {"url": f"https://github.com/{REPO}/blob/{COMMIT}/{PATH}", "repo": REPO, "path": PATH,
-                   "commit": COMMIT, "where": "Official training scripts, throughput table",
-                   "quote": f"| {size} | {arch} | 4096 | {precision} | {tps:,} TPS | `{script}` |{override}"},
+        "source": github_source(REPO, COMMIT, PATH, "Official training scripts, throughput table",
+                                f"| {size} | {arch} | 4096 | {precision} | {tps:,} TPS | `{script}` |{override}"),
         "confidence": "medium",
         "notes": (f"GPU count not stated: the scripts' launch default, one node of {GPUS} "
                   "(src/olmo_core/internal/experiment.py). Settings from the training script and "
@@ -100,9 +100,7 @@ def main() -> None:
     args = parser.parse_args()
     cases = [case(size, script, arch, micro, gb, tps, fp8) for size, script, arch, micro, gb, bf16, f8 in TABLE
              for fp8, tps in ((False, bf16), (True, f8))]
-    args.out.write_text(json.dumps({"about": ABOUT, "cases": cases}, indent=1, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
-    print(f"wrote {len(cases)} cases to {args.out}")
+    write_cases(args.out, ABOUT, cases)
 
 
 if __name__ == "__main__":

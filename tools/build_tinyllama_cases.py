@@ -18,8 +18,9 @@ the two nodes is not stated. Nothing is fitted to the row.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from case_rows import github_source, write_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "bf122247c486b6b897050e98cbb7bedae8eeba73"
@@ -48,9 +49,8 @@ def case() -> dict:
         "framework": ("TinyLlama pretrain/tinyllama.py (lit-gpt on Lightning Fabric FSDP; fused RMSNorm, rotary and "
                       "cross entropy from flash-attention, fused SwiGLU from xformers)"),
         "measured": {"tokens_per_s_per_gpu": 24000.0, "what": "tokens per second per A100-40G GPU"},
-        "source": {"url": f"https://github.com/{REPO}/blob/{COMMIT}/{PATH}", "repo": REPO, "path": PATH,
-                   "commit": COMMIT, "where": "Blazingly Fast",
-                   "quote": "we achieve a throughput of **24k** tokens per second per A100-40G GPU"},
+        "source": github_source(REPO, COMMIT, PATH, "Blazingly Fast",
+                                "we achieve a throughput of **24k** tokens per second per A100-40G GPU"),
         "confidence": "medium",
         "notes": ("16 A100-40G GPUs (the README's Hardware row), 8 per node as pretrain/tinyllama.py's "
                   "num_of_devices; the network between nodes is not stated. Settings from pretrain/tinyllama.py and "
@@ -62,9 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "data" / "tinyllama_cases.json")
     args = parser.parse_args()
-    args.out.write_text(json.dumps({"about": ABOUT, "cases": [case()]}, indent=1, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
-    print(f"wrote 1 case to {args.out}")
+    write_cases(args.out, ABOUT, [case()])
 
 
 if __name__ == "__main__":

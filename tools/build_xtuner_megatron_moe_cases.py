@@ -22,10 +22,9 @@ Nothing is fitted to the rows.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from case_rows import BF16_PRETRAIN_PRECISION, catalog_model
+from case_rows import BF16_PRETRAIN_PRECISION, catalog_model, github_source, write_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "4b10fa3ed"
@@ -77,9 +76,8 @@ def case(config: str, tp: int, ep: int, pp: int, vpp: int, mbs: int, recompute: 
                               + ("; DeepEP dispatcher" if "deepep" in config else "")},
         "framework": "Megatron-Core (Pai-Megatron-Patch 2b201af, Qwen3 example script)",
         "measured": measured,
-        "source": {"url": f"https://github.com/InternLM/xtuner/blob/{COMMIT}/{PATH}", "repo": "InternLM/xtuner",
-                   "path": PATH, "commit": COMMIT, "where": "Megatron Training Qwen3-235B-A22B ... tables",
-                   "quote": f"{config} | {SEQ} | {gbs} | {GPUS} | {step_s} | {tgs}"},
+        "source": github_source("InternLM/xtuner", COMMIT, PATH, "Megatron Training Qwen3-235B-A22B ... tables",
+                                f"{config} | {SEQ} | {gbs} | {GPUS} | {step_s} | {tgs}"),
         "confidence": "medium",
         "notes": ("256 H800 (32 nodes); the network between nodes is not stated. recompute=select read as Megatron's "
                   "selective recompute (the document: approximately none). Overlap flags, where a row names them, "
@@ -92,9 +90,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "data" / "xtuner_megatron_moe_cases.json")
     args = parser.parse_args()
     cases = [case(*row) for row in ROWS]
-    args.out.write_text(json.dumps({"about": ABOUT, "cases": cases}, indent=1, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
-    print(f"wrote {len(cases)} cases to {args.out}")
+    write_cases(args.out, ABOUT, cases)
 
 
 if __name__ == "__main__":
