@@ -120,3 +120,23 @@ def test_a_stage_of_the_embedding_or_the_loss_alone():
                            "--framework", "megatron", "--pp-head-as-layer"], capture_output=True, text=True)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "--pp 35 is more than the 32 layers + the embedding and the loss" in done.stderr
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(layers=st.integers(1, 160), pp=st.integers(1, 170), head=st.booleans())
+def test_every_split_places_each_layer_once(layers, pp, head):
+    """Whatever the split: every decoder layer on exactly one stage, no stage negative; with the embedding and the
+    loss as a layer each and no more stages than places, every middle stage holds a layer and only the first and
+    the last may hold none (the embedding, the loss)."""
+    places = layers + 2 if head and pp > 1 else layers
+    if pp > max(places, layers):
+        return
+    sizes = layers_per_stage(layers, pp, head_as_layer=head)
+    assert len(sizes) == pp and sum(sizes) == layers and min(sizes) >= 0
+    if head and 1 < pp <= places:
+        assert all(n >= 1 for n in sizes[1:-1])
+        assert max(sizes) - min(sizes[1:-1] or (0,)) <= 1 or pp <= 2
