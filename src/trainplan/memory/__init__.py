@@ -20,6 +20,7 @@ from trainplan.memory.sharding import (
     cpu_ram_bytes,
     cpu_ram_note,
 )
+from trainplan.memory.stages import Stage
 from trainplan.specs import GpuSpec
 from trainplan.units import gib
 
@@ -57,7 +58,7 @@ def _parallel_notes(setup: TrainingSetup, layout: Layout, parallel: ParallelConf
     return notes
 
 
-def _stage_holds(stage) -> str:
+def _stage_holds(stage: Stage) -> str:
     """A pipeline stage's share as the note says it: its decoder layers, or the embedding or the loss alone."""
     if stage.layers:
         return f"{len(stage.layers)} layers"
