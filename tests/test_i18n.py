@@ -75,3 +75,13 @@ def test_name_reading_notes_in_chinese():
     assert i18n.translate(gpu, lang="zh") == "GPU 'NVIDIA A100-SXM4-80GB' 按目录中的 a100-sxm4-80gb（A100 SXM4 80GB）读取"
     model = "model 'qwen2_5-7b' read as catalog qwen2.5-7b: the version as 'qwen2_5-7b' writes it"
     assert i18n.translate(model, lang="zh").startswith("模型 'qwen2_5-7b' 按目录中的 qwen2.5-7b 读取：")
+
+
+def test_pipeline_stage_list_in_chinese():
+    # memory._parallel_notes: each stage said in turn, a stage of the embedding or the loss alone by name
+    note = ("pipeline 4 stages, 1F1B, 8 micro-batches: 0: the embedding only, 4 micro-batches, 11.2 GiB; "
+            "1: 2 layers, 3 micro-batches, 19.7 GiB; 2: 2 layers, 2 micro-batches, 19.3 GiB; "
+            "3: the LM head and the loss only, 1 micro-batches, 14.5 GiB")
+    assert i18n.translate(note, lang="zh") == (
+        "流水线 4 个阶段，1F1B，8 个微批：0：仅嵌入层，4 个微批，11.2 GiB；1：2 层，3 个微批，19.7 GiB；"
+        "2：2 层，2 个微批，19.3 GiB；3：仅 LM 头与损失，1 个微批，14.5 GiB")
