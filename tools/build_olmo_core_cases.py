@@ -46,14 +46,16 @@ TABLE = (("1B", "OLMo-1B.py", "OLMo-1124", 8, 1024, 44000, 51000),
          ("7B", "OLMo-7B.py", "OLMo-1124", 2, 1024, 10000, 13000),
          ("8B", "Llama-8B.py", "Llama", 2, 1024, 9500, 12500),
          ("13B", "OLMo-13B.py", "OLMo-1124", 1, 2048, 4600, 5500))
+# params_b: the count of these shapes with the 100,352-token vocabulary and untied embeddings (the 8B's vocabulary
+# is dolma2's here, not Llama 3's 128,256)
 MODELS = {
-    "1B": {"name": "OLMo-1B (OLMo-core olmo_1B: llama2_1B with QK-norm)", "params_b": 1.5, "layers": 18,
+    "1B": {"name": "OLMo-1B (OLMo-core olmo_1B: llama2_1B with QK-norm)", "params_b": 1.34, "layers": 18,
            "hidden": 2048, "heads": 16, "kv_heads": 16, "intermediate": 5632},
-    "7B": {"name": "OLMo-7B (OLMo-core olmo_7B: llama2_7B with QK-norm)", "params_b": 7.3, "layers": 32,
+    "7B": {"name": "OLMo-7B (OLMo-core olmo_7B: llama2_7B with QK-norm)", "params_b": 7.30, "layers": 32,
            "hidden": 4096, "heads": 32, "kv_heads": 32, "intermediate": 11008},
-    "8B": {"name": "Llama-8B (OLMo-core llama3_8B)", "params_b": 8.4, "layers": 32, "hidden": 4096, "heads": 32,
+    "8B": {"name": "Llama-8B (OLMo-core llama3_8B)", "params_b": 7.8, "layers": 32, "hidden": 4096, "heads": 32,
            "kv_heads": 8, "intermediate": 14336},
-    "13B": {"name": "OLMo-13B (OLMo-core olmo_13B: llama2_13B with QK-norm)", "params_b": 13.7, "layers": 40,
+    "13B": {"name": "OLMo-13B (OLMo-core olmo_13B: llama2_13B with QK-norm)", "params_b": 13.72, "layers": 40,
             "hidden": 5120, "heads": 40, "kv_heads": 40, "intermediate": 13824},
 }
 ABOUT = ("OLMo-core's throughput table (README.md @e27ba745): OLMo 1B/7B/13B and Llama 8B pre-training with its "
