@@ -25,12 +25,8 @@ Nothing is fitted to the rows.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from case_rows import github_source, run_builder
 
-from case_rows import github_source, write_cases
-
-ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "ed74fd5ddec00e309eac20f478de883464c86526"
 REPO, PATH = "foundation-model-stack/fms-fsdp", "README.md"
 SEQ, MICRO = 4096, 2
@@ -96,13 +92,13 @@ def case(size: str, sharding: str, ac: str, system: tuple, tps: int) -> dict:
     }
 
 
+def cases() -> list[dict]:
+    return [case(size, sharding, ac, system, tps) for size, sharding, ac, a100, h100 in TABLE
+            for system, tps in zip(SYSTEMS, (a100, h100))]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "data" / "fms_fsdp_cases.json")
-    args = parser.parse_args()
-    cases = [case(size, sharding, ac, system, tps) for size, sharding, ac, a100, h100 in TABLE
-             for system, tps in zip(SYSTEMS, (a100, h100))]
-    write_cases(args.out, ABOUT, cases)
+    run_builder(__doc__, "fms_fsdp_cases.json", ABOUT, cases)
 
 
 if __name__ == "__main__":

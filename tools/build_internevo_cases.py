@@ -22,12 +22,8 @@ table's two rows at 1,024 GPUs (2,271 against 3,625 TGS at tp 1) say it is not. 
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from case_rows import BF16_PRETRAIN_PRECISION, catalog_model, github_source, run_builder
 
-from case_rows import BF16_PRETRAIN_PRECISION, catalog_model, github_source, write_cases
-
-ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "3a665e88d3ef58dda85fb20ebe4e0d7e402ce4d3"
 PATH = "doc/en/train_performance.md"
 GPUS = (8, 16, 32, 64, 128, 256, 512, 1024)
@@ -74,13 +70,13 @@ def case(tp: int, zero1: int, micro_bsz: int, row: str, gpus: int, tgs: int) -> 
     }
 
 
+def cases() -> list[dict]:
+    return [case(tp, zero1, mb, row, gpus, tgs) for tp, zero1, mb, row, values in TABLE
+            for gpus, tgs in zip(GPUS, values)]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "data" / "internevo_cases.json")
-    args = parser.parse_args()
-    cases = [case(tp, zero1, mb, row, gpus, tgs) for tp, zero1, mb, row, values in TABLE
-             for gpus, tgs in zip(GPUS, values)]
-    write_cases(args.out, ABOUT, cases)
+    run_builder(__doc__, "internevo_cases.json", ABOUT, cases)
 
 
 if __name__ == "__main__":

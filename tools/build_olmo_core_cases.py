@@ -32,12 +32,8 @@ is taken) and the exact H100 part (the SXM board of the cluster's HGX nodes is t
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from case_rows import github_source, run_builder
 
-from case_rows import github_source, write_cases
-
-ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "e27ba74550f12a685b95aded46c88f845a7e2d6d"
 REPO, PATH = "allenai/OLMo-core", "README.md"
 SEQ, GPUS, VOCAB = 4096, 8, 100352
@@ -96,13 +92,13 @@ def case(size: str, script: str, arch: str, micro: int, global_batch: int, tps: 
     }
 
 
+def cases() -> list[dict]:
+    return [case(size, script, arch, micro, gb, tps, fp8) for size, script, arch, micro, gb, bf16, f8 in TABLE
+            for fp8, tps in ((False, bf16), (True, f8))]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "data" / "olmo_core_cases.json")
-    args = parser.parse_args()
-    cases = [case(size, script, arch, micro, gb, tps, fp8) for size, script, arch, micro, gb, bf16, f8 in TABLE
-             for fp8, tps in ((False, bf16), (True, f8))]
-    write_cases(args.out, ABOUT, cases)
+    run_builder(__doc__, "olmo_core_cases.json", ABOUT, cases)
 
 
 if __name__ == "__main__":

@@ -17,12 +17,8 @@ the two nodes is not stated. Nothing is fitted to the row.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from case_rows import github_source, run_builder
 
-from case_rows import github_source, write_cases
-
-ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "bf122247c486b6b897050e98cbb7bedae8eeba73"
 REPO, PATH = "jzhang38/TinyLlama", "README.md"
 ABOUT = ("TinyLlama's pre-training throughput (README.md @bf122247: 24k tokens/s per A100-40G, 16 GPUs, FSDP with "
@@ -58,11 +54,12 @@ def case() -> dict:
     }
 
 
+def cases() -> list[dict]:
+    return [case()]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "data" / "tinyllama_cases.json")
-    args = parser.parse_args()
-    write_cases(args.out, ABOUT, [case()])
+    run_builder(__doc__, "tinyllama_cases.json", ABOUT, cases)
 
 
 if __name__ == "__main__":

@@ -21,12 +21,8 @@ Nothing is fitted to the rows.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from case_rows import BF16_PRETRAIN_PRECISION, catalog_model, github_source, run_builder
 
-from case_rows import BF16_PRETRAIN_PRECISION, catalog_model, github_source, write_cases
-
-ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "4b10fa3ed"
 PATH = "docs/en/benchmark/megatron_moe_benchmark.md"
 GPUS, SEQ = 256, 4096
@@ -85,12 +81,12 @@ def case(config: str, tp: int, ep: int, pp: int, vpp: int, mbs: int, recompute: 
     }
 
 
+def cases() -> list[dict]:
+    return [case(*row) for row in ROWS]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "data" / "xtuner_megatron_moe_cases.json")
-    args = parser.parse_args()
-    cases = [case(*row) for row in ROWS]
-    write_cases(args.out, ABOUT, cases)
+    run_builder(__doc__, "xtuner_megatron_moe_cases.json", ABOUT, cases)
 
 
 if __name__ == "__main__":

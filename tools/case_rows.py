@@ -6,8 +6,12 @@ the catalog entry of that hf_id (trainplan.cases.common.case_model), as the grou
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
+from typing import Callable
+
+DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
 
 ARCH_FIELDS = ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab", "tied_embeddings", "moe")
 
@@ -31,3 +35,10 @@ def write_cases(out: Path, about: str, cases: list[dict]) -> None:
     """Write a spot-case file (benchmarks/data/*_cases.json: {"about", "cases"}) and say how many cases it holds."""
     out.write_text(json.dumps({"about": about, "cases": cases}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {len(cases)} case{'s' if len(cases) != 1 else ''} to {out}")
+
+
+def run_builder(doc: str, name: str, about: str, build: Callable[[], list[dict]]) -> None:
+    """A builder's command line: `--out` (default benchmarks/data/NAME), where the cases `build()` makes are written."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DATA / name)
+    write_cases(parser.parse_args().out, about, build())
