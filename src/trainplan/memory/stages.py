@@ -49,9 +49,9 @@ def layers_per_stage(num_layers: int, pp: int, *, head_as_layer: bool = False) -
     places are fewer than the stages, the plain split."""
     if head_as_layer and pp > 1:
         base, extra = divmod(pipeline_slots(num_layers, head_as_layer), pp)
-        sizes = [base + (1 if i < extra else 0) for i in range(pp)]
-        sizes[0], sizes[-1] = sizes[0] - 1, sizes[-1] - 1
-        if min(sizes) >= 0 and min(sizes[1:-1], default=1) > 0:
+        if base >= 1:       # a place for every stage: the middle ones hold a layer, the first and the last >= 0
+            sizes = [base + (1 if i < extra else 0) for i in range(pp)]
+            sizes[0], sizes[-1] = sizes[0] - 1, sizes[-1] - 1
             return tuple(sizes)
     base, extra = divmod(num_layers, pp)
     return tuple(base + (1 if i >= pp - extra else 0) for i in range(pp))
