@@ -44,6 +44,7 @@ from trainplan.importers.base import Collector, Imported, ReadContext, as_int
 from trainplan.importers.launch_counts import _count, _deepspeed_counts, _gpus, _torchrun_counts, _visible, _world
 from trainplan.importers.launch_script import _CONFIG_EXT, _absorb, _load, _scalar, _script, _titan
 from trainplan.importers.launch_script import script_args as script_args
+from trainplan.importers.shell import TORCH_LAUNCH_MODULES
 
 FORMAT = "launch"
 _ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)     # a value may span lines (a quoted argument list)
@@ -186,9 +187,6 @@ def _distributed(c: Collector, words: list[str], ctx: ReadContext | None, env: d
         per_node, nodes = _deepspeed_counts(c, opts, env, ctx)
         _script(c, rest, ctx, env, _world(per_node, nodes))
         _gpus(c, per_node, nodes, "deepspeed --num_gpus/--num_nodes/--hostfile")
-
-
-TORCH_LAUNCH_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 
 
 def _torch_module_launch(words: list[str]) -> list[str] | None:

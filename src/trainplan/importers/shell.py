@@ -336,8 +336,9 @@ def first_command(text: str, runs, where: str, *, exported: bool = False) -> lis
 _TRAINING_SUBCOMMAND = {"accelerate": {"launch"}, "swift": {"sft", "pt", "rlhf"}, "megatron": {"sft", "pt", "rlhf"},
                         "llamafactory-cli": {"train"}, "lmf": {"train"}, "tune": {"run"}}
 _LAUNCHERS = {"torchrun", "deepspeed", "srun", *_TRAINING_SUBCOMMAND}
-_DISTRIBUTED_MODULES = ("torch.distributed.run", "torch.distributed.launch", "deepspeed.launcher.runner",
-                        "accelerate.commands.launch")
+# torchrun's module (torch/distributed/run.py; launch.py runs it too), as `python -m` starts it
+TORCH_LAUNCH_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+_DISTRIBUTED_MODULES = (*TORCH_LAUNCH_MODULES, "deepspeed.launcher.runner", "accelerate.commands.launch")
 _NOT_TRAINING_MODULES = ("pip", "venv", "ensurepip", "json.tool", "http.server")
 
 
