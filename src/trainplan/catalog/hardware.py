@@ -51,20 +51,41 @@ def _reported_memory_bytes(entry: dict[str, Any], ratio_of_label: float) -> int:
     return int(round(entry["memory_gb"] * ratio_of_label * GIB))
 
 
+# NVIDIA generations whose tensor cores run bf16 at their fp16 rate (compute capability 8.0 and later, where
+# torch.cuda.is_bf16_supported() is native): NVIDIA's Ampere GA100 and GA102 whitepapers list the dense BF16
+# and FP16 (FP32-accumulate) tensor peaks equal, and so does every GPU of these generations in gpus.toml that
+# lists both (tests/test_catalog_gpus.py). Where the catalog has the fp16 tensor peak only (the A10G, for which
+# NVIDIA publishes no datasheet), that is its bf16 peak too; Volta and Turing have no bf16 tensor cores.
+BF16_AT_FP16_RATE = frozenset({"ampere", "ada", "hopper", "blackwell"})
+
+
+def _peaks(entry: dict[str, Any]) -> tuple[dict[str, float], str]:
+    """(dense peaks in FLOP/s by dtype, a note where one is derived: BF16_AT_FP16_RATE)."""
+    peaks = {k: tflops_to_flops(v) for k, v in entry.get("peak_tflops", {}).items()}
+    if (entry.get("vendor") == "NVIDIA" and str(entry.get("generation", "")).lower() in BF16_AT_FP16_RATE
+            and "bf16" not in peaks and peaks.get("fp16")):
+        peaks["bf16"] = peaks["fp16"]
+        return peaks, (f"bf16 dense peak = its fp16 tensor peak ({peaks['fp16'] / 1e12:g} TFLOP/s): "
+                       f"{entry['generation']} tensor cores run both at one rate")
+    return peaks, ""
+
+
 def _gpu_spec(entry: dict[str, Any], ratio_of_label: float) -> GpuSpec:
     """One `[[gpu]]` table -> GpuSpec (base units: bytes, bytes/s, FLOP/s; int8 in ops/s)."""
+    peaks, derived = _peaks(entry)
+    notes = "; ".join(n for n in (entry.get("notes", ""), derived) if n)
     return GpuSpec(
         id=entry["id"], name=entry["name"], vendor=entry["vendor"],
         memory_bytes=int(round(entry["memory_gb"] * GB)),
         reported_memory_bytes=_reported_memory_bytes(entry, ratio_of_label),
         memory_bw_bytes_per_s=_gbps_to_bytes_per_s(entry.get("mem_bw_gbps")),
-        peak_flops_per_s={k: tflops_to_flops(v) for k, v in entry.get("peak_tflops", {}).items()},
+        peak_flops_per_s=peaks,
         interconnect=entry.get("interconnect", ""),
         gpu_gpu_bw_bytes_per_s=_gbps_to_bytes_per_s(entry.get("gpu_gpu_bw_gbps_bidir")),
         pcie=entry.get("pcie", ""), tdp_w=entry.get("tdp_w"), launch_year=entry.get("launch_year"),
         generation=entry.get("generation", ""), aliases=tuple(entry.get("aliases", ())),
         confidence=entry.get("confidence", ""), source=entry.get("source", ""),
-        notes=entry.get("notes", ""), memory_type=entry.get("memory_type", ""),
+        notes=notes, memory_type=entry.get("memory_type", ""),
         nvlink_domain_gpus=int(entry.get("nvlink_domain_gpus", 0)), form_factor=entry.get("form_factor", ""))
 
 
