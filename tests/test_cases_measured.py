@@ -81,3 +81,45 @@ def test_memory_in_another_unit_under_the_gib_key(text, gib):
 def test_a_bare_tokens_per_second_whose_text_says_whose(measured, key, value):
     out, _ = normalized(_case(measured))
     assert out["measured"][key] == value
+
+
+# --- a run timed whole, evaluations included (cases.measured RUN_EVALS -> run_s; cases.timecase) ----------------
+
+def _litgpt_like(measured: dict) -> dict:
+    """A single-GPU LoRA run timed whole: 950 optimizer steps of 4 x 2 samples (litgpt's Llama-2-7B LoRA config:
+    global batch 8, micro-batch 2, 4 epochs of 1,900 samples) with 9 validations of 100 samples and a 2-batch sanity
+    check (9 x 100 + 2 x 2 = 904 samples)."""
+    return {"id": "run", "kind": "time", "method": "lora",
+            "model": {"name": "Llama-2-7B", "hf_id": "meta-llama/Llama-2-7b-hf"},
+            "lora": {"rank": 32, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "micro_batch": 2, "grad_accum": 4, "global_batch": 8, "seq_len": 512,
+            "gpus": {"type": "A100 80GB", "count": 1}, "framework": "litgpt", "measured": measured}
+
+
+def test_a_run_with_its_evaluations_reads_as_the_run_time():
+    out, notes = normalized(_case({"train_time_min": 32.82, "steps": 950, "eval_samples": 904}))
+    assert out["measured"]["run_s"] == pytest.approx(1969.2)            # 32.82 min x 60
+    assert "step_time_s" not in out["measured"]                        # evaluations are not training steps
+    assert any("run_s 1969.2" in n for n in notes)
+
+
+def test_the_run_is_predicted_with_its_steps_and_evaluated_share():
+    from trainplan.cases import map_case, predict
+
+    mapping = map_case(_litgpt_like({"train_time_min": 32.82, "steps": 950, "eval_samples": 904}))
+    assert mapping.metric == "run_s" and mapping.measured == pytest.approx(1969.2)
+    assert mapping.job.workload.steps == 950
+    assert mapping.job.workload.eval_fraction == pytest.approx(904 / 7600)     # of 950 x 8 samples trained
+    with_evals = predict(mapping)
+    # without evaluations the run is its steps, each the step the same setup takes
+    bare = predict(map_case(_litgpt_like({"train_time_min": 32.82, "steps": 950, "eval_samples": 0})))
+    assert bare["run_s"] == pytest.approx(950 * bare["step_s"])
+    assert with_evals["step_s"] == pytest.approx(bare["step_s"])
+    assert with_evals["run_s"] > bare["run_s"]
+
+
+def test_a_run_time_without_steps_predicts_nothing():
+    from trainplan.cases import Skip, map_case
+
+    with pytest.raises(Skip):
+        map_case(_litgpt_like({"train_time_min": 32.82, "eval_samples": 904}))

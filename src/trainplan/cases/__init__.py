@@ -14,7 +14,7 @@ from trainplan.cases.common import CASE_FIELDS, MALFORMED, REQUIRED_FIELDS, Skip
 from trainplan.cases.memorycase import map_memory_case
 from trainplan.cases.method_words import method_not_modelled, with_method
 from trainplan.cases.normalize import normalized
-from trainplan.cases.timecase import METRIC_KEYS
+from trainplan.cases.timecase import METRIC_KEYS, predicted_values
 from trainplan.cases.timecase import map_case as map_time
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
@@ -28,7 +28,7 @@ __all__ = ["CASE_FIELDS", "PREDICTED_KEYS", "CaseMapping", "Skip", "load_cases",
            "predict", "source_of", "validate_cases"]
 
 PREDICTED_KEYS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_bytes", "tokens_per_s_per_gpu",
-                  "tflops_per_gpu", "mfu", "hfu", "step_s", "gpu_hours")
+                  "tflops_per_gpu", "mfu", "hfu", "step_s", "gpu_hours", "run_s")
 MEMORY_KEYS = PREDICTED_KEYS[:3]
 
 
@@ -142,7 +142,7 @@ def _map_time(case: dict) -> CaseMapping:
 
 
 def predict(mapping: CaseMapping) -> dict[str, float | int | None]:
-    """The eight predicted values (PREDICTED_KEYS): memory views in bytes, time per GPU.
+    """The predicted values (PREDICTED_KEYS): memory views in bytes, time per GPU.
     A part the model cannot compute for this setup is None (its reason goes to the notes)."""
     job = mapping.job
     out: dict[str, float | int | None] = dict.fromkeys(PREDICTED_KEYS)
@@ -155,7 +155,7 @@ def predict(mapping: CaseMapping) -> dict[str, float | int | None]:
             raise
     try:
         est = estimate_time(job.setup, job.layout, job.gpu, job.workload, job.timing)
-        out.update(est.comparable())
+        out.update(predicted_values(est))
     except TrainplanError:
         if mapping.kind == "time":
             raise

@@ -185,7 +185,7 @@ def render(results: list[CaseResult], summary: dict[str, Any]) -> str:
 def _primary(o: Observation) -> tuple[str, float] | None:
     """The measured value an observation is scored on: device, reserved, allocated, then time."""
     for key in ("device_bytes", "peak_reserved_bytes", "peak_allocated_bytes", "tokens_per_s_per_gpu",
-                "step_s", "gpu_hours", "tflops_per_gpu", "mfu", "hfu"):
+                "step_s", "run_s", "gpu_hours", "tflops_per_gpu", "mfu", "hfu"):
         if o.measured.get(key) and o.estimate.get(key):
             return key, float(o.measured[key])
     return None

@@ -67,7 +67,7 @@ _KIND_WORDS = {"time": ("time", "throughput", "speed", "performance", "perf", "s
                "memory": ("memory", "mem", "vram", "gpu memory", "peak memory", "peak_memory", "memory usage")}
 _MEMORY_MEASURED = ("peak_mem_gib", "reported_value")
 _TIME_MEASURED = ("step_time_s", "tokens_per_s_per_gpu", "tokens_per_s_total", "tflops_per_gpu", "mfu", "hfu",
-                  "gpu_hours")
+                  "gpu_hours", "run_s")
 
 
 def case_kind(case: dict) -> str | None:

@@ -154,6 +154,9 @@ RUN_TIMES = {"train_runtime": 1.0, "train_runtime_s": 1.0, "train_time_s": 1.0, 
 # what the run did in that time: its tokens (all GPUs) or its optimizer steps
 RUN_TOKENS = ("tokens_total", "total_tokens", "train_tokens", "num_tokens", "tokens_trained")
 RUN_STEPS = ("steps", "total_steps", "train_steps", "max_steps", "num_steps", "global_steps")
+# samples evaluated (forward only, all GPUs) inside that wall time: HF Trainer's train_runtime holds the
+# evaluations eval_strategy runs, litgpt's `Training time` the validations of its fit loop
+RUN_EVALS = ("eval_samples", "evaluated_samples", "validation_samples")
 _TIME_KEYS = ("step_time_s", "tokens_per_s_per_gpu", "tokens_per_s_total", "tokens_per_s_reported", "tflops_per_gpu",
               "mfu", "hfu", "gpu_hours")
 
@@ -176,7 +179,14 @@ def _rates_and_runs(measured: dict, notes: list[str]) -> None:
         seconds *= factor
         tokens = next(((k, v) for k in RUN_TOKENS if (v := plain_number(measured.get(k)))), None)
         steps = next(((k, v) for k in RUN_STEPS if (v := plain_number(measured.get(k)))), None)
-        if tokens:
+        evals = next(((k, v) for k in RUN_EVALS if (v := plain_number(measured.get(k))) is not None), None)
+        if steps and evals:
+            # the run's wall time, evaluations included, against the predicted run of that many steps
+            # (cases.timecase: run_s): a step time would charge the evaluations to training
+            measured["run_s"] = seconds
+            notes.append(f"measured.{key} {measured[key]!r} over measured.{steps[0]} {steps[1]:g} with "
+                         f"measured.{evals[0]} {evals[1]:g} read as the run's wall time, run_s {seconds:.6g}")
+        elif tokens:
             measured["tokens_per_s_total"] = tokens[1] / seconds
             notes.append(f"measured.{tokens[0]} {tokens[1]:g} over measured.{key} {measured[key]!r} read as "
                          f"tokens_per_s_total {tokens[1] / seconds:.6g}")

@@ -17,6 +17,7 @@ from trainplan.cases.common import (
     lora_dropout,
     lora_targets,
 )
+from trainplan.cases.measured import RUN_EVALS, RUN_STEPS, plain_number
 from trainplan.cases.memorycase import data_parallel, fsdp_version, grad_accum, layout_flags
 from trainplan.cases.modelcard import Mapped, model_card_case
 from trainplan.cases.optimizer_text import framework_optimizer, galore_flags, memory_optimizer
@@ -71,7 +72,7 @@ from trainplan.timing.fp8 import fp8_in_text, recipe_from_text
 from trainplan.timing.links import internode_link
 
 METRIC_KEYS = {"step_time_s": "step_s", "tokens_per_s_per_gpu": "tokens_per_s_per_gpu", "gpu_hours": "gpu_hours",
-               "tflops_per_gpu": "tflops_per_gpu", "mfu": "mfu", "hfu": "hfu"}
+               "tflops_per_gpu": "tflops_per_gpu", "mfu": "mfu", "hfu": "hfu", "run_s": "run_s"}
 
 
 def _lora(case: dict, framework: Framework) -> LoraConfig | None:
@@ -292,6 +293,10 @@ def map_case(case: dict) -> Mapped:
 
     if measured.get("gpu_hours"):
         return mapped("gpu_hours", measured["gpu_hours"], note)
+    if measured.get("run_s"):
+        workload, run_note = _run_with_evaluations(measured, workload, setup, layout)
+        note = "; ".join([*fact_notes, run_note])
+        return mapped("run_s", measured["run_s"], note)
     if measured.get("step_time_s") and measured.get("tokens_per_s_per_gpu"):
         # The step a source times covers step_s x tokens/s per GPU tokens. Where that is not the
         # setup's optimizer step (micro-batch x sequence x accumulation per data-parallel rank, over its
@@ -332,7 +337,29 @@ def map_case(case: dict) -> Mapped:
     raise Skip("no time metric this benchmark predicts")
 
 
+def _run_with_evaluations(measured: dict, workload: Workload, setup: TrainingSetup,
+                          layout: Layout) -> tuple[Workload, str]:
+    """The workload of a run timed whole (measured.run_s, cases.measured RUN_EVALS): its optimizer steps and its
+    evaluated samples as a fraction of the samples it trained on (forward only: timing.estimate eval_s)."""
+    steps = next((float(v) for k in RUN_STEPS if (v := plain_number(measured.get(k)))), None)
+    evals = next((float(v) for k in RUN_EVALS if (v := plain_number(measured.get(k))) is not None), 0.0)
+    if not steps or steps < 1:
+        raise Skip("a run's wall time without its optimizer steps")
+    dp = layout.num_gpus // (layout.tp * layout.pp * layout.cp)
+    trained = steps * setup.batch_size * setup.grad_accum * dp
+    fraction = evals / trained
+    return (replace(workload, steps=max(1, round(steps)), eval_fraction=fraction),
+            f"the run's wall time: {steps:g} optimizer steps of {trained / steps:g} samples and {evals:g} samples "
+            f"evaluated ({fraction:.1%} of those trained, forward only)")
+
+
 def predict(mapped: Mapped) -> tuple[float, TimeEstimate]:
     """(the predicted value of the case's metric, the whole TimeEstimate)."""
     est = estimate_time(mapped.setup, mapped.layout, mapped.gpu, mapped.workload, mapped.options)
-    return est.comparable()[METRIC_KEYS[mapped.metric]], est
+    return predicted_values(est)[METRIC_KEYS[mapped.metric]], est
+
+
+def predicted_values(est: TimeEstimate) -> dict[str, float | None]:
+    """What a time case is compared on: the estimate's comparable values and, for a run timed whole (run_s),
+    its steps, evaluations and checkpoint saves together."""
+    return {**est.comparable(), "run_s": est.total_s if est.steps else None}

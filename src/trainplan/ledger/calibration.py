@@ -43,7 +43,7 @@ FORMAT = "trainplan-calibration/1"
 TERMS = ("alloc_scale", "reserve_fraction", "device_overhead_bytes", "time_factor")
 LEVELS = (("framework", "gpu", "method"), ("framework", "method"), ("framework",), ())
 THROUGHPUT = ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "hfu")
-DURATION = ("step_s", "gpu_hours")
+DURATION = ("step_s", "gpu_hours", "run_s")   # run_s: a run timed whole (cases.timecase)
 DEFAULT_MIN_RUNS = 3
 
 
