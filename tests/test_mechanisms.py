@@ -276,6 +276,10 @@ def test_lora_targets_written_as_text(targets, names):
     ("llama-2-7b", ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"),
      ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
     ("phi-3-mini-4k", ("linear_qkv", "linear_fc1"), ["qkv_proj", "gate_up_proj"]),   # fused in the HF model too
+    # "mlp" (litgpt lora_mlp, torchtune apply_lora_to_mlp): every linear of the MLP, gated or not
+    ("llama-3.2-1b", ("query", "value", "mlp"), ["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"]),
+    ("microsoft/phi-2", ("mlp",), ["fc1", "fc2"]),
+    ("phi-3-mini-4k", ("mlp",), ["gate_up_proj", "down_proj"]),
 ])
 def test_megatron_module_names_as_lora_targets(model, targets, names):
     from trainplan import catalog

@@ -262,8 +262,9 @@ def nodes_for(count: int) -> int:
 
 # --- LoRA ---------------------------------------------------------------------------------------
 
+# ("mlp", torchtune's apply_lora_to_mlp and litgpt's lora_mlp, is a role name the model reads: model.params)
 _TORCHTUNE_NAMES = {"q_proj": ("q_proj",), "k_proj": ("k_proj",), "v_proj": ("v_proj",),
-                    "output_proj": ("o_proj",), "mlp": ("gate_proj", "up_proj", "down_proj")}
+                    "output_proj": ("o_proj",)}
 _QWEN1_TARGETS = frozenset({"c_attn", "c_proj", "w1", "w2"})
 # how tables shorten the Llama-family projection names ("q, v", "q/k/v/o", "attention + mlp"); a model
 # without these modules still refuses them where the targets are checked (model.lora)

@@ -36,7 +36,9 @@ ALL_LINEAR = "all-linear"
 # Role names users may type instead of module names (litgpt calls them query/key/value ...).
 _ROLE_ALIASES: dict[str, tuple[Role, ...]] = {
     "query": (Role.Q,), "key": (Role.K,), "value": (Role.V,), "projection": (Role.O,), "proj": (Role.O,),
-    "mlp": (Role.DOWN,),
+    # every linear of the MLP: litgpt's lora_mlp adapts fc_1, fc_2 and proj of LLaMAMLP and fc and proj of
+    # GptNeoxMLP (litgpt/lora.py), torchtune's apply_lora_to_mlp w1, w2 and w3 (lora_llama3_mlp)
+    "mlp": (Role.GATE, Role.UP, Role.GATE_UP, Role.DOWN),
     # Megatron-Core's module names, which NeMo's and Megatron-Bridge's LoRA `target_modules` use (default
     # linear_qkv, linear_proj, linear_fc1, linear_fc2): the fused q/k/v projection, the attention output,
     # the fused gate/up projection and the down projection of a TransformerLayer
