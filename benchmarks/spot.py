@@ -45,7 +45,10 @@
   README and the scripts of one commit), tokens/s over all GPUs;
 * benchmarks/data/olmo_core_cases.json: OLMo-core's throughput table (OLMo 1B/7B/13B and Llama 8B pre-training with
   its official scripts: PyTorch FSDP2, torch.compile, torchao float8 on request, on H100,
-  tools/build_olmo_core_cases.py), tokens/s per device.
+  tools/build_olmo_core_cases.py), tokens/s per device;
+* benchmarks/data/litgpt_config_hub_cases.json: LitGPT's config-hub fine-tuning table (LoRA, QLoRA and full fine-tunes
+  of 1-9B models on Alpaca2k on A10G, each row's settings from its config file, tools/build_litgpt_config_hub_cases.py),
+  the run's wall time with its validations, and its peak memory.
 
 Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N --nodes M` (M: the row's `nodes`, else N / 8) on the
 GPU its hardware text names (trainplan's GPU-name rule) and is scored against what the source printed.
@@ -78,10 +81,10 @@ CASES = tuple(ROOT / "benchmarks" / "data" / name
                            "xtuner_megatron_moe_cases.json", "fms_fsdp_cases.json",
                            "tinyllama_cases.json", "model_card_cases.json", "automodel_cases.json",
                            "moe_modelzoo_cases.json", "swift_v1_benchmark_cases.json", "colossalai_cases.json",
-                           "olmo_core_cases.json"))
+                           "olmo_core_cases.json", "litgpt_config_hub_cases.json"))
 # how each compared metric (trainplan.cases PREDICTED_KEYS) is printed
 UNITS = {"tokens_per_s_per_gpu": "tok/s", "tflops_per_gpu": "TFLOP/s", "step_s": "s/step", "mfu": "MFU",
-         "gpu_hours": "GPU-h"}
+         "gpu_hours": "GPU-h", "run_s": "s/run"}
 
 
 def launch_file(row: dict, folder: Path) -> Path:
