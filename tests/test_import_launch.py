@@ -261,6 +261,17 @@ def test_a_batch_script_is_read_by_its_shebang_or_slurm_name(tmp_path):
         assert (o.num_gpus, o.nodes, o.batch_size) == (8, 2, 2), name
 
 
+@pytest.mark.parametrize(("first", "shell"), [
+    ("#!/bin/bash", True), ("#!/bin/bash -e", True), ("#!/bin/bash -ex", True), ("#! /bin/sh -x", True),
+    ("#!/usr/bin/env bash", True), ("#!/usr/bin/env -S bash -e", True), ("#!/usr/bin/env FOO=1 zsh", True),
+    ("#!/usr/bin/env python3", False), ("#!/usr/bin/python -u", False), ("#!/bin/bash-like", False), ("#!", False),
+])
+def test_a_shebang_names_its_interpreter_in_its_first_word(first, shell):
+    # the interpreter is the first word (what follows are its options); env runs its first word that is no option
+    from trainplan.importers.read import _shebang_shell
+    assert _shebang_shell(first + "\ntorchrun t.py\n") is shell
+
+
 def test_an_option_whose_value_the_script_left_empty_takes_none():
     # `--master_addr $(scontrol ...)` expands to nothing here: the next option is not its value
     opts, rest = launch._options(["--nproc_per_node", "4", "--master_addr", "--master_port", "6000", "t.py"], set())

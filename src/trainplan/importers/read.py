@@ -103,9 +103,15 @@ SHELL_EXTENSIONS = (".sh", ".bash", ".txt", ".cmd", ".slurm", ".sbatch")
 
 
 def _shebang_shell(text: str) -> bool:
-    """A script whose first line names a shell interpreter (`#!/bin/bash`, `#!/usr/bin/env bash`)."""
-    first = text.lstrip().split("\n", 1)[0] if text.lstrip().startswith("#!") else ""
-    return bool(first) and os.path.basename(first.split()[-1] if first.split() else "") in ("bash", "sh", "zsh")
+    """A script whose first line names a shell interpreter: `#!/bin/bash`, `#!/bin/bash -e` (the interpreter is the
+    first word; what follows are its options), `#!/usr/bin/env bash`, `#!/usr/bin/env -S bash -e` (env runs the
+    first word that is not one of its options)."""
+    if not text.lstrip().startswith("#!"):
+        return False
+    words = text.lstrip()[2:].split("\n", 1)[0].split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+    return bool(words) and os.path.basename(words[0]) in ("bash", "sh", "zsh")
 
 
 def _first_command_line(text: str) -> str:
