@@ -280,6 +280,9 @@ def test_lora_targets_written_as_text(targets, names):
     ("llama-3.2-1b", ("query", "value", "mlp"), ["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"]),
     ("microsoft/phi-2", ("mlp",), ["fc1", "fc2"]),
     ("phi-3-mini-4k", ("mlp",), ["gate_up_proj", "down_proj"]),
+    # litgpt's query/key/value on a fused q/k/v linear (LoRAQKVLinear): that linear
+    ("tiiuae/falcon-7b", ("query", "value"), ["query_key_value"]),
+    ("phi-3-mini-4k", ("query", "key", "value", "projection"), ["qkv_proj", "o_proj"]),
 ])
 def test_megatron_module_names_as_lora_targets(model, targets, names):
     from trainplan import catalog

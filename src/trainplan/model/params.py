@@ -180,6 +180,11 @@ def resolve_lora_targets(spec: ModelSpec, targets: tuple[str, ...]) -> list[tupl
         return [(lin, n) for lin, n in linears if _nn_linear(lin)]
     wanted_names = {t for t in targets}
     wanted_roles = {role for t in targets for role in _ROLE_ALIASES.get(t.lower(), ())}
+    if wanted_roles & {Role.Q, Role.K, Role.V} and not any(lin.role is Role.Q for lin, _ in linears):
+        # a model with one fused q/k/v linear (Falcon's query_key_value, Phi-3's qkv_proj): litgpt's LoRAQKVLinear
+        # adapts the slices of it that query/key/value name; the adapter is counted over the whole fused output
+        # (exact where all three are named; Falcon-7B's q+v slices are 4,608 of its 4,672 outputs)
+        wanted_roles.add(Role.QKV)
     # peft matches module names: the fused experts (parameters of one module) and router modules
     # that are not nn.Linear carry no adapter whatever their transformers 4 names
     chosen = [(lin, n) for lin, n in linears if _nn_linear(lin) and (lin.name in wanted_names or lin.role in wanted_roles)]
