@@ -197,8 +197,16 @@ def case(config: str, model: str, commit: str, machine: str, runtime_min: float,
               "unit_basis": "1e9 bytes", "scope": "per_gpu",
               "what": "Peak memory: torch.cuda.max_memory_allocated()/1e9 (finetune/*.py prints 'Memory used'), "
                       "validations and generation included"}
-    return [{**base, "id": f"{base['id']}-{kind}", "kind": kind, "measured": measured}
-            for kind, measured in (("time", time), ("memory", memory))]
+    def one(kind: str, measured: dict) -> dict:
+        out = {"id": f"{base['id']}-{kind}", "kind": kind}
+        for key, value in base.items():
+            if key != "id":
+                out[key] = value
+            if key == "framework":      # the schema's order: measured after framework
+                out["measured"] = measured
+        return out
+
+    return [one("time", time), one("memory", memory)]
 
 
 def cases() -> list[dict]:
