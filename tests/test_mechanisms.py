@@ -288,3 +288,17 @@ def test_megatron_module_names_as_lora_targets(model, targets, names):
     from trainplan import catalog
     from trainplan.model.params import resolve_lora_targets
     assert [lin.name for lin, _ in resolve_lora_targets(catalog.resolve_model(model), targets)] == names
+
+
+@pytest.mark.parametrize("model, targets, names", [
+    # the case readers write role aliases as the model's own module names, what peft and the exporters take
+    ("microsoft/phi-2", ("query", "value", "mlp"), ("q_proj", "v_proj", "fc1", "fc2")),
+    ("llama-3.2-1b", ("q_proj", "v_proj", "o_proj", "mlp"), ("q_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                                             "down_proj")),
+    ("tiiuae/falcon-7b", ("query", "value"), ("query_key_value",)),
+    ("llama-3.2-1b", ("q_proj", "v_proj"), ("q_proj", "v_proj")),         # no alias: as given
+])
+def test_role_aliases_named_as_the_models_modules(model, targets, names):
+    from trainplan import catalog
+    from trainplan.model.params import named_targets
+    assert named_targets(catalog.resolve_model(model), targets) == names

@@ -262,7 +262,8 @@ def nodes_for(count: int) -> int:
 
 # --- LoRA ---------------------------------------------------------------------------------------
 
-# ("mlp", torchtune's apply_lora_to_mlp and litgpt's lora_mlp, is a role name the model reads: model.params)
+# ("mlp", torchtune's apply_lora_to_mlp and litgpt's lora_mlp, is a role alias the readers write as the model's
+# own MLP module names: model.params named_targets)
 _TORCHTUNE_NAMES = {"q_proj": ("q_proj",), "k_proj": ("k_proj",), "v_proj": ("v_proj",),
                     "output_proj": ("o_proj",)}
 _QWEN1_TARGETS = frozenset({"c_attn", "c_proj", "w1", "w2"})

@@ -33,6 +33,7 @@ from trainplan.enums import LOW_RANK_OPTIMIZERS, Framework, Optimizer
 from trainplan.frozen import frozen
 from trainplan.job.frameworks import RUNS_TRANSFORMERS
 from trainplan.job.options import JobOptions
+from trainplan.model.params import named_targets
 from trainplan.specs import GpuSpec
 from trainplan.units import GIB
 
@@ -243,6 +244,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
         if not isinstance(lora, dict) or not lora.get("rank"):
             raise Skip("LoRA rank not given")
         targets, tnote = lora_targets(case)
+        targets = named_targets(spec, targets)      # litgpt's query/value/mlp as the model's module names
         notes += [tnote] if tnote else []
         flags.update(lora_rank=int(lora["rank"]), lora_alpha=float(lora.get("alpha") or 2 * lora["rank"]),
                      lora_dropout=lora_dropout(case, framework), lora_targets=targets or None,

@@ -18,6 +18,8 @@ from trainplan.cases.common import (
     lora_targets,
 )
 from trainplan.cases.measured import RUN_EVALS, RUN_STEPS, plain_number
+from trainplan.model.params import named_targets
+from trainplan.specs import ModelSpec
 from trainplan.cases.memorycase import data_parallel, fsdp_version, grad_accum, layout_flags
 from trainplan.cases.modelcard import Mapped, model_card_case
 from trainplan.cases.optimizer_text import framework_optimizer, galore_flags, memory_optimizer
@@ -75,13 +77,13 @@ METRIC_KEYS = {"step_time_s": "step_s", "tokens_per_s_per_gpu": "tokens_per_s_pe
                "tflops_per_gpu": "tflops_per_gpu", "mfu": "mfu", "hfu": "hfu", "run_s": "run_s"}
 
 
-def _lora(case: dict, framework: Framework) -> LoraConfig | None:
+def _lora(case: dict, framework: Framework, spec: ModelSpec) -> LoraConfig | None:
     lora = case.get("lora")
     if case["method"] not in ("lora", "qlora"):
         return None
     if not lora:
         raise Skip("LoRA settings not given")
-    targets, _ = lora_targets(case)
+    targets = named_targets(spec, lora_targets(case)[0])
     return LoraConfig(rank=lora["rank"], alpha=float(lora.get("alpha") or 2 * lora["rank"]),
                       dropout=lora_dropout(case, framework), targets=targets, dora=bool(case.get("dora")))
 
@@ -262,7 +264,7 @@ def map_case(case: dict) -> Mapped:
                           grad_ckpt_every=ckpt_every_of(case.get("grad_ckpt")) or 1,
                           attention=supported_attention(spec, Attention(attention_of(case.get("attention"))
                                                                     or profile(framework).attention)),
-                          lora=_lora(case, framework), quant=quant, framework=framework, impl=impl,
+                          lora=_lora(case, framework, spec), quant=quant, framework=framework, impl=impl,
                           sequences_per_sample=pairs, reference_model=reference, reference_forward=ref_forward)
     # one reading of the layout for memory and time (cases/memorycase.py layout_flags, read above)
     layout = Layout(gpu_id=gpu.id, num_gpus=count, nodes=flags["nodes"], zero=ZeroStage(flags["zero"]),

@@ -162,6 +162,26 @@ def lora_rank_factor(spec: ModelSpec, lin: LinearSpec) -> int:
     return 2 if param_wrapped(spec, lin) and lin.role in (Role.GATE, Role.UP) else 1
 
 
+def named_targets(spec: ModelSpec, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """`targets` with each role alias (litgpt's query/key/value/projection/mlp) written as the module names it
+    reaches in `spec` (resolve_lora_targets), so that a setup names modules peft and the exporters know; other
+    names as given, in order. An alias that reaches nothing in this model is left out."""
+    if not any(t.lower() in _ROLE_ALIASES for t in targets):
+        return targets
+    out: list[str] = []
+    for t in targets:
+        names = ([lin.name for lin, _ in _aliased(spec, (t,))] if t.lower() in _ROLE_ALIASES else [t])
+        out += [n for n in names if n not in out]
+    return tuple(out)
+
+
+def _aliased(spec: ModelSpec, targets: tuple[str, ...]) -> list[tuple[LinearSpec, int]]:
+    try:
+        return resolve_lora_targets(spec, targets)
+    except TrainplanError:      # nothing of this model answers to the alias
+        return []
+
+
 def resolve_lora_targets(spec: ModelSpec, targets: tuple[str, ...]) -> list[tuple[LinearSpec, int]]:
     """The decoder-layer linears (with layer counts) that a peft target list selects.
 
