@@ -302,3 +302,11 @@ def test_role_aliases_named_as_the_models_modules(model, targets, names):
     from trainplan import catalog
     from trainplan.model.params import named_targets
     assert named_targets(catalog.resolve_model(model), targets) == names
+
+
+def test_an_estimate_names_the_modules_a_role_alias_reaches(capsys):
+    # `--lora-targets query,value,mlp` on Phi-2 (litgpt's names): the setup, and so every export, names its modules
+    from trainplan.cli import main
+    assert main(["estimate", "--model", "phi-2", "--method", "lora", "--lora-targets", "query,value,mlp",
+                 "--gpu", "a100-80gb", "--seq-len", "512"]) == 0
+    assert "targets q_proj,v_proj,fc1,fc2" in capsys.readouterr().out

@@ -28,7 +28,7 @@ from trainplan.job.capabilities import capabilities
 from trainplan.job.options import JobOptions
 from trainplan.job.training import Implementation, LoraConfig, QuantConfig, TrainingSetup
 from trainplan.job.validate import check_model_size, validate_options
-from trainplan.model.params import saved_modules
+from trainplan.model.params import named_targets, saved_modules
 from trainplan.specs import GpuSpec, ModelSpec
 
 TYPE_CHECKING = False   # annotations only: typing is not imported on the estimate path
@@ -118,7 +118,7 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
     if method in (Method.LORA, Method.QLORA):
         alpha = req.lora_alpha if req.lora_alpha is not None else 2.0 * req.lora_rank
         lora = LoraConfig(rank=req.lora_rank, alpha=alpha, dropout=req.lora_dropout,
-                          targets=_targets(req.lora_targets), dora=req.dora,
+                          targets=named_targets(spec, _targets(req.lora_targets)), dora=req.dora,
                           modules_to_save=saved_modules(req.modules_to_save))
     elif saved_modules(req.modules_to_save):
         raise TrainplanError("--modules-to-save trains copies of modules beside LoRA adapters: it needs "

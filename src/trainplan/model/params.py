@@ -165,14 +165,15 @@ def lora_rank_factor(spec: ModelSpec, lin: LinearSpec) -> int:
 def named_targets(spec: ModelSpec, targets: tuple[str, ...]) -> tuple[str, ...]:
     """`targets` with each role alias (litgpt's query/key/value/projection/mlp) written as the module names it
     reaches in `spec` (resolve_lora_targets), so that a setup names modules peft and the exporters know; other
-    names as given, in order. An alias that reaches nothing in this model is left out."""
+    names as given, in order. An alias that reaches nothing in this model is left out; where nothing is left, the
+    targets stay as given (so that resolve_lora_targets says what the model has, not peft's default)."""
     if not any(t.lower() in _ROLE_ALIASES for t in targets):
         return targets
     out: list[str] = []
     for t in targets:
         names = ([lin.name for lin, _ in _aliased(spec, (t,))] if t.lower() in _ROLE_ALIASES else [t])
         out += [n for n in names if n not in out]
-    return tuple(out)
+    return tuple(out) or targets
 
 
 def _aliased(spec: ModelSpec, targets: tuple[str, ...]) -> list[tuple[LinearSpec, int]]:
