@@ -66,9 +66,9 @@ from trainplan.model.architecture import structure
 
 def _layer(spec, **kw):
     t = 2 * 64
+    kw.setdefault("lora_names", frozenset({"attention/q_proj", "attention/v_proj"}))
     ctx = LayerContext(tokens=t, batch=2, seq=64, residual_bytes=2, compute_bytes=2, autocast=False,
-                       attention=Attention.SDPA, weights_trained=False, lora_names=frozenset({"attention/q_proj", "attention/v_proj"}),
-                       lora_rank=8, **kw)
+                       attention=Attention.SDPA, weights_trained=False, lora_rank=8, **kw)
     return layer_activations(spec, structure(spec).layer(1), ctx)
 
 
@@ -137,3 +137,14 @@ def test_torchtitan_loss_parallel_holds_one_fp32_logits_copy_more():
     assert alone.peak_phase == sharded.peak_phase == "backward (loss)"
     assert alone.components_bytes["logits_loss"] == 12 * n
     assert sharded.components_bytes["logits_loss"] == 16 * (n // 2)
+
+
+def test_litgpt_runs_gelu_tanh_as_one_kernel():
+    # Phi-2's hidden_act is gelu_new: transformers' NewGELUActivation, a Python chain that keeps 4 tensors of the
+    # intermediate width in a pure bf16 model (pow's input, tanh's output, the product's two factors); litgpt's own
+    # MLP calls torch.nn.functional.gelu(x, approximate="tanh"), which keeps its input only: 3 x 2 bytes fewer per
+    # intermediate element (10,240 wide), with the MLP's linears adapted so its intermediates need gradients
+    spec = catalog.resolve_model("microsoft/phi-2")
+    lora = frozenset({"attention/q_proj", "attention/v_proj", "mlp/fc1", "mlp/fc2"})
+    hf, lit = (_layer(spec, lora_names=lora, fused_gelu=fused) for fused in (False, True))
+    assert hf.detail["mlp"] - lit.detail["mlp"] == 3 * 2 * (2 * 64) * 10240

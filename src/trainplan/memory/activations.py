@@ -239,6 +239,11 @@ def layer_activations(spec: ModelSpec, layer: LayerSpec, ctx: LayerContext) -> L
             detail["attention_core"] += sum(_norm_saves(head_ctx, spec, width, input_grad=grad,
                                                         weight_grad=qk_weight, tokens=rows))
     act = spec.hidden_act
+    if ctx.fused_gelu and act in ("gelu_new", "gelu_fast"):
+        # litgpt's own MLPs run torch.nn.functional.gelu(x, approximate=config.gelu_approximate) (litgpt/model.py
+        # GptNeoxMLP, LLaMAMLP; phi-2's gelu_approximate "tanh"): one fused kernel where transformers'
+        # NewGELUActivation is a Python chain
+        act = "gelu_pytorch_tanh"
     mlp = grads["mlp_act"]                                 # the MLP's intermediates need gradients
     if by_group[Group.MLP] and mlp:
         detail["mlp"] = mlp_saves(ctx, by_group[Group.MLP], t, act)

@@ -36,4 +36,5 @@ class LayerContext:
     compiled: bool = False            # torch.compile: pointwise chains fused, recomputed in backward
     quant_saves_input: bool = False   # bitsandbytes 4-bit base weights: MatMul4Bit saves its input
     fused_qkv: bool = False           # the model's own single q/k/v projection (litgpt)
+    fused_gelu: bool = False          # the model's own GELU is one F.gelu call, tanh or not (litgpt): saves its input
     padding_mask: bool = False        # the batch's attention mask has padding: SDPA gets a 4-D mask (memory.attention.masked)
