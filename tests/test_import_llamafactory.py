@@ -45,7 +45,7 @@ EXPECTED = {
         **COMMON, "model": "meta-llama/Meta-Llama-3-8B-Instruct", "method": "qlora", "quant": "nf4",
         "double_quant": True, "lora_rank": 16, "lora_alpha": 32.0, "lora_dropout": 0.05, "dora": False,
         "lora_targets": ("q_proj", "k_proj", "v_proj", "o_proj"), "seq_len": 1024, "samples": 4500,
-        "batch_size": 4, "grad_accum": 4, "epochs": 1.0, "optimizer": "paged-adamw-8bit"},
+        "batch_size": 4, "grad_accum": 4, "epochs": 1.0, "optimizer": "paged-adamw-8bit", "val_size": 0.1},
     "llama3_freeze_sft.yaml": {
         **COMMON, "model": "meta-llama/Llama-3.1-8B-Instruct", "method": "freeze", "freeze_layers": 4,
         "seq_len": 2048, "samples": 2000, "batch_size": 1, "grad_accum": 8, "epochs": 3.0},
@@ -297,7 +297,7 @@ FLAGS = {
         "--model", "meta-llama/Meta-Llama-3-8B-Instruct", "--method", "qlora", "--quant", "nf4", "--double-quant",
         "--lora-rank", "16", "--lora-alpha", "32", "--lora-dropout", "0.05", "--lora-targets",
         "q_proj,k_proj,v_proj,o_proj", "--batch-size", "4", "--grad-accum", "4", "--seq-len", "1024",
-        "--samples", "4500", "--epochs", "1", "--optimizer", "paged-adamw-8bit"],
+        "--samples", "4500", "--epochs", "1", "--optimizer", "paged-adamw-8bit", "--val-size", "0.1"],
     "llama3_freeze_sft.yaml": [
         "--model", "meta-llama/Llama-3.1-8B-Instruct", "--method", "freeze", "--freeze-layers", "4",
         "--batch-size", "1", "--grad-accum", "8", "--seq-len", "2048", "--samples", "2000", "--epochs", "3"],

@@ -102,6 +102,9 @@ class Options(TypedDict, total=False):
     compile: bool | None
     compile_loss: bool | None       # torch.compile over the loss (None: as compile)
     eval_fraction: float
+    val_size: float | None          # held-out evaluation samples: a count, or a share of the data below 1
+    eval_steps: float | None        # evaluate every N optimizer steps (below 1: that share of the run)
+    eval_each_epoch: bool
     checkpoint_saves: int
     disk_gb_per_s: float
     lengths_file: str | None

@@ -237,6 +237,12 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
                    help="torch.compile over the loss too (default: as --compile; torchtitan's compile.components)")
     w.add_argument("--efficiency", type=float, help="override the matmul efficiency (fraction of peak)")
     w.add_argument("--eval-fraction", type=float, default=0.0, help="evaluation tokens / training tokens")
+    w.add_argument("--val-size", type=float, help="samples held out for evaluation: a count, or a share of the data "
+                                                 "below 1 (LLaMA-Factory val_size); they are not trained on")
+    w.add_argument("--eval-steps", type=float, help="evaluate the held-out samples every N optimizer steps (below 1: "
+                                                   "that share of the run's steps, as transformers reads eval_steps)")
+    w.add_argument("--eval-each-epoch", action="store_true", help="evaluate the held-out samples after each epoch "
+                                                                 "(HF eval_strategy epoch)")
     w.add_argument("--checkpoint-saves", type=int, default=0)
     w.add_argument("--disk-gb-per-s", type=float, default=1.0, help="checkpoint write bandwidth (GB/s)")
     w.add_argument("--lengths-file", help="sample lengths in tokens: one per line, or a JSON list")

@@ -312,6 +312,35 @@ def read_length_grouping(c: Collector, flag: Any, strategy: Any) -> None:
         c.set("group_by_length", as_bool(flag, "group_by_length", c.file), key="group_by_length", raw=flag)
 
 
+def read_evaluation(c: Collector, get) -> None:
+    """HF TrainingArguments' periodic evaluation, which LLaMA-Factory and TRL pass through: eval_strategy (its
+    transformers 4 name evaluation_strategy) "no" (the default), "steps" or "epoch"; under "steps", eval_steps,
+    falling back to logging_steps (default 500) where it is unset or 0 (transformers 5.25 training_args.py
+    __post_init__). What it evaluates is the held-out split (val_size), read where the format has one."""
+    # each key is asked for once, and only where it counts: `get` may take it from the keys left to read, and a key
+    # that changes nothing stays among them
+    key, raw = "eval_strategy", get("eval_strategy")
+    if raw is None:
+        key, raw = "evaluation_strategy", get("evaluation_strategy")
+    if raw is None or str(raw).strip().lower() == "no":
+        return
+    strategy = str(raw).strip().lower()
+    if strategy == "epoch":
+        c.set("eval_each_epoch", True, key=key, raw=raw, note="the held-out samples evaluated after each epoch")
+    elif strategy == "steps":
+        every, where = get("eval_steps"), "eval_steps"
+        if every is None or as_float(every, "eval_steps", c.file) == 0:
+            logging = get("logging_steps")
+            every, where = (logging if logging is not None else 500), "logging_steps"
+        value = as_float(every, where, c.file)
+        if value <= 0:
+            raise TrainplanError(f"--from {c.file}: eval_strategy steps needs a positive eval_steps, got {every!r}")
+        c.set("eval_steps", value, key=where, raw=every,
+              note="" if where == "eval_steps" else "eval_steps unset: logging_steps (transformers TrainingArguments)")
+    else:
+        raise TrainplanError(f"--from {c.file}: {key} must be no, steps or epoch, got {raw!r}")
+
+
 def read_experts_impl(c: Collector, value: Any, key: str) -> None:
     """How transformers 5 runs an MoE model's experts (from_pretrained experts_implementation; ms-swift
     `experts_impl`, axolotl `experts_implementation`): "eager" is the per-expert loop, "grouped_mm" transformers'

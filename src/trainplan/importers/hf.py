@@ -30,6 +30,7 @@ from trainplan.importers.base import (
     as_int,
     names,
     read_dataset,
+    read_evaluation,
     read_experts_impl,
     read_flash_version,
     read_length_grouping,
@@ -173,6 +174,7 @@ class _Reader(_EngineMixin, _OptimMixin):
         steps = self.pop("max_steps")
         if steps is not None and as_int(steps, "max_steps", self.path) > 0:
             c.set("max_steps", int(steps), key="max_steps", raw=steps)
+        read_evaluation(c, self.pop)
         self._sequence()
         if self.rest.get("dataset_name"):         # TRL ScriptArguments.dataset_name (trl/scripts/utils.py)
             read_dataset(c, self.pop("dataset_name"), "dataset_name")

@@ -22,6 +22,7 @@ from trainplan.importers.base import Collector, Imported, ReadContext, as_int, r
 from trainplan.importers.llamafactory_args import (
     _SRC,
     _batch,
+    _evaluation,
     _kernels,
     _method,
     _precision,
@@ -127,6 +128,7 @@ def read(data: dict, path: str, ctx: ReadContext | None = None) -> Imported:
     _batch(c, get)
     # `dataset: a,b`: names in LLaMA-Factory's data/dataset_info.json (catalog.datasets reads them)
     read_dataset(c, get("dataset"), "dataset")
+    _evaluation(c, get)
     _optimizer(c, get)
     for key, why in _UNMODELLED.items():
         used.add(key)

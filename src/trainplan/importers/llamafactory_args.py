@@ -36,6 +36,7 @@ from trainplan.importers.base import (
     as_float,
     as_int,
     names,
+    read_evaluation,
     read_flash_version,
     read_length_grouping,
     read_modules_to_save,
@@ -302,6 +303,22 @@ def _kernels(c: Collector, get, stage: str, zero: int | None) -> None:
     compile_raw = get("torch_compile")
     if compile_raw is not None:
         c.set("compile", as_bool(compile_raw, "torch_compile", c.file), key="torch_compile", raw=compile_raw)
+
+
+def _evaluation(c: Collector, get) -> None:
+    """val_size: the samples split off for evaluation, a count above 1, else a share of the dataset
+    (data/data_utils.py split_dataset: `int(val_size) if val_size > 1 else val_size` as train_test_split's test_size;
+    loader.py splits only where val_size > 1e-6); they are evaluated as HF TrainingArguments' eval_strategy says
+    (importers.base read_evaluation). An `eval_dataset` of its own is not sized here."""
+    val = get("val_size")
+    if val is not None and as_float(val, "val_size", c.file) > 1e-6:
+        v = as_float(val, "val_size", c.file)
+        c.set("val_size", float(int(v)) if v > 1 else v, key="val_size", raw=val,
+              note="held out of the dataset, not trained on")
+    if get("eval_dataset") is not None:
+        c.skip("eval_dataset", get("eval_dataset"), "a separate evaluation dataset is not sized: its evaluations "
+                                                    "are not counted (--val-size gives their samples)")
+    read_evaluation(c, get)
 
 
 def _batch(c: Collector, get) -> None:

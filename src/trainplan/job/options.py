@@ -77,6 +77,9 @@ class JobOptions:
     compile: bool | None = None       # torch.compile / fused kernels (time model)
     compile_loss: bool | None = None  # torch.compile over the loss too (None: as compile)
     eval_fraction: float = 0.0        # evaluation tokens as a fraction of training tokens
+    val_size: float | None = None     # held-out evaluation samples: a count (>= 1) or a share of the data (< 1)
+    eval_steps: float | None = None   # evaluate every N optimizer steps (< 1: that share of the run's steps)
+    eval_each_epoch: bool = False     # evaluate after each epoch (HF eval_strategy "epoch")
     checkpoint_saves: int = 0
     disk_gb_per_s: float = 1.0        # checkpoint write bandwidth
     lengths_file: str | None = None   # sample lengths (tokens), one per line or a JSON list

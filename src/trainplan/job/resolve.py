@@ -88,12 +88,31 @@ def build_workload(req: JobOptions) -> Workload:
         if req.samples is not None or req.max_steps is not None:
             raise TrainplanError("--tokens gives the run length: leave out --samples and --max-steps")
         samples = max(1, math.ceil(req.tokens / (per_sample or req.seq_len)))
-    elif data is not None and samples is None and req.max_steps is None:
+    held = held_out(req.val_size, trained=samples) if req.val_size else None
+    if data is not None and samples is None and req.max_steps is None:
         samples = data.samples
+        if req.val_size:
+            # the held-out samples come out of the dataset (LLaMA-Factory split_dataset: train_test_split)
+            held = min(held_out(req.val_size, total=samples), samples - 1)
+            samples -= held
     return Workload(samples=samples, tokens=req.tokens, steps=req.max_steps, tokens_per_sample=per_sample,
                     epochs=req.epochs,
                     packing=req.packing, padding_mask=req.padding_mask, retry_factor=req.retry_factor, eval_fraction=req.eval_fraction,
+                    eval_samples=held, eval_every_steps=req.eval_steps, eval_each_epoch=req.eval_each_epoch,
                     checkpoint_saves=req.checkpoint_saves, disk_bw_bytes_per_s=req.disk_gb_per_s * 1e9)
+
+
+def held_out(val_size: float, *, total: int | None = None, trained: int | None = None) -> int | None:
+    """Samples `val_size` holds out: a count as given (>= 1), or a share of the data (< 1): of `total` samples,
+    ceil(share x total) (datasets' train_test_split rounds the test split up); of the `trained` ones that are left,
+    the share's own ratio, share / (1 - share), of them. None where neither is known."""
+    if val_size >= 1:
+        return int(val_size)
+    if total is not None:
+        return math.ceil(val_size * total - 1e-9)
+    if trained is not None:
+        return round(trained * val_size / (1.0 - val_size))
+    return None
 
 
 def read_lengths(path: str | None) -> tuple[int, ...] | None:

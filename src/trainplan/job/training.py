@@ -267,6 +267,12 @@ class Workload:
     padding_mask: bool | None = None      # the batches' attention mask has padding (None: from the lengths)
     retry_factor: float = 1.0             # failed attempts, multiplies time and cost
     eval_fraction: float = 0.0            # extra forward-only time for evaluation, as a fraction
+    # periodic evaluation (HF Trainer eval_strategy): `eval_samples` samples, forward only, every
+    # `eval_every_steps` optimizer steps (< 1: that share of the run's steps, as transformers reads eval_steps)
+    # or after each epoch (`eval_each_epoch`); timing.estimate counts the evaluations the run reaches
+    eval_samples: int | None = None
+    eval_every_steps: float | None = None
+    eval_each_epoch: bool = False
     checkpoint_saves: int = 0             # number of checkpoints written
     disk_bw_bytes_per_s: float = 1e9      # checkpoint write bandwidth
 
@@ -282,3 +288,7 @@ class Workload:
             raise TrainplanError(f"--epochs must be positive, got {self.epochs}")
         if self.retry_factor < 1.0:
             raise TrainplanError(f"--retry-factor must be at least 1, got {self.retry_factor}")
+        if self.eval_every_steps is not None and not self.eval_every_steps > 0:
+            raise TrainplanError(f"--eval-steps must be positive, got {self.eval_every_steps}")
+        if self.eval_samples is not None and self.eval_samples < 0:
+            raise TrainplanError(f"evaluation samples must be >= 0, got {self.eval_samples}")

@@ -61,9 +61,10 @@ FLOATS: dict[str, tuple[float, float, bool, bool]] = {
 OPT_FLOATS: dict[str, tuple[float, float, bool, bool]] = {
     "lora_alpha": (0.0, 1e6, False, True), "price_per_gpu_hour": (0.0, 1e6, True, True),
     "efficiency": (0.0, 1.0, False, True), "host_mem_gb_per_s": (0.0, 1e5, False, True),
-    "tokens": (1.0, 1e18, True, True),
+    "tokens": (1.0, 1e18, True, True), "val_size": (0.0, 1e12, False, True), "eval_steps": (0.0, 1e12, False, True),
 }
-BOOLS = ("dora", "double_quant", "packing", "spot", "sequence_parallel", "uneven_pipeline", "calibration")
+BOOLS = ("dora", "double_quant", "packing", "spot", "sequence_parallel", "uneven_pipeline", "calibration",
+         "eval_each_epoch")
 OPT_BOOLS = ("optimizer_in_backward", "activation_offload", "liger", "load_fp32", "compile",
              "reshard_after_forward", "ref_model", "padding_free", "padding_mask", "overlap_comm",
              "launch_blocking", "comm_overlap", "moe_a2a_overlap", "pp_head_as_layer", "drop_long_samples",

@@ -16,6 +16,8 @@ gpu_hours = total_s x GPUs / 3600; the retry factor (default 1.0) multiplies bot
 
 from __future__ import annotations
 
+import math
+
 from trainplan.enums import Framework, GradCkpt, MoeDispatcher, Offload, PipeSchedule
 from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup, Workload
@@ -347,6 +349,32 @@ class TimeEstimate:
         return rows
 
 
+def evaluation_share(workload: Workload, steps: int, per_epoch: int, samples_per_step: float) -> tuple[float, str]:
+    """(samples evaluated / samples trained, the note) of the run's periodic evaluation (Workload.eval_samples), as
+    transformers 5.25's Trainer runs it (trainer_callback.py DefaultFlowCallback.on_step_end / on_epoch_end,
+    TrainerState.compute_steps): at every step where global_step % eval_steps == 0 and at the last step when it is
+    not one of them, so ceil(steps / eval_steps) times (a fractional eval_steps is ceil(max_steps x eval_steps));
+    or at the end of each epoch, the last one cut short included. 0 without evaluation or a run length."""
+    if not steps or not (workload.eval_each_epoch or workload.eval_every_steps):
+        return 0.0, ""
+    if workload.eval_samples is None:
+        return 0.0, ("evaluation not counted: how many samples it evaluates is not known (--val-size: a count, or a "
+                     "share with --samples or --dataset)")
+    if not workload.eval_samples:
+        return 0.0, ""
+    if workload.eval_each_epoch:
+        evals = math.ceil(steps / per_epoch - 1e-9) if per_epoch else 1
+        how = "after each epoch" + ("" if per_epoch else " (the run's epochs not known: one)")
+    else:
+        every = workload.eval_every_steps
+        k = math.ceil(steps * every) if every < 1 else int(every)
+        evals = math.ceil(steps / k)
+        how = f"every {k:,} steps"
+    share = evals * workload.eval_samples / (steps * samples_per_step)
+    return share, (f"evaluation: {evals:,} evaluation{'s' if evals != 1 else ''} of {workload.eval_samples:,} held-out "
+                   f"samples ({how}), forward only: {share:.1%} of the samples trained")
+
+
 def estimate_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, workload: Workload,
                   options: TimingOptions = TimingOptions()) -> TimeEstimate:
     """Step time, steps and wall-clock of `setup` on `layout` for `workload` (see module docstring)."""
@@ -354,7 +382,7 @@ def estimate_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, workload: 
     st = _step_time(setup, layout, gpu, options, ctx)
     step_s = st.step_s
     notes = list(st.notes)
-    steps = 0
+    steps = per_epoch = 0
     if workload.steps is not None:
         steps = workload.steps
         notes.append(f"steps = {steps} (max_steps given)"
@@ -374,7 +402,9 @@ def estimate_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, workload: 
         notes.append("no --samples (or --max-steps) given: time per step only")
     train_s = steps * step_s
     fwd_share = st.forward_flops_per_step / st.hardware_flops_per_step
-    eval_s = workload.eval_fraction * train_s * fwd_share * st.breakdown.compute_s / step_s
+    periodic, eval_note = evaluation_share(workload, steps, per_epoch, st.global_batch * st.shape.samples_per_sequence)
+    notes += [eval_note] if eval_note else []
+    eval_s = (workload.eval_fraction + periodic) * train_s * fwd_share * st.breakdown.compute_s / step_s
     checkpoint_s = workload.checkpoint_saves * ctx.checkpoint_bytes / workload.disk_bw_bytes_per_s
     total_s = train_s + eval_s + checkpoint_s
     notes += ctx.run_notes     # evaluation, checkpoints, retries (timing.context)
