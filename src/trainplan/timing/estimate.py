@@ -16,8 +16,6 @@ gpu_hours = total_s x GPUs / 3600; the retry factor (default 1.0) multiplies bot
 
 from __future__ import annotations
 
-import math
-
 from trainplan.enums import Framework, GradCkpt, MoeDispatcher, Offload, PipeSchedule
 from trainplan.frozen import frozen
 from trainplan.job.training import Layout, TrainingSetup, Workload
@@ -38,7 +36,7 @@ from trainplan.timing.options import TimingOptions
 from trainplan.timing.overlap import megatron_overlap, moe_a2a_overlap
 from trainplan.timing.pipeline import PassTimes, bubble_fraction, bubble_note, default_schedule, heaviest_rank_mb
 from trainplan.timing.quantized import fp32_adapter_note
-from trainplan.timing.steps import SequenceShape, global_batch, steps_per_epoch, total_steps
+from trainplan.timing.steps import SequenceShape, evaluation_share, global_batch, steps_per_epoch, total_steps
 from trainplan.units import SECONDS_PER_HOUR, fmt_count, fmt_duration
 
 _NO_WORKLOAD = Workload()     # step_time without a workload: one sample per sequence of seq_len tokens
@@ -347,32 +345,6 @@ class TimeEstimate:
                 rows.append(("GPU-hours with retries", self.gpu_hours_with_retries, "GPU-h",
                              f"{self.gpu_hours:.4g} x retry factor {self.retry_factor:g}"))
         return rows
-
-
-def evaluation_share(workload: Workload, steps: int, per_epoch: int, samples_per_step: float) -> tuple[float, str]:
-    """(samples evaluated / samples trained, the note) of the run's periodic evaluation (Workload.eval_samples), as
-    transformers 5.25's Trainer runs it (trainer_callback.py DefaultFlowCallback.on_step_end / on_epoch_end,
-    TrainerState.compute_steps): at every step where global_step % eval_steps == 0 and at the last step when it is
-    not one of them, so ceil(steps / eval_steps) times (a fractional eval_steps is ceil(max_steps x eval_steps));
-    or at the end of each epoch, the last one cut short included. 0 without evaluation or a run length."""
-    if not steps or not (workload.eval_each_epoch or workload.eval_every_steps):
-        return 0.0, ""
-    if workload.eval_samples is None:
-        return 0.0, ("evaluation not counted: how many samples it evaluates is not known (--val-size: a count, or a "
-                     "share with --samples or --dataset)")
-    if not workload.eval_samples:
-        return 0.0, ""
-    if workload.eval_each_epoch:
-        evals = math.ceil(steps / per_epoch - 1e-9) if per_epoch else 1
-        how = "after each epoch" + ("" if per_epoch else " (the run's epochs not known: one)")
-    else:
-        every = workload.eval_every_steps
-        k = math.ceil(steps * every) if every < 1 else int(every)
-        evals = math.ceil(steps / k)
-        how = f"every {k:,} steps"
-    share = evals * workload.eval_samples / (steps * samples_per_step)
-    return share, (f"evaluation: {evals:,} evaluation{'s' if evals != 1 else ''} of {workload.eval_samples:,} held-out "
-                   f"samples ({how}), forward only: {share:.1%} of the samples trained")
 
 
 def estimate_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, workload: Workload,

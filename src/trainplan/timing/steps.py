@@ -13,6 +13,10 @@ from collections import Counter
 from trainplan.errors import TrainplanError
 from trainplan.frozen import frozen, replace
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from trainplan.job.training import Workload
+
 
 def global_batch(micro_batch: int, grad_accum: int, dp: int) -> int:
     """Sequences per optimizer step."""
@@ -158,3 +162,29 @@ def total_steps(per_epoch: int, epochs: float) -> int:
     if epochs <= 0:
         raise TrainplanError(f"--epochs must be positive, got {epochs}")
     return math.ceil(per_epoch * epochs - 1e-9)
+
+
+def evaluation_share(workload: Workload, steps: int, per_epoch: int, samples_per_step: float) -> tuple[float, str]:
+    """(samples evaluated / samples trained, the note) of the run's periodic evaluation (Workload.eval_samples), as
+    transformers 5.25's Trainer runs it (trainer_callback.py DefaultFlowCallback.on_step_end / on_epoch_end,
+    TrainerState.compute_steps): at every step where global_step % eval_steps == 0 and at the last step when it is
+    not one of them, so ceil(steps / eval_steps) times (a fractional eval_steps is ceil(max_steps x eval_steps));
+    or at the end of each epoch, the last one cut short included. 0 without evaluation or a run length."""
+    if not steps or not (workload.eval_each_epoch or workload.eval_every_steps):
+        return 0.0, ""
+    if workload.eval_samples is None:
+        return 0.0, ("evaluation not counted: how many samples it evaluates is not known (--val-size: a count, or a "
+                     "share with --samples or --dataset)")
+    if not workload.eval_samples:
+        return 0.0, ""
+    if workload.eval_each_epoch:
+        evals = math.ceil(steps / per_epoch - 1e-9) if per_epoch else 1
+        how = "after each epoch" + ("" if per_epoch else " (the run's epochs not known: one)")
+    else:
+        every = workload.eval_every_steps
+        k = math.ceil(steps * every) if every < 1 else int(every)
+        evals = math.ceil(steps / k)
+        how = f"every {k:,} steps"
+    share = evals * workload.eval_samples / (steps * samples_per_step)
+    return share, (f"evaluation: {evals:,} evaluation{'s' if evals != 1 else ''} of {workload.eval_samples:,} held-out "
+                   f"samples ({how}), forward only: {share:.1%} of the samples trained")
