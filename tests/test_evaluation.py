@@ -94,3 +94,35 @@ def test_the_evaluation_note_in_chinese(capsys):
     from trainplan.cli import main
     assert main(["estimate", *RUN, "--val-size", "200", "--eval-steps", "50", "--lang", "zh"]) == 0
     assert "评估：3 次，每次 200 个留出样本（每 50 步），只做前向：占训练样本的 60.0%" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra, expected", [
+    # split_dataset_ratio held out; eval_strategy defaults to save_strategy (steps), eval_steps to save_steps
+    ("--split_dataset_ratio 0.01 --save_steps 50", (0.01, 50.0, False)),
+    ("--split_dataset_ratio 0.01", (0.01, 500.0, False)),                       # HF's save_steps default
+    ("--split_dataset_ratio 0.01 --eval_strategy epoch", (0.01, None, True)),
+    ("--split_dataset_ratio 0.01 --save_strategy no", (0.01, None, False)),
+    ("--save_steps 50", (None, None, False)),                                   # ms-swift's default ratio is 0
+])
+def test_ms_swift_split_dataset_ratio(tmp_path, extra, expected):
+    path = tmp_path / "sft.sh"
+    path.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type lora --dataset "
+                    f"AI-ModelScope/alpaca-gpt4-data-en --per_device_train_batch_size 1 {extra}\n")
+    got = options(path)
+    assert (got.val_size, got.eval_steps, got.eval_each_epoch) == expected
+
+
+@pytest.mark.parametrize("extra, expected", [
+    # evals_per_epoch 4 over 2 epochs: eval_steps = 1 / 8 of the run (axolotl normalize_config)
+    ("val_set_size: 0.05\nevals_per_epoch: 4\nnum_epochs: 2\n", (0.05, 0.125, False)),
+    ("val_set_size: 0.05\neval_steps: 100\n", (0.05, 100.0, False)),
+    ("val_set_size: 0.05\n", (0.05, None, True)),                     # a held-out set, no steps: each epoch
+    ("val_set_size: 0.05\neval_strategy: steps\nlogging_steps: 10\n", (0.05, 10.0, False)),
+    ("evals_per_epoch: 4\n", (None, None, False)),                    # nothing held out: no evaluation
+])
+def test_axolotl_val_set_size(tmp_path, extra, expected):
+    path = tmp_path / "axolotl.yaml"
+    path.write_text("base_model: meta-llama/Llama-3.2-1B\nadapter: lora\nlora_r: 8\nsequence_len: 1024\n"
+                    f"micro_batch_size: 2\n{extra}")
+    got = options(path)
+    assert (got.val_size, got.eval_steps, got.eval_each_epoch) == expected

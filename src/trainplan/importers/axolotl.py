@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainplan.errors import TrainplanError
-from trainplan.importers.axolotl_sections import _DEFAULTS, _distributed, _Keys, _precision, _rl, default
+from trainplan.importers.axolotl_sections import _DEFAULTS, _distributed, _Keys, _precision, _rl, default, evaluation
 from trainplan.importers.base import (
     Collector,
     Imported,
@@ -96,6 +96,7 @@ def read(data: dict, path: str, ctx: ReadContext | None = None) -> Imported:
         c.set("model", str(data["base_model"]), key="base_model")
     method = _method(c, get)
     _batches(c, get)
+    evaluation(c, get)
     _checkpointing(c, get)
     attention = _attention(c, get)
     if get.flag("sample_packing") and attention is not None and attention.startswith("flash"):

@@ -23,7 +23,8 @@ import os
 from typing import Any
 
 from trainplan.importers import deepspeed
-from trainplan.importers.base import Collector, Imported, ReadContext, as_bool, as_int, names
+from trainplan.errors import TrainplanError
+from trainplan.importers.base import Collector, Imported, ReadContext, as_bool, as_float, as_int, names
 from trainplan.job.defaults import axolotl as defaults
 
 _DEFAULTS = {d.field: d for d in defaults.DEFAULTS}
@@ -198,3 +199,40 @@ def _rl(c: Collector, get: _Keys, method: str) -> None:
     trl = get("trl")
     if isinstance(trl, dict) and trl.get("use_vllm"):
         c.skip("trl.use_vllm", True, "vLLM generation memory for GRPO is not modelled")
+
+
+def evaluation(c: Collector, get: _Keys) -> None:
+    """val_set_size (default 0): the share of the dataset held out for evaluation (a count above 1), evaluated as
+    axolotl's trainer builder sets eval_strategy (core/builders/causal.py): none without a held-out set; "steps" with
+    eval_steps, which evals_per_epoch sets to 1 / (evals_per_epoch x num_epochs) of the run where that is below 1
+    (utils/config normalize_config); else the config's eval_strategy; else "epoch". A test_datasets set of its own is
+    not sized here."""
+    if get("test_datasets"):
+        c.skip("test_datasets", get("test_datasets"), "a separate evaluation dataset is not sized: its evaluations "
+                                                     "are not counted (--val-size gives their samples)")
+        return
+    raw = get("val_set_size")
+    size = as_float(raw, "val_set_size", c.file) if raw is not None else 0.0
+    if size <= 0:
+        return
+    c.set("val_size", float(int(size)) if size > 1 else size, key="val_set_size", raw=raw,
+          note="held out of the dataset, not trained on")
+    steps, per_epoch, strategy = get("eval_steps"), get("evals_per_epoch"), get("eval_strategy")
+    if steps is None and per_epoch is not None:
+        share = 1.0 / (as_float(per_epoch, "evals_per_epoch", c.file) * as_float(get("num_epochs", 1), "num_epochs",
+                                                                                 c.file))
+        if share < 1.0:
+            c.derived("eval_steps", share, key="evals_per_epoch",
+                      note="eval_steps = 1 / (evals_per_epoch x num_epochs), a share of the run's steps")
+            return
+    if steps is not None:
+        c.set("eval_steps", as_float(steps, "eval_steps", c.file), key="eval_steps", raw=steps)
+    elif strategy is None or str(strategy).strip().lower() == "epoch":
+        c.set("eval_each_epoch", True, key="eval_strategy" if strategy else "val_set_size", raw=strategy,
+              note="" if strategy else "a held-out set without eval_steps is evaluated after each epoch")
+    elif str(strategy).strip().lower() == "steps":     # transformers: eval_steps unset falls back to logging_steps
+        every = get("logging_steps", 500)
+        c.set("eval_steps", as_float(every, "logging_steps", c.file), key="logging_steps", raw=every,
+              note="eval_steps unset: logging_steps (transformers TrainingArguments)")
+    elif str(strategy).strip().lower() != "no":
+        raise TrainplanError(f"--from {c.file}: eval_strategy must be no, steps or epoch, got {strategy!r}")

@@ -182,6 +182,7 @@ def _swift(c: Collector, args: dict, sub: str, world: int, ctx: ReadContext) -> 
     steps = _get(c, args, "max_steps", as_int)
     if steps and steps > 0:
         c.set("max_steps", steps, key="max_steps")
+    _evaluation(c, args)
     gc = _get(c, args, "gradient_checkpointing", as_bool)
     if gc is None:
         default(c, "grad_ckpt", _DEFAULTS, defaults.VERSION)
@@ -220,6 +221,33 @@ def _swift(c: Collector, args: dict, sub: str, world: int, ctx: ReadContext) -> 
     c.ignore(sum(1 for k in args if k not in _READ))
     if isinstance(engine, Imported):
         c.merge(engine)         # last: the DeepSpeed JSON's own values win, as the HF integration requires
+
+
+def _evaluation(c: Collector, args: dict) -> None:
+    """split_dataset_ratio (default 0): the share of the dataset held out for validation (swift/arguments/base_args/
+    data_args.py; a val_dataset of its own sets it to 0 and is not sized here). Its evaluations run as eval_strategy
+    says, which defaults to save_strategy ("steps"), every eval_steps, which defaults to save_steps (500: the HF
+    default) (swift/arguments/sft_args.py _init_eval_strategy @3602360a)."""
+    if args.get("val_dataset"):
+        c.skip("val_dataset", args["val_dataset"], "a separate evaluation dataset is not sized: its evaluations "
+                                                   "are not counted (--val-size gives their samples)")
+        return
+    ratio = _get(c, args, "split_dataset_ratio", as_float)
+    if not ratio or ratio <= 0:
+        return
+    c.set("val_size", ratio, key="split_dataset_ratio", raw=args["split_dataset_ratio"],
+          note="held out of the dataset, not trained on")
+    strategy = str(args.get("eval_strategy") or args.get("save_strategy") or "steps").strip().lower()
+    key = "eval_strategy" if args.get("eval_strategy") else "save_strategy"
+    if strategy == "epoch":
+        c.set("eval_each_epoch", True, key=key, raw=strategy, note="the held-out samples evaluated after each epoch")
+    elif strategy == "steps":
+        raw = args.get("eval_steps") or args.get("save_steps") or 500
+        where = "eval_steps" if args.get("eval_steps") else "save_steps"
+        c.set("eval_steps", as_float(raw, where, c.file), key=where, raw=raw,
+              note="" if where == "eval_steps" else "eval_steps unset: save_steps (ms-swift _init_eval_strategy)")
+    elif strategy != "no":
+        raise TrainplanError(f"--from {c.file}: eval_strategy must be no, steps or epoch, got {strategy!r}")
 
 
 def _unmodelled(c: Collector, args: dict, table: dict[str, str]) -> None:
