@@ -347,8 +347,7 @@ def _run_with_evaluations(measured: dict, workload: Workload, setup: TrainingSet
     evals = next((float(v) for k in RUN_EVALS if (v := plain_number(measured.get(k))) is not None), 0.0)
     if not steps or steps < 1:
         raise Skip("a run's wall time without its optimizer steps")
-    dp = layout.num_gpus // (layout.tp * layout.pp * layout.cp)
-    trained = steps * setup.batch_size * setup.grad_accum * dp
+    trained = steps * setup.batch_size * setup.grad_accum * layout.dp
     fraction = evals / trained
     return (replace(workload, steps=max(1, round(steps)), eval_fraction=fraction),
             f"the run's wall time: {steps:g} optimizer steps of {trained / steps:g} samples and {evals:g} samples "
