@@ -23,8 +23,16 @@ import os
 from typing import Any
 
 from trainplan.importers import deepspeed
-from trainplan.errors import TrainplanError
-from trainplan.importers.base import Collector, Imported, ReadContext, as_bool, as_float, as_int, names
+from trainplan.importers.base import (
+    Collector,
+    Imported,
+    ReadContext,
+    as_bool,
+    as_float,
+    as_int,
+    names,
+    set_eval_strategy,
+)
 from trainplan.job.defaults import axolotl as defaults
 
 _DEFAULTS = {d.field: d for d in defaults.DEFAULTS}
@@ -226,13 +234,11 @@ def evaluation(c: Collector, get: _Keys) -> None:
                       note="eval_steps = 1 / (evals_per_epoch x num_epochs), a share of the run's steps")
             return
     if steps is not None:
-        c.set("eval_steps", as_float(steps, "eval_steps", c.file), key="eval_steps", raw=steps)
-    elif strategy is None or str(strategy).strip().lower() == "epoch":
-        c.set("eval_each_epoch", True, key="eval_strategy" if strategy else "val_set_size", raw=strategy,
-              note="" if strategy else "a held-out set without eval_steps is evaluated after each epoch")
-    elif str(strategy).strip().lower() == "steps":     # transformers: eval_steps unset falls back to logging_steps
-        every = get("logging_steps", 500)
-        c.set("eval_steps", as_float(every, "logging_steps", c.file), key="logging_steps", raw=every,
-              note="eval_steps unset: logging_steps (transformers TrainingArguments)")
-    elif str(strategy).strip().lower() != "no":
-        raise TrainplanError(f"--from {c.file}: eval_strategy must be no, steps or epoch, got {strategy!r}")
+        set_eval_strategy(c, "steps", "eval_steps", lambda: (steps, "eval_steps", ""))
+    elif strategy is None:
+        c.set("eval_each_epoch", True, key="val_set_size", raw=None,
+              note="a held-out set without eval_steps is evaluated after each epoch")
+    else:       # transformers: eval_steps unset falls back to logging_steps
+        set_eval_strategy(c, strategy, "eval_strategy", lambda: (get("logging_steps", 500), "logging_steps",
+                                                                 "eval_steps unset: logging_steps (transformers "
+                                                                 "TrainingArguments)"), epoch_note="")

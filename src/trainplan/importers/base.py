@@ -312,6 +312,28 @@ def read_length_grouping(c: Collector, flag: Any, strategy: Any) -> None:
         c.set("group_by_length", as_bool(flag, "group_by_length", c.file), key="group_by_length", raw=flag)
 
 
+_EPOCH_NOTE = "the held-out samples evaluated after each epoch"
+
+
+def set_eval_strategy(c: Collector, raw: Any, key: str, every, epoch_note: str = _EPOCH_NOTE) -> None:
+    """One eval_strategy (`raw`, read at `key`) as settings: "no" none, "epoch" eval_each_epoch, "steps" eval_steps
+    from `every()`, which gives (its value, the key it is read at, a note) only when asked (each format's own
+    fallback: logging_steps, save_steps); anything else refused."""
+    strategy = str(raw).strip().lower()
+    if strategy == "no":
+        return
+    if strategy == "epoch":
+        c.set("eval_each_epoch", True, key=key, raw=raw, note=epoch_note)
+    elif strategy == "steps":
+        value_raw, where, note = every()
+        value = as_float(value_raw, where, c.file)
+        if value <= 0:
+            raise TrainplanError(f"--from {c.file}: eval_strategy steps needs a positive eval_steps, got {value_raw!r}")
+        c.set("eval_steps", value, key=where, raw=value_raw, note=note)
+    else:
+        raise TrainplanError(f"--from {c.file}: {key} must be no, steps or epoch, got {raw!r}")
+
+
 def read_evaluation(c: Collector, get) -> None:
     """HF TrainingArguments' periodic evaluation, which LLaMA-Factory and TRL pass through: eval_strategy (its
     transformers 4 name evaluation_strategy) "no" (the default), "steps" or "epoch"; under "steps", eval_steps,
@@ -322,23 +344,18 @@ def read_evaluation(c: Collector, get) -> None:
     key, raw = "eval_strategy", get("eval_strategy")
     if raw is None:
         key, raw = "evaluation_strategy", get("evaluation_strategy")
-    if raw is None or str(raw).strip().lower() == "no":
+    if raw is None:
         return
-    strategy = str(raw).strip().lower()
-    if strategy == "epoch":
-        c.set("eval_each_epoch", True, key=key, raw=raw, note="the held-out samples evaluated after each epoch")
-    elif strategy == "steps":
-        every, where = get("eval_steps"), "eval_steps"
-        if every is None or as_float(every, "eval_steps", c.file) == 0:
-            logging = get("logging_steps")
-            every, where = (logging if logging is not None else 500), "logging_steps"
-        value = as_float(every, where, c.file)
-        if value <= 0:
-            raise TrainplanError(f"--from {c.file}: eval_strategy steps needs a positive eval_steps, got {every!r}")
-        c.set("eval_steps", value, key=where, raw=every,
-              note="" if where == "eval_steps" else "eval_steps unset: logging_steps (transformers TrainingArguments)")
-    else:
-        raise TrainplanError(f"--from {c.file}: {key} must be no, steps or epoch, got {raw!r}")
+
+    def every() -> tuple[Any, str, str]:
+        steps = get("eval_steps")
+        if steps is not None and as_float(steps, "eval_steps", c.file) != 0:
+            return steps, "eval_steps", ""
+        logging = get("logging_steps")
+        return (logging if logging is not None else 500), "logging_steps", \
+            "eval_steps unset: logging_steps (transformers TrainingArguments)"
+
+    set_eval_strategy(c, raw, key, every)
 
 
 def read_experts_impl(c: Collector, value: Any, key: str) -> None:

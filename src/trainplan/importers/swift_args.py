@@ -38,6 +38,7 @@ from trainplan.importers.base import (
     names,
     read_dataset,
     read_experts_impl,
+    set_eval_strategy,
     read_flash_version,
     read_length_grouping,
     read_modules_to_save,
@@ -239,15 +240,13 @@ def _evaluation(c: Collector, args: dict) -> None:
           note="held out of the dataset, not trained on")
     strategy = str(args.get("eval_strategy") or args.get("save_strategy") or "steps").strip().lower()
     key = "eval_strategy" if args.get("eval_strategy") else "save_strategy"
-    if strategy == "epoch":
-        c.set("eval_each_epoch", True, key=key, raw=strategy, note="the held-out samples evaluated after each epoch")
-    elif strategy == "steps":
-        raw = args.get("eval_steps") or args.get("save_steps") or 500
-        where = "eval_steps" if args.get("eval_steps") else "save_steps"
-        c.set("eval_steps", as_float(raw, where, c.file), key=where, raw=raw,
-              note="" if where == "eval_steps" else "eval_steps unset: save_steps (ms-swift _init_eval_strategy)")
-    elif strategy != "no":
-        raise TrainplanError(f"--from {c.file}: eval_strategy must be no, steps or epoch, got {strategy!r}")
+
+    def every() -> tuple[Any, str, str]:
+        if args.get("eval_steps"):
+            return args["eval_steps"], "eval_steps", ""
+        return args.get("save_steps") or 500, "save_steps", "eval_steps unset: save_steps (ms-swift _init_eval_strategy)"
+
+    set_eval_strategy(c, strategy, key, every)
 
 
 def _unmodelled(c: Collector, args: dict, table: dict[str, str]) -> None:
