@@ -48,7 +48,10 @@
   tools/build_olmo_core_cases.py), tokens/s per device;
 * benchmarks/data/litgpt_config_hub_cases.json: LitGPT's config-hub fine-tuning table (LoRA, QLoRA and full fine-tunes
   of 1-9B models on Alpaca2k on A10G, each row's settings from its config file, tools/build_litgpt_config_hub_cases.py),
-  the run's wall time with its validations, and its peak memory.
+  the run's wall time with its validations, and its peak memory;
+* benchmarks/data/peft_method_comparison_cases.json: PEFT's MetaMathQA method comparison (Llama-3.2-3B full, LoRA,
+  rsLoRA and DoRA fine-tunes in a plain PyTorch loop on one L40S, tools/build_peft_method_comparison_cases.py),
+  seconds per step.
 
 Every row runs `trainplan estimate --from FILE --gpu G --num-gpus N --nodes M` (M: the row's `nodes`, else N / 8) on the
 GPU its hardware text names (trainplan's GPU-name rule) and is scored against what the source printed.
@@ -81,7 +84,8 @@ CASES = tuple(ROOT / "benchmarks" / "data" / name
                            "xtuner_megatron_moe_cases.json", "fms_fsdp_cases.json",
                            "tinyllama_cases.json", "model_card_cases.json", "automodel_cases.json",
                            "moe_modelzoo_cases.json", "swift_v1_benchmark_cases.json", "colossalai_cases.json",
-                           "olmo_core_cases.json", "litgpt_config_hub_cases.json"))
+                           "olmo_core_cases.json", "litgpt_config_hub_cases.json",
+                           "peft_method_comparison_cases.json"))
 # how each compared metric (trainplan.cases PREDICTED_KEYS) is printed
 UNITS = {"tokens_per_s_per_gpu": "tok/s", "tflops_per_gpu": "TFLOP/s", "step_s": "s/step", "mfu": "MFU",
          "gpu_hours": "GPU-h", "run_s": "s/run"}
