@@ -25,9 +25,12 @@ def test_adapter_dtype_by_framework(framework, adapter_bytes):
 
 
 def test_fp32_adapter_chain_traffic_by_hand():
-    # Llama-3.2-1B: 16 layers, q_proj 2048 -> 2048; forward + backward (x2) = 3 passes, no recompute.
-    # fp32 chain: 19 B per input element (cast 2 + 4, dropout 4 + 4 + 1, lora_A reads 4) and 28 per output
-    # element: (19 + 28) x 2048 x 16 x 3 = 4,620,288 B per token.
-    assert adapter_bytes_per_token(_setup("hf")) == 47 * 2048 * 16 * 3
+    # Llama-3.2-1B: 16 layers, q_proj 2048 -> 2048; a forward and a backward, no recompute.
+    # fp32 chain: forward 19 B per input element (cast 2 + 4, dropout 4 + 4 + 1, lora_A reads 4) and 28 per
+    # output element; backward 29 per input element (A's input gradient 4, its weight gradient 4, dropout
+    # 4 + 4 + 1, the cast back 4 + 2, the add to the base's input gradient 2 + 2 + 2) and 28 per output
+    # element (the casts 6 + 6, scaling 8, B's two gradients 4 + 4):
+    # (19 + 29 + 28 + 28) x 2048 x 16 = 3,407,872 B per token.
+    assert adapter_bytes_per_token(_setup("hf")) == 104 * 2048 * 16
     # 16-bit adapters: 2 (1 + 2 dropout) = 6 per input and 8 per output element: 14 x 2048 x 16 x 3
     assert adapter_bytes_per_token(_setup("llamafactory")) == 14 * 2048 * 16 * 3

@@ -177,10 +177,10 @@ def test_fp32_path_step_small_model():
     ft, eff, tokens, bw = fp32.per_token, fp32.efficiency, 2 * 512, 2039e9 * 0.8
     linear = (ft.hardware - ft.attention_hardware) * tokens / (312e12 * 0.5)
     # the base (16-bit non-quantized weights) keeps peft's fp32 adapters over a 16-bit input: the fp32
-    # adapter chain, 10 B per input and 28 per output element without dropout (timing/traffic.py), over
-    # TINY's adapted linears (inputs 6 x 64 + 128 = 512, outputs 4 x 64 + 2 x 128 + 64 = 576), 2 layers,
-    # 4 passes: (10 x 512 + 28 x 576) x 8 = 169,984 B per token, against the 16-bit 45,056 the fp32
-    # path's adapters are counted from
+    # adapter chain without dropout (timing/traffic.py): forward 10 B per input and 28 per output element,
+    # twice with the recompute, backward 20 and 28; over TINY's adapted linears (inputs 6 x 64 + 128 = 512,
+    # outputs 4 x 64 + 2 x 128 + 64 = 576), 2 layers: (40 x 512 + 84 x 576) x 2 = 137,728 B per token,
+    # against the 16-bit 45,056 the fp32 path's adapters are counted from
     # The base's fp32 adapters already run their GEMMs at the fp32 peak (fp32_adapter_gemm_s): only the
     # head's GEMMs move in the difference
     # head's and the 4-bit linears' GEMMs move: bitsandbytes computes in fp32 on the fp32 input, where
@@ -192,7 +192,7 @@ def test_fp32_path_step_small_model():
     sixteen = fwd_flops / (eff.attention_fwd or eff.attention) + ft.attention_bwd / (eff.attention_bwd or eff.attention)
     me_fwd = 97.0 / 312 * (16 / 128) / (108.1 / 174.3)     # the memory-efficient A100 row at TINY's shape
     me_bwd = 85.5 * 0.8 / 312 * (16 / 128) / (303.4 / 484.2)
-    expected = (linear * (1 - eff.width) + (45_056 - (169_984 - 45_056)) * tokens / bw
+    expected = (linear * (1 - eff.width) + (45_056 - (137_728 - 45_056)) * tokens / bw
                 + (ft.lm_head_fwd + ft.lm_head_bwd + base_gemms) * tokens * (1 / (19.5e12 * 0.5) - 1 / (312e12 * 0.5))
                 + (fwd_flops / me_fwd * 4.58120 + ft.attention_bwd / me_bwd * 3.82373 - sixteen) * tokens / 312e12)
     assert fp32.breakdown.compute_s - base.breakdown.compute_s == pytest.approx(expected, rel=1e-5)

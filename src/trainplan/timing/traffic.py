@@ -104,6 +104,18 @@ def dequant_bytes_per_use(kernel: str) -> float:
         raise TrainplanError(f"unknown quantisation kernel {kernel!r}; known: {', '.join(DEQUANT_BYTES)}") from None
 
 
+def adapter_chain_bytes(*, fp32_chain: bool, dropout: bool) -> tuple[tuple[float, float], tuple[float, float]]:
+    """((forward, backward) bytes per input element, per output element) of one LoRA adapter's elementwise
+    chain and GEMM operands (adapter_bytes_per_token's docstring): the fp32 chain as autograd runs it op by
+    op (tests/test_adapter_traffic_trace.py traces it), the 16-bit one with its backward at twice its
+    forward."""
+    d = 1.0 if dropout else 0.0
+    if fp32_chain:
+        return (10.0 + 9.0 * d, 28.0), (20.0 + 9.0 * d, 28.0)
+    fwd_in, fwd_out = 2.0 * (1.0 + 2.0 * d), 8.0
+    return (fwd_in, fwd_out), (2.0 * fwd_in, 2.0 * fwd_out)
+
+
 def adapter_bytes_per_token(setup: TrainingSetup) -> float:
     """Memory traffic of the LoRA adapters per token (they are memory-bound: r << width).
 
@@ -115,20 +127,23 @@ def adapter_bytes_per_token(setup: TrainingSetup) -> float:
     write 4, a 1-byte mask), A reads 4; B writes 4, the scaling reads and writes 4, the add promotes
     the 16-bit base output to fp32 (read 2 + 4, write 4) and `result.to(torch_result_dtype)` casts it
     back (read 4, write 2) (peft/tuners/lora/layer.py Linear.forward): 2 + 4 + 9 dropout + 4 = 19
-    bytes per input and 28 per output element (10 and 28 without dropout).
-    Backward is counted as twice the forward, full recomputation once more.
+    bytes per input and 28 per output element (10 and 28 without dropout). Its backward, op by op in
+    autograd: `.to`'s casts the 16-bit gradient to fp32 (read 2, write 4); the add's casts its fp32
+    gradient back for the 16-bit base output (read 4, write 2) and passes it to the update unchanged; the
+    scaling's reads and writes 4; B's input and weight gradients read it (4 + 4): 28 per output element;
+    A's input gradient writes 4, its weight gradient reads the saved fp32 input (4), dropout's reads and
+    writes 4 with its mask (9), the cast's casts the gradient back (read 4, write 2) and autograd adds it to
+    the base linear's input gradient (read 2 + 2, write 2): 20 + 9 dropout per input element.
+    Otherwise the backward is counted as twice the forward; full recomputation reruns the forward.
     """
     names = lora_target_names(setup)
     if not names or setup.lora is None:
         return 0.0
     spec = setup.model
-    dropout = 1.0 if setup.lora.dropout > 0 else 0.0
-    passes = 3.0 + (1.0 if setup.grad_ckpt is GradCkpt.FULL else 0.0)
-    regime = resolve_regime(setup)
-    if regime.fp32_adapter_chain:
-        per_in, per_out = 10.0 + 9.0 * dropout, 28.0
-    else:
-        per_in, per_out = 2.0 * (1.0 + 2.0 * dropout), 8.0
+    forwards = 1.0 + (1.0 if setup.grad_ckpt is GradCkpt.FULL else 0.0)
+    (fwd_in, fwd_out), (bwd_in, bwd_out) = adapter_chain_bytes(
+        fp32_chain=resolve_regime(setup).fp32_adapter_chain, dropout=setup.lora.dropout > 0)
+    per_in, per_out = forwards * fwd_in + bwd_in, forwards * fwd_out + bwd_out
     if setup.lora.dora:
         per_out = 0.0      # DoRA's variant forward replaces the scaling and add (dora_bytes_per_token)
     st = structure(spec)
@@ -137,7 +152,7 @@ def adapter_bytes_per_token(setup: TrainingSetup) -> float:
         for lin in kind.linears:
             if lora_key(lin) in names:
                 total += (per_in * lin.in_features + per_out * lin.out_features) * active_copies(lin, spec) * n
-    return total * passes + dora_bytes_per_token(setup)
+    return total + dora_bytes_per_token(setup)
 
 
 def dora_bytes_per_token(setup: TrainingSetup) -> float:
