@@ -124,6 +124,17 @@ def test_use_dora_in_the_lora_block_or_the_framework_text_is_dora(case, said):
     assert notes == [f"{said} read as DoRA (peft use_dora)"]
 
 
+@pytest.mark.parametrize(("method", "read"), [
+    ("LoRA fine-tuning", "lora"), ("lora (PEFT)", "lora"), ("rsLoRA", "lora"), ("QLoRA (4-bit)", "qlora"), (None, None),
+])
+def test_use_dora_holds_whatever_words_name_the_lora(method, read):
+    # the method is read first (method_words.read_method), use_dora after: "LoRA fine-tuning" with use_dora is
+    # DoRA as "lora" with it is (benchmarks/paraphrase.py found the method's words losing it)
+    out, notes = normalized({"method": method, "lora": {"rank": 16, "use_dora": True}})
+    assert out["dora"] is True and out["method"] == read
+    assert notes[-1] == "lora.use_dora True read as DoRA (peft use_dora)"
+
+
 @pytest.mark.parametrize("case", [
     {"method": "lora", "lora": {"rank": 16, "use_dora": False}},
     {"method": "full", "lora": {"use_dora": True}},           # no adapters to decompose: left to the method

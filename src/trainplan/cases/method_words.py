@@ -115,9 +115,6 @@ def _dora(case: dict, notes: list[str]) -> None:
     method = case.get("method")
     low = method.lower() if isinstance(method, str) else ""
     if not (m := _DORA.search(low)):
-        if (said := _use_dora(case)) and (low in ("lora", "qlora") or (not low and case.get("lora"))):
-            case["dora"] = True
-            notes.append(f"{said} read as DoRA (peft use_dora)")
         return
     words = [w for w in _other_words(low, m) if w != "lora"]
     four_bit = m.group(1) == "q" or "qlora" in words or _FOUR_BIT.search(str(case.get("quantization") or ""))
@@ -128,6 +125,15 @@ def _dora(case: dict, notes: list[str]) -> None:
 
 
 _USE_DORA_TEXT = re.compile(r"use_dora(?:\s*[=:]\s*|\s+)true", re.IGNORECASE)
+
+
+def _lora_says_dora(case: dict, notes: list[str]) -> None:
+    """A LoRA or QLoRA case (its method as read_method reads it, or none beside a `lora` block) whose `lora`
+    block or framework text sets peft's use_dora is DoRA (_dora's docstring)."""
+    method = case.get("method")
+    if (said := _use_dora(case)) and (method in ("lora", "qlora") or (method is None and case.get("lora"))):
+        case["dora"] = True
+        notes.append(f"{said} read as DoRA (peft use_dora)")
 
 
 def _use_dora(case: dict) -> str | None:
@@ -150,6 +156,7 @@ def read_method(case: dict, notes: list[str]) -> None:
     _dora(case, notes)
     method = case.get("method")
     if not isinstance(method, str):
+        _lora_says_dora(case, notes)
         return
     low = re.sub(r"\s+", " ", method.strip().lower())
     name = METHOD_NAMES.get(low)
@@ -172,6 +179,8 @@ def read_method(case: dict, notes: list[str]) -> None:
     elif name is None and (name := _method_in_words(low)) is not None:
         notes.append(f"method {method!r} read as {name} (its other words say nothing more about the method)")
         case["method"] = name
+    if not case.get("dora"):
+        _lora_says_dora(case, notes)
 
 
 def _method_in_words(low: str) -> str | None:
