@@ -74,6 +74,8 @@ class Implementation:
         return self.compiled if self.loss_compiled is None else self.loss_compiled
     fp8_recipe: Fp8Recipe | None = None   # precision fp8: None = the framework's (timing.fp8.default_recipe)
     fused_qkv: bool = False               # one q/k/v projection (litgpt): v keeps it alive; LoRA zero-pads
+    fused_gelu: bool = False              # the model's GELU is one F.gelu call (litgpt/model.py, tanh or not):
+                                          # it saves its input only, not transformers' NewGELU chain
     output_fp32: bool = False             # logits returned in fp32 and held through backward (Fabric bf16-true)
     padding_free: bool = False
     padding_mask: bool = False            # the model gets an attention mask with padding zeros (timing.attention)

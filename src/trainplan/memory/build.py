@@ -76,7 +76,7 @@ def context_runs(setup: TrainingSetup, regime: Regime) -> list[tuple[int, int, L
                 fp32_adapter_chain=regime.fp32_adapter_chain,
                 liger=setup.impl.liger_kernels, compiled=setup.impl.compiled,
                 quant_saves_input=setup.method is Method.QLORA and setup.framework is not Framework.TORCHTUNE,
-                fused_qkv=setup.impl.fused_qkv, fused_gelu=setup.framework is Framework.LITGPT,
+                fused_qkv=setup.impl.fused_qkv, fused_gelu=setup.impl.fused_gelu,
                 padding_mask=setup.impl.padding_mask)
         out.append((lo, hi, ctx))
     return out
