@@ -24,6 +24,13 @@ def _notes(out: dict) -> str:
     return " | ".join(out["time"]["assumptions"])
 
 
+def _read(tmp_path, name: str, text: str):
+    """The options `--from` reads from a config file `name` holding `text`."""
+    path = tmp_path / name
+    path.write_text(text)
+    return options(path)
+
+
 def test_evaluations_every_n_steps_are_their_share_of_the_samples(capsys):
     # ceil(125 / 50) = 3 evaluations (steps 50, 100 and the last, 125) of 200 samples: 600 / (125 x 8) = 0.6 of the
     # samples trained, the same time --eval-fraction 0.6 adds
@@ -67,26 +74,20 @@ def test_a_share_of_samples_trained_and_nothing_known(capsys):
     ({"eval_strategy": "no", "eval_steps": 200}, {}),
 ])
 def test_hf_training_arguments_evaluation(tmp_path, args, expected):
-    path = tmp_path / "args.json"
-    path.write_text(json.dumps({"per_device_train_batch_size": 2, "bf16": True, **args}))
-    got = options(path)
+    got = _read(tmp_path, "args.json", json.dumps({"per_device_train_batch_size": 2, "bf16": True, **args}))
     assert {k: getattr(got, k) for k in ("eval_steps", "eval_each_epoch")} == \
         {"eval_steps": None, "eval_each_epoch": False, **expected}
 
 
 def test_hf_refuses_an_unknown_strategy(tmp_path):
-    path = tmp_path / "args.json"
-    path.write_text('{"per_device_train_batch_size": 2, "eval_strategy": "sometimes"}')
     with pytest.raises(TrainplanError, match="eval_strategy must be no, steps or epoch"):
-        options(path)
+        _read(tmp_path, "args.json", '{"per_device_train_batch_size": 2, "eval_strategy": "sometimes"}')
 
 
 @pytest.mark.parametrize("val, expected", [("0.1", 0.1), ("200", 200.0), ("0", None)])
 def test_llamafactory_val_size(tmp_path, val, expected):
-    path = tmp_path / "sft.yaml"
-    path.write_text("model_name_or_path: meta-llama/Llama-3.2-1B\nstage: sft\nfinetuning_type: lora\n"
-                    f"dataset: alpaca_en\nval_size: {val}\neval_strategy: steps\neval_steps: 100\n")
-    got = options(path)
+    got = _read(tmp_path, "sft.yaml", "model_name_or_path: meta-llama/Llama-3.2-1B\nstage: sft\nfinetuning_type: lora\n"
+                f"dataset: alpaca_en\nval_size: {val}\neval_strategy: steps\neval_steps: 100\n")
     assert (got.val_size, got.eval_steps) == (expected, 100.0)
 
 
@@ -105,10 +106,8 @@ def test_the_evaluation_note_in_chinese(capsys):
     ("--save_steps 50", (None, None, False)),                                   # ms-swift's default ratio is 0
 ])
 def test_ms_swift_split_dataset_ratio(tmp_path, extra, expected):
-    path = tmp_path / "sft.sh"
-    path.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type lora --dataset "
-                    f"AI-ModelScope/alpaca-gpt4-data-en --per_device_train_batch_size 1 {extra}\n")
-    got = options(path)
+    got = _read(tmp_path, "sft.sh", "swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type lora --dataset "
+                f"AI-ModelScope/alpaca-gpt4-data-en --per_device_train_batch_size 1 {extra}\n")
     assert (got.val_size, got.eval_steps, got.eval_each_epoch) == expected
 
 
@@ -121,8 +120,6 @@ def test_ms_swift_split_dataset_ratio(tmp_path, extra, expected):
     ("evals_per_epoch: 4\n", (None, None, False)),                    # nothing held out: no evaluation
 ])
 def test_axolotl_val_set_size(tmp_path, extra, expected):
-    path = tmp_path / "axolotl.yaml"
-    path.write_text("base_model: meta-llama/Llama-3.2-1B\nadapter: lora\nlora_r: 8\nsequence_len: 1024\n"
-                    f"micro_batch_size: 2\n{extra}")
-    got = options(path)
+    got = _read(tmp_path, "axolotl.yaml", "base_model: meta-llama/Llama-3.2-1B\nadapter: lora\nlora_r: 8\n"
+                f"sequence_len: 1024\nmicro_batch_size: 2\n{extra}")
     assert (got.val_size, got.eval_steps, got.eval_each_epoch) == expected
