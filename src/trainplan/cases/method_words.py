@@ -151,12 +151,19 @@ def _use_dora(case: dict) -> str | None:
 
 
 def read_method(case: dict, notes: list[str]) -> None:
-    """The case's method read as the schema's (module docstring), a note for each reading."""
+    """The case's method read as the schema's (module docstring), a note for each reading; a `use_dora` is read
+    after the method's name, whatever words name the LoRA."""
     _stage(case, notes)
     _dora(case, notes)
+    _method_name(case, notes)
+    if not case.get("dora"):
+        _lora_says_dora(case, notes)
+
+
+def _method_name(case: dict, notes: list[str]) -> None:
+    """The method's name as the schema's five (module docstring), a note for each reading."""
     method = case.get("method")
     if not isinstance(method, str):
-        _lora_says_dora(case, notes)
         return
     low = re.sub(r"\s+", " ", method.strip().lower())
     name = METHOD_NAMES.get(low)
@@ -179,8 +186,6 @@ def read_method(case: dict, notes: list[str]) -> None:
     elif name is None and (name := _method_in_words(low)) is not None:
         notes.append(f"method {method!r} read as {name} (its other words say nothing more about the method)")
         case["method"] = name
-    if not case.get("dora"):
-        _lora_says_dora(case, notes)
 
 
 def _method_in_words(low: str) -> str | None:

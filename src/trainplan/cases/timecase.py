@@ -18,8 +18,6 @@ from trainplan.cases.common import (
     lora_targets,
 )
 from trainplan.cases.measured import RUN_EVALS, RUN_STEPS, plain_number
-from trainplan.model.params import named_targets
-from trainplan.specs import ModelSpec
 from trainplan.cases.memorycase import data_parallel, fsdp_version, grad_accum, layout_flags
 from trainplan.cases.modelcard import Mapped, model_card_case
 from trainplan.cases.optimizer_text import framework_optimizer, galore_flags, memory_optimizer
@@ -69,6 +67,8 @@ from trainplan.job.training import (
     Workload,
 )
 from trainplan.memory.sharding import fsdp_for
+from trainplan.model.params import named_targets
+from trainplan.specs import ModelSpec
 from trainplan.timing.estimate import TimeEstimate, TimingOptions, estimate_time
 from trainplan.timing.fp8 import fp8_in_text, recipe_from_text
 from trainplan.timing.links import internode_link
