@@ -27,7 +27,17 @@ from trainplan.cases.memorycase import (
     memory_view,
 )
 from trainplan.cases.text import date_in_text, gpu_of
-from trainplan.enums import Framework, GradCkpt, Loss, Method, MlpKind, Optimizer, Position, Precision
+from trainplan.enums import (
+    Framework,
+    GradCkpt,
+    Loss,
+    MasterWeights,
+    Method,
+    MlpKind,
+    Optimizer,
+    Position,
+    Precision,
+)
 from trainplan.errors import TrainplanError
 from trainplan.job.training import TrainingSetup
 from trainplan.timing.estimate import step_time
@@ -362,6 +372,53 @@ def test_unstated_checkpointing_is_the_frameworks_default():
     assert stated.job.setup.grad_ckpt is GradCkpt.NONE
     memory = map_case(with_(TORCHTUNE_LORA, framework="XTuner", grad_ckpt="not stated", parallel={}))
     assert memory.job.setup.grad_ckpt is GradCkpt.FULL
+
+
+@pytest.mark.parametrize(("framework", "expected"), [
+    # Unsloth: its fused cross-entropy (fast_cross_entropy_loss) and offloaded checkpoints
+    ("Unsloth", {"loss": Loss.FUSED, "activation_offload": True, "liger_kernels": True}),
+    # litgpt --precision bf16-true: chunked lm_head + cross-entropy on 16-bit logits, one fused qkv linear
+    ("litgpt", {"loss": Loss.CHUNKED, "loss_upcast": False, "fused_qkv": True, "fused_gelu": True}),
+    # a plain PyTorch loop: no fp32 master copy, cross-entropy on the model's own logits
+    ("plain PyTorch loop", {"master_weights": MasterWeights.NONE, "loss_upcast": False}),
+    # DeepSpeed: bf16 weights, the fp32 master copy in its optimizer
+    ("DeepSpeed", {"master_weights": MasterWeights.OPTIMIZER}),
+    # torchtune: chunked cross-entropy in 8 chunks, no master copy
+    ("torchtune", {"loss": Loss.CHUNKED, "loss_chunks": 8, "master_weights": MasterWeights.NONE}),
+])
+def test_a_time_case_runs_its_frameworks_implementation(framework, expected):
+    # the time reader starts from the framework's profile as the memory reader does: a case names the trainer,
+    # the trainer fixes its loss kernel and master copy
+    base = with_(MPT_TIME, method="full", gpus={"type": "A100 80GB", "count": 1}, parallel={}, framework=framework)
+    time_impl = map_case(base).job.setup.impl
+    memory_impl = map_case(with_(base, kind="memory", measured={"peak_mem_gib": 40.0, "what": "max_memory_allocated"})
+                           ).job.setup.impl
+    for field, value in expected.items():
+        assert getattr(time_impl, field) == value, field
+        assert getattr(memory_impl, field) == value, field
+
+
+@pytest.mark.parametrize(("framework", "field"), [
+    ("MosaicML llm-foundry + Composer", "fused_ce"),      # flash-attn's fused CrossEntropyLoss (modeling_mpt.py)
+    ("TinyLlama pretrain (lit_gpt)", "fused_kernels"),    # flash-attn's fused RMSNorm, rotary, xformers SwiGLU
+    ("NeMo AutoModel", "te_attention"),                   # Transformer Engine attention (BackendConfig attn 'te')
+    ("plain PyTorch loop (PEFT method_comparison/MetaMathQA run.py)", "loss_upcast"),   # labels: ForCausalLMLoss
+])
+def test_a_memory_case_keeps_what_its_trainer_fixes(framework, field):
+    # a fact no flag sets reaches the memory reader's setup too, instead of the case being skipped as malformed
+    base = with_(TORCHTUNE_LORA, framework=framework, gpus={"type": "A100 80GB", "count": 1}, parallel={})
+    memory = map_case(base)
+    time = map_case(with_(base, kind="time", measured={"step_time_s": 1.0}))
+    assert getattr(memory.job.setup.impl, field) is True
+    assert getattr(time.job.setup.impl, field) is True
+
+
+def test_a_plain_loop_computing_its_own_loss_keeps_16_bit_logits():
+    # universal-llm-trainer's models call the transformers model without labels and run nn.CrossEntropyLoss on
+    # its 16-bit logits (src/models/llama3.py forward): the plain-loop profile's loss_upcast False stands
+    base = with_(TORCHTUNE_LORA, framework="universal-llm-trainer (custom PyTorch trainer)",
+                 gpus={"type": "A100 80GB", "count": 1}, parallel={})
+    assert map_case(base).job.setup.impl.loss_upcast is False
 
 
 CARD = {"id": "card", "kind": "time", "model": {"name": "Llama-2-70B", "hf_id": "meta-llama/Llama-2-70b-hf"},

@@ -120,16 +120,19 @@ def _map_memory(case: dict) -> CaseMapping:
     mm = map_memory_case(case)
     return mapping_from_options(mm.options, case_id=case["id"], kind="memory", metric=mm.view,
                                 measured=mm.measured_bytes, source=source_of(case), method=str(case["method"]),
-                                notes=mm.notes, gpu_stated=mm.gpu_stated)
+                                notes=mm.notes, gpu_stated=mm.gpu_stated, impl_facts=mm.impl_facts)
 
 
 def mapping_from_options(options: JobOptions, *, case_id: str = "", kind: str = "memory",
                          metric: str = "device_bytes", measured: float | None = None, source: str = "",
                          method: str | None = None, notes: tuple[str, ...] = (),
-                         gpu_stated: bool = True) -> CaseMapping:
+                         gpu_stated: bool = True, impl_facts: tuple[tuple[str, object], ...] = ()) -> CaseMapping:
     """JobOptions (the flags `trainplan estimate` takes) as a CaseMapping, resolved the way `estimate`
-    resolves them (framework profile, layout, workload, timing options), without price or calibration."""
+    resolves them (framework profile, layout, workload, timing options), without price or calibration;
+    `impl_facts`: Implementation fields a published run's trainer fixes that no flag sets (cases.trainers)."""
     job = resolve_job(options, calibration=None, priced=False)
+    if impl_facts:
+        job = replace(job, setup=replace(job.setup, impl=replace(job.setup.impl, **dict(impl_facts))))
     return CaseMapping(case_id=case_id, kind=kind, source=source, method=method or str(options.method), job=job,
                        metric=metric, measured=measured, options=options, notes=notes, gpu_stated=gpu_stated)
 

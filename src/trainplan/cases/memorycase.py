@@ -30,7 +30,7 @@ from trainplan.cases.text import (
 )
 from trainplan.cases.trainers import trainer_defaults, trainer_facts
 from trainplan.enums import LOW_RANK_OPTIMIZERS, Framework, Optimizer
-from trainplan.frozen import frozen
+from trainplan.frozen import fields, frozen
 from trainplan.job.frameworks import RUNS_TRANSFORMERS
 from trainplan.job.options import JobOptions
 from trainplan.model.params import named_targets
@@ -48,6 +48,11 @@ class MemoryMapping:
     measured_bytes: int | None
     notes: tuple[str, ...]
     gpu_stated: bool = True   # False: a stand-in GPU (memory per GPU does not depend on its model)
+    impl_facts: tuple[tuple[str, object], ...] = ()   # what the trainer's code fixes that no flag sets
+                                                       # (cases.trainers.TRAINER_FACTS: fused_ce, fused_kernels...)
+
+
+_OPTION_FIELDS = frozenset(f.name for f in fields(JobOptions))
 
 
 def memory_view(what: str | None) -> tuple[str, str]:
@@ -260,7 +265,8 @@ def map_memory_case(case: dict) -> MemoryMapping:
     if framework in RUNS_TRANSFORMERS and spec.moe is not None:
         flags["experts_implementation"] = str(experts_of(case))   # as the time reader: 4.x's loop unless v5
     facts, fact_notes = trainer_facts(case)     # what the trainer's code fixes (cases.trainers.TRAINER_FACTS)
-    flags.update(facts)
+    flags.update({k: v for k, v in facts.items() if k in _OPTION_FIELDS})
+    impl_facts = tuple(sorted((k, v) for k, v in facts.items() if k not in _OPTION_FIELDS))
     notes += fact_notes
     if "optimizer" in said and optimizer is None:
         optimizer = Optimizer(said["optimizer"])
@@ -289,7 +295,7 @@ def map_memory_case(case: dict) -> MemoryMapping:
                          attention=attention_of(case.get("attention")),
                          framework=framework.value, load_fp32=load_fp32, gpu=gpu, stage=case.get("stage"),
                          **layout, **flags)
-    return MemoryMapping(options=options, view=view, notes=tuple(notes), gpu_stated=gpu_stated,
+    return MemoryMapping(options=options, view=view, notes=tuple(notes), gpu_stated=gpu_stated, impl_facts=impl_facts,
                          measured_bytes=None if gib_value is None else int(round(float(gib_value) * GIB)))
 
 

@@ -45,7 +45,6 @@ from trainplan.enums import (
     Fsdp,
     GradCkpt,
     Loss,
-    MasterWeights,
     Method,
     Offload,
     Optimizer,
@@ -59,7 +58,6 @@ from trainplan.job.frameworks import default_expert_tp, profile
 from trainplan.job.resolve import supported_attention
 from trainplan.job.setup import preference
 from trainplan.job.training import (
-    Implementation,
     Layout,
     LoraConfig,
     QuantConfig,
@@ -166,14 +164,14 @@ def map_case(case: dict) -> Mapped:
         # the case computes in fp16 where the framework's default is bf16: same storage, but the GPU's fp16
         # rate (Volta and Turing have tensor cores for fp16 only)
         precision = {Precision.BF16: Precision.FP16, Precision.BF16_PURE: Precision.FP16_PURE}.get(precision, precision)
-    impl = Implementation()
+    # the framework's own implementation (job.frameworks.PROFILES, the one the memory reader and `--from` start
+    # from), then what this case states
+    impl = profile(framework).impl
     if framework is Framework.TORCHTUNE:
         precision = Precision.BF16_PURE
-        impl = Implementation(master_weights=MasterWeights.NONE,
-                              optimizer_in_backward=bool(said.get("optimizer_in_backward")))
+        impl = replace(impl, optimizer_in_backward=bool(said.get("optimizer_in_backward")))
     elif framework in (Framework.FSDP, Framework.MEGATRON):
-        impl = Implementation(master_weights=MasterWeights.OPTIMIZER,
-                              grad_dtype_fp32_accum=framework is Framework.MEGATRON or "default" in prec_text)
+        impl = replace(impl, grad_dtype_fp32_accum=framework is Framework.MEGATRON or "default" in prec_text)
     if fp8_in_text(json.dumps((case.get("precision") or {}).get("compute") if isinstance(case.get("precision"), dict)
                               else case.get("precision"))):
         # FP8 matmuls whatever the framework (torchtitan/torchao Float8, Megatron/llm-foundry/accelerate TE)

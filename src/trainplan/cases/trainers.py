@@ -42,6 +42,10 @@ TRAINER_FACTS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("flash-attention training", {"fused_ce": True},
      "Dao-AILab/flash-attention training/configs/experiment/pile/base.yaml: `loss_fn: "
      "src.losses.cross_entropy_apex.CrossEntropyLossApex, inplace_backward: True` (apex xentropy, fused)"),
+    ("method_comparison", {"loss_upcast": True},
+     "huggingface/peft 5d602fdb method_comparison/MetaMathQA/run.py train(): the batch carries labels and the loss is "
+     "`model(**batch).loss`, transformers' ForCausalLMLoss (loss/loss_utils.py), which upcasts the logits "
+     "(`logits = logits.float()`) before the cross-entropy: the loop's own code computes no loss"),
     ("universal-llm-trainer", {"padding_mask": True},
      "ljm565/universal-llm-trainer 9efd14b src/data_collection/qa_dataset.py `_pad`/`__getitem__`: every "
      "sample is padded to max_length and its attention_mask ends in zeros; src/trainer/trainer.py "
