@@ -155,6 +155,11 @@ def summary(errors: list[float]) -> str:
     return f"median |error| {100 * statistics.median(errors):.1f}%, p90 {100 * p90:.1f}%"
 
 
+def _value(x: float) -> str:
+    """A predicted value with one decimal, or four significant digits below 10 (a 0.18 s step is not 0.2)."""
+    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.4g}"
+
+
 def main(argv: list[str]) -> int:
     every: list[float] = []
     memory: list[float] = []
@@ -199,7 +204,7 @@ def main(argv: list[str]) -> int:
             errors.append(abs(result.error))
             unit = UNITS.get(result.metric, result.metric)
             print(f"{result.id:40s} measured {result.measured_value:>8} {unit} predicted "
-                  f"{result.predicted[result.metric]:9.1f} error {100 * result.error:+6.1f}%")
+                  f"{_value(result.predicted[result.metric]):>9} error {100 * result.error:+6.1f}%")
         time_cases = sum(c["kind"] == "time" for c in cases)
         if errors:
             print(f"{path.name}: {len(errors)}/{time_cases} predicted; {summary(errors)}")
