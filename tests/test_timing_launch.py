@@ -16,7 +16,7 @@ from trainplan.i18n import translate
 from trainplan.job.training import Implementation, Layout, LoraConfig, QuantConfig, TrainingSetup
 from trainplan.model.params import count_params
 from trainplan.specs import GpuSpec, ModelSpec
-from trainplan.timing.estimate import step_time
+from trainplan.timing.estimate import TimingOptions, step_time
 from trainplan.timing.launch import LAYER_LAUNCHES, launch_blocking_note, launches_per_micro_batch
 
 # Llama-3.1-8B's shape (32 layers); parameters do not enter the launch count
@@ -34,7 +34,9 @@ DEV2 = Path(__file__).parent / "data" / "published_dev2.json"
 
 def _setup(**kw) -> TrainingSetup:
     kw.setdefault("precision", Precision.BF16)
-    return TrainingSetup(model=LLAMA, batch_size=1, seq_len=2048, **kw)
+    kw.setdefault("seq_len", 2048)
+    kw.setdefault("model", LLAMA)
+    return TrainingSetup(batch_size=1, **kw)
 
 
 def test_launch_counts_per_micro_batch_by_hand():
@@ -63,6 +65,26 @@ def test_blocking_adds_the_launch_floor_to_every_micro_batch():
     assert blocked.breakdown.compute_s - plain.breakdown.compute_s == pytest.approx(4 * 3744 * 10e-6, rel=1e-9)
     assert any("CUDA_LAUNCH_BLOCKING=1" in n for n in blocked.notes)
     assert not any("CUDA_LAUNCH_BLOCKING" in n for n in plain.notes)
+
+
+def test_an_eager_step_is_no_faster_than_its_host_launches():
+    # a 32-layer Llama 512 wide (about 0.1B parameters), full fine-tune, one 256-token sequence: 3,744 launches
+    # x 10 us = 37.44 ms a micro-batch of host time, above the GPU's few ms (0.1B x 6 FLOPs x 256 tokens is
+    # 0.15 TFLOP): the step is host-bound, 2 micro-batches 74.88 ms; Llama-3.1-8B at 2,048 tokens runs longer
+    # on the GPU and the host does not show
+    small = replace(LLAMA, name="llama-512", hidden_size=512, num_heads=8, num_kv_heads=8, head_dim=64,
+                    intermediate_size=1408, vocab_size=32000)
+    tiny = _setup(model=small, seq_len=256, grad_accum=2)
+    step = step_time(tiny, Layout(num_gpus=1), A100)
+    assert step.breakdown.compute_s == pytest.approx(2 * 3744 * 10e-6, rel=1e-9)
+    assert any(n.startswith("host-bound") for n in step.notes)
+    long = step_time(_setup(grad_accum=2), Layout(num_gpus=1), A100)
+    assert long.breakdown.compute_s > 2 * 3744 * 10e-6 * 10
+    assert not any(n.startswith("host-bound") for n in long.notes)
+    # torch.compile launches fused kernels (timing.efficiency.kernel_stack FUSED): no eager host floor
+    compiled = step_time(tiny, Layout(num_gpus=1), A100, options=TimingOptions(compiled=True))
+    assert compiled.breakdown.compute_s < step.breakdown.compute_s
+    assert not any(n.startswith("host-bound") for n in compiled.notes)
 
 
 def test_a_pipeline_rank_launches_its_stages_layers_only():

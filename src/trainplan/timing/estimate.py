@@ -25,11 +25,11 @@ from trainplan.timing import parts
 from trainplan.timing.comm import CommInputs, CommTimes, layout_comm, tp_collectives_per_layer
 from trainplan.timing.context import SetupFacts, setup_facts
 from trainplan.timing.dispatch import dispatch_copies
-from trainplan.timing.efficiency import Efficiency
+from trainplan.timing.efficiency import Efficiency, KernelStack
 from trainplan.timing.flops import FlopsPerToken
 from trainplan.timing.fp8 import fp8_step_delta_s
 from trainplan.timing.hf_moe import hf_experts_delta_s, z3_leaf_params
-from trainplan.timing.launch import launch_blocking_note, launch_gap_s, launches_per_micro_batch
+from trainplan.timing.launch import host_bound_note, launch_blocking_note, launch_gap_s, launches_per_micro_batch
 from trainplan.timing.loss import loss_note
 from trainplan.timing.mask import dense_mask_note
 from trainplan.timing.options import TimingOptions
@@ -90,6 +90,14 @@ class StepTime:
         return self.efficiency.peak_flops_per_s
 
 
+def _stage_layers(setup: TrainingSetup, layout: Layout, options: TimingOptions) -> int | None:
+    """The decoder layers a pipeline rank launches (the heaviest stage's, memory.stages.layers_per_stage); None
+    without pipeline parallelism."""
+    if layout.pp <= 1:
+        return None
+    return max(layers_per_stage(setup.model.num_layers, layout.pp, head_as_layer=options.pp_head_as_layer))
+
+
 def step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, *, workload: Workload | None = None,
               options: TimingOptions = TimingOptions()) -> StepTime:
     """Time of one optimizer step of `setup` spread as `layout` over `gpu`s."""
@@ -144,12 +152,16 @@ def _step_time(setup: TrainingSetup, layout: Layout, gpu: GpuSpec, options: Timi
     hide_mb = compute_mb
     if blocking:
         # a pipeline rank launches its stage's layers only (the heaviest stage's, memory.stages.layers_per_stage)
-        stage_layers = max(layers_per_stage(setup.model.num_layers, layout.pp,
-                                            head_as_layer=options.pp_head_as_layer)) if layout.pp > 1 else None
-        launches = launches_per_micro_batch(setup, stage_layers)
+        launches = launches_per_micro_batch(setup, _stage_layers(setup, layout, options))
         compute_mb += launch_gap_s(launches)
         hide_mb = 0.0
         notes.append(launch_blocking_note(launches))
+    elif eff.stack is KernelStack.EAGER:
+        # asynchronous launches: the GPU runs no faster than the host enqueues its kernels (trainplan.timing.launch)
+        host_mb = launch_gap_s(launches_per_micro_batch(setup, _stage_layers(setup, layout, options)))
+        if host_mb > compute_mb:
+            notes.append(host_bound_note(host_mb, compute_mb))
+            compute_mb = hide_mb = host_mb
     compute_s = compute_mb * setup.grad_accum
 
     n_total, n_train = ctx.n_total, ctx.n_train
@@ -318,7 +330,8 @@ class TimeEstimate:
              f"(MAMF {eff.mamf_fraction:.0%} x sustained {eff.sustained:.0%} x width {eff.width:.0%} "
              f"x tokens {eff.tokens:.0%})"),
             ("compute per step", self.breakdown.compute_s, "s",
-             f"hardware FLOPs / {self.num_gpus} GPUs / achieved FLOP/s (+ attention, adapters)"),
+             "the host's kernel launches (host-bound, see notes)" if any(n.startswith("host-bound") for n in st.notes)
+             else f"hardware FLOPs / {self.num_gpus} GPUs / achieved FLOP/s (+ attention, adapters)"),
         ]
         for label, key in (("optimizer step", "optimizer_s"), ("dequantisation", "dequant_s"),
                            ("offload traffic", "offload_s"), ("exposed communication", "communication_s"),

@@ -13,6 +13,12 @@ before it runs the Python and dispatcher code that prepares the next one, so:
   offload's H2D copy before the unit's all-gather). Communication is all exposed, and offload copies
   count at their PCIe time (trainplan.timing.offload with nothing to hide them behind).
 
+Without it, launches are asynchronous and the host runs ahead of the GPU, but never further than it can
+enqueue: an eager stack's micro-batch takes at least its launches x LAUNCH_FLOOR_S (`host_bound_note`),
+which shows for small models and few tokens (a 0.5B model at a few hundred tokens a micro-batch), where the
+kernels are shorter than the host's time to issue them. Compiled and fused stacks (timing.efficiency
+KernelStack.FUSED) launch fewer, larger kernels and are not held to it.
+
 Who sets it: ljm565/universal-llm-trainer's every entry point (src/run/train.py `env_setup`:
 `os.environ['CUDA_LAUNCH_BLOCKING'] = "1"`, before CUDA initialises; torch.multiprocessing.spawn's
 ranks inherit it); users who copy it from a debugging recipe. `--launch-blocking` says so.
@@ -96,3 +102,9 @@ def launch_blocking_note(launches: float) -> str:
             f"launches per micro-batch add {launch_gap_s(launches) * 1e3:.0f} ms of host time "
             f"({LAUNCH_FLOOR_S * 1e6:.0f} us each) and no communication or offload copy overlaps compute; "
             "unset it to train faster")
+
+
+def host_bound_note(host_s: float, gpu_s: float) -> str:
+    return (f"host-bound: the host enqueues a micro-batch's kernels in {host_s * 1e3:.1f} ms ({LAUNCH_FLOOR_S * 1e6:.0f} us "
+            f"an eager op), longer than the {gpu_s * 1e3:.1f} ms they run, so the GPU waits on the host "
+            "(torch.compile or CUDA graphs launch fewer, larger kernels)")
