@@ -413,6 +413,16 @@ def test_a_memory_case_keeps_what_its_trainer_fixes(framework, field):
     assert getattr(time.job.setup.impl, field) is True
 
 
+@pytest.mark.parametrize(("flag", "loss"), [("chunked_ce=True", Loss.CHUNKED), ("chunked_ce=False", Loss.FULL)])
+def test_a_stated_loss_reaches_both_readers(flag, loss):
+    # torchtune's flag list states its loss (torchtune's default is chunked): the time reader reads it as the
+    # memory reader does
+    text = TORCHTUNE_LORA["framework"].replace("chunked_ce=True", flag)
+    memory = map_case(with_(TORCHTUNE_LORA, framework=text))
+    time = map_case(with_(TORCHTUNE_LORA, framework=text, kind="time", measured={"tokens_per_s_per_gpu": 1000.0}))
+    assert memory.job.setup.impl.loss is loss and time.job.setup.impl.loss is loss
+
+
 def test_a_plain_loop_computing_its_own_loss_keeps_16_bit_logits():
     # universal-llm-trainer's models call the transformers model without labels and run nn.CrossEntropyLoss on
     # its 16-bit logits (src/models/llama3.py forward): the plain-loop profile's loss_upcast False stands

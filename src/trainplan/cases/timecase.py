@@ -191,6 +191,8 @@ def map_case(case: dict) -> Mapped:
     if (version := flash_version_of(case.get("attention"))) and version > 2 \
             and flash_refusal(framework, Attention.FLASH, version, gpu) is None:
         impl = replace(impl, flash_version=version)     # FlashAttention-3 / -4 where it runs (job.capabilities)
+    if said.get("loss"):
+        impl = replace(impl, loss=Loss(said["loss"]))     # `chunked_ce=True`, `loss=fused`: as the memory reader
     if said.get("liger") and capabilities(framework).liger:
         # Liger's kernels and its fused linear cross-entropy, as the memory reader applies them
         impl = replace(impl, liger_kernels=True, loss=Loss.FUSED)
