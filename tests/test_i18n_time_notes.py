@@ -179,3 +179,17 @@ def test_a_note_built_of_notes_is_chinese_throughout():
             "trained on; dynamic padding: 450 real tokens padded to 450 per sequence on average (100% useful)")
     assert _zh(note) == ("长于 1024 个 token 的样本被删除而不是截断（truncation_strategy 'delete'）：只训练其中的 67%；"
                          "动态填充：每条序列平均 450 个真实 token 填充到 450 个（有效占 100%）")
+
+
+def test_a_ridge_above_the_fitted_gpus_is_said_in_both_languages():
+    # L40S: 362.05 TFLOP/s bf16 / 864 GB/s = 419 FLOP per byte, above H100 SXM's 989 / 3.35 = 295; the sustained
+    # fraction's line through (153, 0.94) and (295, 0.76) gives 0.76 - 0.18 / 142 x 124 = 0.603 there
+    notes = _notes("llama-3.1-8b", method="lora", gpu="l40s")
+    note = _note(notes, "l40s's ridge point")
+    assert note == ("l40s's ridge point, 419 FLOP per byte of memory bandwidth, is above the 153-295 of the GPUs the "
+                    "sustained fraction was fitted on (A100, H100): its 60% is extrapolated, the least certain factor "
+                    "of this estimate")
+    assert _zh(note) == ("l40s 的屋脊点为每字节显存带宽 419 FLOP，高于拟合持续比例时所用 GPU（A100、H100）的 153-295："
+                         "其 60% 是外推值，是本次估算中最不确定的因素")
+    # H100 SXM is an anchor itself: nothing to say
+    assert not [n for n in _notes("llama-3.1-8b", method="lora", gpu="h100") if "ridge point" in n]
