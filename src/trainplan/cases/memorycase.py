@@ -295,7 +295,8 @@ def map_memory_case(case: dict) -> MemoryMapping:
                          attention=attention_of(case.get("attention")),
                          framework=framework.value, load_fp32=load_fp32, gpu=gpu, stage=case.get("stage"),
                          **layout, **flags)
-    return MemoryMapping(options=options, view=view, notes=tuple(notes), gpu_stated=gpu_stated, impl_facts=impl_facts,
+    return MemoryMapping(options=options, view=view, notes=tuple(notes), gpu_stated=gpu_stated,
+                         impl_facts=impl_facts,
                          measured_bytes=None if gib_value is None else int(round(float(gib_value) * GIB)))
 
 
