@@ -106,5 +106,6 @@ def launch_blocking_note(launches: float) -> str:
 
 def host_bound_note(host_s: float, gpu_s: float) -> str:
     return (f"host-bound: the host enqueues a micro-batch's kernels in {host_s * 1e3:.1f} ms "
-            f"({LAUNCH_FLOOR_S * 1e6:.0f} us an eager op), longer than the {gpu_s * 1e3:.1f} ms they run, so the GPU waits on the host "
+            f"({LAUNCH_FLOOR_S * 1e6:.0f} us an eager op), longer than the {gpu_s * 1e3:.1f} ms they run, "
+            "so the GPU waits on the host "
             "(torch.compile or CUDA graphs launch fewer, larger kernels)")
