@@ -193,3 +193,14 @@ def test_a_ridge_above_the_fitted_gpus_is_said_in_both_languages():
                          "其 60% 是外推值，是本次估算中最不确定的因素")
     # H100 SXM is an anchor itself: nothing to say
     assert not [n for n in _notes("llama-3.1-8b", method="lora", gpu="h100") if "ridge point" in n]
+
+
+def test_the_host_bound_note_in_both_languages():
+    # Qwen2.5-0.5B, LoRA on q_proj and v_proj (HF's default targets for it), no checkpointing: 24 layers x (43 + 74
+    # launches + 2/7 of LoRA's all-linear excess 63 + 59) = 24 x 151.86 = 3,645 launches x 10 us = 36.4 ms a
+    # micro-batch of 128 tokens, more than its kernels run on an H100
+    notes = _notes("qwen2.5-0.5b", method="lora", gpu="h100", batch_size=1, seq_len=128)
+    note = _note(notes, "host-bound")
+    assert note.startswith("host-bound: the host enqueues a micro-batch's kernels in 36.4 ms (10 us an eager op)")
+    assert _zh(note).startswith("受主机限制：主机把一个微批次的内核排入队列要 36.4 ms（eager 模式每个算子 10 us）")
+    assert CJK.search(_zh(note)) and "GPU waits" not in _zh(note)
