@@ -122,6 +122,7 @@ class Options(TypedDict, total=False):
     device_map: str | None
     padding_free: bool | None
     padding_mask: bool | None
+    loss_upcast: bool | None
     launch_blocking: bool | None
     comm_overlap: bool | None
     moe_a2a_overlap: bool | None

@@ -148,6 +148,10 @@ def add_setup_flags(p: argparse.ArgumentParser) -> None:
                    help="the batches' attention mask has padding, as a trainer that pads every sample to the "
                         "maximum length gives: SDPA runs its memory-efficient kernel over every block "
                         "(default: when --lengths-file gives mixed lengths, unpacked, more than one per micro-batch)")
+    g.add_argument("--loss-upcast", action=argparse.BooleanOptionalAction, default=None,
+                   help="the cross-entropy runs on an fp32 copy of the logits, as transformers' ForCausalLMLoss does "
+                        "when the model gets labels; --no-loss-upcast: on the 16-bit logits, as a loop computing its "
+                        "own loss (default: the framework's; litgpt and a plain PyTorch loop 16-bit)")
     g.add_argument("--launch-blocking", action=argparse.BooleanOptionalAction, default=None,
                    help="the job runs with CUDA_LAUNCH_BLOCKING=1 (a debugging setting some trainers set): every "
                         "kernel launch waits for its kernel and nothing overlaps compute (default: off)")

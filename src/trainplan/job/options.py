@@ -97,6 +97,7 @@ class JobOptions:
     device_map: str | None = None     # "auto": one replica split layer-wise over the GPUs (accelerate big-model)
     padding_free: bool | None = None  # sequences concatenated without padding (flash-attention varlen)
     padding_mask: bool | None = None  # the batches' attention mask has padding (None: from --lengths-file)
+    loss_upcast: bool | None = None       # cross-entropy on fp32 logits (None: the framework's)
     launch_blocking: bool | None = None   # CUDA_LAUNCH_BLOCKING=1 in the job's environment (timing.launch)
     comm_overlap: bool | None = None      # Megatron's TP/DP/PP communication overlap (timing.overlap; None: off)
     moe_a2a_overlap: bool | None = None   # Megatron's expert all-to-all overlap, combined 1F1B (None: off)

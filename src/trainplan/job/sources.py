@@ -25,7 +25,7 @@ SETTINGS = ("model", "framework", "method", "stage", "precision", "fp8_recipe", 
             "pp_schedule", "pp_head_as_layer", "cp", "ulysses", "ep", "etp", "device_map", "ref_model", "samples",
             "max_steps", "epochs",
             "reduce_bucket_size", "prefetch_bucket_size", "param_persistence_threshold", "max_live_parameters",
-            "overlap_comm", "launch_blocking", "comm_overlap", "moe_a2a_overlap", "moe_dispatcher",
+            "overlap_comm", "loss_upcast", "launch_blocking", "comm_overlap", "moe_a2a_overlap", "moe_dispatcher",
             "cpu_threads_per_rank", "flash_version", "experts_implementation")
 # options left None that resolution derives, and the value it derives
 _DERIVED = {"lora_alpha": (lambda j: j.setup.lora.alpha if j.setup.lora else None, "2 x lora_rank"),
@@ -54,6 +54,7 @@ _PROFILE = {"precision": lambda j: str(j.setup.precision), "optimizer": lambda j
             "optimizer_in_backward": lambda j: j.setup.impl.optimizer_in_backward,
             "compile": lambda j: j.setup.impl.compiled,
             "compile_loss": lambda j: j.setup.impl.compiled_loss,
+            "loss_upcast": lambda j: j.setup.impl.loss_upcast,
             "launch_blocking": lambda j: j.setup.impl.launch_blocking,
             "comm_overlap": lambda j: j.setup.impl.comm_overlap,
             "moe_a2a_overlap": lambda j: j.setup.impl.moe_a2a_overlap,

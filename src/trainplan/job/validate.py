@@ -67,7 +67,7 @@ BOOLS = ("dora", "double_quant", "packing", "spot", "sequence_parallel", "uneven
          "eval_each_epoch")
 OPT_BOOLS = ("optimizer_in_backward", "activation_offload", "liger", "load_fp32", "compile",
              "reshard_after_forward", "ref_model", "padding_free", "padding_mask", "overlap_comm",
-             "launch_blocking", "comm_overlap", "moe_a2a_overlap", "pp_head_as_layer", "drop_long_samples",
+             "loss_upcast", "launch_blocking", "comm_overlap", "moe_a2a_overlap", "pp_head_as_layer", "drop_long_samples",
              "group_by_length")
 # choices parsed later by job/resolve.parse_enum: the same enums, checked here whether used or not
 ENUMS = {"method": Method, "precision": Precision, "optimizer": Optimizer, "quant": Quant, "grad_ckpt": GradCkpt,
