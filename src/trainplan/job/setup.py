@@ -105,7 +105,8 @@ def build_setup(req: JobOptions, spec: ModelSpec | None = None, *, validated: bo
                           activation_offload=req.activation_offload, liger_kernels=req.liger,
                           load_fp32=req.load_fp32, compiled=req.compile, loss_compiled=req.compile_loss,
                           padding_free=req.padding_free,
-                          padding_mask=req.padding_mask, launch_blocking=req.launch_blocking, loss_upcast=req.loss_upcast,
+                          padding_mask=req.padding_mask, launch_blocking=req.launch_blocking,
+                          loss_upcast=req.loss_upcast,
                           comm_overlap=req.comm_overlap, moe_a2a_overlap=req.moe_a2a_overlap,
                           moe_dispatcher=None if req.moe_dispatcher is None else
                           parse_enum(MoeDispatcher, req.moe_dispatcher, "--moe-dispatcher"),

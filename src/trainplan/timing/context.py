@@ -20,7 +20,7 @@ from trainplan.specs import GpuSpec
 from trainplan.timing import parts
 from trainplan.timing.attention import padded_sdpa
 from trainplan.timing.links import Fabric, fabric, is_consumer, pcie_link
-from trainplan.timing.efficiency import DEFAULT_MODEL, Efficiency, bf16_ceiling_stands_in, ridge_point
+from trainplan.timing.efficiency import DEFAULT_MODEL, Efficiency, bf16_ceiling_stands_in
 from trainplan.timing.flops import flops_per_token
 from trainplan.timing.offload import HostSpec, resolve_host
 from trainplan.timing.options import TimingOptions
@@ -185,9 +185,7 @@ def efficiency_notes(eff: Efficiency, gpu: GpuSpec, dtype: str) -> tuple[str, ..
                      "peak, assumed")
     elif not eff.mamf_known:
         notes.append(f"no measured matmul ceiling for {gpu.id}: {eff.mamf_fraction:.0%} of peak assumed")
-    # the sustained fraction's ridge: the 16-bit one under FP8 (timing.efficiency.matmul_efficiency)
-    ridge = ridge_point(eff.attention_peak_flops_per_s, gpu.memory_bw_bytes_per_s) if eff.peak_dtype == "fp8" \
-        else eff.ridge
+    ridge = eff.sustained_ridge or eff.ridge
     lo, hi = DEFAULT_MODEL.ridge_lo, DEFAULT_MODEL.ridge_hi
     if not eff.overridden and ridge > hi * 1.1:
         notes.append(f"{gpu.id}'s ridge point, {ridge:.0f} FLOP per byte of memory bandwidth, is above the "

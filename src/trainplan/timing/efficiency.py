@@ -228,6 +228,7 @@ class Efficiency:
     attention_bwd: float = 0.0   # its backward, FLOPs counted as 2 forwards; 0: `attention`
     attention_kernel: str = ""   # trainplan.timing.attention.AttentionKernel that runs ("" unknown)
     attention_source: str = ""   # the published benchmark, or "" for the fitted interpolation
+    sustained_ridge: float = 0.0  # the ridge `sustained` is read at: the 16-bit one under FP8 (0: `ridge`)
 
     def linear_s(self, flops: float) -> float:
         """Seconds of `flops` outside the attention core at this efficiency: the matmuls and, through `width`,
@@ -256,7 +257,8 @@ def matmul_efficiency(gpu: GpuSpec, dtype: str, *, hidden_size: int, tokens_per_
     # FP8 takes it at the 16-bit ridge. What FP8's doubled rate adds in memory-bound time is counted
     # once, by the width factor at the FP8 ridge below and the quantisation traffic (trainplan.timing.fp8);
     # at the FP8 ridge (591 on H100, outside the fitted 153-295) it would count a second time.
-    sustained = sustained_fraction(attn_ridge if used == "fp8" else ridge, m)
+    sustained_ridge = attn_ridge if used == "fp8" else ridge
+    sustained = sustained_fraction(sustained_ridge, m)
     e_max = mamf * sustained
     width = width_factor(hidden_size, e_max, ridge, stack, m)
     tok = tokens_factor(tokens_per_micro_batch, m)
@@ -271,4 +273,4 @@ def matmul_efficiency(gpu: GpuSpec, dtype: str, *, hidden_size: int, tokens_per_
                       attention_peak_flops_per_s=attn_peak, overridden=override is not None,
                       attention_fwd=fwd, attention_bwd=bwd,
                       attention_kernel=attention_kernel.value if attention_kernel else "",
-                      attention_source=published.source if published else "")
+                      attention_source=published.source if published else "", sustained_ridge=sustained_ridge)
